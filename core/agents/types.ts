@@ -1,0 +1,162 @@
+/**
+ * The shape of an agent definition — what a drop-in in `agents/` exports through `defineAgent`.
+ * An agent is either a single async function (`run`) or a graph of nodes (`graph`); the runtime in
+ * this folder executes both the same way (a function agent is the graph start → agent → end).
+ */
+import type { z } from 'zod';
+
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface ChatMessage {
+  role: Role;
+  content: string;
+  timestamp?: string;
+  name?: string;
+}
+
+/** The JSON state a graph runs over. Agent-defined keys sit beside the standard ones. */
+export interface AgentState {
+  messages: ChatMessage[];
+  response: string;
+  steps_taken: string[];
+  metadata: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** What every run receives: the validated request plus the history loaded for it. */
+export interface AgentInput {
+  query: string;
+  user_id: string;
+  context: Record<string, unknown>;
+  thread_id: string | null;
+  metadata: Record<string, unknown>;
+  prompt_version: string;
+  temperature: number | null;
+  max_tokens: number | null;
+  /** Conversation so far (chat history), oldest first, not including `query`. */
+  history: ChatMessage[];
+}
+
+export interface Citation {
+  source: string;
+  title?: string;
+  snippet?: string;
+  score?: number;
+  [key: string]: unknown;
+}
+
+/** What a run returns. A bare string is shorthand for `{ response }`. */
+export interface AgentResult {
+  response: string;
+  output?: unknown;
+  suggestions?: string[];
+  citations?: Citation[];
+  steps_taken?: string[];
+  context?: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+export interface ModelCallOptions {
+  temperature?: number | null;
+  max_tokens?: number | null;
+  model?: string;
+  signal?: AbortSignal;
+}
+
+/** The model as an agent sees it; provided by the runtime from the configured provider. */
+export interface ModelClient {
+  /** True when a model endpoint is configured. */
+  readonly configured: boolean;
+  readonly name: string;
+  /** One completion; tokens are streamed to the run's event stream as they arrive. */
+  chat(messages: ChatMessage[], options?: ModelCallOptions): Promise<string>;
+}
+
+export interface RunContext {
+  input: AgentInput;
+  /** The text of the selected prompt version ('' when the agent has no prompts). */
+  prompt: string;
+  model: ModelClient;
+  /** Aborted when the caller cancels (task cancel, client gone on a studio run). */
+  signal: AbortSignal;
+  /** Record a processing step (shows in `steps_taken` and as an event). */
+  step(name: string): void;
+  /**
+   * Suspend for a person's decision. Returns the approval context once approved; a rejection
+   * discards the run. Human-approval graph nodes call this for you.
+   */
+  interrupt(message: string, payload?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** Report a planning-tool update (e.g. write_todos) to the event stream. */
+  plan(tool: string, args: unknown): void;
+  /** Run another registered agent as a subagent. */
+  callAgent(name: string, query: string, context?: Record<string, unknown>): Promise<AgentResult>;
+}
+
+export type AgentRunFn = (input: AgentInput, ctx: RunContext) => Promise<AgentResult | string> | AgentResult | string;
+
+/** A node's function: reads the state, returns the keys it changes. */
+export type NodeFn = (
+  state: AgentState,
+  ctx: RunContext,
+) => Promise<Partial<AgentState> | void> | Partial<AgentState> | void;
+
+export type GraphNode =
+  | NodeFn
+  | { type?: string; description?: string; run: NodeFn }
+  | { type: 'approval'; description?: string; message: string }
+  | { type: 'subagent'; description?: string; agent: string; query?: (state: AgentState) => string };
+
+export const END = '__end__';
+
+export interface GraphEdge {
+  from: string;
+  to: string;
+  /** Taken when it returns true; edges are tried in order and the first match wins. */
+  when?: (state: AgentState) => boolean;
+  /** Shown as the edge's condition in the studio graph (defaults to the function's source). */
+  label?: string;
+}
+
+export interface GraphSpec {
+  nodes: Record<string, GraphNode>;
+  edges: GraphEdge[];
+  entry: string;
+  /** Nodes after which the run finishes (edges to END count too). */
+  end?: string[];
+  /** Builds the final result from the state; default `{ response: state.response }`. */
+  result?: (state: AgentState) => AgentResult;
+}
+
+export interface PromptSet {
+  /** version → prompt text, e.g. `{ v1: 'You are…', v2: '…' }` */
+  versions: Record<string, string>;
+  /** The version used when a request names none (default: 'v1' if present, else the first). */
+  active?: string;
+}
+
+export interface AgentConfig {
+  model?: string;
+  temperature?: number;
+  max_tokens?: number;
+  prompt_version?: string;
+  [key: string]: unknown;
+}
+
+export interface AgentDefinition {
+  /** Path segment under /api/v1/; defaults to the file name (agents/hello.ts → hello). */
+  name?: string;
+  slug?: string;
+  description?: string;
+  version?: string;
+  /** Label shown in summaries and cards; defaults to 'hangar'. */
+  framework?: string;
+  prompts?: PromptSet;
+  config?: AgentConfig;
+  /** Optional models published in /studio/agents/{name}/schemas. */
+  input?: z.ZodType;
+  output?: z.ZodType;
+  /** Needs a model endpoint to answer. */
+  requiresModel?: boolean;
+  run?: AgentRunFn;
+  graph?: GraphSpec;
+}

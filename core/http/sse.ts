@@ -1,0 +1,125 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ReplayableSource, SequencedEvent } from './event-log.js';
+import { unprocessable } from './errors.js';
+
+/**
+ * The one SSE implementation. Every stream in Hangar (invoke streams and their replay, task and A2A
+ * events, studio runs) goes through `serveSse`:
+ *
+ * - each frame is `id: <seq>` + `data: <json>`; the last frame is `data: [DONE]`;
+ * - a reader resuming with `since` / `Last-Event-ID` gets frames after that sequence, then live ones;
+ * - when the resume point was evicted it first gets `{"event":"truncated",...}` and, if the caller
+ *   supplies one, a snapshot frame (the current task) — then whatever is still retained;
+ * - comment heartbeats keep proxies and idle timeouts from closing the connection;
+ * - a client that disconnects is unsubscribed at once and stops nothing else;
+ * - a client that stops reading is cut off once `maxBufferedBytes` pile up for it, so a slow reader
+ *   never holds memory for the producer; it can resume with Last-Event-ID.
+ */
+export interface SseOptions<T> {
+  since?: number;
+  headers?: Record<string, string>;
+  heartbeatMs?: number;
+  maxBufferedBytes?: number;
+  /** Frame sent right after the truncated marker, e.g. the current task object. */
+  snapshot?: () => unknown | Promise<unknown>;
+  /** Map a stored event to the JSON sent on the wire (defaults to the event's data). */
+  toWire?: (event: SequencedEvent<T>) => unknown;
+}
+
+export const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache',
+  Connection: 'keep-alive',
+  'X-Accel-Buffering': 'no',
+} as const;
+
+/** The resume point of a request: `?since=N` wins over the `Last-Event-ID` header; default 0. */
+export function resumePoint(req: IncomingMessage, query: Record<string, unknown> = {}): number {
+  const raw = query.since ?? req.headers['last-event-id'];
+  if (raw === undefined || raw === '') return 0;
+  const value = Number(Array.isArray(raw) ? raw[0] : raw);
+  if (!Number.isInteger(value) || value < 0) {
+    throw unprocessable(`${query.since !== undefined ? 'query.since' : 'header Last-Event-ID'}: expected a non-negative integer`);
+  }
+  return value;
+}
+
+export function formatFrame(id: number | undefined, data: unknown): string {
+  const json = typeof data === 'string' ? data : JSON.stringify(data);
+  // JSON never contains a raw newline, but a plain string payload could: one data line per line.
+  const body = json.split('\n').map((line) => `data: ${line}`).join('\n');
+  return id === undefined ? `${body}\n\n` : `id: ${id}\n${body}\n\n`;
+}
+
+export const DONE_FRAME = 'data: [DONE]\n\n';
+
+export async function serveSse<T>(
+  req: IncomingMessage,
+  res: ServerResponse,
+  source: ReplayableSource<T>,
+  options: SseOptions<T> = {},
+): Promise<void> {
+  const { since = 0, heartbeatMs = 15_000, maxBufferedBytes = 8 * 1024 * 1024 } = options;
+  const toWire = options.toWire ?? ((event: SequencedEvent<T>) => event.data);
+
+  res.writeHead(200, { ...SSE_HEADERS, ...options.headers });
+  res.flushHeaders();
+
+  let closed = false;
+  let lastSent = since;
+  let unsubscribe: () => void = () => {};
+  let ended = false;
+  const pending: SequencedEvent<T>[] = [];
+  let replaying = true;
+
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(heartbeat);
+    unsubscribe();
+    if (!res.writableEnded) res.end();
+  };
+
+  const write = (chunk: string) => {
+    if (closed) return;
+    res.write(chunk);
+    if (res.writableLength > maxBufferedBytes) finish();
+  };
+
+  const send = (event: SequencedEvent<T>) => {
+    if (event.seq <= lastSent) return;
+    lastSent = event.seq;
+    write(formatFrame(event.seq, toWire(event)));
+  };
+
+  const heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
+  heartbeat.unref();
+  req.on('close', finish);
+  res.on('close', finish);
+
+  // Subscribe before replaying so nothing appended during an async replay falls in the gap;
+  // events that arrive meanwhile wait in `pending` and duplicates are dropped by sequence.
+  unsubscribe = source.subscribe(
+    (event) => (replaying ? pending.push(event) : send(event)),
+    () => {
+      ended = true;
+      if (!replaying) {
+        write(DONE_FRAME);
+        finish();
+      }
+    },
+  );
+
+  const replay = await source.replay(since);
+  if (replay.truncated) {
+    write(formatFrame(undefined, { event: 'truncated', requested_after: since, first_retained: replay.events[0]?.seq ?? null }));
+    if (options.snapshot) write(formatFrame(undefined, await options.snapshot()));
+  }
+  for (const event of replay.events) send(event);
+  for (const event of pending) send(event);
+  replaying = false;
+  if (ended || source.ended) {
+    write(DONE_FRAME);
+    finish();
+  }
+}

@@ -1,0 +1,25 @@
+import type { z } from 'zod';
+import { HttpError } from './errors.js';
+
+/**
+ * Parse `value` with `schema`; on failure throw a 422 whose detail names the field, e.g.
+ * `body.temperature: Too big: expected number to be <=2`. `where` prefixes the path
+ * ("body", "query", "params") so a client knows which part of the request was wrong.
+ *
+ * @example const input = parseInput(InvokeRequest, req.body, 'body');
+ */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where = 'body'): z.output<S> {
+  const result = schema.safeParse(value ?? (where === 'body' ? {} : value));
+  if (result.success) return result.data;
+  throw new HttpError(422, formatIssues(result.error.issues, where));
+}
+
+export function formatIssues(issues: readonly z.core.$ZodIssue[], where: string): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => {
+      const path = [where, ...issue.path.map(String)].filter(Boolean).join('.');
+      return `${path}: ${issue.message}`;
+    })
+    .join('; ');
+}

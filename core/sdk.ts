@@ -1,0 +1,48 @@
+/**
+ * The SDK: the only module drop-ins import (`import { defineAgent } from 'hangar'`).
+ * Each `define*` only tags and returns the definition; validation happens at discovery, so a
+ * mistake shows as a drop-in error in /api/v1/status instead of a crash at import.
+ */
+import type { AgentDefinition } from './agents/types.js';
+
+export type {
+  AgentConfig,
+  AgentDefinition,
+  AgentInput,
+  AgentResult,
+  AgentRunFn,
+  AgentState,
+  ChatMessage,
+  Citation,
+  GraphEdge,
+  GraphNode,
+  GraphSpec,
+  ModelClient,
+  NodeFn,
+  PromptSet,
+  RunContext,
+} from './agents/types.js';
+export { END } from './agents/types.js';
+export { z } from 'zod';
+
+export const DEFINITION_KIND = Symbol.for('hangar.kind');
+
+export type Tagged<T, K extends string> = T & { readonly [DEFINITION_KIND]?: K };
+
+function tag<T extends object, K extends string>(kind: K, definition: T): Tagged<T, K> {
+  Object.defineProperty(definition, DEFINITION_KIND, { value: kind, enumerable: false });
+  return definition as Tagged<T, K>;
+}
+
+/**
+ * Declare an agent. Give it either `run` (one async function) or `graph` (nodes and edges).
+ *
+ * @example
+ * export default defineAgent({
+ *   description: 'Says hello',
+ *   run: async (input) => `Hello, ${input.query}!`,
+ * });
+ */
+export function defineAgent(definition: AgentDefinition): Tagged<AgentDefinition, 'agent'> {
+  return tag('agent', definition);
+}

@@ -1,0 +1,56 @@
+/**
+ * The store interface every subsystem persists through. Records are JSON values keyed by id inside
+ * named collections. Reads are served from memory; a mutation resolves only once it is on disk
+ * (a write is durable before a response says it happened).
+ *
+ * Ordering: `list()` returns records grouped by shard, not in global insertion order — callers that
+ * need an order sort by their own timestamp or sequence field.
+ */
+export interface Collection<T> {
+  readonly name: string;
+  get(id: string): Promise<T | undefined>;
+  has(id: string): Promise<boolean>;
+  /** Insert or replace. */
+  put(id: string, value: T): Promise<T>;
+  /**
+   * Atomic read-modify-write of one record: `fn` sees the current value and returns the next one
+   * (`undefined` deletes). No other mutation of the collection interleaves with `fn`.
+   */
+  update(id: string, fn: (current: T | undefined) => T | undefined): Promise<T | undefined>;
+  delete(id: string): Promise<boolean>;
+  /** Delete every record for which `predicate` is true; returns how many went. */
+  deleteWhere(predicate: (value: T, id: string) => boolean): Promise<number>;
+  list(): Promise<T[]>;
+  entries(): Promise<Array<[string, T]>>;
+  count(): Promise<number>;
+}
+
+export interface CollectionOptions {
+  /**
+   * How many files the collection is split into (by a hash of the id). One write rewrites one shard,
+   * so large collections (threads, messages, task events) should use many. Fixed per collection:
+   * changing it for an existing collection on disk is refused at open.
+   */
+  shards?: number;
+}
+
+export interface CollectionStats {
+  records: number;
+  files: number;
+  bytes: number;
+}
+
+export interface StoreStats {
+  backend: string;
+  path: string;
+  files: number;
+  bytes: number;
+  collections: Record<string, CollectionStats>;
+}
+
+export interface Store {
+  collection<T>(name: string, options?: CollectionOptions): Collection<T>;
+  stats(): Promise<StoreStats>;
+  /** Resolves when every pending write is on disk. */
+  flush(): Promise<void>;
+}

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+import { fileURLToPath } from 'node:url';
+
+export default defineConfig({
+  resolve: { alias: { hangar: fileURLToPath(new URL('./core/sdk.ts', import.meta.url)) } },
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+    // Two cores: servers, workers and esbuild all share them.
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});

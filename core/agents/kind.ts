@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import { notFound } from '../http/errors.js';
+import type { DropInKind, Registry } from '../kernel/registry.js';
+import type { AgentConfig, AgentDefinition } from './types.js';
+
+/**
+ * The `agent` drop-in kind: how discovery validates what `agents/<name>.ts` exports and turns it
+ * into the normalised `Agent` every route reads.
+ */
+
+/** Names that would shadow platform routes under /api/v1/. */
+export const RESERVED_AGENT_NAMES = new Set([
+  'agents', 'status', 'storage', 'tasks', 'plugins', 'pipelines', 'ingestors', 'ingestion',
+  'endpoints', 'logs', 'control', 'health', 'openapi', 'docs', 'threads', 'runs', 'teams',
+]);
+
+const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', 'expected a function');
+
+const AgentDefinitionSchema = z
+  .object({
+    name: z.string().regex(NAME, 'lowercase letters, digits, - and _, starting with a letter or digit').optional(),
+    slug: z.string().min(1).optional(),
+    description: z.string().optional(),
+    version: z.string().min(1).optional(),
+    framework: z.string().min(1).optional(),
+    prompts: z
+      .object({ versions: z.record(z.string(), z.string()), active: z.string().optional() })
+      .refine((p) => Object.keys(p.versions).length > 0, 'prompts.versions must name at least one version')
+      .refine((p) => p.active === undefined || p.active in p.versions, 'prompts.active must be one of prompts.versions')
+      .optional(),
+    config: z
+      .object({
+        model: z.string().optional(),
+        temperature: z.number().min(0).max(2).optional(),
+        max_tokens: z.number().int().positive().optional(),
+        prompt_version: z.string().optional(),
+      })
+      .loose()
+      .optional(),
+    input: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'expected a zod schema').optional(),
+    output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'expected a zod schema').optional(),
+    requiresModel: z.boolean().optional(),
+    run: fn.optional(),
+    graph: z
+      .object({
+        nodes: z.record(z.string(), z.unknown()).refine((n) => Object.keys(n).length > 0, 'graph needs at least one node'),
+        edges: z.array(z.object({ from: z.string(), to: z.string() }).loose()),
+        entry: z.string(),
+        end: z.array(z.string()).optional(),
+        result: fn.optional(),
+      })
+      .loose()
+      .optional(),
+  })
+  .loose()
+  .refine((d) => (d.run === undefined) !== (d.graph === undefined), 'an agent needs exactly one of `run` or `graph`');
+
+/** An agent as the platform sees it: every optional field resolved. */
+export interface Agent {
+  name: string;
+  slug: string;
+  description: string;
+  version: string;
+  framework: string;
+  prompts: { versions: Record<string, string>; active: string };
+  config: AgentConfig;
+  definition: AgentDefinition;
+}
+
+export function normaliseAgent(definition: AgentDefinition, defaultName: string): Agent {
+  const name = definition.name ?? defaultName.toLowerCase();
+  if (!NAME.test(name)) throw new Error(`name "${name}" is not valid: use lowercase letters, digits, - and _`);
+  if (RESERVED_AGENT_NAMES.has(name)) throw new Error(`name "${name}" is reserved by a platform route`);
+  const versions = definition.prompts?.versions ?? {};
+  const keys = Object.keys(versions);
+  const active = definition.prompts?.active ?? (keys.includes('v1') ? 'v1' : (keys[0] ?? 'v1'));
+  return {
+    name,
+    slug: definition.slug ?? name,
+    description: definition.description ?? '',
+    version: definition.version ?? '0.1.0',
+    framework: definition.framework ?? 'hangar',
+    prompts: { versions, active },
+    config: { prompt_version: active, ...definition.config },
+    definition,
+  };
+}
+
+export const agentKind: DropInKind<Agent> = {
+  kind: 'agent',
+  folder: 'agents',
+  load(exported, defaultName) {
+    const result = AgentDefinitionSchema.safeParse(exported);
+    if (!result.success) {
+      const issue = result.error.issues[0]!;
+      throw new Error(`${issue.path.length ? issue.path.join('.') + ': ' : ''}${issue.message}`);
+    }
+    return normaliseAgent(exported as AgentDefinition, defaultName);
+  },
+  nameOf: (agent) => agent.name,
+};
+
+/** The live agent called `name`, or a 404 `{detail}` naming it. */
+export function findAgent(registry: Registry, name: string): Agent {
+  const entry = registry.get<Agent>('agent', name);
+  if (!entry) throw notFound(`agent "${name}" not found`);
+  return entry.definition;
+}

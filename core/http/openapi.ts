@@ -1,0 +1,117 @@
+import { z } from 'zod';
+
+/**
+ * The OpenAPI 3.1 document, built live. Subsystems describe their routes with zod schemas, either
+ * once (`add`) or through a provider that is asked on every build (`addProvider`) — per-agent and
+ * per-endpoint routes come from providers reading the registry, so a drop-in discovered a moment
+ * ago is in /openapi.json without a restart. The built document is cached until `invalidate()`
+ * (the server calls it on every registry change).
+ */
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head';
+
+export interface RouteDoc {
+  method: HttpMethod;
+  /** OpenAPI path template: `/api/v1/{agent_name}/invoke`. */
+  path: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  body?: z.ZodType;
+  query?: z.ZodType;
+  /** status → description and optional schema; default `200: OK`. */
+  responses?: Record<string, { description: string; schema?: z.ZodType; contentType?: string }>;
+}
+
+type JsonSchema = Record<string, unknown>;
+
+function toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  try {
+    const json = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    delete json.$schema;
+    return json;
+  } catch {
+    return {};
+  }
+}
+
+const errorSchema = { type: 'object', properties: { detail: {} }, required: ['detail'] };
+
+export class OpenApiRegistry {
+  private readonly docs: RouteDoc[] = [];
+  private readonly providers: Array<() => RouteDoc[]> = [];
+  private cached: Record<string, unknown> | undefined;
+
+  constructor(private readonly info: { title: string; version: string; description?: string }) {}
+
+  add(...docs: RouteDoc[]): void {
+    this.docs.push(...docs);
+    this.invalidate();
+  }
+
+  addProvider(provider: () => RouteDoc[]): void {
+    this.providers.push(provider);
+    this.invalidate();
+  }
+
+  invalidate(): void {
+    this.cached = undefined;
+  }
+
+  document(): Record<string, unknown> {
+    this.cached ??= this.build();
+    return this.cached;
+  }
+
+  private build(): Record<string, unknown> {
+    const paths: Record<string, Record<string, unknown>> = {};
+    for (const doc of [...this.docs, ...this.providers.flatMap((p) => p())]) {
+      const params = [...doc.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
+        name: m[1],
+        in: 'path',
+        required: true,
+        schema: { type: 'string' },
+      }));
+      if (doc.query) {
+        const query = toSchema(doc.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+        for (const [name, schema] of Object.entries(query.properties ?? {})) {
+          params.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema } as never);
+        }
+      }
+      const responses: Record<string, unknown> = {};
+      for (const [status, r] of Object.entries(doc.responses ?? { 200: { description: 'OK' } })) {
+        responses[status] = {
+          description: r.description,
+          ...(r.schema
+            ? { content: { [r.contentType ?? 'application/json']: { schema: toSchema(r.schema, 'output') } } }
+            : r.contentType
+              ? { content: { [r.contentType]: {} } }
+              : {}),
+        };
+      }
+      responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorSchema } } };
+      (paths[doc.path] ??= {})[doc.method] = {
+        summary: doc.summary,
+        ...(doc.description ? { description: doc.description } : {}),
+        ...(doc.tags ? { tags: doc.tags } : {}),
+        operationId: `${doc.method}_${doc.path.replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
+        ...(params.length ? { parameters: params } : {}),
+        ...(doc.body
+          ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(doc.body, 'input') } } } }
+          : {}),
+        responses,
+      };
+    }
+    return {
+      openapi: '3.1.0',
+      info: this.info,
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        },
+      },
+      paths,
+    };
+  }
+}

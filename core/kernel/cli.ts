@@ -1,0 +1,142 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { COMMANDS } from './commands.js';
+import { startServer, StartupError } from './server.js';
+import { loadSettings, SettingsError } from './settings.js';
+import { PLATFORM_NAME, VERSION } from './version.js';
+import { openAppWindow } from './window.js';
+
+export const HELP = `${PLATFORM_NAME} ${VERSION} — local-first agent platform
+
+Usage:
+  hangar [options]                 start the platform (desktop window unless --no-window)
+  hangar notebook <command> ...    reactive notebooks (hangar notebook --help)
+
+Options:
+  --no-window        run headless: serve the API and UI, open no window
+  --port N           port to listen on (default 8787; 0 picks a free one)
+  --host H           interface to bind (default 127.0.0.1; beyond loopback a token is required)
+  --root DIR         workspace folder (default: the repository's own example workspace)
+  --config FILE      settings file (default: DIR/hangar.config.json)
+  -h, --help         show this help
+  -v, --version      print the version
+
+Settings come from the config file, then HANGAR_* environment variables
+(HANGAR_PORT, HANGAR_MODEL__BASE_URL, ...), then flags.`;
+
+/** The repository folder, which is also the default workspace. */
+function repositoryRoot(): string {
+  // Both core/kernel/cli.ts (tests) and dist/cli.mjs (built) sit at a fixed depth below it.
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  return path.basename(here) === 'dist' ? path.dirname(here) : path.resolve(here, '..', '..');
+}
+
+export interface CliIO {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+const defaultIO: CliIO = {
+  out: (line) => process.stdout.write(line + '\n'),
+  err: (line) => process.stderr.write(line + '\n'),
+};
+
+/** Runs the CLI; resolves with an exit code when it is done, or never for a running server. */
+export async function main(argv: string[], io: CliIO = defaultIO): Promise<number> {
+  const command = argv[0] && Object.hasOwn(COMMANDS, argv[0]) ? COMMANDS[argv[0]] : undefined;
+  if (command) return (await command())(argv.slice(1));
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        'no-window': { type: 'boolean' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        root: { type: 'string' },
+        config: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    io.err(`hangar: ${(err as Error).message} (see hangar --help)`);
+    return 2;
+  }
+  if (values.help) {
+    io.out(HELP);
+    return 0;
+  }
+  if (values.version) {
+    io.out(VERSION);
+    return 0;
+  }
+
+  let settings;
+  try {
+    settings = loadSettings({
+      defaultRoot: repositoryRoot(),
+      configFile: values.config as string | undefined,
+      flags: {
+        port: values.port,
+        host: values.host,
+        root: values.root,
+        window: values['no-window'] ? false : undefined,
+      },
+    });
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      io.err(`hangar: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+
+  let running;
+  try {
+    running = await startServer(settings);
+  } catch (err) {
+    if (err instanceof StartupError) {
+      io.err(`hangar: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+  await running.discovered;
+  const agents = running.ctx.registry.list('agent').length;
+  io.out(`${PLATFORM_NAME} ${VERSION} ready at ${running.url} (workspace ${settings.root}, ${agents} agent${agents === 1 ? '' : 's'})`);
+  if (settings.window) {
+    const outcome = openAppWindow(`${running.url}/`);
+    io.out(outcome.opened ? `window: opened with ${outcome.via}` : `window: not opened — ${outcome.reason}; open ${running.url}/ in a browser`);
+  }
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        io.err(`hangar: ${signal} again, exiting now`);
+        resolve(1);
+        return;
+      }
+      stopping = true;
+      running.ctx.log.info(`${signal} received, shutting down`);
+      running.close().then(
+        () => resolve(0),
+        (err: unknown) => {
+          io.err(`hangar: shutdown failed: ${String(err)}`);
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+  });
+}
+
+const invokedDirectly = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invokedDirectly) {
+  main(process.argv.slice(2)).then((code) => process.exit(code));
+}

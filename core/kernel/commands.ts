@@ -1,0 +1,7 @@
+/**
+ * Sub-commands of `hangar` beyond starting the server (`hangar notebook …`, `hangar code …`).
+ * Each is loaded only when used, so the server's start-up never pays for them.
+ */
+export type CommandRunner = (args: string[]) => Promise<number>;
+
+export const COMMANDS: Record<string, () => Promise<CommandRunner>> = {};

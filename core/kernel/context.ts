@@ -1,0 +1,68 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Router } from 'express';
+import type { OpenApiRegistry } from '../http/openapi.js';
+import type { Metrics } from '../platform/metrics.js';
+import type { Store } from '../storage/store.js';
+import type { TaskService } from '../tasks/service.js';
+import type { Discovery } from './discovery.js';
+import type { Logger } from './log.js';
+import type { DropInKind, Registry } from './registry.js';
+import type { Settings } from './settings.js';
+
+export interface WorkspacePaths {
+  root: string;
+  /** `root/.hangar`: everything Hangar writes about the workspace. */
+  state: string;
+  data: string;
+  logs: string;
+}
+
+/**
+ * What every subsystem receives: the frozen settings and the shared services of one running server.
+ * Subsystems that own a service other subsystems call (tasks, agents) add it here as an optional
+ * field, set in their `setup`.
+ */
+export interface HangarContext {
+  readonly settings: Settings;
+  readonly paths: WorkspacePaths;
+  readonly store: Store;
+  readonly registry: Registry;
+  readonly discovery: Discovery;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly openapi: OpenApiRegistry;
+  readonly version: string;
+  readonly startedAt: Date;
+  readonly lifecycle: { ready: boolean; stopping: boolean };
+  /** principal → token minted at run time (the desktop shell's per-launch token). */
+  readonly runtimeTokens: Record<string, string>;
+  /**
+   * Websocket endpoints by exact path. The server checks Host, Origin and the token (header, or
+   * `?token=` since browsers cannot set headers on ws) before calling the handler.
+   */
+  readonly upgrades: Map<string, UpgradeHandler>;
+  /**
+   * What every agent serves, filled in by the subsystems that serve it: endpoint key → path
+   * template (`{agent}` is replaced by the agent's name) and card capability flags. Agent cards
+   * are built from this, so a card never lists a route this deployment does not serve.
+   */
+  readonly agentSurface: { endpoints: Record<string, string>; capabilities: Record<string, boolean> };
+  /** The task board (core/tasks), set by its subsystem; its methods answer 501 when `tasks.enabled` is off. */
+  tasks?: TaskService;
+}
+
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, principal: string) => void;
+
+/**
+ * A subsystem plugs into the server the way a Fastify plugin does: it may register drop-in kinds,
+ * set up its services, contribute routes (with their OpenAPI docs) and clean up on shutdown.
+ * The list in `core/kernel/subsystems.ts` is the whole of the wiring.
+ */
+export interface Subsystem {
+  name: string;
+  kinds?: DropInKind<any>[];
+  setup?(ctx: HangarContext): void | Promise<void>;
+  routes?(ctx: HangarContext): Router;
+  close?(ctx: HangarContext): void | Promise<void>;
+}

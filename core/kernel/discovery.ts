@@ -1,0 +1,277 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import { glob } from 'tinyglobby';
+import { bundleDropIn, DropInError, evaluateModule, type BuiltModule } from './evaluator.js';
+import type { Logger } from './log.js';
+import type { DropInKind, Registry } from './registry.js';
+
+/**
+ * Finds drop-ins in the workspace, loads them into the registry and keeps them fresh.
+ *
+ * Entries: `<folder>/<name>.{ts,js,…}` or `<folder>/<name>/index.{ts,js,…}` (and `<folder>/<name>.json`
+ * for kinds that accept JSON). Names starting with `_` or `.`, `*.d.ts` and `*.test.*` are skipped,
+ * so helpers can live beside entries.
+ *
+ * Hot reload keeps a module graph — for every entry, the workspace files bundled into it — so a
+ * change to a shared helper rebuilds exactly the entries that import it. File events are debounced
+ * per path (editors write in bursts) and processed one at a time through a queue, like Vite's HMR
+ * queue: a reload never races another reload of the same entry.
+ *
+ * A broken entry (syntax error, throw at import, invalid definition, duplicate name) keeps its last
+ * good version in the registry; the error is recorded against the entry and cleared when it loads.
+ */
+
+const CODE_EXT = ['ts', 'tsx', 'mts', 'cts', 'js', 'mjs', 'cjs'];
+const SKIP = /(^|\/)[_.][^/]*$|\.d\.[cm]?ts$|\.test\.[^/]+$|\.spec\.[^/]+$/;
+const DEBOUNCE_MS = 12;
+
+export interface DiscoveryOptions {
+  root: string;
+  registry: Registry;
+  log: Logger;
+  /** Modules provided to drop-ins instead of bundled (the SDK as `hangar`, zod). */
+  provided: Record<string, unknown>;
+  onReload?: (kind: string, outcome: 'ok' | 'error') => void;
+}
+
+interface LoadedFile {
+  kind: string;
+  name?: string;
+  /** Workspace files this entry's bundle contains. */
+  inputs: string[];
+}
+
+export class Discovery {
+  private readonly kinds: DropInKind<unknown>[] = [];
+  /** entry (absolute) → what it loaded */
+  private readonly files = new Map<string, LoadedFile>();
+  private watcher: FSWatcher | undefined;
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private queue: Promise<void> = Promise.resolve();
+  private pendingTasks = 0;
+  private idleWaiters: Array<() => void> = [];
+  ready = false;
+
+  constructor(private readonly options: DiscoveryOptions) {}
+
+  register<T>(kind: DropInKind<T>): void {
+    if (this.kinds.some((k) => k.kind === kind.kind || k.folder === kind.folder)) {
+      throw new Error(`drop-in kind "${kind.kind}" (folder ${kind.folder}) is already registered`);
+    }
+    this.kinds.push(kind as DropInKind<unknown>);
+  }
+
+  /** Scan every registered folder and load what is there; resolves when all are loaded. */
+  async scan(): Promise<void> {
+    const { root } = this.options;
+    const patterns = this.kinds.flatMap((k) => [
+      `${k.folder}/*.{${CODE_EXT.join(',')}}`,
+      `${k.folder}/*/index.{${CODE_EXT.join(',')}}`,
+      ...(k.json ? [`${k.folder}/*.json`] : []),
+    ]);
+    const found = await glob(patterns, { cwd: root, absolute: true, onlyFiles: true });
+    const entries = found.filter((f) => this.entryOf(f)).sort();
+    const started = Date.now();
+    // Bundle in parallel (esbuild does the heavy lifting off-thread), then register in path order
+    // so that of two files claiming one name, the first by path deterministically keeps it.
+    const builds = new Map<string, Promise<BuiltModule>>();
+    for (const file of entries) {
+      if (this.entryOf(file)?.json) continue;
+      const build = this.bundle(file);
+      build.catch(() => {});
+      builds.set(file, build);
+    }
+    for (const file of entries) await this.load(file, builds.get(file));
+    this.ready = true;
+    this.options.log.info('discovery finished', {
+      entries: this.files.size,
+      ms: Date.now() - started,
+    });
+  }
+
+  /** Watch the workspace folders for changes. */
+  async watch(): Promise<void> {
+    const { root } = this.options;
+    const folders = new Set(this.kinds.map((k) => k.folder));
+    this.watcher = watch(root, {
+      ignoreInitial: true,
+      ignored: (p: string) => {
+        const relative = path.relative(root, p);
+        if (relative === '') return false;
+        const top = relative.split(path.sep)[0]!;
+        return !folders.has(top) || /(^|[/\\])(node_modules|\.git|\.hangar)([/\\]|$)/.test(relative);
+      },
+    });
+    this.watcher.on('all', (event, file) => {
+      if (event === 'addDir') return;
+      this.schedule(path.resolve(file), event === 'unlinkDir');
+    });
+    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+  }
+
+  async close(): Promise<void> {
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    await this.watcher?.close();
+    await this.queue;
+  }
+
+  /** Resolves once no change is waiting or being processed (tests and benchmarks use it). */
+  idle(): Promise<void> {
+    if (this.pendingTasks === 0 && this.timers.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private schedule(file: string, isDir = false): void {
+    clearTimeout(this.timers.get(file));
+    this.timers.set(
+      file,
+      setTimeout(() => {
+        this.timers.delete(file);
+        this.enqueue(() => this.handleChange(file, isDir));
+      }, DEBOUNCE_MS),
+    );
+  }
+
+  private enqueue(task: () => Promise<void>): void {
+    this.pendingTasks++;
+    this.queue = this.queue
+      .then(task)
+      .catch((err: unknown) => this.options.log.error('reload failed', { error: String(err) }))
+      .finally(() => {
+        this.pendingTasks--;
+        if (this.pendingTasks === 0 && this.timers.size === 0) {
+          for (const resolve of this.idleWaiters.splice(0)) resolve();
+        }
+      });
+  }
+
+  private async handleChange(file: string, isDir: boolean): Promise<void> {
+    const affected = new Set<string>();
+    if (isDir) {
+      for (const entry of this.files.keys()) if (entry.startsWith(file + path.sep)) affected.add(entry);
+    }
+    if (this.entryOf(file)) affected.add(file);
+    // Module graph: every entry that bundled this file is stale too.
+    for (const [entry, loaded] of this.files) if (loaded.inputs.includes(file)) affected.add(entry);
+    // An `index.ts` appearing or disappearing inside a folder entry.
+    for (const entry of affected) {
+      if (existsSync(entry)) await this.load(entry);
+      else this.unload(entry);
+    }
+  }
+
+  /** Which kind an entry path belongs to and its default name, or undefined if not an entry. */
+  private entryOf(file: string): { kind: DropInKind<unknown>; defaultName: string; json: boolean } | undefined {
+    const relative = path.relative(this.options.root, file).split(path.sep).join('/');
+    if (SKIP.test(relative)) return undefined;
+    const parts = relative.split('/');
+    const kind = this.kinds.find((k) => k.folder === parts[0]);
+    if (!kind) return undefined;
+    const ext = path.extname(relative).slice(1);
+    if (parts.length === 2) {
+      if (ext === 'json') return kind.json ? { kind, defaultName: path.basename(parts[1]!, '.json'), json: true } : undefined;
+      return CODE_EXT.includes(ext) ? { kind, defaultName: path.basename(parts[1]!, '.' + ext), json: false } : undefined;
+    }
+    if (parts.length === 3 && CODE_EXT.includes(ext) && path.basename(parts[2]!, '.' + ext) === 'index') {
+      return { kind, defaultName: parts[1]!, json: false };
+    }
+    return undefined;
+  }
+
+  private relative(file: string): string {
+    return path.relative(this.options.root, file).split(path.sep).join('/');
+  }
+
+  private bundle(file: string): Promise<BuiltModule> {
+    return bundleDropIn(file, { root: this.options.root, provided: Object.keys(this.options.provided) });
+  }
+
+  private async load(file: string, prebuilt?: Promise<BuiltModule>): Promise<void> {
+    const entry = this.entryOf(file);
+    if (!entry) return;
+    const { kind } = entry;
+    const { registry, root, log } = this.options;
+    const relative = this.relative(file);
+    const previous = this.files.get(file);
+    try {
+      let exported: unknown;
+      let version: string;
+      let inputs = [file];
+      if (entry.json) {
+        const text = readFileSync(file, 'utf8');
+        try {
+          exported = JSON.parse(text);
+        } catch (err) {
+          throw new DropInError(`invalid JSON: ${(err as Error).message}`, { file: relative });
+        }
+        version = String(text.length) + ':' + hashString(text);
+      } else {
+        const built = await (prebuilt ?? this.bundle(file));
+        inputs = built.inputs;
+        // Record the graph before evaluating, so fixing a broken helper reloads this entry.
+        this.files.set(file, { kind: kind.kind, name: previous?.name, inputs });
+        if (previous?.name && registry.get(kind.kind, previous.name)?.version === built.hash) {
+          registry.clearProblem(kind.kind, relative);
+          return;
+        }
+        const module = evaluateModule(built, { root, provided: this.options.provided });
+        exported = module.default ?? module[kind.kind] ?? module;
+        version = built.hash;
+      }
+      let definition: unknown;
+      try {
+        definition = kind.load(exported, entry.defaultName);
+      } catch (err) {
+        throw new DropInError(`invalid ${kind.kind} definition: ${(err as Error).message}`, { file: relative });
+      }
+      const name = kind.nameOf(definition);
+      const holder = registry.get(kind.kind, name);
+      if (holder && holder.file !== relative) {
+        throw new DropInError(`duplicate ${kind.kind} name "${name}": defined in ${holder.file} and ${relative}`, {
+          file: relative,
+        });
+      }
+      // A rename inside the file: the old name goes away.
+      if (previous?.name && previous.name !== name) registry.remove(kind.kind, previous.name);
+      this.files.set(file, { kind: kind.kind, name, inputs });
+      registry.set({ kind: kind.kind, name, file: relative, definition, version });
+      registry.clearProblem(kind.kind, relative);
+      this.options.onReload?.(kind.kind, 'ok');
+      log.debug('drop-in loaded', { kind: kind.kind, name, file: relative, version });
+    } catch (err) {
+      const error = err instanceof DropInError ? err : new DropInError(String(err), { file: relative });
+      if (!this.files.has(file)) this.files.set(file, { kind: kind.kind, inputs: [file] });
+      registry.setProblem(kind.kind, relative, error);
+      this.options.onReload?.(kind.kind, 'error');
+      const where = error.line ? `${error.file}:${error.line}${error.column ? ':' + error.column : ''}` : error.file;
+      log.error(`drop-in error in ${where}: ${error.message}`, { kind: kind.kind, entry: relative });
+    }
+  }
+
+  private unload(file: string): void {
+    const loaded = this.files.get(file);
+    this.files.delete(file);
+    if (!loaded) return;
+    const { registry, log } = this.options;
+    const relative = this.relative(file);
+    registry.clearProblem(loaded.kind, relative);
+    if (loaded.name && registry.get(loaded.kind, loaded.name)?.file === relative) {
+      registry.remove(loaded.kind, loaded.name);
+      log.info('drop-in removed', { kind: loaded.kind, name: loaded.name, file: relative });
+      // A file that lost a duplicate-name contest may take the name now.
+      for (const problem of registry.problemsOf(loaded.kind)) {
+        if (problem.message.includes(`duplicate ${loaded.kind} name "${loaded.name}"`)) {
+          this.enqueue(() => this.load(path.resolve(this.options.root, problem.entry)));
+        }
+      }
+    }
+  }
+}
+
+function hashString(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16);
+}

@@ -1,0 +1,150 @@
+import { createHash } from 'node:crypto';
+import { createRequire, SourceMap, type SourceMapPayload } from 'node:module';
+import path from 'node:path';
+import vm from 'node:vm';
+import * as esbuild from 'esbuild';
+
+/**
+ * Turns one drop-in entry into a live module object: esbuild bundles it (TypeScript or
+ * JavaScript, relative imports and npm packages included) to CommonJS in memory, and we evaluate
+ * the bundle ourselves in a function wrapper — as Vite's module runner does — instead of
+ * `import()`ing a file. Node never frees an ES module once imported, so cache-busted `import()`
+ * leaks every version; a wrapped function is an ordinary value the GC reclaims when the registry
+ * drops it (see bench/reload-leak.mjs).
+ *
+ * Modules that must be shared with the host (the SDK as `hangar`, and `zod` so schemas are the
+ * host's classes) are not bundled but provided; Node built-ins are required normally.
+ * Accepted limit: top-level `await` is not available in drop-ins (CommonJS output).
+ */
+
+export interface DropInLocation {
+  file: string;
+  line?: number;
+  column?: number;
+}
+
+/** A drop-in that could not be built, evaluated or validated — shown in /api/v1/status. */
+export class DropInError extends Error {
+  readonly file: string;
+  readonly line?: number;
+  readonly column?: number;
+
+  constructor(message: string, location: DropInLocation) {
+    super(message);
+    this.name = 'DropInError';
+    this.file = location.file;
+    this.line = location.line;
+    this.column = location.column;
+  }
+
+  toJSON(): { file: string; line: number | null; column: number | null; message: string } {
+    return { file: this.file, line: this.line ?? null, column: this.column ?? null, message: this.message };
+  }
+}
+
+export interface BuiltModule {
+  /** Absolute path of the entry. */
+  file: string;
+  code: string;
+  map: SourceMapPayload;
+  /** Absolute paths of every workspace file bundled into it (the module graph edges). */
+  inputs: string[];
+  /** Short content hash: the version of this build. */
+  hash: string;
+}
+
+export interface BundleOptions {
+  /** Workspace root: file names in errors are shown relative to it. */
+  root: string;
+  /** Import specifiers provided by the host instead of bundled. */
+  provided: string[];
+}
+
+const rel = (root: string, file: string) => path.relative(root, file) || file;
+
+export async function bundleDropIn(file: string, { root, provided }: BundleOptions): Promise<BuiltModule> {
+  let result: esbuild.BuildResult<{ write: false; metafile: true }>;
+  try {
+    result = await esbuild.build({
+      entryPoints: [file],
+      absWorkingDir: root,
+      bundle: true,
+      write: false,
+      metafile: true,
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      sourcemap: 'external',
+      sourcesContent: false,
+      outfile: path.join(root, '.hangar', 'build', path.basename(file) + '.cjs'),
+      external: provided.flatMap((id) => [id, `${id}/*`]),
+      logLevel: 'silent',
+    });
+  } catch (err) {
+    const failure = err as esbuild.BuildFailure;
+    const first = failure.errors?.[0];
+    if (!first) throw new DropInError((err as Error).message, { file: rel(root, file) });
+    const where = first.location;
+    throw new DropInError(first.text, {
+      file: where ? where.file : rel(root, file),
+      line: where?.line,
+      column: where ? where.column + 1 : undefined,
+    });
+  }
+  const js = result.outputFiles.find((f) => f.path.endsWith('.cjs'))!;
+  const map = result.outputFiles.find((f) => f.path.endsWith('.map'))!;
+  return {
+    file,
+    code: js.text,
+    map: JSON.parse(map.text) as SourceMapPayload,
+    inputs: Object.keys(result.metafile.inputs).map((input) => path.resolve(root, input)),
+    hash: createHash('sha1').update(js.text).digest('hex').slice(0, 10),
+  };
+}
+
+const WRAPPER_HEAD = '(function (exports, require, module, __filename, __dirname) {';
+
+/** The name evaluated code runs under; stack frames with it are mapped back to the source. */
+const virtualName = (built: BuiltModule) => `hangar-dropin:${built.file}?v=${built.hash}`;
+
+/**
+ * Evaluate a bundle and return its exports. A throw at import time becomes a `DropInError`
+ * located at the original file and line.
+ */
+export function evaluateModule(
+  built: BuiltModule,
+  { root, provided }: { root: string; provided: Record<string, unknown> },
+): Record<string, unknown> {
+  const hostRequire = createRequire(built.file);
+  const requireFn = (id: string) => (Object.hasOwn(provided, id) ? provided[id] : hostRequire(id));
+  const module = { exports: {} as Record<string, unknown> };
+  try {
+    const script = new vm.Script(`${WRAPPER_HEAD}${built.code}\n})`, { filename: virtualName(built) });
+    const fn = script.runInThisContext() as (...args: unknown[]) => void;
+    fn.call(module.exports, module.exports, requireFn, module, built.file, path.dirname(built.file));
+  } catch (err) {
+    const location = locateError(err, built, root);
+    const message = err instanceof Error ? `${err.name === 'Error' ? '' : err.name + ': '}${err.message}` : String(err);
+    throw new DropInError(message, location);
+  }
+  return module.exports;
+}
+
+/** Map the first stack frame inside the bundle back to the drop-in's own file and line. */
+export function locateError(err: unknown, built: BuiltModule, root: string): DropInLocation {
+  const stack = err instanceof Error ? (err.stack ?? '') : '';
+  const name = virtualName(built).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const frame = new RegExp(`${name}:(\\d+):(\\d+)`).exec(stack);
+  if (!frame) return { file: rel(root, built.file) };
+  let line = Number(frame[1]);
+  let column = Number(frame[2]);
+  if (line === 1) column -= WRAPPER_HEAD.length;
+  const entry = new SourceMap(built.map).findEntry(line - 1, column - 1) as {
+    originalSource?: string;
+    originalLine?: number;
+    originalColumn?: number;
+  };
+  if (!entry.originalSource) return { file: rel(root, built.file) };
+  const source = path.resolve(path.dirname(path.join(root, '.hangar', 'build', 'x')), entry.originalSource);
+  return { file: rel(root, source), line: (entry.originalLine ?? 0) + 1, column: (entry.originalColumn ?? 0) + 1 };
+}

@@ -1,0 +1,182 @@
+import { mkdirSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import * as zod from 'zod';
+import * as sdk from '../sdk.js';
+import { createApp, finishApp } from '../http/app.js';
+import { OpenApiRegistry } from '../http/openapi.js';
+import { checkUpgrade, resolvePrincipal } from '../http/security.js';
+import { Metrics } from '../platform/metrics.js';
+import { LowdbStore } from '../storage/lowdb-store.js';
+import type { HangarContext, Subsystem } from './context.js';
+import { Discovery } from './discovery.js';
+import { Logger } from './log.js';
+import { Registry } from './registry.js';
+import { isLoopbackHost, SettingsSchema, type Settings, type SettingsInput } from './settings.js';
+import { SUBSYSTEMS } from './subsystems.js';
+import { PLATFORM_NAME, VERSION } from './version.js';
+
+/**
+ * Lifecycle of one server: settings → workspace state folder → shared services → subsystems →
+ * listen → discovery (readiness flips to 200 when it finishes) → watch. `close()` stops accepting,
+ * lets in-flight requests finish, closes streams after a grace period, stops watching and flushes
+ * the store.
+ */
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  ctx: HangarContext;
+  server: http.Server;
+  /** Resolves when discovery has finished (readiness is 200 from then on). */
+  discovered: Promise<void>;
+  close(): Promise<void>;
+}
+
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
+export interface StartOptions {
+  /** Subsystems to run instead of the full list (benchmarks use a subset). */
+  subsystems?: Subsystem[];
+  logger?: Logger;
+  /** How long open streams get to finish on shutdown. */
+  graceMs?: number;
+}
+
+export async function startServer(input: Settings | SettingsInput, options: StartOptions = {}): Promise<RunningServer> {
+  const settings = Object.freeze(SettingsSchema.parse(input)) as Settings;
+  if (!isLoopbackHost(settings.host) && Object.keys(settings.auth.tokens).length === 0) {
+    throw new StartupError(
+      `binding to ${settings.host} exposes Hangar beyond this machine: configure a token (auth.tokens in hangar.config.json or HANGAR_AUTH__TOKENS)`,
+    );
+  }
+  const log = options.logger ?? new Logger(settings.logLevel);
+  const root = path.resolve(settings.root);
+  const paths = {
+    root,
+    state: path.join(root, '.hangar'),
+    data: path.join(root, '.hangar', 'data'),
+    logs: path.join(root, '.hangar', 'logs'),
+  };
+  for (const dir of [paths.data, paths.logs]) mkdirSync(dir, { recursive: true });
+
+  const metrics = new Metrics();
+  const registry = new Registry();
+  const discovery = new Discovery({
+    root,
+    registry,
+    log,
+    provided: { hangar: sdk, zod, 'zod/v4': zod },
+    onReload: (kind, outcome) => {
+      metrics.dropinReloads.inc({ kind, outcome });
+      metrics.dropinErrors.set({ kind }, registry.problemsOf(kind).length);
+    },
+  });
+  const openapi = new OpenApiRegistry({
+    title: `${PLATFORM_NAME} API`,
+    version: VERSION,
+    description: 'Local-first agent platform. Routes of discovered drop-ins appear here as soon as they load.',
+  });
+  registry.on('change', () => openapi.invalidate());
+
+  const ctx: HangarContext = {
+    settings,
+    paths,
+    store: new LowdbStore(paths.data),
+    registry,
+    discovery,
+    log,
+    metrics,
+    openapi,
+    version: VERSION,
+    startedAt: new Date(),
+    lifecycle: { ready: false, stopping: false },
+    runtimeTokens: {},
+    upgrades: new Map(),
+    agentSurface: { endpoints: {}, capabilities: {} },
+  };
+
+  const subsystems = options.subsystems ?? SUBSYSTEMS;
+  const app = createApp({ settings, log, metrics, extraTokens: () => ctx.runtimeTokens });
+  for (const subsystem of subsystems) {
+    for (const kind of subsystem.kinds ?? []) discovery.register(kind);
+    await subsystem.setup?.(ctx);
+    const router = subsystem.routes?.(ctx);
+    if (router) app.use(router);
+  }
+  finishApp(app, log);
+
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 5_000;
+  // Websocket upgrades go to the handler a subsystem registered for the path, after the Host,
+  // Origin and token checks; anything else is refused.
+  server.on('upgrade', (req, socket, head) => {
+    const reject = (status: number, text: string) =>
+      socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    if (checkUpgrade(req, settings)) return reject(403, 'Forbidden');
+    const pathname = new URL(req.url ?? '/', 'http://local').pathname;
+    const handler = ctx.upgrades.get(pathname);
+    if (!handler) return reject(404, 'Not Found');
+    let principal: string;
+    try {
+      principal = resolvePrincipal(req, settings, ctx.runtimeTokens, new URL(req.url ?? '/', 'http://local').searchParams.get('token'));
+    } catch {
+      return reject(401, 'Unauthorized');
+    }
+    handler(req, socket, head, principal);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') {
+        reject(new StartupError(`port ${settings.port} is already in use on ${settings.host}; choose another with --port or HANGAR_PORT`));
+      } else if (err.code === 'EACCES') {
+        reject(new StartupError(`no permission to listen on ${settings.host}:${settings.port}`));
+      } else reject(err);
+    });
+    server.listen(settings.port, settings.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  const url = `http://${shownHost}:${port}`;
+
+  const discovered = (async () => {
+    await discovery.scan();
+    for (const kind of new Set([...registry.problemsOf().map((p) => p.kind)])) {
+      metrics.dropinErrors.set({ kind }, registry.problemsOf(kind).length);
+    }
+    if (settings.watch) await discovery.watch();
+    ctx.lifecycle.ready = true;
+  })();
+  discovered.catch((err: unknown) => log.error('discovery failed', { error: String(err) }));
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      ctx.lifecycle.stopping = true;
+      ctx.lifecycle.ready = false;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const grace = setTimeout(() => server.closeAllConnections(), options.graceMs ?? 3_000);
+      await closed;
+      clearTimeout(grace);
+      await discovered.catch(() => {});
+      await discovery.close();
+      for (const subsystem of [...subsystems].reverse()) {
+        try {
+          await subsystem.close?.(ctx);
+        } catch (err) {
+          log.error(`closing ${subsystem.name} failed`, { error: String(err) });
+        }
+      }
+      await ctx.store.flush();
+    })());
+
+  return { url, port, ctx, server, discovered, close };
+}

@@ -1,0 +1,201 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Settings, from lowest to highest precedence: defaults < workspace config file
+ * (`hangar.config.json` in the workspace, or `--config FILE`) < environment (`HANGAR_*`) < flags.
+ *
+ * Environment names map onto keys: `HANGAR_PORT` → `port`, and a double underscore nests:
+ * `HANGAR_RATE_LIMIT__MAX` → `rateLimit.max`, `HANGAR_MODEL__BASE_URL` → `model.baseUrl`.
+ * Values are read as JSON when they parse (numbers, booleans, arrays), else as strings.
+ *
+ * Secrets (tokens, API keys) may be written as `${ENV_NAME}`; they are resolved when used and
+ * never stored, logged or shown (see `redactSettings`).
+ */
+
+const LogLevel = z.enum(['debug', 'info', 'warn', 'error', 'silent']);
+
+export const SettingsSchema = z
+  .object({
+    root: z.string().min(1),
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.coerce.number().int().min(0).max(65535).default(8787),
+    window: z.boolean().default(true),
+    logLevel: LogLevel.default('info'),
+    /** Extra names accepted in the Host header besides localhost, 127.0.0.1, [::1] and `host`. */
+    allowedHosts: z.array(z.string()).default([]),
+    auth: z
+      .object({
+        /** principal → token (or `${ENV}` reference). Empty on loopback means everyone is `local`. */
+        tokens: z.record(z.string(), z.string().min(1)).default({}),
+      })
+      .prefault({}),
+    rateLimit: z
+      .object({
+        /** Default: off when bound to loopback, on otherwise. */
+        enabled: z.boolean().optional(),
+        windowMs: z.coerce.number().int().positive().default(60_000),
+        max: z.coerce.number().int().positive().default(600),
+      })
+      .prefault({}),
+    tasks: z
+      .object({
+        enabled: z.boolean().default(true),
+        concurrency: z.coerce.number().int().positive().default(4),
+        eventsPerTask: z.coerce.number().int().positive().default(1000),
+      })
+      .prefault({}),
+    streams: z
+      .object({
+        /** How many finished invoke streams are kept for replay, and for how long. */
+        retain: z.coerce.number().int().nonnegative().default(200),
+        ttlSeconds: z.coerce.number().int().positive().default(900),
+      })
+      .prefault({}),
+    model: z
+      .object({
+        baseUrl: z.string().optional(),
+        apiKey: z.string().optional(),
+        model: z.string().default('gpt-4o-mini'),
+        timeoutMs: z.coerce.number().int().positive().default(60_000),
+        retries: z.coerce.number().int().nonnegative().default(2),
+      })
+      .prefault({}),
+    watch: z.boolean().default(true),
+    requestLog: z.boolean().default(true),
+    /** Maximum JSON request body. */
+    bodyLimit: z.string().default('1mb'),
+  })
+  .strict();
+
+export type Settings = z.output<typeof SettingsSchema>;
+export type SettingsInput = z.input<typeof SettingsSchema>;
+
+export class SettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SettingsError';
+  }
+}
+
+const CONFIG_FILE = 'hangar.config.json';
+
+function camel(s: string): string {
+  return s.toLowerCase().replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+function parseEnvValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function setPath(target: Record<string, unknown>, keys: string[], value: unknown): void {
+  let node = target;
+  for (const key of keys.slice(0, -1)) {
+    if (typeof node[key] !== 'object' || node[key] === null) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[keys[keys.length - 1]!] = value;
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    if (value === undefined) continue;
+    const prev = out[key];
+    out[key] =
+      value && typeof value === 'object' && !Array.isArray(value) && prev && typeof prev === 'object' && !Array.isArray(prev)
+        ? deepMerge(prev as Record<string, unknown>, value as Record<string, unknown>)
+        : value;
+  }
+  return out;
+}
+
+/** `HANGAR_*` variables as a partial settings object, plus where each key came from. */
+export function settingsFromEnv(env: NodeJS.ProcessEnv, sources: Map<string, string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, raw] of Object.entries(env)) {
+    if (!name.startsWith('HANGAR_') || raw === undefined) continue;
+    const keys = name.slice('HANGAR_'.length).split('__').map(camel);
+    setPath(out, keys, parseEnvValue(raw));
+    sources.set(keys.join('.'), name);
+  }
+  return out;
+}
+
+export interface LoadSettingsOptions {
+  flags?: Partial<Record<string, unknown>>;
+  env?: NodeJS.ProcessEnv;
+  configFile?: string;
+  defaultRoot: string;
+}
+
+/**
+ * Resolve settings from every source; throws `SettingsError` with one line naming the bad key
+ * and where it came from, e.g. `invalid setting port (from HANGAR_PORT): Too big: …`.
+ */
+export function loadSettings({ flags = {}, env = process.env, configFile, defaultRoot }: LoadSettingsOptions): Settings {
+  const sources = new Map<string, string>();
+  const fromEnv = settingsFromEnv(env, sources);
+  const root = path.resolve(String(flags.root ?? fromEnv.root ?? defaultRoot));
+
+  const file = configFile ? path.resolve(configFile) : path.join(root, CONFIG_FILE);
+  let fromFile: Record<string, unknown> = {};
+  if (configFile && !existsSync(file)) throw new SettingsError(`config file not found: ${file}`);
+  if (existsSync(file)) {
+    try {
+      fromFile = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    } catch (err) {
+      throw new SettingsError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+    }
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
+      throw new SettingsError(`config file ${file} must hold a JSON object`);
+    }
+  }
+  const fileLabel = path.basename(file);
+  const flagged = Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined));
+
+  const merged = deepMerge(deepMerge(deepMerge(fromFile, fromEnv), flagged), { root });
+  const result = SettingsSchema.safeParse(merged);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const keyPath = issue.path.map(String);
+    if (issue.code === 'unrecognized_keys') keyPath.push(issue.keys[0]!);
+    const key = keyPath.join('.') || '(root)';
+    const source =
+      key in flagged || keyPath[0]! in flagged
+        ? `--${keyPath[0]}`
+        : (sources.get(key) ?? [...sources].find(([k]) => key.startsWith(k))?.[1] ?? fileLabel);
+    const message = issue.code === 'unrecognized_keys' ? 'unknown setting' : issue.message;
+    throw new SettingsError(`invalid setting ${key} (from ${source}): ${message}`);
+  }
+  return Object.freeze(result.data) as Settings;
+}
+
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** Settings as shown to people (status, control plane): secrets replaced, `${ENV}` refs kept. */
+export function redactSettings(settings: Settings): Record<string, unknown> {
+  const hide = (v: string | undefined) => (v === undefined ? undefined : /^\$\{[A-Z0-9_]+\}$/i.test(v) ? v : '***');
+  return {
+    ...settings,
+    auth: { tokens: Object.fromEntries(Object.keys(settings.auth.tokens).map((p) => [p, hide(settings.auth.tokens[p])])) },
+    model: { ...settings.model, apiKey: hide(settings.model.apiKey) },
+  };
+}
+
+/** Resolve a `${NAME}` reference at the moment of use. Plain strings pass through. */
+export function resolveSecret(value: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (value === undefined) return undefined;
+  const match = /^\$\{([A-Z0-9_]+)\}$/i.exec(value);
+  if (!match) return value;
+  const resolved = env[match[1]!];
+  if (resolved === undefined) throw new Error(`environment variable ${match[1]} is not set`);
+  return resolved;
+}

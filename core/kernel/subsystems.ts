@@ -1,0 +1,23 @@
+import { agentKind } from '../agents/kind.js';
+import { docsRoutes } from '../http/docs.js';
+import { platformRoutes, registerPlatformDocs } from '../platform/routes.js';
+import { storageRoutes } from '../storage/routes.js';
+import type { Subsystem } from './context.js';
+
+/**
+ * Every subsystem of the server, in mount order. Routers with fixed paths come before the
+ * per-agent ones (`/api/v1/:agent/...`), so `/api/v1/status` is never taken for an agent.
+ */
+export const SUBSYSTEMS: Subsystem[] = [
+  {
+    name: 'platform',
+    kinds: [agentKind],
+    setup: (ctx) => {
+      registerPlatformDocs(ctx);
+      Object.assign(ctx.agentSurface.endpoints, { health: '/api/v1/{agent}/health', card: '/api/v1/{agent}/card' });
+    },
+    routes: platformRoutes,
+  },
+  { name: 'docs', routes: (ctx) => docsRoutes(ctx.openapi) },
+  { name: 'storage', routes: storageRoutes },
+];

@@ -1,0 +1,4 @@
+import pkg from '../../package.json' with { type: 'json' };
+
+export const VERSION: string = pkg.version;
+export const PLATFORM_NAME = 'Hangar';

@@ -1,0 +1,99 @@
+import { Router } from 'express';
+import { findAgent } from '../agents/kind.js';
+import type { HangarContext } from '../kernel/context.js';
+import { PLATFORM_NAME } from '../kernel/version.js';
+import { serviceUnavailable } from '../http/errors.js';
+import { buildAgentCard } from './card.js';
+import * as S from './schemas.js';
+import { aggregatedHealth, agentStatus, listAgents, platformStatus } from './service.js';
+import { renderStatusPage } from './status-page.js';
+
+/** Root routes and the per-agent inspection routes (health, config, prompts, card). */
+export function platformRoutes(ctx: HangarContext): Router {
+  const router = Router();
+
+  router.get('/', (_req, res) => {
+    res.json({ platform: PLATFORM_NAME, version: ctx.version, agents: listAgents(ctx).length });
+  });
+  router.get('/health', (_req, res) => {
+    res.json(aggregatedHealth(ctx));
+  });
+  // Liveness: the process answers. Readiness: discovery finished and not shutting down.
+  router.get('/ready', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  router.get('/readiness', (_req, res) => {
+    if (!ctx.lifecycle.ready) throw serviceUnavailable(ctx.lifecycle.stopping ? 'shutting down' : 'discovery in progress', 1);
+    res.json({ status: 'ready', agents: listAgents(ctx).length });
+  });
+  router.get('/status', async (_req, res) => {
+    res
+      .type('html')
+      .set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'")
+      .send(renderStatusPage(await platformStatus(ctx)));
+  });
+  router.get('/api/v1/status', async (_req, res) => {
+    res.json(await platformStatus(ctx));
+  });
+  router.get('/api/v1/agents', (_req, res) => {
+    const agents: Record<string, unknown> = {};
+    for (const a of listAgents(ctx)) {
+      agents[a.name] = { name: a.name, slug: a.slug, description: a.description, version: a.version, framework: a.framework };
+    }
+    res.json({ agents });
+  });
+  router.get('/.well-known/agent.json', (_req, res) => {
+    const agents: Record<string, unknown> = {};
+    for (const agent of listAgents(ctx)) agents[agent.name] = buildAgentCard(ctx, agent);
+    res.json({ platform: PLATFORM_NAME, version: ctx.version, agents });
+  });
+  router.get('/metrics', async (_req, res) => {
+    res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
+  });
+
+  router.get('/api/v1/:agent/health', (req, res) => {
+    const agent = findAgent(ctx.registry, req.params.agent);
+    res.json({ status: agentStatus(ctx, agent.name), agent: agent.name, framework: agent.framework });
+  });
+  router.get('/api/v1/:agent/config', (req, res) => {
+    const agent = findAgent(ctx.registry, req.params.agent);
+    res.json({ agent: agent.name, config: agent.config });
+  });
+  router.get('/api/v1/:agent/prompts', (req, res) => {
+    const agent = findAgent(ctx.registry, req.params.agent);
+    res.json({ agent: agent.name, versions: Object.keys(agent.prompts.versions), active: agent.prompts.active });
+  });
+  router.get('/api/v1/:agent/card', (req, res) => {
+    res.json(buildAgentCard(ctx, findAgent(ctx.registry, req.params.agent)));
+  });
+
+  return router;
+}
+
+/** Route docs for /openapi.json: the fixed platform routes, and the per-agent ones for every agent. */
+export function registerPlatformDocs(ctx: HangarContext): void {
+  const tags = ['platform'];
+  ctx.openapi.add(
+    { method: 'get', path: '/', summary: 'Platform info', tags, responses: { 200: { description: 'OK', schema: S.PlatformInfo } } },
+    { method: 'get', path: '/health', summary: 'Aggregated health of every agent', tags, responses: { 200: { description: 'OK', schema: S.AggregatedHealth } } },
+    { method: 'get', path: '/ready', summary: 'Liveness probe', tags },
+    { method: 'get', path: '/readiness', summary: 'Readiness probe: 200 once discovery finished, 503 before and while stopping', tags, responses: { 200: { description: 'ready' }, 503: { description: 'not ready' } } },
+    { method: 'get', path: '/status', summary: 'Status dashboard (HTML)', tags, responses: { 200: { description: 'OK', contentType: 'text/html' } } },
+    { method: 'get', path: '/api/v1/status', summary: 'Platform status', tags, responses: { 200: { description: 'OK', schema: S.PlatformStatus } } },
+    { method: 'get', path: '/api/v1/agents', summary: 'Agent summaries', tags, responses: { 200: { description: 'OK', schema: S.AgentList } } },
+    { method: 'get', path: '/.well-known/agent.json', summary: 'A2A discovery document', tags, responses: { 200: { description: 'OK', schema: S.DiscoveryDocument } } },
+    { method: 'get', path: '/metrics', summary: 'Prometheus metrics', tags, responses: { 200: { description: 'OK', contentType: 'text/plain' } } },
+  );
+  ctx.openapi.addProvider(() =>
+    listAgents(ctx).flatMap((agent) => {
+      const base = `/api/v1/${agent.name}`;
+      const agentTags = [`agent:${agent.name}`];
+      return [
+        { method: 'get' as const, path: `${base}/health`, summary: `Health of ${agent.name}`, tags: agentTags, responses: { 200: { description: 'OK', schema: S.AgentHealth } } },
+        { method: 'get' as const, path: `${base}/config`, summary: `Configuration of ${agent.name}`, tags: agentTags, responses: { 200: { description: 'OK', schema: S.AgentConfigResponse } } },
+        { method: 'get' as const, path: `${base}/prompts`, summary: `Prompt versions of ${agent.name}`, tags: agentTags, responses: { 200: { description: 'OK', schema: S.AgentPrompts } } },
+        { method: 'get' as const, path: `${base}/card`, summary: `Agent card of ${agent.name}`, description: agent.description, tags: agentTags, responses: { 200: { description: 'OK', schema: S.AgentCardSchema } } },
+      ];
+    }),
+  );
+}

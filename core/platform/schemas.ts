@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+export const PlatformInfo = z.object({ platform: z.string(), version: z.string(), agents: z.number().int() });
+
+export const AggregatedHealth = z.object({
+  status: z.string().describe('healthy when every agent is healthy, else degraded'),
+  agents: z.record(z.string(), z.object({ status: z.string() })),
+});
+
+export const AgentSummary = z.object({
+  name: z.string(),
+  slug: z.string(),
+  description: z.string(),
+  version: z.string(),
+  framework: z.string(),
+});
+export const AgentList = z.object({ agents: z.record(z.string(), AgentSummary) });
+
+export const AgentHealth = z.object({ status: z.string(), agent: z.string(), framework: z.string() });
+export const AgentConfigResponse = z.object({ agent: z.string(), config: z.record(z.string(), z.unknown()) });
+export const AgentPrompts = z.object({ agent: z.string(), versions: z.array(z.string()), active: z.string() });
+
+export const AgentCardSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  version: z.string(),
+  framework: z.string(),
+  capabilities: z.record(z.string(), z.boolean()),
+  endpoints: z.record(z.string(), z.string()),
+  metadata: z.record(z.string(), z.unknown()),
+});
+
+export const DiscoveryDocument = z.object({
+  platform: z.string(),
+  version: z.string(),
+  agents: z.record(z.string(), AgentCardSchema),
+});
+
+export const DropInProblemSchema = z.object({
+  kind: z.string(),
+  entry: z.string(),
+  file: z.string(),
+  line: z.number().int().nullable(),
+  column: z.number().int().nullable(),
+  message: z.string(),
+  at: z.string(),
+});
+
+export const PlatformStatus = z.object({
+  platform: z.string(),
+  version: z.string(),
+  status: z.string(),
+  ready: z.boolean(),
+  workspace: z.string(),
+  started_at: z.string(),
+  uptime_seconds: z.number(),
+  agents: z.array(
+    z.object({
+      name: z.string(),
+      file: z.string(),
+      version: z.string(),
+      build: z.string(),
+      loaded_at: z.string(),
+      loads: z.number().int(),
+      status: z.string(),
+    }),
+  ),
+  dropins: z.record(z.string(), z.number().int()).describe('registered drop-ins per kind'),
+  errors: z.array(DropInProblemSchema),
+  requests: z.object({ total: z.number(), by_status: z.record(z.string(), z.number()) }),
+  tasks: z.object({ enabled: z.boolean() }),
+});

@@ -1,0 +1,68 @@
+import type { Agent } from '../agents/kind.js';
+import type { HangarContext } from '../kernel/context.js';
+import { PLATFORM_NAME } from '../kernel/version.js';
+import type { z } from 'zod';
+import type { AggregatedHealth, PlatformStatus } from './schemas.js';
+
+/**
+ * Platform-level views over the registry and metrics. An agent is `healthy` when it loaded;
+ * `degraded` when its file is currently broken and the last good version is still serving.
+ */
+
+export function agentStatus(ctx: HangarContext, name: string): 'healthy' | 'degraded' {
+  const entry = ctx.registry.get('agent', name);
+  const broken = entry && ctx.registry.problemsOf('agent').some((p) => p.entry === entry.file);
+  return broken ? 'degraded' : 'healthy';
+}
+
+export function listAgents(ctx: HangarContext): Agent[] {
+  return ctx.registry.list<Agent>('agent').map((e) => e.definition);
+}
+
+export function aggregatedHealth(ctx: HangarContext): z.infer<typeof AggregatedHealth> {
+  const agents: Record<string, { status: string }> = {};
+  for (const agent of listAgents(ctx)) agents[agent.name] = { status: agentStatus(ctx, agent.name) };
+  const status = Object.values(agents).every((a) => a.status === 'healthy') ? 'healthy' : 'degraded';
+  return { status, agents };
+}
+
+export async function requestCounts(ctx: HangarContext): Promise<{ total: number; by_status: Record<string, number> }> {
+  const metric = await ctx.metrics.httpRequests.get();
+  const byStatus: Record<string, number> = {};
+  let total = 0;
+  for (const value of metric.values) {
+    const status = String(value.labels.status);
+    byStatus[status] = (byStatus[status] ?? 0) + value.value;
+    total += value.value;
+  }
+  return { total, by_status: byStatus };
+}
+
+export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof PlatformStatus>> {
+  const { registry } = ctx;
+  const dropins: Record<string, number> = {};
+  for (const kind of registry.kinds()) dropins[kind] = registry.list(kind).length;
+  const health = aggregatedHealth(ctx);
+  return {
+    platform: PLATFORM_NAME,
+    version: ctx.version,
+    status: !ctx.lifecycle.ready ? 'starting' : registry.problemsOf().length ? 'degraded' : health.status,
+    ready: ctx.lifecycle.ready,
+    workspace: ctx.paths.root,
+    started_at: ctx.startedAt.toISOString(),
+    uptime_seconds: Math.round((Date.now() - ctx.startedAt.getTime()) / 100) / 10,
+    agents: registry.list<Agent>('agent').map((entry) => ({
+      name: entry.name,
+      file: entry.file,
+      version: entry.definition.version,
+      build: entry.version,
+      loaded_at: entry.loadedAt,
+      loads: entry.loads,
+      status: agentStatus(ctx, entry.name),
+    })),
+    dropins,
+    errors: registry.problemsOf(),
+    requests: await requestCounts(ctx),
+    tasks: { enabled: ctx.settings.tasks.enabled },
+  };
+}

@@ -1,0 +1,41 @@
+// Bundles the CLI and server into dist/ with esbuild. `--if-stale` skips the build when dist is
+// newer than every source file, so `npm start` and `hangar` stay instant after the first run.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const out = path.join(repo, 'dist', 'cli.mjs');
+const args = new Set(process.argv.slice(2));
+
+function newest(dir) {
+  let latest = 0;
+  if (!existsSync(dir)) return latest;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(full) : statSync(full).mtimeMs);
+  }
+  return latest;
+}
+
+if (args.has('--if-stale') && existsSync(out)) {
+  const sources = Math.max(newest(path.join(repo, 'core')), statSync(path.join(repo, 'package.json')).mtimeMs);
+  if (statSync(out).mtimeMs >= sources) process.exit(0);
+}
+
+const started = Date.now();
+await esbuild.build({
+  entryPoints: { cli: path.join(repo, 'core', 'kernel', 'cli.ts') },
+  outdir: path.join(repo, 'dist'),
+  outExtension: { '.js': '.mjs' },
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  packages: 'external',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+});
+if (!args.has('--quiet')) console.log(`built dist/cli.mjs in ${Date.now() - started} ms`);

@@ -105,15 +105,8 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
     }
     throw err;
   }
-  await running.discovered;
-  const agents = running.ctx.registry.list('agent').length;
-  io.out(`${PLATFORM_NAME} ${VERSION} ready at ${running.url} (workspace ${settings.root}, ${agents} agent${agents === 1 ? '' : 's'})`);
-  if (settings.window) {
-    const outcome = openAppWindow(`${running.url}/`);
-    io.out(outcome.opened ? `window: opened with ${outcome.via}` : `window: not opened — ${outcome.reason}; open ${running.url}/ in a browser`);
-  }
-
-  return new Promise<number>((resolve) => {
+  // Signals are handled from the moment the server listens, so a stop during discovery is clean too.
+  const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {
@@ -134,6 +127,15 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
+
+  await running.discovered;
+  const agents = running.ctx.registry.list('agent').length;
+  io.out(`${PLATFORM_NAME} ${VERSION} ready at ${running.url} (workspace ${settings.root}, ${agents} agent${agents === 1 ? '' : 's'})`);
+  if (settings.window) {
+    const outcome = openAppWindow(`${running.url}/`);
+    io.out(outcome.opened ? `window: opened with ${outcome.via}` : `window: not opened — ${outcome.reason}; open ${running.url}/ in a browser`);
+  }
+  return stopped;
 }
 
 const invokedDirectly = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);

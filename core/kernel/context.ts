@@ -5,6 +5,7 @@ import type { OpenApiRegistry } from '../http/openapi.js';
 import type { Metrics } from '../platform/metrics.js';
 import type { Store } from '../storage/store.js';
 import type { TaskService } from '../tasks/service.js';
+import type { AgentRuntime } from '../agents/runtime.js';
 import type { Discovery } from './discovery.js';
 import type { Logger } from './log.js';
 import type { DropInKind, Registry } from './registry.js';
@@ -50,6 +51,8 @@ export interface HangarContext {
   readonly agentSurface: { endpoints: Record<string, string>; capabilities: Record<string, boolean> };
   /** The task board (core/tasks), set by its subsystem; its methods answer 501 when `tasks.enabled` is off. */
   tasks?: TaskService;
+  /** The agent runtime (core/agents): execution service, engine, threads, feedback; set by its subsystem. */
+  agents?: AgentRuntime;
 }
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, principal: string) => void;

@@ -47,6 +47,8 @@ export interface StartOptions {
   logger?: Logger;
   /** How long open streams get to finish on shutdown. */
   graceMs?: number;
+  /** Discovery starts once this settles (lets a caller observe the not-ready window). */
+  discoveryGate?: Promise<unknown>;
 }
 
 export async function startServer(input: Settings | SettingsInput, options: StartOptions = {}): Promise<RunningServer> {
@@ -114,6 +116,12 @@ export async function startServer(input: Settings | SettingsInput, options: Star
 
   const server = http.createServer(app);
   server.keepAliveTimeout = 5_000;
+  // While stopping, a keep-alive connection is closed as soon as its last response is sent.
+  server.on('request', (_req, res) => {
+    res.on('finish', () => {
+      if (ctx.lifecycle.stopping) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   // Websocket upgrades go to the handler a subsystem registered for the path, after the Host,
   // Origin and token checks; anything else is refused.
   server.on('upgrade', (req, socket, head) => {
@@ -147,6 +155,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   const url = `http://${shownHost}:${port}`;
 
   const discovered = (async () => {
+    await options.discoveryGate;
     await discovery.scan();
     for (const kind of new Set([...registry.problemsOf().map((p) => p.kind)])) {
       metrics.dropinErrors.set({ kind }, registry.problemsOf(kind).length);

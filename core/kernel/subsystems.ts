@@ -1,7 +1,12 @@
 import { agentKind } from '../agents/kind.js';
+import { agentsSubsystem } from '../agents/subsystem.js';
+import { endpointsSubsystem } from '../endpoints/subsystem.js';
+import { feedbackSubsystem } from '../feedback/subsystem.js';
 import { docsRoutes } from '../http/docs.js';
 import { platformRoutes, registerPlatformDocs } from '../platform/routes.js';
 import { storageRoutes } from '../storage/routes.js';
+import { tasksSubsystem } from '../tasks/subsystem.js';
+import { threadsSubsystem } from '../threads/subsystem.js';
 import type { Subsystem } from './context.js';
 
 /**
@@ -9,6 +14,7 @@ import type { Subsystem } from './context.js';
  * per-agent ones (`/api/v1/:agent/...`), so `/api/v1/status` is never taken for an agent.
  */
 export const SUBSYSTEMS: Subsystem[] = [
+  endpointsSubsystem, // before platform: /api/v1/:agent/health would shadow /api/v1/endpoints/health
   {
     name: 'platform',
     kinds: [agentKind],
@@ -20,4 +26,8 @@ export const SUBSYSTEMS: Subsystem[] = [
   },
   { name: 'docs', routes: (ctx) => docsRoutes(ctx.openapi) },
   { name: 'storage', routes: storageRoutes },
+  tasksSubsystem,
+  agentsSubsystem, // per-agent execution + HITL: /api/v1/:agent/{invoke,chat,optimize,threads/:id/(pending|approve|reject)}
+  threadsSubsystem,
+  feedbackSubsystem,
 ];

@@ -1,0 +1,110 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { agentSource, makeWorkspace } from '../support/server.js';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(repo, 'bin', 'hangar.mjs');
+const children: ChildProcess[] = [];
+
+beforeAll(() => {
+  execFileSync(process.execPath, [path.join(repo, 'scripts', 'build.mjs'), '--quiet']);
+});
+afterEach(() => children.splice(0).forEach((c) => c.kill('SIGKILL')));
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [bin, ...args], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? -1)));
+  const line = (pattern: RegExp) =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const match = stdout.split('\n').find((l) => pattern.test(l));
+        if (match) resolve(match);
+      };
+      child.stdout!.on('data', check);
+      child.on('exit', () => reject(new Error(`exited before printing ${pattern}: ${stderr}`)));
+      check();
+    });
+  return { child, exited, line, out: () => stdout, err: () => stderr };
+}
+
+describe('hangar CLI', () => {
+  it('prints help and version', async () => {
+    const help = run(['--help']);
+    expect(await help.exited).toBe(0);
+    expect(help.out()).toContain('hangar [options]');
+    expect(help.out()).toContain('--no-window');
+    const version = run(['--version']);
+    expect(await version.exited).toBe(0);
+    expect(version.out().trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('exits non-zero with one clear line on a bad flag or setting', async () => {
+    const unknown = run(['--bogus']);
+    expect(await unknown.exited).toBe(2);
+    expect(unknown.err().trim().split('\n')).toHaveLength(1);
+    expect(unknown.err()).toContain("Unknown option '--bogus'");
+
+    const root = await makeWorkspace();
+    const bad = run(['--root', root, '--no-window'], { HANGAR_PORT: '70000' });
+    expect(await bad.exited).toBe(2);
+    expect(bad.err().trim()).toMatch(/^hangar: invalid setting port \(from HANGAR_PORT\): /);
+  });
+
+  it('starts headless, prints one ready line with the URL, and shuts down cleanly on SIGTERM letting in-flight requests finish', async () => {
+    const root = await makeWorkspace({ 'agents/hi.ts': agentSource(`{ run: async () => 'hi' }`) });
+    const proc = run(['--no-window', '--root', root, '--port', '0']);
+    const ready = await proc.line(/ready at/);
+    expect(ready).toMatch(/^Hangar \S+ ready at http:\/\/127\.0\.0\.1:\d+ \(workspace .+, 1 agent\)$/);
+    const url = /http:\/\/[\d.:]+/.exec(ready)![0];
+    expect((await fetch(`${url}/readiness`)).status).toBe(200);
+
+    // An upload still in progress when the signal arrives completes with a response.
+    const inflight = new Promise<number>((resolve, reject) => {
+      const req = http.request(`${url}/api/v1/hi/health`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      req.on('error', reject);
+      req.write('{"a":');
+      setTimeout(() => {
+        proc.child.kill('SIGTERM');
+        setTimeout(() => req.end('1}'), 200);
+      }, 100);
+    });
+    expect(await inflight).toBe(404);
+    expect(await proc.exited).toBe(0);
+    expect(proc.err()).toContain('SIGTERM received, shutting down');
+  });
+
+  it('says plainly when no window can be opened', async () => {
+    const root = await makeWorkspace();
+    const proc = run(['--root', root, '--port', '0']);
+    expect(await proc.line(/^window:/)).toMatch(/window: not opened — .+; open http:\/\/127\.0\.0\.1:\d+\/ in a browser/);
+    proc.child.kill('SIGINT');
+    const code = await proc.exited;
+    expect(proc.err()).toContain('SIGINT received');
+    expect(code).toBe(0);
+  });
+
+  it('fails clearly when the port is taken', async () => {
+    const blocker = http.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as { port: number }).port;
+    const root = await makeWorkspace();
+    const proc = run(['--no-window', '--root', root, '--port', String(port)]);
+    expect(await proc.exited).toBe(1);
+    expect(proc.err().trim()).toBe(`hangar: port ${port} is already in use on 127.0.0.1; choose another with --port or HANGAR_PORT`);
+    blocker.close();
+  });
+});

@@ -1,0 +1,77 @@
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Logger } from '../../core/kernel/log.js';
+import { startServer, type RunningServer, type StartOptions } from '../../core/kernel/server.js';
+import type { SettingsInput } from '../../core/kernel/settings.js';
+
+/**
+ * A real Hangar server on an ephemeral port over a temporary workspace. Tests write drop-ins into
+ * `root` and talk to `url` with fetch — nothing of ours is mocked.
+ */
+export interface TestServer extends RunningServer {
+  root: string;
+  /** fetch relative to the server, JSON-decoding the body when it is JSON. */
+  request(pathname: string, init?: RequestInit & { json?: unknown }): Promise<{ status: number; headers: Headers; body: any; text: string }>;
+  write(relative: string, content: string): Promise<void>;
+  logs: string[];
+  stop(): Promise<void>;
+}
+
+export async function makeWorkspace(files: Record<string, string> = {}): Promise<string> {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'hangar-test-'));
+  for (const [relative, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(root, relative)), { recursive: true });
+    await writeFile(path.join(root, relative), content);
+  }
+  return root;
+}
+
+export async function startTestServer(
+  options: { root?: string; files?: Record<string, string>; settings?: Partial<SettingsInput>; start?: StartOptions } = {},
+): Promise<TestServer> {
+  const root = options.root ?? (await makeWorkspace(options.files));
+  const logs: string[] = [];
+  const running = await startServer(
+    { root, port: 0, logLevel: 'debug', ...options.settings },
+    { logger: new Logger('debug', (line) => logs.push(line)), graceMs: 500, ...options.start },
+  );
+  await running.discovered;
+  const request: TestServer['request'] = async (pathname, init = {}) => {
+    const { json, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (json !== undefined) headers.set('content-type', 'application/json');
+    const res = await fetch(running.url + pathname, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+    const text = await res.text();
+    let body: unknown = text;
+    if ((res.headers.get('content-type') ?? '').includes('json')) body = text ? JSON.parse(text) : undefined;
+    return { status: res.status, headers: res.headers, body, text };
+  };
+  const write = async (relative: string, content: string) => {
+    await mkdir(path.dirname(path.join(root, relative)), { recursive: true });
+    await writeFile(path.join(root, relative), content);
+  };
+  const stop = async () => {
+    await running.close();
+    if (!options.root) await rm(root, { recursive: true, force: true });
+  };
+  return { ...running, root, request, write, logs, stop };
+}
+
+/** Poll until `check` returns a truthy value (hot reload is asynchronous by nature). */
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const agentSource = (body: string, extra = '') => `import { defineAgent } from 'hangar';\n${extra}\nexport default defineAgent(${body});\n`;

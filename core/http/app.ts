@@ -42,7 +42,7 @@ export function createApp({ settings, log, metrics, extraTokens }: AppDeps): Exp
       const labels = { method: req.method, route: routeLabel(req), status: String(res.statusCode) };
       metrics.httpRequests.inc(labels);
       metrics.httpDuration.observe(labels, seconds);
-      if (settings.requestLog) {
+      if (settings.requestLog && log.enabled('debug')) {
         log.debug('request', {
           method: req.method,
           path: req.path,

@@ -48,9 +48,17 @@ export function hostNameOf(header: string | undefined): string | undefined {
 
 export function hostCheck(settings: Settings): RequestHandler {
   const allowed = allowedHostNames(settings);
+  // Clients send the same few Host values over and over; remember the verdict per header value.
+  const verdicts = new Map<string, boolean>();
   return function hostCheckMiddleware(req: Request, _res: Response, next: NextFunction) {
-    const name = hostNameOf(req.headers.host);
-    if (!name || !allowed.has(name)) return next(forbidden(`host "${req.headers.host ?? ''}" is not allowed`));
+    const header = req.headers.host ?? '';
+    let ok = verdicts.get(header);
+    if (ok === undefined) {
+      const name = hostNameOf(header);
+      ok = name !== undefined && allowed.has(name);
+      if (verdicts.size < 1000) verdicts.set(header, ok);
+    }
+    if (!ok) return next(forbidden(`host "${header}" is not allowed`));
     next();
   };
 }

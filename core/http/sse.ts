@@ -94,7 +94,9 @@ export async function serveSse<T>(
 
   const heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
   heartbeat.unref();
-  req.on('close', finish);
+  // Only the response's 'close' means the client went away: since Node 16 the request emits
+  // 'close' as soon as its body has been read, which for a POST stream (/invoke/stream) is right
+  // after express.json() — listening to it would end every POST stream at once.
   res.on('close', finish);
 
   // Subscribe before replaying so nothing appended during an async replay falls in the gap;

@@ -1,7 +1,8 @@
 /**
  * A small leveled logger: one line per record on stderr, `time level message key=value…`.
  * The level can change at run time (the control plane does). Recent records are kept in a ring so
- * the status page and tests can show what was logged without scraping stderr.
+ * the status page and tests can show what was logged without scraping stderr (records below the
+ * level are neither written nor kept).
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -40,11 +41,15 @@ export class Logger {
     return [...this.recent];
   }
 
+  enabled(level: LogLevel): boolean {
+    return ORDER[level] >= ORDER[this.level];
+  }
+
   private write(level: LogRecord['level'], message: string, fields: Record<string, unknown>): void {
+    if (!this.enabled(level)) return;
     const record: LogRecord = { time: new Date().toISOString(), level, message, fields };
     this.recent.push(record);
     if (this.recent.length > this.keep) this.recent.shift();
-    if (ORDER[level] < ORDER[this.level]) return;
     const extra = Object.entries(fields)
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${k}=${typeof v === 'string' && !/\s/.test(v) ? v : JSON.stringify(v)}`)

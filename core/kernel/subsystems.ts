@@ -1,3 +1,4 @@
+import { a2aSubsystem } from '../a2a/subsystem.js';
 import { agentKind } from '../agents/kind.js';
 import { agentsSubsystem } from '../agents/subsystem.js';
 import { endpointsSubsystem } from '../endpoints/subsystem.js';
@@ -27,6 +28,7 @@ export const SUBSYSTEMS: Subsystem[] = [
   { name: 'docs', routes: (ctx) => docsRoutes(ctx.openapi) },
   { name: 'storage', routes: storageRoutes },
   tasksSubsystem,
+  a2aSubsystem, // /api/v1/:agent/invoke/async and /api/v1/:agent/a2a/tasks (needs ctx.tasks)
   agentsSubsystem, // per-agent execution + HITL: /api/v1/:agent/{invoke,chat,optimize,threads/:id/(pending|approve|reject)}
   threadsSubsystem,
   feedbackSubsystem,

@@ -46,3 +46,6 @@ function tag<T extends object, K extends string>(kind: K, definition: T): Tagged
 export function defineAgent(definition: AgentDefinition): Tagged<AgentDefinition, 'agent'> {
   return tag('agent', definition);
 }
+
+export { defineEndpoint, type EndpointDefinition, type EndpointHandler } from './endpoints/define.js';
+export { UpstreamCallError, type EndpointContext, type FanOutResult, type UpstreamCallOptions, type UpstreamResult } from './endpoints/types.js';

@@ -54,6 +54,14 @@ export interface AgentResult {
   steps_taken?: string[];
   context?: unknown;
   metadata?: Record<string, unknown>;
+  /** Why the agent answered as it did (shown by /optimize/invoke); defaults to the steps taken. */
+  reasoning?: string;
+}
+
+/** A tool call the agent reports through `ctx.tool(...)` (listed by /optimize/invoke). */
+export interface ToolCall {
+  name: string;
+  args: unknown;
 }
 
 export interface ModelCallOptions {
@@ -79,13 +87,23 @@ export interface RunContext {
   model: ModelClient;
   /** Aborted when the caller cancels (task cancel, client gone on a studio run). */
   signal: AbortSignal;
-  /** Record a processing step (shows in `steps_taken` and as an event). */
+  /** The workspace folder the server runs on (drop-ins read their data files relative to it). */
+  workspace: string;
+  /** The thread this run belongs to (generated when the request named none). */
+  threadId: string;
+  /** Record a processing step (shows in `steps_taken`, and in the node's `node_end` event). */
   step(name: string): void;
+  /** Report a tool call (shows in /optimize/invoke `tool_calls`). */
+  tool(name: string, args: unknown): void;
   /**
    * Suspend for a person's decision. Returns the approval context once approved; a rejection
    * discards the run. Human-approval graph nodes call this for you.
+   *
+   * Like LangGraph's `interrupt()`, suspension throws out of the node and a resume re-runs the
+   * node from its start: code before `interrupt()` runs again, so keep side effects after it.
+   * The n-th call in a node receives the n-th resume value.
    */
-  interrupt(message: string, payload?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  interrupt<T = Record<string, unknown>>(message: string, payload?: Record<string, unknown>): Promise<T>;
   /** Report a planning-tool update (e.g. write_todos) to the event stream. */
   plan(tool: string, args: unknown): void;
   /** Run another registered agent as a subagent. */
@@ -103,7 +121,7 @@ export type NodeFn = (
 export type GraphNode =
   | NodeFn
   | { type?: string; description?: string; run: NodeFn }
-  | { type: 'approval'; description?: string; message: string }
+  | { type: 'approval'; description?: string; message: string | ((state: AgentState) => string) }
   | { type: 'subagent'; description?: string; agent: string; query?: (state: AgentState) => string };
 
 export const END = '__end__';

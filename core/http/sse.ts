@@ -47,7 +47,8 @@ export function resumePoint(req: IncomingMessage, query: Record<string, unknown>
 export function formatFrame(id: number | undefined, data: unknown): string {
   const json = typeof data === 'string' ? data : JSON.stringify(data);
   // JSON never contains a raw newline, but a plain string payload could: one data line per line.
-  const body = json.split('\n').map((line) => `data: ${line}`).join('\n');
+  // The check first: this runs once per frame per subscriber, so the common case skips the split.
+  const body = json.includes('\n') ? json.split('\n').map((line) => `data: ${line}`).join('\n') : `data: ${json}`;
   return id === undefined ? `${body}\n\n` : `id: ${id}\n${body}\n\n`;
 }
 

@@ -1,0 +1,209 @@
+// Custom endpoint benchmarks (issue 6). Standalone: `node bench/endpoints.mjs` (or `npm run bench -- endpoints`).
+//
+// Three processes, like a real deployment: the upstreams (one child), Hangar itself started through
+// its CLI over a temporary workspace holding two endpoint drop-ins (another child), and the client
+// (this process). Both figures are ratios against a baseline measured in the same run:
+//
+// 1. Fan-out overhead: a 3-upstream ALL endpoint (upstreams answering after 2, 5 and 10 ms) against
+//    calling the slowest upstream directly from the same client. Target: ≤ 1 ms added at the median
+//    (sequential calls) and throughput ≥ 0.5× the direct call (16 concurrent connections).
+// 2. OAuth2 single flight: 1,000 concurrent calls while the cached token is expired cause exactly
+//    one token request.
+import { spawn } from 'node:child_process';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SEQUENTIAL = 1_500;
+const WARMUP = 300;
+const CONCURRENT_OAUTH = 1_000;
+const THROUGHPUT_SECONDS = 5;
+const CONNECTIONS = 16;
+
+// The upstreams: three JSON servers with fixed delays, a token endpoint (tokens live 2 s, so one
+// can expire during the run) and an API that checks the bearer token. Prints one JSON line of URLs.
+const UPSTREAMS = `
+const http = require('http');
+let tokenRequests = 0, issued = 0;
+const serve = (handler) => new Promise((resolve) => {
+  const s = http.createServer(handler);
+  s.keepAliveTimeout = 60000;
+  s.listen(0, '127.0.0.1', () => resolve('http://127.0.0.1:' + s.address().port));
+});
+const json = (res, status, body) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
+const delayed = (ms, v) => (req, res) => { req.resume(); setTimeout(() => json(res, 200, { v }), ms); };
+(async () => {
+  const a = await serve(delayed(2, 1));
+  const b = await serve(delayed(5, 2));
+  const c = await serve(delayed(10, 3));
+  const token = await serve((req, res) => {
+    let body = ''; req.on('data', (d) => (body += d));
+    req.on('end', () => { tokenRequests++; setTimeout(() => json(res, 200, { access_token: 'tok-' + (++issued), token_type: 'Bearer', expires_in: 2 }), 20); });
+  });
+  const api = await serve((req, res) => { req.resume(); json(res, req.headers.authorization === 'Bearer tok-' + issued ? 200 : 401, { v: issued }); });
+  const stats = await serve((req, res) => json(res, 200, { tokenRequests }));
+  console.log(JSON.stringify({ a, b, c, token, api, stats }));
+})();
+`;
+
+const FANOUT = `import { defineEndpoint, z } from 'hangar';
+export default defineEndpoint({
+  description: 'bench: ALL over three upstreams',
+  path: '/',
+  methods: ['GET'],
+  aggregation: 'ALL',
+  response: z.object({ v: z.number() }),
+  upstreams: [
+    { name: 'a', base_url: '\${BENCH_A}', retries: 0 },
+    { name: 'b', base_url: '\${BENCH_B}', retries: 0 },
+    { name: 'c', base_url: '\${BENCH_C}', retries: 0 },
+  ],
+});
+`;
+
+const OAUTH = `import { defineEndpoint } from 'hangar';
+export default defineEndpoint({
+  description: 'bench: one OAuth2 upstream',
+  path: '/',
+  methods: ['GET'],
+  upstreams: [{
+    name: 'api', base_url: '\${BENCH_API}', retries: 0, timeout_ms: 30000,
+    auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: '\${BENCH_TOKEN}', client_id: 'bench', client_secret: '\${BENCH_SECRET}', token_leeway: '500ms' },
+  }],
+});
+`;
+
+function start(args, env = {}) {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: repo, env: { ...process.env, ...env } });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.startsWith('{') || /http:\/\/127\.0\.0\.1:\d+/.test(l));
+      if (line) resolve({ child, line });
+    });
+    child.on('exit', (code) => reject(new Error(`process exited ${code} before ready: ${out}`)));
+  });
+}
+
+async function stop(child) {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+function get(url) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    http
+      .get(url, { agent }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${url} → ${res.statusCode}`))));
+      })
+      .on('error', reject);
+  });
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+const report = (name, figure, ratio, target, pass) =>
+  console.log(`${name}: ${figure} | ratio ${round(ratio, 3)} | target ${target} | ${pass ? 'PASS' : 'MISS'}`);
+
+/** Alternate direct and endpoint calls so both see the same machine state. */
+async function latencies(direct, endpoint) {
+  for (let i = 0; i < WARMUP; i++) {
+    await get(direct);
+    await get(endpoint);
+  }
+  const d = [];
+  const e = [];
+  for (let i = 0; i < SEQUENTIAL; i++) {
+    d.push(await get(direct));
+    e.push(await get(endpoint));
+  }
+  return { d, e };
+}
+
+async function throughput(url) {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: THROUGHPUT_SECONDS, pipelining: 1 });
+  if (result.non2xx || result.errors) throw new Error(`non-2xx ${result.non2xx}, errors ${result.errors} for ${url}`);
+  return result.requests.average;
+}
+
+const root = await mkdtemp(path.join(os.tmpdir(), 'hangar-bench-endpoints-'));
+let upstreams;
+let hangar;
+try {
+  upstreams = await start(['-e', UPSTREAMS]);
+  const urls = JSON.parse(upstreams.line);
+  await mkdir(path.join(root, 'endpoints'), { recursive: true });
+  await writeFile(path.join(root, 'endpoints', 'fanout.ts'), FANOUT);
+  await writeFile(path.join(root, 'endpoints', 'oauth.ts'), OAUTH);
+  hangar = await start([path.join(repo, 'bin', 'hangar.mjs'), '--no-window', '--port', '0', '--root', root], {
+    BENCH_A: urls.a,
+    BENCH_B: urls.b,
+    BENCH_C: urls.c,
+    BENCH_API: urls.api,
+    BENCH_TOKEN: urls.token,
+    BENCH_SECRET: 'bench-secret',
+  });
+  const base = /http:\/\/127\.0\.0\.1:\d+/.exec(hangar.line)[0];
+  for (;;) {
+    const ready = await fetch(`${base}/readiness`).catch(() => undefined);
+    if (ready?.status === 200) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+
+  // 1. Fan-out overhead.
+  const endpoint = `${base}/api/v1/endpoints/fanout`;
+  const { d, e } = await latencies(urls.c, endpoint);
+  const added = median(e) - median(d);
+  report(
+    'ALL over 3 upstreams vs slowest upstream direct, median latency',
+    `${round(median(e))} ms vs ${round(median(d))} ms (p95 ${round(percentile(e, 95))} vs ${round(percentile(d, 95))}); added ${round(added)} ms`,
+    median(e) / median(d),
+    '≤ 1 ms added',
+    added <= 1,
+  );
+  const direct = await throughput(urls.c);
+  const fanned = await throughput(endpoint);
+  report(
+    `ALL over 3 upstreams vs slowest upstream direct, throughput (${CONNECTIONS} connections)`,
+    `${round(fanned, 0)} req/s vs ${round(direct, 0)} req/s`,
+    fanned / direct,
+    '≥ 0.5×',
+    fanned / direct >= 0.5,
+  );
+
+  // 2. OAuth2: warm the cache, let the token expire (2 s lifetime − 0.5 s leeway), then burst.
+  const oauth = `${base}/api/v1/endpoints/oauth`;
+  await get(oauth);
+  const before = (await (await fetch(urls.stats)).json()).tokenRequests;
+  await new Promise((r) => setTimeout(r, 1_700));
+  const started = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENT_OAUTH }, () => get(oauth)));
+  const burstMs = performance.now() - started;
+  const during = (await (await fetch(urls.stats)).json()).tokenRequests - before;
+  report(
+    `OAuth2: ${CONCURRENT_OAUTH} concurrent calls with an expired token`,
+    `${during} token request(s); burst took ${round(burstMs, 0)} ms`,
+    during / 1,
+    'exactly 1 token request',
+    during === 1,
+  );
+} finally {
+  agent.destroy();
+  if (hangar) await stop(hangar.child);
+  if (upstreams) await stop(upstreams.child);
+  await rm(root, { recursive: true, force: true });
+}

@@ -1,0 +1,435 @@
+/**
+ * The public A2A protocol (v0.3) JSON-RPC binding of every agent, over the same task board as
+ * the spec's /a2a/tasks routes: `POST /api/v1/{agent}/a2a` with message/send, message/stream,
+ * tasks/get, tasks/cancel and tasks/resubscribe, and a standard A2A agent card at
+ * `/api/v1/{agent}/.well-known/agent-card.json` (and `agent.json`) whose `url` points there.
+ *
+ * Decisions:
+ * - Protocol version 0.3 (the JSON-RPC method names above). Clients on A2A v1.0 reach it through
+ *   their v0.3 compatibility layer (the official JS SDK: `legacyCompat: { enabled: true }`).
+ * - message/send blocks until the task finishes unless `configuration.blocking` is false, as the
+ *   reference servers do.
+ * - `contextId` is the agent's thread: a message naming one continues that thread; without one a
+ *   new context id is minted and the run is stateless.
+ * - Task states map one to one; a task that ended in a HITL suspension shows as `input-required`.
+ *   Continuing a task by `taskId` is refused (unsupported operation): approvals go through the
+ *   thread's approve route.
+ * - Protocol streams carry JSON-RPC responses only, so unlike the spec's own event routes they
+ *   end by closing the stream after the `final: true` status update, not with `[DONE]`.
+ * - tasks/cancel on a finished task answers the protocol's TaskNotCancelable error (-32002); the
+ *   board's cancel answers a no-op instead, as the spec's routes do.
+ * - Without the task subsystem, message/send and message/stream run the agent and answer with a
+ *   plain `Message` (the protocol allows that); tasks/get, tasks/cancel and tasks/resubscribe
+ *   answer UnsupportedOperation saying task tracking needs a storage backend.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { HttpError, errorMessage } from '../http/errors.js';
+import { formatFrame, SSE_HEADERS } from '../http/sse.js';
+import { formatIssues } from '../http/validate.js';
+import { findAgent } from '../agents/kind.js';
+import { runtimeOf } from '../agents/runtime.js';
+import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
+import type { HangarContext } from '../kernel/context.js';
+import { isTerminal, type Task, type TaskEvent } from '../tasks/schemas.js';
+import type { TaskScope, TaskService } from '../tasks/service.js';
+import { messageText } from './schemas.js';
+import { AGENT_TASK_KIND, TRACKING_NEEDS_STORAGE, type SuspendedResult } from './service.js';
+
+export const A2A_PROTOCOL_VERSION = '0.3.0';
+
+/** JSON-RPC and A2A error codes (A2A v0.3 §8). */
+export const RpcCode = {
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  taskNotFound: -32001,
+  taskNotCancelable: -32002,
+  pushNotSupported: -32003,
+  unsupported: -32004,
+} as const;
+
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = 'RpcError';
+  }
+}
+
+type RpcId = string | number | null;
+
+const Envelope = z.object({
+  jsonrpc: z.literal('2.0'),
+  id: z.union([z.string(), z.number(), z.null()]).optional(),
+  method: z.string().min(1),
+  params: z.unknown().optional(),
+});
+
+const RpcMessage = z
+  .object({
+    kind: z.literal('message').optional(),
+    messageId: z.string().optional(),
+    role: z.string(),
+    parts: z.array(z.object({ kind: z.string().optional(), type: z.string().optional(), text: z.unknown().optional() }).loose()),
+    contextId: z.string().min(1).optional(),
+    taskId: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .loose();
+
+const SendParams = z.object({
+  message: RpcMessage,
+  configuration: z.object({ blocking: z.boolean().optional() }).loose().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+const TaskIdParams = z.object({ id: z.string().min(1), historyLength: z.number().int().min(0).optional() }).loose();
+
+function params<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) throw new RpcError(RpcCode.invalidParams, formatIssues(parsed.error.issues, 'params'));
+  return parsed.data;
+}
+
+// ---- wire shapes (A2A v0.3) --------------------------------------------------------------------
+
+type WirePart = { kind: 'text'; text: string } | { kind: 'data'; data: unknown };
+interface WireMessage {
+  kind: 'message';
+  messageId: string;
+  role: 'user' | 'agent';
+  parts: WirePart[];
+  contextId: string;
+  taskId?: string;
+}
+interface WireStatus {
+  state: string;
+  timestamp: string;
+  message?: WireMessage;
+}
+interface WireTask {
+  kind: 'task';
+  id: string;
+  contextId: string;
+  status: WireStatus;
+  artifacts: Array<{ artifactId: string; name: string; parts: WirePart[] }>;
+  history: WireMessage[];
+  metadata: Record<string, unknown>;
+}
+
+const isSuspended = (result: unknown): result is SuspendedResult =>
+  typeof result === 'object' && result !== null && (result as SuspendedResult).detail?.status === 'suspended';
+
+function contextOf(task: Task): string {
+  const context = task.metadata.context_id;
+  return typeof context === 'string' ? context : task.id;
+}
+
+function agentMessage(task: Task, text: string): WireMessage {
+  return { kind: 'message', messageId: `${task.id}:${task.status}`, role: 'agent', parts: [{ kind: 'text', text }], contextId: contextOf(task), taskId: task.id };
+}
+
+function wireStatus(task: Task): WireStatus {
+  const status: WireStatus = { state: task.status, timestamp: task.updated_at };
+  if (task.status === 'completed' && isSuspended(task.result)) {
+    status.state = 'input-required';
+    status.message = agentMessage(task, task.result.detail.message);
+  } else if (task.status === 'completed') {
+    status.message = agentMessage(task, (task.result as InvokeResponse).response);
+  } else if (task.status === 'failed' || task.status === 'canceled') {
+    status.message = agentMessage(task, task.error ?? task.status);
+  }
+  return status;
+}
+
+function artifacts(task: Task): WireTask['artifacts'] {
+  if (task.status !== 'completed' || isSuspended(task.result)) return [];
+  const result = task.result as InvokeResponse;
+  return [{ artifactId: `${task.id}:response`, name: 'response', parts: [{ kind: 'text', text: result.response }, { kind: 'data', data: result }] }];
+}
+
+export function toWireTask(task: Task, historyLength?: number): WireTask {
+  const query = (task.input as { query?: string }).query ?? '';
+  const messageId = typeof task.metadata.message_id === 'string' ? task.metadata.message_id : `${task.id}:input`;
+  const history: WireMessage[] = [
+    { kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text: query }], contextId: contextOf(task), taskId: task.id },
+  ];
+  return {
+    kind: 'task',
+    id: task.id,
+    contextId: contextOf(task),
+    status: wireStatus(task),
+    artifacts: artifacts(task),
+    history: historyLength === undefined ? history : history.slice(history.length - historyLength),
+    metadata: { agent: task.target, progress: task.progress },
+  };
+}
+
+// ---- the binding -------------------------------------------------------------------------------
+
+/** The standard A2A agent card of one agent; `origin` is how the caller reached this server. */
+export function a2aAgentCard(ctx: HangarContext, agentName: string, origin: string) {
+  const agent = findAgent(ctx.registry, agentName);
+  const url = `${origin}/api/v1/${agent.name}/a2a`;
+  return {
+    protocolVersion: A2A_PROTOCOL_VERSION,
+    name: agent.name,
+    description: agent.description || `Hangar agent ${agent.name}`,
+    version: agent.version,
+    url,
+    preferredTransport: 'JSONRPC',
+    additionalInterfaces: [{ url, transport: 'JSONRPC' }],
+    provider: { organization: 'Hangar', url: origin },
+    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: ctx.settings.tasks.enabled },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain', 'application/json'],
+    skills: [{ id: agent.name, name: agent.slug, description: agent.description || agent.name, tags: [agent.framework] }],
+  };
+}
+
+export class A2AJsonRpc {
+  constructor(private readonly ctx: HangarContext) {}
+
+  private get tasks(): TaskService | undefined {
+    return this.ctx.tasks?.enabled ? this.ctx.tasks : undefined;
+  }
+
+  private requireTasks(): TaskService {
+    const tasks = this.tasks;
+    if (!tasks) throw new RpcError(RpcCode.unsupported, TRACKING_NEEDS_STORAGE);
+    return tasks;
+  }
+
+  private scope(agent: string, principal: string): TaskScope {
+    return { principal, kind: AGENT_TASK_KIND, target: agent };
+  }
+
+  /**
+   * Answer one JSON-RPC request on `res`: a JSON body for the unary methods, an SSE stream of
+   * JSON-RPC responses for message/stream and tasks/resubscribe. Errors are JSON-RPC errors with
+   * HTTP 200, as the protocol wants; an unknown agent is the platform's 404 (no agent, no endpoint).
+   */
+  async handle(agentName: string, body: unknown, principal: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const agent = findAgent(this.ctx.registry, agentName).name;
+    const envelope = Envelope.safeParse(body);
+    if (!envelope.success) {
+      const id = typeof body === 'object' && body !== null ? ((body as { id?: RpcId }).id ?? null) : null;
+      return sendJson(res, { jsonrpc: '2.0', id, error: { code: RpcCode.invalidRequest, message: formatIssues(envelope.error.issues, 'request') } });
+    }
+    const { id = null, method } = envelope.data;
+    try {
+      switch (method) {
+        case 'message/send':
+          return sendJson(res, { jsonrpc: '2.0', id, result: await this.send(agent, envelope.data.params, principal, req) });
+        case 'message/stream':
+          return await this.stream(agent, envelope.data.params, principal, id, req, res);
+        case 'tasks/get': {
+          const { id: taskId, historyLength } = params(TaskIdParams, envelope.data.params);
+          const task = await this.find(agent, taskId, principal);
+          return sendJson(res, { jsonrpc: '2.0', id, result: toWireTask(task, historyLength) });
+        }
+        case 'tasks/cancel':
+          return sendJson(res, { jsonrpc: '2.0', id, result: await this.cancel(agent, params(TaskIdParams, envelope.data.params).id, principal) });
+        case 'tasks/resubscribe': {
+          const { id: taskId } = params(TaskIdParams, envelope.data.params);
+          const task = await this.find(agent, taskId, principal);
+          return await this.follow(this.requireTasks(), task, this.scope(agent, principal), id, req, res);
+        }
+        case 'tasks/pushNotificationConfig/set':
+        case 'tasks/pushNotificationConfig/get':
+        case 'tasks/pushNotificationConfig/list':
+        case 'tasks/pushNotificationConfig/delete':
+          throw new RpcError(RpcCode.pushNotSupported, 'push notifications are not supported; follow the task with message/stream or tasks/resubscribe');
+        case 'agent/getAuthenticatedExtendedCard':
+          throw new RpcError(RpcCode.unsupported, 'there is no extended agent card');
+        default:
+          throw new RpcError(RpcCode.methodNotFound, `method "${method}" not found`);
+      }
+    } catch (err) {
+      const error = toRpcError(err);
+      if (res.headersSent) {
+        // Mid-stream: report as a final JSON-RPC error frame and close.
+        if (!res.writableEnded) res.end(formatFrame(undefined, { jsonrpc: '2.0', id, error }));
+        return;
+      }
+      sendJson(res, { jsonrpc: '2.0', id, error });
+    }
+  }
+
+  private async find(agent: string, taskId: string, principal: string): Promise<Task> {
+    try {
+      return await this.requireTasks().get(taskId, this.scope(agent, principal));
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 404) throw new RpcError(RpcCode.taskNotFound, `task ${taskId} not found`);
+      throw err;
+    }
+  }
+
+  /** Check the message and build the invoke input; the agent never runs on an empty query. */
+  private prepare(agent: string, raw: unknown, principal: string) {
+    const { message, configuration, metadata } = params(SendParams, raw);
+    if (message.taskId) {
+      throw new RpcError(RpcCode.unsupported, 'continuing an existing task is not supported: send a new message with the same contextId');
+    }
+    const text = messageText(message);
+    if (text === undefined) throw new RpcError(RpcCode.invalidParams, 'params.message: no readable text (expected a text part)');
+    const contextId = message.contextId ?? randomUUID();
+    const input = InvokeRequest.parse({
+      query: text,
+      // A context the client named is a conversation to continue; a minted one starts none.
+      thread_id: message.contextId ?? null,
+      metadata: { ...metadata, ...message.metadata, a2a: true },
+    });
+    const taskMetadata = { source: 'a2a-jsonrpc', context_id: contextId, message_id: message.messageId ?? randomUUID(), principal };
+    return { input, contextId, blocking: configuration?.blocking !== false, taskMetadata, agent };
+  }
+
+  private async send(agent: string, raw: unknown, principal: string, req: IncomingMessage): Promise<WireTask | WireMessage> {
+    const plan = this.prepare(agent, raw, principal);
+    const tasks = this.tasks;
+    if (!tasks) return this.runUntracked(agent, plan.input, plan.contextId);
+    let task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: plan.input, principal, metadata: plan.taskMetadata });
+    if (plan.blocking) task = await tasks.waitFor(task.id, this.scope(agent, principal), closedSignal(req));
+    return toWireTask(task);
+  }
+
+  private async runUntracked(agent: string, input: InvokeRequest, contextId: string): Promise<WireMessage> {
+    const response = await runtimeOf(this.ctx).service.invoke(agent, input);
+    return { kind: 'message', messageId: randomUUID(), role: 'agent', parts: [{ kind: 'text', text: response.response }, { kind: 'data', data: response }], contextId };
+  }
+
+  private async stream(agent: string, raw: unknown, principal: string, id: RpcId, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const plan = this.prepare(agent, raw, principal);
+    const tasks = this.tasks;
+    if (!tasks) {
+      const message = await this.runUntracked(agent, plan.input, plan.contextId);
+      openStream(res);
+      res.end(formatFrame(undefined, { jsonrpc: '2.0', id, result: message }));
+      return;
+    }
+    const task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: plan.input, principal, metadata: plan.taskMetadata });
+    await this.follow(tasks, task, this.scope(agent, principal), id, req, res);
+  }
+
+  async cancel(agent: string, taskId: string, principal: string): Promise<WireTask> {
+    await this.find(agent, taskId, principal);
+    const outcome = await this.requireTasks().cancel(taskId, this.scope(agent, principal));
+    if (!outcome.canceled) throw new RpcError(RpcCode.taskNotCancelable, `task ${taskId} is already ${outcome.task.status} and cannot be canceled`);
+    return toWireTask(outcome.task);
+  }
+
+  /**
+   * Stream a task as protocol events: the task itself, then a status-update per status change
+   * (and an artifact-update with the answer before the final one), closing after `final: true`.
+   * A finished task gets its final status at once.
+   */
+  private async follow(tasks: TaskService, task: Task, scope: TaskScope, id: RpcId, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    openStream(res);
+    let closed = false;
+    let unsubscribe = () => {};
+    const maxBufferedBytes = 8 * 1024 * 1024;
+    const heartbeat = setInterval(() => res.write(': ping\n\n'), 15_000);
+    heartbeat.unref();
+    const finish = () => {
+      if (closed) return;
+      closed = true;
+      clearInterval(heartbeat);
+      unsubscribe();
+      if (!res.writableEnded) res.end();
+    };
+    req.on('close', finish);
+    res.on('close', finish);
+    const emit = (result: unknown) => {
+      if (closed) return;
+      res.write(formatFrame(undefined, { jsonrpc: '2.0', id, result }));
+      // A reader that stopped reading is cut off rather than buffered without bound.
+      if (res.writableLength > maxBufferedBytes) finish();
+    };
+
+    emit(toWireTask(task));
+    let lastSeq = task.last_sequence;
+    const onStatus = async (event: TaskEvent) => {
+      if (event.sequence <= lastSeq || closed) return;
+      lastSeq = event.sequence;
+      if (event.type !== 'status') return;
+      if (!isTerminal(event.status)) {
+        emit({ kind: 'status-update', taskId: task.id, contextId: contextOf(task), status: { state: event.status, timestamp: event.timestamp }, final: false });
+        return;
+      }
+      // The terminal event: report from the stored task, which holds the result or error.
+      const done = await tasks.get(task.id, scope);
+      const wire = toWireTask(done);
+      for (const artifact of wire.artifacts) emit({ kind: 'artifact-update', taskId: done.id, contextId: wire.contextId, artifact, lastChunk: true });
+      emit({ kind: 'status-update', taskId: done.id, contextId: wire.contextId, status: wire.status, final: true });
+      finish();
+    };
+
+    if (isTerminal(task.status)) {
+      await onStatus({ task_id: task.id, sequence: Infinity, type: 'status', status: task.status, progress: task.progress, timestamp: task.updated_at });
+      return;
+    }
+    // Subscribe first, then catch up from the snapshot's sequence, so nothing falls in between.
+    const source = await tasks.events(task.id, scope);
+    const pending: TaskEvent[] = [];
+    let replaying = true;
+    let chain = Promise.resolve();
+    const handle = (event: TaskEvent) => {
+      chain = chain.then(() => onStatus(event)).catch((err) => {
+        emitError(err);
+      });
+    };
+    const emitError = (err: unknown) => {
+      if (closed) return;
+      res.write(formatFrame(undefined, { jsonrpc: '2.0', id, error: toRpcError(err) }));
+      finish();
+    };
+    unsubscribe = source.subscribe(
+      (frame) => (replaying ? pending.push(frame.data) : handle(frame.data)),
+      () => handle({ ...task, task_id: task.id, sequence: Infinity, type: 'status', status: 'completed', progress: task.progress, timestamp: '' }),
+    );
+    const replay = await source.replay(lastSeq);
+    for (const frame of replay.events) handle(frame.data);
+    for (const event of pending) handle(event);
+    replaying = false;
+    await chain;
+  }
+}
+
+/** Aborts when the client goes away, to stop waiting on its behalf (the task itself goes on). */
+function closedSignal(req: IncomingMessage): AbortSignal {
+  const controller = new AbortController();
+  const res = (req as IncomingMessage & { res?: ServerResponse }).res;
+  res?.on('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+  });
+  return controller.signal;
+}
+
+function openStream(res: ServerResponse): void {
+  res.writeHead(200, SSE_HEADERS);
+  res.flushHeaders();
+}
+
+function sendJson(res: ServerResponse, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Everything thrown ends up as a JSON-RPC error: ours keep their code, HTTP errors map by status. */
+export function toRpcError(err: unknown): { code: number; message: string; data?: unknown } {
+  if (err instanceof RpcError) return { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) };
+  if (err instanceof HttpError) {
+    const message = typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail);
+    if (err.status === 422) return { code: RpcCode.invalidParams, message };
+    if (err.status === 404) return { code: RpcCode.taskNotFound, message };
+    if (err.status === 501) return { code: RpcCode.unsupported, message };
+    return { code: RpcCode.internal, message, data: { status: err.status } };
+  }
+  return { code: RpcCode.internal, message: errorMessage(err) };
+}

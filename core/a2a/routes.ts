@@ -1,0 +1,111 @@
+/**
+ * Per-agent asynchronous execution: POST /api/v1/{agent}/invoke/async and the A2A task routes
+ * under /api/v1/{agent}/a2a/tasks. Logic is in `service.ts`; events go through the board's SSE.
+ */
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import { InvokeRequest } from '../agents/schemas.js';
+import type { RouteDoc } from '../http/openapi.js';
+import { parseInput } from '../http/validate.js';
+import type { HangarContext } from '../kernel/context.js';
+import { streamTaskEvents } from '../tasks/routes.js';
+import { A2ATaskRequest, SubmitQuery } from './schemas.js';
+import { A2AService } from './service.js';
+
+const agentOf = (req: Request): string => String(req.params.agent);
+const taskOf = (req: Request): string => String(req.params.task_id);
+
+/** Ends the wait of `?wait=true` when the client goes away (the task itself keeps running). */
+function clientGone(res: Response): AbortSignal {
+  const controller = new AbortController();
+  // The response's close, not the request's: a request closes as soon as its body has been read.
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+  });
+  return controller.signal;
+}
+
+export function a2aRoutes(ctx: HangarContext, a2a = new A2AService(ctx)): Router {
+  const router = Router();
+
+  router.post('/api/v1/:agent/invoke/async', async (req, res) => {
+    const agent = a2a.agent(agentOf(req));
+    const body = parseInput(InvokeRequest, req.body, 'body');
+    const task = await a2a.invokeAsync(agent, body, req.principal);
+    res.status(202).location(task.links.self).json(task);
+  });
+
+  router.post('/api/v1/:agent/a2a/tasks', async (req, res) => {
+    const agent = a2a.agent(agentOf(req));
+    const body = parseInput(A2ATaskRequest, req.body, 'body');
+    const { wait } = parseInput(SubmitQuery, req.query, 'query');
+    res.json(await a2a.submit(agent, body, req.principal, { wait, signal: wait ? clientGone(res) : undefined }));
+  });
+
+  router.get('/api/v1/:agent/a2a/tasks/:task_id', async (req, res) => {
+    res.json(await a2a.status(agentOf(req), taskOf(req), req.principal));
+  });
+
+  router.get('/api/v1/:agent/a2a/tasks/:task_id/events', async (req, res) => {
+    const { tasks, agent } = a2a.requireTasks(agentOf(req));
+    await streamTaskEvents(tasks, req, res, taskOf(req), a2a.scope(agent, req.principal));
+  });
+
+  router.post('/api/v1/:agent/a2a/tasks/:task_id/cancel', async (req, res) => {
+    res.json(await a2a.cancel(agentOf(req), taskOf(req), req.principal));
+  });
+
+  ctx.openapi.add(...a2aRouteDocs());
+  return router;
+}
+
+function a2aRouteDocs(): RouteDoc[] {
+  const tags = ['a2a'];
+  const missing = { description: 'unknown agent, unknown task, or a task of another agent or principal' };
+  const disabled = { description: 'the task subsystem is disabled' };
+  return [
+    {
+      method: 'post',
+      path: '/api/v1/{agent_name}/invoke/async',
+      summary: 'Run the agent as a task on the board; follow /api/v1/tasks/{id}/events',
+      tags: ['agents', 'tasks'],
+      body: InvokeRequest,
+      responses: { '202': { description: 'the task (field id) and links' }, '404': missing, '422': { description: 'invalid body' }, '501': disabled },
+    },
+    {
+      method: 'post',
+      path: '/api/v1/{agent_name}/a2a/tasks',
+      summary: 'Submit an A2A task (message in protocol or simplified form)',
+      tags,
+      body: A2ATaskRequest,
+      query: SubmitQuery,
+      responses: {
+        '200': { description: 'task_id, status, result, message' },
+        '404': missing,
+        '422': { description: 'the message has no readable text; the agent did not run' },
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/v1/{agent_name}/a2a/tasks/{task_id}',
+      summary: 'A2A task status',
+      tags,
+      responses: { '200': { description: 'task_id, status, message (and result, progress when tracked)' }, '404': missing },
+    },
+    {
+      method: 'get',
+      path: '/api/v1/{agent_name}/a2a/tasks/{task_id}/events',
+      summary: 'A2A task events: SSE replay after since / Last-Event-ID, then live, [DONE] at the end',
+      tags,
+      query: z.object({ since: z.coerce.number().int().min(0).optional() }),
+      responses: { '200': { description: 'event stream', contentType: 'text/event-stream' }, '404': missing, '501': disabled },
+    },
+    {
+      method: 'post',
+      path: '/api/v1/{agent_name}/a2a/tasks/{task_id}/cancel',
+      summary: 'Request cooperative cancellation',
+      tags,
+      responses: { '200': { description: 'task_id, status, canceled, message' }, '404': missing, '501': disabled },
+    },
+  ];
+}

@@ -1,0 +1,207 @@
+/**
+ * Agents on the task board: the `agent` task kind (used by POST /api/v1/{agent}/invoke/async, the
+ * board's own submit, and A2A), and the A2A task surface under /api/v1/{agent}/a2a/tasks.
+ *
+ * Decisions the spec leaves open:
+ * - An A2A submit answers at once with status `submitted` and an empty `result`; the answer is
+ *   collected from status, events or the board. `?wait=true` answers once the task has finished.
+ * - With the task subsystem off, an A2A submit runs the agent synchronously and answers
+ *   `completed` with the result (there is nothing to track it with); status answers `unknown` with
+ *   a message saying tracking needs a storage backend; events and cancel answer 501.
+ * - A HITL suspension inside an agent task ends the task `completed` with the spec's suspension
+ *   body (`{detail: {status: 'suspended', approval_id, node_name, message}}`) as its result: the
+ *   work did all it can, and the run continues through the thread's approve route.
+ * - An agent task is not idempotent (agents call tools and models), so a restart fails the ones
+ *   that were running and re-queues only those that had not started.
+ * - A2A metadata `thread_id`, `user_id` and `context` are passed to the agent as the invoke fields
+ *   of the same names, so A2A conversations can continue a thread.
+ */
+import { randomUUID } from 'node:crypto';
+import { HttpError, unprocessable } from '../http/errors.js';
+import { formatIssues } from '../http/validate.js';
+import { findAgent } from '../agents/kind.js';
+import { modelNotConfigured } from '../agents/model.js';
+import { runtimeOf } from '../agents/runtime.js';
+import type { RunEvent } from '../agents/events.js';
+import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
+import type { HangarContext } from '../kernel/context.js';
+import type { Task } from '../tasks/schemas.js';
+import { tasksDisabled, type TaskContext, type TaskKind, type TaskScope, type TaskService } from '../tasks/service.js';
+import { type A2AStatusResponse, type A2ASubmitResponse, type A2ATaskRequest, messageText } from './schemas.js';
+
+export const AGENT_TASK_KIND = 'agent';
+
+/** What a suspended agent task holds as its result: the spec's HTTP 202 body. */
+export interface SuspendedResult {
+  detail: { status: 'suspended'; approval_id: string; node_name: string; message: string };
+}
+
+const isSuspended = (result: unknown): result is SuspendedResult =>
+  typeof result === 'object' && result !== null && (result as SuspendedResult).detail?.status === 'suspended';
+
+/**
+ * Turns the run's events into the frames /invoke/stream sends — every frame carries the response
+ * so far and the steps — so a client follows an async task the way it follows a stream.
+ */
+export function agentFrameEmitter(emit: (frame: unknown) => void): (event: RunEvent) => void {
+  let response = '';
+  let steps: string[] = [];
+  return (event) => {
+    switch (event.type) {
+      case 'message_chunk':
+        response += event.content;
+        emit({ event: 'token', delta: event.content, response, steps_taken: steps });
+        break;
+      case 'node_end': {
+        const output = event.output as { response?: unknown; steps_taken?: unknown } | null;
+        if (typeof output?.response === 'string') response = output.response;
+        if (Array.isArray(output?.steps_taken)) steps = output.steps_taken as string[];
+        emit({ event: 'step', node: event.node, response, steps_taken: steps });
+        break;
+      }
+      default:
+        // Node starts, subagent and planning events are studio detail, not stream frames.
+        break;
+    }
+  };
+}
+
+/** The `agent` task kind: input is an AgentInvokeRequest, target the agent, result the response. */
+export function agentTaskKind(ctx: HangarContext): TaskKind {
+  return {
+    idempotent: false,
+    prepare({ target, input }) {
+      const agent = findAgent(ctx.registry, target);
+      const parsed = InvokeRequest.safeParse(input ?? {});
+      if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body.input'));
+      // Refuse now rather than queue work that can only fail.
+      if (agent.definition.requiresModel && !runtimeOf(ctx).provider.configured) throw modelNotConfigured(agent.name);
+      return { target: agent.name, input: parsed.data };
+    },
+    async run(task: TaskContext) {
+      const request = InvokeRequest.parse(task.task.input);
+      try {
+        return await runtimeOf(ctx).service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit));
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 202) return { detail: err.detail } as SuspendedResult;
+        throw err;
+      }
+    },
+  };
+}
+
+/** The answer text of a finished agent task ('' until then). */
+function resultText(task: Task): string {
+  if (task.status !== 'completed') return '';
+  if (isSuspended(task.result)) return task.result.detail.message;
+  const response = (task.result as Partial<InvokeResponse> | null)?.response;
+  return typeof response === 'string' ? response : task.result == null ? '' : JSON.stringify(task.result);
+}
+
+function statusMessage(task: Task): string {
+  switch (task.status) {
+    case 'submitted':
+    case 'working':
+      return task.progress.message;
+    case 'completed':
+      return isSuspended(task.result)
+        ? `suspended at node '${task.result.detail.node_name}' awaiting approval ${task.result.detail.approval_id}`
+        : 'completed';
+    case 'failed':
+    case 'canceled':
+      return task.error ?? task.status;
+    default: {
+      const never: never = task.status;
+      return never;
+    }
+  }
+}
+
+export const TRACKING_NEEDS_STORAGE =
+  'task tracking requires a storage backend: the task subsystem is disabled (setting tasks.enabled), so this task was not recorded';
+
+export class A2AService {
+  constructor(private readonly ctx: HangarContext) {}
+
+  private get tasks(): TaskService | undefined {
+    const tasks = this.ctx.tasks;
+    return tasks?.enabled ? tasks : undefined;
+  }
+
+  /** Only this agent's tasks of this principal: anything else is the same 404 as an unknown id. */
+  scope(agent: string, principal: string): TaskScope {
+    return { principal, kind: AGENT_TASK_KIND, target: agent };
+  }
+
+  /** Resolve the agent or throw its 404; returns the canonical name. */
+  agent(name: string): string {
+    return findAgent(this.ctx.registry, name).name;
+  }
+
+  async submit(agentName: string, body: A2ATaskRequest, principal: string, options: { wait?: boolean; signal?: AbortSignal } = {}): Promise<A2ASubmitResponse> {
+    const agent = this.agent(agentName);
+    const text = messageText(body.message);
+    if (text === undefined) {
+      throw unprocessable('body.message: no readable text (expected message.parts[].text, message.content or message.text)');
+    }
+    const meta = body.metadata;
+    const input = {
+      query: text,
+      ...(typeof meta.thread_id === 'string' ? { thread_id: meta.thread_id } : {}),
+      ...(typeof meta.user_id === 'string' ? { user_id: meta.user_id } : {}),
+      ...(meta.context && typeof meta.context === 'object' && !Array.isArray(meta.context) ? { context: meta.context } : {}),
+      metadata: { ...meta, a2a: true },
+    };
+
+    const tasks = this.tasks;
+    if (!tasks) {
+      const response = await runtimeOf(this.ctx).service.invoke(agent, InvokeRequest.parse(input), options.signal);
+      return { task_id: randomUUID(), status: 'completed', result: response.response, message: TRACKING_NEEDS_STORAGE };
+    }
+    let task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input, principal, metadata: { source: 'a2a' } });
+    if (options.wait) task = await tasks.waitFor(task.id, this.scope(agent, principal), options.signal);
+    return { task_id: task.id, status: task.status, result: resultText(task), message: statusMessage(task) };
+  }
+
+  async status(agentName: string, id: string, principal: string): Promise<A2AStatusResponse> {
+    const agent = this.agent(agentName);
+    const tasks = this.tasks;
+    if (!tasks) return { task_id: id, status: 'unknown', message: TRACKING_NEEDS_STORAGE };
+    const task = await tasks.get(id, this.scope(agent, principal));
+    return {
+      task_id: task.id,
+      status: task.status,
+      message: statusMessage(task),
+      result: resultText(task),
+      progress: task.progress,
+      error: task.error,
+      created_at: task.created_at,
+      updated_at: task.updated_at,
+    };
+  }
+
+  /** The board service for events and cancel, which have no meaning without it (501). */
+  requireTasks(agentName: string): { tasks: TaskService; agent: string } {
+    const agent = this.agent(agentName);
+    const tasks = this.tasks;
+    if (!tasks) throw tasksDisabled();
+    return { tasks, agent };
+  }
+
+  async cancel(agentName: string, id: string, principal: string) {
+    const { tasks, agent } = this.requireTasks(agentName);
+    const outcome = await tasks.cancel(id, this.scope(agent, principal));
+    return { task_id: id, status: outcome.task.status, canceled: outcome.canceled, message: outcome.message };
+  }
+
+  /** POST /invoke/async: the task for an AgentInvokeRequest, with where to follow it. */
+  async invokeAsync(agentName: string, request: InvokeRequest, principal: string) {
+    const agent = this.agent(agentName);
+    const tasks = this.tasks;
+    if (!tasks) throw tasksDisabled();
+    const task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: request, principal, metadata: { source: 'invoke/async' } });
+    const base = `/api/v1/tasks/${task.id}`;
+    return { ...task, links: { self: base, events: `${base}/events`, result: `${base}/result`, cancel: `${base}/cancel` } };
+  }
+}
+

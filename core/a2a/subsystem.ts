@@ -1,0 +1,27 @@
+/**
+ * The A2A subsystem: registers the `agent` task kind on the board, publishes the A2A routes on
+ * every agent's card (the card builder drops the task-backed ones when tasks are off) and mounts
+ * /invoke/async and /a2a/tasks. It needs `ctx.tasks` (set up before it); the agent runtime is
+ * looked up when a task runs, so its place relative to the agents subsystem does not matter.
+ */
+import type { Subsystem } from '../kernel/context.js';
+import { a2aRoutes } from './routes.js';
+import { AGENT_TASK_KIND, agentTaskKind } from './service.js';
+
+export const a2aSubsystem: Subsystem = {
+  name: 'a2a',
+  setup(ctx) {
+    const tasksOn = ctx.settings.tasks.enabled;
+    if (ctx.tasks && tasksOn) ctx.tasks.registerKind(AGENT_TASK_KIND, agentTaskKind(ctx));
+    Object.assign(ctx.agentSurface.endpoints, {
+      a2a_tasks: '/api/v1/{agent}/a2a/tasks',
+      a2a_events: '/api/v1/{agent}/a2a/tasks/{task_id}/events',
+      // Only listed when it can answer: without tasks it is a 501.
+      ...(tasksOn ? { invoke_async: '/api/v1/{agent}/invoke/async' } : {}),
+    });
+    // Every status change is an event (stateTransitionHistory) and events resume by sequence
+    // (resumableStreams); there is no webhook delivery, so pushNotifications stays false.
+    Object.assign(ctx.agentSurface.capabilities, { a2a: true, stateTransitionHistory: true, resumableStreams: true });
+  },
+  routes: (ctx) => a2aRoutes(ctx),
+};

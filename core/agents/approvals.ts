@@ -1,0 +1,62 @@
+/**
+ * Pending human approvals (HITL). A run that suspends leaves one record here holding everything
+ * needed to resume it — the interrupt checkpoint (state, node, input) and how the run was made —
+ * so approvals survive a restart and a resume needs nothing else.
+ *
+ * Taking a record (approve or reject) deletes it atomically first, so two concurrent approvals of
+ * the same id cannot both resume the run: the second one gets the 404 of an unknown id.
+ */
+import { randomUUID } from 'node:crypto';
+import { notFound } from '../http/errors.js';
+import type { Collection, Store } from '../storage/store.js';
+import type { Checkpoint } from './checkpointer.js';
+
+export interface PendingApproval {
+  id: string;
+  agent: string;
+  thread_id: string;
+  node_name: string;
+  message: string;
+  payload: Record<string, unknown>;
+  state_snapshot: Checkpoint['state'];
+  checkpoint: Checkpoint;
+  prompt_version: string;
+  /** The run kept its checkpoints in the persistent store (it named a thread). */
+  persistent: boolean;
+  /** Set when the run came from /chat with persist: the answer is saved to the thread on completion. */
+  chat?: { persist: boolean; history_loaded: number };
+  created_at: string;
+}
+
+export class ApprovalStore {
+  private readonly records: Collection<PendingApproval>;
+
+  constructor(store: Store) {
+    this.records = store.collection<PendingApproval>('approvals', { shards: 8 });
+  }
+
+  async create(record: Omit<PendingApproval, 'id' | 'created_at'>): Promise<PendingApproval> {
+    const full: PendingApproval = { ...record, id: randomUUID(), created_at: new Date().toISOString() };
+    await this.records.put(full.id, full);
+    return full;
+  }
+
+  /** Oldest first. */
+  async list(agent: string, threadId: string): Promise<PendingApproval[]> {
+    return (await this.records.list())
+      .filter((r) => r.agent === agent && r.thread_id === threadId)
+      .sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  /** Remove and return the record; unknown, or another agent's or thread's → 404. */
+  async take(agent: string, threadId: string, approvalId: string): Promise<PendingApproval> {
+    let taken: PendingApproval | undefined;
+    await this.records.update(approvalId, (current) => {
+      if (!current || current.agent !== agent || current.thread_id !== threadId) return current;
+      taken = current;
+      return undefined;
+    });
+    if (!taken) throw notFound(`no pending approval '${approvalId}' for thread '${threadId}' of agent '${agent}'`);
+    return taken;
+  }
+}

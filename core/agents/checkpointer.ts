@@ -1,0 +1,126 @@
+/**
+ * Checkpoints: a snapshot of the state after every step of a run, chained by `parent_id`, per
+ * agent and thread. The studio lists them (history, newest first), reads the latest as the thread
+ * state, and resumes from one; the engine writes them.
+ */
+import type { Collection, Store } from '../storage/store.js';
+import type { AgentInput, AgentState } from './types.js';
+
+/** The interrupt a checkpoint is paused at; a resume re-runs `node` with `resume_values`. */
+export interface PendingInterrupt {
+  node: string;
+  message: string;
+  payload: Record<string, unknown>;
+  /** Values given to earlier `interrupt()` calls of the same node execution, in call order. */
+  resume_values: unknown[];
+}
+
+export interface CheckpointMetadata {
+  run_id: string;
+  agent: string;
+  /** What wrote it: the run's input, a finished node, a pause, a manual state update, the end. */
+  source: 'input' | 'loop' | 'interrupt' | 'breakpoint' | 'update' | 'rejected';
+  /** The node whose step produced this checkpoint (null for the input checkpoint). */
+  node: string | null;
+  /** The node a resume runs next; null when the run is finished. */
+  next: string | null;
+  /** The request the run was started with, so a resume rebuilds the same run context. */
+  input: AgentInput;
+  interrupt?: PendingInterrupt;
+  [key: string]: unknown;
+}
+
+export interface Checkpoint {
+  id: string;
+  thread_id: string;
+  step: number;
+  state: AgentState;
+  metadata: CheckpointMetadata;
+  parent_id: string | null;
+  timestamp: string;
+}
+
+export interface Checkpointer {
+  put(agent: string, checkpoint: Checkpoint): Promise<void>;
+  /** Newest step first (the order the studio's history route shows). */
+  list(agent: string, threadId: string): Promise<Checkpoint[]>;
+  get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined>;
+  latest(agent: string, threadId: string): Promise<Checkpoint | undefined>;
+}
+
+const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
+
+/**
+ * Persistent checkpoints: one record per agent+thread holding its chain, in a sharded collection
+ * so a step rewrites one shard. Only the newest `maxPerThread` are kept — a long chat thread would
+ * otherwise grow without bound; older steps cannot be resumed from (accepted: the studio shows
+ * recent history, and the newest checkpoint is what resume and thread state use).
+ */
+export class StoreCheckpointer implements Checkpointer {
+  private readonly records: Collection<{ checkpoints: Checkpoint[] }>;
+
+  constructor(
+    store: Store,
+    private readonly maxPerThread = 100,
+  ) {
+    this.records = store.collection('checkpoints', { shards: 32 });
+  }
+
+  async put(agent: string, checkpoint: Checkpoint): Promise<void> {
+    await this.records.update(key(agent, checkpoint.thread_id), (current) => {
+      const checkpoints = [...(current?.checkpoints ?? []), checkpoint];
+      return { checkpoints: checkpoints.slice(-this.maxPerThread) };
+    });
+  }
+
+  async list(agent: string, threadId: string): Promise<Checkpoint[]> {
+    const record = await this.records.get(key(agent, threadId));
+    return [...(record?.checkpoints ?? [])].reverse();
+  }
+
+  async get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined> {
+    const record = await this.records.get(key(agent, threadId));
+    return record?.checkpoints.find((c) => c.id === checkpointId);
+  }
+
+  async latest(agent: string, threadId: string): Promise<Checkpoint | undefined> {
+    const record = await this.records.get(key(agent, threadId));
+    return record?.checkpoints.at(-1);
+  }
+}
+
+/**
+ * In-memory checkpoints for runs nobody can come back to (an invoke that named no thread): they
+ * still feed the event stream and an in-process resume, without a disk write per request. Bounded
+ * by thread count, least recently written evicted first.
+ */
+export class MemoryCheckpointer implements Checkpointer {
+  private readonly threads = new Map<string, Checkpoint[]>();
+
+  constructor(
+    private readonly maxThreads = 1000,
+    private readonly maxPerThread = 100,
+  ) {}
+
+  async put(agent: string, checkpoint: Checkpoint): Promise<void> {
+    const k = key(agent, checkpoint.thread_id);
+    const chain = this.threads.get(k) ?? [];
+    this.threads.delete(k); // re-insert so Map order is recency order
+    chain.push(checkpoint);
+    if (chain.length > this.maxPerThread) chain.splice(0, chain.length - this.maxPerThread);
+    this.threads.set(k, chain);
+    while (this.threads.size > this.maxThreads) this.threads.delete(this.threads.keys().next().value!);
+  }
+
+  async list(agent: string, threadId: string): Promise<Checkpoint[]> {
+    return [...(this.threads.get(key(agent, threadId)) ?? [])].reverse();
+  }
+
+  async get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined> {
+    return this.threads.get(key(agent, threadId))?.find((c) => c.id === checkpointId);
+  }
+
+  async latest(agent: string, threadId: string): Promise<Checkpoint | undefined> {
+    return this.threads.get(key(agent, threadId))?.at(-1);
+  }
+}

@@ -1,0 +1,415 @@
+/**
+ * The graph engine: runs an agent's compiled graph over its JSON state, one node per step.
+ *
+ * Per step: check cancellation → stop at a breakpoint if the node is one → `node_start` → run the
+ * node → merge its returned keys into the state → write a checkpoint → `node_end` → follow the
+ * first matching edge. A node that calls `ctx.interrupt()` (approval nodes do) suspends the run: a
+ * checkpoint with the pending interrupt is written and the caller gets status `interrupted`.
+ * `resume` continues from any checkpoint; from an interrupt it re-runs the interrupted node, whose
+ * `interrupt()` call now returns the supplied value (LangGraph's model).
+ *
+ * Preconditions: one engine call per thread at a time is the caller's job (the HITL service
+ * deletes a pending approval before resuming, so two approvals cannot resume the same snapshot).
+ * Merge rule: a node's returned keys replace the state's keys (no reducers); `steps_taken` gets
+ * the node name (graph agents) and the node's `ctx.step()` names appended.
+ */
+import { randomUUID } from 'node:crypto';
+import { HttpError, errorMessage } from '../http/errors.js';
+import { MemoryCheckpointer, type Checkpoint, type CheckpointMetadata, type Checkpointer, type PendingInterrupt } from './checkpointer.js';
+import { summariseOutput, type EventSink, type RunEvent, type RunEventBody, type RunStatus } from './events.js';
+import { GraphDefinitionError, compileGraph, nextNode, type CompiledNode } from './graph.js';
+import { ModelCallAborted, modelNotConfigured, type ModelProvider } from './model.js';
+import type {
+  AgentDefinition,
+  AgentInput,
+  AgentResult,
+  AgentState,
+  ChatMessage,
+  ModelCallOptions,
+  ModelClient,
+  RunContext,
+  ToolCall,
+} from './types.js';
+
+export interface AgentRef {
+  name: string;
+  definition: AgentDefinition;
+}
+
+export interface EngineOptions {
+  /** Looks up agents for subagent nodes and `ctx.callAgent`. */
+  resolveAgent: (name: string) => AgentRef | undefined;
+  provider: ModelProvider;
+  workspace: string;
+  /** Runs longer than this many steps fail (a cycle that never exits). */
+  maxSteps?: number;
+}
+
+export interface ResumeRequest {
+  checkpoint: Checkpoint;
+  /** For a checkpoint paused at an interrupt: approve continues, reject discards. */
+  action?: 'approve' | 'reject';
+  /** What the interrupted `interrupt()` call returns; a plain object is also merged into `state.metadata`. */
+  value?: unknown;
+  reason?: string | null;
+}
+
+export interface RunRequest {
+  agent: AgentRef;
+  input: AgentInput;
+  /** Text of the selected prompt version. */
+  prompt: string;
+  checkpointer?: Checkpointer;
+  onEvent?: EventSink;
+  signal?: AbortSignal;
+  /** Node names to pause before. */
+  breakpoints?: readonly string[];
+  runId?: string;
+  resume?: ResumeRequest;
+}
+
+export interface RunOutcome {
+  run_id: string;
+  thread_id: string;
+  status: Exclude<RunStatus, 'error'>;
+  state: AgentState;
+  result: AgentResult;
+  /** The newest checkpoint written by this run. */
+  checkpoint: Checkpoint;
+  /** Set when status is `interrupted` or `breakpoint`: where the run paused. */
+  paused?: { node: string; message: string; payload: Record<string, unknown> };
+  tool_calls: ToolCall[];
+  duration_ms: number;
+}
+
+/** Thrown by `ctx.interrupt()` to leave the node; caught by the engine loop. */
+class InterruptSignal {
+  constructor(
+    readonly message: string,
+    readonly payload: Record<string, unknown>,
+    readonly resumeValues: unknown[],
+  ) {}
+}
+
+/** A node error, carrying the node name for `run_error`. The original error is `cause`. */
+export class NodeError extends Error {
+  constructor(
+    readonly node: string,
+    override readonly cause: unknown,
+  ) {
+    super(errorMessage(cause));
+    this.name = 'NodeError';
+  }
+}
+
+/** Resume values shared by every `interrupt()` in one node execution (subagents included). */
+interface InterruptScope {
+  values: unknown[];
+  next: number;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+const isAbort = (err: unknown) =>
+  err instanceof ModelCallAborted || (err instanceof Error && (err.name === 'AbortError' || err.name === 'APIUserAbortError'));
+
+export function initialState(input: AgentInput): AgentState {
+  const messages: ChatMessage[] = [...input.history, { role: 'user', content: input.query }];
+  return { messages, response: '', steps_taken: [], metadata: { ...input.metadata } };
+}
+
+/** The result a finished state stands for: the graph's `result()` or the standard keys. */
+export function buildResult(definition: AgentDefinition, state: AgentState): AgentResult {
+  const custom = definition.graph?.result?.(state);
+  const base: AgentResult = custom ?? {
+    response: typeof state.response === 'string' ? state.response : String(state.response ?? ''),
+    output: state.output ?? null,
+    suggestions: Array.isArray(state.suggestions) ? (state.suggestions as string[]) : [],
+    citations: Array.isArray(state.citations) ? (state.citations as AgentResult['citations']) : [],
+    context: state.context ?? null,
+    metadata: isPlainObject(state.result_metadata) ? state.result_metadata : {},
+    reasoning: typeof state.reasoning === 'string' ? state.reasoning : undefined,
+  };
+  return { ...base, steps_taken: base.steps_taken ?? state.steps_taken };
+}
+
+export class Engine {
+  private readonly maxSteps: number;
+  /** Checkpoints of nested (subagent) runs: internal, never resumed on their own. */
+  private readonly scratch = new MemoryCheckpointer(200, 20);
+
+  constructor(private readonly options: EngineOptions) {
+    this.maxSteps = options.maxSteps ?? 100;
+  }
+
+  /**
+   * Run (or resume) an agent. Resolves for every way a run can stop except a failure: a node that
+   * throws makes it emit `run_error` and reject with the node's own error (an `HttpError` keeps
+   * its status; anything else is the agent's failure, a 500 at the route).
+   */
+  async run(request: RunRequest): Promise<RunOutcome> {
+    return this.execute(request, null);
+  }
+
+  private async execute(request: RunRequest, parentScope: InterruptScope | null): Promise<RunOutcome> {
+    const started = performance.now();
+    const { agent, input } = request;
+    const nested = parentScope !== null;
+    const graph = compileGraph(agent.definition);
+    const checkpointer = request.checkpointer ?? this.scratch;
+    const runId = request.runId ?? randomUUID();
+    const threadId = input.thread_id ?? randomUUID();
+    const signal = request.signal ?? new AbortController().signal;
+    const breakpoints = new Set(request.breakpoints ?? []);
+    const toolCalls: ToolCall[] = [];
+
+    const emit = (body: RunEventBody) => {
+      if (!request.onEvent) return;
+      request.onEvent({ ...body, run_id: runId, thread_id: threadId, timestamp: new Date().toISOString() } as RunEvent);
+    };
+
+    const metadataFor = (source: CheckpointMetadata['source'], node: string | null, next: string | null): CheckpointMetadata => ({
+      run_id: runId,
+      agent: agent.name,
+      source,
+      node,
+      next,
+      input: { ...input, thread_id: threadId },
+    });
+
+    let parent: Checkpoint | null = null;
+    let step = 0;
+    let state: AgentState;
+    let current: string | null;
+    let resumeScope: InterruptScope | null = null;
+    let skipBreakpointAt: string | null = null;
+
+    const save = async (source: CheckpointMetadata['source'], node: string | null, next: string | null, extra?: Partial<CheckpointMetadata>) => {
+      // Every checkpoint after the input one is a step of its own (pauses included), so steps are
+      // unique and increasing along a thread's chain.
+      if (source !== 'input') step++;
+      const checkpoint: Checkpoint = {
+        id: randomUUID(),
+        thread_id: threadId,
+        step,
+        // A deep copy: later nodes may mutate objects they were handed.
+        state: structuredClone(state),
+        metadata: { ...metadataFor(source, node, next), ...extra },
+        parent_id: parent?.id ?? null,
+        timestamp: new Date().toISOString(),
+      };
+      await checkpointer.put(agent.name, checkpoint);
+      parent = checkpoint;
+      return checkpoint;
+    };
+
+    const finish = (status: RunOutcome['status'], checkpoint: Checkpoint, paused?: RunOutcome['paused']): RunOutcome => {
+      const result = buildResult(agent.definition, state);
+      const duration_ms = performance.now() - started;
+      if (status === 'completed' || status === 'rejected') {
+        if (!nested) emit({ type: 'run_complete', status, response: result.response, steps_taken: result.steps_taken ?? [], duration_ms });
+      }
+      return { run_id: runId, thread_id: threadId, status, state, result, checkpoint, paused, tool_calls: toolCalls, duration_ms };
+    };
+
+    const resume = request.resume;
+    if (resume) {
+      parent = resume.checkpoint;
+      step = resume.checkpoint.step;
+      state = structuredClone(resume.checkpoint.state);
+      current = resume.checkpoint.metadata.next;
+      skipBreakpointAt = current;
+      const pending = resume.checkpoint.metadata.interrupt;
+      if (!nested) emit({ type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: resume.checkpoint.id });
+      if (pending) {
+        if (resume.action === 'reject') {
+          state = { ...state, metadata: { ...state.metadata, hitl_approved: false, hitl_rejection_reason: resume.reason ?? null } };
+          const checkpoint = await save('rejected', pending.node, null);
+          return finish('rejected', checkpoint);
+        }
+        // The approval's context joins the state before the node re-runs, so the node (and every
+        // later one) sees it — the spec's "context merged into state.metadata".
+        const merged = isPlainObject(resume.value) ? resume.value : {};
+        state = { ...state, metadata: { ...state.metadata, ...merged, hitl_approved: true } };
+        resumeScope = { values: [...pending.resume_values, resume.value ?? {}], next: 0 };
+      }
+    } else {
+      state = initialState({ ...input, thread_id: threadId });
+      current = graph.entry;
+      if (!nested) emit({ type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: null });
+    }
+    let last: Checkpoint = parent ?? (await save('input', null, current));
+
+    let steps = 0;
+    while (current !== null) {
+      const node: CompiledNode = graph.nodes.get(current)!;
+      if (signal.aborted) return this.cancelled(emit, nested, finish, last, current);
+      if (breakpoints.has(current) && skipBreakpointAt !== current) {
+        last = await save('breakpoint', parent?.metadata.node ?? null, current);
+        emit({ type: 'breakpoint_hit', node: current, reason: 'breakpoint', checkpoint_id: last.id });
+        return finish('breakpoint', last, { node: current, message: `breakpoint before '${current}'`, payload: {} });
+      }
+      skipBreakpointAt = null;
+      if (++steps > this.maxSteps) {
+        const err = new GraphDefinitionError(`run exceeded ${this.maxSteps} steps at node '${current}' (a cycle that never exits?)`);
+        emit({ type: 'run_error', error: err.message, node: current });
+        throw err;
+      }
+
+      emit({ type: 'node_start', node: current, step: step + 1 });
+      // Only the first node after an interrupt resume gets the resume values.
+      const scope: InterruptScope = parentScope ?? resumeScope ?? { values: [], next: 0 };
+      resumeScope = null;
+      const nodeSteps: string[] = [];
+      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit);
+
+      let output: Partial<AgentState> | void;
+      try {
+        output = await this.runNode(node, state, ctx, scope);
+      } catch (err) {
+        if (err instanceof InterruptSignal) {
+          if (nested) throw err;
+          const interrupt: PendingInterrupt = { node: current, message: err.message, payload: err.payload, resume_values: err.resumeValues };
+          last = await save('interrupt', current, current, { interrupt });
+          emit({ type: 'breakpoint_hit', node: current, reason: 'interrupt', checkpoint_id: last.id, message: err.message, payload: err.payload });
+          return finish('interrupted', last, { node: current, message: err.message, payload: err.payload });
+        }
+        if (signal.aborted || isAbort(err)) return this.cancelled(emit, nested, finish, last, current);
+        if (!nested) emit({ type: 'run_error', error: errorMessage(err), node: current });
+        throw err instanceof HttpError || err instanceof NodeError ? err : new NodeError(current, err);
+      }
+
+      const delta = output && typeof output === 'object' ? output : {};
+      const stepsBefore = Array.isArray(delta.steps_taken) ? delta.steps_taken : state.steps_taken;
+      state = {
+        ...state,
+        ...delta,
+        steps_taken: [...stepsBefore, ...(graph.synthetic ? [] : [current]), ...nodeSteps],
+      };
+      let next: string | null;
+      try {
+        next = nextNode(graph, current, state);
+      } catch (err) {
+        if (!nested) emit({ type: 'run_error', error: errorMessage(err), node: current });
+        throw err;
+      }
+      last = await save('loop', current, next);
+      emit({ type: 'node_end', node: current, step, output: summariseOutput({ ...delta, steps_taken: state.steps_taken }), checkpoint_id: last.id });
+      current = next;
+    }
+    return finish('completed', last);
+  }
+
+  private cancelled(
+    emit: (body: RunEventBody) => void,
+    nested: boolean,
+    finish: (status: RunOutcome['status'], checkpoint: Checkpoint) => RunOutcome,
+    last: Checkpoint,
+    node: string,
+  ): RunOutcome {
+    // Decision: cancellation is reported as run_error (the run did not finish) flagged `cancelled`;
+    // the newest checkpoint stays, so a studio can resume from it.
+    if (!nested) emit({ type: 'run_error', error: 'run cancelled', node, cancelled: true });
+    return finish('cancelled', last);
+  }
+
+  private async runNode(node: CompiledNode, state: AgentState, ctx: RunContext, scope: InterruptScope): Promise<Partial<AgentState> | void> {
+    switch (node.kind) {
+      case 'function':
+        return node.run(state, ctx);
+      case 'approval': {
+        const message = typeof node.message === 'function' ? node.message(state) : node.message;
+        await ctx.interrupt(message, { node: node.name });
+        // Approved: the context was merged into state.metadata when the run resumed.
+        return {};
+      }
+      case 'subagent': {
+        const query = node.query ? node.query(state) : state.response || ctx.input.query;
+        const result = await this.callSubagent(node.agent, query, {}, ctx, scope);
+        const previous = isPlainObject(state.subagent_results) ? state.subagent_results : {};
+        return { response: result.response, subagent_results: { ...previous, [node.name]: result } };
+      }
+    }
+  }
+
+  private async callSubagent(
+    name: string,
+    query: string,
+    context: Record<string, unknown>,
+    ctx: RunContext & { emitEvent?: (body: RunEventBody) => void },
+    scope: InterruptScope,
+  ): Promise<AgentResult> {
+    const ref = this.options.resolveAgent(name);
+    if (!ref) throw new Error(`subagent '${name}' is not a registered agent`);
+    const emit = ctx.emitEvent!;
+    emit({ type: 'subagent_start', node: name, query });
+    const outcome = await this.execute(
+      {
+        agent: ref,
+        input: { ...ctx.input, query, context: { ...ctx.input.context, ...context }, history: [] },
+        prompt: '',
+        signal: ctx.signal,
+        // Tokens and planning updates of the subagent show in the parent's stream.
+        onEvent: (event) => {
+          if (event.type === 'message_chunk' || event.type === 'task_update') emit(event);
+        },
+      },
+      scope,
+    );
+    emit({ type: 'subagent_end', node: name, output: summariseOutput(outcome.result as Partial<AgentState>) });
+    return outcome.result;
+  }
+
+  private context(
+    request: RunRequest,
+    threadId: string,
+    signal: AbortSignal,
+    scope: InterruptScope,
+    nodeSteps: string[],
+    toolCalls: ToolCall[],
+    emit: (body: RunEventBody) => void,
+  ): RunContext & { emitEvent: (body: RunEventBody) => void } {
+    const { agent, input } = request;
+    const provider = this.options.provider;
+    const config = agent.definition.config ?? {};
+    const model: ModelClient = {
+      configured: provider.configured,
+      name: config.model ?? provider.model,
+      chat: async (messages: ChatMessage[], options: ModelCallOptions = {}) => {
+        if (!provider.configured) throw modelNotConfigured(agent.name);
+        const modelName = options.model ?? config.model ?? provider.model;
+        return provider.complete({
+          messages,
+          model: modelName,
+          temperature: options.temperature ?? input.temperature ?? config.temperature ?? null,
+          max_tokens: options.max_tokens ?? input.max_tokens ?? config.max_tokens ?? null,
+          signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
+          onToken: (token) => emit({ type: 'message_chunk', node: modelName, content: token }),
+        });
+      },
+    };
+    const ctx: RunContext & { emitEvent: (body: RunEventBody) => void } = {
+      input: { ...input, thread_id: threadId },
+      prompt: request.prompt,
+      model,
+      signal,
+      workspace: this.options.workspace,
+      threadId,
+      emitEvent: emit,
+      step: (name) => nodeSteps.push(String(name)),
+      tool: (name, args) => toolCalls.push({ name, args }),
+      plan: (tool, args) => {
+        toolCalls.push({ name: tool, args });
+        emit({ type: 'task_update', node: `planning:${tool}`, tool, args });
+      },
+      interrupt: async <T>(message: string, payload: Record<string, unknown> = {}): Promise<T> => {
+        if (scope.next < scope.values.length) {
+          const value = scope.values[scope.next++];
+          return (value ?? {}) as T;
+        }
+        throw new InterruptSignal(message, payload, scope.values.slice(0, scope.next));
+      },
+      callAgent: (name, query, context = {}) => this.callSubagent(name, query, context, ctx, scope),
+    };
+    return ctx;
+  }
+}

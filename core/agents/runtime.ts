@@ -1,0 +1,43 @@
+/**
+ * The agent runtime of one server: the model provider, the execution service (engine, streams,
+ * approvals, checkpoints), threads and feedback, built once from the settings and published as
+ * `ctx.agents` so other subsystems (studio, A2A, tasks) run agents the same way the routes do.
+ */
+import type { HangarContext } from '../kernel/context.js';
+import { FeedbackService } from '../feedback/service.js';
+import { ThreadService } from '../threads/service.js';
+import { findAgent, type Agent } from './kind.js';
+import { createModelProvider, type ModelProvider } from './model.js';
+import { AgentService } from './service.js';
+import { errorMessage } from '../http/errors.js';
+
+export interface AgentRuntime {
+  provider: ModelProvider;
+  service: AgentService;
+  threads: ThreadService;
+  feedback: FeedbackService;
+}
+
+export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
+  const provider = createModelProvider(ctx.settings.model);
+  const threads = new ThreadService(ctx.store, provider, (err) =>
+    ctx.log.warn('thread summary: model failed, used an extractive summary', { error: errorMessage(err) }),
+  );
+  const service = new AgentService({
+    findAgent: (name) => findAgent(ctx.registry, name),
+    lookupAgent: (name) => ctx.registry.get<Agent>('agent', name)?.definition,
+    store: ctx.store,
+    provider,
+    workspace: ctx.paths.root,
+    log: ctx.log,
+    threads,
+    streams: { retain: ctx.settings.streams.retain, ttlMs: ctx.settings.streams.ttlSeconds * 1000 },
+  });
+  return { provider, service, threads, feedback: new FeedbackService(ctx.store) };
+}
+
+/** The runtime set up by the agents subsystem; a clear error if a router is mounted without it. */
+export function runtimeOf(ctx: HangarContext): AgentRuntime {
+  if (!ctx.agents) throw new Error('the agents subsystem must be set up before the routes that use it');
+  return ctx.agents;
+}

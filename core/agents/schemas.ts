@@ -1,0 +1,99 @@
+/**
+ * Request and response schemas of the per-agent execution routes (spec: AgentInvokeRequest,
+ * AgentInvokeResponse, AgentChatRequest, HITL records).
+ */
+import { z } from 'zod';
+
+const JsonObject = z.record(z.string(), z.unknown());
+
+export const InvokeRequest = z.object({
+  query: z.string(),
+  user_id: z.string().min(1).default('default-user'),
+  context: JsonObject.default({}),
+  thread_id: z.string().min(1).max(200).nullish().default(null),
+  /** Absent → the agent's active version (which is 'v1' unless the agent says otherwise). */
+  prompt_version: z.string().min(1).optional(),
+  temperature: z.number().min(0).max(2).nullish().default(null),
+  max_tokens: z.number().int().positive().nullish().default(null),
+  metadata: JsonObject.default({}),
+});
+export type InvokeRequest = z.output<typeof InvokeRequest>;
+
+const Citation = z.record(z.string(), z.unknown());
+
+export const InvokeResponse = z.object({
+  response: z.string(),
+  output: z.unknown().nullable(),
+  agent_type: z.string(),
+  thread_id: z.string().nullable(),
+  suggestions: z.array(z.string()),
+  citations: z.array(Citation),
+  steps_taken: z.array(z.string()),
+  context: z.unknown().nullable(),
+  metadata: JsonObject,
+  duration_ms: z.number(),
+});
+export type InvokeResponse = z.output<typeof InvokeResponse>;
+
+const HistoryMessage = z.object({
+  role: z.enum(['system', 'user', 'assistant', 'tool']),
+  content: z.string(),
+  timestamp: z.string().optional(),
+  name: z.string().optional(),
+});
+
+export const ChatRequest = z.object({
+  content: z.string(),
+  user_id: z.string().min(1).default('default-user'),
+  thread_id: z.string().min(1).max(200).nullish().default(null),
+  context: JsonObject.default({}),
+  metadata: JsonObject.default({}),
+  messages: z.array(HistoryMessage).nullish().default(null),
+  include_history: z.boolean().default(true),
+  max_history: z.number().int().min(0).nullish().default(null),
+  persist: z.boolean().default(true),
+  prompt_version: z.string().min(1).optional(),
+  temperature: z.number().min(0).max(2).nullish().default(null),
+  max_tokens: z.number().int().positive().nullish().default(null),
+});
+export type ChatRequest = z.output<typeof ChatRequest>;
+
+export const ChatResponse = InvokeResponse.omit({ output: true, thread_id: true }).extend({
+  thread_id: z.string(),
+  history_loaded: z.number().int(),
+});
+export type ChatResponse = z.output<typeof ChatResponse>;
+
+export const SuspensionBody = z.object({
+  detail: z.object({
+    status: z.literal('suspended'),
+    approval_id: z.string(),
+    node_name: z.string(),
+    message: z.string(),
+  }),
+});
+
+export const ApproveRequest = z.object({
+  approval_id: z.string().min(1),
+  approved: z.boolean().default(true),
+  context: JsonObject.default({}),
+});
+export type ApproveRequest = z.output<typeof ApproveRequest>;
+
+export const RejectRequest = z.object({
+  approval_id: z.string().min(1),
+  reason: z.string().nullish().default(null),
+});
+export type RejectRequest = z.output<typeof RejectRequest>;
+
+export const RejectResponse = z.object({ status: z.literal('rejected'), approval_id: z.string(), reason: z.string().nullable() });
+
+export const PendingList = z.object({
+  thread_id: z.string(),
+  pending: z.array(
+    z.object({ id: z.string(), node_name: z.string(), message: z.string(), state_snapshot: JsonObject, created_at: z.string() }),
+  ),
+  count: z.number().int(),
+});
+
+export const ReplayQuery = z.object({ since: z.coerce.number().int().min(0).optional() });

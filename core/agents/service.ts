@@ -1,0 +1,368 @@
+/**
+ * The agent service: every way of running an agent over HTTP — invoke, stream (with retained
+ * replay), chat over stored threads, HITL approve/reject, optimize — on top of the engine.
+ * Routes only parse, call one method here and shape nothing; this file never sees express.
+ *
+ * Decisions where the spec is silent (also in the route docs):
+ * - Checkpoints of a run that names a `thread_id` (and of every chat) are persisted; an invoke
+ *   without one gets a generated id and in-memory checkpoints, so a stateless invoke costs no
+ *   disk write. A suspension is persisted either way (the pending approval holds the snapshot).
+ * - /invoke does not read or write thread messages; /chat is the conversation API.
+ * - An agent that throws → 500 `agent '<name>' failed: <message>` (logged); errors the agent or
+ *   runtime raise as `HttpError` (503 no model configured, 502 model endpoint failed) keep status.
+ * - `approved: false` on approve is a rejection: the run is discarded, as with /reject.
+ */
+import { randomUUID } from 'node:crypto';
+import { HttpError, errorMessage, internalError } from '../http/errors.js';
+import type { EventLog } from '../http/event-log.js';
+import type { Logger } from '../kernel/log.js';
+import type { Store } from '../storage/store.js';
+import type { ThreadService } from '../threads/service.js';
+import { ApprovalStore, type PendingApproval } from './approvals.js';
+import { MemoryCheckpointer, StoreCheckpointer, type Checkpoint, type Checkpointer } from './checkpointer.js';
+import { Engine, NodeError, type RunOutcome, type RunRequest } from './engine.js';
+import type { RunEvent } from './events.js';
+import type { Agent } from './kind.js';
+import { modelNotConfigured, type ModelProvider } from './model.js';
+import { resolvePrompt } from './prompts.js';
+import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
+import { InvokeStreams, type InvokeFrame, type StreamRetention } from './streams.js';
+import type { AgentInput, AgentResult, ChatMessage } from './types.js';
+
+export interface AgentServiceOptions {
+  /** The live agent by name, or throw the 404. */
+  findAgent: (name: string) => Agent;
+  /** The live agent by name or undefined (subagents). */
+  lookupAgent: (name: string) => Agent | undefined;
+  store: Store;
+  provider: ModelProvider;
+  workspace: string;
+  log: Logger;
+  threads: ThreadService;
+  streams: StreamRetention;
+}
+
+export interface SuspensionDetail {
+  status: 'suspended';
+  approval_id: string;
+  node_name: string;
+  message: string;
+}
+
+/** The spec's HITL suspension: HTTP 202 whose `detail` is an object (the one place it is). */
+export const suspended = (detail: SuspensionDetail) => new HttpError(202, detail as unknown as Record<string, unknown>);
+
+interface RunPlan {
+  agent: Agent;
+  input: AgentInput;
+  promptVersion: string;
+  prompt: string;
+  persistent: boolean;
+}
+
+export class AgentService {
+  readonly engine: Engine;
+  readonly approvals: ApprovalStore;
+  readonly streams: InvokeStreams;
+  /** Persistent checkpoints (threads named by the caller, chats, studio runs). */
+  readonly checkpoints: Checkpointer;
+  /** Checkpoints of stateless invokes. */
+  readonly ephemeral = new MemoryCheckpointer();
+
+  constructor(private readonly options: AgentServiceOptions) {
+    this.engine = new Engine({ resolveAgent: options.lookupAgent, provider: options.provider, workspace: options.workspace });
+    this.approvals = new ApprovalStore(options.store);
+    this.streams = new InvokeStreams(options.streams);
+    this.checkpoints = new StoreCheckpointer(options.store);
+  }
+
+  /** Invoke and wait. Resolves to the response; a HITL suspension throws the 202 `suspended`. */
+  async invoke(agentName: string, request: InvokeRequest, signal?: AbortSignal, onEvent?: (event: RunEvent) => void): Promise<InvokeResponse> {
+    const plan = this.plan(agentName, request, []);
+    const outcome = await this.execute(plan, { signal, onEvent });
+    return this.respond(plan, outcome);
+  }
+
+  /**
+   * Start a streamed invoke and return at once with the retained stream; the run continues in
+   * the background whether or not anyone reads it (a client that disconnects stops nothing, and
+   * the frames stay replayable). Validation errors (unknown agent, prompt, no model) throw before
+   * any stream exists, so they are ordinary JSON errors.
+   */
+  startStream(agentName: string, request: InvokeRequest, principal: string): { id: string; log: EventLog<InvokeFrame> } {
+    const plan = this.plan(agentName, request, []);
+    const { id, log } = this.streams.open(plan.agent.name, principal);
+    let response = '';
+    let steps: string[] = [];
+    log.append({ event: 'start', response, steps_taken: steps, thread_id: plan.input.thread_id, agent: plan.agent.name });
+    const onEvent = (event: RunEvent) => {
+      switch (event.type) {
+        case 'message_chunk':
+          response += event.content;
+          log.append({ event: 'token', delta: event.content, response, steps_taken: steps });
+          break;
+        case 'node_end': {
+          const output = event.output as { response?: unknown; steps_taken?: unknown } | null;
+          if (typeof output?.response === 'string') response = output.response;
+          if (Array.isArray(output?.steps_taken)) steps = output.steps_taken as string[];
+          log.append({ event: 'step', node: event.node, response, steps_taken: steps });
+          break;
+        }
+        default:
+          break;
+      }
+    };
+    void (async () => {
+      try {
+        const outcome = await this.execute(plan, { onEvent });
+        const body = await this.respond(plan, outcome);
+        log.append({ event: 'complete', ...body });
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 202) {
+          log.append({ event: 'suspended', response, steps_taken: steps, ...(err.detail as object) });
+        } else {
+          const error = this.normalise(plan.agent.name, err);
+          log.append({ event: 'error', response, steps_taken: steps, status: error.status, detail: error.detail });
+        }
+      } finally {
+        this.streams.finish(id);
+      }
+    })();
+    return { id, log };
+  }
+
+  /** The retained stream for replay; unknown, evicted, another agent's or principal's → 404. */
+  replay(agentName: string, streamId: string, principal: string): EventLog<InvokeFrame> {
+    this.options.findAgent(agentName);
+    return this.streams.get(streamId, agentName, principal);
+  }
+
+  /**
+   * Chat: load history (caller's `messages` override the store; `include_history`, `max_history`),
+   * run, and save the user message and the answer together (`persist`), so concurrent chats on
+   * one thread never interleave a question with another's answer.
+   *
+   * Decision: `history_loaded` counts the history messages the agent received, from the store or
+   * from the caller; `max_history` trims either to the newest N.
+   */
+  async chat(agentName: string, request: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
+    const threads = this.options.threads;
+    const agent = this.options.findAgent(agentName);
+    const threadId = request.thread_id ?? randomUUID();
+    let history: ChatMessage[] = [];
+    if (request.messages) history = request.messages;
+    else if (request.include_history && request.thread_id) history = await threads.history(agent.name, threadId, null);
+    if (request.max_history != null) history = request.max_history === 0 ? [] : history.slice(-request.max_history);
+    const plan = this.plan(agentName, { ...request, query: request.content, thread_id: threadId }, history);
+    plan.persistent = true;
+    if (request.persist) await threads.ensure(agent.name, threadId, request.user_id);
+    const userMessage: ChatMessage = { role: 'user', content: request.content, timestamp: new Date().toISOString() };
+
+    let outcome: RunOutcome;
+    try {
+      outcome = await this.execute(plan, { signal }, { persist: request.persist, history_loaded: history.length });
+    } catch (err) {
+      // A suspended chat keeps the question; the answer is saved when the approval completes it.
+      if (request.persist && err instanceof HttpError && err.status === 202) await threads.append(agent.name, threadId, [userMessage]);
+      throw err;
+    }
+    const body = await this.respond(plan, outcome);
+    if (request.persist) {
+      await threads.append(agent.name, threadId, [userMessage, { role: 'assistant', content: body.response, timestamp: new Date().toISOString() }]);
+    }
+    const { output: _output, ...rest } = body;
+    return { ...rest, thread_id: threadId, history_loaded: history.length };
+  }
+
+  async pending(agentName: string, threadId: string) {
+    const agent = this.options.findAgent(agentName);
+    const records = await this.approvals.list(agent.name, threadId);
+    return {
+      thread_id: threadId,
+      pending: records.map((r) => ({ id: r.id, node_name: r.node_name, message: r.message, state_snapshot: r.state_snapshot, created_at: r.created_at })),
+      count: records.length,
+    };
+  }
+
+  /**
+   * Approve a suspended run: the pending record is taken (deleted), the context merged into
+   * `state.metadata` with `hitl_approved: true`, and the run resumed from its snapshot. It may
+   * suspend again (a new 202 with a new id).
+   */
+  async approve(agentName: string, threadId: string, request: ApproveRequest): Promise<InvokeResponse | { status: 'rejected'; approval_id: string; reason: string | null }> {
+    const agent = this.options.findAgent(agentName);
+    const record = await this.approvals.take(agent.name, threadId, request.approval_id);
+    if (!request.approved) return this.discard(agent, record, null);
+    const plan: RunPlan = {
+      agent,
+      input: record.checkpoint.metadata.input,
+      promptVersion: record.prompt_version,
+      prompt: resolvePrompt(agent, record.prompt_version).text,
+      persistent: record.persistent,
+    };
+    const outcome = await this.execute(plan, { resume: { checkpoint: record.checkpoint, action: 'approve', value: request.context } }, record.chat);
+    const body = await this.respond(plan, outcome);
+    if (record.chat?.persist) {
+      await this.options.threads.append(agent.name, threadId, [{ role: 'assistant', content: body.response, timestamp: new Date().toISOString() }]);
+    }
+    return body;
+  }
+
+  async reject(agentName: string, threadId: string, request: RejectRequest) {
+    const agent = this.options.findAgent(agentName);
+    const record = await this.approvals.take(agent.name, threadId, request.approval_id);
+    return this.discard(agent, record, request.reason ?? null);
+  }
+
+  /**
+   * The run behind /optimize/invoke: the same agent with an optional system-prompt override,
+   * reporting what an optimizer needs — retrieved passages, tool calls, steps and reasoning.
+   */
+  async optimize(
+    agentName: string,
+    request: { query: string; system_prompt_override: string | null; user_id: string; context: Record<string, unknown>; include_retrieval_context: boolean; include_steps: boolean },
+  ) {
+    const plan = this.plan(agentName, { query: request.query, user_id: request.user_id, context: request.context }, []);
+    if (request.system_prompt_override != null) plan.prompt = request.system_prompt_override;
+    const outcome = await this.execute(plan, {});
+    const body = await this.respond(plan, outcome);
+    const steps = body.steps_taken;
+    return {
+      response: body.response,
+      retrieval_context: request.include_retrieval_context ? retrievalContext(outcome.result) : [],
+      tool_calls: outcome.tool_calls,
+      steps_taken: request.include_steps ? steps : [],
+      reasoning: outcome.result.reasoning ?? (steps.length ? `Steps: ${steps.join(' → ')}` : 'The agent reported no steps.'),
+      citations: body.citations,
+      duration_ms: body.duration_ms,
+      metadata: { ...body.metadata, system_prompt_overridden: request.system_prompt_override != null },
+    };
+  }
+
+  /** Run with the studio's knobs (breakpoints, events, a checkpoint to continue from). */
+  runForStudio(request: Omit<RunRequest, 'checkpointer'>): Promise<RunOutcome> {
+    return this.engine.run({ ...request, checkpointer: this.checkpoints });
+  }
+
+  // ——— internals ———
+
+  private plan(
+    agentName: string,
+    request: Partial<Omit<InvokeRequest, 'query'>> & { query: string },
+    history: ChatMessage[],
+  ): RunPlan {
+    const agent = this.options.findAgent(agentName);
+    const prompt = resolvePrompt(agent, request.prompt_version);
+    if (agent.definition.requiresModel && !this.options.provider.configured) throw modelNotConfigured(agent.name);
+    const input: AgentInput = {
+      query: request.query,
+      user_id: request.user_id ?? 'default-user',
+      context: request.context ?? {},
+      thread_id: request.thread_id ?? randomUUID(),
+      metadata: request.metadata ?? {},
+      prompt_version: prompt.version,
+      temperature: request.temperature ?? null,
+      max_tokens: request.max_tokens ?? null,
+      history,
+    };
+    return { agent, input, promptVersion: prompt.version, prompt: prompt.text, persistent: !!request.thread_id };
+  }
+
+  /** Run the engine; a suspension becomes a pending approval and the 202. */
+  private async execute(
+    plan: RunPlan,
+    extra: Pick<RunRequest, 'onEvent' | 'signal' | 'resume'>,
+    chat?: PendingApproval['chat'],
+  ): Promise<RunOutcome> {
+    let outcome: RunOutcome;
+    try {
+      outcome = await this.engine.run({
+        agent: plan.agent,
+        input: plan.input,
+        prompt: plan.prompt,
+        checkpointer: plan.persistent ? this.checkpoints : this.ephemeral,
+        ...extra,
+      });
+    } catch (err) {
+      throw this.normalise(plan.agent.name, err);
+    }
+    if (outcome.status === 'interrupted') {
+      const paused = outcome.paused!;
+      const record = await this.approvals.create({
+        agent: plan.agent.name,
+        thread_id: outcome.thread_id,
+        node_name: paused.node,
+        message: paused.message,
+        payload: paused.payload,
+        state_snapshot: outcome.state,
+        checkpoint: outcome.checkpoint,
+        prompt_version: plan.promptVersion,
+        persistent: plan.persistent,
+        chat,
+      });
+      throw suspended({ status: 'suspended', approval_id: record.id, node_name: paused.node, message: paused.message });
+    }
+    if (outcome.status === 'cancelled') throw new HttpError(499, 'the request was cancelled before the agent finished');
+    return outcome;
+  }
+
+  private async respond(plan: RunPlan, outcome: RunOutcome): Promise<InvokeResponse> {
+    const result: AgentResult = outcome.result;
+    return {
+      response: result.response,
+      output: result.output ?? null,
+      agent_type: plan.agent.slug,
+      thread_id: outcome.thread_id,
+      suggestions: result.suggestions ?? [],
+      citations: result.citations ?? [],
+      steps_taken: result.steps_taken ?? [],
+      context: result.context ?? null,
+      metadata: { ...result.metadata, prompt_version: plan.promptVersion, run_id: outcome.run_id },
+      duration_ms: outcome.duration_ms,
+    };
+  }
+
+  private async discard(agent: Agent, record: PendingApproval, reason: string | null) {
+    // Kept in the thread's checkpoint history so the studio can show how the run ended.
+    const checkpoints = record.persistent ? this.checkpoints : this.ephemeral;
+    await this.engine.run({
+      agent,
+      input: record.checkpoint.metadata.input,
+      prompt: '',
+      checkpointer: checkpoints,
+      resume: { checkpoint: record.checkpoint as Checkpoint, action: 'reject', reason },
+    });
+    return { status: 'rejected' as const, approval_id: record.id, reason };
+  }
+
+  private normalise(agentName: string, err: unknown): HttpError {
+    const cause = err instanceof NodeError ? err.cause : err;
+    if (cause instanceof HttpError) return cause;
+    const node = err instanceof NodeError ? ` at node '${err.node}'` : '';
+    this.options.log.error(`agent ${agentName} failed${node}: ${errorMessage(cause)}`, {
+      stack: cause instanceof Error ? cause.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
+    });
+    return internalError(`agent '${agentName}' failed${node}: ${errorMessage(cause)}`);
+  }
+}
+
+/** Passages the agent retrieved, as strings: from `context` (array or `{documents}`) or citations. */
+function retrievalContext(result: AgentResult): string[] {
+  const asText = (item: unknown): string => {
+    if (typeof item === 'string') return item;
+    if (item && typeof item === 'object') {
+      const o = item as Record<string, unknown>;
+      for (const k of ['content', 'text', 'snippet', 'page_content']) if (typeof o[k] === 'string') return o[k] as string;
+    }
+    return JSON.stringify(item);
+  };
+  const context = result.context as unknown;
+  if (Array.isArray(context)) return context.map(asText);
+  if (context && typeof context === 'object') {
+    const docs = (context as Record<string, unknown>).documents ?? (context as Record<string, unknown>).passages;
+    if (Array.isArray(docs)) return docs.map(asText);
+  }
+  if (typeof context === 'string' && context) return [context];
+  return (result.citations ?? []).map((c) => c.snippet).filter((s): s is string => typeof s === 'string');
+}
+

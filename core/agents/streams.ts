@@ -1,0 +1,91 @@
+/**
+ * Retained invoke streams: every POST /invoke/stream writes its frames into an `EventLog` kept
+ * here, so GET /invoke/stream/{id} can replay them (never re-running the agent).
+ *
+ * Scoping: a stream is bound to the agent and principal it was produced for. Looking it up as
+ * another agent or principal, or after it was evicted, gives the same 404 as an unknown id, so a
+ * caller cannot probe which ids exist.
+ *
+ * Retention (settings `streams.retain`, `streams.ttlSeconds`; defaults 200 and 900 s): a stream
+ * that is still running is always kept; a finished one is kept for `ttlSeconds` after it ended,
+ * and only the newest `retain` finished streams are kept. Pruning happens on open and lookup,
+ * so an idle server holds at most `retain` finished streams.
+ */
+import { randomUUID } from 'node:crypto';
+import { EventLog } from '../http/event-log.js';
+import { notFound } from '../http/errors.js';
+
+/** One frame of an invoke stream: every frame carries the response so far and the steps. */
+export interface InvokeFrame {
+  event: 'start' | 'token' | 'step' | 'complete' | 'suspended' | 'error';
+  response: string;
+  steps_taken: string[];
+  [key: string]: unknown;
+}
+
+interface Retained {
+  agent: string;
+  principal: string;
+  log: EventLog<InvokeFrame>;
+  endedAt: number | null;
+}
+
+export interface StreamRetention {
+  retain: number;
+  ttlMs: number;
+  /** Frames kept per stream (a long answer streamed token by token). */
+  framesPerStream?: number;
+  now?: () => number;
+}
+
+export class InvokeStreams {
+  private readonly streams = new Map<string, Retained>();
+  private readonly now: () => number;
+
+  constructor(private readonly retention: StreamRetention) {
+    this.now = retention.now ?? Date.now;
+  }
+
+  open(agent: string, principal: string): { id: string; log: EventLog<InvokeFrame> } {
+    this.prune();
+    const id = randomUUID();
+    const log = new EventLog<InvokeFrame>(this.retention.framesPerStream ?? 10_000);
+    const entry: Retained = { agent, principal, log, endedAt: null };
+    this.streams.set(id, entry);
+    return { id, log };
+  }
+
+  /** Mark the stream finished (starts its time-to-live) and end its log. */
+  finish(id: string): void {
+    const entry = this.streams.get(id);
+    if (!entry) return;
+    entry.log.end();
+    entry.endedAt = this.now();
+    this.prune();
+  }
+
+  get(id: string, agent: string, principal: string): EventLog<InvokeFrame> {
+    this.prune();
+    const entry = this.streams.get(id);
+    if (!entry || entry.agent !== agent || entry.principal !== principal) {
+      throw notFound(`stream '${id}' not found`);
+    }
+    return entry.log;
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  private prune(): void {
+    const now = this.now();
+    const finished: string[] = [];
+    // Map order is insertion order, so `finished` is oldest first.
+    for (const [id, entry] of this.streams) {
+      if (entry.endedAt === null) continue;
+      if (now - entry.endedAt >= this.retention.ttlMs) this.streams.delete(id);
+      else finished.push(id);
+    }
+    for (const id of finished.slice(0, Math.max(0, finished.length - this.retention.retain))) this.streams.delete(id);
+  }
+}

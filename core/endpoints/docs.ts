@@ -1,0 +1,106 @@
+/**
+ * OpenAPI entries for custom endpoints. `endpointRouteDocs` is a provider the OpenAPI registry asks
+ * on every build, so the document lists the endpoints that are live now, each declared method with
+ * its own input (query parameters for GET/HEAD, JSON body otherwise) and output schema (spec rule 5).
+ */
+import { z } from 'zod';
+import type { RouteDoc } from '../http/openapi.js';
+import { QUERY_METHODS } from './schemas.js';
+import { ENDPOINTS_PREFIX, UpstreamResultModel, routePath, type EndpointService } from './service.js';
+
+const TAGS = ['endpoints'];
+
+const ErrorModel = z.object({ detail: z.string() });
+
+/** Body of a 502 (see `EndpointFailure`). */
+export const FailureModel = z.object({
+  detail: z.string(),
+  success: z.literal(false),
+  aggregated: z.null(),
+  upstreams: z.array(UpstreamResultModel),
+});
+
+export const EndpointSummaryModel = z.object({
+  name: z.string(),
+  description: z.string(),
+  version: z.string(),
+  path: z.string(),
+  methods: z.array(z.string()),
+  aggregation: z.enum(['ALL', 'FIRST_SUCCESS', 'MAJORITY']),
+  custom_handler: z.boolean(),
+  upstreams: z.array(z.string()),
+  url: z.string(),
+});
+
+export const EndpointHealthModel = z.object({
+  name: z.string(),
+  ready: z.boolean(),
+  rule: z.string(),
+  checked_at: z.string(),
+  upstreams: z.array(
+    z.object({
+      name: z.string(),
+      ready: z.boolean(),
+      status: z.number().int().nullable(),
+      duration_ms: z.number(),
+      error: z.string().nullable(),
+    }),
+  ),
+});
+
+/** The fixed list route; registered once. */
+export const LIST_DOC: RouteDoc = {
+  method: 'get',
+  path: ENDPOINTS_PREFIX,
+  summary: 'List custom endpoints',
+  tags: TAGS,
+  responses: { 200: { description: 'Every live endpoint', schema: z.object({ endpoints: z.array(EndpointSummaryModel) }) } },
+};
+
+export function endpointRouteDocs(service: EndpointService): RouteDoc[] {
+  const docs: RouteDoc[] = [];
+  for (const config of service.all()) {
+    const path = routePath(config);
+    const envelope = service.envelopeModel(config);
+    const input = config.request ?? z.unknown();
+    for (const method of config.methods) {
+      const query = QUERY_METHODS.has(method);
+      docs.push({
+        method: method.toLowerCase() as RouteDoc['method'],
+        path,
+        summary: config.description || `Custom endpoint ${config.name}`,
+        description:
+          `${config.aggregation} over ${config.upstreams.map((u) => u.name).join(', ') || 'no upstreams'}` +
+          (config.handler ? ' (custom handler)' : '') +
+          (query ? '. Input as query parameters: repeat a parameter for an array, URL-encoded JSON for an object.' : '.'),
+        tags: TAGS,
+        ...(query ? { query: input } : { body: input }),
+        responses: {
+          200: { description: 'Aggregated answer with per-upstream results', schema: envelope },
+          422: { description: 'Input fails the request model (the field is named)', schema: ErrorModel },
+          502: { description: 'Aggregation failed; per-upstream errors, secrets redacted', schema: FailureModel },
+        },
+      });
+    }
+    docs.push(
+      {
+        method: 'get',
+        path: `${ENDPOINTS_PREFIX}/${config.name}/health`,
+        summary: `Readiness of ${config.name}`,
+        tags: TAGS,
+        responses: {
+          200: { description: 'ready', schema: EndpointHealthModel },
+          503: { description: 'not ready', schema: EndpointHealthModel },
+        },
+      },
+      {
+        method: 'get',
+        path: `${ENDPOINTS_PREFIX}/${config.name}/info`,
+        summary: `Metadata of ${config.name}`,
+        tags: TAGS,
+        responses: { 200: { description: 'Definition without secrets, with input and output schemas' } },
+      },
+    );
+  }
+  return docs;
+}

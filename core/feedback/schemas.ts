@@ -1,0 +1,60 @@
+/**
+ * Request and record schemas of feedback and optimization (spec: Feedback and optimization records).
+ */
+import { z } from 'zod';
+
+const JsonObject = z.record(z.string(), z.unknown());
+
+export const FEEDBACK_TYPES = ['thumbs', 'rating', 'correction', 'comment'] as const;
+
+export const FeedbackRequest = z.object({
+  user_id: z.string().min(1).default('anonymous'),
+  rating: z.number().int().min(1).max(5).nullish().default(null),
+  comment: z.string().nullish().default(null),
+  correction: z.string().nullish().default(null),
+  feedback_type: z.enum(FEEDBACK_TYPES).default('thumbs'),
+  query: z.string().default(''),
+  response: z.string().default(''),
+  thread_id: z.string().nullish().default(null),
+  metadata: JsonObject.default({}),
+});
+export type FeedbackRequest = z.output<typeof FeedbackRequest>;
+
+export const FeedbackRecord = FeedbackRequest.extend({
+  id: z.string(),
+  agent: z.string(),
+  created_at: z.string(),
+});
+export type FeedbackRecord = z.output<typeof FeedbackRecord>;
+
+export const FeedbackListQuery = z.object({ limit: z.coerce.number().int().min(1).max(10_000).default(50) });
+
+export const FeedbackResponse = z.object({ status: z.literal('recorded'), feedback_id: z.string() });
+export const FeedbackList = z.object({ agent: z.string(), feedback: z.array(FeedbackRecord), count: z.number().int() });
+export const FeedbackExport = z.object({
+  agent: z.string(),
+  format: z.literal('jsonl'),
+  data: z.string(),
+  count: z.number().int(),
+});
+
+export const OptimizeInvokeRequest = z.object({
+  query: z.string().min(1),
+  system_prompt_override: z.string().nullish().default(null),
+  user_id: z.string().min(1).default('optimizer'),
+  context: JsonObject.default({}),
+  include_retrieval_context: z.boolean().default(true),
+  include_steps: z.boolean().default(true),
+});
+export type OptimizeInvokeRequest = z.output<typeof OptimizeInvokeRequest>;
+
+export const OptimizeInvokeResponse = z.object({
+  response: z.string(),
+  retrieval_context: z.array(z.string()),
+  tool_calls: z.array(z.object({ name: z.string(), args: z.unknown() })),
+  steps_taken: z.array(z.string()),
+  reasoning: z.string(),
+  citations: z.array(z.record(z.string(), z.unknown())),
+  duration_ms: z.number(),
+  metadata: JsonObject,
+});

@@ -1,0 +1,40 @@
+/**
+ * Feedback on agent answers: record, list (newest first) and export as JSON Lines for evaluation.
+ * Records are keyed by id in a sharded collection; each carries its agent, so one agent's list
+ * is a filter (feedback is small next to threads and read rarely).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Collection, Store } from '../storage/store.js';
+import type { FeedbackRecord, FeedbackRequest } from './schemas.js';
+
+export class FeedbackService {
+  private readonly records: Collection<FeedbackRecord>;
+
+  constructor(store: Store) {
+    this.records = store.collection<FeedbackRecord>('feedback', { shards: 16 });
+  }
+
+  async record(agent: string, request: FeedbackRequest): Promise<FeedbackRecord> {
+    const record: FeedbackRecord = { id: randomUUID(), agent, created_at: new Date().toISOString(), ...request };
+    await this.records.put(record.id, record);
+    return record;
+  }
+
+  /** Newest first, at most `limit` (all when omitted). */
+  async list(agent: string, limit?: number): Promise<FeedbackRecord[]> {
+    const mine = (await this.records.list())
+      .filter((r) => r.agent === agent)
+      .sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+    return limit === undefined ? mine : mine.slice(0, limit);
+  }
+
+  /**
+   * Every record of the agent as JSON Lines, oldest first (the order an evaluation set is built
+   * in). `JSON.stringify` never emits a raw newline, so each line is exactly one record.
+   */
+  async export(agent: string): Promise<{ agent: string; format: 'jsonl'; data: string; count: number }> {
+    const records = (await this.list(agent)).reverse();
+    const data = records.map((r) => JSON.stringify(r)).join('\n');
+    return { agent, format: 'jsonl', data: records.length ? `${data}\n` : '', count: records.length };
+  }
+}

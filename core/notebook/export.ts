@@ -1,0 +1,254 @@
+/**
+ * Exports of a notebook: a self-contained HTML report (also the body of `notebook app`), a PDF of
+ * that report printed by a local Chromium/Chrome, a platform pipeline definition, and a Docker
+ * bundle that runs the notebook headlessly.
+ *
+ * Everything is offline: the HTML inlines its CSS, images are data URLs, charts are inline SVG.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { basename, delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { marked } from 'marked';
+import { analyzeNotebook } from './analysis.js';
+import { serializeNbTs } from './formats.js';
+import { escapeHtml, outputToHtml } from './render.js';
+import type { Notebook } from './schemas.js';
+
+export const LAYOUTS = ['linear', 'grid', 'tabs', 'sidebar', 'dashboard'] as const;
+export type Layout = (typeof LAYOUTS)[number];
+
+export const renderMarkdown = (md: string): string => marked.parse(md, { async: false, gfm: true });
+
+const STYLE = `
+*{box-sizing:border-box}body{font-family:system-ui,-apple-system,sans-serif;margin:0;color:#1f2328;background:#fff}
+main{max-width:980px;margin:0 auto;padding:2rem}
+h1.title{font-size:1.6rem;margin:.2rem 0 1.5rem}
+.cell{margin:0 0 1.25rem}
+.cell pre.source{background:#f6f8fa;border:1px solid #e5e7eb;border-radius:6px;padding:.75rem;overflow:auto;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace}
+.cell .label{font:12px ui-monospace,monospace;color:#57606a;margin-bottom:.25rem}
+.outputs pre{margin:.25rem 0;white-space:pre-wrap;font:13px/1.45 ui-monospace,monospace}
+.output-stream.stderr{color:#9a6700}.output-error{color:#cf222e;background:#fff5f5;padding:.5rem;border-radius:6px}
+table.hangar-table{border-collapse:collapse;font-size:13px;margin:.5rem 0}
+table.hangar-table caption{caption-side:bottom;color:#57606a;font-size:12px;text-align:left;padding-top:.25rem}
+table.hangar-table th,table.hangar-table td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left}
+table.hangar-table td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.hangar-table thead{background:#f6f8fa}
+.output-html svg{max-width:100%;height:auto}
+.layout-grid .cells{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:1rem}
+.layout-dashboard .cells{display:grid;grid-template-columns:repeat(12,1fr);gap:1rem}
+.layout-dashboard .cell{grid-column:span 6;border:1px solid #d0d7de;border-radius:8px;padding:1rem;margin:0}
+.layout-dashboard .cell.markdown{grid-column:span 12;border:none;padding:0}
+.layout-grid .cell{border:1px solid #d0d7de;border-radius:8px;padding:1rem;margin:0}
+.layout-sidebar main{display:flex;gap:2rem;max-width:1200px}
+.layout-sidebar aside{flex:0 0 260px;border-right:1px solid #d0d7de;padding-right:1rem}
+.layout-sidebar .cells{flex:1;min-width:0}
+.tabs{display:flex;gap:.25rem;border-bottom:1px solid #d0d7de;margin-bottom:1rem;flex-wrap:wrap}
+.tabs button{border:1px solid #d0d7de;border-bottom:none;background:#f6f8fa;padding:.4rem .8rem;border-radius:6px 6px 0 0;cursor:pointer}
+.tabs button[aria-selected=true]{background:#fff;font-weight:600}
+.layout-tabs .cell[hidden]{display:none}
+`;
+
+export interface ReportOptions {
+  /** Outputs only (the `app` view). */
+  hideCode?: boolean;
+  layout?: Layout;
+}
+
+function cellTitle(cell: Notebook['cells'][number], index: number): string {
+  if (cell.name) return cell.name;
+  const heading = /^#+\s+(.+)$/m.exec(cell.source);
+  return heading ? heading[1] : `Cell ${index + 1}`;
+}
+
+/** A self-contained HTML page of the notebook with its outputs. */
+export function reportHtml(notebook: Notebook, options: ReportOptions = {}): string {
+  const layout = options.layout ?? 'linear';
+  const cellHtml = notebook.cells.map((cell, index) => {
+    if (cell.cell_type === 'markdown') {
+      return `<section class="cell markdown" data-title="${escapeHtml(cellTitle(cell, index))}">${renderMarkdown(cell.source)}</section>`;
+    }
+    if (cell.cell_type === 'raw') return options.hideCode ? '' : `<section class="cell raw"><pre class="source">${escapeHtml(cell.source)}</pre></section>`;
+    const outputs = cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n');
+    if (options.hideCode && !outputs) return '';
+    const code = options.hideCode ? '' :
+      `<div class="label">[${cell.execution_count || ' '}] ${escapeHtml(cell.name || cell.id)}</div><pre class="source"><code>${escapeHtml(cell.source)}</code></pre>`;
+    return `<section class="cell code" data-title="${escapeHtml(cellTitle(cell, index))}">${code}<div class="outputs">${outputs}</div></section>`;
+  }).filter(Boolean);
+
+  let body: string;
+  if (layout === 'sidebar') {
+    // The leading markdown cells (title, explanation, parameters) form the sidebar.
+    const firstCode = notebook.cells.findIndex((c) => c.cell_type !== 'markdown');
+    const split = firstCode < 0 ? cellHtml.length : Math.max(1, firstCode);
+    body = `<aside>${cellHtml.slice(0, split).join('\n')}</aside><div class="cells">${cellHtml.slice(split).join('\n')}</div>`;
+  } else if (layout === 'tabs') {
+    const titles = [...cellHtml.join('\n').matchAll(/data-title="([^"]*)"/g)].map((m) => m[1]);
+    const tabs = titles.map((t, i) => `<button role="tab" aria-selected="${i === 0}" data-tab="${i}">${t}</button>`).join('');
+    const panels = cellHtml.map((html, i) => (i === 0 ? html : html.replace('<section ', '<section hidden ')));
+    body = `<nav class="tabs" role="tablist">${tabs}</nav><div class="cells">${panels.join('\n')}</div>
+<script>document.querySelectorAll('.tabs button').forEach(function(b){b.addEventListener('click',function(){var n=+b.dataset.tab;document.querySelectorAll('.tabs button').forEach(function(x,i){x.setAttribute('aria-selected',i===n)});document.querySelectorAll('.cells > .cell').forEach(function(c,i){c.hidden=i!==n})})})</script>`;
+  } else {
+    body = `<div class="cells">${cellHtml.join('\n')}</div>`;
+  }
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${escapeHtml(notebook.name)}</title><style>${STYLE}</style></head>
+<body class="layout-${layout}"><main>${layout === 'sidebar' ? '' : `<h1 class="title">${escapeHtml(notebook.name)}</h1>`}${body}</main></body></html>
+`;
+}
+
+// ---- pipeline ---------------------------------------------------------------------------------
+
+export interface PipelineDefinition {
+  name: string;
+  description: string;
+  kind: 'notebook';
+  source: string;
+  steps: Array<{
+    id: string;
+    name: string;
+    type: 'code';
+    language: 'typescript';
+    code: string;
+    reads: string[];
+    writes: string[];
+    depends_on: string[];
+  }>;
+}
+
+/**
+ * A platform pipeline whose steps are the notebook's code cells in execution order; each step
+ * lists the steps whose values it reads (`depends_on`), so a runner may parallelise independent
+ * branches. Markdown becomes the description. Cells with analysis errors refuse the export: a
+ * pipeline that cannot run is worse than a clear error now.
+ */
+export async function pipelineDefinition(notebook: Notebook, source: string): Promise<PipelineDefinition> {
+  const analysis = await analyzeNotebook(notebook.cells);
+  const broken = notebook.cells.filter((c) => analysis.cells.get(c.id)!.problems.some((p) => p.severity === 'error'));
+  if (broken.length > 0) {
+    const first = analysis.cells.get(broken[0].id)!.problems.find((p) => p.severity === 'error')!;
+    throw new Error(`cannot export a pipeline: cell ${broken[0].id} has an error: ${first.message}`);
+  }
+  const byId = new Map(notebook.cells.map((c) => [c.id, c]));
+  return {
+    name: notebook.name,
+    description: notebook.cells.filter((c) => c.cell_type === 'markdown').map((c) => c.source).join('\n\n'),
+    kind: 'notebook',
+    source: basename(source),
+    steps: analysis.order.map((id) => {
+      const info = analysis.cells.get(id)!;
+      const cell = byId.get(id)!;
+      return {
+        id, name: cell.name || id, type: 'code', language: 'typescript', code: cell.source,
+        reads: info.dependsOn, writes: info.writes, depends_on: [...analysis.topology.parents.get(id)!],
+      };
+    }),
+  };
+}
+
+// ---- pdf --------------------------------------------------------------------------------------
+
+/**
+ * A Chromium/Chrome binary on this machine: `CHROME_PATH`, then the usual names on PATH, then
+ * browsers downloaded for Playwright. Undefined when there is none.
+ */
+export function findChrome(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  for (const variable of ['CHROME_PATH', 'HANGAR_CHROME', 'PUPPETEER_EXECUTABLE_PATH']) {
+    const value = env[variable];
+    if (value && existsSync(value)) return value;
+  }
+  const names = ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable', 'chrome', 'microsoft-edge'];
+  for (const dir of (env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    for (const name of names) if (existsSync(join(dir, name))) return join(dir, name);
+  }
+  for (const mac of ['/Applications/Google Chrome.app/Contents/MacOS/Google Chrome', '/Applications/Chromium.app/Contents/MacOS/Chromium']) {
+    if (existsSync(mac)) return mac;
+  }
+  const playwright = join(env.HOME ?? homedir(), '.cache', 'ms-playwright');
+  if (existsSync(playwright)) {
+    for (const dir of readdirSync(playwright).filter((d) => d.startsWith('chromium')).sort().reverse()) {
+      for (const sub of ['chrome-linux/chrome', 'chrome-linux64/chrome', 'chrome-linux/headless_shell']) {
+        if (existsSync(join(playwright, dir, sub))) return join(playwright, dir, sub);
+      }
+    }
+  }
+  return undefined;
+}
+
+export class MissingBrowserError extends Error {
+  constructor() {
+    super(
+      'PDF export needs Chromium or Google Chrome, and none was found. Install one ' +
+        '(Debian/Ubuntu: `sudo apt-get install chromium`; macOS: install Google Chrome) or set CHROME_PATH to its binary.',
+    );
+    this.name = 'MissingBrowserError';
+  }
+}
+
+/** Print HTML to PDF with headless Chromium. */
+export async function htmlToPdf(html: string, output: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const chrome = findChrome(env);
+  if (!chrome) throw new MissingBrowserError();
+  const dir = join(tmpdir(), `hangar-pdf-${process.pid}-${Date.now()}`);
+  await mkdir(dir, { recursive: true });
+  const page = join(dir, 'report.html');
+  await writeFile(page, html);
+  await mkdir(dirname(output), { recursive: true });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(chrome, [
+        '--headless=new', '--disable-gpu', '--no-sandbox', '--no-first-run', `--user-data-dir=${join(dir, 'profile')}`,
+        '--no-pdf-header-footer', `--print-to-pdf=${output}`, `file://${page}`,
+      ], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('error', reject);
+      child.on('exit', (code) => (code === 0 && existsSync(output) ? resolve() : reject(new Error(`${chrome} failed to print (exit ${code}): ${stderr.slice(-500)}`))));
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// ---- docker -----------------------------------------------------------------------------------
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** Packages the bundled runner imports at run time (kept external so esbuild/piscina work). */
+const RUNTIME_PACKAGES = ['acorn', 'acorn-walk', 'ajv', 'arquero', 'diff', 'esbuild', 'marked', 'piscina', 'zod', 'express', 'ws'];
+
+/**
+ * A folder with a Dockerfile, the notebook (as `notebook.nb.ts`), a `package.json` pinning the
+ * runtime packages to the versions Hangar uses, and `runner.mjs` — Hangar's notebook CLI bundled
+ * into one file — so `docker build` + `docker run` runs the notebook headlessly and exits non-zero
+ * when a cell fails.
+ */
+export async function exportDocker(notebook: Notebook, outDir: string): Promise<string[]> {
+  await mkdir(outDir, { recursive: true });
+  const rootPackage = JSON.parse(await readFile(join(here, '..', '..', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const dependencies = Object.fromEntries(RUNTIME_PACKAGES.filter((p) => rootPackage.dependencies[p]).map((p) => [p, rootPackage.dependencies[p]]));
+  await writeFile(join(outDir, 'package.json'), `${JSON.stringify({ name: `notebook-${notebook.name}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'), private: true, type: 'module', dependencies }, null, 2)}\n`);
+  await writeFile(join(outDir, 'notebook.nb.ts'), serializeNbTs(notebook));
+  const common = { bundle: true, platform: 'node' as const, format: 'esm' as const, target: 'node20', packages: 'external' as const, logLevel: 'silent' as const };
+  await build({ ...common, entryPoints: [join(here, 'cli.ts')], outfile: join(outDir, 'runner.mjs'),
+    // The CLI module only exports notebookCli; the runner calls it with the container's arguments.
+    footer: { js: 'notebookCli(process.argv.slice(2)).then((code) => process.exit(code));' } });
+  // The kernel worker and the nbformat schema are files the runner loads from its own folder.
+  await build({ ...common, entryPoints: [join(here, 'kernel-worker.ts')], outfile: join(outDir, 'kernel-worker.mjs') });
+  await copyFile(join(here, 'nbformat.v4.schema.json'), join(outDir, 'nbformat.v4.schema.json'));
+  await copyFile(join(here, 'NBFORMAT-LICENSE'), join(outDir, 'NBFORMAT-LICENSE'));
+  await writeFile(join(outDir, 'Dockerfile'), `# Runs the notebook "${notebook.name}" headlessly; exits non-zero if a cell fails.
+FROM node:20-slim
+WORKDIR /app
+COPY package.json ./
+RUN npm install --omit=dev --no-audit --no-fund
+COPY . .
+CMD ["node", "runner.mjs", "run", "notebook.nb.ts"]
+`);
+  await writeFile(join(outDir, '.dockerignore'), 'node_modules\n');
+  return ['Dockerfile', '.dockerignore', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'kernel-worker.mjs', 'nbformat.v4.schema.json', 'NBFORMAT-LICENSE'];
+}

@@ -1,0 +1,210 @@
+/**
+ * The kernel: runs inside a piscina worker thread, one thread per open notebook. Module-level state
+ * here *is* the notebook's memory: `scope` holds every shared top-level name the cells defined, so
+ * values persist between runs until the thread is terminated (interrupt/restart/crash).
+ *
+ * Each cell arrives as a program built by `analysis.ts`: `async function (__hangar, __scope)` that
+ * destructures its reads from `__scope` and returns its writes. The function is compiled once per
+ * distinct program with `vm.runInThisContext` under the file name `cell:<id>`, so stack frames
+ * point at the cell and can be mapped back to its source lines.
+ *
+ * Outputs are both streamed over a MessagePort (for live UIs) and returned with the task result
+ * (authoritative; the two channels are not ordered relative to each other). Known edge case:
+ * output from timers a cell leaves running is attributed to whichever cell runs when it fires.
+ */
+import { createRequire } from 'node:module';
+import { Console } from 'node:console';
+import { Writable } from 'node:stream';
+import { join, isAbsolute, resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { runInThisContext } from 'node:vm';
+import type { MessagePort } from 'node:worker_threads';
+import { helpers, renderValue } from './render.js';
+import type { Output } from './schemas.js';
+
+export type KernelTask =
+  | { op: 'init'; port: MessagePort; baseDir: string; fallbackDir: string }
+  | { op: 'ping' }
+  | { op: 'delete'; names: string[] }
+  | {
+      op: 'run';
+      runId: number;
+      cellId: string;
+      program: string;
+      reads: string[];
+      writes: string[];
+      lineMap: number[];
+      executionCount: number;
+    };
+
+export interface RunResult {
+  status: 'success' | 'error';
+  outputs: Output[];
+  /** 1-based line in the cell of the error, when known. */
+  errorLine?: number;
+  durationMs: number;
+}
+
+export interface StreamedOutput {
+  runId: number;
+  seq: number;
+  output: Output;
+}
+
+const scope: Record<string, unknown> = Object.create(null);
+/** Which cell defined each name, so a re-run first removes what the cell defined last time. */
+const owners = new Map<string, string>();
+const defined = new Map<string, string[]>();
+const compiled = new Map<string, (hangar: unknown, scope: unknown) => Promise<Record<string, unknown>>>();
+const COMPILED_LIMIT = 2000;
+
+let port: MessagePort | undefined;
+let baseDir = process.cwd();
+let fallbackDir = process.cwd();
+
+/** The run in progress: where console output and display() calls go. */
+let current: { runId: number; outputs: Output[]; seq: number } | undefined;
+
+function emit(output: Output): void {
+  if (!current) return;
+  // Adjacent stream chunks merge, as Jupyter front-ends do, so a loop of console.log is one block.
+  const last = current.outputs[current.outputs.length - 1];
+  if (output.output_type === 'stream' && last?.output_type === 'stream' && last.name === output.name) {
+    last.text += output.text;
+  } else {
+    current.outputs.push(output);
+  }
+  port?.postMessage({ runId: current.runId, seq: current.seq++, output } satisfies StreamedOutput);
+}
+
+const streamTo = (name: 'stdout' | 'stderr') =>
+  new Writable({
+    write(chunk: Buffer | string, _encoding, callback) {
+      emit({ output_type: 'stream', name, text: chunk.toString() });
+      callback();
+    },
+  });
+
+const captured = new Console({ stdout: streamTo('stdout'), stderr: streamTo('stderr'), colorMode: false });
+
+Object.assign(globalThis, helpers, {
+  display(value: unknown) {
+    const data = renderValue(value);
+    if (data) emit({ output_type: 'display_data', data, metadata: {} });
+  },
+});
+globalThis.console = captured;
+
+async function importFrom(specifier: string): Promise<unknown> {
+  if (specifier.startsWith('.') || isAbsolute(specifier)) {
+    return import(pathToFileURL(resolvePath(baseDir, specifier)).href);
+  }
+  if (specifier.startsWith('node:')) return import(specifier);
+  // The notebook's own folder first (its node_modules), then Hangar's dependencies.
+  for (const dir of [baseDir, fallbackDir]) {
+    try {
+      return await import(pathToFileURL(createRequire(join(dir, 'noop.js')).resolve(specifier)).href);
+    } catch {
+      // Not resolvable from here (or ESM-only without a require condition): try the next way.
+    }
+  }
+  return import(specifier);
+}
+
+const hangarFor = (): { import: typeof importFrom; value: unknown } => ({ import: importFrom, value: undefined });
+
+function compile(program: string, cellId: string) {
+  let fn = compiled.get(program);
+  if (!fn) {
+    fn = runInThisContext(program, { filename: `cell:${cellId}` }) as typeof fn;
+    if (compiled.size >= COMPILED_LIMIT) compiled.delete(compiled.keys().next().value!);
+    compiled.set(program, fn!);
+  }
+  return fn!;
+}
+
+/** Turn a thrown value into an nbformat error whose traceback names cell lines, not program lines. */
+function errorOutput(err: unknown, cellId: string, lineMap: number[]): { output: Output; line?: number } {
+  const e = err instanceof Error ? err : new Error(String(err));
+  const ename = e.name || 'Error';
+  const evalue = err instanceof Error ? e.message : String(err);
+  const frames: string[] = [];
+  let line: number | undefined;
+  const marker = `cell:${cellId}:`;
+  for (const frame of (e.stack ?? '').split('\n').slice(1)) {
+    const at = frame.indexOf(marker);
+    if (at < 0) continue;
+    const [programLine] = frame.slice(at + marker.length).split(':').map(Number);
+    const sourceLine = lineMap[programLine - 1];
+    if (sourceLine === undefined) continue;
+    line ??= sourceLine;
+    const fn = /^\s*at (?:async )?([^\s(]+) \(/.exec(frame)?.[1];
+    frames.push(`    at ${fn && fn !== 'eval' ? `${fn} ` : ''}(cell ${cellId}, line ${sourceLine})`);
+  }
+  return { output: { output_type: 'error', ename, evalue, traceback: [`${ename}: ${evalue}`, ...frames] }, line };
+}
+
+export default async function kernel(task: KernelTask): Promise<RunResult | null> {
+  switch (task.op) {
+    case 'init':
+      port = task.port;
+      baseDir = task.baseDir;
+      fallbackDir = task.fallbackDir;
+      return null;
+    case 'ping':
+      return null;
+    case 'delete':
+      for (const name of task.names) {
+        delete scope[name];
+        owners.delete(name);
+      }
+      return null;
+    case 'run':
+      return run(task);
+    default: {
+      const never: never = task;
+      throw new Error(`unknown kernel task ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+async function run(task: Extract<KernelTask, { op: 'run' }>): Promise<RunResult> {
+  const started = performance.now();
+  current = { runId: task.runId, outputs: [], seq: 0 };
+  const outputs = current.outputs;
+  const finish = (status: RunResult['status'], errorLine?: number): RunResult => {
+    current = undefined;
+    return { status, outputs, durationMs: performance.now() - started, ...(errorLine ? { errorLine } : {}) };
+  };
+  // What this cell defined last time goes away first, so renamed or removed names do not linger.
+  for (const name of defined.get(task.cellId) ?? []) {
+    if (owners.get(name) === task.cellId) {
+      delete scope[name];
+      owners.delete(name);
+    }
+  }
+  defined.delete(task.cellId);
+  try {
+    const args: Record<string, unknown> = {};
+    for (const name of task.reads) {
+      if (name in scope) args[name] = scope[name];
+      else if (name in globalThis) args[name] = (globalThis as Record<string, unknown>)[name];
+      else throw new ReferenceError(`${name} is not defined (no cell that ran defines it)`);
+    }
+    const fn = compile(task.program, task.cellId);
+    const hangar = hangarFor();
+    const result = await fn(hangar, args);
+    for (const name of task.writes) {
+      scope[name] = result[name];
+      owners.set(name, task.cellId);
+    }
+    defined.set(task.cellId, task.writes);
+    const data = renderValue(hangar.value);
+    if (data) emit({ output_type: 'execute_result', execution_count: task.executionCount, data, metadata: {} });
+    return finish('success');
+  } catch (err) {
+    const { output, line } = errorOutput(err, task.cellId, task.lineMap);
+    emit(output);
+    return finish('error', line);
+  }
+}

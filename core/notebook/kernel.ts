@@ -1,0 +1,229 @@
+/**
+ * A notebook's kernel as seen from the server thread: a piscina pool of exactly one worker thread
+ * (see `kernel-worker.ts`), so cells run in order, off the main thread, against state that lives as
+ * long as the thread.
+ *
+ * Interrupting a cell stuck in a loop cannot be done politely from outside a thread, so interrupt
+ * = terminate the thread and start a fresh one (piscina `destroy()` + a new pool). Every value is
+ * lost; the caller marks cells stale. The same happens on a per-cell timeout and when the thread
+ * dies on its own (`process.exit()` in a cell, out of memory): the run reports the crash and the
+ * next run gets a fresh kernel. `generation` counts kernels so callers can tell.
+ *
+ * The worker is TypeScript; Node 20 worker threads cannot load that, so it is bundled once with
+ * esbuild into `node_modules/.cache/hangar-notebook/` (keyed by a hash of its sources), where bare
+ * imports in cells still resolve to Hangar's own dependencies.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { buildSync } from 'esbuild';
+import { Piscina } from 'piscina';
+import type { KernelTask, RunResult, StreamedOutput } from './kernel-worker.js';
+import type { Output } from './schemas.js';
+
+export type { RunResult } from './kernel-worker.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The repository (or installed package) root: where node_modules lives. */
+const packageRoot = join(here, '..', '..');
+
+let workerFile: string | undefined;
+
+/** Path of the runnable worker module, building it on first use when only the .ts exists. */
+export function kernelWorkerFile(): string {
+  if (workerFile) return workerFile;
+  for (const built of ['kernel-worker.mjs', 'kernel-worker.js']) {
+    if (existsSync(join(here, built))) return (workerFile = join(here, built));
+  }
+  const sources = ['kernel-worker.ts', 'render.ts'].map((f) => readFileSync(join(here, f), 'utf8'));
+  const hash = createHash('sha256').update(sources.join('\0')).digest('hex').slice(0, 12);
+  const dir = join(packageRoot, 'node_modules', '.cache', 'hangar-notebook');
+  const target = join(dir, `kernel-worker.${hash}.mjs`);
+  if (!existsSync(target)) {
+    mkdirSync(dir, { recursive: true });
+    // Build to a temporary name and rename: two processes starting at once never see half a file.
+    const tmp = `${target}.${process.pid}.tmp`;
+    buildSync({
+      entryPoints: [join(here, 'kernel-worker.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      packages: 'external',
+      outfile: tmp,
+      logLevel: 'silent',
+    });
+    renameSync(tmp, target);
+  }
+  return (workerFile = target);
+}
+
+export interface KernelOptions {
+  /** Folder relative imports in cells resolve against (the notebook's folder). */
+  baseDir: string;
+  /** Heap limit for the worker, in MB; exceeding it crashes the kernel, not the server. */
+  maxHeapMb?: number;
+}
+
+export interface CellRun {
+  cellId: string;
+  program: string;
+  reads: string[];
+  writes: string[];
+  lineMap: number[];
+  executionCount: number;
+  /** 0 or undefined = no limit. */
+  timeoutMs?: number;
+  /** Called for each output as it is produced (may be called before run() resolves). */
+  onOutput?: (output: Output) => void;
+}
+
+export type KernelEndReason = 'interrupted' | 'timeout' | 'crashed';
+
+export class Kernel {
+  #pool: Piscina<KernelTask, RunResult | null> | undefined;
+  #port: MessagePort | undefined;
+  #starting: Promise<void> | undefined;
+  #generation = 0;
+  #runId = 0;
+  #listeners = new Map<number, (streamed: StreamedOutput) => void>();
+  /** Why a pool was torn down on purpose, so a run it rejected can say why. */
+  #endReasons = new WeakMap<object, KernelEndReason>();
+  readonly #options: KernelOptions;
+
+  constructor(options: KernelOptions) {
+    this.#options = options;
+  }
+
+  /** Increases every time the worker (and so every value) is replaced. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  get running(): boolean {
+    return this.#pool !== undefined;
+  }
+
+  /** Start the worker and wait until it answers. Idempotent. */
+  start(): Promise<void> {
+    this.#starting ??= this.#boot();
+    return this.#starting;
+  }
+
+  async #boot(): Promise<void> {
+    const pool = new Piscina<KernelTask, RunResult | null>({
+      filename: kernelWorkerFile(),
+      minThreads: 1,
+      maxThreads: 1,
+      idleTimeout: Infinity,
+      // The worker's event loop must keep turning between tasks (timers, pending promises a cell
+      // left behind), which Atomics-based waiting would freeze.
+      atomics: 'disabled',
+      ...(this.#options.maxHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb } } : {}),
+    });
+    // A dying worker also emits 'error' on the pool; the failing run() reports it, so just swallow.
+    pool.on('error', () => {});
+    const { port1, port2 } = new MessageChannel();
+    port1.on('message', (streamed: StreamedOutput) => this.#listeners.get(streamed.runId)?.(streamed));
+    port1.unref();
+    this.#pool = pool;
+    this.#port = port1;
+    this.#generation++;
+    await pool.run(
+      { op: 'init', port: port2, baseDir: this.#options.baseDir, fallbackDir: packageRoot },
+      { transferList: [port2] },
+    );
+  }
+
+  /**
+   * Run one cell. Resolves with the outputs and status; never rejects for user-code failures.
+   * A timeout, interrupt or crash resolves with an error output explaining what happened.
+   */
+  async run(cell: CellRun): Promise<RunResult & { ended?: KernelEndReason }> {
+    await this.start();
+    const pool = this.#pool!;
+    const runId = ++this.#runId;
+    const seen = new Set<number>();
+    if (cell.onOutput) {
+      const onOutput = cell.onOutput;
+      this.#listeners.set(runId, (streamed) => {
+        seen.add(streamed.seq);
+        onOutput(streamed.output);
+      });
+    }
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    if (cell.timeoutMs) {
+      timer = setTimeout(() => void this.#end('timeout'), cell.timeoutMs);
+    }
+    try {
+      const result = (await pool.run({
+        op: 'run',
+        runId,
+        cellId: cell.cellId,
+        program: cell.program,
+        reads: cell.reads,
+        writes: cell.writes,
+        lineMap: cell.lineMap,
+        executionCount: cell.executionCount,
+      }))!;
+      return result;
+    } catch (err) {
+      const reason = this.#endReasons.get(pool) ?? 'crashed';
+      if (reason === 'crashed' && this.#pool === pool) await this.#end('crashed');
+      const message =
+        reason === 'timeout' ? `cell timed out after ${cell.timeoutMs} ms; the kernel was restarted and all values were lost`
+        : reason === 'interrupted' ? 'interrupted; the kernel was restarted and all values were lost'
+        : `the kernel crashed (${(err as Error).message}); it was restarted and all values were lost`;
+      const output: Output = {
+        output_type: 'error',
+        ename: reason === 'timeout' ? 'TimeoutError' : reason === 'interrupted' ? 'InterruptError' : 'KernelCrash',
+        evalue: message,
+        traceback: [message],
+      };
+      cell.onOutput?.(output);
+      return { status: 'error', outputs: [output], durationMs: performance.now() - started, ended: reason };
+    } finally {
+      if (timer) clearTimeout(timer);
+      this.#listeners.delete(runId);
+    }
+  }
+
+  /** Remove names from the kernel's globals (a deleted cell's definitions). */
+  async deleteNames(names: string[]): Promise<void> {
+    if (!this.#pool || names.length === 0) return;
+    await this.#pool.run({ op: 'delete', names });
+  }
+
+  /** Stop whatever runs and start a fresh worker. Resolves when the new kernel is ready. */
+  interrupt(): Promise<void> {
+    return this.#end('interrupted');
+  }
+
+  restart(): Promise<void> {
+    return this.#end('interrupted');
+  }
+
+  async #end(reason: KernelEndReason): Promise<void> {
+    const pool = this.#pool;
+    if (!pool) return;
+    this.#endReasons.set(pool, reason);
+    this.#pool = undefined;
+    this.#starting = undefined;
+    this.#port?.close();
+    await pool.destroy();
+    // Boot the replacement now so the next run does not pay for it.
+    await this.start();
+  }
+
+  /** Terminate for good (closing the notebook). */
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = undefined;
+    this.#starting = undefined;
+    this.#port?.close();
+    if (pool) await pool.destroy();
+  }
+}

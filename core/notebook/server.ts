@@ -1,0 +1,180 @@
+/**
+ * The notebook CLI's own servers (the main server mounts the same routes through
+ * `subsystem.ts`):
+ * - `startNotebookServer`: the session API + ws + the editor page on one port (`notebook start`),
+ *   or the API alone on the backend port (`notebook dev`).
+ * - `startUiServer`: the editor page on the frontend port for `notebook dev`, talking to the
+ *   backend's API; the page reloads when a notebook file changes on disk (hot reload).
+ * - `startAppServer`: a notebook as a small web app (`notebook app`): outputs only, in a layout.
+ *
+ * All bind to 127.0.0.1 by default: these servers run user code and have no authentication.
+ */
+import { mkdirSync, watch } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sep } from 'node:path';
+import express, { type Request, type Response } from 'express';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { readNotebookFile } from './formats.js';
+import { reportHtml, renderMarkdown, type Layout } from './export.js';
+import { outputToHtml } from './render.js';
+import { attachNotebookSocket, notebookErrorHandler, notebookRoutes } from './routes.js';
+import { NotebookService, runNotebook } from './service.js';
+import { editorPageHtml } from './ui.js';
+
+export interface RunningNotebookServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface RunningSessionServer extends RunningNotebookServer {
+  service: NotebookService;
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+const closeServer = (server: http.Server) =>
+  new Promise<void>((resolve) => {
+    server.closeAllConnections?.();
+    server.close(() => resolve());
+  });
+
+export interface NotebookServerOptions {
+  root: string;
+  port: number;
+  host?: string;
+  /** Serve the editor page at `/` (start) or not (dev's backend). */
+  ui?: boolean;
+  /** Notebook to open in the page first (id inside notebooks/). */
+  initial?: string;
+  /** Origin allowed to call the API (dev's frontend). Exact match only; never `*`. */
+  allowOrigin?: string;
+}
+
+export async function startNotebookServer(options: NotebookServerOptions): Promise<RunningSessionServer> {
+  const host = options.host ?? '127.0.0.1';
+  const service = new NotebookService({ root: options.root });
+  const app = express();
+  if (options.allowOrigin) {
+    const allowed = options.allowOrigin;
+    app.use((req, res, next) => {
+      if (req.headers.origin === allowed) {
+        res.set({ 'Access-Control-Allow-Origin': allowed, 'Access-Control-Allow-Methods': 'GET,POST,PUT,PATCH,DELETE', 'Access-Control-Allow-Headers': 'content-type', Vary: 'Origin' });
+        if (req.method === 'OPTIONS') return void res.status(204).end();
+      }
+      next();
+    });
+  }
+  app.use(express.json({ limit: '20mb' }));
+  app.use(notebookRoutes({ service }));
+  app.get('/api/notebooks/:nb/cells/:cell/outputs.html', async (req: Request, res: Response) => {
+    const session = await service.open(String(req.params.nb));
+    const cell = session.cell(String(req.params.cell));
+    res.type('html').send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
+  });
+  if (options.ui) {
+    app.get('/', (_req, res) => void res.type('html').send(editorPageHtml({ api: '', initial: options.initial })));
+  }
+  app.use(notebookErrorHandler);
+  const server = http.createServer(app);
+  attachNotebookSocket(server, service);
+  const port = await listen(server, options.port, host);
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    service,
+    async close() {
+      await service.closeAll();
+      await closeServer(server);
+    },
+  };
+}
+
+/** The dev frontend: serves the editor page pointed at the backend, and reloads it on file changes. */
+export async function startUiServer(options: {
+  port: number;
+  host?: string;
+  api: string;
+  root: string;
+  initial?: string;
+  /** Called before pages are told to reload (dev drops the backend's stale session here). */
+  onFileChange?: (id: string) => Promise<unknown>;
+}): Promise<RunningNotebookServer> {
+  const host = options.host ?? '127.0.0.1';
+  const app = express();
+  app.get('/', (_req, res) => void res.type('html').send(editorPageHtml({ api: options.api, initial: options.initial, hotReload: '/__reload' })));
+  const server = http.createServer(app);
+  const wss = new WebSocketServer({ noServer: true });
+  const clients = new Set<WebSocket>();
+  server.on('upgrade', (req, socket, head) => {
+    if (req.url !== '/__reload') return void socket.destroy();
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      clients.add(ws);
+      ws.on('close', () => clients.delete(ws));
+    });
+  });
+  const notebooksDir = `${options.root}${sep}notebooks`;
+  mkdirSync(notebooksDir, { recursive: true });
+  // fs.watch reports an editor's save as several events; one notification per file per 100 ms.
+  const pending = new Map<string, NodeJS.Timeout>();
+  const watcher = watch(notebooksDir, { recursive: true }, (_event, name) => {
+    if (!name || name.split(sep).some((part) => part.startsWith('.')) || name.endsWith('.tmp')) return;
+    const id = name.split(sep).join('/');
+    clearTimeout(pending.get(id));
+    pending.set(id, setTimeout(() => {
+      pending.delete(id);
+      void (options.onFileChange?.(id) ?? Promise.resolve(true)).then(
+        (changed) => {
+          if (changed === false) return; // our own save: nothing new to show
+          for (const ws of clients) ws.send(JSON.stringify({ type: 'file-changed', notebook: id }));
+        },
+        () => undefined,
+      );
+    }, 100));
+  });
+  const port = await listen(server, options.port, host);
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    async close() {
+      watcher.close();
+      for (const timer of pending.values()) clearTimeout(timer);
+      for (const ws of clients) ws.terminate();
+      await closeServer(server);
+    },
+  };
+}
+
+/**
+ * A notebook as an app: run it once at start, serve the outputs (code hidden) in the chosen
+ * layout. `POST /rerun` runs it again (reading the file afresh) and the page reloads.
+ */
+export async function startAppServer(options: { file: string; port: number; host?: string; layout: Layout }): Promise<RunningNotebookServer> {
+  const host = options.host ?? '127.0.0.1';
+  const render = async () => {
+    const notebook = await readNotebookFile(options.file);
+    const result = await runNotebook(notebook, { filePath: options.file });
+    return reportHtml({ ...notebook, cells: result.cells }, { hideCode: true, layout: options.layout });
+  };
+  let page = await render();
+  const app = express();
+  app.get('/', (_req, res) => void res.type('html').send(page.replace('</body>', `<form method="post" action="rerun" style="position:fixed;right:1rem;bottom:1rem"><button>Re-run</button></form></body>`)));
+  app.post('/rerun', async (_req, res) => {
+    page = await render();
+    res.redirect(303, '/');
+  });
+  app.use(notebookErrorHandler);
+  const server = http.createServer(app);
+  const port = await listen(server, options.port, host);
+  return { url: `http://${host}:${port}`, port, close: () => closeServer(server) };
+}
+

@@ -1,0 +1,180 @@
+/**
+ * Notebook sessions of a workspace: finds notebook files under `<root>/notebooks/`, opens each at
+ * most once (one session, one kernel), creates new ones, and runs posted documents headlessly (what
+ * `hangar notebook run --server URL` calls). No HTTP here: errors are `HttpError`s the routes pass on.
+ *
+ * Path confinement: a notebook id is a path relative to `notebooks/` using `/`. Absolute paths,
+ * `..` segments, NUL bytes, non-notebook extensions and symlinks that resolve outside the folder
+ * are refused before any file is touched.
+ */
+import { mkdir, readFile, readdir, realpath, stat } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
+import { HttpError, conflict, notFound, unprocessable } from '../http/errors.js';
+import { NotebookFormatError, formatOf, isNotebookFile, nameFromPath, parseNotebook, readNotebookFile, serializeNotebook, writeNotebookFile } from './formats.js';
+import { Notebook, type Cell, type CellState } from './schemas.js';
+import { NotebookSession, SessionError } from './session.js';
+
+export interface NotebookSummary {
+  id: string;
+  name: string;
+  format: 'nb.ts' | 'ipynb';
+  size: number;
+  modified: string;
+  open: boolean;
+}
+
+export interface NotebookServiceOptions {
+  /** The workspace folder; notebooks live in `<root>/notebooks`. */
+  root: string;
+  /** Default per-cell timeout for sessions this service opens (ms, 0 = none). */
+  cellTimeoutMs?: number;
+}
+
+export interface HeadlessRunResult {
+  name: string;
+  ok: boolean;
+  cells: Array<Cell & { state: CellState }>;
+}
+
+/** Map engine and format errors onto HTTP errors at the service boundary. */
+export function toServiceError(err: unknown): unknown {
+  if (err instanceof SessionError) return new HttpError(err.status, err.message);
+  if (err instanceof NotebookFormatError) return unprocessable(err.message);
+  return err;
+}
+
+async function guard<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw toServiceError(err);
+  }
+}
+
+export class NotebookService {
+  readonly dir: string;
+  readonly #cellTimeoutMs: number;
+  readonly #sessions = new Map<string, Promise<NotebookSession>>();
+
+  constructor(options: NotebookServiceOptions) {
+    this.dir = resolve(options.root, 'notebooks');
+    this.#cellTimeoutMs = options.cellTimeoutMs ?? 0;
+  }
+
+  /** Resolve a notebook id to a file inside `notebooks/`, refusing anything that escapes it. */
+  async resolvePath(id: string): Promise<string> {
+    if (!id || id.includes('\0') || id.startsWith('/') || /^[a-zA-Z]:/.test(id) || id.split(/[\\/]/).includes('..')) {
+      throw unprocessable(`invalid notebook path "${id}": use a path inside notebooks/ without ".."`);
+    }
+    if (!isNotebookFile(id)) throw unprocessable(`invalid notebook path "${id}": expected a .nb.ts or .ipynb file`);
+    const file = resolve(this.dir, id);
+    if (!file.startsWith(this.dir + sep)) throw unprocessable(`invalid notebook path "${id}"`);
+    // A symlink inside notebooks/ may still point outside it.
+    const real = await realpath(file).catch(() => undefined);
+    if (real) {
+      const realDir = await realpath(this.dir);
+      if (!real.startsWith(realDir + sep)) throw unprocessable(`notebook path "${id}" leaves the notebooks folder`);
+    }
+    return file;
+  }
+
+  async list(): Promise<NotebookSummary[]> {
+    const found: NotebookSummary[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const entry of entries) {
+        if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
+        const full = join(dir, entry.name);
+        if (entry.isDirectory()) await walk(full);
+        else if (entry.isFile() && isNotebookFile(entry.name)) {
+          const info = await stat(full);
+          const id = relative(this.dir, full).split(sep).join('/');
+          found.push({ id, name: nameFromPath(id), format: formatOf(id), size: info.size, modified: info.mtime.toISOString(), open: this.#sessions.has(id) });
+        }
+      }
+    };
+    await walk(this.dir);
+    return found.sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  /** The session for a notebook file, opening it (and parsing the file) on first use. */
+  open(id: string): Promise<NotebookSession> {
+    let session = this.#sessions.get(id);
+    if (!session) {
+      session = guard(async () => {
+        const file = await this.resolvePath(id);
+        const exists = await stat(file).then((s) => s.isFile(), () => false);
+        if (!exists) throw notFound(`notebook ${id} not found`);
+        return new NotebookSession(await readNotebookFile(file), { filePath: file, cellTimeoutMs: this.#cellTimeoutMs });
+      });
+      this.#sessions.set(id, session);
+      // A failed open must not stick: the next request tries again (the file may be fixed by then).
+      session.catch(() => this.#sessions.delete(id));
+    }
+    return session;
+  }
+
+  async create(input: { name: string; format: 'nb.ts' | 'ipynb'; cells?: Array<Partial<Cell>> }): Promise<string> {
+    const id = `${input.name}.${input.format}`;
+    const file = await this.resolvePath(id);
+    if (await stat(file).then(() => true, () => false)) throw conflict(`notebook ${id} already exists`);
+    await mkdir(this.dir, { recursive: true });
+    const notebook = Notebook.parse({ name: input.name, cells: input.cells ?? [{ cell_type: 'code', source: '' }] });
+    await writeNotebookFile(notebook, file);
+    return id;
+  }
+
+  /** Stop a notebook's kernel and forget its session (unsaved edits are dropped). */
+  async close(id: string): Promise<void> {
+    const session = this.#sessions.get(id);
+    if (!session) throw notFound(`notebook ${id} is not open`);
+    this.#sessions.delete(id);
+    await (await session).close();
+  }
+
+  /**
+   * Run a whole notebook document in a throw-away kernel and return its cells with outputs. Used by
+   * remote `hangar notebook run --server URL`; the document is never written to the workspace.
+   */
+  async runDocument(input: { file_name: string; content: string; cell_timeout_ms?: number }): Promise<HeadlessRunResult> {
+    return guard(() => runNotebook(parseNotebook(input.content, input.file_name), { cellTimeoutMs: input.cell_timeout_ms ?? this.#cellTimeoutMs }));
+  }
+
+  /**
+   * Hot reload: the file changed on disk. When it no longer matches the open session (an edit in
+   * another editor, not our own save), drop the session so the next open reads the new file.
+   * Returns whether the session was dropped.
+   */
+  async reloadIfChanged(id: string): Promise<boolean> {
+    const pending = this.#sessions.get(id);
+    if (!pending) return false;
+    const session = await pending.catch(() => undefined);
+    const file = session?.filePath;
+    const onDisk = file ? await readFile(file, 'utf8').catch(() => undefined) : undefined;
+    if (session && file && onDisk === serializeNotebook(session.notebook, file)) return false;
+    this.#sessions.delete(id);
+    await session?.close();
+    return true;
+  }
+
+  async closeAll(): Promise<void> {
+    const sessions = [...this.#sessions.values()];
+    this.#sessions.clear();
+    await Promise.all(sessions.map(async (s) => (await s.catch(() => undefined))?.close()));
+  }
+}
+
+/** Run every cell of a notebook in a fresh kernel, then stop the kernel. */
+export async function runNotebook(notebook: Notebook, options: { filePath?: string; cellTimeoutMs?: number } = {}): Promise<HeadlessRunResult> {
+  const session = new NotebookSession(notebook, options);
+  try {
+    await session.runAll();
+    const cells = session.cellsWithState();
+    const ok = cells.every((c) => c.cell_type !== 'code' || c.state === 'success');
+    return { name: notebook.name, ok, cells };
+  } finally {
+    await session.close();
+  }
+}
+
+export { guard as guardNotebookErrors };

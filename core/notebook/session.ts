@@ -1,0 +1,395 @@
+/**
+ * One open notebook: its cells, the analysis of them, each cell's state, and its kernel. This is the
+ * reactive engine; `service.ts` only finds files and hands out sessions.
+ *
+ * Behaviour (marimo's, for TypeScript):
+ * - Editing a cell's source marks it and everything downstream of it (before and after the edit)
+ *   `stale` — unless they never ran, in which case they stay `idle`.
+ * - Running a cell runs, in dependency order: the upstream cells it needs that are stale or never
+ *   ran, the cell itself, and every cell downstream of it (their inputs just changed).
+ * - A cell with an analysis error (syntax, defined twice, cycle, reassignment...) is not run; it
+ *   shows the problem as an error output. Cells downstream of a failed or unrunnable cell are not
+ *   run either and stay `stale`, since their inputs are missing or out of date.
+ * - Interrupt, restart, timeout and kernel crash all replace the kernel; every cell that had run
+ *   becomes `stale` because its values are gone.
+ *
+ * Runs are processed one after another through a queue (Vite's hmrHandler does the same with
+ * updates), so two clicks on "run" never interleave in the kernel. Interrupt bypasses the queue.
+ */
+import { dirname } from 'node:path';
+import { analyzeNotebook, type CellProblem, type NotebookAnalysis } from './analysis.js';
+import { ancestors, descendants, topologicalOrder } from './graph.js';
+import { Kernel } from './kernel.js';
+import { writeNotebookFile } from './formats.js';
+import { Cell, CellState, newCellId, type CellType, type Notebook, type Output } from './schemas.js';
+
+/** Everything a UI needs to follow a session live; sent as JSON over the ws channel. */
+export type SessionEvent =
+  | { type: 'cell-state'; cellId: string; state: CellState }
+  | { type: 'output'; cellId: string; output: Output }
+  | { type: 'outputs-cleared'; cellId: string }
+  | { type: 'cells-changed' }
+  | { type: 'kernel'; status: 'restarted' | 'timeout' | 'crashed'; generation: number };
+
+export interface SessionOptions {
+  /** Where `save()` writes; also the folder relative imports resolve against. */
+  filePath?: string;
+  /** Per-cell time limit in ms (0 = none). */
+  cellTimeoutMs?: number;
+  maxHeapMb?: number;
+}
+
+/** A session-level failure the routes turn into an HTTP status. */
+export class SessionError extends Error {
+  constructor(
+    readonly status: 404 | 409 | 422,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SessionError';
+  }
+}
+
+export interface DependencyReport {
+  cells: Array<{
+    id: string;
+    name: string;
+    cell_type: CellType;
+    state: CellState;
+    reads: string[];
+    writes: string[];
+    problems: CellProblem[];
+  }>;
+  /** parent → child, with the names that flow along the edge. */
+  edges: Array<{ from: string; to: string; names: string[] }>;
+  order: string[];
+  stale: string[];
+  cycles: string[][];
+}
+
+export class NotebookSession {
+  readonly notebook: Notebook;
+  readonly kernel: Kernel;
+  cellTimeoutMs: number;
+  #filePath: string | undefined;
+  #states = new Map<string, CellState>();
+  #analysis: Promise<NotebookAnalysis> | undefined;
+  #queue: Promise<unknown> = Promise.resolve();
+  #listeners = new Set<(event: SessionEvent) => void>();
+  #executionCount = 0;
+  /** Bumped on interrupt so a queued plan knows to stop. */
+  #epoch = 0;
+
+  constructor(notebook: Notebook, options: SessionOptions = {}) {
+    this.notebook = notebook;
+    this.#filePath = options.filePath ?? notebook.file_path;
+    this.cellTimeoutMs = options.cellTimeoutMs ?? 0;
+    this.kernel = new Kernel({
+      baseDir: this.#filePath ? dirname(this.#filePath) : process.cwd(),
+      ...(options.maxHeapMb ? { maxHeapMb: options.maxHeapMb } : {}),
+    });
+    for (const cell of notebook.cells) this.#states.set(cell.id, 'idle');
+    this.#executionCount = Math.max(0, ...notebook.cells.map((c) => c.execution_count));
+  }
+
+  get filePath(): string | undefined {
+    return this.#filePath;
+  }
+
+  subscribe(listener: (event: SessionEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #emit(event: SessionEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A broken listener (a closed socket) must not break the run.
+      }
+    }
+  }
+
+  #setState(cellId: string, state: CellState): void {
+    if (this.#states.get(cellId) === state) return;
+    this.#states.set(cellId, state);
+    this.#emit({ type: 'cell-state', cellId, state });
+  }
+
+  state(cellId: string): CellState {
+    return this.#states.get(cellId) ?? 'idle';
+  }
+
+  /** Analysis of the current cells; cached until the next edit. */
+  analysis(): Promise<NotebookAnalysis> {
+    this.#analysis ??= analyzeNotebook(this.notebook.cells);
+    return this.#analysis;
+  }
+
+  cell(cellId: string): Cell {
+    const cell = this.notebook.cells.find((c) => c.id === cellId);
+    if (!cell) throw new SessionError(404, `cell ${cellId} not found`);
+    return cell;
+  }
+
+  // ---- editing ------------------------------------------------------------------------------
+
+  /** Mark cells stale (those that ran) because their inputs or code changed. */
+  #markStale(ids: Iterable<string>): void {
+    for (const id of ids) {
+      const state = this.#states.get(id);
+      if (state && state !== 'idle') this.#setState(id, 'stale');
+    }
+  }
+
+  async addCell(input: { cell_type?: CellType; name?: string; source?: string; metadata?: Record<string, unknown>; index?: number }): Promise<Cell> {
+    let id = newCellId();
+    while (this.notebook.cells.some((c) => c.id === id)) id = newCellId();
+    const cell = Cell.parse({ ...input, id });
+    const index = input.index === undefined ? this.notebook.cells.length : Math.min(input.index, this.notebook.cells.length);
+    this.notebook.cells.splice(index, 0, cell);
+    this.#states.set(cell.id, 'idle');
+    this.#analysis = undefined;
+    // A new cell may define a name others were missing: they need a re-run.
+    const after = await this.analysis();
+    this.#markStale(descendants(after.topology, [cell.id]));
+    this.#emit({ type: 'cells-changed' });
+    return cell;
+  }
+
+  async updateCell(cellId: string, patch: { cell_type?: CellType; name?: string; source?: string; metadata?: Record<string, unknown> }): Promise<Cell> {
+    const cell = this.cell(cellId);
+    const codeChanged = (patch.source !== undefined && patch.source !== cell.source) ||
+      (patch.cell_type !== undefined && patch.cell_type !== cell.cell_type);
+    const before = codeChanged ? await this.analysis() : undefined;
+    Object.assign(cell, Cell.parse({ ...cell, ...patch }));
+    if (codeChanged) {
+      this.#analysis = undefined;
+      const after = await this.analysis();
+      this.#markStale([cellId, ...descendants(before!.topology, [cellId]), ...descendants(after.topology, [cellId])]);
+      if (cell.cell_type !== 'code') {
+        this.#setState(cellId, 'idle');
+        cell.outputs = [];
+      }
+    }
+    this.#emit({ type: 'cells-changed' });
+    return cell;
+  }
+
+  async deleteCell(cellId: string): Promise<void> {
+    const cell = this.cell(cellId);
+    const before = await this.analysis();
+    const writes = before.cells.get(cellId)?.writes ?? [];
+    this.notebook.cells.splice(this.notebook.cells.indexOf(cell), 1);
+    this.#states.delete(cellId);
+    this.#analysis = undefined;
+    this.#markStale(descendants(before.topology, [cellId]));
+    // Its values leave the kernel too, so readers fail loudly instead of using a ghost value.
+    await this.#enqueue(() => this.kernel.running ? this.kernel.deleteNames(writes) : undefined);
+    this.#emit({ type: 'cells-changed' });
+  }
+
+  /** `order` must list every cell id exactly once. Order changes nothing about dependencies. */
+  reorder(order: string[]): void {
+    const ids = this.notebook.cells.map((c) => c.id);
+    const unique = new Set(order);
+    if (unique.size !== order.length || order.length !== ids.length || !ids.every((id) => unique.has(id))) {
+      throw new SessionError(422, 'order must list every cell id of the notebook exactly once');
+    }
+    const byId = new Map(this.notebook.cells.map((c) => [c.id, c]));
+    this.notebook.cells.splice(0, this.notebook.cells.length, ...order.map((id) => byId.get(id)!));
+    // Ties in the execution order follow notebook order, so the analysis is recomputed.
+    this.#analysis = undefined;
+    this.#emit({ type: 'cells-changed' });
+  }
+
+  // ---- running ------------------------------------------------------------------------------
+
+  #enqueue<T>(job: () => Promise<T> | T): Promise<T> {
+    const next = this.#queue.then(job, job);
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Run a cell, the stale upstream cells it needs, and everything downstream of it. */
+  async runCell(cellId: string): Promise<void> {
+    const cell = this.cell(cellId);
+    if (cell.cell_type !== 'code') return;
+    const analysis = await this.analysis();
+    const needed = [...ancestors(analysis.topology, [cellId])].filter((id) => this.state(id) !== 'success');
+    const plan = new Set([cellId, ...needed, ...descendants(analysis.topology, [cellId])]);
+    await this.#runPlan(plan);
+  }
+
+  /** Run every code cell in dependency order. */
+  async runAll(): Promise<void> {
+    await this.#runPlan(new Set(this.notebook.cells.filter((c) => c.cell_type === 'code').map((c) => c.id)));
+  }
+
+  /** Run only the cells that are stale or never ran (and what depends on them). */
+  async runStale(): Promise<void> {
+    const analysis = await this.analysis();
+    const start = this.notebook.cells.filter((c) => c.cell_type === 'code' && this.state(c.id) !== 'success').map((c) => c.id);
+    await this.#runPlan(new Set([...start, ...descendants(analysis.topology, start)]));
+  }
+
+  #runPlan(plan: Set<string>): Promise<void> {
+    const epoch = this.#epoch;
+    for (const id of plan) this.#setState(id, 'queued');
+    return this.#enqueue(async () => {
+      const analysis = await this.analysis();
+      // Cells deleted while queued are simply dropped.
+      const live = new Set([...plan].filter((id) => analysis.cells.has(id)));
+      const { order, blocked } = topologicalOrder(analysis.topology, live);
+      const failed = new Set<string>();
+      for (const id of blocked) {
+        failed.add(id);
+        this.#showProblems(id, analysis);
+      }
+      for (const id of order) {
+        if (epoch !== this.#epoch) break;
+        const info = analysis.cells.get(id)!;
+        const upstreamMissing = [...analysis.topology.parents.get(id)!].some(
+          (parent) => failed.has(parent) || (this.state(parent) !== 'success' && !live.has(parent)),
+        );
+        if (info.problems.some((p) => p.severity === 'error')) {
+          failed.add(id);
+          this.#showProblems(id, analysis);
+          continue;
+        }
+        if (upstreamMissing) {
+          failed.add(id);
+          this.#setState(id, 'stale');
+          continue;
+        }
+        const ok = await this.#execute(id, analysis);
+        if (!ok) failed.add(id);
+      }
+      // Whatever an interrupt left queued is stale now.
+      for (const id of live) if (this.state(id) === 'queued') this.#setState(id, 'stale');
+    });
+  }
+
+  #showProblems(id: string, analysis: NotebookAnalysis): void {
+    const cell = this.cell(id);
+    const problems = analysis.cells.get(id)!.problems.filter((p) => p.severity === 'error');
+    cell.outputs = problems.map((p) => {
+      const ename = p.kind === 'syntax' ? 'SyntaxError' : 'NotebookError';
+      const where = p.line ? `line ${p.line}${p.column ? `, column ${p.column}` : ''}: ` : '';
+      return { output_type: 'error', ename, evalue: p.message, traceback: [`${ename}: ${where}${p.message}`] };
+    });
+    this.#emit({ type: 'outputs-cleared', cellId: id });
+    for (const output of cell.outputs) this.#emit({ type: 'output', cellId: id, output });
+    this.#setState(id, 'error');
+  }
+
+  async #execute(id: string, analysis: NotebookAnalysis): Promise<boolean> {
+    const cell = this.cell(id);
+    const info = analysis.cells.get(id)!;
+    // Boot first: the first start bumps the generation too, and that is not a lost kernel.
+    await this.kernel.start();
+    const generation = this.kernel.generation;
+    cell.outputs = [];
+    this.#emit({ type: 'outputs-cleared', cellId: id });
+    this.#setState(id, 'running');
+    for (const warning of info.problems.filter((p) => p.severity === 'warning')) {
+      const output: Output = { output_type: 'stream', name: 'stderr', text: `warning${warning.line ? ` (line ${warning.line})` : ''}: ${warning.message}\n` };
+      cell.outputs.push(output);
+      this.#emit({ type: 'output', cellId: id, output });
+    }
+    const executionCount = ++this.#executionCount;
+    const result = await this.kernel.run({
+      cellId: id,
+      program: info.program!,
+      reads: info.dependsOn,
+      writes: info.writes,
+      lineMap: info.lineMap ?? [],
+      executionCount,
+      timeoutMs: this.cellTimeoutMs,
+      onOutput: (output) => this.#emit({ type: 'output', cellId: id, output }),
+    });
+    cell.outputs.push(...result.outputs);
+    cell.execution_count = executionCount;
+    cell.last_executed = new Date().toISOString();
+    this.#setState(id, result.status);
+    if (result.ended) {
+      this.#kernelReplaced(result.ended === 'timeout' ? 'timeout' : result.ended === 'crashed' ? 'crashed' : 'restarted', id);
+    } else if (this.kernel.generation !== generation) {
+      this.#kernelReplaced('restarted', id);
+    }
+    return result.status === 'success';
+  }
+
+  /** The kernel's values are gone: everything that ran is stale, and queued work stops. */
+  #kernelReplaced(status: 'restarted' | 'timeout' | 'crashed', except?: string): void {
+    this.#epoch++;
+    this.#executionCount = 0;
+    for (const cell of this.notebook.cells) {
+      if (cell.id === except || cell.cell_type !== 'code') continue;
+      const state = this.state(cell.id);
+      if (state !== 'idle') this.#setState(cell.id, 'stale');
+    }
+    this.#emit({ type: 'kernel', status, generation: this.kernel.generation });
+  }
+
+  /** Stop the running cell (terminating the kernel) and drop queued runs. Ready again on return. */
+  async interrupt(): Promise<void> {
+    this.#epoch++;
+    await this.kernel.interrupt();
+    this.#kernelReplaced('restarted');
+  }
+
+  async restart(): Promise<void> {
+    await this.interrupt();
+  }
+
+  /** Wait until every queued run has finished. */
+  idle(): Promise<void> {
+    return this.#enqueue(() => undefined);
+  }
+
+  // ---- reading ------------------------------------------------------------------------------
+
+  async dependencies(): Promise<DependencyReport> {
+    const analysis = await this.analysis();
+    const edges: DependencyReport['edges'] = [];
+    for (const cell of this.notebook.cells) {
+      const info = analysis.cells.get(cell.id)!;
+      for (const parent of analysis.topology.parents.get(cell.id) ?? []) {
+        const parentWrites = new Set(analysis.cells.get(parent)!.writes);
+        edges.push({ from: parent, to: cell.id, names: info.dependsOn.filter((n) => parentWrites.has(n)) });
+      }
+    }
+    return {
+      cells: this.notebook.cells.map((cell) => {
+        const info = analysis.cells.get(cell.id)!;
+        return { id: cell.id, name: cell.name, cell_type: cell.cell_type, state: this.state(cell.id), reads: info.dependsOn, writes: info.writes, problems: info.problems };
+      }),
+      edges,
+      order: analysis.order,
+      stale: this.notebook.cells.filter((c) => this.state(c.id) === 'stale').map((c) => c.id),
+      cycles: analysis.cycles,
+    };
+  }
+
+  /** Cells with their states, as the API returns them. */
+  cellsWithState(): Array<Cell & { state: CellState }> {
+    return this.notebook.cells.map((cell) => ({ ...cell, state: this.state(cell.id) }));
+  }
+
+  async save(filePath = this.#filePath): Promise<string> {
+    if (!filePath) throw new SessionError(409, 'this notebook has no file to save to');
+    await writeNotebookFile(this.notebook, filePath);
+    this.#filePath = filePath;
+    return filePath;
+  }
+
+  async close(): Promise<void> {
+    this.#epoch++;
+    await this.kernel.close();
+    this.#listeners.clear();
+  }
+}
+
+export { CellState };

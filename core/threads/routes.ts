@@ -1,0 +1,93 @@
+/**
+ * Thread routes under /api/v1/{agent}/threads (spec: Threads). The agent must exist; handlers
+ * parse, call `ThreadService` and send.
+ *
+ * The spec's "storage not configured → 400": a server always has a store, so the 400 is reached
+ * only when the agents runtime was built without thread storage (`threads` absent).
+ */
+import { Router, type Request } from 'express';
+import type { HangarContext } from '../kernel/context.js';
+import { badRequest } from '../http/errors.js';
+import type { RouteDoc } from '../http/openapi.js';
+import { parseInput } from '../http/validate.js';
+import { findAgent } from '../agents/kind.js';
+import { runtimeOf } from '../agents/runtime.js';
+import { listAgents } from '../platform/service.js';
+import * as S from './schemas.js';
+import type { ThreadService } from './service.js';
+
+export function threadRoutes(ctx: HangarContext): Router {
+  const router = Router();
+  const threads = (): ThreadService => {
+    const service = runtimeOf(ctx).threads as ThreadService | undefined;
+    if (!service) throw badRequest('thread storage is not configured');
+    return service;
+  };
+  const agentOf = (req: Request) => findAgent(ctx.registry, String(req.params.agent)).name;
+  const idOf = (req: Request) => String(req.params.thread_id);
+
+  router.post('/api/v1/:agent/threads', async (req, res) => {
+    const agent = agentOf(req);
+    res.json(await threads().create(agent, parseInput(S.CreateThreadRequest, req.body, 'body')));
+  });
+  router.get('/api/v1/:agent/threads', async (req, res) => {
+    const agent = agentOf(req);
+    const query = parseInput(S.ListThreadsQuery, req.query, 'query');
+    const list = await threads().list(agent, query.user_id);
+    res.json({ threads: list, count: list.length });
+  });
+  router.get('/api/v1/:agent/threads/:thread_id', async (req, res) => {
+    res.json(await threads().get(agentOf(req), idOf(req)));
+  });
+  router.patch('/api/v1/:agent/threads/:thread_id', async (req, res) => {
+    const agent = agentOf(req);
+    res.json(await threads().update(agent, idOf(req), parseInput(S.UpdateThreadRequest, req.body, 'body')));
+  });
+  router.delete('/api/v1/:agent/threads/:thread_id', async (req, res) => {
+    await threads().delete(agentOf(req), idOf(req));
+    res.json({ status: 'deleted', thread_id: idOf(req) });
+  });
+  router.get('/api/v1/:agent/threads/:thread_id/messages', async (req, res) => {
+    const agent = agentOf(req);
+    const { limit, offset } = parseInput(S.MessagesQuery, req.query, 'query');
+    res.json(await threads().messages(agent, idOf(req), limit, offset));
+  });
+  router.delete('/api/v1/:agent/threads/:thread_id/messages', async (req, res) => {
+    await threads().clear(agentOf(req), idOf(req));
+    res.json({ status: 'cleared', thread_id: idOf(req) });
+  });
+  router.get('/api/v1/:agent/threads/:thread_id/summary', async (req, res) => {
+    res.json(await threads().summary(agentOf(req), idOf(req)));
+  });
+  router.post('/api/v1/:agent/threads/:thread_id/fork', async (req, res) => {
+    const agent = agentOf(req);
+    const fork = await threads().fork(agent, idOf(req), parseInput(S.ForkThreadRequest, req.body, 'body'));
+    res.json(fork);
+  });
+  router.get('/api/v1/:agent/threads/:thread_id/lineage', async (req, res) => {
+    res.json(await threads().lineage(agentOf(req), idOf(req)));
+  });
+  return router;
+}
+
+export function registerThreadDocs(ctx: HangarContext): void {
+  ctx.openapi.addProvider(() =>
+    listAgents(ctx).flatMap((agent): RouteDoc[] => {
+      const base = `/api/v1/${agent.name}/threads`;
+      const tags = [`agent:${agent.name}`, 'threads'];
+      const ok = (schema: RouteDoc['body']) => ({ 200: { description: 'OK', schema }, 404: { description: 'unknown thread' } });
+      return [
+        { method: 'post', path: base, summary: 'Create a thread', tags, body: S.CreateThreadRequest, responses: { 200: { description: 'created', schema: S.Thread }, 409: { description: 'thread id taken' } } },
+        { method: 'get', path: base, summary: 'List threads (newest first), optionally of one user', tags, query: S.ListThreadsQuery, responses: { 200: { description: 'OK', schema: S.ThreadList } } },
+        { method: 'get', path: `${base}/{thread_id}`, summary: 'Get a thread', tags, responses: ok(S.Thread) },
+        { method: 'patch', path: `${base}/{thread_id}`, summary: 'Update title and/or metadata (metadata is replaced)', tags, body: S.UpdateThreadRequest, responses: { ...ok(S.Thread), 400: { description: 'no fields to update' } } },
+        { method: 'delete', path: `${base}/{thread_id}`, summary: 'Delete a thread and its messages', tags, responses: ok(S.DeleteResponse) },
+        { method: 'get', path: `${base}/{thread_id}/messages`, summary: 'Messages, oldest first, paged', tags, query: S.MessagesQuery, responses: ok(S.MessagesResponse) },
+        { method: 'delete', path: `${base}/{thread_id}/messages`, summary: 'Clear the messages (the thread is kept)', tags, responses: ok(S.ClearResponse) },
+        { method: 'get', path: `${base}/{thread_id}/summary`, summary: 'Summary (model when configured, else extractive; cached until messages change)', tags, responses: ok(S.SummaryResponse) },
+        { method: 'post', path: `${base}/{thread_id}/fork`, summary: 'Fork with messages 0..message_index', tags, body: S.ForkThreadRequest, responses: { 200: { description: 'created', schema: S.Thread }, 404: { description: 'unknown thread' }, 422: { description: 'message_index out of range' } } },
+        { method: 'get', path: `${base}/{thread_id}/lineage`, summary: 'Ancestors (root first) and all descendants', tags, responses: ok(S.LineageResponse) },
+      ];
+    }),
+  );
+}

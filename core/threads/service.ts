@@ -1,0 +1,317 @@
+/**
+ * Conversation threads, per agent: records, messages, summaries, forks and lineage.
+ *
+ * Storage layout (why two collections): thread records are small and listed often; messages grow.
+ * Messages live in their own collection, one record per thread, sharded 256 ways by thread, so an
+ * append rewrites one shard holding about 1/256 of the threads — appending stays as fast with
+ * 10,000 threads as with 10. The summary is cached inside the messages record with the message
+ * `version` it was made from, so any change to the messages (append, clear) invalidates it for free.
+ *
+ * Concurrency: appends go through the store's atomic `update`, so 50 concurrent appends to one
+ * thread all land (in arrival order).
+ */
+import { randomUUID } from 'node:crypto';
+import { badRequest, conflict, notFound, unprocessable } from '../http/errors.js';
+import type { Collection, Store } from '../storage/store.js';
+import type { ModelProvider } from '../agents/model.js';
+import type { ChatMessage } from '../agents/types.js';
+import type { CreateThreadRequest, ForkThreadRequest, Message, Thread, UpdateThreadRequest } from './schemas.js';
+
+interface MessagesRecord {
+  messages: Message[];
+  /** Bumped by every change; the cached summary is valid only for the version it was made from. */
+  version: number;
+  summary?: { text: string; version: number; method: 'model' | 'extractive' };
+}
+
+export interface LineageEntry {
+  id: string;
+  title: string | null;
+  parent_thread_id: string | null;
+}
+
+const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
+
+export class ThreadService {
+  private readonly threads: Collection<Thread>;
+  private readonly messageLog: Collection<MessagesRecord>;
+
+  constructor(
+    store: Store,
+    private readonly provider: ModelProvider,
+    private readonly onModelError: (err: unknown) => void = () => {},
+  ) {
+    this.threads = store.collection<Thread>('threads', { shards: 64 });
+    this.messageLog = store.collection<MessagesRecord>('thread_messages', { shards: 64 });
+  }
+
+  async create(agent: string, request: CreateThreadRequest): Promise<Thread> {
+    const id = request.thread_id ?? randomUUID();
+    const now = new Date().toISOString();
+    const thread: Thread = {
+      id,
+      user_id: request.user_id,
+      agent_name: agent,
+      title: request.title ?? null,
+      metadata: request.metadata,
+      created_at: now,
+      updated_at: now,
+    };
+    let existed = false;
+    await this.threads.update(key(agent, id), (current) => {
+      existed = current !== undefined;
+      return current ?? thread;
+    });
+    if (existed) throw conflict(`thread '${id}' already exists for agent '${agent}'`);
+    return thread;
+  }
+
+  /** The thread, created on first use (chat with a new or generated thread id). */
+  async ensure(agent: string, threadId: string, userId: string): Promise<Thread> {
+    const existing = await this.threads.get(key(agent, threadId));
+    if (existing) return existing;
+    const now = new Date().toISOString();
+    const fresh: Thread = { id: threadId, user_id: userId, agent_name: agent, title: null, metadata: {}, created_at: now, updated_at: now };
+    // `update` keeps whichever thread won a race between two first messages.
+    return (await this.threads.update(key(agent, threadId), (current) => current ?? fresh))!;
+  }
+
+  async get(agent: string, threadId: string): Promise<Thread> {
+    const thread = await this.threads.get(key(agent, threadId));
+    if (!thread) throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
+    return thread;
+  }
+
+  async exists(agent: string, threadId: string): Promise<boolean> {
+    return this.threads.has(key(agent, threadId));
+  }
+
+  /** Newest first; `userId` keeps only that user's threads. */
+  async list(agent: string, userId?: string): Promise<Thread[]> {
+    const all = await this.threads.list();
+    return all
+      .filter((t) => t.agent_name === agent && (userId === undefined || t.user_id === userId))
+      .sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+  }
+
+  /**
+   * Decision: like the spec's pydantic-style optional fields, a field that is absent or null is
+   * left as it is; a body that changes nothing is the spec's 400 "no fields to update".
+   */
+  async update(agent: string, threadId: string, request: UpdateThreadRequest): Promise<Thread> {
+    if (request.title == null && request.metadata == null) throw badRequest('no fields to update: give title and/or metadata');
+    const updated = await this.threads.update(key(agent, threadId), (current) => {
+      if (!current) return undefined;
+      return {
+        ...current,
+        ...(request.title != null ? { title: request.title } : {}),
+        ...(request.metadata != null ? { metadata: request.metadata } : {}),
+        updated_at: new Date().toISOString(),
+      };
+    });
+    if (!updated) throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
+    return updated;
+  }
+
+  async delete(agent: string, threadId: string): Promise<void> {
+    await this.get(agent, threadId);
+    await this.messageLog.delete(key(agent, threadId));
+    await this.threads.delete(key(agent, threadId));
+  }
+
+  async append(agent: string, threadId: string, messages: Array<ChatMessage | Message>): Promise<number> {
+    const now = new Date().toISOString();
+    const stamped: Message[] = messages.map((m) => ({
+      role: m.role,
+      content: m.content,
+      timestamp: m.timestamp ?? now,
+      ...('metadata' in m && m.metadata ? { metadata: m.metadata } : {}),
+    }));
+    const record = await this.messageLog.update(key(agent, threadId), (current) => ({
+      messages: [...(current?.messages ?? []), ...stamped],
+      version: (current?.version ?? 0) + 1,
+      summary: current?.summary,
+    }));
+    return record!.messages.length;
+  }
+
+  /** Every message, oldest first (no thread check: a missing thread has none). */
+  async allMessages(agent: string, threadId: string): Promise<Message[]> {
+    return (await this.messageLog.get(key(agent, threadId)))?.messages ?? [];
+  }
+
+  /** The newest `max` messages (all when `max` is null), oldest first — chat history. */
+  async history(agent: string, threadId: string, max: number | null): Promise<Message[]> {
+    const all = await this.allMessages(agent, threadId);
+    return max === null ? all : max <= 0 ? [] : all.slice(-max);
+  }
+
+  async messages(agent: string, threadId: string, limit: number, offset: number) {
+    await this.get(agent, threadId);
+    const all = await this.allMessages(agent, threadId);
+    const page = all.slice(offset, offset + limit);
+    return { thread_id: threadId, messages: page, count: page.length, total: all.length, limit, offset };
+  }
+
+  async clear(agent: string, threadId: string): Promise<void> {
+    await this.get(agent, threadId);
+    await this.messageLog.update(key(agent, threadId), (current) => ({ messages: [], version: (current?.version ?? 0) + 1 }));
+  }
+
+  /**
+   * The cached summary while the messages are unchanged; otherwise a new one — from the model when
+   * one is configured, else extractive. A model failure falls back to extractive (logged through
+   * `onModelError`) and is not cached, so the next request tries the model again.
+   */
+  async summary(agent: string, threadId: string): Promise<{ thread_id: string; summary: string; method: 'model' | 'extractive' }> {
+    await this.get(agent, threadId);
+    const record = await this.messageLog.get(key(agent, threadId));
+    const version = record?.version ?? 0;
+    if (record?.summary && record.summary.version === version) {
+      return { thread_id: threadId, summary: record.summary.text, method: record.summary.method };
+    }
+    const messages = record?.messages ?? [];
+    let text: string | undefined;
+    let method: 'model' | 'extractive' = 'extractive';
+    if (this.provider.configured && messages.length > 0) {
+      try {
+        text = (await this.provider.complete({ messages: summaryPrompt(messages) })).trim();
+        method = 'model';
+      } catch (err) {
+        this.onModelError(err);
+      }
+    }
+    const cache = text !== undefined;
+    text ??= extractiveSummary(messages);
+    if (cache || !this.provider.configured) {
+      await this.messageLog.update(key(agent, threadId), (current) =>
+        // Only cache if nothing changed while the summary was being made.
+        current && current.version === version ? { ...current, summary: { text: text!, version, method } } : current,
+      );
+    }
+    return { thread_id: threadId, summary: text, method };
+  }
+
+  /**
+   * A new thread with the messages 0..message_index (inclusive) of the source, remembering its
+   * parent and the fork point. Decision: the fork keeps the parent's user and metadata; its title
+   * defaults to "<parent title or id> (fork)".
+   */
+  async fork(agent: string, threadId: string, request: ForkThreadRequest): Promise<Thread> {
+    const parent = await this.get(agent, threadId);
+    const messages = await this.allMessages(agent, threadId);
+    const index = request.message_index;
+    if (index < 0 || index >= messages.length) {
+      throw unprocessable(
+        `body.message_index: ${index} is out of range; thread '${threadId}' has ${messages.length} message(s)` +
+          (messages.length ? ` (valid: 0-${messages.length - 1})` : ''),
+      );
+    }
+    const id = request.new_thread_id ?? randomUUID();
+    const now = new Date().toISOString();
+    const fork: Thread = {
+      id,
+      user_id: parent.user_id,
+      agent_name: agent,
+      title: request.title ?? `${parent.title ?? parent.id} (fork)`,
+      metadata: { ...parent.metadata },
+      created_at: now,
+      updated_at: now,
+      parent_thread_id: parent.id,
+      fork_message_index: index,
+    };
+    let existed = false;
+    await this.threads.update(key(agent, id), (current) => {
+      existed = current !== undefined;
+      return current ?? fork;
+    });
+    if (existed) throw conflict(`thread '${id}' already exists for agent '${agent}'`);
+    await this.messageLog.put(key(agent, id), { messages: messages.slice(0, index + 1), version: 1 });
+    return fork;
+  }
+
+  /** Ancestors root-first, and every descendant (breadth-first, so children before grandchildren). */
+  async lineage(agent: string, threadId: string): Promise<{ thread_id: string; ancestors: LineageEntry[]; descendants: LineageEntry[] }> {
+    const thread = await this.get(agent, threadId);
+    const all = (await this.threads.list()).filter((t) => t.agent_name === agent);
+    const byId = new Map(all.map((t) => [t.id, t]));
+    const entry = (t: Thread): LineageEntry => ({ id: t.id, title: t.title, parent_thread_id: t.parent_thread_id ?? null });
+
+    const ancestors: LineageEntry[] = [];
+    const seen = new Set([thread.id]);
+    for (let p = thread.parent_thread_id; p && !seen.has(p); ) {
+      seen.add(p);
+      const parent = byId.get(p);
+      // A deleted ancestor ends the chain; its id is still shown so the gap is visible.
+      if (!parent) {
+        ancestors.push({ id: p, title: null, parent_thread_id: null });
+        break;
+      }
+      ancestors.push(entry(parent));
+      p = parent.parent_thread_id;
+    }
+    ancestors.reverse();
+
+    const children = new Map<string, Thread[]>();
+    for (const t of all) {
+      if (!t.parent_thread_id) continue;
+      children.set(t.parent_thread_id, [...(children.get(t.parent_thread_id) ?? []), t]);
+    }
+    const descendants: LineageEntry[] = [];
+    const queue = [thread.id];
+    while (queue.length) {
+      const kids = (children.get(queue.shift()!) ?? []).sort((a, b) => a.created_at.localeCompare(b.created_at));
+      for (const kid of kids) {
+        if (seen.has(kid.id)) continue;
+        seen.add(kid.id);
+        descendants.push(entry(kid));
+        queue.push(kid.id);
+      }
+    }
+    return { thread_id: threadId, ancestors, descendants };
+  }
+}
+
+function summaryPrompt(messages: Message[]): ChatMessage[] {
+  const transcript = messages.map((m) => `${m.role}: ${m.content}`).join('\n').slice(-12_000);
+  return [
+    { role: 'system', content: 'Summarise the conversation in at most three sentences. Name the topics and any decisions or open questions.' },
+    { role: 'user', content: transcript },
+  ];
+}
+
+const STOP = new Set(
+  'a an and are as at be but by can do for from has have how i if in is it its me my no not of on or so that the this to was we what when which who why will with you your'.split(' '),
+);
+
+/**
+ * A Luhn-style extractive summary: sentences scored by how many of the conversation's frequent
+ * content words they contain; the best three are kept in their original order.
+ */
+export function extractiveSummary(messages: Message[]): string {
+  if (messages.length === 0) return 'This thread has no messages yet.';
+  const words = (s: string) => s.toLowerCase().match(/[\p{L}\p{N}]+/gu)?.filter((w) => w.length > 2 && !STOP.has(w)) ?? [];
+  const freq = new Map<string, number>();
+  for (const m of messages) for (const w of words(m.content)) freq.set(w, (freq.get(w) ?? 0) + 1);
+  const sentences = messages.flatMap((m, mi) =>
+    m.content
+      .split(/(?<=[.!?])\s+/)
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((text, si) => ({ text, role: m.role, order: mi * 1000 + si })),
+  );
+  const scored = sentences.map((s) => {
+    const ws = words(s.text);
+    const score = ws.reduce((n, w) => n + (freq.get(w) ?? 0), 0) / Math.sqrt(ws.length || 1);
+    return { ...s, score };
+  });
+  const best = [...scored].sort((a, b) => b.score - a.score).slice(0, 3).sort((a, b) => a.order - b.order);
+  const users = messages.filter((m) => m.role === 'user').length;
+  const topics = [...freq].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([w]) => w);
+  const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 197)}...` : s);
+  return (
+    `${messages.length} messages (${users} from the user)` +
+    (topics.length ? `; topics: ${topics.join(', ')}` : '') +
+    `. ${best.map((s) => `${s.role}: ${clip(s.text)}`).join(' ')}`
+  ).trim();
+}

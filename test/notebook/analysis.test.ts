@@ -1,0 +1,179 @@
+import { describe, expect, it } from 'vitest';
+import { analyzeCell, analyzeNotebook, decodeLineMap } from '../../core/notebook/analysis.js';
+import { buildTopology, descendants, findCycles, topologicalOrder } from '../../core/notebook/graph.js';
+
+const kinds = (problems: { kind: string }[]) => problems.map((p) => p.kind);
+
+describe('cell analysis: writes and reads', () => {
+  it('collects top-level declarations of every kind as writes', async () => {
+    const a = await analyzeCell(
+      `import fs, { join as j } from 'node:path';\nimport * as ns from 'x';\nconst { a, b: [c, ...d] } = src;\n` +
+        `let e = 1, f;\nvar g;\nfunction h() {}\nclass K {}`,
+    );
+    expect(a.writes).toEqual(['fs', 'j', 'ns', 'a', 'c', 'd', 'e', 'f', 'g', 'h', 'K']);
+    expect(a.reads).toEqual(['src']);
+    expect(a.problems).toEqual([]);
+  });
+
+  it('does not count locals, parameters, closures or shadowing as reads', async () => {
+    const a = await analyzeCell(`
+function f(p, { q = dflt }) { const inner = p + q; return () => inner + outer; }
+const g = (x) => { let y = x; { const y = 2; } return y + z; };
+try { risky(); } catch (err) { console.log(err); }
+for (const item of items) total2(item);
+const obj = { key: value, [computed]: 1 };
+obj2.prop;
+label: for (;;) { break label; }
+`);
+    expect(a.reads.sort()).toEqual(['computed', 'dflt', 'items', 'obj2', 'outer', 'risky', 'total2', 'value', 'z']);
+    expect(a.globals).toContain('console');
+    expect(a.writes).toEqual(['f', 'g', 'obj']);
+  });
+
+  it('treats a name declared anywhere in the cell as the cell\'s own, whatever the order', async () => {
+    const a = await analyzeCell('const total = helper(1);\nfunction helper(n) { return n * rate; }');
+    expect(a.reads).toEqual(['rate']);
+  });
+
+  it('strips TypeScript syntax before analysis', async () => {
+    const a = await analyzeCell(
+      `interface Row { n: number }\ntype Id = string;\nenum Color { Red }\nconst rows: Row[] = input as Row[];\n` +
+        `const pick = <T,>(xs: T[]): T => xs[0];\nconst first = pick<Row>(rows);\nimport type { Foo } from 'foo';`,
+    );
+    expect(a.writes).toEqual(['Color', 'rows', 'pick', 'first']);
+    expect(a.reads).toEqual(['input']);
+    expect(a.problems).toEqual([]);
+  });
+
+  it('keeps underscore names private to the cell', async () => {
+    const a = await analyzeCell('const _tmp = 1;\nconst shown = _tmp + 1;');
+    expect(a.writes).toEqual(['shown']);
+    expect(a.privates).toEqual(['_tmp']);
+    const b = await analyzeCell('const y = _other + 1;');
+    expect(kinds(b.problems)).toEqual(['private']);
+    expect(b.problems[0].message).toMatch(/_other.*private/);
+  });
+
+  it('reports x = x + 1, x++ and for-of on another cell\'s name as reassignment, with the line', async () => {
+    for (const source of ['\nx = x + 1', 'x++', 'x += 1', 'for (x of xs) {}', '({ x } = o)']) {
+      const a = await analyzeCell(source);
+      expect(kinds(a.problems), source).toContain('reassignment');
+      expect(a.reads).toContain('x');
+    }
+    expect((await analyzeCell('\nx = x + 1')).problems[0].line).toBe(2);
+    // Assigning a name the cell declares is fine.
+    expect((await analyzeCell('let n = 0;\nn = n + 1;\nn++')).problems).toEqual([]);
+  });
+
+  it('reports const x = x + 1 as a self-reference but allows recursion behind a function', async () => {
+    expect(kinds((await analyzeCell('const x = x + 1')).problems)).toEqual(['self-reference']);
+    expect((await analyzeCell('const fact = (n) => (n ? n * fact(n - 1) : 1)')).problems).toEqual([]);
+  });
+
+  it('warns about mutations of another cell\'s value but still reads it', async () => {
+    const a = await analyzeCell('df.col = 1;\narr.push(2);\ndelete o.k;\nconst mine = [];\nmine.push(1);');
+    expect(a.problems.map((p) => [p.kind, p.severity, p.name])).toEqual([
+      ['mutation', 'warning', 'df'],
+      ['mutation', 'warning', 'arr'],
+      ['mutation', 'warning', 'o'],
+    ]);
+    expect(a.reads).toEqual(['df', 'arr', 'o']);
+    expect(a.program).toBeDefined();
+  });
+
+  it('reports a syntax error with its position instead of throwing', async () => {
+    const a = await analyzeCell('const a = 1;\nconst b = ;');
+    expect(a.problems).toHaveLength(1);
+    expect(a.problems[0]).toMatchObject({ kind: 'syntax', severity: 'error', line: 2 });
+    expect(a.program).toBeUndefined();
+  });
+
+  it('refuses export and rewrites imports so the kernel can run them', async () => {
+    expect(kinds((await analyzeCell('export const a = 1')).problems)).toEqual(['export']);
+    const a = await analyzeCell("import { readFile } from 'node:fs/promises';\nconst m = await import('node:os');");
+    expect(a.program).toContain('await __hangar.import("node:fs/promises")');
+    expect(a.program).toContain("__hangar.import('node:os')");
+    expect(a.writes).toEqual(['readFile', 'm']);
+  });
+
+  it('marks the last expression as the cell value', async () => {
+    expect((await analyzeCell('const a = 1;\na * 2')).hasValue).toBe(true);
+    expect((await analyzeCell('const a = 1;')).hasValue).toBe(false);
+  });
+
+  it('maps TypeScript lines back through the source map', async () => {
+    const a = await analyzeCell('type A = {\n  n: number\n};\nconst x: A = { n: 1 };\nthrow new Error("x")');
+    // The program's last body line (the throw) must map to source line 5.
+    const lines = a.program!.split('\n');
+    const throwLine = lines.findIndex((l) => l.includes('throw'));
+    expect(a.lineMap![throwLine]).toBe(5);
+    expect(decodeLineMap(JSON.stringify({ mappings: 'AAAA;AACA;;AAEA' }))).toEqual([1, 2, undefined, 4]);
+  });
+});
+
+describe('notebook analysis: graph, order, conflicts, cycles', () => {
+  const cell = (id: string, source: string) => ({ id, cell_type: 'code', source });
+
+  it('orders cells by dependency; among ready cells the earliest in the notebook goes first', async () => {
+    const nb = await analyzeNotebook([
+      cell('c', 'const total = a + b'),
+      { id: 'md', cell_type: 'markdown', source: '# hi' },
+      cell('a', 'const a = 1'),
+      cell('b', 'const b = 2'),
+      cell('d', 'const unrelated = 0'),
+    ]);
+    expect(nb.order).toEqual(['a', 'b', 'c', 'd']);
+    expect([...nb.topology.parents.get('c')!]).toEqual(['a', 'b']);
+  });
+
+  it('reports a name defined by two cells on both', async () => {
+    const nb = await analyzeNotebook([cell('one', 'const x = 1'), cell('two', 'let x = 2'), cell('r', 'x')]);
+    expect(kinds(nb.cells.get('one')!.problems)).toEqual(['multiple-definitions']);
+    expect(nb.cells.get('two')!.problems[0].message).toContain('one');
+  });
+
+  it('reports cycles on each cell and blocks them and their descendants', async () => {
+    const nb = await analyzeNotebook([
+      cell('p', 'const a = b + 1'),
+      cell('q', 'const b = a + 1'),
+      cell('r', 'const c = a'),
+      cell('s', 'const free = 1'),
+    ]);
+    expect(nb.cycles).toEqual([['p', 'q']]);
+    expect(nb.cells.get('p')!.problems[0].message).toMatch(/cycle: p → q → p/);
+    expect(nb.order).toEqual(['s']);
+    expect(nb.blocked).toEqual(['p', 'q', 'r']);
+  });
+
+  it('links a cell that shadows a global to its readers', async () => {
+    const nb = await analyzeNotebook([cell('def', 'const fetch = () => 1'), cell('use', 'fetch()')]);
+    expect([...nb.topology.parents.get('use')!]).toEqual(['def']);
+  });
+});
+
+describe('graph algorithms', () => {
+  const topo = () =>
+    buildTopology(
+      ['a', 'b', 'c', 'd'],
+      (n) => ({ a: ['x'], b: ['y'], c: ['z'], d: [] })[n]!,
+      (n) => ({ a: [], b: ['x'], c: ['x', 'y'], d: ['z'] })[n]!,
+    );
+
+  it('computes descendants (the stale set after an edit)', () => {
+    expect([...descendants(topo(), ['b'])].sort()).toEqual(['c', 'd']);
+    expect([...descendants(topo(), ['d'])]).toEqual([]);
+  });
+
+  it('orders a subset ignoring edges from outside it', () => {
+    expect(topologicalOrder(topo(), new Set(['c', 'd'])).order).toEqual(['c', 'd']);
+  });
+
+  it('finds no cycles in a DAG and handles a long chain without recursion', () => {
+    expect(findCycles(topo())).toEqual([]);
+    const n = 20_000;
+    const ids = Array.from({ length: n }, (_, i) => `c${i}`);
+    const chain = buildTopology(ids, (id) => [`v${id.slice(1)}`], (id) => (id === 'c0' ? [] : [`v${Number(id.slice(1)) - 1}`]));
+    expect(findCycles(chain)).toEqual([]);
+    expect(topologicalOrder(chain).order).toHaveLength(n);
+  });
+});

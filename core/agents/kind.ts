@@ -73,7 +73,9 @@ export function normaliseAgent(definition: AgentDefinition, defaultName: string)
   const name = definition.name ?? defaultName.toLowerCase();
   if (!NAME.test(name)) throw new Error(`name "${name}" is not valid: use lowercase letters, digits, - and _`);
   if (RESERVED_AGENT_NAMES.has(name)) throw new Error(`name "${name}" is reserved by a platform route`);
-  const versions = definition.prompts?.versions ?? {};
+  // An agent without prompts still answers `prompt_version: 'v1'` (the spec's default), so it has
+  // one implicit, empty v1 — /prompts, the card and the 404 for unknown versions all agree.
+  const versions = definition.prompts?.versions ?? { v1: '' };
   const keys = Object.keys(versions);
   const active = definition.prompts?.active ?? (keys.includes('v1') ? 'v1' : (keys[0] ?? 'v1'));
   return {

@@ -54,7 +54,7 @@ describe('platform routes', () => {
     expect((await server.request('/api/v1/alpha/health')).body).toEqual({ status: 'healthy', agent: 'alpha', framework: 'custom' });
     expect((await server.request('/api/v1/alpha/config')).body).toEqual({ agent: 'alpha', config: { prompt_version: 'v2', model: 'm1', temperature: 0.3 } });
     expect((await server.request('/api/v1/alpha/prompts')).body).toEqual({ agent: 'alpha', versions: ['v1', 'v2'], active: 'v2' });
-    expect((await server.request('/api/v1/beta/prompts')).body).toEqual({ agent: 'beta', versions: [], active: 'v1' });
+    expect((await server.request('/api/v1/beta/prompts')).body).toEqual({ agent: 'beta', versions: ['v1'], active: 'v1' });
   });
 
   it('the card and the discovery document come from the same builder', async () => {

@@ -3,6 +3,7 @@
  * throughput against bare node:http, and time to the first SSE frame of /invoke/stream.
  * Every figure is measured against a baseline taken in the same run on the same machine.
  */
+import { execSync } from 'node:child_process';
 import http from 'node:http';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -31,6 +32,10 @@ async function appendLatency(count: number): Promise<number> {
       }),
     );
   }
+  // Measure steady state, not the aftermath of the bulk load: let the kernel write back the
+  // megabytes the fill just produced before timing single appends.
+  execSync('sync');
+  await new Promise((r) => setTimeout(r, 200));
   const samples: number[] = [];
   for (let i = 0; i < 300; i++) {
     const id = `t-${Math.floor(Math.random() * count)}`;

@@ -77,7 +77,8 @@ const RpcMessage = z
     messageId: z.string().optional(),
     role: z.string(),
     parts: z.array(z.object({ kind: z.string().optional(), type: z.string().optional(), text: z.unknown().optional() }).loose()),
-    contextId: z.string().min(1).optional(),
+    // Proto-style clients send '' for an unset id; both mean none.
+    contextId: z.string().optional(),
     taskId: z.string().optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
   })
@@ -278,11 +279,12 @@ export class A2AJsonRpc {
     }
     const text = messageText(message);
     if (text === undefined) throw new RpcError(RpcCode.invalidParams, 'params.message: no readable text (expected a text part)');
-    const contextId = message.contextId ?? randomUUID();
+    const named = message.contextId || undefined;
+    const contextId = named ?? randomUUID();
     const input = InvokeRequest.parse({
       query: text,
       // A context the client named is a conversation to continue; a minted one starts none.
-      thread_id: message.contextId ?? null,
+      thread_id: named ?? null,
       metadata: { ...metadata, ...message.metadata, a2a: true },
     });
     const taskMetadata = { source: 'a2a-jsonrpc', context_id: contextId, message_id: message.messageId ?? randomUUID(), principal };
@@ -352,50 +354,50 @@ export class A2AJsonRpc {
     };
 
     emit(toWireTask(task));
+    const contextId = contextOf(task);
+    const sendFinal = async () => {
+      // The stored task holds the result or error the terminal event refers to.
+      const done = await tasks.get(task.id, scope);
+      const wire = toWireTask(done);
+      for (const artifact of wire.artifacts) emit({ kind: 'artifact-update', taskId: done.id, contextId, artifact, lastChunk: true });
+      emit({ kind: 'status-update', taskId: done.id, contextId, status: wire.status, final: true });
+      finish();
+    };
+    if (isTerminal(task.status)) return sendFinal();
+
     let lastSeq = task.last_sequence;
-    const onStatus = async (event: TaskEvent) => {
+    const onEvent = async (event: TaskEvent) => {
       if (event.sequence <= lastSeq || closed) return;
       lastSeq = event.sequence;
       if (event.type !== 'status') return;
-      if (!isTerminal(event.status)) {
-        emit({ kind: 'status-update', taskId: task.id, contextId: contextOf(task), status: { state: event.status, timestamp: event.timestamp }, final: false });
-        return;
-      }
-      // The terminal event: report from the stored task, which holds the result or error.
-      const done = await tasks.get(task.id, scope);
-      const wire = toWireTask(done);
-      for (const artifact of wire.artifacts) emit({ kind: 'artifact-update', taskId: done.id, contextId: wire.contextId, artifact, lastChunk: true });
-      emit({ kind: 'status-update', taskId: done.id, contextId: wire.contextId, status: wire.status, final: true });
-      finish();
+      if (isTerminal(event.status)) return sendFinal();
+      emit({ kind: 'status-update', taskId: task.id, contextId, status: { state: event.status, timestamp: event.timestamp }, final: false });
     };
-
-    if (isTerminal(task.status)) {
-      await onStatus({ task_id: task.id, sequence: Infinity, type: 'status', status: task.status, progress: task.progress, timestamp: task.updated_at });
-      return;
-    }
+    // Events are handled one after another (the final one reads the store), in sequence order.
+    let chain = Promise.resolve();
+    const handle = (work: () => Promise<void> | void) => {
+      chain = chain.then(work).catch((err: unknown) => {
+        if (closed) return;
+        res.write(formatFrame(undefined, { jsonrpc: '2.0', id, error: toRpcError(err) }));
+        finish();
+      });
+    };
     // Subscribe first, then catch up from the snapshot's sequence, so nothing falls in between.
     const source = await tasks.events(task.id, scope);
     const pending: TaskEvent[] = [];
     let replaying = true;
-    let chain = Promise.resolve();
-    const handle = (event: TaskEvent) => {
-      chain = chain.then(() => onStatus(event)).catch((err) => {
-        emitError(err);
-      });
-    };
-    const emitError = (err: unknown) => {
-      if (closed) return;
-      res.write(formatFrame(undefined, { jsonrpc: '2.0', id, error: toRpcError(err) }));
-      finish();
-    };
+    let endedWhileReplaying = false;
     unsubscribe = source.subscribe(
-      (frame) => (replaying ? pending.push(frame.data) : handle(frame.data)),
-      () => handle({ ...task, task_id: task.id, sequence: Infinity, type: 'status', status: 'completed', progress: task.progress, timestamp: '' }),
+      (frame) => (replaying ? pending.push(frame.data) : handle(() => onEvent(frame.data))),
+      // The log ended: normally just after the terminal event (handled by then), or the task was
+      // deleted. During the catch-up it waits until the replayed events are out.
+      () => (replaying ? (endedWhileReplaying = true) : handle(finish)),
     );
     const replay = await source.replay(lastSeq);
-    for (const frame of replay.events) handle(frame.data);
-    for (const event of pending) handle(event);
+    for (const frame of replay.events) handle(() => onEvent(frame.data));
+    for (const event of pending) handle(() => onEvent(event));
     replaying = false;
+    if (endedWhileReplaying) handle(finish);
     await chain;
   }
 }
@@ -405,7 +407,7 @@ function closedSignal(req: IncomingMessage): AbortSignal {
   const controller = new AbortController();
   const res = (req as IncomingMessage & { res?: ServerResponse }).res;
   res?.on('close', () => {
-    if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+    if (!res.writableFinished) controller.abort(new HttpError(499, 'client closed the request'));
   });
   return controller.signal;
 }

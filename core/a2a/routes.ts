@@ -5,11 +5,14 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { InvokeRequest } from '../agents/schemas.js';
+import { HttpError } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
 import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
 import { streamTaskEvents } from '../tasks/routes.js';
 import { A2ATaskRequest, SubmitQuery } from './schemas.js';
+import { A2AJsonRpc, a2aAgentCard } from './jsonrpc.js';
+import { MCP_PATH, handleMcp, mcpHostValidation } from './mcp.js';
 import { A2AService } from './service.js';
 
 const agentOf = (req: Request): string => String(req.params.agent);
@@ -20,13 +23,29 @@ function clientGone(res: Response): AbortSignal {
   const controller = new AbortController();
   // The response's close, not the request's: a request closes as soon as its body has been read.
   res.on('close', () => {
-    if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+    // 499 (client closed request): a 4xx, so the error handler does not log it as a failure.
+    if (!res.writableFinished) controller.abort(new HttpError(499, 'client closed the request'));
   });
   return controller.signal;
 }
 
-export function a2aRoutes(ctx: HangarContext, a2a = new A2AService(ctx)): Router {
+export function a2aRoutes(ctx: HangarContext, a2a = new A2AService(ctx), rpc = new A2AJsonRpc(ctx)): Router {
   const router = Router();
+
+  // The public A2A protocol binding (JSON-RPC) and its standard card; see jsonrpc.ts.
+  router.post('/api/v1/:agent/a2a', async (req, res) => {
+    await rpc.handle(agentOf(req), req.body, req.principal, req, res);
+  });
+  for (const file of ['agent-card.json', 'agent.json']) {
+    router.get(`/api/v1/:agent/.well-known/${file}`, (req, res) => {
+      res.json(a2aAgentCard(ctx, agentOf(req), `${req.protocol}://${req.get('host')}`));
+    });
+  }
+
+  // Model Context Protocol: every agent as a tool (see mcp.ts).
+  router.all(MCP_PATH, mcpHostValidation(ctx), async (req, res) => {
+    await handleMcp(ctx, req, res);
+  });
 
   router.post('/api/v1/:agent/invoke/async', async (req, res) => {
     const agent = a2a.agent(agentOf(req));
@@ -64,6 +83,27 @@ function a2aRouteDocs(): RouteDoc[] {
   const missing = { description: 'unknown agent, unknown task, or a task of another agent or principal' };
   const disabled = { description: 'the task subsystem is disabled' };
   return [
+    {
+      method: 'post',
+      path: MCP_PATH,
+      summary: 'Model Context Protocol (streamable HTTP, stateless): tools/list and tools/call, one tool per agent',
+      tags: ['mcp'],
+      responses: { '200': { description: 'a JSON-RPC response (JSON or SSE)' }, '403': { description: 'Host header not allowed (DNS rebinding)' } },
+    },
+    {
+      method: 'post',
+      path: '/api/v1/{agent_name}/a2a',
+      summary: 'A2A protocol v0.3 JSON-RPC: message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe',
+      tags,
+      responses: { '200': { description: 'a JSON-RPC response, or an SSE stream of them for message/stream and tasks/resubscribe' }, '404': { description: 'unknown agent' } },
+    },
+    {
+      method: 'get',
+      path: '/api/v1/{agent_name}/.well-known/agent-card.json',
+      summary: 'Standard A2A agent card (protocol v0.3) pointing at the JSON-RPC endpoint',
+      tags,
+      responses: { '200': { description: 'A2A AgentCard' }, '404': { description: 'unknown agent' } },
+    },
     {
       method: 'post',
       path: '/api/v1/{agent_name}/invoke/async',

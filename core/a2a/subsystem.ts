@@ -1,8 +1,9 @@
 /**
  * The A2A subsystem: registers the `agent` task kind on the board, publishes the A2A routes on
  * every agent's card (the card builder drops the task-backed ones when tasks are off) and mounts
- * /invoke/async and /a2a/tasks. It needs `ctx.tasks` (set up before it); the agent runtime is
- * looked up when a task runs, so its place relative to the agents subsystem does not matter.
+ * /invoke/async, the spec's /a2a/tasks routes, the public A2A JSON-RPC binding (jsonrpc.ts) and
+ * MCP at /mcp (mcp.ts). It needs `ctx.tasks` (set up before it); the agent runtime is looked up
+ * when a task runs, so its place relative to the agents subsystem does not matter.
  */
 import type { Subsystem } from '../kernel/context.js';
 import { a2aRoutes } from './routes.js';
@@ -16,6 +17,9 @@ export const a2aSubsystem: Subsystem = {
     Object.assign(ctx.agentSurface.endpoints, {
       a2a_tasks: '/api/v1/{agent}/a2a/tasks',
       a2a_events: '/api/v1/{agent}/a2a/tasks/{task_id}/events',
+      // The public A2A protocol binding (JSON-RPC, v0.3) and its standard card.
+      a2a_jsonrpc: '/api/v1/{agent}/a2a',
+      a2a_card: '/api/v1/{agent}/.well-known/agent-card.json',
       // Only listed when it can answer: without tasks it is a 501.
       ...(tasksOn ? { invoke_async: '/api/v1/{agent}/invoke/async' } : {}),
     });

@@ -293,7 +293,10 @@ export class Engine {
         throw err;
       }
       last = await save('loop', current, next);
-      emit({ type: 'node_end', node: current, step, output: summariseOutput({ ...delta, steps_taken: state.steps_taken }), checkpoint_id: last.id });
+      // The JSON copy of the output is only worth making for someone listening.
+      if (request.onEvent) {
+        emit({ type: 'node_end', node: current, step, output: summariseOutput({ ...delta, steps_taken: state.steps_taken }), checkpoint_id: last.id });
+      }
       current = next;
     }
     return finish('completed', last);

@@ -13,7 +13,7 @@
  * - `approved: false` on approve is a rejection: the run is discarded, as with /reject.
  */
 import { randomUUID } from 'node:crypto';
-import { HttpError, errorMessage, internalError } from '../http/errors.js';
+import { HttpError, errorMessage, internalError, notFound } from '../http/errors.js';
 import type { EventLog } from '../http/event-log.js';
 import type { Logger } from '../kernel/log.js';
 import type { Store } from '../storage/store.js';
@@ -154,7 +154,9 @@ export class AgentService {
     else if (request.include_history && request.thread_id) history = await threads.history(agent.name, threadId, null);
     if (request.max_history != null) history = request.max_history === 0 ? [] : history.slice(-request.max_history);
     const plan = this.plan(agentName, { ...request, query: request.content, thread_id: threadId }, history);
-    plan.persistent = true;
+    // A chat's thread is addressable (the response names it), so its checkpoints are kept —
+    // unless nothing about it is stored and the caller named no thread.
+    plan.persistent = request.persist || request.thread_id !== null;
     if (request.persist) await threads.ensure(agent.name, threadId, request.user_id);
     const userMessage: ChatMessage = { role: 'user', content: request.content, timestamp: new Date().toISOString() };
 
@@ -242,6 +244,40 @@ export class AgentService {
   /** Run with the studio's knobs (breakpoints, events, a checkpoint to continue from). */
   runForStudio(request: Omit<RunRequest, 'checkpointer'>): Promise<RunOutcome> {
     return this.engine.run({ ...request, checkpointer: this.checkpoints });
+  }
+
+  /** The newest checkpoint of a thread (persisted first, then this process's stateless runs); 404 when none. */
+  async latestCheckpoint(agentName: string, threadId: string): Promise<Checkpoint> {
+    const agent = this.options.findAgent(agentName);
+    const latest = (await this.checkpoints.latest(agent.name, threadId)) ?? (await this.ephemeral.latest(agent.name, threadId));
+    if (!latest) throw notFound(`no state for thread '${threadId}' of agent '${agent.name}'`);
+    return latest;
+  }
+
+  /** Checkpoints of a thread, newest step first. */
+  async history(agentName: string, threadId: string): Promise<Checkpoint[]> {
+    const agent = this.options.findAgent(agentName);
+    const stored = await this.checkpoints.list(agent.name, threadId);
+    return stored.length ? stored : this.ephemeral.list(agent.name, threadId);
+  }
+
+  /**
+   * Merge `updates` into the thread's newest state as a new checkpoint (source `update`), keeping
+   * where the run would continue — so a resume from it runs on the edited state.
+   */
+  async updateState(agentName: string, threadId: string, updates: Record<string, unknown>): Promise<Checkpoint> {
+    const latest = await this.latestCheckpoint(agentName, threadId);
+    const checkpoint: Checkpoint = {
+      ...latest,
+      id: randomUUID(),
+      step: latest.step + 1,
+      state: { ...latest.state, ...updates } as Checkpoint['state'],
+      metadata: { ...latest.metadata, source: 'update' },
+      parent_id: latest.id,
+      timestamp: new Date().toISOString(),
+    };
+    await this.checkpoints.put(latest.metadata.agent, checkpoint);
+    return checkpoint;
   }
 
   // ——— internals ———

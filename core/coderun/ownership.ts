@@ -50,16 +50,21 @@ function staticBase(glob: string): string {
  * Concrete paths a glob matches, used as witnesses: `**` is tried as nothing and as one folder,
  * `*` as a name, `{a,b}` as each branch. Enough to find a shared path for the globs teams write.
  */
-function witnesses(glob: string): string[] {
+function witnesses(glob: string, other = ''): string[] {
   const braces = /\{([^{}]*)\}/.exec(glob);
   if (braces) {
-    return braces[1]!.split(',').flatMap((alt) => witnesses(glob.slice(0, braces.index) + alt + glob.slice(braces.index + braces[0].length)));
+    return braces[1]!.split(',').flatMap((alt) => witnesses(glob.slice(0, braces.index) + alt + glob.slice(braces.index + braces[0].length), other));
   }
+  // Hints from the other glob: its folder (for a leading `**/`) and its file suffix (for a
+  // trailing `/**`), so `**/*.ts` and `src/api/**` meet at `src/api/w.ts`.
+  const otherBase = staticBase(other);
+  const suffix = /(\.[\w-]+)$/.exec(other)?.[1] ?? '.x';
   const variants = new Set<string>();
-  for (const deep of ['', 'w/']) {
+  for (const deep of ['', 'w/', otherBase ? `${otherBase}/` : '']) {
     const p = glob
-      .replace(/\*\*\//g, deep)
-      .replace(/\/\*\*$/g, '/w.x')
+      .replace(/^\*\*\//, deep)
+      .replace(/\*\*\//g, 'w/')
+      .replace(/\/\*\*$/g, `/w${suffix}`)
       .replace(/\*\*/g, 'w')
       .replace(/\*/g, 'w')
       .replace(/\?/g, 'w')
@@ -82,7 +87,7 @@ export function globsOverlap(a: string, b: string): boolean {
   if (!nested(staticBase(a), staticBase(b))) return false;
   const ma = globMatcher(a);
   const mb = globMatcher(b);
-  return witnesses(a).some((p) => mb(p)) || witnesses(b).some((p) => ma(p));
+  return witnesses(a, b).some((p) => mb(p)) || witnesses(b, a).some((p) => ma(p));
 }
 
 export interface OwnershipOverlap {

@@ -56,20 +56,21 @@ export async function runAggregation(
 }
 
 async function firstSuccess(upstreams: readonly UpstreamDefinition[], call: CallFn, parent: AbortSignal): Promise<FanOutResult> {
-  // One controller for the losers; the parent signal (caller gone) still reaches everyone.
+  // One controller for the losers; the parent signal (caller gone) is forwarded to it.
   const losers = new AbortController();
-  const signal = AbortSignal.any([parent, losers.signal]);
+  const forward = () => losers.abort();
+  parent.addEventListener('abort', forward, { once: true });
   let winner: UpstreamCallResult | null = null;
   const results = await Promise.all(
     upstreams.map(async (u) => {
-      const result = await call(u, signal);
+      const result = await call(u, losers.signal);
       if (result.ok && winner === null) {
         winner = result;
         losers.abort();
       }
       return result;
     }),
-  );
+  ).finally(() => parent.removeEventListener('abort', forward));
   const won = winner as UpstreamCallResult | null;
   return {
     success: won !== null,

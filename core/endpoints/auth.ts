@@ -165,7 +165,7 @@ export class TokenCache {
       });
     } catch (err) {
       onRequest?.('error');
-      throw new TokenRequestError(`token request failed: ${describeFetchError(err)}`);
+      throw new TokenRequestError(`token request failed: ${describeNetworkError(err)}`);
     }
     const text = await response.text().catch(() => '');
     let body: { access_token?: unknown; expires_in?: unknown; error?: unknown; token_type?: unknown } = {};
@@ -218,8 +218,8 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** undici reports "fetch failed" and hides the reason in `cause`; surface it. */
-export function describeFetchError(err: unknown): string {
+/** A network failure in a few words: undici ("fetch failed") hides the reason in `cause`; node:http puts it in the message. */
+export function describeNetworkError(err: unknown): string {
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e?.name === 'TimeoutError') return 'timed out';
   const cause = e?.cause?.code ?? e?.cause?.message;

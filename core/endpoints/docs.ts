@@ -6,11 +6,15 @@
 import { z } from 'zod';
 import type { RouteDoc } from '../http/openapi.js';
 import { QUERY_METHODS } from './schemas.js';
+import { MAX_BATCH_ITEMS } from './tasks.js';
 import { ENDPOINTS_PREFIX, UpstreamResultModel, routePath, type EndpointService } from './service.js';
 
 const TAGS = ['endpoints'];
 
 const ErrorModel = z.object({ detail: z.string() });
+
+/** The task board's answer to /async and /batch (the full task record; these fields at least). */
+const TaskModel = z.object({ id: z.string(), kind: z.string(), target: z.string(), status: z.string() }).loose();
 
 /** Body of a 502 (see `EndpointFailure`). */
 export const FailureModel = z.object({
@@ -82,7 +86,34 @@ export function endpointRouteDocs(service: EndpointService): RouteDoc[] {
         },
       });
     }
+    // routePath has no trailing slash, so `${path}/async` is right for '/' and for '/x' alike.
     docs.push(
+      {
+        method: 'post',
+        path: `${path}/async`,
+        summary: `Run ${config.name} on the task board`,
+        description: 'Same input as the main route, as a JSON body; `?method=` picks a declared method (default: the first). Follow /api/v1/tasks/{id}.',
+        tags: TAGS,
+        body: input,
+        responses: {
+          202: { description: 'Task accepted; Location: /api/v1/tasks/{id}', schema: TaskModel },
+          422: { description: 'Input fails the request model', schema: ErrorModel },
+          501: { description: 'Task subsystem not available', schema: ErrorModel },
+        },
+      },
+      {
+        method: 'post',
+        path: `${path}/batch`,
+        summary: `Run ${config.name} once per input, on the task board`,
+        description: `Body {"inputs": [...]}, at most ${MAX_BATCH_ITEMS}; the task result lists each item's success, status, aggregated value and upstreams.`,
+        tags: TAGS,
+        body: z.object({ inputs: z.array(input).min(1).max(MAX_BATCH_ITEMS) }),
+        responses: {
+          202: { description: 'Task accepted; Location: /api/v1/tasks/{id}', schema: TaskModel },
+          422: { description: 'An input fails the request model (body.inputs.<i>.<field>)', schema: ErrorModel },
+          501: { description: 'Task subsystem not available', schema: ErrorModel },
+        },
+      },
       {
         method: 'get',
         path: `${ENDPOINTS_PREFIX}/${config.name}/health`,

@@ -5,20 +5,27 @@
  *   *    /api/v1/endpoints/{name}{path}         → the fan-out envelope { success, aggregated, upstreams }
  *   GET  /api/v1/endpoints/{name}/health        → EndpointHealth; 200 when ready, 503 when not
  *   GET  /api/v1/endpoints/{name}/info          → metadata without secrets
+ *   POST /api/v1/endpoints/{name}{path}/async   → 202 task (see tasks.ts); 501 without the task board
+ *   POST /api/v1/endpoints/{name}{path}/batch   → 202 task running every input of {"inputs": [...]}
  *
  * One catch-all route dispatches by the endpoint's live definition instead of one express route per
  * endpoint, so a hot-reloaded or removed endpoint is served correctly by the very next request.
  * Parsing only: query coercion lives in query.ts, everything else in service.ts.
  */
 import { Router, type Request, type Response } from 'express';
-import { HttpError, notFound } from '../http/errors.js';
+import { HttpError, notFound, notImplemented } from '../http/errors.js';
 import { coerceQuery } from './query.js';
 import { QUERY_METHODS, type HttpMethod } from './schemas.js';
 import { ENDPOINTS_PREFIX, type EndpointService } from './service.js';
+import type { EndpointJobs } from './tasks.js';
 
 const READ_ONLY = 'GET, HEAD';
 
-export function endpointRoutes(service: EndpointService): Router {
+/**
+ * @param jobs the task-board side (async and batch); undefined when the task subsystem is absent or
+ * switched off, and those routes then answer 501.
+ */
+export function endpointRoutes(service: EndpointService, jobs: () => EndpointJobs | undefined = () => undefined): Router {
   const router = Router();
 
   router.get(ENDPOINTS_PREFIX, (_req, res) => {
@@ -47,6 +54,21 @@ export function endpointRoutes(service: EndpointService): Router {
       res.json(result);
       return;
     }
+    const base = config.path === '/' ? '' : config.path;
+    const variant = sub === `${base}/async` ? 'async' : sub === `${base}/batch` ? 'batch' : null;
+    if (variant) {
+      if (method !== 'POST') throw new HttpError(405, `${sub} accepts POST`, { Allow: 'POST' });
+      const board = jobs();
+      if (!board) throw notImplemented(`${variant} runs need the task subsystem (tasks.enabled)`);
+      const principal = (req as { principal?: string }).principal ?? 'local';
+      const chosen = typeof req.query.method === 'string' ? req.query.method : undefined;
+      const task =
+        variant === 'async'
+          ? await board.submitCall(name, chosen, req.body, principal)
+          : await board.submitBatch(name, chosen, req.body, principal);
+      res.status(202).location(`/api/v1/tasks/${task.id}`).json(task);
+      return;
+    }
     if (sub === '/health' || sub === '/info') {
       if (method !== 'GET' && method !== 'HEAD') {
         throw new HttpError(405, `${sub} accepts ${READ_ONLY}`, { Allow: READ_ONLY });
@@ -59,7 +81,7 @@ export function endpointRoutes(service: EndpointService): Router {
       res.status(health.ready ? 200 : 503).json(health);
       return;
     }
-    throw notFound(`endpoint '${name}' has no route ${sub} (its path is ${config.path}; also /health and /info)`);
+    throw notFound(`endpoint '${name}' has no route ${sub} (its path is ${config.path}, with /async and /batch; also /health and /info)`);
   });
 
   return router;

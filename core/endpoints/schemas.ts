@@ -14,6 +14,10 @@
  * - OAuth2: `token_leeway` defaults to 30 s; the client authenticates with HTTP Basic
  *   (`client_auth: 'basic'`, RFC 6749 §2.3.1) or in the form body (`'body'`); a token response
  *   without `expires_in` is cached for 300 s.
+ * - `${NAME}` references are allowed in every string an upstream is built from — base_url, path,
+ *   headers, health_path and every auth string — and resolved per request (interpolation.ts).
+ *   Names (endpoint, upstream) and the endpoint's own path are literal: they become routes, result
+ *   keys and metric labels, which must never carry an environment value.
  * - Paths are literal (no `:param` segments): the spec gives the input through the body or the
  *   query only, and a literal path keeps `/health` and `/info` unambiguous.
  */

@@ -185,6 +185,12 @@ export class EndpointService {
     return config;
   }
 
+  /** Validate `raw` against the endpoint's request model without calling it (422 naming the field). */
+  checkInput(name: string, raw: unknown, where: string): void {
+    const config = this.require(name);
+    if (config.request) parseInput(config.request, raw, where);
+  }
+
   /**
    * Methods the main route answers: the declared ones, plus HEAD wherever GET is declared (HTTP
    * semantics: a HEAD is a GET without the body, RFC 9110 §9.3.2).

@@ -11,8 +11,25 @@ import { endpointRouteDocs, LIST_DOC } from './docs.js';
 import { endpointKind, registryCatalog } from './kind.js';
 import { endpointRoutes } from './routes.js';
 import { EndpointService } from './service.js';
+import { EndpointJobs } from './tasks.js';
 
 const services = new WeakMap<HangarContext, EndpointService>();
+const jobs = new WeakMap<HangarContext, EndpointJobs>();
+
+/**
+ * The async/batch side, created once the task board exists. Subsystems are set up in list order and
+ * this one is mounted before the platform's per-agent routes, so the board may not exist yet at our
+ * setup: it is created at setup when it can be, else on the first registry change (discovery runs
+ * after every setup) or the first async request, whichever comes first.
+ */
+function jobsOf(ctx: HangarContext): EndpointJobs | undefined {
+  let found = jobs.get(ctx);
+  if (!found && ctx.tasks?.enabled) {
+    found = new EndpointJobs(ctx.tasks, endpointServiceOf(ctx));
+    jobs.set(ctx, found);
+  }
+  return found;
+}
 
 /** The endpoint service of a running server (set up by this subsystem). */
 export function endpointServiceOf(ctx: HangarContext): EndpointService {
@@ -34,6 +51,7 @@ export const endpointsSubsystem: Subsystem = {
     services.set(ctx, service);
     ctx.openapi.add(LIST_DOC);
     ctx.openapi.addProvider(() => endpointRouteDocs(service));
+    if (!jobsOf(ctx)) ctx.registry.once('change', () => jobsOf(ctx));
   },
-  routes: (ctx) => endpointRoutes(endpointServiceOf(ctx)),
+  routes: (ctx) => endpointRoutes(endpointServiceOf(ctx), () => jobsOf(ctx)),
 };

@@ -3,7 +3,7 @@ import type { Logger } from '../kernel/log.js';
 import type { Settings } from '../kernel/settings.js';
 import type { Metrics } from '../platform/metrics.js';
 import { notFound, toHttpError } from './errors.js';
-import { effectiveRateLimit, hostCheck, principalMiddleware, rateLimiter } from './security.js';
+import { effectiveRateLimit, hostCheck, principalMiddleware, reconfigurableRateLimiter } from './security.js';
 
 /**
  * The express app's fixed frame: security and bookkeeping middleware in front, the catch-all 404
@@ -56,7 +56,9 @@ export function createApp({ settings, log, metrics, extraTokens }: AppDeps): Exp
   });
   app.use(hostCheck(settings));
   app.use(principalMiddleware(settings, extraTokens));
-  app.use(rateLimiter(effectiveRateLimit(settings)));
+  // Kept on app.locals so the control plane can change the limits of a running server.
+  app.locals.rateLimiter = reconfigurableRateLimiter(effectiveRateLimit(settings));
+  app.use(app.locals.rateLimiter);
   app.use(express.json({ limit: settings.bodyLimit, strict: false }));
   return app;
 }

@@ -150,6 +150,25 @@ export function effectiveRateLimit(settings: Settings): RateLimitSettings {
   };
 }
 
+/** The rate limiter of a running app: its limits can be changed at run time (the control plane does). */
+export interface ReconfigurableRateLimiter extends RequestHandler {
+  readonly limits: RateLimitSettings;
+  /** Swap in new limits; counting starts afresh (the old window's counters are dropped). */
+  reconfigure(limits: RateLimitSettings): void;
+}
+
+export function reconfigurableRateLimiter(initial: RateLimitSettings): ReconfigurableRateLimiter {
+  let current = { limits: initial, handler: rateLimiter(initial) };
+  const limiter = function runtimeRateLimit(req: Request, res: Response, next: NextFunction) {
+    return current.handler(req, res, next);
+  } as ReconfigurableRateLimiter;
+  Object.defineProperty(limiter, 'limits', { get: () => current.limits });
+  limiter.reconfigure = (limits) => {
+    current = { limits, handler: rateLimiter(limits) };
+  };
+  return limiter;
+}
+
 /** Per-principal fixed-window limit; probes are never limited. */
 export function rateLimiter(limits: RateLimitSettings): RequestHandler {
   if (!limits.enabled) return function noRateLimit(_req, _res, next) { next(); };
@@ -159,6 +178,8 @@ export function rateLimiter(limits: RateLimitSettings): RequestHandler {
     standardHeaders: 'draft-7',
     legacyHeaders: false,
     keyGenerator: (req) => req.principal ?? 'anonymous',
+    // Built at run time too (the control plane reconfigures limits from a request handler).
+    validate: { creationStack: false },
     skip: (req) => PUBLIC_PATHS.has(req.path),
     handler: (req, _res, next) => {
       const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;

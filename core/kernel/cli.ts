@@ -12,6 +12,7 @@ export const HELP = `${PLATFORM_NAME} ${VERSION} — local-first agent platform
 Usage:
   hangar [options]                 start the platform (desktop window unless --no-window)
   hangar notebook <command> ...    reactive notebooks (hangar notebook --help)
+  hangar code <command> ...        coding runs: run, teams, preselect, calibrate (hangar code --help)
 
 Options:
   --no-window        run headless: serve the API and UI, open no window

@@ -4,4 +4,7 @@
  */
 export type CommandRunner = (args: string[]) => Promise<number>;
 
-export const COMMANDS: Record<string, () => Promise<CommandRunner>> = {};
+export const COMMANDS: Record<string, () => Promise<CommandRunner>> = {
+  code: () => import('../coderun/cli.js').then((m) => m.codeCli),
+  notebook: () => import('../notebook/cli.js').then((m) => (args: string[]) => m.notebookCli(args)),
+};

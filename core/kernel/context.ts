@@ -6,6 +6,7 @@ import type { Metrics } from '../platform/metrics.js';
 import type { Store } from '../storage/store.js';
 import type { TaskService } from '../tasks/service.js';
 import type { AgentRuntime } from '../agents/runtime.js';
+import type { InvocationRecorder } from '../logs/recorder.js';
 import type { Discovery } from './discovery.js';
 import type { Logger } from './log.js';
 import type { DropInKind, Registry } from './registry.js';
@@ -53,6 +54,8 @@ export interface HangarContext {
   tasks?: TaskService;
   /** The agent runtime (core/agents): execution service, engine, threads, feedback; set by its subsystem. */
   agents?: AgentRuntime;
+  /** The invocation log (core/logs): every call to a resource is recorded here; set by its subsystem. */
+  invocations?: InvocationRecorder;
 }
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, principal: string) => void;

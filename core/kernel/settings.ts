@@ -62,7 +62,36 @@ export const SettingsSchema = z
         retries: z.coerce.number().int().nonnegative().default(2),
       })
       .prefault({}),
+    /** ML plugins (core/ml): worker threads of the prediction pool (default: cores − 1, at least 1) and a heap cap per thread. */
+    plugins: z
+      .object({
+        threads: z.coerce.number().int().positive().optional(),
+        maxHeapMb: z.coerce.number().int().positive().optional(),
+      })
+      .prefault({}),
+    /**
+     * Invocation logs (core/logs): off by default. `retain` bounds how many records are kept (oldest
+     * go first); inputs and outputs longer than `maxFieldChars` of JSON are truncated.
+     */
+    logs: z
+      .object({
+        enabled: z.boolean().default(false),
+        retain: z.coerce.number().int().positive().default(10_000),
+        maxFieldChars: z.coerce.number().int().min(64).default(2_000),
+      })
+      .prefault({}),
+    /**
+     * Control plane (core/control): off by default; when on, `token` (or a `${ENV}` reference) is
+     * required in the X-Control-Token header of every /api/v1/control request.
+     */
+    control: z
+      .object({
+        enabled: z.boolean().default(false),
+        token: z.string().min(1).optional(),
+      })
+      .prefault({}),
     watch: z.boolean().default(true),
+    code: z.record(z.string(), z.unknown()).default({}), // coding-run keys; validated by core/coderun (CodeConfigSchema)
     requestLog: z.boolean().default(true),
     /** Maximum JSON request body. */
     bodyLimit: z.string().default('1mb'),
@@ -187,6 +216,7 @@ export function redactSettings(settings: Settings): Record<string, unknown> {
     ...settings,
     auth: { tokens: Object.fromEntries(Object.keys(settings.auth.tokens).map((p) => [p, hide(settings.auth.tokens[p])])) },
     model: { ...settings.model, apiKey: hide(settings.model.apiKey) },
+    control: { ...settings.control, token: hide(settings.control.token) },
   };
 }
 

@@ -2,12 +2,21 @@ import { a2aSubsystem } from '../a2a/subsystem.js';
 import { agentKind } from '../agents/kind.js';
 import { agentsSubsystem } from '../agents/subsystem.js';
 import { endpointsSubsystem } from '../endpoints/subsystem.js';
+import { pipelinesSubsystem } from '../pipelines/subsystem.js';
+import { coderunSubsystem } from '../coderun/subsystem.js';
 import { feedbackSubsystem } from '../feedback/subsystem.js';
+import { notebookSubsystem } from '../notebook/subsystem.js';
 import { docsRoutes } from '../http/docs.js';
 import { platformRoutes, registerPlatformDocs } from '../platform/routes.js';
 import { storageRoutes } from '../storage/routes.js';
+import { controlSubsystem } from '../control/subsystem.js';
+import { ingestionSubsystem } from '../ingestion/subsystem.js';
+import { logsSubsystem } from '../logs/subsystem.js';
+import { pluginsSubsystem } from '../ml/subsystem.js';
 import { tasksSubsystem } from '../tasks/subsystem.js';
 import { threadsSubsystem } from '../threads/subsystem.js';
+import { studioSubsystem } from '../studio/subsystem.js';
+import { uiSubsystem } from '../ui/subsystem.js';
 import type { Subsystem } from './context.js';
 
 /**
@@ -15,7 +24,10 @@ import type { Subsystem } from './context.js';
  * per-agent ones (`/api/v1/:agent/...`), so `/api/v1/status` is never taken for an agent.
  */
 export const SUBSYSTEMS: Subsystem[] = [
+  controlSubsystem, // first: its gate (maintenance, drain, disable) runs before every other router
+  logsSubsystem, // second: its middleware records calls to agents, endpoints and pipelines before their routers answer
   endpointsSubsystem, // before platform: /api/v1/:agent/health would shadow /api/v1/endpoints/health
+  pipelinesSubsystem, // likewise for /api/v1/pipelines/...; looks up agents, plugins and tasks at call time
   {
     name: 'platform',
     kinds: [agentKind],
@@ -28,8 +40,14 @@ export const SUBSYSTEMS: Subsystem[] = [
   { name: 'docs', routes: (ctx) => docsRoutes(ctx.openapi) },
   { name: 'storage', routes: storageRoutes },
   tasksSubsystem,
+  pluginsSubsystem, // /api/v1/plugins/... (needs ctx.tasks for /predict/async)
+  ingestionSubsystem, // /api/v1/ingestors, /api/v1/ingestion/... (needs ctx.tasks for /run/async)
   a2aSubsystem, // /api/v1/:agent/invoke/async and /api/v1/:agent/a2a/tasks (needs ctx.tasks)
   agentsSubsystem, // per-agent execution + HITL: /api/v1/:agent/{invoke,chat,optimize,threads/:id/(pending|approve|reject)}
   threadsSubsystem,
   feedbackSubsystem,
+  coderunSubsystem, // /api/runs, /api/teams, /api/tasks, /api/config, /api/calibration behind the session token
+  studioSubsystem, // /studio/... debug interface (needs ctx.agents)
+  uiSubsystem, // /ui/ (desktop/views) and the live channel /api/v1/events
+  notebookSubsystem, // /api/notebooks/... and the live channel /api/notebooks/ws
 ];

@@ -74,6 +74,8 @@ export interface CellAnalysis {
   program?: string;
   /** lineMap[i] = 1-based source line of program line i + 1; missing entries map to nothing. */
   lineMap?: number[];
+  /** For TypeScript cells: per program line, `[column, sourceLine]` segments (see decodeSegments). */
+  segmentMap?: Array<Array<[number, number]>>;
   /** Whether the last top-level statement is an expression whose value is the cell's output. */
   hasValue: boolean;
 }
@@ -82,7 +84,7 @@ export interface CellAnalysis {
  * Helpers the kernel puts in every cell's scope (see `kernel-worker.ts`). They are treated as
  * globals so using them creates no dependency.
  */
-export const KERNEL_HELPERS = ['display', 'html', 'svg', 'md', 'chart', 'table', 'image'] as const;
+export const KERNEL_HELPERS = ['display', 'html', 'svg', 'md', 'chart', 'table', 'image', 'notebookPath'] as const;
 
 /**
  * Globals: the ECMAScript/Node set the worker will have, captured from this realm plus a fixed
@@ -123,24 +125,47 @@ const CACHE_LIMIT = 5000;
  * edit costs one parse. The returned object is shared; treat it as read-only.
  */
 export async function analyzeCell(source: string): Promise<CellAnalysis> {
-  const hit = cache.get(source);
-  if (hit) return hit;
-  const result = await analyzeUncached(source);
-  if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-  cache.set(source, result);
-  return result;
+  return (await analyzeCells([source]))[0];
 }
 
-async function analyzeUncached(source: string): Promise<CellAnalysis> {
-  const parsed = await toJavaScript(source);
+/**
+ * Analyse many cells at once. Plain JavaScript goes straight to acorn; TypeScript cells are
+ * stripped by esbuild in one batch (one call instead of one per cell — a round trip to esbuild's
+ * service costs more than stripping a cell), falling back to one call per cell when the batch fails.
+ */
+export async function analyzeCells(sources: readonly string[]): Promise<CellAnalysis[]> {
+  const results: CellAnalysis[] = new Array(sources.length);
+  const pending: number[] = [];
+  const typescript: number[] = [];
+  sources.forEach((source, i) => {
+    const hit = cache.get(source);
+    if (hit) {
+      results[i] = hit;
+      return;
+    }
+    const plain = parsePlain(source);
+    if (plain) results[i] = fromParsed(plain);
+    else typescript.push(i);
+    pending.push(i);
+  });
+  const stripped = await stripTypeScript(typescript.map((i) => sources[i]));
+  typescript.forEach((i, k) => (results[i] = fromParsed(stripped[k])));
+  for (const i of pending) {
+    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+    cache.set(sources[i], results[i]);
+  }
+  return results;
+}
+
+function fromParsed(parsed: Parsed): CellAnalysis {
   if ('problem' in parsed) {
     return { writes: [], reads: [], globals: [], privates: [], problems: [parsed.problem], hasValue: false };
   }
-  return visit(parsed.js, parsed.ast, parsed.lineMap);
+  return visit(parsed.js, parsed.ast, parsed.lineMap, parsed.segments);
 }
 
 type Parsed =
-  | { js: string; ast: acorn.Program; lineMap?: number[] }
+  | { js: string; ast: acorn.Program; lineMap?: number[]; segments?: Array<Array<[number, number]>> }
   | { problem: CellProblem };
 
 function parse(js: string): acorn.Program {
@@ -157,27 +182,133 @@ function parse(js: string): acorn.Program {
  * esbuild round trip costs, and line numbers stay exact. Anything acorn rejects (type annotations,
  * `enum`, `as`, ...) or that looks like a generic call goes through esbuild's TypeScript loader.
  */
-async function toJavaScript(source: string): Promise<Parsed> {
-  if (!GENERIC_CALL.test(source)) {
-    try {
-      return { js: source, ast: parse(source) };
-    } catch {
-      // Not plain JavaScript: let esbuild decide, its TypeScript errors are the ones to show.
-    }
+function parsePlain(source: string): Parsed | undefined {
+  if (GENERIC_CALL.test(source)) return undefined;
+  try {
+    return { js: source, ast: parse(source) };
+  } catch {
+    // Not plain JavaScript: let esbuild decide, its TypeScript errors are the ones to show.
+    return undefined;
   }
+}
+
+const TS_OPTIONS = {
+  loader: 'ts' as const,
+  sourcemap: 'external' as const,
+  sourcefile: 'cell.ts',
+  // Keep imports that look unused: a cell may import for side effects or for a later cell.
+  tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+  target: 'es2022',
+};
+
+const MODULE_SYNTAX = /^\s*(import|export)\b/m;
+const BATCH_MARKER = '//! @@hangar-cell ';
+const IDENTIFIER = /[\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*/gu;
+const wordsOf = (source: string) => new Set(source.match(IDENTIFIER) ?? []);
+
+/**
+ * Strip types from many cells with one esbuild call: each cell becomes the body of its own
+ * function after a legal-comment marker (`//!` comments survive the transform), and the output is
+ * split at the markers. Two traps, both handled:
+ * - esbuild renames any declaration that would shadow a name used elsewhere in the file — and one
+ *   cell's declarations are exactly other cells' free names. The source map records the original
+ *   name of every renamed identifier, so `restoreNames` puts them back.
+ * - Anything esbuild invents that has no original name (helpers for decorators, say) would break
+ *   the split, so a cell whose output uses an identifier that is not a word of its source is redone
+ *   alone, as are cells with `import`/`export` (not allowed in a function) and, when the batch as a
+ *   whole fails (a syntax error somewhere), every cell — so errors are reported against the cell's
+ *   own source.
+ */
+async function stripTypeScript(sources: string[]): Promise<Parsed[]> {
+  const results: Array<Parsed | undefined> = new Array(sources.length);
+  const batch: number[] = [];
+  sources.forEach((source, i) => {
+    if (!MODULE_SYNTAX.test(source)) batch.push(i);
+  });
+  if (batch.length > 1) {
+    const split = await transformBatch(batch.map((i) => sources[i]));
+    batch.forEach((i, k) => (results[i] = split[k]));
+  }
+  await Promise.all(sources.map(async (source, i) => (results[i] ??= await transformOne(source))));
+  return results as Parsed[];
+}
+
+async function transformBatch(sources: string[]): Promise<Array<Parsed | undefined>> {
+  const words = sources.map(wordsOf);
+  const parts: string[] = [];
+  const firstLine: number[] = []; // 1-based line of each cell's first source line in the batch
+  let line = 1;
+  sources.forEach((source, k) => {
+    parts.push(`${BATCH_MARKER}${k}\nasync function __hangar_cell_${k}() {\n${source}\n}\n`);
+    firstLine.push(line + 2);
+    line += source.split('\n').length + 3;
+  });
+  const none = sources.map(() => undefined);
+  let code: string;
+  let map: string;
+  try {
+    ({ code, map } = await transform(parts.join(''), TS_OPTIONS));
+  } catch {
+    return none;
+  }
+  const lines = code.split('\n');
+  const segments = decodeSegments(map);
+  const names = (JSON.parse(map) as { names: string[] }).names;
+  const markers: number[] = [];
+  lines.forEach((text, i) => {
+    if (text.startsWith(BATCH_MARKER)) markers.push(i);
+  });
+  if (markers.length !== sources.length) return none;
+  return sources.map((_source, k) => {
+    const open = markers[k] + 1;
+    let end = (k + 1 < markers.length ? markers[k + 1] : lines.length) - 1;
+    while (end > open && lines[end] === '') end--;
+    // The function must come back whole; anything else and we do not trust the split.
+    if (lines[markers[k]] !== `${BATCH_MARKER}${k}` || lines[open] !== `async function __hangar_cell_${k}() {` || lines[end] !== '}') {
+      return undefined;
+    }
+    const own = segments.slice(open + 1, end).map((segs) =>
+      segs.map(([column, sourceLine, name]) => [column, sourceLine - firstLine[k] + 1, name] as Segment).filter(([, l]) => l >= 1),
+    );
+    const js = lines.slice(open + 1, end).map((text, i) => restoreNames(text, own[i], names)).join('\n');
+    let ast: acorn.Program;
+    try {
+      ast = parse(js);
+    } catch {
+      return undefined;
+    }
+    let invented = false;
+    walk.full(ast, (node) => {
+      if (node.type === 'Identifier' && !words[k].has((node as acorn.Identifier).name)) invented = true;
+    });
+    if (invented) return undefined;
+    const lineMap = own.map((segs) => segs[0]?.[1]) as number[];
+    return { js, ast, lineMap, segments: own.map((segs) => segs.map(([c, l]) => [c, l] as [number, number])) };
+  });
+}
+
+/**
+ * Undo esbuild's renaming on one generated line: segments carrying a name index mark where an
+ * identifier with that original name starts. Replaced right to left so earlier columns hold; the
+ * segments' columns are then slightly off on that line, which only blurs error columns.
+ */
+function restoreNames(text: string, segments: Segment[], names: string[]): string {
+  let out = text;
+  for (const [column, , name] of [...segments].reverse()) {
+    if (name === undefined) continue;
+    const original = names[name];
+    const current = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*/u.exec(out.slice(column))?.[0];
+    if (!current || current === original) continue;
+    out = out.slice(0, column) + original + out.slice(column + current.length);
+  }
+  return out;
+}
+
+async function transformOne(source: string): Promise<Parsed> {
   let js: string;
   let map: string;
   try {
-    const out = await transform(source, {
-      loader: 'ts',
-      sourcemap: 'external',
-      sourcefile: 'cell.ts',
-      // Keep imports that look unused: a cell may import for side effects or for a later cell.
-      tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
-      target: 'es2022',
-    });
-    js = out.code;
-    map = out.map;
+    ({ code: js, map } = await transform(source, TS_OPTIONS));
   } catch (err) {
     const first = (err as { errors?: Array<{ text: string; location?: { line: number; column: number } | null }> })
       .errors?.[0];
@@ -191,9 +322,10 @@ async function toJavaScript(source: string): Promise<Parsed> {
       },
     };
   }
-  const lineMap = decodeLineMap(map);
+  const segments = decodeSegments(map).map((segs) => segs.map(([c, l]) => [c, l] as [number, number]));
+  const lineMap = segments.map((segs) => segs[0]?.[1]) as number[];
   try {
-    return { js, ast: parse(js), lineMap };
+    return { js, ast: parse(js), lineMap, segments };
   } catch (err) {
     // esbuild accepted it but acorn did not (a syntax newer than acorn knows): report, mapped back.
     const loc = (err as { loc?: { line: number; column: number } }).loc;
@@ -209,40 +341,70 @@ async function toJavaScript(source: string): Promise<Parsed> {
 }
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-const BASE64_INDEX = new Map([...BASE64].map((ch, i) => [ch, i]));
+const BASE64_INDEX = new Int8Array(128).fill(-1);
+for (let i = 0; i < BASE64.length; i++) BASE64_INDEX[BASE64.charCodeAt(i)] = i;
 
 /**
  * Decode just enough of a source map to know, for each generated line, which source line it came
  * from (the first mapped segment wins). Used to report runtime errors at the cell's own line.
  */
 export function decodeLineMap(mapJson: string): number[] {
+  return decodeSegments(mapJson).map((segments) => segments[0]?.[1]) as number[];
+}
+
+/** `[generatedColumn, sourceLine, nameIndex?]`: the name index is set where esbuild renamed an identifier. */
+export type Segment = [number, number, number?];
+
+/**
+ * Per generated line, the `[generatedColumn, sourceLine]` pairs of its mapped segments (columns
+ * 0-based, lines 1-based). esbuild joins chained calls onto one line, so a runtime error's column
+ * is needed to find the source line it came from.
+ */
+export function decodeSegments(mapJson: string): Array<Array<Segment>> {
   const { mappings } = JSON.parse(mapJson) as { mappings: string };
-  const lines: number[] = [];
+  const lines: Array<Array<Segment>> = [[]];
   let sourceLine = 0;
-  mappings.split(';').forEach((line, generatedLine) => {
-    let first: number | undefined;
-    for (const segment of line.split(',')) {
-      if (!segment) continue;
-      const fields: number[] = [];
-      let value = 0;
-      let shift = 0;
-      for (const ch of segment) {
-        const digit = BASE64_INDEX.get(ch)!;
-        value += (digit & 31) << shift;
-        if (digit & 32) shift += 5;
-        else {
-          fields.push(value & 1 ? -(value >>> 1) : value >>> 1);
-          value = 0;
-          shift = 0;
-        }
-      }
-      if (fields.length >= 4) {
+  let nameIndex = 0;
+  let column = 0;
+  // One pass over the characters: `;` ends a line, `,` a segment, anything else is a VLQ digit.
+  const fields = [0, 0, 0, 0, 0];
+  let count = 0;
+  let value = 0;
+  let shift = 0;
+  const endSegment = () => {
+    if (count > 0) {
+      column += fields[0];
+      if (count >= 4) {
         sourceLine += fields[2];
-        first ??= sourceLine + 1;
+        if (count >= 5) {
+          nameIndex += fields[4];
+          lines[lines.length - 1].push([column, sourceLine + 1, nameIndex]);
+        } else lines[lines.length - 1].push([column, sourceLine + 1]);
       }
     }
-    if (first !== undefined) lines[generatedLine] = first;
-  });
+    count = 0;
+  };
+  for (let i = 0; i < mappings.length; i++) {
+    const code = mappings.charCodeAt(i);
+    if (code === 59 /* ; */) {
+      endSegment();
+      lines.push([]);
+      column = 0;
+    } else if (code === 44 /* , */) {
+      endSegment();
+    } else {
+      const digit = BASE64_INDEX[code];
+      value += (digit & 31) << shift;
+      if (digit & 32) shift += 5;
+      else {
+        if (count < 5) fields[count] = value & 1 ? -(value >>> 1) : value >>> 1;
+        count++;
+        value = 0;
+        shift = 0;
+      }
+    }
+  }
+  endSegment();
   return lines;
 }
 
@@ -278,7 +440,7 @@ function patternNames(pattern: acorn.Pattern | null | undefined, into: string[] 
 const isFunction = (node: acorn.Node): node is acorn.Function =>
   node.type === 'FunctionDeclaration' || node.type === 'FunctionExpression' || node.type === 'ArrowFunctionExpression';
 
-function visit(js: string, program: acorn.Program, lineMap?: number[]): CellAnalysis {
+function visit(js: string, program: acorn.Program, lineMap?: number[], segments?: Array<Array<[number, number]>>): CellAnalysis {
   const toSourceLine = (line: number) => (lineMap ? lineMap[line - 1] : line);
   const scopes = new Map<Scope, Set<string>>();
   const declare = (scope: Scope, name: string) => {
@@ -308,12 +470,21 @@ function visit(js: string, program: acorn.Program, lineMap?: number[]): CellAnal
     }
     return program;
   };
+  /** Initialiser ranges of top-level let/const declarations, by declared name (for self-reference). */
+  const initialisers = new Map<string, Array<{ start: number; end: number }>>();
   walk.ancestor(program, {
     VariableDeclaration(node, _state, ancestors) {
       const scope = nearest(ancestors, node.kind !== 'var');
       for (const declarator of node.declarations) for (const name of patternNames(declarator.id)) {
         declare(scope, name);
-        if (scope === program) topLevel.push(name);
+        if (scope !== program) continue;
+        topLevel.push(name);
+        // Only let/const: `var` has no dead zone, and esbuild compiles `enum E` to `var E = ...(E || {})`.
+        if (node.kind !== 'var' && declarator.init) {
+          const list = initialisers.get(name) ?? [];
+          list.push({ start: declarator.init.start, end: declarator.init.end });
+          initialisers.set(name, list);
+        }
       }
     },
     Function(node, _state, ancestors) {
@@ -379,22 +550,19 @@ function visit(js: string, program: acorn.Program, lineMap?: number[]): CellAnal
 
   /** `const x = x + 1`: a use of top-level `x` inside x's own initialiser, not behind a function. */
   const checkSelfReference = (name: string, node: acorn.Node, ancestors: acorn.Node[]) => {
+    const range = initialisers.get(name)?.find((r) => node.start >= r.start && node.end <= r.end);
+    if (!range) return;
+    // Behind a function or class body defined inside the initialiser, the use runs later: fine.
     for (let i = ancestors.length - 2; i >= 0; i--) {
-      const a = ancestors[i] as acorn.AnyNode;
+      const a = ancestors[i];
+      if (a.start < range.start) break;
       if (isFunction(a) || a.type === 'ClassBody') return;
-      // Only let/const: `var` has no dead zone, and esbuild compiles `enum E` to `var E = ((E) => ...)(E || {})`.
-      const declaration = ancestors[i - 1] as acorn.AnyNode | undefined;
-      if (a.type === 'VariableDeclarator' && a.init && declaration?.type === 'VariableDeclaration' &&
-        declaration.kind !== 'var' && patternNames(a.id).includes(name) &&
-        node.start >= a.init.start && node.end <= a.init.end) {
-        reportOnce(`self:${name}`, {
-          kind: 'self-reference', severity: 'error', name,
-          message: `\`${name}\` is used in its own definition; in a cell it refers to this cell's \`${name}\`, ` +
-            `which is not initialised yet. To build on another cell's \`${name}\`, give the result a new name`,
-        }, node);
-        return;
-      }
     }
+    reportOnce(`self:${name}`, {
+      kind: 'self-reference', severity: 'error', name,
+      message: `\`${name}\` is used in its own definition; in a cell it refers to this cell's \`${name}\`, ` +
+        `which is not initialised yet. To build on another cell's \`${name}\`, give the result a new name`,
+    }, node);
   };
 
   const reassignment = (name: string, node: acorn.Node) =>
@@ -537,6 +705,8 @@ function visit(js: string, program: acorn.Program, lineMap?: number[]): CellAnal
     problems,
     hasValue,
     ...(program_ !== undefined ? { program: program_, lineMap: programLineMap } : {}),
+    // Program line N + 1 is JS line N; the prologue line has no segments.
+    ...(program_ !== undefined && segments ? { segmentMap: [[], ...segments] } : {}),
   };
 }
 
@@ -599,13 +769,11 @@ export interface CellInput {
  * the execution order. Markdown and raw cells are nodes with no edges so ids stay aligned.
  */
 export async function analyzeNotebook(cells: readonly CellInput[]): Promise<NotebookAnalysis> {
-  const results = await Promise.all(
-    cells.map((cell) =>
-      cell.cell_type === 'code'
-        ? analyzeCell(cell.source)
-        : Promise.resolve<CellAnalysis>({ writes: [], reads: [], globals: [], privates: [], problems: [], hasValue: false }),
-    ),
-  );
+  const codeCells = cells.filter((cell) => cell.cell_type === 'code');
+  const analysed = await analyzeCells(codeCells.map((cell) => cell.source));
+  const byCell = new Map(codeCells.map((cell, i) => [cell, analysed[i]]));
+  const empty: CellAnalysis = { writes: [], reads: [], globals: [], privates: [], problems: [], hasValue: false };
+  const results = cells.map((cell) => byCell.get(cell) ?? empty);
   const label = (cell: CellInput) => (cell.name ? `"${cell.name}" (${cell.id})` : cell.id);
   const byId = new Map<string, AnalyzedCell>();
   const definedBy = new Map<string, CellInput[]>();

@@ -10,10 +10,10 @@ import { existsSync, readdirSync } from 'node:fs';
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { marked } from 'marked';
 import { analyzeNotebook } from './analysis.js';
+import { assetDir, packageRoot } from './assets.js';
 import { serializeNbTs } from './formats.js';
 import { escapeHtml, outputToHtml } from './render.js';
 import type { Notebook } from './schemas.js';
@@ -38,6 +38,8 @@ table.hangar-table th,table.hangar-table td{border:1px solid #d0d7de;padding:.25
 table.hangar-table td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.hangar-table thead{background:#f6f8fa}
 .output-html svg{max-width:100%;height:auto}
+.output-json{font:13px ui-monospace,monospace}.output-json ul{list-style:none;margin:0;padding-left:1.2rem}
+.output-json summary{cursor:pointer;color:#57606a}.json-key{color:#0550ae}.json-string{color:#0a3069}.json-number{color:#953800}
 .layout-grid .cells{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:1rem}
 .layout-dashboard .cells{display:grid;grid-template-columns:repeat(12,1fr);gap:1rem}
 .layout-dashboard .cell{grid-column:span 6;border:1px solid #d0d7de;border-radius:8px;padding:1rem;margin:0}
@@ -216,8 +218,6 @@ export async function htmlToPdf(html: string, output: string, env: NodeJS.Proces
 
 // ---- docker -----------------------------------------------------------------------------------
 
-const here = dirname(fileURLToPath(import.meta.url));
-
 /** Packages the bundled runner imports at run time (kept external so esbuild/piscina work). */
 const RUNTIME_PACKAGES = ['acorn', 'acorn-walk', 'ajv', 'arquero', 'diff', 'esbuild', 'marked', 'piscina', 'zod', 'express', 'ws'];
 
@@ -229,7 +229,9 @@ const RUNTIME_PACKAGES = ['acorn', 'acorn-walk', 'ajv', 'arquero', 'diff', 'esbu
  */
 export async function exportDocker(notebook: Notebook, outDir: string): Promise<string[]> {
   await mkdir(outDir, { recursive: true });
-  const rootPackage = JSON.parse(await readFile(join(here, '..', '..', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const here = assetDir();
+  if (!existsSync(join(here, 'cli.ts'))) throw new Error('docker export needs Hangar\'s sources (core/notebook/*.ts), which this installation lacks');
+  const rootPackage = JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
   const dependencies = Object.fromEntries(RUNTIME_PACKAGES.filter((p) => rootPackage.dependencies[p]).map((p) => [p, rootPackage.dependencies[p]]));
   await writeFile(join(outDir, 'package.json'), `${JSON.stringify({ name: `notebook-${notebook.name}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'), private: true, type: 'module', dependencies }, null, 2)}\n`);
   await writeFile(join(outDir, 'notebook.nb.ts'), serializeNbTs(notebook));

@@ -29,12 +29,13 @@
  * Both writers are deterministic: converting either way and back gives the same ids, names, types
  * and sources, and a second round trip is byte-identical to the first.
  */
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { readFile, writeFile, mkdir, rename } from 'node:fs/promises';
-import { basename, dirname, extname } from 'node:path';
+import { basename, dirname, extname, join } from 'node:path';
 import * as acorn from 'acorn';
-import { Ajv, type ErrorObject } from 'ajv';
-import { Cell, CellType, Notebook, type Output } from './schemas.js';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { assetDir } from './assets.js';
+import { CellType, Notebook, type Output } from './schemas.js';
 
 /** A file that cannot be read as a notebook; the message names the file and, when known, the line. */
 export class NotebookFormatError extends Error {
@@ -176,13 +177,15 @@ function toNotebook(raw: unknown, file: string): Notebook {
 
 // ---- .ipynb -----------------------------------------------------------------------------------
 
-const require_ = createRequire(import.meta.url);
-const schema = require_('./nbformat.v4.schema.json') as object;
-// strict: false — the upstream schema carries a few descriptive keys Ajv's strict mode rejects.
-const validator = new Ajv({ strict: false, allErrors: false }).compile(schema);
+let validator: ValidateFunction | undefined;
 
 /** Validate an nbformat document against the shipped v4.5 schema; returns readable errors. */
 export function validateIpynb(document: unknown): string[] {
+  if (!validator) {
+    const schema = JSON.parse(readFileSync(join(assetDir(), 'nbformat.v4.schema.json'), 'utf8')) as object;
+    // strict: false — the upstream schema carries a few descriptive keys Ajv's strict mode rejects.
+    validator = new Ajv({ strict: false, allErrors: false }).compile(schema);
+  }
   if (validator(document)) return [];
   return (validator.errors ?? []).map((e: ErrorObject) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
 }
@@ -334,8 +337,5 @@ export async function writeNotebookFile(notebook: Notebook, file: string): Promi
   await rename(tmp, file);
 }
 
-export const NOTEBOOK_EXTENSIONS = ['.nb.ts', '.ipynb'] as const;
 export const isNotebookFile = (file: string) => file.endsWith('.nb.ts') || extname(file) === '.ipynb';
 
-/** Parse-level check for a cell record coming from outside (used by the service). */
-export const parseCell = (value: unknown) => Cell.parse(value);

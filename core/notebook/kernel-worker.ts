@@ -34,6 +34,7 @@ export type KernelTask =
       reads: string[];
       writes: string[];
       lineMap: number[];
+      segmentMap?: Array<Array<[number, number]>>;
       executionCount: number;
     };
 
@@ -65,15 +66,13 @@ let fallbackDir = process.cwd();
 /** The run in progress: where console output and display() calls go. */
 let current: { runId: number; outputs: Output[]; seq: number } | undefined;
 
+/**
+ * Record an output and stream it. The task result carries every output in emission order (index =
+ * `seq`), so the server can deliver any the port has not delivered yet when the result arrives.
+ */
 function emit(output: Output): void {
   if (!current) return;
-  // Adjacent stream chunks merge, as Jupyter front-ends do, so a loop of console.log is one block.
-  const last = current.outputs[current.outputs.length - 1];
-  if (output.output_type === 'stream' && last?.output_type === 'stream' && last.name === output.name) {
-    last.text += output.text;
-  } else {
-    current.outputs.push(output);
-  }
+  current.outputs.push(output);
   port?.postMessage({ runId: current.runId, seq: current.seq++, output } satisfies StreamedOutput);
 }
 
@@ -91,6 +90,11 @@ Object.assign(globalThis, helpers, {
   display(value: unknown) {
     const data = renderValue(value);
     if (data) emit({ output_type: 'display_data', data, metadata: {} });
+  },
+  /** A path relative to the notebook's folder (worker threads cannot chdir, and files such as
+   * data sets live next to the notebook, not where the server was started). */
+  notebookPath(relativePath = '.') {
+    return resolvePath(baseDir, relativePath);
   },
 });
 globalThis.console = captured;
@@ -124,7 +128,22 @@ function compile(program: string, cellId: string) {
 }
 
 /** Turn a thrown value into an nbformat error whose traceback names cell lines, not program lines. */
-function errorOutput(err: unknown, cellId: string, lineMap: number[]): { output: Output; line?: number } {
+function errorOutput(
+  err: unknown,
+  cellId: string,
+  lineMap: number[],
+  segmentMap: Array<Array<[number, number]>> | undefined,
+): { output: Output; line?: number } {
+  const sourceLineOf = (programLine: number, column: number): number | undefined => {
+    // The last segment starting at or before the column (columns in stacks are 1-based).
+    const segments = segmentMap?.[programLine - 1];
+    if (segments && segments.length > 0) {
+      let best = segments[0][1];
+      for (const [start, line] of segments) if (start <= column - 1) best = line;
+      return best;
+    }
+    return lineMap[programLine - 1];
+  };
   const e = err instanceof Error ? err : new Error(String(err));
   const ename = e.name || 'Error';
   const evalue = err instanceof Error ? e.message : String(err);
@@ -134,12 +153,13 @@ function errorOutput(err: unknown, cellId: string, lineMap: number[]): { output:
   for (const frame of (e.stack ?? '').split('\n').slice(1)) {
     const at = frame.indexOf(marker);
     if (at < 0) continue;
-    const [programLine] = frame.slice(at + marker.length).split(':').map(Number);
-    const sourceLine = lineMap[programLine - 1];
+    const [programLine, column] = frame.slice(at + marker.length).split(':').map((n) => Number.parseInt(n, 10));
+    const sourceLine = sourceLineOf(programLine, column);
     if (sourceLine === undefined) continue;
     line ??= sourceLine;
     const fn = /^\s*at (?:async )?([^\s(]+) \(/.exec(frame)?.[1];
-    frames.push(`    at ${fn && fn !== 'eval' ? `${fn} ` : ''}(cell ${cellId}, line ${sourceLine})`);
+    const text = `    at ${fn && fn !== 'eval' ? `${fn} ` : ''}(cell ${cellId}, line ${sourceLine})`;
+    if (frames[frames.length - 1] !== text) frames.push(text);
   }
   return { output: { output_type: 'error', ename, evalue, traceback: [`${ename}: ${evalue}`, ...frames] }, line };
 }
@@ -203,7 +223,7 @@ async function run(task: Extract<KernelTask, { op: 'run' }>): Promise<RunResult>
     if (data) emit({ output_type: 'execute_result', execution_count: task.executionCount, data, metadata: {} });
     return finish('success');
   } catch (err) {
-    const { output, line } = errorOutput(err, task.cellId, task.lineMap);
+    const { output, line } = errorOutput(err, task.cellId, task.lineMap, task.segmentMap);
     emit(output);
     return finish('error', line);
   }

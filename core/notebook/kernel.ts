@@ -15,31 +15,31 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { buildSync } from 'esbuild';
 import { Piscina } from 'piscina';
+import { assetDir, moduleDir, packageRoot } from './assets.js';
 import type { KernelTask, RunResult, StreamedOutput } from './kernel-worker.js';
 import type { Output } from './schemas.js';
 
 export type { RunResult } from './kernel-worker.js';
-
-const here = dirname(fileURLToPath(import.meta.url));
-/** The repository (or installed package) root: where node_modules lives. */
-const packageRoot = join(here, '..', '..');
 
 let workerFile: string | undefined;
 
 /** Path of the runnable worker module, building it on first use when only the .ts exists. */
 export function kernelWorkerFile(): string {
   if (workerFile) return workerFile;
-  for (const built of ['kernel-worker.mjs', 'kernel-worker.js']) {
-    if (existsSync(join(here, built))) return (workerFile = join(here, built));
+  // A bundle (dist/, a Docker export) ships the worker prebuilt next to itself.
+  for (const dir of [moduleDir, assetDir()]) {
+    for (const built of ['kernel-worker.mjs', 'kernel-worker.js']) {
+      if (existsSync(join(dir, built))) return (workerFile = join(dir, built));
+    }
   }
+  const here = assetDir();
   const sources = ['kernel-worker.ts', 'render.ts'].map((f) => readFileSync(join(here, f), 'utf8'));
   const hash = createHash('sha256').update(sources.join('\0')).digest('hex').slice(0, 12);
-  const dir = join(packageRoot, 'node_modules', '.cache', 'hangar-notebook');
+  const dir = join(packageRoot(), 'node_modules', '.cache', 'hangar-notebook');
   const target = join(dir, `kernel-worker.${hash}.mjs`);
   if (!existsSync(target)) {
     mkdirSync(dir, { recursive: true });
@@ -73,6 +73,7 @@ export interface CellRun {
   reads: string[];
   writes: string[];
   lineMap: number[];
+  segmentMap?: Array<Array<[number, number]>>;
   executionCount: number;
   /** 0 or undefined = no limit. */
   timeoutMs?: number;
@@ -81,6 +82,18 @@ export interface CellRun {
 }
 
 export type KernelEndReason = 'interrupted' | 'timeout' | 'crashed';
+
+/** Adjacent chunks of the same stream become one output, as Jupyter front-ends show them. */
+export function mergeStreams(outputs: Output[]): Output[] {
+  const merged: Output[] = [];
+  for (const output of outputs) {
+    const last = merged[merged.length - 1];
+    if (output.output_type === 'stream' && last?.output_type === 'stream' && last.name === output.name) {
+      merged[merged.length - 1] = { ...last, text: last.text + output.text };
+    } else merged.push(output);
+  }
+  return merged;
+}
 
 export class Kernel {
   #pool: Piscina<KernelTask, RunResult | null> | undefined;
@@ -132,7 +145,7 @@ export class Kernel {
     this.#port = port1;
     this.#generation++;
     await pool.run(
-      { op: 'init', port: port2, baseDir: this.#options.baseDir, fallbackDir: packageRoot },
+      { op: 'init', port: port2, baseDir: this.#options.baseDir, fallbackDir: packageRoot() },
       { transferList: [port2] },
     );
   }
@@ -167,9 +180,16 @@ export class Kernel {
         reads: cell.reads,
         writes: cell.writes,
         lineMap: cell.lineMap,
+        ...(cell.segmentMap ? { segmentMap: cell.segmentMap } : {}),
         executionCount: cell.executionCount,
       }))!;
-      return result;
+      // The port and the task result are separate channels: outputs still in flight on the port are
+      // delivered from the result instead, and late port messages are ignored (listener removed).
+      this.#listeners.delete(runId);
+      result.outputs.forEach((output, seq) => {
+        if (!seen.has(seq)) cell.onOutput?.(output);
+      });
+      return { ...result, outputs: mergeStreams(result.outputs) };
     } catch (err) {
       const reason = this.#endReasons.get(pool) ?? 'crashed';
       if (reason === 'crashed' && this.#pool === pool) await this.#end('crashed');

@@ -181,14 +181,19 @@ export function chartBundle(spec: VegaLiteSpec): MimeBundle {
 
 const fmt = (n: number) => (Math.abs(n) >= 1000 || Number.isInteger(n) ? n.toLocaleString('en-US', { maximumFractionDigits: 0 }) : n.toPrecision(3));
 
-/** "Nice" ticks: steps of 1, 2 or 5 × 10^k, about five of them. */
-export function niceTicks(min: number, max: number, count = 5): number[] {
+/**
+ * "Nice" ticks: steps of 1, 2 or 5 × 10^k, about five of them. With `cover` the ticks extend to
+ * enclose [min, max] (a y axis grows to its top tick); without, they stay inside (an x axis).
+ */
+export function niceTicks(min: number, max: number, count = 5, cover = true): number[] {
   if (min === max) return [min];
   const raw = (max - min) / count;
   const power = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw)!;
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw * (1 - 1e-9))!;
+  const first = (cover ? Math.floor(min / step) : Math.ceil(min / step)) * step;
+  const last = (cover ? Math.ceil(max / step) : Math.floor(max / step)) * step;
   const ticks: number[] = [];
-  for (let t = Math.ceil(min / step) * step; t <= max + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
+  for (let i = 0; first + i * step <= last + step * 1e-9; i++) ticks.push(Number((first + i * step).toPrecision(12)));
   return ticks;
 }
 
@@ -263,7 +268,7 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
     const x0 = Math.min(...xs);
     const x1 = Math.max(...xs);
     sx = (v) => margin.left + ((num(v) - x0) / (x1 - x0 || 1)) * innerW;
-    for (const t of xTemporal ? [x0, (x0 + x1) / 2, x1] : niceTicks(x0, x1)) {
+    for (const t of xTemporal ? [x0, (x0 + x1) / 2, x1] : niceTicks(x0, x1, 5, false)) {
       xLabels.push({ at: sx(xTemporal ? new Date(t).toISOString() : t), text: xTemporal ? new Date(t).toISOString().slice(0, 10) : fmt(t) });
     }
   }
@@ -318,6 +323,25 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
 
 // ---- outputs → HTML (UI and export) -----------------------------------------------------------
 
+/**
+ * A collapsible JSON tree with `<details>` (no script needed, so it works in exports too). The top
+ * two levels start open; long arrays and objects show their first 100 entries.
+ */
+export function jsonTreeHtml(value: unknown, depth = 0): string {
+  if (value === null || typeof value !== 'object') {
+    const kind = value === null ? 'null' : typeof value;
+    return `<span class="json-${kind}">${escapeHtml(JSON.stringify(value) ?? String(value))}</span>`;
+  }
+  const isArray = Array.isArray(value);
+  const entries = isArray ? (value as unknown[]).map((v, i) => [String(i), v] as const) : Object.entries(value);
+  const shown = entries.slice(0, 100);
+  const label = isArray ? `Array(${entries.length})` : `Object {${entries.length} ${entries.length === 1 ? 'key' : 'keys'}}`;
+  if (entries.length === 0) return `<span class="json-empty">${isArray ? '[]' : '{}'}</span>`;
+  const items = shown.map(([k, v]) => `<li><span class="json-key">${escapeHtml(k)}</span>: ${jsonTreeHtml(v, depth + 1)}</li>`).join('');
+  const more = entries.length > shown.length ? `<li>… ${entries.length - shown.length} more</li>` : '';
+  return `<details${depth < 2 ? ' open' : ''}><summary>${label}</summary><ul>${items}${more}</ul></details>`;
+}
+
 /** The richest representation first, as Jupyter front-ends choose. */
 const PREFERENCE = ['text/html', 'image/svg+xml', 'image/png', 'image/jpeg', 'text/markdown', 'application/json', 'text/plain'];
 
@@ -336,7 +360,7 @@ export function bundleToHtml(data: MimeBundle, renderMarkdown: (md: string) => s
     case 'text/markdown':
       return `<div class="output-md">${renderMarkdown(text)}</div>`;
     case 'application/json':
-      return `<pre class="output-json">${escapeHtml(text)}</pre>`;
+      return `<div class="output-json">${jsonTreeHtml(value)}</div>`;
     default:
       return `<pre class="output-text">${escapeHtml(text)}</pre>`;
   }
@@ -365,8 +389,11 @@ export function outputToText(output: Output): string {
       return output.text;
     case 'display_data':
     case 'execute_result': {
-      const plain = output.data['text/plain'];
-      if (typeof plain === 'string') return plain;
+      // Markdown reads fine as text; other rich types are named, not dumped.
+      for (const mime of ['text/plain', 'text/markdown']) {
+        const text = output.data[mime];
+        if (typeof text === 'string') return text;
+      }
       const first = Object.keys(output.data)[0];
       return first ? `<${first}>` : '';
     }

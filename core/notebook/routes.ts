@@ -13,6 +13,7 @@
  * | POST | /api/notebooks/:nb/save | write the file |
  * | GET, POST | /api/notebooks/:nb/cells | list / add a cell |
  * | GET, PATCH, DELETE | /api/notebooks/:nb/cells/:cell | read / edit / delete a cell |
+ * | GET | /api/notebooks/:nb/cells/:cell/outputs.html | the cell's outputs rendered as in the HTML export |
  * | PUT | /api/notebooks/:nb/order | reorder `{order: [ids]}` |
  * | POST | /api/notebooks/:nb/cells/:cell/run | run a cell and its dependents |
  * | POST | /api/notebooks/:nb/run, /run-stale, /interrupt, /restart | kernel control |
@@ -29,6 +30,8 @@ import { Router, type Request, type Response, type NextFunction } from 'express'
 import { WebSocketServer, type WebSocket } from 'ws';
 import { parseInput } from '../http/validate.js';
 import { toHttpError } from '../http/errors.js';
+import { renderMarkdown } from './export.js';
+import { outputToHtml } from './render.js';
 import { CreateCellBody, CreateNotebookBody, ReorderBody, RunDocumentBody, SettingsBody, UpdateCellBody } from './schemas.js';
 import { NotebookService, toServiceError } from './service.js';
 import type { NotebookSession } from './session.js';
@@ -119,6 +122,12 @@ export function notebookRoutes(ctx: NotebookRoutesContext): Router & { service: 
     const s = await session(req);
     const cell = s.cell(param(req, 'cell'));
     res.json({ ...cell, state: s.state(cell.id) });
+  }));
+
+  // Outputs as HTML, rendered exactly as the HTML export renders them (tables, charts, markdown).
+  router.get('/api/notebooks/:nb/cells/:cell/outputs.html', route(async (req, res) => {
+    const cell = (await session(req)).cell(param(req, 'cell'));
+    res.type('html').send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
   }));
 
   router.patch('/api/notebooks/:nb/cells/:cell', route(async (req, res) => {
@@ -215,10 +224,19 @@ export function notebookUpgradeHandler(service: NotebookService) {
   };
 }
 
-export function attachNotebookSocket(server: Server, service: NotebookService): void {
+/**
+ * @param refuse returns why an upgrade must be refused (wrong Host or Origin), or undefined.
+ */
+export function attachNotebookSocket(server: Server, service: NotebookService, refuse?: (req: IncomingMessage) => string | undefined): void {
   const handle = notebookUpgradeHandler(service);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Upgrades on other paths are left alone so other subsystems can share the server.
-    if (new URL(req.url ?? '/', 'http://localhost').pathname === NOTEBOOK_WS_PATH) handle(req, socket, head);
+    if (new URL(req.url ?? '/', 'http://localhost').pathname !== NOTEBOOK_WS_PATH) return;
+    const refused = refuse?.(req);
+    if (refused) {
+      socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\n${refused}`);
+      return;
+    }
+    handle(req, socket, head);
   });
 }

@@ -7,17 +7,20 @@
  *   backend's API; the page reloads when a notebook file changes on disk (hot reload).
  * - `startAppServer`: a notebook as a small web app (`notebook app`): outputs only, in a layout.
  *
- * All bind to 127.0.0.1 by default: these servers run user code and have no authentication.
+ * All bind to 127.0.0.1 by default: these servers run user code and have no authentication, so
+ * they also refuse requests and ws upgrades whose Host (or Origin) is not a loopback name — the
+ * main server's DNS-rebinding defence (`core/http/security.ts`), reused as is.
  */
 import { mkdirSync, watch } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sep } from 'node:path';
-import express, { type Request, type Response } from 'express';
+import { dirname, sep } from 'node:path';
+import express from 'express';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { checkUpgrade, hostCheck } from '../http/security.js';
+import { SettingsSchema } from '../kernel/settings.js';
 import { readNotebookFile } from './formats.js';
-import { reportHtml, renderMarkdown, type Layout } from './export.js';
-import { outputToHtml } from './render.js';
+import { reportHtml, type Layout } from './export.js';
 import { attachNotebookSocket, notebookErrorHandler, notebookRoutes } from './routes.js';
 import { NotebookService, runNotebook } from './service.js';
 import { editorPageHtml } from './ui.js';
@@ -30,6 +33,15 @@ export interface RunningNotebookServer {
 
 export interface RunningSessionServer extends RunningNotebookServer {
   service: NotebookService;
+}
+
+/** Host/Origin checks for a server bound to `host` (the settings carry nothing else we use). */
+function guards(root: string, host: string) {
+  const settings = SettingsSchema.parse({ root, host });
+  return {
+    http: hostCheck(settings),
+    upgrade: (req: http.IncomingMessage) => checkUpgrade(req, settings)?.message,
+  };
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<number> {
@@ -63,7 +75,9 @@ export interface NotebookServerOptions {
 export async function startNotebookServer(options: NotebookServerOptions): Promise<RunningSessionServer> {
   const host = options.host ?? '127.0.0.1';
   const service = new NotebookService({ root: options.root });
+  const guard = guards(options.root, host);
   const app = express();
+  app.use(guard.http);
   if (options.allowOrigin) {
     const allowed = options.allowOrigin;
     app.use((req, res, next) => {
@@ -76,17 +90,16 @@ export async function startNotebookServer(options: NotebookServerOptions): Promi
   }
   app.use(express.json({ limit: '20mb' }));
   app.use(notebookRoutes({ service }));
-  app.get('/api/notebooks/:nb/cells/:cell/outputs.html', async (req: Request, res: Response) => {
-    const session = await service.open(String(req.params.nb));
-    const cell = session.cell(String(req.params.cell));
-    res.type('html').send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
-  });
   if (options.ui) {
     app.get('/', (_req, res) => void res.type('html').send(editorPageHtml({ api: '', initial: options.initial })));
   }
   app.use(notebookErrorHandler);
   const server = http.createServer(app);
-  attachNotebookSocket(server, service);
+  attachNotebookSocket(server, service, (req) => {
+    // The dev frontend runs on another port of the same loopback host; checkUpgrade compares
+    // host names only, so it passes.
+    return guard.upgrade(req);
+  });
   const port = await listen(server, options.port, host);
   return {
     url: `http://${host}:${port}`,
@@ -110,13 +123,17 @@ export async function startUiServer(options: {
   onFileChange?: (id: string) => Promise<unknown>;
 }): Promise<RunningNotebookServer> {
   const host = options.host ?? '127.0.0.1';
+  const guard = guards(options.root, host);
   const app = express();
+  app.use(guard.http);
   app.get('/', (_req, res) => void res.type('html').send(editorPageHtml({ api: options.api, initial: options.initial, hotReload: '/__reload' })));
   const server = http.createServer(app);
   const wss = new WebSocketServer({ noServer: true });
   const clients = new Set<WebSocket>();
   server.on('upgrade', (req, socket, head) => {
     if (req.url !== '/__reload') return void socket.destroy();
+    const refused = guard.upgrade(req);
+    if (refused) return void socket.end(`HTTP/1.1 403 Forbidden\r\n\r\n${refused}`);
     wss.handleUpgrade(req, socket, head, (ws) => {
       clients.add(ws);
       ws.on('close', () => clients.delete(ws));
@@ -167,6 +184,7 @@ export async function startAppServer(options: { file: string; port: number; host
   };
   let page = await render();
   const app = express();
+  app.use(guards(dirname(options.file), host).http);
   app.get('/', (_req, res) => void res.type('html').send(page.replace('</body>', `<form method="post" action="rerun" style="position:fixed;right:1rem;bottom:1rem"><button>Re-run</button></form></body>`)));
   app.post('/rerun', async (_req, res) => {
     page = await render();

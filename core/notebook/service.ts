@@ -28,6 +28,8 @@ export interface NotebookServiceOptions {
   root: string;
   /** Default per-cell timeout for sessions this service opens (ms, 0 = none). */
   cellTimeoutMs?: number;
+  /** Heap limit of each kernel in MB; a cell exceeding it crashes its kernel, never the server. */
+  maxHeapMb?: number;
 }
 
 export interface HeadlessRunResult {
@@ -54,11 +56,13 @@ async function guard<T>(work: () => Promise<T>): Promise<T> {
 export class NotebookService {
   readonly dir: string;
   readonly #cellTimeoutMs: number;
+  readonly #maxHeapMb: number | undefined;
   readonly #sessions = new Map<string, Promise<NotebookSession>>();
 
   constructor(options: NotebookServiceOptions) {
     this.dir = resolve(options.root, 'notebooks');
     this.#cellTimeoutMs = options.cellTimeoutMs ?? 0;
+    this.#maxHeapMb = options.maxHeapMb;
   }
 
   /** Resolve a notebook id to a file inside `notebooks/`, refusing anything that escapes it. */
@@ -105,7 +109,11 @@ export class NotebookService {
         const file = await this.resolvePath(id);
         const exists = await stat(file).then((s) => s.isFile(), () => false);
         if (!exists) throw notFound(`notebook ${id} not found`);
-        return new NotebookSession(await readNotebookFile(file), { filePath: file, cellTimeoutMs: this.#cellTimeoutMs });
+        return new NotebookSession(await readNotebookFile(file), {
+          filePath: file,
+          cellTimeoutMs: this.#cellTimeoutMs,
+          ...(this.#maxHeapMb ? { maxHeapMb: this.#maxHeapMb } : {}),
+        });
       });
       this.#sessions.set(id, session);
       // A failed open must not stick: the next request tries again (the file may be fixed by then).
@@ -143,11 +151,12 @@ export class NotebookService {
   /**
    * Hot reload: the file changed on disk. When it no longer matches the open session (an edit in
    * another editor, not our own save), drop the session so the next open reads the new file.
-   * Returns whether the session was dropped.
+   * Returns whether the file differs from what this service holds (so pages should reload);
+   * a notebook that is not open always counts as changed.
    */
   async reloadIfChanged(id: string): Promise<boolean> {
     const pending = this.#sessions.get(id);
-    if (!pending) return false;
+    if (!pending) return true;
     const session = await pending.catch(() => undefined);
     const file = session?.filePath;
     const onDisk = file ? await readFile(file, 'utf8').catch(() => undefined) : undefined;
@@ -177,4 +186,3 @@ export async function runNotebook(notebook: Notebook, options: { filePath?: stri
   }
 }
 
-export { guard as guardNotebookErrors };

@@ -21,7 +21,7 @@ import { analyzeNotebook, type CellProblem, type NotebookAnalysis } from './anal
 import { ancestors, descendants, topologicalOrder } from './graph.js';
 import { Kernel } from './kernel.js';
 import { writeNotebookFile } from './formats.js';
-import { Cell, CellState, newCellId, type CellType, type Notebook, type Output } from './schemas.js';
+import { Cell, newCellId, type CellState, type CellType, type Notebook, type Output } from './schemas.js';
 
 /** Everything a UI needs to follow a session live; sent as JSON over the ws channel. */
 export type SessionEvent =
@@ -305,6 +305,7 @@ export class NotebookSession {
       reads: info.dependsOn,
       writes: info.writes,
       lineMap: info.lineMap ?? [],
+      ...(info.segmentMap ? { segmentMap: info.segmentMap } : {}),
       executionCount,
       timeoutMs: this.cellTimeoutMs,
       onOutput: (output) => this.#emit({ type: 'output', cellId: id, output }),
@@ -392,4 +393,3 @@ export class NotebookSession {
   }
 }
 
-export { CellState };

@@ -307,7 +307,7 @@ export class TaskService {
     };
     const live = this.track(task, [], options.run);
     this.append(live, 'status');
-    await this.save(live);
+    await this.persistNow(live);
     // Copied before the runner may pick it up, so the caller sees what was stored: `submitted`.
     const submitted = copyTask(task);
     this.queue.push(task.id);
@@ -540,7 +540,7 @@ export class TaskService {
       this.append(live, 'status');
       // `working` is on disk before the work runs: after a crash, recovery must not mistake work
       // that may have had effects for work that never started.
-      await this.save(live);
+      await this.persistNow(live);
       if (live.finishing || this.stopped) return;
 
       let result: unknown;
@@ -663,6 +663,16 @@ export class TaskService {
     await this.tasks.put(live.task.id, copyTask(live.task));
   }
 
+  /**
+   * A status change: its event, then the record, on disk before the caller goes on. The log goes
+   * first so a record never claims a sequence (or a terminal status) its log does not hold yet.
+   */
+  private async persistNow(live: LiveTask): Promise<void> {
+    this.flushEvents(live);
+    await Promise.all([...live.writes]);
+    await this.save(live);
+  }
+
   /** Persist the record after a burst of progress events, once, on the next turn of the loop. */
   private saveSoon(live: LiveTask): void {
     if (live.saveQueued) return;
@@ -693,10 +703,8 @@ export class TaskService {
     if (fields.error !== undefined) task.error = fields.error;
     task.progress = fields.progress ?? { percent: task.progress.percent, message: status === 'failed' ? (fields.error ?? 'failed') : status };
     this.append(live, 'status', status === 'completed' ? { result: task.result } : { error: task.error });
-    this.flushEvents(live);
     try {
-      await Promise.all([...live.writes]);
-      await this.save(live);
+      await this.persistNow(live);
     } finally {
       this.live.delete(task.id);
       for (const listener of live.listeners) listener.onEnd();
@@ -771,7 +779,7 @@ export class TaskService {
         task.progress = { percent: 0, message: 're-queued after a restart' };
         this.append(live, 'status');
       }
-      await this.save(live);
+      await this.persistNow(live);
       this.queue.push(task.id);
       return;
     }

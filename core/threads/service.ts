@@ -40,9 +40,11 @@ export class ThreadService {
     store: Store,
     private readonly provider: ModelProvider,
     private readonly onModelError: (err: unknown) => void = () => {},
+    /** Fixed per workspace once written (the store refuses another count for an existing collection). */
+    messageShards = 256,
   ) {
     this.threads = store.collection<Thread>('threads', { shards: 64 });
-    this.messageLog = store.collection<MessagesRecord>('thread_messages', { shards: 64 });
+    this.messageLog = store.collection<MessagesRecord>('thread_messages', { shards: messageShards });
   }
 
   async create(agent: string, request: CreateThreadRequest): Promise<Thread> {

@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { readSse } from '../tasks/sse-client.js';
@@ -235,6 +236,53 @@ describe('agents on the task board (tasks enabled)', () => {
     });
     const discovery = await server.request('/.well-known/agent.json');
     expect(discovery.body.agents.echo.endpoints.a2a_tasks).toBe('/api/v1/echo/a2a/tasks');
+  });
+});
+
+describe('agent tasks: retention and restart', () => {
+  it('A2A events send the truncated marker and the current task when the resume point was evicted', async () => {
+    const server = await startTestServer({ files, settings: { watch: false, tasks: { eventsPerTask: 2 } } });
+    try {
+      const { body } = await server.request('/api/v1/echo/a2a/tasks?wait=true', { method: 'POST', json: { message: { text: 'short log' } } });
+      // submitted, working, step frame, completed: only the newest two are kept.
+      const stream = await readSse(`${server.url}/api/v1/echo/a2a/tasks/${body.task_id}/events`, { headers: { 'Last-Event-ID': '0' } });
+      expect(stream.frames[0]!.data).toEqual({ event: 'truncated', requested_after: 0, first_retained: 3 });
+      expect(stream.frames[1]!.data).toMatchObject({ id: body.task_id, status: 'completed' });
+      expect(stream.frames.slice(2).map((f) => [f.id, f.data.type])).toEqual([
+        ['3', 'output'],
+        ['4', 'status'],
+      ]);
+      expect(stream.done).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('an agent task running when Hangar stops comes back failed as interrupted; its events stay replayable', async () => {
+    const first = await startTestServer({ files, settings: { watch: false } });
+    const root = first.root;
+    g.__a2aSleeperStarted = false;
+    const { body } = await first.request('/api/v1/sleeper/a2a/tasks', { method: 'POST', json: { message: { text: 'long job' } } });
+    await eventually(() => g.__a2aSleeperStarted === true);
+    await first.close();
+
+    const second = await startTestServer({ root, settings: { watch: false } });
+    try {
+      const status = await eventually(async () => {
+        const res = await second.request(`/api/v1/sleeper/a2a/tasks/${body.task_id}`);
+        return res.body.status === 'failed' && res.body;
+      });
+      expect(status.message).toMatch(/^interrupted: Hangar stopped while the task was working; its work is not idempotent/);
+      const stream = await readSse(`${second.url}/api/v1/sleeper/a2a/tasks/${body.task_id}/events`);
+      expect(stream.frames.map((f) => [Number(f.id), f.data.status])).toEqual([
+        [1, 'submitted'],
+        [2, 'working'],
+        [3, 'failed'],
+      ]);
+    } finally {
+      await second.stop();
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 

@@ -296,6 +296,46 @@ describe('execution routes against the real server', () => {
       expect((await post('/api/v1/approver/threads/hitl-2/approve', {})).status).toBe(422);
     });
 
+    it('treats approved: false as a rejection', async () => {
+      const first = await post('/api/v1/approver/invoke', { query: 'mail', thread_id: 'hitl-4' });
+      const id = first.body.detail.approval_id;
+      const declined = await post('/api/v1/approver/threads/hitl-4/approve', { approval_id: id, approved: false });
+      expect(declined.body).toEqual({ status: 'rejected', approval_id: id, reason: null });
+      expect((await get('/api/v1/approver/threads/hitl-4/pending')).body.count).toBe(0);
+    });
+
+    it('a suspended chat keeps the question and stores the answer when the approvals complete it', async () => {
+      const first = await post('/api/v1/approver/chat', { content: 'mail bob', thread_id: 'hitl-chat' });
+      expect(first.status).toBe(202);
+      expect((await get('/api/v1/approver/threads/hitl-chat/messages')).body.messages.map((m: { content: string }) => m.content)).toEqual(['mail bob']);
+      const second = await post('/api/v1/approver/threads/hitl-chat/approve', { approval_id: first.body.detail.approval_id, context: { approver: 'cy' } });
+      await post('/api/v1/approver/threads/hitl-chat/approve', { approval_id: second.body.detail.approval_id });
+      const msgs = (await get('/api/v1/approver/threads/hitl-chat/messages')).body.messages;
+      expect(msgs.map((m: { role: string; content: string }) => `${m.role}:${m.content}`)).toEqual(['user:mail bob', 'assistant:sent by cy and archived']);
+    });
+
+    it('keeps per-step checkpoints of a named thread; an edited state is what a resume runs on', async () => {
+      const service = server.ctx.agents!.service;
+      const first = await post('/api/v1/approver/invoke', { query: 'mail', thread_id: 'hitl-5' });
+      const history = await service.history('approver', 'hitl-5');
+      expect(history.map((c) => c.step)).toEqual([2, 1, 0]);
+      expect(history[0]!.metadata).toMatchObject({ source: 'interrupt', next: 'first_ok' });
+      const edited = await service.updateState('approver', 'hitl-5', { response: 'edited draft' });
+      expect(edited).toMatchObject({ step: 3, parent_id: history[0]!.id, state: { response: 'edited draft' } });
+      expect((await service.latestCheckpoint('approver', 'hitl-5')).id).toBe(edited.id);
+      const outcome = await service.runForStudio({
+        agent: server.ctx.registry.get<any>('agent', 'approver')!.definition,
+        input: edited.metadata.input,
+        prompt: '',
+        resume: { checkpoint: edited, action: 'approve', value: { approver: 'studio' } },
+      });
+      expect(outcome.status).toBe('interrupted');
+      expect(outcome.state.response).toBe('sent by studio');
+      await expect(service.latestCheckpoint('approver', 'never-ran')).rejects.toMatchObject({ status: 404 });
+      // The HTTP approval of the same suspension is still pending and independent.
+      expect((await get('/api/v1/approver/threads/hitl-5/pending')).body.pending[0].id).toBe(first.body.detail.approval_id);
+    });
+
     it('does not resolve an approval through another thread', async () => {
       const first = await post('/api/v1/approver/invoke', { query: 'mail', thread_id: 'hitl-3' });
       expect((await post('/api/v1/approver/threads/other/approve', { approval_id: first.body.detail.approval_id })).status).toBe(404);

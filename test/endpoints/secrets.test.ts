@@ -109,7 +109,8 @@ export default defineEndpoint({
       const texts: string[] = [];
       const grab = async (p: string, init?: RequestInit & { json?: unknown }) => {
         const res = await server!.request(p, init);
-        texts.push(res.text, JSON.stringify([...res.headers]));
+        res.headers.forEach((value, key) => texts.push(`${key}: ${value}`));
+        texts.push(res.text);
         return res;
       };
       const failed = await grab('/api/v1/endpoints/leaky/go', { method: 'POST', json: {} });

@@ -104,7 +104,7 @@ describe('hangar CLI', () => {
     const root = await makeWorkspace();
     const proc = run(['--no-window', '--root', root, '--port', String(port)]);
     expect(await proc.exited).toBe(1);
-    expect(proc.err().trim()).toBe(`hangar: port ${port} is already in use on 127.0.0.1; choose another with --port or HANGAR_PORT`);
+    expect(proc.err().trim().split('\n').at(-1)).toBe(`hangar: port ${port} is already in use on 127.0.0.1; choose another with --port or HANGAR_PORT`);
     blocker.close();
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { analyzeCell, analyzeNotebook, decodeLineMap } from '../../core/notebook/analysis.js';
+import { analyzeCell, analyzeCells, analyzeNotebook, decodeLineMap } from '../../core/notebook/analysis.js';
 import { buildTopology, descendants, findCycles, topologicalOrder } from '../../core/notebook/graph.js';
 
 const kinds = (problems: { kind: string }[]) => problems.map((p) => p.kind);
@@ -108,6 +108,38 @@ label: for (;;) { break label; }
     const throwLine = lines.findIndex((l) => l.includes('throw'));
     expect(a.lineMap![throwLine]).toBe(5);
     expect(decodeLineMap(JSON.stringify({ mappings: 'AAAA;AACA;;AAEA' }))).toEqual([1, 2, undefined, 4]);
+  });
+});
+
+describe('batched TypeScript stripping', () => {
+  const tsCells = [
+    'const a: number = 1;\nfunction twice(x: number): number {\n  return x * 2;\n}\ntwice(a)',
+    'enum Level { Low, High }\nconst lv: Level = Level.High',
+    "import { join } from 'node:path';\nconst p: string = join('a', 'b')",
+    'type T = { n: number };\nconst t: T = { n: base };\nconst s = `multi\nline ${t.n}`;\nthrow new Error(s)',
+  ];
+
+  it('gives each cell the same result as analysing it alone', async () => {
+    const uniq = tsCells.map((src, i) => `${src}\n// batch ${i}`);
+    const together = await analyzeCells(uniq);
+    const alone = await Promise.all(uniq.map((src) => analyzeCell(`${src} `)));
+    for (let i = 0; i < uniq.length; i++) {
+      expect(together[i].writes).toEqual(alone[i].writes);
+      expect(together[i].reads).toEqual(alone[i].reads);
+      expect(together[i].problems).toEqual([]);
+    }
+    expect(together[0].writes).toEqual(['a', 'twice']);
+    expect(together[1].writes).toEqual(['Level', 'lv']);
+    expect(together[3].reads).toEqual(['base']);
+    // Line maps point into the cell's own source, not the batch.
+    const program = together[3].program!.split('\n');
+    expect(together[3].lineMap![program.findIndex((l) => l.includes("throw"))]).toBe(5);
+  });
+
+  it('reports a syntax error in one TypeScript cell at its own line and analyses the rest', async () => {
+    const [good, bad] = await analyzeCells(['const g: number = 1 // b1', 'const x: number = 1;\nconst y: = 2; // b2']);
+    expect(good.writes).toEqual(['g']);
+    expect(bad.problems[0]).toMatchObject({ kind: 'syntax', line: 2 });
   });
 });
 

@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { transform } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import {
   convertedPath,
@@ -57,6 +58,13 @@ describe('*.nb.ts format', () => {
     expect(text).toContain('// %% [code] id=load0001 name="load \\"data\\"" metadata={"tags":["x"]}\nconst rows');
     expect(text).toContain('// %% [markdown] id=intro001 name="intro"\n// # Sales\n//\n// Some *text*.');
     expect(text.match(/^\/\/ %% \[/gm)).toHaveLength(6);
+  });
+
+  it('parses as TypeScript, as does the shipped example', async () => {
+    await expect(transform(serializeNbTs(sample()), { loader: 'ts', format: 'esm' })).resolves.toBeDefined();
+    const example = await readFile(join(import.meta.dirname, '..', '..', 'notebooks', 'sales.nb.ts'), 'utf8');
+    await expect(transform(example, { loader: 'ts', format: 'esm' })).resolves.toBeDefined();
+    expect(parseNbTs(example, 'sales.nb.ts').cells).toHaveLength(8);
   });
 
   it('round-trips ids, names, types and sources exactly, including marker look-alikes', () => {

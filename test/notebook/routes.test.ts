@@ -12,6 +12,7 @@ let base = '';
 let root = '';
 let server: http.Server;
 let closeService: () => Promise<void>;
+let reload: (id: string) => Promise<boolean>;
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'nb-routes-'));
@@ -25,6 +26,7 @@ beforeAll(async () => {
   server = http.createServer(app);
   attachNotebookSocket(server, router.service);
   closeService = () => router.service.closeAll();
+  reload = (id) => router.service.reloadIfChanged(id);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -57,6 +59,9 @@ describe('notebook session API', () => {
     const out = ran.body.cells.find((c: { id: string }) => c.id === second.id);
     expect(out.state).toBe('success');
     expect(out.outputs[0].data['text/plain']).toBe('21');
+
+    const html = await fetch(`${base}${nb}/cells/${second.id}/outputs.html`);
+    expect(await html.text()).toBe('<pre class="output-text">21</pre>');
 
     const deps = (await call('GET', `${nb}/dependencies`)).body;
     expect(deps.edges).toEqual([{ from: first, to: second.id, names: ['n'] }]);
@@ -120,6 +125,17 @@ describe('notebook session API', () => {
     expect(events[0].type).toBe('hello');
     expect(events.filter((e) => e.type === 'cell-state').map((e) => e.state)).toEqual(['queued', 'running', 'success']);
     expect(events.some((e) => e.type === 'output')).toBe(true);
+  });
+
+  it('hot reload: an outside edit drops the open session, our own save does not', async () => {
+    await call('POST', '/api/notebooks', { name: 'hot', cells: [{ id: 'hot00001', source: '1' }] });
+    await call('GET', '/api/notebooks/hot.nb.ts');
+    await call('POST', '/api/notebooks/hot.nb.ts/save');
+    expect(await reload('hot.nb.ts')).toBe(false);
+    await writeFile(join(root, 'notebooks', 'hot.nb.ts'), '// %% [code] id=hot00001\n2\n');
+    expect(await reload('hot.nb.ts')).toBe(true);
+    const reopened = await call('GET', '/api/notebooks/hot.nb.ts');
+    expect(reopened.body.cells[0].source).toBe('2');
   });
 
   it('runs a posted document headlessly', async () => {

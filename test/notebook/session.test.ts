@@ -82,6 +82,13 @@ describe('notebook session: reactive runs', () => {
     expect(error.traceback.join('\n')).toContain('line 5');
   });
 
+  it('finds the source line inside a chain esbuild joined onto one line', async () => {
+    const s = open([{ id: 'chain', source: 'const n: number[] = [1, 2];\nconst out = n\n  .map((x) => x * 2)\n  .map((x: any) => x.boom.bang);' }]);
+    await s.runAll();
+    const error = s.cell('chain').outputs[0] as { traceback: string[] };
+    expect(error.traceback.join('\n')).toContain('(cell chain, line 4)');
+  });
+
   it('marks a syntax error with its position and leaves the other cells runnable', async () => {
     const s = open([{ id: 'bad', source: 'const = 1' }, { id: 'ok', source: '1 + 1' }]);
     await s.runAll();
@@ -137,8 +144,9 @@ describe('notebook session: interrupt, timeout, crash', () => {
     const s = open([{ id: 'a', source: 'const a = 1' }, { id: 'loop', source: 'while (true) {}' }]);
     await s.runCell('a');
     const running = s.runCell('loop');
-    await new Promise((r) => setTimeout(r, 150));
-    expect(s.state('loop')).toBe('running');
+    // Wait until the loop really runs (a loaded machine may take a while to get there).
+    while (s.state('loop') !== 'running') await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 100));
     const started = performance.now();
     await s.interrupt();
     const took = performance.now() - started;
@@ -156,6 +164,20 @@ describe('notebook session: interrupt, timeout, crash', () => {
     await s.runAll();
     expect(s.state('slow')).toBe('error');
     expect(text(s, 'slow')).toMatch(/timed out after 300 ms/);
+  });
+
+  it('survives running out of memory: the heap limit kills the kernel, not the server', async () => {
+    const s = open(
+      [{ id: 'a', source: 'const a = 1' }, { id: 'oom', source: 'const big = [];\nwhile (true) big.push(new Array(1e5).fill(Math.random()));' }],
+      { maxHeapMb: 48 },
+    );
+    await s.runCell('a');
+    await s.runCell('oom');
+    expect(s.cell('oom').outputs[0]).toMatchObject({ output_type: 'error', ename: 'KernelCrash' });
+    expect(text(s, 'oom')).toMatch(/out of memory/);
+    expect(s.state('a')).toBe('stale');
+    await s.runCell('a');
+    expect(s.state('a')).toBe('success');
   });
 
   it('survives process.exit in a cell: reports the crash and restarts the kernel', async () => {

@@ -241,6 +241,19 @@ describe('/api/v1/tasks board', () => {
     expect((await server.request(`/api/v1/tasks/${task.id}`, { headers: as('alice-token') })).status).toBe(200);
   });
 
+  it('is described in /openapi.json', async () => {
+    const server = await boot();
+    const doc = await server.request('/openapi.json');
+    expect(doc.status).toBe(200);
+    const paths = doc.body.paths as Record<string, Record<string, unknown>>;
+    expect(Object.keys(paths['/api/v1/tasks']!).sort()).toEqual(['get', 'post']);
+    expect(paths['/api/v1/tasks/{id}/events']).toHaveProperty('get');
+    expect(paths['/api/v1/tasks/{id}/result']).toHaveProperty('get');
+    expect(paths['/api/v1/tasks/{id}/cancel']).toHaveProperty('post');
+    expect(paths['/api/v1/tasks/{id}']).toHaveProperty('delete');
+    expect(paths['/api/v1/{agent_name}/a2a/tasks']).toHaveProperty('post');
+  });
+
   it('with tasks.enabled off the board answers 501', async () => {
     const server = await boot({ settings: { tasks: { enabled: false } } });
     for (const [method, path] of [

@@ -282,9 +282,9 @@ describe('TaskService', () => {
     source.subscribe(() => { throw new Error('broken socket'); }, () => {});
     source.subscribe((e) => seen.push(e.seq), () => (ended = true));
     hold.open();
-    const done = await waitForStatus(() => tasks.get(task.id), ['completed', 'failed']);
+    // waitFor resolves once the task is finished and on disk, after its subscribers were ended.
+    const done = await tasks.waitFor(task.id);
     expect(done.status).toBe('completed');
-    await new Promise((r) => setTimeout(r, 10));
     expect(seen.length).toBeGreaterThanOrEqual(3);
     expect(ended).toBe(true);
     expect(source.ended).toBe(true);
@@ -294,11 +294,18 @@ describe('TaskService', () => {
 describe('TaskService restart', () => {
   it('fails work that was running at stop as interrupted, and its events stay replayable', async () => {
     const first = service();
-    const kinds = (tasks: TaskService) => tasks.registerKind('slow', { run: (ctx) => { ctx.emit('started'); return new Promise(() => {}); } });
+    const started = gate();
+    const kinds = (tasks: TaskService) =>
+      tasks.registerKind('slow', {
+        run: (ctx) => {
+          ctx.emit('started');
+          started.open();
+          return new Promise(() => {});
+        },
+      });
     kinds(first.tasks);
     const task = await first.tasks.submit({ kind: 'slow', target: 'x', principal });
-    await waitForStatus(() => first.tasks.get(task.id), ['working']);
-    await new Promise((r) => setTimeout(r, 20));
+    await started.promise;
     await first.tasks.stop();
 
     const second = service({}, first.dir);

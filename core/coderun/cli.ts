@@ -1,0 +1,227 @@
+/**
+ * `hangar code …`: the coding-run harness from a terminal. Every command is a client of the HTTP
+ * API: with `--url` it talks to a running server (token from `--session` or the workspace's
+ * .hangar/code-session.json), otherwise it starts a headless server in-process for the command.
+ * Progress (waves, gates, tickets) is printed from the run's SSE stream as it happens.
+ *
+ * Exit codes: 0 done (a run succeeded), 1 a run failed or was cancelled, 2 usage or settings error.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createParser } from 'eventsource-parser';
+import type { CliIO } from '../kernel/cli.js';
+import { Logger } from '../kernel/log.js';
+import { startServer, type RunningServer } from '../kernel/server.js';
+import { loadSettings, SettingsError } from '../kernel/settings.js';
+import type { RunEvent, RunRecord } from './schemas.js';
+import { codeService, SESSION_FILE } from './subsystem.js';
+
+export const CODE_HELP = `Usage:
+  hangar code run "<request>" [--repo DIR] [--teams a,b] [--approve]   plan and run; prints waves, gates, tickets
+  hangar code teams [--repo DIR]                                         list teams (shipped and project)
+  hangar code preselect "<request>" [--repo DIR] [--teams a,b]           which teams a request selects and why
+  hangar code calibrate                                                  measure the model endpoint
+
+Options:
+  --root DIR      workspace (default: current folder); settings from DIR/hangar.config.json
+  --config FILE   settings file
+  --url URL       use a running server instead of starting one
+  --session TOK   its session token (default: read from <root>/.hangar/${SESSION_FILE})
+  --approve       stop at the plan-approval gate and approve after printing the plan
+  -h, --help
+
+The model endpoint comes from settings: model.baseUrl / HANGAR_MODEL__BASE_URL, e.g. for Ollama
+  HANGAR_MODEL__BASE_URL=http://127.0.0.1:11434/v1 HANGAR_MODEL__MODEL=qwen2.5-coder:7b hangar code run "..."`;
+
+const defaultIO: CliIO = {
+  out: (line) => process.stdout.write(line + '\n'),
+  err: (line) => process.stderr.write(line + '\n'),
+};
+
+interface Client {
+  call(method: string, pathname: string, body?: unknown): Promise<any>;
+  events(runId: string, onEvent: (e: RunEvent) => void): Promise<void>;
+  close(): Promise<void>;
+}
+
+class ApiError extends Error {}
+
+function client(url: string, token: string, server?: RunningServer): Client {
+  const headers = { 'x-hangar-session': token, 'content-type': 'application/json' };
+  return {
+    async call(method, pathname, body) {
+      const res = await fetch(url + pathname, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const json = (await res.json().catch(() => ({}))) as { detail?: unknown };
+      if (!res.ok) throw new ApiError(`${res.status}: ${typeof json.detail === 'string' ? json.detail : JSON.stringify(json.detail)}`);
+      return json;
+    },
+    async events(runId, onEvent) {
+      const res = await fetch(`${url}/api/runs/${runId}/events`, { headers });
+      if (!res.ok || !res.body) throw new ApiError(`events: ${res.status}`);
+      const parser = createParser({
+        onEvent: (message) => {
+          if (message.data === '[DONE]') return;
+          const data = JSON.parse(message.data) as RunEvent | { event: string };
+          if ('type' in data) onEvent(data);
+        },
+      });
+      const decoder = new TextDecoder();
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+    },
+    close: async () => server?.close(),
+  };
+}
+
+/** One line per event worth a terminal line; tool calls and board noise stay in the UI. */
+export function formatEvent(e: RunEvent): string | undefined {
+  switch (e.type) {
+    case 'run_status':
+      return `run ${e.status}${e.detail ? `: ${e.detail}` : ''}`;
+    case 'plan_proposed':
+      return `plan: ${e.tasks} task(s)${e.summary ? ` — ${e.summary}` : ''}`;
+    case 'plan_edited':
+      return 'plan edited';
+    case 'contract_frozen':
+      return `contract frozen: ${e.name} (provider ${e.provider} → ${e.consumers.join(', ') || 'no consumers'})`;
+    case 'dependency_dropped':
+      return `dependency dropped: ${e.task} no longer waits for ${e.dependency} (${e.reason})`;
+    case 'wave':
+      return `wave ${e.wave}: ${e.tasks.join(', ')} [teams ${e.teams.join(', ')}]`;
+    case 'task_update':
+      return e.state === 'done' || e.state === 'to_scope' || e.note ? `  ${e.task} → ${e.state}${e.note ? ` (${e.note})` : ''}` : undefined;
+    case 'review_pending':
+      return `  ${e.task} in review by ${e.reviewer}`;
+    case 'tool':
+      return e.ok ? undefined : `  ${e.task}: ${e.detail}`;
+    case 'gate':
+      return `gate ${e.team}: ${e.outcome} — ${e.reason} (\`${e.command}\`)`;
+    case 'ticket':
+      return `ticket ${e.ticket} ${e.action} (team ${e.team}, seen ${e.count}x)`;
+    case 'integration':
+      return `integration: ${e.outcome} — ${e.reason}`;
+    case 'run_finished':
+      return `run ${e.status}: ${e.summary}`;
+    default: {
+      const never: never = e;
+      return String(never);
+    }
+  }
+}
+
+export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        repo: { type: 'string' },
+        teams: { type: 'string' },
+        root: { type: 'string' },
+        config: { type: 'string' },
+        url: { type: 'string' },
+        session: { type: 'string' },
+        approve: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    io.err(`hangar code: ${(err as Error).message}\n${CODE_HELP}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    io.out(CODE_HELP);
+    return values.help ? 0 : 2;
+  }
+  if (!['run', 'teams', 'preselect', 'calibrate'].includes(command)) {
+    io.err(`hangar code: unknown command '${command}'\n${CODE_HELP}`);
+    return 2;
+  }
+  const root = path.resolve(values.root ?? process.cwd());
+  let api: Client;
+  try {
+    if (values.url) {
+      const token = values.session ?? (JSON.parse(readFileSync(path.join(root, '.hangar', SESSION_FILE), 'utf8')) as { token: string }).token;
+      api = client(values.url.replace(/\/$/, ''), token);
+    } else {
+      const settings = loadSettings({ defaultRoot: root, configFile: values.config, flags: { root, port: 0, window: false, watch: false, logLevel: 'warn' } });
+      const server = await startServer(settings, { logger: new Logger('warn', (line) => io.err(line)) });
+      await server.discovered;
+      api = client(server.url, codeService(server.ctx).sessionToken, server);
+    }
+  } catch (err) {
+    io.err(`hangar code: ${err instanceof SettingsError ? err.message : (err as Error).message}`);
+    return 2;
+  }
+  const repo = values.repo ? path.resolve(values.repo) : undefined;
+  const teams = values.teams?.split(',').map((t) => t.trim()).filter(Boolean);
+  const repoQuery = repo ? `?repo=${encodeURIComponent(repo)}` : '';
+  try {
+    switch (command) {
+      case 'teams': {
+        const list = await api.call('GET', `/api/teams${repoQuery}`);
+        for (const t of list.teams) io.out(`${t.id.padEnd(16)} ${t.source.padEnd(8)} owns ${t.owns.join(', ')}  acceptance: ${t.acceptance || '(none)'}  manager: ${t.effective_manager}`);
+        if (!list.teams.length) io.out('no teams (add teams/<id>.json or <repo>/.hangar/teams/<id>.json)');
+        return 0;
+      }
+      case 'preselect': {
+        const report = await api.call('POST', '/api/teams/preselect', { request: rest.join(' '), repo, teams });
+        io.out(`mode ${report.mode}: ${report.note}`);
+        for (const t of report.teams) io.out(`  ${t.id} (manager ${t.manager}): ${t.reasons.join('; ')}`);
+        return 0;
+      }
+      case 'calibrate': {
+        const c = await api.call('GET', '/api/calibration');
+        io.out(`model ${c.model} at ${c.base_url}`);
+        io.out(`latency ${c.latency_ms} ms, throughput ${c.throughput_tokens_per_s ?? '?'} tok/s, useful parallelism ${c.useful_parallelism}`);
+        io.out(`context window ${c.context_window ?? 'unknown'} (${c.context_window_source})`);
+        return 0;
+      }
+      case 'run': {
+        const request = rest.join(' ').trim();
+        if (!request) {
+          io.err('hangar code run: give the request, e.g. hangar code run "add a /health route with a test" --repo .');
+          return 2;
+        }
+        const run = (await api.call('POST', '/api/runs', { request, repo, teams, require_approval: values.approve ?? false })) as RunRecord;
+        io.out(`run ${run.id} on ${run.repo} with teams ${run.teams.map((t) => t.id).join(', ')}`);
+        const onSigint = () => {
+          io.err('cancelling…');
+          api.call('POST', `/api/runs/${run.id}/cancel`).catch(() => undefined);
+        };
+        process.once('SIGINT', onSigint);
+        try {
+          await api.events(run.id, (e) => {
+            const line = formatEvent(e);
+            if (line) io.out(line);
+            if (e.type === 'run_status' && e.status === 'awaiting_approval') {
+              api
+                .call('GET', `/api/runs/${run.id}/plan`)
+                .then((card) => {
+                  for (const t of card.tasks) io.out(`  ${t.id} [${t.squad ?? 'no team'}] ${t.title} — files ${t.files.join(', ') || '(none)'}`);
+                  if (card.note) io.out(`  (${card.note})`);
+                  return api.call('POST', `/api/runs/${run.id}/approve`);
+                })
+                .catch((err: unknown) => io.err(`approval failed: ${(err as Error).message}`));
+            }
+          });
+        } finally {
+          process.off('SIGINT', onSigint);
+        }
+        const final = (await api.call('GET', `/api/runs/${run.id}`)) as RunRecord;
+        io.out(`branch ${final.branch ?? '(none)'}; repairs found ${final.repairs.found}, resolved ${final.repairs.resolved}, restaffed ${final.repairs.restaffed}, needs_human ${final.repairs.needs_human}`);
+        return final.status === 'succeeded' ? 0 : 1;
+      }
+    }
+    return 2;
+  } catch (err) {
+    io.err(`hangar code ${command}: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    await api.close();
+  }
+}

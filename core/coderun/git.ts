@@ -1,0 +1,111 @@
+/**
+ * Git for a run, through simple-git. A run works in its own worktree on a run branch
+ * (`hangar/run-<id>`) created from the repository's HEAD, so the user's working tree is never
+ * touched — not during the run and not on failure or cancellation. Each finished task is one
+ * commit staging only the files that task wrote, so every change is attributable and revertible
+ * (`git revert <sha>`). Commits are serialised: parallel tasks share one index.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, rm, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { simpleGit, type SimpleGit } from 'simple-git';
+
+const IDENTITY = ['user.name=Hangar', 'user.email=hangar@localhost', 'commit.gpgsign=false'];
+
+export class GitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GitError';
+  }
+}
+
+export class RunWorkspace {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    readonly repo: string,
+    readonly dir: string,
+    readonly branch: string,
+    readonly base: string,
+    private readonly git: SimpleGit,
+  ) {}
+
+  /** Create the run branch and its worktree under `worktrees/<runId>`. */
+  static async open(repo: string, runId: string, worktrees: string): Promise<RunWorkspace> {
+    const main = simpleGit({ baseDir: repo, config: IDENTITY });
+    if (!(await main.checkIsRepo().catch(() => false))) throw new GitError(`${repo} is not a git repository (git init it first)`);
+    let base: string;
+    try {
+      base = (await main.revparse(['HEAD'])).trim();
+    } catch {
+      throw new GitError(`${repo} has no commit yet; commit something first so the run has a base`);
+    }
+    const branch = `hangar/run-${runId}`;
+    const dir = path.join(worktrees, runId);
+    await mkdir(worktrees, { recursive: true });
+    await main.raw(['worktree', 'add', '-q', '-b', branch, dir, base]);
+    // Dependencies are rarely committed: link the repository's node_modules so acceptance
+    // commands run in the worktree as they would in the repository. The fence resolves symlinks,
+    // so agents cannot write through the link.
+    const modules = path.join(repo, 'node_modules');
+    if (existsSync(modules) && !existsSync(path.join(dir, 'node_modules'))) await symlink(modules, path.join(dir, 'node_modules'), 'dir').catch(() => undefined);
+    return new RunWorkspace(repo, dir, branch, base, simpleGit({ baseDir: dir, config: IDENTITY }));
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Commit exactly `files` (paths relative to the repository); null when nothing changed. */
+  commit(files: readonly string[], message: string): Promise<string | null> {
+    return this.serial(async () => {
+      if (!files.length) return null;
+      await this.git.raw(['add', '-A', '--', ...files]);
+      const staged = (await this.git.raw(['diff', '--cached', '--name-only'])).trim();
+      if (!staged) return null;
+      await this.git.raw(['commit', '-q', '-m', message, '--', ...files]);
+      return (await this.git.revparse(['HEAD'])).trim();
+    });
+  }
+
+  /** Throw away what is not committed (a failed or cancelled task's half-written files). */
+  discard(files?: readonly string[]): Promise<void> {
+    return this.serial(async () => {
+      if (files && files.length === 0) return;
+      const scope = files ? ['--', ...files] : [];
+      await this.git.raw(['reset', '-q', 'HEAD', ...scope]).catch(() => undefined);
+      await this.git.raw(['checkout', '-q', 'HEAD', ...scope]).catch(() => undefined);
+      await this.git.raw(['clean', '-fdq', ...scope]);
+    });
+  }
+
+  async commits(): Promise<Array<{ sha: string; message: string }>> {
+    const log = await this.git.raw(['log', '--format=%H%x09%s', `${this.base}..HEAD`]);
+    return log
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const [sha, ...rest] = l.split('\t');
+        return { sha: sha!, message: rest.join('\t') };
+      });
+  }
+
+  async status(): Promise<string[]> {
+    const s = await this.git.status();
+    return s.files.map((f) => f.path);
+  }
+
+  /** Remove the worktree (uncommitted changes go with it); the run branch and its commits stay. */
+  close(): Promise<void> {
+    return this.serial(async () => {
+      const main = simpleGit({ baseDir: this.repo, config: IDENTITY });
+      await main.raw(['worktree', 'remove', '--force', this.dir]).catch(async () => {
+        await rm(this.dir, { recursive: true, force: true });
+        await main.raw(['worktree', 'prune']).catch(() => undefined);
+      });
+    });
+  }
+}

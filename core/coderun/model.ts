@@ -1,0 +1,216 @@
+/**
+ * How the harness talks to a chat model: OpenAI-compatible chat completions with tool calls
+ * (the agent runtime's provider in core/agents/model.ts speaks text only, so this one adds tools).
+ *
+ * One `ModelGate` per run holds the run-wide `max_parallel` bound: every model call of the run —
+ * planner, agent loops in workers, reviewers, calibration — waits for a slot here, so the bound is
+ * one number whatever the number of workers. It also picks the model for a call: an agent's own
+ * pin, else the task's rung of `model_escalation` when it has been escalated, else `model_roles`
+ * for the role, else the configured default.
+ */
+import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { errorMessage } from '../http/errors.js';
+import { resolveSecret } from '../kernel/settings.js';
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON schema of the arguments. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Raw JSON text as the model sent it (may be malformed; the caller parses). */
+  arguments: string;
+}
+
+export type Message =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+export interface ModelReply {
+  content: string | null;
+  tool_calls: ToolCall[];
+  model: string;
+  ms: number;
+  completion_tokens: number | null;
+  prompt_tokens: number | null;
+}
+
+export interface ModelCall {
+  role: string;
+  messages: Message[];
+  tools?: ToolSpec[];
+  /** 0 = the role's model; k ≥ 1 = the k-th model of `model_escalation`. */
+  rung?: number;
+  /** An agent's own model pin. */
+  model?: string;
+  signal?: AbortSignal;
+  max_tokens?: number;
+}
+
+export interface EndpointSettings {
+  baseUrl?: string;
+  apiKey?: string;
+  model: string;
+  timeoutMs: number;
+  retries: number;
+}
+
+export class ModelError extends Error {
+  constructor(message: string, readonly retryable: boolean) {
+    super(message);
+    this.name = 'ModelError';
+  }
+}
+
+/** A counting semaphore; waiters are served first come, first served. */
+export class Semaphore {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(readonly limit: number) {}
+
+  get inFlight(): number {
+    return this.active;
+  }
+
+  /** The most calls that were ever in flight at once (measured, for the run report). */
+  peak = 0;
+
+  async use<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (this.active >= this.limit) {
+      await new Promise<void>((resolve, reject) => {
+        const go = () => {
+          signal?.removeEventListener('abort', abort);
+          resolve();
+        };
+        const abort = () => {
+          const i = this.waiting.indexOf(go);
+          if (i >= 0) this.waiting.splice(i, 1);
+          reject(new ModelError('model call cancelled', false));
+        };
+        signal?.addEventListener('abort', abort, { once: true });
+        this.waiting.push(go);
+      });
+    }
+    this.active++;
+    this.peak = Math.max(this.peak, this.active);
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+export class ModelGate {
+  readonly slots: Semaphore;
+  private readonly client: OpenAI | undefined;
+  calls = 0;
+
+  constructor(
+    private readonly endpoint: EndpointSettings,
+    private readonly options: { maxParallel: number; modelRoles: Record<string, string>; escalation: string[] },
+  ) {
+    this.slots = new Semaphore(options.maxParallel);
+    if (endpoint.baseUrl) {
+      this.client = new OpenAI({
+        baseURL: endpoint.baseUrl,
+        // Local servers need no key but the client insists on one.
+        apiKey: resolveSecret(endpoint.apiKey) || 'not-needed',
+        timeout: endpoint.timeoutMs,
+        maxRetries: endpoint.retries,
+      });
+    }
+  }
+
+  get configured(): boolean {
+    return this.client !== undefined;
+  }
+
+  /** Rungs above the role's model a task can still climb. */
+  get ladderLength(): number {
+    return this.options.escalation.length;
+  }
+
+  modelFor(call: Pick<ModelCall, 'role' | 'rung' | 'model'>): string {
+    if (call.model) return call.model;
+    const rung = call.rung ?? 0;
+    if (rung > 0 && this.options.escalation.length) return this.options.escalation[Math.min(rung, this.options.escalation.length) - 1]!;
+    return this.options.modelRoles[call.role] ?? this.endpoint.model;
+  }
+
+  async chat(call: ModelCall): Promise<ModelReply> {
+    const client = this.client;
+    if (!client) {
+      throw new ModelError('no model endpoint is configured: set model.baseUrl in hangar.config.json or HANGAR_MODEL__BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)', false);
+    }
+    const model = this.modelFor(call);
+    return this.slots.use(async () => {
+      this.calls++;
+      const started = performance.now();
+      try {
+        const completion = await client.chat.completions.create(
+          {
+            model,
+            messages: call.messages.map(toWire),
+            ...(call.tools?.length
+              ? { tools: call.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })) }
+              : {}),
+            ...(call.max_tokens ? { max_tokens: call.max_tokens } : {}),
+          },
+          { signal: call.signal },
+        );
+        const message = completion.choices[0]?.message;
+        const toolCalls = (message?.tool_calls ?? [])
+          .filter((c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function')
+          .map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? '' }));
+        return {
+          content: message?.content ?? null,
+          tool_calls: toolCalls,
+          model,
+          ms: performance.now() - started,
+          completion_tokens: completion.usage?.completion_tokens ?? null,
+          prompt_tokens: completion.usage?.prompt_tokens ?? null,
+        };
+      } catch (err) {
+        if (err instanceof APIUserAbortError || call.signal?.aborted) throw new ModelError('model call cancelled', false);
+        if (err instanceof APIConnectionTimeoutError) throw new ModelError(`model ${model} timed out`, true);
+        if (err instanceof APIError) throw new ModelError(`model ${model} answered ${err.status ?? 'no status'}: ${err.message}`, true);
+        throw new ModelError(`model ${model} call failed: ${errorMessage(err)}`, true);
+      }
+    }, call.signal);
+  }
+}
+
+/** Our flat tool calls in the protocol's nested shape. */
+function toWire(message: Message): OpenAI.Chat.ChatCompletionMessageParam {
+  if (message.role === 'assistant' && message.tool_calls?.length) {
+    return {
+      role: 'assistant',
+      content: message.content,
+      tool_calls: message.tool_calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
+    };
+  }
+  if (message.role === 'assistant') return { role: 'assistant', content: message.content ?? '' };
+  return message;
+}
+
+/**
+ * The JSON object in a model's text answer, for models that answer in prose instead of calling
+ * the tool: a ```json fence, else the outermost braces.
+ */
+export function jsonFromText(text: string | null): unknown {
+  if (!text) return undefined;
+  const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(text);
+  const candidate = fenced ? fenced[1]! : text.slice(text.indexOf('{'), text.lastIndexOf('}') + 1);
+  try {
+    return JSON.parse(candidate);
+  } catch {
+    return undefined;
+  }
+}

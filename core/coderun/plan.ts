@@ -1,0 +1,224 @@
+/**
+ * Plans: shaping a proposed plan into board tasks (derived ids along team boundaries, the size cap,
+ * dependency repair) and the approval gate's edit rules (spec 3, rule 3). Pure functions: the
+ * service keeps the live plan and swaps it only when a whole edit succeeds.
+ */
+import { unprocessable } from '../http/errors.js';
+import { formatIssues } from '../http/validate.js';
+import { normalizeRelative, ownersOf } from './ownership.js';
+import { GENERIC_ROLES } from './preselect.js';
+import { assertDisjoint } from './teams.js';
+import { PlanEdit, TaskSpec, TeamSchema, type ContractClause, type Plan, type Team } from './schemas.js';
+
+/** Plan size cap: tasks a run works on. */
+export const PLAN_SIZE_CAP = 8;
+/** Tasks the plan-approval card shows; it says how many it shows when the board is larger. */
+export const APPROVAL_CARD_LIMIT = 60;
+
+export interface DroppedDependency {
+  task: string;
+  dependency: string;
+  reason: string;
+}
+
+export interface ShapedPlan {
+  plan: Plan;
+  dropped: DroppedDependency[];
+  /** Tasks beyond the cap, named so the report can say what was left out. */
+  cut: string[];
+}
+
+/** Roles the harness can staff for these teams: the generic agents plus every roster role. */
+export function staffableRoles(teams: readonly Team[]): Set<string> {
+  return new Set<string>([...GENERIC_ROLES, ...teams.flatMap((t) => t.agents.map((a) => a.role))]);
+}
+
+/**
+ * Cut tasks along team boundaries: a task whose files belong to several teams becomes one task per
+ * team with the derived id `<id>-<TEAM>`; dependencies on the original then name every part.
+ */
+export function cutAlongTeams(tasks: readonly TaskSpec[], teams: readonly Team[]): TaskSpec[] {
+  const parts = new Map<string, string[]>();
+  const out: TaskSpec[] = [];
+  for (const task of tasks) {
+    const files = task.files.map(normalizeRelative);
+    const byTeam = new Map<string, string[]>();
+    for (const f of files) {
+      const owner = ownersOf(teams, f)[0]?.id ?? task.squad ?? '';
+      byTeam.set(owner, [...(byTeam.get(owner) ?? []), f]);
+    }
+    const owned = [...byTeam.keys()].filter(Boolean);
+    if (owned.length <= 1) {
+      out.push({ ...task, files, squad: owned[0] ?? (task.squad && teams.some((t) => t.id === task.squad) ? task.squad : null) });
+      parts.set(task.id, [task.id]);
+      continue;
+    }
+    const ids: string[] = [];
+    for (const [team, teamFiles] of byTeam) {
+      const id = `${task.id}-${(team || 'UNOWNED').toUpperCase()}`;
+      ids.push(id);
+      out.push({
+        ...task,
+        id,
+        title: `${task.title} (${team || 'unowned'} part)`,
+        squad: team || null,
+        files: teamFiles,
+        criteria: task.criteria,
+      });
+    }
+    parts.set(task.id, ids);
+  }
+  return out.map((t) => ({ ...t, dependencies: [...new Set(t.dependencies.flatMap((d) => parts.get(d) ?? [d]))].filter((d) => d !== t.id) }));
+}
+
+/**
+ * Drop dependencies naming no task and edges closing a cycle (kept in id order, so the result is
+ * deterministic); each drop is reported, since the live view announces dropped dependencies.
+ */
+export function repairDependencies(tasks: readonly TaskSpec[]): { tasks: TaskSpec[]; dropped: DroppedDependency[] } {
+  const ids = new Set(tasks.map((t) => t.id));
+  const dropped: DroppedDependency[] = [];
+  const kept = new Map<string, string[]>();
+  const reaches = (from: string, to: string, seen = new Set<string>()): boolean => {
+    if (from === to) return true;
+    if (seen.has(from)) return false;
+    seen.add(from);
+    return (kept.get(from) ?? []).some((d) => reaches(d, to, seen));
+  };
+  for (const task of tasks) kept.set(task.id, []);
+  for (const task of tasks) {
+    for (const dep of task.dependencies) {
+      if (!ids.has(dep)) dropped.push({ task: task.id, dependency: dep, reason: 'no such task' });
+      else if (reaches(dep, task.id)) dropped.push({ task: task.id, dependency: dep, reason: 'would close a cycle' });
+      else kept.get(task.id)!.push(dep);
+    }
+  }
+  return { tasks: tasks.map((t) => ({ ...t, dependencies: kept.get(t.id)! })), dropped };
+}
+
+/**
+ * Turn a planner's proposal into the plan the board runs: unique ids, tasks cut along team
+ * boundaries, capped at `PLAN_SIZE_CAP` (dependencies on cut tasks dropped and reported), and
+ * dependencies repaired.
+ */
+export function shapePlan(raw: Plan, teams: readonly Team[]): ShapedPlan {
+  const seen = new Set<string>();
+  const unique = raw.tasks.filter((t) => (seen.has(t.id) ? false : (seen.add(t.id), true)));
+  const cutTasks = cutAlongTeams(unique, teams);
+  const kept = cutTasks.slice(0, PLAN_SIZE_CAP);
+  const cut = cutTasks.slice(PLAN_SIZE_CAP).map((t) => t.id);
+  const repaired = repairDependencies(kept);
+  const dropped = repaired.dropped.map((d) => (cut.includes(d.dependency) ? { ...d, reason: `task cut by the plan size cap (${PLAN_SIZE_CAP})` } : d));
+  const teamIds = new Set(teams.map((t) => t.id));
+  const contract = raw.contract.filter((c) => teamIds.has(c.provider)).map((c) => ({ ...c, consumers: c.consumers.filter((x) => teamIds.has(x)) }));
+  return { plan: { summary: raw.summary, tasks: repaired.tasks, contract }, dropped, cut };
+}
+
+/** Rule 1 as a check: the squad the task's files demand, or a refusal naming the owner. */
+export function checkSquad(task: Pick<TaskSpec, 'id' | 'files'>, squad: string | null, teams: readonly Team[]): void {
+  const owners = new Set(task.files.flatMap((f) => ownersOf(teams, f).map((t) => t.id)));
+  if (squad !== null && !teams.some((t) => t.id === squad)) throw unprocessable(`squad: unknown team '${squad}'`);
+  for (const owner of owners) {
+    if (squad === null && owners.size === 1) {
+      throw unprocessable(`task ${task.id} cannot be un-assigned: its files are owned by team '${owner}'`);
+    }
+    if (squad !== null && owner !== squad) {
+      const file = task.files.find((f) => ownersOf(teams, f).some((t) => t.id === owner));
+      throw unprocessable(`task ${task.id} cannot go to team '${squad}': ${file} is owned by team '${owner}'`);
+    }
+  }
+}
+
+export function assertStaffable(role: string, teams: readonly Team[], taskId: string): void {
+  if (!staffableRoles(teams).has(role)) {
+    throw unprocessable(`task ${taskId}: role '${role}' cannot be staffed (no generic agent and no roster agent has it)`);
+  }
+}
+
+/**
+ * Apply an approval-gate edit (rule 3). Builds the next plan and teams off to the side and returns
+ * them only when every rule holds, so a refused edit leaves the live plan untouched. Omitted
+ * fields stay as they were; a field given as empty (`""`, `[]`, `null`) is cleared.
+ */
+export function applyPlanEdit(plan: Plan, teams: readonly Team[], input: unknown): { plan: Plan; teams: Team[]; dropped: DroppedDependency[] } {
+  const parsedEdit = PlanEdit.safeParse(input ?? {});
+  if (!parsedEdit.success) throw unprocessable(formatIssues(parsedEdit.error.issues, 'body'));
+  // zod fills defaults into partial objects; only the keys the caller sent count as edits, so
+  // omitted fields stay untouched.
+  const raw = (input ?? {}) as { tasks?: Array<Record<string, unknown>>; teams?: Array<Record<string, unknown>> };
+  const sent = <T extends object>(parsed: T[], given: Array<Record<string, unknown>> | undefined): T[] =>
+    parsed.map((p, i) => Object.fromEntries(Object.entries(p).filter(([k]) => given?.[i] && Object.hasOwn(given[i]!, k))) as T);
+  const edit = { tasks: sent(parsedEdit.data.tasks, raw.tasks), teams: sent(parsedEdit.data.teams, raw.teams) };
+
+  let nextTeams = teams.map((t) => structuredClone(t));
+  for (const te of edit.teams) {
+    const { id, remove, ...fields } = te;
+    const index = nextTeams.findIndex((t) => t.id === id);
+    if (remove) {
+      if (index < 0) throw unprocessable(`teams: no team '${id}' to remove`);
+      nextTeams = nextTeams.filter((t) => t.id !== id);
+      continue;
+    }
+    const parsed = TeamSchema.safeParse(index >= 0 ? { ...nextTeams[index], ...fields, id } : { ...fields, id });
+    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, `teams.${id}`));
+    if (index >= 0) nextTeams[index] = parsed.data;
+    else nextTeams.push(parsed.data);
+  }
+  assertDisjoint(nextTeams);
+
+  let tasks = plan.tasks.map((t) => structuredClone(t));
+  const removed = new Set<string>();
+  for (const te of edit.tasks) {
+    const { id, remove, ...fields } = te;
+    const index = tasks.findIndex((t) => t.id === id);
+    if (remove) {
+      if (index < 0) throw unprocessable(`tasks: no task '${id}' to remove`);
+      tasks = tasks.filter((t) => t.id !== id);
+      removed.add(id);
+      continue;
+    }
+    const parsed = TaskSpec.safeParse(index >= 0 ? { ...tasks[index], ...fields, id } : { ...fields, id });
+    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, `tasks.${id}`));
+    const next = { ...parsed.data, files: parsed.data.files.map(normalizeRelative) };
+    if (index >= 0) tasks[index] = next;
+    else tasks.push(next);
+  }
+  if (tasks.length === 0) throw unprocessable('tasks: a plan needs at least one task');
+  if (tasks.length > PLAN_SIZE_CAP) throw unprocessable(`tasks: the plan size cap is ${PLAN_SIZE_CAP} tasks (edit leaves ${tasks.length})`);
+
+  const teamIds = new Set(nextTeams.map((t) => t.id));
+  for (const task of tasks) {
+    assertStaffable(task.role, nextTeams, task.id);
+    if (task.squad !== null && !teamIds.has(task.squad)) throw unprocessable(`task ${task.id}: squad '${task.squad}' is not a team of this plan`);
+    // A team edit may move ownership under a task: the squad must still agree with its files.
+    const owners = [...new Set(task.files.flatMap((f) => ownersOf(nextTeams, f).map((t) => t.id)))];
+    if (owners.length > 1) throw unprocessable(`task ${task.id}: its files are owned by several teams (${owners.join(', ')}); split it`);
+    if (owners.length === 1 && task.squad !== owners[0]) {
+      throw unprocessable(`task ${task.id} cannot stay with team '${task.squad ?? 'none'}': its files are owned by team '${owners[0]}'`);
+    }
+  }
+
+  // Removing a task repairs dependencies that named it (reported as dropped).
+  const dropped: DroppedDependency[] = [];
+  tasks = tasks.map((t) => {
+    const gone = t.dependencies.filter((d) => removed.has(d));
+    gone.forEach((d) => dropped.push({ task: t.id, dependency: d, reason: 'task removed at the approval gate' }));
+    return gone.length ? { ...t, dependencies: t.dependencies.filter((d) => !removed.has(d)) } : t;
+  });
+  const repaired = repairDependencies(tasks);
+  const contract: ContractClause[] = plan.contract
+    .filter((c) => teamIds.has(c.provider))
+    .map((c) => ({ ...c, consumers: c.consumers.filter((x) => teamIds.has(x)) }));
+  return { plan: { ...plan, tasks: repaired.tasks, contract }, teams: nextTeams, dropped: [...dropped, ...repaired.dropped] };
+}
+
+/** What the plan-approval card shows: up to 60 tasks and how many there are. */
+export function approvalCard(plan: Plan): { tasks: TaskSpec[]; shown: number; total: number; note: string | null } {
+  const shown = Math.min(plan.tasks.length, APPROVAL_CARD_LIMIT);
+  return {
+    tasks: plan.tasks.slice(0, shown),
+    shown,
+    total: plan.tasks.length,
+    note: plan.tasks.length > shown ? `showing ${shown} of ${plan.tasks.length} tasks` : null,
+  };
+}

@@ -1,0 +1,512 @@
+/**
+ * The coding-run service: the team library, preselection and composition, runs (start, approve,
+ * edit, cancel, retry), their event logs, configuration and calibration. No HTTP here; routes call
+ * these methods and refusals are `HttpError`s naming the cause.
+ *
+ * Decisions where the spec is silent:
+ * - Configuration: `code` in hangar.config.json (or HANGAR_CODE__*) is the file layer; PUT
+ *   /api/config patches an overlay kept in the store. Read-only keys are refused there (422) but
+ *   load from the file.
+ * - A run works in a git worktree under the workspace state folder on branch `hangar/run-<id>`.
+ * - One active run per repository (a second is refused with 409, naming the running one); runs
+ *   on different repositories may run at once, each with its own `max_parallel` bound.
+ * - Teams routes act on `?repo=` (or body `repo`), else `code.repo`, else the workspace root.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { simpleGit } from 'simple-git';
+import path from 'node:path';
+import { EventLog } from '../http/event-log.js';
+import { conflict, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
+import { formatIssues } from '../http/validate.js';
+import type { Logger } from '../kernel/log.js';
+import type { Collection, Store } from '../storage/store.js';
+import { BoardError, transition } from './board.js';
+import { calibrate, type Calibration } from './calibration.js';
+import { ModelGate, type EndpointSettings } from './model.js';
+import { applyPlanEdit, approvalCard, assertStaffable, checkSquad } from './plan.js';
+import { AgentPool } from './pool.js';
+import { compose, effectiveManager, preselect, type Composition, type PreselectReport } from './preselect.js';
+import { CodeRun } from './run.js';
+import { CodeConfigSchema, READ_ONLY_CONFIG_KEYS, TaskPatch, type CodeConfig, type RunEvent, type RunRecord, type Team } from './schemas.js';
+import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
+
+export interface CodeRunServiceOptions {
+  store: Store;
+  log: Logger;
+  /** The workspace root: default repository, and home of the state folder. */
+  root: string;
+  state: string;
+  endpoint: EndpointSettings;
+  /** The file layer of the configuration (settings `code`). */
+  fileConfig: unknown;
+  shippedTeams: () => Team[];
+}
+
+interface StoredEvent {
+  run: string;
+  seq: number;
+  at: string;
+  event: RunEvent;
+}
+
+/** Classification of run events on the teams page. */
+export function classify(event: RunEvent): string {
+  switch (event.type) {
+    case 'task_update':
+    case 'tool':
+      return 'work';
+    case 'review_pending':
+      return 'review';
+    case 'gate':
+    case 'integration':
+      return 'gate';
+    case 'ticket':
+      return 'ticket';
+    case 'wave':
+      return 'wave';
+    case 'contract_frozen':
+      return 'contract';
+    case 'dependency_dropped':
+    case 'plan_proposed':
+    case 'plan_edited':
+      return 'plan';
+    case 'run_status':
+    case 'run_finished':
+      return 'run';
+    default: {
+      const never: never = event;
+      return String(never);
+    }
+  }
+}
+
+function teamsOfEvent(event: RunEvent): string[] {
+  if ('team' in event && typeof event.team === 'string') return [event.team];
+  if (event.type === 'wave') return event.teams;
+  if (event.type === 'contract_frozen') return [event.provider, ...event.consumers];
+  return [];
+}
+
+export class CodeRunService {
+  readonly library: TeamLibrary;
+  /** Generated per launch; every coding-run route requires it. */
+  readonly sessionToken = randomBytes(24).toString('base64url');
+  private readonly runs: Collection<RunRecord>;
+  private readonly events: Collection<StoredEvent>;
+  private readonly configs: Collection<Record<string, unknown>>;
+  private readonly logs = new Map<string, EventLog<RunEvent>>();
+  private readonly live = new Map<string, CodeRun>();
+  private readonly saving = new Map<string, Promise<unknown>>();
+  private readonly listeners = new Set<(event: RunEvent) => void>();
+  private pool: AgentPool | undefined;
+  private nextRunPins: string[] = [];
+  private lastCalibration: Calibration | undefined;
+  private readonly fileConfig: Record<string, unknown>;
+
+  constructor(private readonly options: CodeRunServiceOptions) {
+    this.library = new TeamLibrary(options.shippedTeams);
+    this.runs = options.store.collection<RunRecord>('coderun_runs', { shards: 4 });
+    this.events = options.store.collection<StoredEvent>('coderun_events', { shards: 16 });
+    this.configs = options.store.collection<Record<string, unknown>>('coderun_config');
+    const parsed = CodeConfigSchema.safeParse(options.fileConfig ?? {});
+    if (!parsed.success) throw new Error(`invalid setting ${formatIssues(parsed.error.issues, 'code')}`);
+    this.fileConfig = (options.fileConfig ?? {}) as Record<string, unknown>;
+  }
+
+  /**
+   * After a crash or kill, runs stored as active have no process driving them: mark them failed
+   * and remove their worktrees (the run branches keep their whole commits). A clean shutdown
+   * cancels runs first, so this only finds runs of a process that died.
+   */
+  async recover(): Promise<string[]> {
+    const interrupted = (await this.runs.list()).filter((r) => ['planning', 'awaiting_approval', 'running'].includes(r.status));
+    for (const record of interrupted) {
+      const dir = path.join(this.options.state, 'worktrees', record.id);
+      if (existsSync(dir)) {
+        await simpleGit({ baseDir: record.repo })
+          .raw(['worktree', 'remove', '--force', dir])
+          .catch(() => rm(dir, { recursive: true, force: true }));
+      }
+      await this.runs.put(record.id, {
+        ...record,
+        status: 'failed',
+        finished_at: new Date().toISOString(),
+        error: 'interrupted: the server stopped during the run',
+        summary: `interrupted during ${record.status}; branch ${record.branch ?? '(none)'} keeps the finished tasks' commits`,
+      });
+    }
+    return interrupted.map((r) => r.id);
+  }
+
+  // ---- configuration ---------------------------------------------------------------------------
+
+  async config(): Promise<CodeConfig> {
+    const overlay = (await this.configs.get('overlay')) ?? {};
+    return CodeConfigSchema.parse({ ...this.fileConfig, ...overlay });
+  }
+
+  /** Patch the configuration over HTTP; read-only keys are refused, naming the key. */
+  async patchConfig(patch: unknown): Promise<CodeConfig> {
+    if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw unprocessable('body: expected an object of configuration keys');
+    const readOnly = Object.keys(patch).filter((k) => (READ_ONLY_CONFIG_KEYS as readonly string[]).includes(k));
+    if (readOnly.length) {
+      throw unprocessable(`${readOnly.join(', ')} ${readOnly.length > 1 ? 'are' : 'is'} read-only over HTTP; set ${readOnly.length > 1 ? 'them' : 'it'} under "code" in hangar.config.json`);
+    }
+    const overlay = { ...((await this.configs.get('overlay')) ?? {}), ...(patch as Record<string, unknown>) };
+    const parsed = CodeConfigSchema.safeParse({ ...this.fileConfig, ...overlay });
+    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body'));
+    await this.configs.put('overlay', overlay);
+    return parsed.data;
+  }
+
+  async repoOf(requested?: string): Promise<string> {
+    const config = await this.config();
+    const repo = path.resolve(this.options.root, requested ?? config.repo ?? '.');
+    if (!existsSync(repo) || !statSync(repo).isDirectory()) throw unprocessable(`repo: ${repo} is not a folder`);
+    return repo;
+  }
+
+  // ---- teams -----------------------------------------------------------------------------------
+
+  /** The teams list with the spec's extras. */
+  async listTeams(repo: string) {
+    const config = await this.config();
+    const teams = await this.library.list(repo);
+    const running = [...this.live.values()].filter((r) => r.active).map((r) => r.record.id);
+    return {
+      default_manager: DEFAULT_MANAGER,
+      dynamic_enabled: !config.team_library,
+      running: running.length > 0,
+      running_runs: running,
+      repo,
+      teams: teams.map(({ team, source }) => ({
+        ...team,
+        source,
+        effective_manager: effectiveManager(team),
+        manager_default: team.manager === null,
+      })),
+    };
+  }
+
+  async preselect(request: string, repo: string, pins: string[] = []): Promise<PreselectReport> {
+    const config = await this.config();
+    return preselect(await this.library.teams(repo), request, config, pins.length ? pins : this.nextRunPins);
+  }
+
+  async composition(request: string, repo: string, pins: string[] = []): Promise<Composition> {
+    const teams = await this.library.teams(repo);
+    return compose(teams, await this.preselect(request, repo, pins));
+  }
+
+  /** Write the org chart into the repository and pin its teams for the next run. */
+  async activate(repo: string, ids: string[]): Promise<{ org_chart: string; pinned: string[] }> {
+    const teams = await this.library.teams(repo);
+    const unknown = ids.filter((id) => !teams.some((t) => t.id === id));
+    if (unknown.length) throw unprocessable(`teams: unknown team ${unknown.map((u) => `'${u}'`).join(', ')}`);
+    const chart = teams.filter((t) => ids.includes(t.id)).map((t) => ({ id: t.id, charter: t.charter, owns: t.owns, manager: effectiveManager(t), agents: t.agents }));
+    const file = path.join(repo, '.hangar', 'org-chart.json');
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, JSON.stringify({ activated_at: new Date().toISOString(), teams: chart }, null, 2) + '\n');
+    this.nextRunPins = [...ids];
+    return { org_chart: path.relative(repo, file), pinned: ids };
+  }
+
+  /** Create a manager agent on the team's roster and point the team at it. */
+  async createManager(repo: string, id: string, name?: string) {
+    const { team } = await this.library.get(repo, id);
+    const manager = name ?? `${id}-manager`;
+    const agents = team.agents.some((a) => a.name === manager) ? team.agents : [...team.agents, { name: manager, role: 'manager', languages: [] }];
+    return this.library.update(repo, id, { agents, manager });
+  }
+
+  // ---- runs ------------------------------------------------------------------------------------
+
+  private log(run: string): EventLog<RunEvent> {
+    let log = this.logs.get(run);
+    if (!log) this.logs.set(run, (log = new EventLog<RunEvent>(20_000)));
+    return log;
+  }
+
+  private emit(event: RunEvent): void {
+    const log = this.log(event.run);
+    const { seq } = log.append(event);
+    // Events are kept for the activity page of past runs; a lost write is logged, not fatal.
+    this.events.put(`${event.run}:${String(seq).padStart(8, '0')}`, { run: event.run, seq, at: new Date().toISOString(), event }).catch((err: unknown) => {
+      this.options.log.warn('coding-run event not stored', { error: String(err) });
+    });
+    for (const listener of this.listeners) listener(event);
+    if (event.type === 'run_finished') {
+      log.end();
+      this.evictFinished();
+    }
+  }
+
+  /**
+   * Keep the newest finished runs in memory (their logs serve replays without a store read);
+   * older ones are served from the store, so memory stays bounded however many runs a server sees.
+   */
+  private evictFinished(keep = 20): void {
+    const finished = [...this.live.values()].filter((r) => !r.active);
+    for (const run of finished.slice(0, Math.max(0, finished.length - keep))) {
+      const id = run.record.id;
+      // Only once its last write is on disk, so a read in between never misses the record.
+      void (this.saving.get(id) ?? Promise.resolve()).then(() => {
+        this.live.delete(id);
+        this.logs.delete(id);
+        this.saving.delete(id);
+      });
+    }
+  }
+
+  /** Follow every run's events (the UI's websocket). */
+  onEvent(listener: (event: RunEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private save(record: RunRecord): void {
+    // Writes of one run are chained so they land in order; the snapshot is taken now.
+    const snapshot = structuredClone(record);
+    const prev = this.saving.get(record.id) ?? Promise.resolve();
+    const next = prev.then(() => this.runs.put(record.id, snapshot)).catch((err: unknown) => this.options.log.error('coding-run record not stored', { error: String(err) }));
+    this.saving.set(record.id, next);
+  }
+
+  private async budgetFor(role: string, config: CodeConfig): Promise<number> {
+    if (config.context_role_budget[role]) return config.context_role_budget[role]!;
+    if (config.calibrate_budgets) {
+      const window = (this.lastCalibration ?? (await this.calibrate().catch(() => undefined)))?.context_window;
+      // Half the window for the conversation leaves room for the answer and tool schemas.
+      if (window) return Math.floor(window * 0.5);
+    }
+    return config.context_budget_tokens;
+  }
+
+  async startRun(input: { request: string; repo?: string; teams?: string[]; require_approval?: boolean }): Promise<RunRecord> {
+    const config = await this.config();
+    if (!this.options.endpoint.baseUrl) {
+      throw serviceUnavailable('a coding run needs a chat model but none is configured: set model.baseUrl in hangar.config.json or HANGAR_MODEL__BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)');
+    }
+    const repo = await this.repoOf(input.repo);
+    for (const other of this.live.values()) {
+      if (other.active && other.record.repo === repo) throw conflict(`run ${other.record.id} is already working on ${repo}`);
+    }
+    const pins = input.teams?.length ? input.teams : this.nextRunPins;
+    const library = await this.library.teams(repo);
+    const report = preselect(library, input.request, config, pins);
+    this.nextRunPins = [];
+    const id = `${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomUUID().slice(0, 8)}`;
+    const record: RunRecord = {
+      id,
+      request: input.request,
+      repo,
+      status: 'planning',
+      created_at: new Date().toISOString(),
+      finished_at: null,
+      pins: input.teams ?? [],
+      teams: library.filter((t) => report.teams.some((s) => s.id === t.id)),
+      plan: null,
+      tasks: [],
+      tickets: [],
+      gates: [],
+      integration: null,
+      branch: null,
+      base: null,
+      contract_file: null,
+      repairs: { found: 0, resolved: 0, restaffed: 0, needs_human: 0 },
+      summary: null,
+      error: null,
+    };
+    const gate = new ModelGate(this.options.endpoint, { maxParallel: config.max_parallel, modelRoles: config.model_roles, escalation: config.model_escalation });
+    this.pool ??= new AgentPool(Math.max(2, config.max_parallel));
+    const budgets = new Map<string, number>();
+    for (const role of ['developer', 'corrector', 'reviewer', 'tester', ...record.teams.flatMap((t) => t.agents.map((a) => a.role))]) {
+      budgets.set(role, await this.budgetFor(role, config));
+    }
+    const run = new CodeRun(record, {
+      config,
+      gate,
+      pool: this.pool,
+      worktrees: path.join(this.options.state, 'worktrees'),
+      emit: (e) => this.emit(e),
+      save: (r) => this.save(r),
+      budgetFor: (role) => budgets.get(role) ?? config.context_budget_tokens,
+      libraryTeams: library.map((t) => ({ id: t.id, owns: t.owns })),
+    });
+    this.live.set(id, run);
+    this.log(id);
+    this.save(record);
+    run.start(input.require_approval ?? config.require_approval).catch((err: unknown) => this.options.log.error('coding run crashed', { run: id, error: String(err) }));
+    return structuredClone(record);
+  }
+
+  async get(id: string): Promise<RunRecord> {
+    const live = this.live.get(id);
+    if (live) return structuredClone(live.record);
+    const stored = await this.runs.get(id);
+    if (!stored) throw notFound(`run '${id}' not found`);
+    return stored;
+  }
+
+  async list(): Promise<RunRecord[]> {
+    const stored = new Map((await this.runs.list()).map((r) => [r.id, r]));
+    for (const [id, run] of this.live) stored.set(id, structuredClone(run.record));
+    return [...stored.values()].sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
+  }
+
+  async latest(): Promise<RunRecord> {
+    const [first] = await this.list();
+    if (!first) throw notFound('no run yet');
+    return first;
+  }
+
+  /** Events of a run: the live log, or a log rebuilt from the store for a past run. */
+  async eventSource(id: string): Promise<EventLog<RunEvent>> {
+    const existing = this.logs.get(id);
+    if (existing) return existing;
+    await this.get(id);
+    const stored = (await this.events.list()).filter((e) => e.run === id).sort((a, b) => a.seq - b.seq);
+    const log = new EventLog<RunEvent>(20_000);
+    for (const e of stored) log.append(e.event);
+    log.end();
+    return log;
+  }
+
+  async activity(filter: { team?: string; run?: string }) {
+    const runId = filter.run ?? (await this.latest().catch(() => undefined))?.id;
+    if (!runId) return { run: null, events: [] };
+    await this.get(runId);
+    const log = await this.eventSource(runId);
+    const events = log
+      .all()
+      .filter((e) => !filter.team || teamsOfEvent(e.data).includes(filter.team))
+      .map((e) => ({ seq: e.seq, kind: classify(e.data), teams: teamsOfEvent(e.data), event: e.data }));
+    return { run: runId, events };
+  }
+
+  private liveRun(id: string): CodeRun {
+    const run = this.live.get(id);
+    if (!run || !run.active) throw conflict(`run '${id}' is not running`);
+    return run;
+  }
+
+  plan(id: string) {
+    const run = this.live.get(id);
+    const plan = run?.record.plan;
+    if (!plan) throw conflict(`run '${id}' has no plan yet`);
+    return { status: run.record.status, teams: run.record.teams, contract: plan.contract, ...approvalCard(plan) };
+  }
+
+  /** Rule 3: edit the proposed plan at the approval gate; a refused edit changes nothing. */
+  editPlan(id: string, edit: unknown) {
+    const run = this.liveRun(id);
+    if (run.record.status !== 'awaiting_approval') throw conflict(`run '${id}' is ${run.record.status}; plans are edited at the approval gate`);
+    const next = applyPlanEdit(run.record.plan!, run.record.teams, edit);
+    run.record.plan = next.plan;
+    run.record.teams = next.teams;
+    this.save(run.record);
+    this.emit({ type: 'plan_edited', run: id });
+    for (const d of next.dropped) this.emit({ type: 'dependency_dropped', run: id, ...d });
+    return this.plan(id);
+  }
+
+  approve(id: string): RunRecord {
+    const run = this.liveRun(id);
+    if (run.record.status !== 'awaiting_approval') throw conflict(`run '${id}' is ${run.record.status}, not awaiting approval`);
+    run.approve();
+    return structuredClone(run.record);
+  }
+
+  async cancel(id: string): Promise<RunRecord> {
+    const run = this.liveRun(id);
+    run.cancel();
+    return structuredClone(run.record);
+  }
+
+  /** The run holding task `taskId`: the named run, else the newest live run that has it. */
+  private runOfTask(taskId: string, runId?: string): CodeRun {
+    const candidates = runId ? [this.live.get(runId)].filter(Boolean) : [...this.live.values()].reverse();
+    const holds = (r: CodeRun) => r.record.tasks.some((t) => t.id === taskId) || r.record.plan?.tasks.some((t) => t.id === taskId);
+    const run = candidates.find((r) => r!.active && holds(r!)) ?? candidates.find((r) => holds(r!));
+    if (!run) throw notFound(`task '${taskId}' not found in ${runId ? `run '${runId}'` : 'any live run'}`);
+    if (!run.active) throw conflict(`task ${taskId} belongs to run '${run.record.id}', which has ${run.record.status}; start a new run to change it`);
+    return run;
+  }
+
+  /**
+   * PATCH /api/tasks/{id}: change fields of a task of a live run; `squad` assigns a team (rule 1).
+   * Board tasks can be changed while not yet dispatched; plan tasks while awaiting approval.
+   */
+  patchTask(taskId: string, body: unknown) {
+    const parsed = TaskPatch.safeParse(body ?? {});
+    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body'));
+    const { run: runId, ...fields } = parsed.data;
+    const run = this.runOfTask(taskId, runId);
+    const record = run.record;
+    const onBoard = record.tasks.find((t) => t.id === taskId);
+    const current = onBoard ?? record.plan!.tasks.find((t) => t.id === taskId)!;
+    if (onBoard && onBoard.state !== 'ready_to_dev') throw conflict(`task ${taskId} is ${onBoard.state}; only tasks not yet dispatched can be changed`);
+    const next = { ...current, ...fields };
+    if ('squad' in fields || 'files' in fields) checkSquad(next, next.squad, record.teams);
+    if ('role' in fields) assertStaffable(next.role, record.teams, taskId);
+    if (onBoard) {
+      record.tasks = record.tasks.map((t) => (t.id === taskId ? { ...t, ...fields } : t));
+      this.emit({ type: 'task_update', run: record.id, task: taskId, team: next.squad, state: onBoard.state, note: 'edited' });
+    } else {
+      record.plan = { ...record.plan!, tasks: record.plan!.tasks.map((t) => (t.id === taskId ? { ...t, ...fields } : t)) };
+    }
+    this.save(record);
+    return { run: record.id, task: onBoard ? record.tasks.find((t) => t.id === taskId) : record.plan!.tasks.find((t) => t.id === taskId) };
+  }
+
+  /**
+   * Retry a stuck task (to_scope, or orphaned in progress) of a live run. Decision: a finished
+   * run is not resumed by a retry; start a new run on its branch instead (409 says so).
+   */
+  retryTask(taskId: string, runId?: string) {
+    const run = this.runOfTask(taskId, runId);
+    const task = run.record.tasks.find((t) => t.id === taskId);
+    if (!task) throw conflict(`task ${taskId} is not on the board yet`);
+    let next;
+    try {
+      next = transition(task, { type: 'retry' }, { reviewRounds: 1, attemptCeiling: 1 });
+    } catch (err) {
+      if (err instanceof BoardError) throw conflict(err.message);
+      throw err;
+    }
+    run.record.tasks = run.record.tasks.map((t) => (t.id === taskId ? next : t));
+    this.save(run.record);
+    this.emit({ type: 'task_update', run: run.record.id, task: taskId, team: next.squad, state: next.state, note: 'retried by a person' });
+    return { run: run.record.id, task: next };
+  }
+
+  // ---- calibration -----------------------------------------------------------------------------
+
+  async calibrate(): Promise<Calibration> {
+    const config = await this.config();
+    const gate = new ModelGate(this.options.endpoint, { maxParallel: Math.max(4, config.max_parallel), modelRoles: {}, escalation: [] });
+    this.lastCalibration = await calibrate(gate, this.options.endpoint, config.max_parallel);
+    return this.lastCalibration;
+  }
+
+  async close(): Promise<void> {
+    for (const run of this.live.values()) if (run.active) run.cancel();
+    const deadline = Date.now() + 5000;
+    while ([...this.live.values()].some((r) => r.active) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await Promise.all(this.saving.values());
+    await this.pool?.close();
+  }
+
+  /** Wait until a run settles (tests, CLI). */
+  async settled(id: string, timeoutMs = 60_000): Promise<RunRecord> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.live.get(id)?.active) {
+      if (Date.now() > deadline) throw new Error(`run ${id} did not settle within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await this.saving.get(id);
+    return this.get(id);
+  }
+}

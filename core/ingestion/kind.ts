@@ -1,0 +1,41 @@
+/**
+ * The `ingestor` drop-in kind: how discovery turns `ingestors/<name>.ts` (or
+ * `ingestors/<name>/index.ts`) into a checked definition.
+ */
+import { z } from 'zod';
+import type { DropInKind } from '../kernel/registry.js';
+import type { IngestorDefinition } from './define.js';
+
+export const COLLECTION_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/i;
+
+const fn = z.custom<(...args: any[]) => unknown>((v) => typeof v === 'function', { message: 'expected a function' });
+const isZod = (v: unknown): v is z.ZodType => typeof v === 'object' && v !== null && typeof (v as z.ZodType).safeParse === 'function';
+
+const DefinitionShape = z.object({
+  name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'expected lowercase letters, digits, "-" or "_"'),
+  version: z.string().min(1).default('0.0.0'),
+  description: z.string().optional(),
+  collection: z.string().regex(COLLECTION_NAME, 'expected a collection name (letters, digits, ".", "_", "-")'),
+  options: z.custom<z.ZodType>(isZod, { message: 'expected a zod schema' }).optional(),
+  discover: fn,
+  read: fn,
+  health: fn.optional(),
+});
+
+export type LoadedIngestor = IngestorDefinition & { name: string; version: string };
+
+export const ingestorKind: DropInKind<LoadedIngestor> = {
+  kind: 'ingestor',
+  folder: 'ingestors',
+  load(exported, defaultName) {
+    if (exported === null || typeof exported !== 'object') throw new Error('expected the module to export default defineIngestor({...})');
+    const raw = exported as Record<string, unknown>;
+    const result = DefinitionShape.safeParse({ ...raw, name: raw.name ?? defaultName.toLowerCase() });
+    if (!result.success) {
+      const issue = result.error.issues[0]!;
+      throw new Error(`${issue.path.join('.') || 'definition'}: ${issue.message}`);
+    }
+    return result.data as unknown as LoadedIngestor;
+  },
+  nameOf: (definition) => definition.name,
+};

@@ -1,0 +1,57 @@
+/**
+ * Routes of the invocation log. Logic is in `service.ts`.
+ */
+import { Router } from 'express';
+import { z } from 'zod';
+import type { RouteDoc } from '../http/openapi.js';
+import { parseInput } from '../http/validate.js';
+import { AnalyzeRequest, Analysis, InvocationRecord, ListLogsQuery, LogPage } from './schemas.js';
+import type { InvocationLog } from './service.js';
+
+export function logRoutes(log: InvocationLog): Router {
+  const router = Router();
+
+  router.get('/api/v1/logs', (req, res) => {
+    res.json(log.list(parseInput(ListLogsQuery, req.query, 'query')));
+  });
+
+  // Fixed paths before /:id, so "analysis" is never read as an id.
+  router.get('/api/v1/logs/analysis', async (_req, res) => {
+    res.json(await log.latestAnalysis());
+  });
+
+  router.post('/api/v1/logs/analyze', async (req, res) => {
+    res.json(await log.analyze(parseInput(AnalyzeRequest, req.body, 'body')));
+  });
+
+  router.get('/api/v1/logs/:id', (req, res) => {
+    res.json(log.get(String(req.params.id)));
+  });
+
+  return router;
+}
+
+const tags = ['logs'];
+const Off = { description: 'Log history is off (setting logs.enabled)' };
+
+export const LOG_DOCS: RouteDoc[] = [
+  {
+    method: 'get',
+    path: '/api/v1/logs',
+    summary: 'Invocation logs, newest first: filter by resource, name, operation, principal, status (ok, error or an HTTP code) and time range; page with limit/offset',
+    tags,
+    query: ListLogsQuery,
+    responses: { 200: { description: 'A page of records', schema: LogPage }, 422: { description: 'Bad query parameter (named)' }, 501: Off },
+  },
+  { method: 'get', path: '/api/v1/logs/{id}', summary: 'One invocation record', tags, responses: { 200: { description: 'The record', schema: InvocationRecord }, 404: { description: 'Unknown id' }, 501: Off } },
+  {
+    method: 'post',
+    path: '/api/v1/logs/analyze',
+    summary: 'Analyse a window of calls: counts, error rate, latency p50/p95/p99, slowest calls and top errors per resource; kept as the latest analysis',
+    tags,
+    body: AnalyzeRequest,
+    responses: { 200: { description: 'The analysis', schema: Analysis }, 501: Off },
+  },
+  { method: 'get', path: '/api/v1/logs/analysis', summary: 'The latest analysis', tags, responses: { 200: { description: 'The analysis', schema: Analysis }, 404: { description: 'No analysis has been computed yet' }, 501: Off } },
+];
+

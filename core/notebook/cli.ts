@@ -1,0 +1,342 @@
+/**
+ * `hangar notebook <command>` (spec 3, Part A, "Notebook CLI commands"). Every command resolves to
+ * an exit code; the long-running ones (dev, start, app) resolve when the server is stopped by
+ * SIGINT/SIGTERM.
+ *
+ * Exit codes: 0 success; 1 the notebook ran but a cell failed (`run`), the notebooks differ
+ * (`diff`, like diff(1)), or an export could not be produced; 2 usage errors and unreadable files.
+ *
+ * Decisions where the spec is silent:
+ * - `--file` for dev/start is a notebook file (the spec's table says "py file": ours are `.nb.ts`
+ *   or `.ipynb`); its folder's parent becomes the workspace when it sits in a `notebooks/` folder,
+ *   otherwise its own folder is served as the notebooks folder.
+ * - `export` without `-o` writes next to the input: `x.pipeline.json`, `x.html`, `x.pdf`,
+ *   `x-docker/`. html and pdf run the notebook first so the report shows fresh outputs
+ *   (`--no-run` keeps the outputs stored in the file).
+ * - `list` without `--server` asks the local default server, http://127.0.0.1:8899.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { writeFile, mkdir } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { diffNotebooks, formatDiffHtml, formatDiffText } from './diff.js';
+import { exportDocker, htmlToPdf, LAYOUTS, MissingBrowserError, pipelineDefinition, reportHtml, type Layout } from './export.js';
+import { convertedPath, formatOf, NotebookFormatError, nameFromPath, readNotebookFile, writeNotebookFile } from './formats.js';
+import { outputToText } from './render.js';
+import type { Cell, CellState } from './schemas.js';
+import { runNotebook, type HeadlessRunResult } from './service.js';
+import { startAppServer, startNotebookServer, startUiServer, type RunningNotebookServer } from './server.js';
+
+export const EXPORT_FORMATS = ['pipeline', 'html', 'pdf', 'docker'] as const;
+const DEFAULT_SERVER = 'http://127.0.0.1:8899';
+
+const USAGE = `usage: hangar notebook <command> [options]
+
+commands:
+  dev      [--name untitled] [--file F] [--server URL] [--frontend-port 3000] [--backend-port 8899] [--no-browser]
+  start    [--name untitled] [--file F] [--server URL] [--port 8899] [--no-browser]
+  run      <file> [--server URL] [--timeout MS]     run headless; exit 1 if any cell fails
+  export   <file> [--format pipeline|html|pdf|docker] [-o PATH] [--no-run]
+  app      <file> [--port 8501] [--layout linear|grid|tabs|sidebar|dashboard] [--no-browser]
+  list     [--server URL]
+  convert  <file> [-o PATH]                          .nb.ts <-> .ipynb
+  diff     <file_a> <file_b> [--html]
+`;
+
+/** Where a command writes; tests pass their own to capture output. */
+export interface CliIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** Resolves when the user asks a long-running command to stop (default: SIGINT/SIGTERM). */
+  stopSignal?: Promise<void>;
+  /** Called once a server is listening (tests use it to reach and stop the server). */
+  onListening?: (servers: RunningNotebookServer[]) => void;
+  color?: boolean;
+}
+
+const defaultIo = (): CliIo => ({
+  out: (t) => process.stdout.write(t),
+  err: (t) => process.stderr.write(t),
+  color: process.stdout.isTTY,
+});
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  name: { type: 'string', default: 'untitled' },
+  server: { type: 'string' },
+  file: { type: 'string' },
+  'frontend-port': { type: 'string', default: '3000' },
+  'backend-port': { type: 'string', default: '8899' },
+  port: { type: 'string' },
+  'no-browser': { type: 'boolean', default: false },
+  format: { type: 'string', default: 'pipeline' },
+  output: { type: 'string', short: 'o' },
+  layout: { type: 'string', default: 'linear' },
+  html: { type: 'boolean', default: false },
+  timeout: { type: 'string' },
+  'no-run': { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} satisfies ParseArgsConfig['options'];
+
+function port(value: string | undefined, fallback: number): number {
+  const n = Number(value ?? fallback);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`invalid port "${value}"`);
+  return n;
+}
+
+/**
+ * Run a notebook CLI command and return its exit code.
+ *
+ * @example process.exitCode = await notebookCli(['run', 'notebooks/sales.nb.ts']);
+ */
+export async function notebookCli(args: string[], io: CliIo = defaultIo()): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (!command || values.help) {
+    (command ? io.out : io.err)(USAGE);
+    return command ? 0 : 2;
+  }
+  const needFile = (what = 'file') => {
+    if (!rest[0]) throw new UsageError(`${command} needs a <${what}>`);
+    return resolve(rest[0]);
+  };
+  try {
+    switch (command) {
+      case 'run':
+        return await runCommand(needFile(), values.server, values.timeout ? Number(values.timeout) : undefined, io);
+      case 'convert': {
+        const input = needFile();
+        const output = resolve(values.output ?? convertedPath(input));
+        if (formatOf(input) === formatOf(output)) throw new UsageError(`${basename(output)} has the same format as the input`);
+        const notebook = await readNotebookFile(input);
+        await writeNotebookFile(notebook, output);
+        io.out(`${output}\n`);
+        return 0;
+      }
+      case 'diff': {
+        if (rest.length < 2) throw new UsageError('diff needs <file_a> <file_b>');
+        const [a, b] = await Promise.all([readNotebookFile(resolve(rest[0])), readNotebookFile(resolve(rest[1]))]);
+        const diff = diffNotebooks(a, b);
+        io.out(values.html ? formatDiffHtml(diff, { a: rest[0], b: rest[1] }) : formatDiffText(diff, { a: rest[0], b: rest[1], color: io.color }));
+        return diff.identical ? 0 : 1;
+      }
+      case 'export':
+        return await exportCommand(needFile(), values.format, values.output, !values['no-run'], io);
+      case 'list':
+        return await listCommand(values.server ?? DEFAULT_SERVER, io);
+      case 'app': {
+        const file = needFile();
+        if (!LAYOUTS.includes(values.layout as Layout)) throw new UsageError(`--layout must be one of ${LAYOUTS.join(', ')}`);
+        const app = await startAppServer({ file, port: port(values.port, 8501), layout: values.layout as Layout });
+        return await serve([app], `app "${nameFromPath(file)}" (${values.layout})`, app.url, !values['no-browser'], io);
+      }
+      case 'start':
+      case 'dev':
+        return await serveCommand(command, values, io);
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof NotebookFormatError) {
+      io.err(`error: ${err.message}\n`);
+      return 2;
+    }
+    io.err(`error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+// ---- run ----------------------------------------------------------------------------------------
+
+function printRun(result: HeadlessRunResult, io: CliIo): void {
+  const paint = (code: number, text: string) => (io.color ? `\x1b[${code}m${text}\x1b[0m` : text);
+  const mark: Record<CellState, string> = { success: paint(32, 'ok'), error: paint(31, 'FAILED'), stale: paint(33, 'not run'), idle: 'idle', queued: 'queued', running: 'running' };
+  for (const cell of result.cells as Array<Cell & { state: CellState }>) {
+    if (cell.cell_type !== 'code') continue;
+    io.out(`── ${cell.name || cell.id} ${mark[cell.state]}\n`);
+    for (const output of cell.outputs) {
+      const text = outputToText(output);
+      if (text) io.out(text.endsWith('\n') ? text : `${text}\n`);
+    }
+  }
+  const code = result.cells.filter((c) => c.cell_type === 'code');
+  const failed = code.filter((c) => c.state !== 'success').length;
+  io.out(`${result.name}: ${code.length - failed}/${code.length} cells succeeded\n`);
+}
+
+async function runCommand(file: string, server: string | undefined, timeoutMs: number | undefined, io: CliIo): Promise<number> {
+  let result: HeadlessRunResult;
+  if (server) {
+    const { readFile } = await import('node:fs/promises');
+    const content = await readFile(file, 'utf8').catch(() => {
+      throw new NotebookFormatError(file, 'no such file');
+    });
+    const response = await fetch(new URL('/api/notebooks/run', server), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ file_name: basename(file), content, ...(timeoutMs ? { cell_timeout_ms: timeoutMs } : {}) }),
+    }).catch((err: Error) => {
+      throw new Error(`cannot reach ${server}: ${err.cause instanceof Error ? err.cause.message : err.message}`);
+    });
+    const body = (await response.json().catch(() => ({}))) as HeadlessRunResult & { detail?: string };
+    if (!response.ok) throw new Error(`${server} answered ${response.status}: ${body.detail ?? response.statusText}`);
+    result = body;
+  } else {
+    result = await runNotebook(await readNotebookFile(file), { filePath: file, cellTimeoutMs: timeoutMs });
+  }
+  printRun(result, io);
+  return result.ok ? 0 : 1;
+}
+
+// ---- export -------------------------------------------------------------------------------------
+
+async function exportCommand(file: string, format: string, output: string | undefined, run: boolean, io: CliIo): Promise<number> {
+  if (!EXPORT_FORMATS.includes(format as (typeof EXPORT_FORMATS)[number])) {
+    throw new UsageError(`--format must be one of ${EXPORT_FORMATS.join(', ')}`);
+  }
+  const notebook = await readNotebookFile(file);
+  const stem = join(dirname(file), nameFromPath(file));
+  switch (format) {
+    case 'pipeline': {
+      const target = resolve(output ?? `${stem}.pipeline.json`);
+      const definition = await pipelineDefinition(notebook, file);
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, `${JSON.stringify(definition, null, 2)}\n`);
+      io.out(`${target}\n`);
+      return 0;
+    }
+    case 'html':
+    case 'pdf': {
+      const withOutputs = run ? { ...notebook, cells: (await runNotebook(notebook, { filePath: file })).cells } : notebook;
+      const html = reportHtml(withOutputs);
+      const target = resolve(output ?? `${stem}.${format}`);
+      if (format === 'html') {
+        await mkdir(dirname(target), { recursive: true });
+        await writeFile(target, html);
+      } else {
+        try {
+          await htmlToPdf(html, target);
+        } catch (err) {
+          if (err instanceof MissingBrowserError) {
+            io.err(`error: ${err.message}\n`);
+            return 1;
+          }
+          throw err;
+        }
+      }
+      io.out(`${target}\n`);
+      return 0;
+    }
+    case 'docker': {
+      const target = resolve(output ?? `${stem}-docker`);
+      const files = await exportDocker(notebook, target);
+      io.out(`${target}\n${files.map((f) => `  ${f}\n`).join('')}build: docker build -t ${basename(target).toLowerCase()} ${target}\n`);
+      return 0;
+    }
+  }
+  return 2;
+}
+
+// ---- list ---------------------------------------------------------------------------------------
+
+async function listCommand(server: string, io: CliIo): Promise<number> {
+  const response = await fetch(new URL('/api/notebooks', server)).catch((err: Error) => {
+    throw new Error(`cannot reach ${server}: ${err.cause instanceof Error ? err.cause.message : err.message}`);
+  });
+  if (!response.ok) throw new Error(`${server} answered ${response.status}`);
+  const { notebooks } = (await response.json()) as { notebooks: Array<{ id: string; format: string; modified: string; open: boolean }> };
+  if (notebooks.length === 0) io.out(`no notebooks on ${server}\n`);
+  for (const n of notebooks) io.out(`${n.id}\t${n.format}\t${n.modified}${n.open ? '\topen' : ''}\n`);
+  return 0;
+}
+
+// ---- servers ------------------------------------------------------------------------------------
+
+function openBrowser(url: string): void {
+  const command = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'cmd' : 'xdg-open';
+  const args = process.platform === 'win32' ? ['/c', 'start', '', url] : [url];
+  try {
+    const child = spawn(command, args, { stdio: 'ignore', detached: true });
+    child.on('error', () => undefined); // no opener installed: the URL is printed anyway
+    child.unref();
+  } catch {
+    // Same: printing the URL is enough.
+  }
+}
+
+function stopSignal(): Promise<void> {
+  return new Promise((resolveStop) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolveStop();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+async function serve(servers: RunningNotebookServer[], what: string, url: string, browser: boolean, io: CliIo): Promise<number> {
+  io.out(`${what} on ${url}\n`);
+  io.onListening?.(servers);
+  if (browser) openBrowser(url);
+  await (io.stopSignal ?? stopSignal());
+  await Promise.all(servers.map((s) => s.close()));
+  return 0;
+}
+
+/** Workspace root and initial notebook id for dev/start, from `--file` and `--name`. */
+async function workspaceFor(file: string | undefined, name: string): Promise<{ root: string; initial: string }> {
+  if (file) {
+    const full = resolve(file);
+    if (!existsSync(full)) throw new NotebookFormatError(full, 'no such file');
+    const dir = dirname(full);
+    return basename(dir) === 'notebooks' ? { root: dirname(dir), initial: basename(full) } : { root: dir, initial: basename(full) };
+  }
+  const root = process.cwd();
+  const initial = `${name}.nb.ts`;
+  const path = join(root, 'notebooks', initial);
+  if (!existsSync(path)) {
+    const { Notebook } = await import('./schemas.js');
+    await writeNotebookFile(Notebook.parse({ name, cells: [{}] }), path);
+  }
+  return { root, initial };
+}
+
+async function serveCommand(command: 'start' | 'dev', values: Record<string, string | boolean | undefined>, io: CliIo): Promise<number> {
+  if (values.server) {
+    // The notebook lives on a remote Hangar: nothing to serve locally, point the user there.
+    const url = `${String(values.server).replace(/\/$/, '')}/?notebook=${encodeURIComponent(`${values.name}.nb.ts`)}`;
+    io.out(`notebook "${values.name}" on ${url}\n`);
+    if (!values['no-browser']) openBrowser(url);
+    return 0;
+  }
+  const { root, initial } = await workspaceFor(values.file as string | undefined, String(values.name));
+  if (command === 'start') {
+    const server = await startNotebookServer({ root, port: port(values.port as string | undefined, 8899), ui: true, initial });
+    return serve([server], 'notebook server', `${server.url}/?notebook=${encodeURIComponent(initial)}`, !values['no-browser'], io);
+  }
+  const frontendPort = port(values['frontend-port'] as string, 3000);
+  const backendPort = port(values['backend-port'] as string, 8899);
+  const backend = await startNotebookServer({ root, port: backendPort, allowOrigin: `http://127.0.0.1:${frontendPort}` });
+  const frontend = await startUiServer({ root, port: frontendPort, api: backend.url, initial, onFileChange: (id) => backend.service.reloadIfChanged(id) }).catch(async (err) => {
+    await backend.close();
+    throw err;
+  });
+  io.out(`API on ${backend.url}\n`);
+  return serve([frontend, backend], 'notebook UI (hot reload)', `${frontend.url}/?notebook=${encodeURIComponent(initial)}`, !values['no-browser'], io);
+}
+

@@ -1,0 +1,214 @@
+/**
+ * The step graph of a pipeline: dependencies read from `$.steps` references, validation of a draft
+ * (every problem with its step and field), waves of steps that can run in parallel, and the
+ * renderings for the UI (nodes/edges JSON) and for text (Mermaid).
+ *
+ * Order is deterministic: within a wave, steps keep their declaration order (ties by insertion,
+ * as in topological sorts people can predict).
+ */
+import { PipelineDefinition, STEP_KINDS, type PipelineProblem, type PipelineStep, type StepKind, type ValidationReport } from './schemas.js';
+import { inputValidator } from './input.js';
+import { parseReference, ReferenceError, referencesIn } from './references.js';
+
+/** What the pipeline layer needs to know about the platform's resources. */
+export interface StepTargets {
+  exists(kind: StepKind, name: string): boolean;
+  /** Declared methods of an endpoint (to check a step's `method`). */
+  endpointMethods?(name: string): string[] | undefined;
+}
+
+export function kindOf(step: PipelineStep): { kind: StepKind; target: string } {
+  for (const kind of STEP_KINDS) {
+    const target = step[kind];
+    if (target !== undefined) return { kind, target };
+  }
+  throw new Error(`step '${step.name}' names no endpoint, agent or plugin`);
+}
+
+/** step → the steps it references, in order of first reference, without duplicates. */
+export function dependencies(steps: readonly PipelineStep[]): Map<string, string[]> {
+  const deps = new Map<string, string[]>();
+  for (const step of steps) {
+    const list: string[] = [];
+    for (const { text } of referencesIn(step.input)) {
+      try {
+        const ref = parseReference(text);
+        if (ref.source === 'step' && !list.includes(ref.step)) list.push(ref.step);
+      } catch {
+        // reported by validation
+      }
+    }
+    deps.set(step.name, list);
+  }
+  return deps;
+}
+
+/**
+ * Kahn's algorithm in waves. Returns the waves and the steps left over (those on or behind a
+ * cycle), which is empty for a valid graph.
+ */
+export function waves(steps: readonly PipelineStep[], deps: Map<string, string[]>): { waves: string[][]; blocked: string[] } {
+  const done = new Set<string>();
+  const remaining = steps.map((s) => s.name);
+  const out: string[][] = [];
+  for (;;) {
+    const wave = remaining.filter((name) => !done.has(name) && (deps.get(name) ?? []).every((d) => done.has(d)));
+    if (wave.length === 0) break;
+    wave.forEach((name) => done.add(name));
+    out.push(wave);
+  }
+  return { waves: out, blocked: remaining.filter((n) => !done.has(n)) };
+}
+
+/** One cycle through `start` (as a path ending where it began), or null. */
+function cycleThrough(start: string, deps: Map<string, string[]>): string[] | null {
+  const path: string[] = [];
+  const onPath = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (node: string): string[] | null => {
+    if (onPath.has(node)) return node === start ? [...path, node] : null;
+    if (seen.has(node)) return null;
+    seen.add(node);
+    onPath.add(node);
+    path.push(node);
+    for (const next of deps.get(node) ?? []) {
+      const found = visit(next);
+      if (found) return found;
+    }
+    path.pop();
+    onPath.delete(node);
+    return null;
+  };
+  return visit(start);
+}
+
+/** Check a draft (any JSON) completely; never throws. */
+export function validatePipeline(draft: unknown, targets: StepTargets): ValidationReport & { definition?: PipelineDefinition } {
+  const parsed = PipelineDefinition.safeParse(draft);
+  if (!parsed.success) {
+    const errors = parsed.error.issues.map((issue): PipelineProblem => {
+      const [first, index, ...rest] = issue.path.map(String);
+      const stepName = first === 'steps' && index !== undefined ? stepNameAt(draft, Number(index)) : null;
+      return {
+        step: stepName,
+        field: first === 'steps' && index !== undefined ? rest.join('.') || `steps.${index}` : issue.path.join('.') || '(pipeline)',
+        message: issue.message,
+      };
+    });
+    return { valid: false, errors, waves: [] };
+  }
+  const definition = parsed.data;
+  const errors: PipelineProblem[] = [];
+  if (definition.input_schema) {
+    try {
+      inputValidator(definition.input_schema);
+    } catch (err) {
+      errors.push({ step: null, field: 'input_schema', message: `not a valid JSON Schema: ${(err as Error).message}` });
+    }
+  }
+  const names = new Map<string, number>();
+  definition.steps.forEach((step, i) => {
+    if (names.has(step.name)) errors.push({ step: step.name, field: 'name', message: `duplicate step name (also step ${names.get(step.name)! + 1})` });
+    names.set(step.name, i);
+  });
+  const kinds = new Map<string, StepKind>();
+  for (const step of definition.steps) {
+    const named = STEP_KINDS.filter((k) => step[k] !== undefined);
+    if (named.length !== 1) {
+      errors.push({ step: step.name, field: 'endpoint', message: 'a step names exactly one of endpoint, agent or plugin' });
+      continue;
+    }
+    const kind = named[0];
+    kinds.set(step.name, kind);
+    const target = step[kind]!;
+    if (!targets.exists(kind, target)) errors.push({ step: step.name, field: kind, message: `unknown ${kind} '${target}'` });
+    else if (step.method !== undefined) {
+      if (kind !== 'endpoint') errors.push({ step: step.name, field: 'method', message: 'method applies to endpoint steps only' });
+      else {
+        const declared = targets.endpointMethods?.(target) ?? [];
+        if (!declared.includes(step.method.toUpperCase())) {
+          errors.push({ step: step.name, field: 'method', message: `endpoint '${target}' does not declare ${step.method.toUpperCase()} (declared: ${declared.join(', ')})` });
+        }
+      }
+    }
+  }
+  const checkRefs = (template: unknown, step: string | null, field: string) => {
+    for (const { field: at, text } of referencesIn(template, field)) {
+      try {
+        const ref = parseReference(text);
+        if (ref.source !== 'step') continue;
+        if (ref.step === step) errors.push({ step, field: at, message: `${text}: a step cannot use its own result` });
+        else if (!names.has(ref.step)) errors.push({ step, field: at, message: `${text}: no step named '${ref.step}'` });
+        else {
+          const kind = kinds.get(ref.step);
+          const expected = kind === 'endpoint' ? 'aggregated' : 'output';
+          if (kind && ref.accessor !== expected) {
+            errors.push({ step, field: at, message: `${text}: '${ref.step}' is an ${kind} step; use $.steps.${ref.step}.${expected}` });
+          }
+        }
+      } catch (err) {
+        errors.push({ step, field: at, message: err instanceof ReferenceError ? err.message : String(err) });
+      }
+    }
+  };
+  for (const step of definition.steps) checkRefs(step.input, step.name, 'input');
+  if (definition.output !== undefined) checkRefs(definition.output, null, 'output');
+
+  const deps = dependencies(definition.steps);
+  const order = waves(definition.steps, deps);
+  const reported = new Set<string>();
+  for (const name of order.blocked) {
+    const cycle = cycleThrough(name, deps);
+    if (cycle && !reported.has(name)) {
+      cycle.forEach((n) => reported.add(n));
+      for (const member of new Set(cycle)) {
+        errors.push({ step: member, field: 'input', message: `dependency cycle: ${cycle.join(' → ')}` });
+      }
+    }
+  }
+  // Steps that only wait behind a cycle, or on an unknown step, were reported above.
+  return errors.length
+    ? { valid: false, errors, waves: [] }
+    : { valid: true, errors: [], waves: order.waves, definition };
+}
+
+function stepNameAt(draft: unknown, index: number): string | null {
+  const step = (draft as { steps?: Array<{ name?: unknown }> })?.steps?.[index];
+  return typeof step?.name === 'string' ? step.name : `#${index + 1}`;
+}
+
+export interface GraphView {
+  nodes: Array<{ id: string; kind: StepKind; target: string; wave: number; label: string }>;
+  edges: Array<{ from: string; to: string; label: string }>;
+  waves: string[][];
+  mermaid: string;
+}
+
+/** The graph for the UI and as Mermaid text (`flowchart LR`, one node per step, edges labelled by the referenced field). */
+export function graphView(definition: PipelineDefinition): GraphView {
+  const deps = dependencies(definition.steps);
+  const order = waves(definition.steps, deps);
+  const waveOf = new Map<string, number>();
+  order.waves.forEach((wave, i) => wave.forEach((name) => waveOf.set(name, i)));
+  const nodes = definition.steps.map((step) => {
+    const { kind, target } = kindOf(step);
+    return { id: step.name, kind, target, wave: waveOf.get(step.name) ?? -1, label: `${step.name}\n${kind}: ${target}` };
+  });
+  const edges: GraphView['edges'] = [];
+  for (const step of definition.steps) {
+    for (const { field, text } of referencesIn(step.input)) {
+      try {
+        const ref = parseReference(text);
+        const from = ref.source === 'input' ? '$input' : ref.step;
+        if (!edges.some((e) => e.from === from && e.to === step.name)) edges.push({ from, to: step.name, label: field.replace(/^input\.?/, '') || '*' });
+      } catch {
+        // invalid references are not drawn
+      }
+    }
+  }
+  const id = (name: string) => (name === '$input' ? 'input' : `s_${name.replace(/[^A-Za-z0-9_]/g, '_')}`);
+  const lines = ['flowchart LR', '  input(["input"])'];
+  for (const node of nodes) lines.push(`  ${id(node.id)}["${node.id}<br/><i>${node.kind}: ${node.target}</i>"]`);
+  for (const edge of edges) lines.push(`  ${id(edge.from)} -->|${edge.label.replace(/[|"]/g, '')}| ${id(edge.to)}`);
+  return { nodes, edges, waves: order.waves, mermaid: lines.join('\n') };
+}

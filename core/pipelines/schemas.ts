@@ -1,0 +1,110 @@
+/**
+ * Pipelines (spec document 1, resource table; document 2, "Pipeline step using an endpoint"): a named
+ * list of steps, each calling an endpoint, an agent or an ML plugin, with inputs mapped from the
+ * pipeline's input and from earlier steps' results. Saved as `pipelines/<name>.json`.
+ *
+ * References (strings starting with `$.`):
+ *   $.input, $.input.*           the pipeline's whole input
+ *   $.input.<path>               a field of it (`.`-separated; numeric segments index arrays)
+ *   $.steps.<step>.aggregated…   an endpoint step's aggregated value (and a path into it)
+ *   $.steps.<step>.output…       an agent step's response object or a plugin step's prediction
+ * A step's `input` is either one reference (the whole input of the step) or an object whose values
+ * are references or literals, resolved recursively through nested objects and arrays. A literal
+ * string that must start with `$` is written with `$$` (`"$$.5"` is the text `$.5`).
+ *
+ * Dependencies come only from `$.steps` references; steps that do not depend on each other run in
+ * parallel.
+ */
+import { z } from 'zod';
+
+export const PIPELINE_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const STEP_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+
+export const STEP_KINDS = ['endpoint', 'agent', 'plugin'] as const;
+export type StepKind = (typeof STEP_KINDS)[number];
+
+/**
+ * Shape only; the meaning (targets exist, references resolve, no cycle) is checked by
+ * `validatePipeline`, which reports every problem with its step and field.
+ */
+export const PipelineStep = z
+  .object({
+    /** Step name, used in `$.steps.<name>` references. */
+    name: z.string().regex(STEP_NAME, 'step name must be letters, digits, _ or -, starting with a letter or _'),
+    endpoint: z.string().optional(),
+    agent: z.string().optional(),
+    plugin: z.string().optional(),
+    /** Endpoint steps only: which declared method to run (default: the endpoint's first). */
+    method: z.string().optional(),
+    input: z.union([z.string(), z.record(z.string(), z.unknown())]).default({}),
+    description: z.string().optional(),
+  })
+  .strict();
+export type PipelineStep = z.output<typeof PipelineStep>;
+
+export const PipelineDefinition = z
+  .object({
+    name: z.string().regex(PIPELINE_NAME, 'pipeline name must be lowercase letters, digits, - or _'),
+    description: z.string().default(''),
+    version: z.string().default('0.0.0'),
+    /**
+     * JSON Schema of the run input (pipelines are JSON files, so not zod). Checked before any step
+     * runs: a failing input is a 422 naming the field, as for every other resource.
+     */
+    input_schema: z.record(z.string(), z.unknown()).optional(),
+    steps: z.array(PipelineStep).min(1, 'a pipeline needs at least one step'),
+    /** What the run returns (a reference or a mapping). Default: the value of every final step, by name. */
+    output: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  })
+  .strict();
+export type PipelineDefinition = z.output<typeof PipelineDefinition>;
+
+/** One problem in a definition: which step (null for the pipeline itself), which field, what. */
+export interface PipelineProblem {
+  step: string | null;
+  field: string;
+  message: string;
+}
+
+export interface ValidationReport {
+  valid: boolean;
+  errors: PipelineProblem[];
+  /** Steps grouped in waves that can run in parallel (only when valid). */
+  waves: string[][];
+}
+
+export type RunStatus = 'running' | 'completed' | 'failed' | 'canceled';
+export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'canceled';
+
+export interface StepRecord {
+  name: string;
+  kind: StepKind;
+  target: string;
+  status: StepStatus;
+  depends_on: string[];
+  input: unknown;
+  output: unknown;
+  /** Endpoint steps: the per-upstream results. */
+  upstreams?: unknown[];
+  error: string | null;
+  started_at: string | null;
+  duration_ms: number | null;
+}
+
+export interface RunRecord {
+  id: string;
+  pipeline: string;
+  version: string;
+  status: RunStatus;
+  principal: string;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  /** Name of the step that failed the run. */
+  failed_step: string | null;
+  started_at: string;
+  finished_at: string | null;
+  duration_ms: number | null;
+  task_id: string | null;
+  steps: StepRecord[];
+}

@@ -1,0 +1,241 @@
+/**
+ * The debug interface under /studio (spec: Debug interface routes). Handlers parse, call
+ * `StudioService` and send; streams go through the one SSE implementation with the run id in
+ * `X-Studio-Run-Id` (`serveSse` sets `X-Accel-Buffering: no`).
+ *
+ * Beyond the spec's table, for what a debugger needs: GET /runs/{run_id}/stream follows a run again
+ * (stored events, then live ones; `since` / Last-Event-ID resume), POST /runs/{run_id}/cancel
+ * stops one, and GET state takes `?checkpoint_id=` to read the state at any checkpoint.
+ */
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { HangarContext } from '../kernel/context.js';
+import type { RouteDoc } from '../http/openapi.js';
+import { resumePoint, serveSse } from '../http/sse.js';
+import { parseInput } from '../http/validate.js';
+import { runEventSource } from './events.js';
+import type { Execution, StudioService } from './service.js';
+import * as S from './schemas.js';
+
+const nameOf = (req: Request) => String(req.params.name);
+const threadOf = (req: Request) => String(req.params.thread_id);
+const runOf = (req: Request) => String(req.params.run_id);
+
+/** Stream one execution segment: the events it produces, then [DONE]. */
+async function streamExecution(req: Request, res: Response, execution: Execution): Promise<void> {
+  await serveSse(req, res, runEventSource(execution.run.events, execution.live), {
+    since: execution.fromSeq,
+    headers: { 'X-Studio-Run-Id': execution.run.run_id },
+  });
+}
+
+export function studioRoutes(service: StudioService): Router {
+  const router = Router();
+
+  router.get('/studio/info', (_req, res) => {
+    res.json(service.info());
+  });
+
+  router.get('/studio/agents', (_req, res) => {
+    res.json(service.agents());
+  });
+
+  router.get('/studio/agents/:name/graph', (req, res) => {
+    res.json(service.graph(nameOf(req)));
+  });
+
+  router.get('/studio/agents/:name/schemas', (req, res) => {
+    res.json(service.schemas(nameOf(req)));
+  });
+
+  router.get('/studio/agents/:name/config', (req, res) => {
+    res.json(service.config(nameOf(req)));
+  });
+
+  router.post('/studio/agents/:name/runs', async (req, res) => {
+    const body = parseInput(S.StudioRunRequest, req.body, 'body');
+    const execution = await service.startRun(nameOf(req), body);
+    res.setHeader('X-Studio-Run-Id', execution.run.run_id);
+    res.json(await service.outcome(execution));
+  });
+
+  router.post('/studio/agents/:name/runs/stream', async (req, res) => {
+    const body = parseInput(S.StudioRunRequest, req.body, 'body');
+    const execution = await service.startRun(nameOf(req), body);
+    await streamExecution(req, res, execution);
+  });
+
+  router.get('/studio/agents/:name/runs', async (req, res) => {
+    const query = parseInput(S.RunsQuery, req.query, 'query');
+    res.json(await service.listRuns(nameOf(req), query));
+  });
+
+  router.get('/studio/agents/:name/runs/:run_id', async (req, res) => {
+    res.json(await service.getRun(nameOf(req), runOf(req)));
+  });
+
+  router.get('/studio/agents/:name/runs/:run_id/stream', async (req, res) => {
+    const since = resumePoint(req, req.query as Record<string, unknown>);
+    const source = await service.runEvents(nameOf(req), runOf(req));
+    await serveSse(req, res, source, { since, headers: { 'X-Studio-Run-Id': runOf(req) } });
+  });
+
+  router.post('/studio/agents/:name/runs/:run_id/cancel', async (req, res) => {
+    res.json(await service.cancel(nameOf(req), runOf(req)));
+  });
+
+  router.get('/studio/agents/:name/threads/:thread_id/state', async (req, res) => {
+    const query = parseInput(S.StateQuery, req.query, 'query');
+    res.json(await service.threadState(nameOf(req), threadOf(req), query.checkpoint_id));
+  });
+
+  router.post('/studio/agents/:name/threads/:thread_id/state', async (req, res) => {
+    const body = parseInput(S.StudioStateUpdate, req.body, 'body');
+    res.json(await service.updateState(nameOf(req), threadOf(req), body.updates));
+  });
+
+  router.get('/studio/agents/:name/threads/:thread_id/history', async (req, res) => {
+    const query = parseInput(S.HistoryQuery, req.query, 'query');
+    res.json(await service.history(nameOf(req), threadOf(req), query.limit));
+  });
+
+  router.post('/studio/agents/:name/threads/:thread_id/resume', async (req, res) => {
+    const body = parseInput(S.StudioResumeRequest, req.body, 'body');
+    const execution = await service.resume(nameOf(req), threadOf(req), body);
+    // Only the continued events: the ones before were streamed (and stored) when the run paused.
+    await streamExecution(req, res, execution);
+  });
+
+  return router;
+}
+
+const tags = ['studio'];
+const sse = { description: 'SSE of run events (see the event types in the description); the last data line is [DONE]', contentType: 'text/event-stream' };
+const EVENTS_DOC =
+  'Each frame: `id:` = the run\'s event sequence, `data:` = JSON with `seq`, `type`, `run_id`, `thread_id`, `timestamp` and per type: ' +
+  'run_start (agent, input, resumed_from), node_start (node, step), node_end (node, step, output, checkpoint_id), message_chunk (node = model, content), ' +
+  'subagent_start (node = subagent, query), subagent_end (node, output), task_update (node = planning:<tool>, tool, args), ' +
+  'breakpoint_hit (node, reason breakpoint|interrupt, checkpoint_id, message, payload), run_complete (status, response, steps_taken, duration_ms), ' +
+  'run_error (error, node), done (status). Headers: X-Studio-Run-Id, X-Accel-Buffering: no.';
+
+/** OpenAPI docs of the studio routes. */
+export function registerStudioDocs(ctx: HangarContext): void {
+  const agent = '/studio/agents/{name}';
+  const notFound = { description: 'unknown agent' };
+  const docs: RouteDoc[] = [
+    { method: 'get', path: '/studio/info', summary: 'Studio info', tags, responses: { 200: { description: 'OK', schema: S.Info } } },
+    {
+      method: 'get',
+      path: '/studio/agents',
+      summary: 'Agents with what each supports (graph, streaming, checkpoints, state, breakpoints, hitl, subagents, planning, model)',
+      tags,
+      responses: { 200: { description: 'OK', schema: S.AgentEntry.array() } },
+    },
+    {
+      method: 'get',
+      path: `${agent}/graph`,
+      summary: "The agent's graph: start, its nodes (their own types), end; edges with conditions; entry and end points",
+      description: 'A function agent is start → agent → end.',
+      tags,
+      responses: { 200: { description: 'OK', schema: S.Graph }, 404: notFound, 500: { description: 'the graph does not compile' } },
+    },
+    {
+      method: 'get',
+      path: `${agent}/schemas`,
+      summary: 'JSON Schemas of the input and output models (platform defaults when the agent declares none) and of the state',
+      tags,
+      responses: { 200: { description: 'OK', schema: S.Schemas }, 404: notFound },
+    },
+    { method: 'get', path: `${agent}/config`, summary: 'Agent configuration, prompt versions and model', tags, responses: { 200: { description: 'OK', schema: S.Config }, 404: notFound } },
+    {
+      method: 'post',
+      path: `${agent}/runs`,
+      summary: 'Run synchronously; answers with the stored run record, events included',
+      description:
+        'A run that fails, pauses at a breakpoint or an approval, or is rejected still answers 200 with its record (status, error, paused). ' +
+        'Errors before the run starts: 404 unknown agent/checkpoint/prompt version, 409 thread paused or busy, 422 bad body or a breakpoint naming no node.',
+      tags,
+      body: S.StudioRunRequest,
+      responses: { 200: { description: 'the run', schema: S.StudioRunDoc }, 404: notFound, 409: { description: 'thread paused or busy' }, 422: { description: 'invalid request' } },
+    },
+    {
+      method: 'post',
+      path: `${agent}/runs/stream`,
+      summary: 'Run with live events (SSE)',
+      description: EVENTS_DOC,
+      tags,
+      body: S.StudioRunRequest,
+      responses: { 200: sse, 404: notFound, 409: { description: 'thread paused or busy' }, 422: { description: 'invalid request' } },
+    },
+    {
+      method: 'get',
+      path: `${agent}/runs`,
+      summary: 'Recent runs, newest first (without events)',
+      tags,
+      query: S.RunsQuery,
+      responses: { 200: { description: 'OK', schema: S.RunSummary.array() }, 404: notFound },
+    },
+    {
+      method: 'get',
+      path: `${agent}/runs/{run_id}`,
+      summary: 'A run with all its events',
+      tags,
+      responses: { 200: { description: 'OK', schema: S.StudioRunDoc }, 404: { description: 'unknown agent or run' } },
+    },
+    {
+      method: 'get',
+      path: `${agent}/runs/{run_id}/stream`,
+      summary: "Follow a run: its stored events after `since` / Last-Event-ID, then live ones while it executes",
+      description: EVENTS_DOC,
+      tags,
+      query: S.StreamQuery,
+      responses: { 200: sse, 404: { description: 'unknown agent or run' } },
+    },
+    {
+      method: 'post',
+      path: `${agent}/runs/{run_id}/cancel`,
+      summary: 'Cancel an executing run (cooperative); the thread stays resumable',
+      tags,
+      responses: { 200: { description: 'the run', schema: S.StudioRunDoc }, 404: { description: 'unknown agent or run' }, 409: { description: 'the run is not executing' } },
+    },
+    {
+      method: 'get',
+      path: `${agent}/threads/{thread_id}/state`,
+      summary: 'Thread state at its latest checkpoint (or at `checkpoint_id`)',
+      tags,
+      query: S.StateQuery,
+      responses: { 200: { description: 'OK', schema: S.ThreadState }, 404: { description: 'unknown agent, thread or checkpoint' } },
+    },
+    {
+      method: 'post',
+      path: `${agent}/threads/{thread_id}/state`,
+      summary: 'Merge `updates` into the state as a new checkpoint whose parent is the latest',
+      tags,
+      body: S.StudioStateUpdate,
+      responses: {
+        200: { description: 'the new state', schema: S.ThreadState.extend({ updated_keys: z.array(z.string()) }) },
+        400: { description: 'no fields to update' },
+        404: { description: 'unknown agent or thread' },
+        409: { description: 'a run is in progress on the thread' },
+      },
+    },
+    {
+      method: 'get',
+      path: `${agent}/threads/{thread_id}/history`,
+      summary: 'Checkpoints of the thread, newest first (forks included)',
+      tags,
+      query: S.HistoryQuery,
+      responses: { 200: { description: 'OK', schema: S.Checkpoint.array() }, 404: { description: 'unknown agent or thread' } },
+    },
+    {
+      method: 'post',
+      path: `${agent}/threads/{thread_id}/resume`,
+      summary: 'Resume a paused thread (breakpoint or approval) with `value` and `action`; streams the continued events',
+      description: EVENTS_DOC,
+      tags,
+      body: S.StudioResumeRequest,
+      responses: { 200: sse, 404: { description: 'unknown agent or thread' }, 409: { description: 'the thread is not paused, or busy' }, 422: { description: 'invalid request' } },
+    },
+  ];
+  ctx.openapi.add(...docs);
+}

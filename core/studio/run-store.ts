@@ -1,0 +1,172 @@
+/**
+ * Stored studio runs: one record per run, with every event, in the store collection
+ * `studio_runs`, so runs survive a restart.
+ *
+ * Decision (the issue allowed the task event log): runs are kept here, not on the task board,
+ * because the studio must work with `tasks.enabled` off, a run record must hold all its events
+ * (the task log evicts old ones), runs belong to an agent rather than to a principal, and a
+ * debugging run must start at once instead of queueing behind the board's concurrency limit.
+ *
+ * Writes: a run's record is written when it starts and when each execution segment ends (before
+ * the stream's [DONE], so "done" means stored). In between, events are written behind the run,
+ * at most every `saveDelayMs`, so a token-by-token model answer costs a few writes, not one per
+ * token; a crash loses at most that window of events, and `recover()` marks the run as failed.
+ *
+ * Retention: the newest `maxPerAgent` runs of each agent are kept; older finished ones are
+ * deleted when a new run starts. A run's events are not capped (accepted: a debugging run with a
+ * six-figure token count is the exception, and the record is what the studio shows).
+ */
+import type { Collection, Store } from '../storage/store.js';
+import type { StudioEvent, StudioRunStatus } from './events.js';
+
+export interface StudioRun {
+  run_id: string;
+  agent_name: string;
+  thread_id: string;
+  status: StudioRunStatus;
+  input: {
+    query: string;
+    user_id: string;
+    context: Record<string, unknown>;
+    metadata: Record<string, unknown>;
+    prompt_version: string;
+    temperature: number | null;
+    max_tokens: number | null;
+  };
+  breakpoints: string[];
+  /** The checkpoint the request asked to start from (time travel), or null. */
+  checkpoint_id: string | null;
+  /** The newest checkpoint this run wrote (or started from). */
+  last_checkpoint_id: string | null;
+  paused: { node: string; reason: 'breakpoint' | 'interrupt'; checkpoint_id: string; message: string; payload: Record<string, unknown> } | null;
+  /** The agent's result (response, output, steps_taken, …) once the run completed or was rejected. */
+  result: Record<string, unknown> | null;
+  error: string | null;
+  error_node: string | null;
+  /** How many times the run was resumed. */
+  resumes: number;
+  event_count: number;
+  /** Time spent executing, summed over the run's segments (pauses excluded). */
+  duration_ms: number;
+  created_at: string;
+  updated_at: string;
+  events: StudioEvent[];
+  /** Strictly increasing creation order: ISO timestamps tie within a millisecond. */
+  order: number;
+}
+
+export type RunSummary = Omit<StudioRun, 'events' | 'order'>;
+
+export class RunStore {
+  private readonly runs: Collection<StudioRun>;
+  /** Runs with events not yet written, by id. */
+  private readonly dirty = new Map<string, StudioRun>();
+  private timer: NodeJS.Timeout | undefined;
+  private lastOrder = 0;
+
+  constructor(
+    store: Store,
+    private readonly options: { maxPerAgent?: number; saveDelayMs?: number; onError?: (err: unknown) => void } = {},
+  ) {
+    this.runs = store.collection<StudioRun>('studio_runs', { shards: 16 });
+  }
+
+  /**
+   * Runs that were executing when the server stopped without finishing them end as `error`,
+   * with `run_error` and `done` appended, so their record tells what happened.
+   */
+  async recover(): Promise<number> {
+    let recovered = 0;
+    for (const run of await this.runs.list()) {
+      this.lastOrder = Math.max(this.lastOrder, run.order);
+      if (run.status !== 'running') continue;
+      const timestamp = new Date().toISOString();
+      const base = { run_id: run.run_id, thread_id: run.thread_id, timestamp };
+      let seq = run.events.at(-1)?.seq ?? 0;
+      const error = 'the server stopped while the run was executing';
+      run.events.push({ ...base, seq: ++seq, type: 'run_error', error, node: null });
+      run.events.push({ ...base, seq: ++seq, type: 'done', status: 'error' });
+      Object.assign(run, { status: 'error', error, event_count: run.events.length, updated_at: timestamp });
+      await this.runs.put(run.run_id, run);
+      recovered++;
+    }
+    return recovered;
+  }
+
+  nextOrder(): number {
+    this.lastOrder = Math.max(Date.now(), this.lastOrder + 1);
+    return this.lastOrder;
+  }
+
+  async create(run: StudioRun): Promise<void> {
+    await this.runs.put(run.run_id, snapshot(run));
+    await this.prune(run.agent_name);
+  }
+
+  async get(runId: string): Promise<StudioRun | undefined> {
+    return this.dirty.get(runId) ?? (await this.runs.get(runId));
+  }
+
+  /** Newest first; optionally only one thread's runs. */
+  async list(agent: string, options: { limit: number; thread_id?: string }): Promise<StudioRun[]> {
+    const stored = await this.runs.list();
+    return stored
+      .map((run) => this.dirty.get(run.run_id) ?? run)
+      .filter((run) => run.agent_name === agent && (!options.thread_id || run.thread_id === options.thread_id))
+      .sort((a, b) => b.order - a.order)
+      .slice(0, options.limit);
+  }
+
+  /** Write the run soon (events arriving while it runs are batched into one write). */
+  touch(run: StudioRun): void {
+    this.dirty.set(run.run_id, run);
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.flush().catch((err) => this.options.onError?.(err));
+    }, this.options.saveDelayMs ?? 200);
+  }
+
+  /** Write the run now; resolves once it is on disk. */
+  async save(run: StudioRun): Promise<void> {
+    this.dirty.delete(run.run_id);
+    await this.runs.put(run.run_id, snapshot(run));
+  }
+
+  async flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const pending = [...this.dirty.values()];
+    this.dirty.clear();
+    await Promise.all(pending.map((run) => this.runs.put(run.run_id, snapshot(run))));
+  }
+
+  private async prune(agent: string): Promise<void> {
+    const max = this.options.maxPerAgent ?? 500;
+    const runs = (await this.runs.list()).filter((r) => r.agent_name === agent).sort((a, b) => b.order - a.order);
+    if (runs.length <= max) return;
+    // A running or paused run may still be resumed or watched; only settled ones go.
+    const doomed = new Set(
+      runs
+        .slice(max)
+        .filter((r) => r.status !== 'running' && r.status !== 'breakpoint' && r.status !== 'interrupted')
+        .map((r) => r.run_id),
+    );
+    if (doomed.size) await this.runs.deleteWhere((r) => doomed.has(r.run_id));
+  }
+}
+
+/** The record as written: the live one keeps growing, the stored copy must not. */
+function snapshot(run: StudioRun): StudioRun {
+  return { ...run, input: { ...run.input }, breakpoints: [...run.breakpoints], events: [...run.events] };
+}
+
+export function summarise(run: StudioRun): RunSummary {
+  const { events: _events, order: _order, ...summary } = run;
+  return summary;
+}
+
+/** The run as the API shows it: everything but the internal ordering key. */
+export function publicRun(run: StudioRun): Omit<StudioRun, 'order'> {
+  const { order: _order, ...rest } = run;
+  return rest;
+}

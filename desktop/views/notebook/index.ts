@@ -1,0 +1,302 @@
+/// <reference lib="dom" />
+import { html } from 'htm/preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, getJson, postJson, request } from '../api.js';
+import { connectLive, type LiveState } from '../live.js';
+import { href } from '../router.js';
+import { CodeEditor } from './editor.js';
+import { Outputs, renderMarkdown, type Output } from './outputs.js';
+
+/**
+ * The notebook editor on /api/notebooks: cells with a code editor, run (the cell and, reactively,
+ * every cell that depends on it), stale marks on cells whose inputs changed, rich outputs, and the
+ * dependency view. States and outputs arrive over the notebook's ws channel while cells run.
+ */
+
+type CellState = 'idle' | 'queued' | 'running' | 'success' | 'error' | 'stale';
+
+interface Cell {
+  id: string;
+  cell_type: 'code' | 'markdown' | 'raw';
+  name: string;
+  source: string;
+  outputs: Output[];
+  execution_count: number;
+  state: CellState;
+}
+
+interface NotebookDoc {
+  id: string;
+  name: string;
+  kernel_generation: number;
+  cells: Cell[];
+}
+
+interface Dependencies {
+  cells: { id: string; name: string; reads: string[]; writes: string[]; problems?: unknown[] }[];
+  edges: { from: string; to: string; names: string[] }[];
+  order: string[];
+  stale: string[];
+  cycles: string[][];
+}
+
+type NotebookEvent =
+  | { type: 'hello'; cells: { id: string; state: CellState }[] }
+  | { type: 'cell-state'; cellId: string; state: CellState }
+  | { type: 'output'; cellId: string; output: Output }
+  | { type: 'outputs-cleared'; cellId: string }
+  | { type: 'cells-changed' }
+  | { type: 'kernel'; status: 'restarted' | 'timeout' | 'crashed'; generation: number };
+
+const STATE_LABEL: Record<CellState, string> = { idle: 'not run', queued: 'queued', running: 'running', success: 'ok', error: 'error', stale: 'stale' };
+const SAVE_DELAY_MS = 400;
+
+function NotebookList() {
+  const [notebooks, setNotebooks] = useState<{ id: string; name: string; format: string; modified: string }[] | null>(null);
+  const [name, setName] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    getJson<{ notebooks: typeof notebooks & object }>('/api/notebooks').then((r) => setNotebooks(r.notebooks), (err: unknown) => setError(String(err)));
+  }, []);
+  const create = async (e: Event) => {
+    e.preventDefault();
+    try {
+      const doc = await postJson<NotebookDoc>('/api/notebooks', { name: name.trim() || 'untitled', cells: [{ source: '' }] });
+      location.hash = href('notebook', doc.id);
+    } catch (err) {
+      setError(err instanceof ApiError ? String(err.detail) : String(err));
+    }
+  };
+  return html`<div>
+    ${notebooks === null
+      ? html`<p class="muted">Loading…</p>`
+      : notebooks.length === 0
+        ? html`<p class="muted">No notebooks yet in <code>notebooks/</code>.</p>`
+        : html`<ul class="agent-grid">
+            ${notebooks.map(
+              (nb) => html`<li class="card"><h2><a href=${href('notebook', nb.id)}>${nb.name}</a></h2><p class="muted mono">${nb.id}</p></li>`,
+            )}
+          </ul>`}
+    <form class="card inline-form" onSubmit=${create}>
+      <label>New notebook <input value=${name} placeholder="name" onInput=${(e: Event) => setName((e.target as HTMLInputElement).value)} /></label>
+      <button class="primary" type="submit">Create</button>
+    </form>
+    ${error && html`<p class="alert" role="alert">${error}</p>`}
+  </div>`;
+}
+
+function CellView({
+  cell,
+  index,
+  count,
+  onSource,
+  onRun,
+  onDelete,
+  onMove,
+  onRename,
+}: {
+  cell: Cell;
+  index: number;
+  count: number;
+  onSource: (source: string) => void;
+  onRun: () => void;
+  onDelete: () => void;
+  onMove: (delta: number) => void;
+  onRename: (name: string) => void;
+}) {
+  const [editingMarkdown, setEditingMarkdown] = useState(cell.source === '');
+  const label = cell.name || `cell ${index + 1}`;
+  const markdown = cell.cell_type === 'markdown';
+  return html`<li class=${`cell ${cell.cell_type}`} data-state=${cell.state} data-cell=${cell.id} aria-label=${label}>
+    <div class="cell-bar">
+      <span class=${`cell-state ${cell.state}`} title=${cell.state === 'stale' ? 'an input changed since this cell ran: run it to update' : ''}>${markdown ? 'markdown' : STATE_LABEL[cell.state]}</span>
+      ${!markdown && html`<span class="muted mono">[${cell.execution_count || ' '}]</span>`}
+      <input class="cell-name" aria-label="Cell name" value=${cell.name} placeholder="name" onChange=${(e: Event) => onRename((e.target as HTMLInputElement).value)} />
+      <span class="cell-actions">
+        ${markdown
+          ? html`<button class="small" onClick=${() => setEditingMarkdown(!editingMarkdown)}>${editingMarkdown ? 'Done' : 'Edit'}</button>`
+          : html`<button class="small primary" aria-label=${`Run ${label}`} onClick=${onRun}>Run</button>`}
+        <button class="small" aria-label=${`Move ${label} up`} disabled=${index === 0} onClick=${() => onMove(-1)}>↑</button>
+        <button class="small" aria-label=${`Move ${label} down`} disabled=${index === count - 1} onClick=${() => onMove(1)}>↓</button>
+        <button class="small danger" aria-label=${`Delete ${label}`} onClick=${onDelete}>✕</button>
+      </span>
+    </div>
+    ${markdown && !editingMarkdown
+      ? html`<div class="markdown" onDblClick=${() => setEditingMarkdown(true)} dangerouslySetInnerHTML=${{ __html: renderMarkdown(cell.source) }}></div>`
+      : html`<${CodeEditor}
+          value=${cell.source}
+          language=${markdown ? 'markdown' : 'javascript'}
+          label=${`Source of ${label}`}
+          onChange=${onSource}
+          onRun=${markdown ? () => setEditingMarkdown(false) : onRun}
+        />`}
+    <${Outputs} outputs=${cell.outputs} />
+  </li>`;
+}
+
+function DependencyView({ deps, cells }: { deps: Dependencies | null; cells: Cell[] }) {
+  if (!deps) return html`<p class="muted">Analysing…</p>`;
+  const nameOf = (id: string) => {
+    const i = cells.findIndex((c) => c.id === id);
+    return cells[i]?.name || `cell ${i + 1}`;
+  };
+  return html`<div data-testid="dependencies">
+    ${deps.cycles.length > 0 && html`<p class="alert">Cycle: ${deps.cycles.map((c) => c.map(nameOf).join(' → ')).join('; ')}</p>`}
+    ${deps.edges.length === 0
+      ? html`<p class="muted">No cell reads what another defines.</p>`
+      : html`<ul class="plain deps">
+          ${deps.edges.map((e) => html`<li><strong>${nameOf(e.from)}</strong> → <strong>${nameOf(e.to)}</strong> <small class="muted mono">${e.names.join(', ')}</small></li>`)}
+        </ul>`}
+    <h3>Defines</h3>
+    <ul class="plain deps">
+      ${deps.cells.filter((c) => c.writes.length).map((c) => html`<li>${nameOf(c.id)}: <span class="mono">${c.writes.join(', ')}</span></li>`)}
+    </ul>
+  </div>`;
+}
+
+function NotebookEditor({ id }: { id: string }) {
+  const base = `/api/notebooks/${encodeURIComponent(id)}`;
+  const [doc, setDoc] = useState<NotebookDoc | null>(null);
+  const [deps, setDeps] = useState<Dependencies | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [live, setLive] = useState<LiveState>('connecting');
+  const [notice, setNotice] = useState<string | null>(null);
+  const [version, setVersion] = useState(0);
+  const pending = useRef(new Map<string, { source: string; timer: number }>());
+
+  const reload = async () => {
+    try {
+      const fresh = await getJson<NotebookDoc>(base);
+      // Keep what is being typed: a pending edit wins over the server's copy of that cell.
+      for (const cell of fresh.cells) {
+        const draft = pending.current.get(cell.id);
+        if (draft) cell.source = draft.source;
+      }
+      setDoc(fresh);
+      setError(null);
+    } catch (err) {
+      setError(err instanceof ApiError ? `${err.status}: ${String(err.detail)}` : String(err));
+    }
+  };
+
+  useEffect(() => {
+    void reload();
+    return connectLive<NotebookEvent>({
+      path: `/api/notebooks/ws?notebook=${encodeURIComponent(id)}`,
+      onState: setLive,
+      onMessage: (event) => {
+        const patch = (cellId: string, change: (cell: Cell) => Cell) =>
+          setDoc((d) => (d ? { ...d, cells: d.cells.map((c) => (c.id === cellId ? change(c) : c)) } : d));
+        switch (event.type) {
+          case 'hello':
+            setDoc((d) => (d ? { ...d, cells: d.cells.map((c) => ({ ...c, state: event.cells.find((s) => s.id === c.id)?.state ?? c.state })) } : d));
+            break;
+          case 'cell-state':
+            patch(event.cellId, (c) => ({ ...c, state: event.state }));
+            // A finished cell changes what is stale and its execution count: refresh both.
+            if (event.state === 'success' || event.state === 'error' || event.state === 'stale') setVersion((v) => v + 1);
+            break;
+          case 'output':
+            patch(event.cellId, (c) => ({ ...c, outputs: [...c.outputs, event.output] }));
+            break;
+          case 'outputs-cleared':
+            patch(event.cellId, (c) => ({ ...c, outputs: [] }));
+            break;
+          case 'cells-changed':
+            void reload();
+            break;
+          case 'kernel':
+            setNotice(`Kernel ${event.status}${event.status === 'restarted' ? '' : ': the kernel was restarted'}.`);
+            void reload();
+            break;
+        }
+      },
+    });
+  }, [id]);
+
+  useEffect(() => {
+    const timer = setTimeout(() => getJson<Dependencies>(`${base}/dependencies`).then(setDeps, () => {}), 150);
+    return () => clearTimeout(timer);
+  }, [base, version, doc?.cells.length]);
+
+  const flush = async (cellId: string) => {
+    const draft = pending.current.get(cellId);
+    if (!draft) return;
+    clearTimeout(draft.timer);
+    pending.current.delete(cellId);
+    await request('PATCH', `${base}/cells/${cellId}`, { source: draft.source });
+    setVersion((v) => v + 1);
+  };
+  const onSource = (cellId: string, source: string) => {
+    const previous = pending.current.get(cellId);
+    if (previous) clearTimeout(previous.timer);
+    // Saved shortly after typing stops; the server then marks dependent cells stale.
+    const timer = window.setTimeout(() => void flush(cellId).catch((err: unknown) => setError(String(err))), SAVE_DELAY_MS);
+    pending.current.set(cellId, { source, timer });
+    setDoc((d) => (d ? { ...d, cells: d.cells.map((c) => (c.id === cellId ? { ...c, source } : c)) } : d));
+  };
+  const act = async (action: () => Promise<unknown>) => {
+    try {
+      for (const cellId of [...pending.current.keys()]) await flush(cellId);
+      await action();
+    } catch (err) {
+      setError(err instanceof ApiError ? `${err.status}: ${String(err.detail)}` : String(err));
+    }
+  };
+  const runCell = (cellId: string) => act(() => request('POST', `${base}/cells/${cellId}/run?wait=false`));
+  const add = (cell_type: 'code' | 'markdown') => act(async () => (await request('POST', `${base}/cells`, { cell_type }), reload()));
+  const move = (cellId: string, delta: number) =>
+    act(async () => {
+      const order = doc!.cells.map((c) => c.id);
+      const i = order.indexOf(cellId);
+      [order[i], order[i + delta]] = [order[i + delta]!, order[i]!];
+      await request('PUT', `${base}/order`, { order });
+      await reload();
+    });
+
+  if (error && !doc) return html`<p class="alert" role="alert">${error}</p>`;
+  if (!doc) return html`<p class="muted">Opening…</p>`;
+  const stale = doc.cells.filter((c) => c.state === 'stale').length;
+  return html`<div class="notebook-grid">
+    <div>
+      <div class="toolbar" role="toolbar" aria-label="Notebook">
+        <button class="primary" onClick=${() => act(() => request('POST', `${base}/run?wait=false`))}>Run all</button>
+        <button disabled=${stale === 0} onClick=${() => act(() => request('POST', `${base}/run-stale?wait=false`))}>Run stale${stale ? ` (${stale})` : ''}</button>
+        <button onClick=${() => act(() => request('POST', `${base}/interrupt`))}>Interrupt</button>
+        <button onClick=${() => act(() => request('POST', `${base}/restart`))}>Restart</button>
+        <button onClick=${() => act(async () => (await request('POST', `${base}/save`), setNotice('Saved.')))}>Save</button>
+        <button onClick=${() => add('code')}>+ Code</button>
+        <button onClick=${() => add('markdown')}>+ Markdown</button>
+        <span class=${`live ${live}`} role="status">${live === 'live' ? 'kernel connected' : live}</span>
+      </div>
+      ${notice && html`<p class="notice" role="status">${notice}</p>`}
+      ${error && html`<p class="alert" role="alert">${error}</p>`}
+      <ol class="cells" aria-label="Cells">
+        ${doc.cells.map(
+          (cell, index) => html`<${CellView}
+            key=${cell.id}
+            cell=${cell}
+            index=${index}
+            count=${doc.cells.length}
+            onSource=${(source: string) => onSource(cell.id, source)}
+            onRun=${() => void runCell(cell.id)}
+            onDelete=${() => act(async () => (await request('DELETE', `${base}/cells/${cell.id}`), reload()))}
+            onMove=${(delta: number) => void move(cell.id, delta)}
+            onRename=${(name: string) => act(async () => (await request('PATCH', `${base}/cells/${cell.id}`, { name }), reload()))}
+          />`,
+        )}
+      </ol>
+    </div>
+    <aside class="card deps-panel" aria-labelledby="deps-title">
+      <h2 id="deps-title">Dependencies</h2>
+      <${DependencyView} deps=${deps} cells=${doc.cells} />
+    </aside>
+  </div>`;
+}
+
+export function NotebookView({ id }: { id?: string }) {
+  return html`<section class="view notebook-view" aria-labelledby="notebook-title">
+    <h1 id="notebook-title" tabindex="-1">${id ? `Notebook · ${id}` : 'Notebooks'}</h1>
+    ${id ? html`<${NotebookEditor} id=${id} key=${id} />` : html`<${NotebookList} />`}
+  </section>`;
+}

@@ -1,0 +1,116 @@
+/**
+ * What the run panel and the graph show about one run, folded from the studio's run events
+ * (core/studio/events.ts: the engine's RunEvent union plus `done`). A pure reducer, so replaying a
+ * stored run (GET /runs/{id}) and following a live stream give the same picture.
+ */
+
+export type RunStatus = 'idle' | 'running' | 'completed' | 'interrupted' | 'breakpoint' | 'rejected' | 'cancelled' | 'error';
+
+/** The fields of a studio event the UI reads (the server sends more). */
+export type StudioEvent =
+  | { seq: number; type: 'run_start'; run_id: string; thread_id: string; resumed_from: string | null }
+  | { seq: number; type: 'node_start'; run_id: string; node: string; step: number }
+  | { seq: number; type: 'node_end'; run_id: string; node: string; step: number; output: unknown; checkpoint_id: string }
+  | { seq: number; type: 'message_chunk'; run_id: string; node: string; content: string }
+  | { seq: number; type: 'subagent_start'; run_id: string; node: string; query: string }
+  | { seq: number; type: 'subagent_end'; run_id: string; node: string; output: unknown }
+  | { seq: number; type: 'task_update'; run_id: string; node: string; tool: string; args: unknown }
+  | { seq: number; type: 'breakpoint_hit'; run_id: string; node: string; reason: 'breakpoint' | 'interrupt'; checkpoint_id: string; message?: string }
+  | { seq: number; type: 'run_complete'; run_id: string; status: RunStatus; response: string; steps_taken: string[]; duration_ms: number }
+  | { seq: number; type: 'run_error'; run_id: string; error: string; node: string | null }
+  | { seq: number; type: 'done'; run_id: string; status: RunStatus };
+
+export interface Todo {
+  content: string;
+  status: string;
+}
+
+export interface RunView {
+  runId: string | null;
+  status: RunStatus;
+  /** The node executing now. */
+  active: string | null;
+  /** Nodes finished in this run, in order (a node run twice appears twice). */
+  visited: string[];
+  /** The answer so far: streamed model tokens, or the latest node's `response`. */
+  answer: string;
+  todos: Todo[];
+  tools: { tool: string; args: unknown }[];
+  subagents: { name: string; query: string; done: boolean }[];
+  paused: { node: string; reason: 'breakpoint' | 'interrupt'; message: string; checkpointId: string } | null;
+  error: { message: string; node: string | null } | null;
+  durationMs: number | null;
+  /** One line per event, for the event list. */
+  log: { seq: number; type: string; node: string | null }[];
+  /** Set by a token after a node starts: the next chunk starts a fresh answer. */
+  freshAnswer: boolean;
+}
+
+export const idleRun: RunView = {
+  runId: null,
+  status: 'idle',
+  active: null,
+  visited: [],
+  answer: '',
+  todos: [],
+  tools: [],
+  subagents: [],
+  paused: null,
+  error: null,
+  durationMs: null,
+  log: [],
+  freshAnswer: true,
+};
+
+function responseOf(output: unknown): string | undefined {
+  const response = (output as { response?: unknown } | null)?.response;
+  return typeof response === 'string' ? response : undefined;
+}
+
+function todosOf(args: unknown): Todo[] | undefined {
+  const todos = (args as { todos?: unknown } | null)?.todos;
+  if (!Array.isArray(todos)) return undefined;
+  return todos.map((t) => ({ content: String((t as Todo).content ?? ''), status: String((t as Todo).status ?? 'pending') }));
+}
+
+export function applyEvent(view: RunView, event: StudioEvent): RunView {
+  const log = [...view.log, { seq: event.seq, type: event.type, node: 'node' in event ? (event.node ?? null) : null }];
+  const next = { ...view, log };
+  switch (event.type) {
+    case 'run_start':
+      // A resume continues the picture of the run it resumes; a new run starts a fresh one.
+      if (event.resumed_from === null || view.runId !== event.run_id) return { ...idleRun, log, runId: event.run_id, status: 'running' };
+      return { ...next, status: 'running', paused: null, error: null };
+    case 'node_start':
+      return { ...next, active: event.node, freshAnswer: true };
+    case 'node_end':
+      return { ...next, active: null, visited: [...view.visited, event.node], answer: responseOf(event.output) ?? view.answer };
+    case 'message_chunk':
+      return { ...next, answer: view.freshAnswer ? event.content : view.answer + event.content, freshAnswer: false };
+    case 'subagent_start':
+      return { ...next, subagents: [...view.subagents, { name: event.node, query: event.query, done: false }] };
+    case 'subagent_end':
+      return { ...next, subagents: view.subagents.map((s) => (s.name === event.node && !s.done ? { ...s, done: true } : s)) };
+    case 'task_update':
+      return { ...next, tools: [...view.tools, { tool: event.tool, args: event.args }], todos: todosOf(event.args) ?? view.todos };
+    case 'breakpoint_hit':
+      return {
+        ...next,
+        active: null,
+        paused: { node: event.node, reason: event.reason, message: event.message ?? '', checkpointId: event.checkpoint_id },
+      };
+    case 'run_complete':
+      return { ...next, status: event.status, answer: event.response || view.answer, durationMs: event.duration_ms, active: null };
+    case 'run_error':
+      return { ...next, status: 'error', error: { message: event.error, node: event.node }, active: null };
+    case 'done':
+      return {
+        ...next,
+        status: event.status,
+        active: null,
+        paused: event.status === 'breakpoint' || event.status === 'interrupted' ? view.paused : null,
+      };
+    default:
+      return next;
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * Fixture repositories (real git repos in temp folders) and a Hangar server wired to a scripted
+ * model, for coding-run scenarios.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startTestServer, type TestServer } from '../../support/server.js';
+
+export function git(repo: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@localhost', '-c', 'commit.gpgsign=false', ...args], { cwd: repo, encoding: 'utf8' }).trim();
+}
+
+/** A git repository with `files` committed on `main`; `links` are symlinks (path → target). */
+export async function makeRepo(files: Record<string, string>, links: Record<string, string> = {}): Promise<string> {
+  const repo = await mkdtemp(path.join(os.tmpdir(), 'hangar-repo-'));
+  for (const [rel, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(repo, rel)), { recursive: true });
+    await writeFile(path.join(repo, rel), content);
+  }
+  for (const [rel, target] of Object.entries(links)) {
+    await mkdir(path.dirname(path.join(repo, rel)), { recursive: true });
+    await symlink(target, path.join(repo, rel));
+  }
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'initial');
+  return repo;
+}
+
+export const API_TEAM = {
+  charter: 'HTTP API',
+  owns: ['src/api/**', 'test/api/**'],
+  acceptance: 'node --test test/api/',
+  match: { keywords: ['route', 'health'] },
+};
+export const WEB_TEAM = {
+  charter: 'Web pages',
+  owns: ['src/web/**', 'test/web/**'],
+  acceptance: 'node --test test/web/',
+  match: { keywords: ['page'] },
+};
+
+export interface CodeServer extends TestServer {
+  token: string;
+  /** A request with the session token. */
+  api(pathname: string, init?: RequestInit & { json?: unknown }): ReturnType<TestServer['request']>;
+  /** Poll the run until it is no longer active. */
+  settle(runId: string, timeoutMs?: number): Promise<any>;
+}
+
+export async function startCodeServer(options: { baseUrl?: string; teams?: Record<string, unknown>; code?: Record<string, unknown> } = {}): Promise<CodeServer> {
+  const files: Record<string, string> = {};
+  for (const [id, team] of Object.entries(options.teams ?? { api: API_TEAM, web: WEB_TEAM })) files[`teams/${id}.json`] = JSON.stringify(team);
+  const server = await startTestServer({
+    files,
+    settings: {
+      watch: false,
+      model: { baseUrl: options.baseUrl, model: 'small-model', retries: 0, timeoutMs: 10_000 },
+      code: { command_timeout_ms: 20_000, ...options.code },
+    } as never,
+  });
+  const { readFile } = await import('node:fs/promises');
+  const token = (JSON.parse(await readFile(path.join(server.root, '.hangar', 'code-session.json'), 'utf8')) as { token: string }).token;
+  const api: CodeServer['api'] = (pathname, init = {}) => server.request(pathname, { ...init, headers: { ...(init.headers as object), 'x-hangar-session': token } });
+  const settle: CodeServer['settle'] = async (runId, timeoutMs = 60_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { body } = await api(`/api/runs/${runId}`);
+      if (['succeeded', 'failed', 'cancelled'].includes(body.status)) return body;
+      if (Date.now() > deadline) throw new Error(`run ${runId} still ${body.status} after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return Object.assign(server, { token, api, settle });
+}

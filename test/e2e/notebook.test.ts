@@ -1,0 +1,115 @@
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { launchBrowser, OUTPUT, type Browser } from './browser.js';
+
+/** The notebook view in a real browser: reactive runs, stale marks, rich outputs, dependencies. */
+
+const notebook = [
+  '// %% [markdown] id=intro001 name="intro"',
+  '// # Prices',
+  '// %% [code] id=rate0001 name="rate"',
+  'const rate = 2',
+  '// %% [code] id=total001 name="total"',
+  'const total = rate * 21',
+  'total',
+  '// %% [code] id=table001 name="table"',
+  '[{ item: "tea", price: rate }, { item: "cake", price: total }]',
+  '',
+].join('\n');
+
+let browser: Browser;
+let server: TestServer;
+let page: Page | undefined;
+let errors: string[] = [];
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+  server = await startTestServer({ files: { 'notebooks/prices.nb.ts': notebook } });
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+  await browser?.close();
+});
+afterEach(async () => {
+  // Close first: an open page keeps its websockets, which would hold up the server's stop.
+  await page?.close();
+  page = undefined;
+  expect(errors).toEqual([]);
+});
+
+async function open(route: string): Promise<Page> {
+  errors = [];
+  page = await browser.context.newPage();
+  // Fail a wait with its own message well before the test times out.
+  page.setDefaultTimeout(8000);
+  page.on('pageerror', (err) => errors.push(err.message));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) errors.push(msg.text());
+  });
+  await page.goto(`${server.url}/ui/${route}`);
+  return page;
+}
+
+const cell = (p: Page, id: string) => p.locator(`li.cell[data-cell="${id}"]`);
+
+describe('notebook view', () => {
+  it('lists the workspace notebooks in the view and the sidebar', async () => {
+    const p = await open('#/notebook');
+    await p.getByRole('link', { name: 'prices' }).first().waitFor();
+    expect(await p.locator('[data-kind="notebook"] a').allTextContents()).toEqual(['prices']);
+  });
+
+  it('runs cells, and a change re-runs the cells that depend on it', async () => {
+    const p = await open('#/notebook/prices.nb.ts');
+    await cell(p, 'rate0001').waitFor();
+    expect(await p.locator('li.cell.markdown h1').textContent()).toBe('Prices');
+
+    await p.getByRole('button', { name: 'Run all' }).click();
+    await cell(p, 'total001').locator('.outputs', { hasText: '42' }).waitFor();
+    // The list of records is shown as a table.
+    const table = cell(p, 'table001').locator('.outputs table');
+    await table.waitFor();
+    expect(await table.locator('tbody tr').count()).toBe(2);
+    expect(await table.textContent()).toContain('cake');
+    expect(await cell(p, 'total001').getAttribute('data-state')).toBe('success');
+
+    // The dependency view knows total reads rate.
+    await p.getByTestId('dependencies').getByText('rate').first().waitFor();
+    expect(await p.getByTestId('dependencies').textContent()).toMatch(/rate\s*→\s*total/);
+
+    // Edit rate: its dependents are marked stale before anything runs…
+    const editor = cell(p, 'rate0001').locator('.cm-content');
+    await editor.click();
+    await p.keyboard.press('Control+a');
+    await p.keyboard.type('const rate = 3');
+    await p.locator('li.cell[data-cell="total001"][data-state="stale"]').waitFor({ timeout: 5000 });
+    expect(await cell(p, 'total001').locator('.cell-state').textContent()).toBe('stale');
+    await p.screenshot({ path: path.join(OUTPUT, 'notebook-stale.png'), fullPage: true });
+
+    // …and running it (Shift+Enter in the editor) re-runs total and the table with the new value.
+    await p.keyboard.press('Shift+Enter');
+    await cell(p, 'total001').locator('.outputs', { hasText: '63' }).waitFor({ timeout: 10_000 });
+    await p.locator('li.cell[data-cell="total001"][data-state="success"]').waitFor();
+    await cell(p, 'table001').locator('.outputs td', { hasText: '63' }).waitFor();
+    await p.screenshot({ path: path.join(OUTPUT, 'notebook.png'), fullPage: true });
+
+    // The edit reached the server's copy of the notebook.
+    const saved = await server.request('/api/notebooks/prices.nb.ts/cells/rate0001');
+    expect(saved.body.source).toBe('const rate = 3');
+  });
+
+  it('shows an error output when a cell throws', async () => {
+    const p = await open('#/notebook/prices.nb.ts');
+    await p.getByRole('button', { name: '+ Code' }).click();
+    const added = p.locator('li.cell').last();
+    await added.locator('.cm-content').click();
+    await p.keyboard.type('throw new Error("boom")');
+    await added.getByRole('button', { name: /^Run / }).click();
+    await new Promise((r) => setTimeout(r, 3000));
+    console.log('HTML', await added.innerText());
+    console.log('SERVER', JSON.stringify((await server.request('/api/notebooks/prices.nb.ts')).body.cells.at(-1)));
+    expect(await added.getAttribute('data-state')).toBe('error');
+  });
+});

@@ -1,0 +1,204 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { agentSource, startTestServer, type TestServer } from '../support/server.js';
+import { launchBrowser, OUTPUT, type Browser } from './browser.js';
+
+/**
+ * The studio in a real browser against a real server: chat with the answer streaming in while the
+ * graph lights up, approve and reject a human step, breakpoints with a state edit, and re-running
+ * from a checkpoint.
+ */
+
+const files = {
+  // Answers through the configured model, which streams its tokens.
+  'agents/talker.ts': agentSource(`{
+    description: 'Talks through the model',
+    requiresModel: true,
+    run: async (input, ctx) => ({ response: await ctx.model.chat([{ role: 'user', content: input.query }]) }),
+  }`),
+  // draft → review (a person approves) → publish.
+  'agents/publisher.ts': agentSource(`{
+    description: 'Publishes a note after approval',
+    graph: {
+      nodes: {
+        draft: { run: (state) => ({ note: String(state.messages.at(-1)?.content ?? ''), response: 'Draft ready' }) },
+        review: { type: 'approval', message: (state) => 'Publish "' + state.note + '"?' },
+        publish: { run: (state) => ({ response: 'Published: ' + state.note }) },
+      },
+      edges: [{ from: 'draft', to: 'review' }, { from: 'review', to: 'publish' }],
+      entry: 'draft',
+    },
+  }`),
+};
+
+let browser: Browser;
+let model: FakeOpenAI;
+let server: TestServer;
+let page: Page | undefined;
+let errors: string[] = [];
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+  // Slow chunks, so the test sees the answer while it is still arriving.
+  model = await startFakeOpenAI(() => ({ chunks: ['Hello', ', ', 'streamed ', 'world', '!'], chunkDelayMs: 300 }));
+  server = await startTestServer({
+    files: {
+      ...files,
+      'agents/studio-demo.ts': await readFile('agents/studio-demo.ts', 'utf8'),
+      'agents/word-stats.ts': await readFile('agents/word-stats.ts', 'utf8'),
+    },
+    settings: { model: { baseUrl: model.baseUrl, model: 'fake-1', retries: 0 } },
+  });
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+  await model?.close();
+  await browser?.close();
+});
+afterEach(async () => {
+  // Close first: an open page keeps its websockets, which would hold up the server's stop.
+  await page?.close();
+  page = undefined;
+  // Neither script errors nor Content-Security-Policy violations are acceptable in any view.
+  expect(errors).toEqual([]);
+});
+
+async function open(route: string): Promise<Page> {
+  errors = [];
+  page = await browser.context.newPage();
+  // Fail a wait with its own message well before the test times out.
+  page.setDefaultTimeout(8000);
+  page.on('pageerror', (err) => errors.push(err.message));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) errors.push(msg.text());
+  });
+  await page.goto(`${server.url}/ui/${route}`);
+  return page;
+}
+
+const nodeState = (p: Page, node: string) => p.locator(`[data-testid="graph"] g.node[data-node="${node}"]`).getAttribute('data-state');
+
+async function send(p: Page, text: string) {
+  await p.getByLabel('Message').fill(text);
+  await p.getByRole('button', { name: 'Send' }).click();
+}
+
+describe('studio view', () => {
+  it('lists the agents with their capabilities', async () => {
+    const p = await open('#/studio');
+    await p.getByRole('heading', { name: 'Studio', level: 1 }).waitFor();
+    const demo = p.locator('.agent-grid > li', { hasText: 'studio-demo' });
+    expect(await demo.locator('.chip').allTextContents()).toEqual(expect.arrayContaining(['graph', 'hitl', 'subagents', 'planning']));
+    expect(await p.locator('.agent-grid > li', { hasText: 'talker' }).locator('.chip').allTextContents()).toContain('model');
+  });
+
+  it('chats with an agent: the answer streams in while its node is lit', async () => {
+    const p = await open('#/studio/talker');
+    await p.locator('[data-testid="graph"] g.node').first().waitFor();
+    const node = (await p.locator('[data-testid="graph"] g.node[role="button"]').first().getAttribute('data-node'))!;
+    await p.getByLabel('Message').fill('Say hello');
+    await p.getByLabel('Message').press('Control+Enter');
+
+    // Part of the answer is on screen while the run is still going, with its node active…
+    await p.locator('[data-testid="run"][data-state="running"] [data-testid="answer"]', { hasText: 'Hello' }).waitFor({ timeout: 5000 });
+    expect(await p.getByTestId('answer').textContent()).not.toBe('Hello, streamed world!');
+    expect(await nodeState(p, node)).toBe('active');
+    await p.screenshot({ path: path.join(OUTPUT, 'studio-streaming.png') });
+    // …then all of it, the run completed and the node done.
+    await p.locator('[data-testid="run"][data-state="completed"]').waitFor({ timeout: 10_000 });
+    expect(await p.getByTestId('answer').textContent()).toBe('Hello, streamed world!');
+    expect(await nodeState(p, node)).toBe('visited');
+    expect(model.requests.at(-1)!.body.stream).toBe(true);
+
+    // Feedback on the answer is recorded by the server.
+    await p.getByRole('button', { name: 'Good answer' }).click();
+    await p.locator('button[aria-pressed="true"]', { hasText: '▲' }).waitFor();
+    const recorded = await server.request('/api/v1/talker/feedback');
+    expect(recorded.body.feedback[0]).toMatchObject({ response: 'Hello, streamed world!', rating: 5, query: 'Say hello' });
+  });
+
+  it('approves a suspended step; the graph and checkpoints follow the run', async () => {
+    const p = await open('#/studio/studio-demo');
+    await send(p, 'compare prices and book a hotel');
+    const approval = p.getByTestId('approval');
+    await approval.waitFor();
+    expect(await approval.textContent()).toContain('Approve this brief?');
+    expect(await p.getByTestId('todos').locator('li').allTextContents()).toEqual([expect.stringContaining('compare prices'), expect.stringContaining('book a hotel')]);
+    expect(await nodeState(p, 'plan')).toBe('visited');
+    expect(await nodeState(p, 'review')).toBe('paused');
+    expect(await nodeState(p, 'finalize')).toBe('idle');
+    await p.getByTestId('checkpoints').locator('li', { hasText: 'review' }).waitFor();
+    await p.screenshot({ path: path.join(OUTPUT, 'studio.png'), fullPage: true });
+
+    await approval.getByRole('button', { name: 'Approve' }).click();
+    await p.locator('[data-testid="run"][data-state="completed"]').waitFor();
+    expect(await nodeState(p, 'finalize')).toBe('visited');
+    expect(await nodeState(p, '__end__')).toBe('visited');
+    // With a model configured the brief is the model's (streamed) text; finalize marks it approved.
+    expect(await p.getByTestId('answer').textContent()).toContain('(approved)');
+    // The timeline shows the resumed steps, newest first.
+    await p.getByTestId('checkpoints').locator('li').first().filter({ hasText: 'finalize' }).waitFor();
+  });
+
+  it('rejects a suspended step with a reason', async () => {
+    const p = await open('#/studio/publisher');
+    await send(p, 'draft only');
+    const approval = p.getByTestId('approval');
+    await approval.waitFor();
+    await approval.getByLabel(/Reason/).fill('not yet');
+    await approval.getByRole('button', { name: 'Reject' }).click();
+    await p.locator('[data-testid="run"][data-state="rejected"]').waitFor();
+    expect(await nodeState(p, 'publish')).toBe('idle');
+    const thread = await p.getByLabel('Thread').inputValue();
+    const state = await server.request(`/studio/agents/publisher/threads/${thread}/state`);
+    expect(state.body.next).toBeNull();
+  });
+
+  it('stops at a breakpoint, takes a state edit, and continues with it', async () => {
+    const p = await open('#/studio/publisher');
+    const publish = p.locator('[data-testid="graph"] g.node[data-node="publish"]');
+    await publish.waitFor();
+    // Set the breakpoint from the keyboard.
+    await publish.focus();
+    await p.keyboard.press('Enter');
+    expect(await publish.getAttribute('aria-pressed')).toBe('true');
+    await send(p, 'first words');
+    await p.getByTestId('approval').getByRole('button', { name: 'Approve' }).click();
+
+    const paused = p.getByTestId('breakpoint');
+    await paused.waitFor();
+    expect(await paused.textContent()).toContain('publish');
+    expect(await nodeState(p, 'publish')).toBe('paused');
+
+    await p.getByRole('button', { name: 'Edit state' }).click();
+    const editor = p.getByLabel('State (JSON)');
+    const state = JSON.parse(await editor.inputValue()) as Record<string, unknown>;
+    expect(state.note).toBe('first words');
+    await editor.fill(JSON.stringify({ note: 'edited words' }));
+    await p.getByRole('button', { name: 'Save as a new checkpoint' }).click();
+    await p.getByTestId('checkpoints').locator('li').first().filter({ hasText: 'update' }).waitFor();
+
+    await paused.getByRole('button', { name: 'Continue' }).click();
+    await p.locator('[data-testid="run"][data-state="completed"]').waitFor();
+    expect(await p.getByTestId('answer').textContent()).toBe('Published: edited words');
+  });
+
+  it('re-runs from an earlier checkpoint as a branch of the thread', async () => {
+    const p = await open('#/studio/publisher');
+    await send(p, 'branch me');
+    await p.getByTestId('approval').waitFor();
+    const checkpoints = p.getByTestId('checkpoints').locator('li');
+    await checkpoints.filter({ hasText: 'review' }).first().waitFor();
+    const before = await checkpoints.count();
+
+    // Step 0 (the input) → runs draft again, which suspends at review again.
+    await checkpoints.filter({ hasText: 'step 0' }).getByRole('button', { name: 'Re-run from here' }).click();
+    await p.getByTestId('approval').waitFor();
+    await p.waitForFunction((n) => document.querySelectorAll('[data-testid="checkpoints"] li').length > n, before);
+    expect(await p.getByTestId('checkpoints').locator('.branch').first().textContent()).toBe('from step 0');
+    await p.screenshot({ path: path.join(OUTPUT, 'studio-checkpoints.png'), fullPage: true });
+  });
+});

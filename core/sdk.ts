@@ -21,6 +21,7 @@ export type {
   NodeFn,
   PromptSet,
   RunContext,
+  WorkspaceDocument,
 } from './agents/types.js';
 export { END } from './agents/types.js';
 export { z } from 'zod';

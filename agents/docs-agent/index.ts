@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { defineAgent, type Citation } from 'hangar';
+import { defineAgent, type Citation, type RunContext } from 'hangar';
 import { Bm25Index, splitMarkdown, tokenize, type Hit, type Passage } from './bm25';
 
 /**
@@ -8,11 +8,14 @@ import { Bm25Index, splitMarkdown, tokenize, type Hit, type Passage } from './bm
  * suggesting related ones. Useful with no model configured (the answer is extracted from the best
  * sections); with a model it writes the answer from the same retrieved sections.
  *
- * Sources: `agents/docs-agent/docs/` (shipped) and the workspace's own `docs/` folder, if any.
- * The index is rebuilt when a file is added, removed or changed (checked by mtime per request).
+ * Sources: the workspace's `docs` collection when an ingestor has filled it (ingestors/docs-folder.ts:
+ * `POST /api/v1/ingestion/docs-folder/run`), else the Markdown files of `agents/docs-agent/docs/`
+ * (shipped) and the workspace's own `docs/` folder read directly, so it works on a fresh install.
+ * Either index is rebuilt only when its sources change.
  */
 
 const MAX_SECTIONS = 3;
+const DOCS_COLLECTION = 'docs';
 
 function markdownFiles(dir: string, base = dir): string[] {
   if (!existsSync(dir)) return [];
@@ -24,6 +27,20 @@ function markdownFiles(dir: string, base = dir): string[] {
 }
 
 let cached: { signature: string; index: Bm25Index } | undefined;
+
+let ingested: { signature: string; index: Bm25Index } | undefined;
+
+/** The index over the ingested `docs` collection, or undefined when nothing was ingested. */
+async function collectionIndex(ctx: RunContext): Promise<Bm25Index | undefined> {
+  const documents = await ctx.documents(DOCS_COLLECTION);
+  if (documents.length === 0) return undefined;
+  const signature = documents.map((d) => `${d.id}\u0000${d.content}`).join('\u0001');
+  if (ingested?.signature !== signature) {
+    const passages: Passage[] = documents.map((d) => ({ source: d.resource, title: d.title ?? d.resource, content: d.content }));
+    ingested = { signature, index: new Bm25Index(passages) };
+  }
+  return ingested.index;
+}
 
 function indexFor(workspace: string): Bm25Index {
   const roots = [path.join(workspace, 'agents', 'docs-agent', 'docs'), path.join(workspace, 'docs')];
@@ -62,9 +79,15 @@ export default defineAgent({
   },
   run: async (input, ctx) => {
     ctx.step('retrieve');
-    const index = indexFor(ctx.workspace);
+    const fromCollection = await collectionIndex(ctx);
+    const index = fromCollection ?? indexFor(ctx.workspace);
     const ranked = index.search(input.query, MAX_SECTIONS + 3);
-    ctx.tool('bm25_search', { query: input.query, k: MAX_SECTIONS, sections_indexed: index.size });
+    ctx.tool('bm25_search', {
+      query: input.query,
+      k: MAX_SECTIONS,
+      sections_indexed: index.size,
+      source: fromCollection ? `collection:${DOCS_COLLECTION}` : 'files',
+    });
     const hits = ranked.slice(0, MAX_SECTIONS);
     const citations: Citation[] = hits.map((h) => ({ source: h.source, title: h.title, snippet: bestSentences(h, input.query, 1), score: h.score }));
     const suggestions = ranked.slice(MAX_SECTIONS).map((h) => `Tell me about "${h.title}"`);
@@ -102,7 +125,7 @@ export default defineAgent({
       citations,
       suggestions,
       context: hits.map((h) => ({ content: h.content, source: h.source, title: h.title, score: h.score })),
-      metadata: { answered_by: answeredBy, sections_indexed: index.size },
+      metadata: { answered_by: answeredBy, sections_indexed: index.size, source: fromCollection ? `collection:${DOCS_COLLECTION}` : 'files' },
       reasoning: `BM25 ranked ${ranked.length} matching sections; answered from the top ${hits.length}: ${hits.map((h) => h.title).join(', ')}.`,
     };
   },

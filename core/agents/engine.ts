@@ -29,6 +29,7 @@ import type {
   ModelClient,
   RunContext,
   ToolCall,
+  WorkspaceDocument,
 } from './types.js';
 
 export interface AgentRef {
@@ -41,6 +42,8 @@ export interface EngineOptions {
   resolveAgent: (name: string) => AgentRef | undefined;
   provider: ModelProvider;
   workspace: string;
+  /** Reads a workspace collection for `ctx.documents` (empty when none is wired). */
+  documents?: (collection: string) => Promise<WorkspaceDocument[]>;
   /** Runs longer than this many steps fail (a cycle that never exits). */
   maxSteps?: number;
 }
@@ -396,6 +399,7 @@ export class Engine {
       model,
       signal,
       workspace: this.options.workspace,
+      documents: (collection) => this.options.documents?.(collection) ?? Promise.resolve([]),
       threadId,
       emitEvent: emit,
       step: (name) => nodeSteps.push(String(name)),

@@ -27,7 +27,7 @@ import { modelNotConfigured, type ModelProvider } from './model.js';
 import { resolvePrompt } from './prompts.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
 import { InvokeStreams, type InvokeFrame, type StreamRetention } from './streams.js';
-import type { AgentInput, AgentResult, ChatMessage } from './types.js';
+import type { AgentInput, AgentResult, ChatMessage, WorkspaceDocument } from './types.js';
 
 export interface AgentServiceOptions {
   /** The live agent by name, or throw the 404. */
@@ -70,7 +70,12 @@ export class AgentService {
   readonly ephemeral = new MemoryCheckpointer();
 
   constructor(private readonly options: AgentServiceOptions) {
-    this.engine = new Engine({ resolveAgent: options.lookupAgent, provider: options.provider, workspace: options.workspace });
+    this.engine = new Engine({
+      resolveAgent: options.lookupAgent,
+      provider: options.provider,
+      workspace: options.workspace,
+      documents: (collection) => readDocuments(options.store, collection),
+    });
     this.approvals = new ApprovalStore(options.store);
     this.streams = new InvokeStreams(options.streams);
     this.checkpoints = new StoreCheckpointer(options.store);
@@ -400,5 +405,26 @@ function retrievalContext(result: AgentResult): string[] {
   }
   if (typeof context === 'string' && context) return [context];
   return (result.citations ?? []).map((c) => c.snippet).filter((s): s is string => typeof s === 'string');
+}
+
+const COLLECTION_NAME = /^[a-z0-9][a-z0-9_.-]*$/i;
+
+/**
+ * A collection's records as documents. Records missing a `content` string are skipped, so an
+ * agent can point this at any collection without tripping over foreign records.
+ */
+async function readDocuments(store: Store, collection: string): Promise<WorkspaceDocument[]> {
+  if (!COLLECTION_NAME.test(collection)) throw new Error(`invalid collection name "${collection}"`);
+  const records = await store.collection<Record<string, unknown>>(collection).entries();
+  return records
+    .filter(([, r]) => typeof r?.content === 'string')
+    .map(([id, r]) => ({
+      id: typeof r.id === 'string' ? r.id : id,
+      title: typeof r.title === 'string' ? r.title : null,
+      content: r.content as string,
+      resource: typeof r.resource === 'string' ? r.resource : id,
+      metadata: (r.metadata && typeof r.metadata === 'object' ? r.metadata : {}) as Record<string, unknown>,
+    }))
+    .sort((a, b) => a.id.localeCompare(b.id));
 }
 

@@ -80,6 +80,16 @@ export interface ModelClient {
   chat(messages: ChatMessage[], options?: ModelCallOptions): Promise<string>;
 }
 
+/** A document in a workspace collection (written by ingestors; see core/ingestion). */
+export interface WorkspaceDocument {
+  id: string;
+  title: string | null;
+  content: string;
+  /** Where it came from, e.g. a file path relative to the workspace. */
+  resource: string;
+  metadata: Record<string, unknown>;
+}
+
 export interface RunContext {
   input: AgentInput;
   /** The text of the selected prompt version ('' when the agent has no prompts). */
@@ -91,6 +101,11 @@ export interface RunContext {
   workspace: string;
   /** The thread this run belongs to (generated when the request named none). */
   threadId: string;
+  /**
+   * The documents of a store collection, e.g. what an ingestor wrote into `docs` — the way an
+   * agent retrieves from the workspace's search collections. Empty when the collection is.
+   */
+  documents(collection: string): Promise<WorkspaceDocument[]>;
   /** Record a processing step (shows in `steps_taken`, and in the node's `node_end` event). */
   step(name: string): void;
   /** Report a tool call (shows in /optimize/invoke `tool_calls`). */

@@ -118,6 +118,33 @@ describe('shipped example agents, with a model', () => {
   });
 });
 
+describe('docs-agent over the ingested docs collection', () => {
+  let server: TestServer;
+  let root: string;
+  beforeAll(async () => {
+    root = await freshWorkspace();
+    await cp(fileURLToPath(new URL('../../ingestors', import.meta.url)), path.join(root, 'ingestors'), { recursive: true });
+    server = await startTestServer({ root, settings: { watch: false } });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('reads files directly until an ingestor fills the collection, then answers from it', async () => {
+    await server.write('docs/kayak.md', '# Kayak launches\n\nThe kayak ramp opens at dawn on weekdays.\n');
+    const before = await server.request('/api/v1/docs-agent/invoke', { method: 'POST', json: { query: 'kayak ramp dawn' } });
+    expect(before.body.metadata.source).toBe('files');
+
+    const run = await server.request('/api/v1/ingestion/docs-folder/run', { method: 'POST', json: {} });
+    expect(run.status).toBe(200);
+    const after = await server.request('/api/v1/docs-agent/invoke', { method: 'POST', json: { query: 'kayak ramp dawn' } });
+    expect(after.body.metadata.source).toBe('collection:docs');
+    expect(after.body.citations[0]).toMatchObject({ source: 'docs/kayak.md', title: 'Kayak launches' });
+    expect(after.body.response).toContain('The kayak ramp opens at dawn on weekdays.');
+  });
+});
+
 describe('BM25', () => {
   it('ranks the section whose terms are rarer and denser first', () => {
     const passages = [

@@ -251,40 +251,6 @@ export class AgentService {
     return this.engine.run({ ...request, checkpointer: this.checkpoints });
   }
 
-  /** The newest checkpoint of a thread (persisted first, then this process's stateless runs); 404 when none. */
-  async latestCheckpoint(agentName: string, threadId: string): Promise<Checkpoint> {
-    const agent = this.options.findAgent(agentName);
-    const latest = (await this.checkpoints.latest(agent.name, threadId)) ?? (await this.ephemeral.latest(agent.name, threadId));
-    if (!latest) throw notFound(`no state for thread '${threadId}' of agent '${agent.name}'`);
-    return latest;
-  }
-
-  /** Checkpoints of a thread, newest step first. */
-  async history(agentName: string, threadId: string): Promise<Checkpoint[]> {
-    const agent = this.options.findAgent(agentName);
-    const stored = await this.checkpoints.list(agent.name, threadId);
-    return stored.length ? stored : this.ephemeral.list(agent.name, threadId);
-  }
-
-  /**
-   * Merge `updates` into the thread's newest state as a new checkpoint (source `update`), keeping
-   * where the run would continue — so a resume from it runs on the edited state.
-   */
-  async updateState(agentName: string, threadId: string, updates: Record<string, unknown>): Promise<Checkpoint> {
-    const latest = await this.latestCheckpoint(agentName, threadId);
-    const checkpoint: Checkpoint = {
-      ...latest,
-      id: randomUUID(),
-      step: latest.step + 1,
-      state: { ...latest.state, ...updates } as Checkpoint['state'],
-      metadata: { ...latest.metadata, source: 'update' },
-      parent_id: latest.id,
-      timestamp: new Date().toISOString(),
-    };
-    await this.checkpoints.put(latest.metadata.agent, checkpoint);
-    return checkpoint;
-  }
-
   // ——— internals ———
 
   private plan(

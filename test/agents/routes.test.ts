@@ -314,24 +314,17 @@ describe('execution routes against the real server', () => {
       expect(msgs.map((m: { role: string; content: string }) => `${m.role}:${m.content}`)).toEqual(['user:mail bob', 'assistant:sent by cy and archived']);
     });
 
-    it('keeps per-step checkpoints of a named thread; an edited state is what a resume runs on', async () => {
-      const service = server.ctx.agents!.service;
+    it('keeps per-step checkpoints of a named thread, visible and editable through the studio routes', async () => {
       const first = await post('/api/v1/approver/invoke', { query: 'mail', thread_id: 'hitl-5' });
-      const history = await service.history('approver', 'hitl-5');
-      expect(history.map((c) => c.step)).toEqual([2, 1, 0]);
-      expect(history[0]!.metadata).toMatchObject({ source: 'interrupt', next: 'first_ok' });
-      const edited = await service.updateState('approver', 'hitl-5', { response: 'edited draft' });
-      expect(edited).toMatchObject({ step: 3, parent_id: history[0]!.id, state: { response: 'edited draft' } });
-      expect((await service.latestCheckpoint('approver', 'hitl-5')).id).toBe(edited.id);
-      const outcome = await service.runForStudio({
-        agent: server.ctx.registry.get<any>('agent', 'approver')!.definition,
-        input: edited.metadata.input,
-        prompt: '',
-        resume: { checkpoint: edited, action: 'approve', value: { approver: 'studio' } },
-      });
-      expect(outcome.status).toBe('interrupted');
-      expect(outcome.state.response).toBe('sent by studio');
-      await expect(service.latestCheckpoint('approver', 'never-ran')).rejects.toMatchObject({ status: 404 });
+      const history = (await get('/studio/agents/approver/threads/hitl-5/history')).body;
+      expect(history.map((c: { step: number }) => c.step)).toEqual([2, 1, 0]);
+      expect(history[0].metadata).toMatchObject({ source: 'interrupt', next: 'first_ok' });
+      const edited = (await post('/studio/agents/approver/threads/hitl-5/state', { updates: { response: 'edited draft' } })).body;
+      expect(edited).toMatchObject({ state: { response: 'edited draft' }, updated_keys: ['response'] });
+      const newest = (await get('/studio/agents/approver/threads/hitl-5/history')).body[0];
+      expect(newest).toMatchObject({ id: edited.checkpoint_id, step: 3, parent_id: history[0].id });
+      expect((await get('/studio/agents/approver/threads/hitl-5/state')).body.checkpoint_id).toBe(edited.checkpoint_id);
+      expect((await get('/studio/agents/approver/threads/never-ran/state')).status).toBe(404);
       // The HTTP approval of the same suspension is still pending and independent.
       expect((await get('/api/v1/approver/threads/hitl-5/pending')).body.pending[0].id).toBe(first.body.detail.approval_id);
     });

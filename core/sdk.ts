@@ -53,3 +53,4 @@ export { UpstreamCallError, type EndpointContext, type FanOutResult, type Upstre
 export { definePlugin, type ModelCardInput, type PluginDefinition, type PluginLoadContext } from './ml/define.js';
 export { defineIngestor, type IngestContext, type IngestDocument, type IngestResource, type IngestorDefinition } from './ingestion/define.js';
 export { defineTeam, type TeamDefinition } from './coderun/define.js';
+export { HangarNotebook } from './notebook/api.js';

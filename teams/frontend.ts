@@ -4,7 +4,7 @@ import { defineTeam } from 'hangar';
 export default defineTeam({
   charter: 'User interface: pages, components, styles and their tests.',
   owns: ['src/web/**', 'web/**', 'src/components/**', 'src/pages/**', 'public/**', 'styles/**', 'test/web/**'],
-  acceptance: 'npm test --silent',
+  acceptance: 'npm test',
   agents: [
     { name: 'frontend-developer', role: 'developer' },
     { name: 'ts-corrector', role: 'corrector', languages: ['ts', 'tsx', 'js', 'jsx', 'css'] },

@@ -70,14 +70,23 @@ export class RunWorkspace {
     });
   }
 
-  /** Throw away what is not committed (a failed or cancelled task's half-written files). */
+  /**
+   * Throw away what is not committed: of `files` (a failed task's writes), or of the whole worktree.
+   * Tracked files go back to HEAD and new ones are removed, each with the command that handles it
+   * (one `checkout` over a mix of tracked and new paths fails as a whole).
+   */
   discard(files?: readonly string[]): Promise<void> {
     return this.serial(async () => {
-      if (files && files.length === 0) return;
-      const scope = files ? ['--', ...files] : [];
-      await this.git.raw(['reset', '-q', 'HEAD', ...scope]).catch(() => undefined);
-      await this.git.raw(['checkout', '-q', 'HEAD', ...scope]).catch(() => undefined);
-      await this.git.raw(['clean', '-fdq', ...scope]);
+      if (!files) {
+        await this.git.raw(['reset', '-q', '--hard', 'HEAD']);
+        await this.git.raw(['clean', '-fdq']);
+        return;
+      }
+      if (!files.length) return;
+      const tracked = (await this.git.raw(['ls-files', '--', ...files])).split('\n').filter(Boolean);
+      await this.git.raw(['reset', '-q', 'HEAD', '--', ...files]).catch(() => undefined);
+      if (tracked.length) await this.git.raw(['checkout', '-q', 'HEAD', '--', ...tracked]);
+      await this.git.raw(['clean', '-fdq', '--', ...files]);
     });
   }
 

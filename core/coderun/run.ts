@@ -7,7 +7,7 @@
  * the record goes through `setTask` / `update`, which are synchronous, so no two tasks interleave
  * inside a mutation. Git commits are serialised by `RunWorkspace`.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { blocked, BoardError, implicatedFiles, newTask, nextWave, raiseDefect, transition, type BoardLimits } from './board.js';
@@ -15,6 +15,7 @@ import type { AgentOutcome } from './agent-worker.js';
 import { runCommand } from './command.js';
 import type { FenceTeam } from './fence.js';
 import { runGate } from './gates.js';
+import { ownedBy } from './ownership.js';
 import { RunWorkspace } from './git.js';
 import { jsonFromText, type Message, type ModelGate, type ToolSpec } from './model.js';
 import { approvalCard, shapePlan } from './plan.js';
@@ -61,6 +62,8 @@ export class CodeRun {
   private workspace: RunWorkspace | undefined;
   private approval: { resolve: () => void; reject: (e: Error) => void } | undefined;
   private readonly gateRuns = new Map<string, number>();
+  /** Tasks between dispatch and settling (their files may be written but not yet committed). */
+  private readonly working = new Set<string>();
   /** Fix tasks whose result a gate has already judged. */
   private readonly gatedFixes = new Set<string>();
   private readonly limits: BoardLimits;
@@ -102,6 +105,11 @@ export class CodeRun {
 
   private move(id: string, action: Parameters<typeof transition>[1], note?: string): Task {
     return this.setTask(transition(this.task(id), action, this.limits), note);
+  }
+
+  /** The task is being worked on (agent loop, review or commit) right now. */
+  isBusy(taskId: string): boolean {
+    return this.working.has(taskId);
   }
 
   cancel(): void {
@@ -178,7 +186,15 @@ export class CodeRun {
       if (!tasks.length) break;
       wave++;
       this.deps.emit({ type: 'wave', run: this.record.id, wave, tasks: tasks.map((t) => t.id), teams: [...new Set(tasks.map((t) => t.squad ?? 'unowned'))] });
-      await Promise.all(tasks.map((t) => this.work(t.id)));
+      // allSettled, not all: on cancellation or a failure every task of the wave is first
+      // brought to rest, so nothing commits into a worktree that is being removed.
+      const settled = await Promise.allSettled(tasks.map((t) => this.work(t.id)));
+      this.throwIfCancelled();
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      // Gate each lane as soon as it finishes, between waves (nothing else writes meanwhile);
+      // fix tasks it queues join the next waves.
+      await this.gateFinishedLanes();
     }
     for (const t of blocked(this.record.tasks)) {
       this.move(t.id, { type: 'give_up', reason: `a dependency cannot finish (${t.dependencies.join(', ')})` });
@@ -204,8 +220,17 @@ export class CodeRun {
     return fit?.name ?? null;
   }
 
-  /** Drive one task through dispatch, agent loop, test and review until it settles. */
+  /** Drive one task through dispatch, agent loop, test and review until it settles (committed or given up). */
   private async work(id: string): Promise<void> {
+    this.working.add(id);
+    try {
+      await this.workLoop(id);
+    } finally {
+      this.working.delete(id);
+    }
+  }
+
+  private async workLoop(id: string): Promise<void> {
     for (;;) {
       this.throwIfCancelled();
       let task = this.task(id);
@@ -222,13 +247,14 @@ export class CodeRun {
       }
       const outcome = await this.runAgent(task);
       this.throwIfCancelled();
+      await this.revertStrays(task);
       task = this.task(id);
       this.setTask({ ...task, changed: [...new Set([...task.changed, ...outcome.written])].sort() });
       if (outcome.status !== 'finished') {
         // A model that keeps sending broken calls or cannot finish within its steps is the model
         // failing the task: step it up the ladder (an endpoint error is not, so it only re-queues).
         if ((outcome.status === 'malformed' || outcome.status === 'out_of_steps') && task.escalation < this.deps.gate.ladderLength) {
-          this.setTask({ ...this.task(id), escalation: task.escalation + 1 }, `escalated to ${this.deps.gate.modelFor({ role: task.role, rung: task.escalation + 1 })} after malformed tool calls`);
+          this.setTask({ ...this.task(id), escalation: task.escalation + 1 }, `escalated to ${this.deps.gate.modelFor({ role: task.role, rung: task.escalation + 1 })} after ${outcome.status === 'malformed' ? 'malformed tool calls' : 'running out of steps'}`);
         }
         if (outcome.status === 'malformed' && task.escalation >= this.deps.gate.ladderLength) {
           await this.workspace!.discard(this.task(id).changed);
@@ -254,6 +280,29 @@ export class CodeRun {
         await this.workspace!.discard(next.changed);
         return;
       }
+    }
+  }
+
+  /**
+   * The write tool is fenced, but `run_command` can write anywhere in the worktree. After a loop,
+   * changes in paths owned by another team with no task being worked (uncommitted work of a task
+   * in review or committing is legitimate) cannot be anyone's work: they are reverted and
+   * reported. Accepted edge: a stray write into a team working at the same moment, or into paths
+   * no team owns (build output), is left alone — it is never committed, since commits stage only
+   * a task's fenced writes.
+   */
+  private async revertStrays(task: Task): Promise<void> {
+    const fence = this.fenceOf(task);
+    const busy = new Set(this.record.tasks.filter((t) => t.id !== task.id && this.working.has(t.id)).map((t) => t.squad));
+    const strays: Array<{ file: string; owner: string }> = [];
+    for (const file of await this.workspace!.status()) {
+      const owner = fence.teams.find((t) => t.id !== fence.team.id && ownedBy(t, file) !== undefined);
+      if (owner && !busy.has(owner.id) && !(fence.team.owns.length && ownedBy(fence.team, file))) strays.push({ file, owner: owner.id });
+    }
+    if (!strays.length) return;
+    await this.workspace!.discard(strays.map((s) => s.file));
+    for (const s of strays) {
+      this.deps.emit({ type: 'tool', run: this.record.id, task: task.id, team: task.squad, tool: 'run_command', ok: false, detail: `reverted a command's write to ${s.file}: owned by team '${s.owner}'` });
     }
   }
 
@@ -307,11 +356,11 @@ export class CodeRun {
     if (failures.length) return { approve: false, findings: failures };
     const diffs: string[] = [];
     for (const file of task.changed.slice(0, 10)) {
-      const shown = await runCommand(`git diff --no-color HEAD -- '${file.replace(/'/g, `'\\''`)}' ; git ls-files --others --exclude-standard -- '${file.replace(/'/g, `'\\''`)}'`, {
-        cwd: this.workspace!.dir,
-        timeoutMs: 10_000,
-      });
-      diffs.push(shown.output.slice(0, 6000));
+      const quoted = `'${file.replace(/'/g, `'\\''`)}'`;
+      const shown = await runCommand(`git diff --no-color HEAD -- ${quoted}`, { cwd: this.workspace!.dir, timeoutMs: 10_000 });
+      // A new file has no diff against HEAD: the reviewer reads it whole.
+      const text = shown.output.trim() ? shown.output : `new file ${file}:\n${await readFile(path.join(this.workspace!.dir, file), 'utf8').catch(() => '(deleted)')}`;
+      diffs.push(text.slice(0, 6000));
     }
     const messages: Message[] = [
       {

@@ -231,6 +231,8 @@ export class CodeRunService {
 
   private emit(event: RunEvent): void {
     const log = this.log(event.run);
+    // A straggler after run_finished (a tool event racing a cancel) has nowhere to go.
+    if (log.ended) return;
     const { seq } = log.append(event);
     // Events are kept for the activity page of past runs; a lost write is logged, not fatal.
     this.events.put(`${event.run}:${String(seq).padStart(8, '0')}`, { run: event.run, seq, at: new Date().toISOString(), event }).catch((err: unknown) => {
@@ -469,6 +471,7 @@ export class CodeRunService {
     const run = this.runOfTask(taskId, runId);
     const task = run.record.tasks.find((t) => t.id === taskId);
     if (!task) throw conflict(`task ${taskId} is not on the board yet`);
+    if (run.isBusy(taskId)) throw conflict(`task ${taskId} is being worked on (${task.state}); it can be retried once it is stuck`);
     let next;
     try {
       next = transition(task, { type: 'retry' }, { reviewRounds: 1, attemptCeiling: 1 });

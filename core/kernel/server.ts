@@ -109,6 +109,8 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   for (const subsystem of subsystems) {
     for (const kind of subsystem.kinds ?? []) discovery.register(kind);
     await subsystem.setup?.(ctx);
+  }
+  for (const subsystem of subsystems) {
     const router = subsystem.routes?.(ctx);
     if (router) app.use(router);
   }

@@ -20,12 +20,15 @@ import { uiSubsystem } from '../ui/subsystem.js';
 import type { Subsystem } from './context.js';
 
 /**
- * Every subsystem of the server, in mount order. Routers with fixed paths come before the
- * per-agent ones (`/api/v1/:agent/...`), so `/api/v1/status` is never taken for an agent.
+ * Every subsystem of the server. They are set up in this order (a subsystem may use services set up
+ * before it: `ctx.tasks`, `ctx.agents`), then their routers are mounted in this order: routers with
+ * fixed paths come before the per-agent ones (`/api/v1/:agent/...`), so `/api/v1/endpoints/health`
+ * is never taken for an agent named "endpoints".
  */
 export const SUBSYSTEMS: Subsystem[] = [
   controlSubsystem, // first: its gate (maintenance, drain, disable) runs before every other router
   logsSubsystem, // second: its middleware records calls to agents, endpoints and pipelines before their routers answer
+  tasksSubsystem, // early: endpoints, pipelines, plugins, ingestion and A2A register task kinds on it
   endpointsSubsystem, // before platform: /api/v1/:agent/health would shadow /api/v1/endpoints/health
   pipelinesSubsystem, // likewise for /api/v1/pipelines/...; looks up agents, plugins and tasks at call time
   {
@@ -39,7 +42,6 @@ export const SUBSYSTEMS: Subsystem[] = [
   },
   { name: 'docs', routes: (ctx) => docsRoutes(ctx.openapi) },
   { name: 'storage', routes: storageRoutes },
-  tasksSubsystem,
   pluginsSubsystem, // /api/v1/plugins/... (needs ctx.tasks for /predict/async)
   ingestionSubsystem, // /api/v1/ingestors, /api/v1/ingestion/... (needs ctx.tasks for /run/async)
   a2aSubsystem, // /api/v1/:agent/invoke/async and /api/v1/:agent/a2a/tasks (needs ctx.tasks)

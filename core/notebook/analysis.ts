@@ -184,11 +184,16 @@ function parse(js: string): acorn.Program {
  */
 function parsePlain(source: string): Parsed | undefined {
   if (GENERIC_CALL.test(source)) return undefined;
+  // Every TypeScript cell fails here once; without a stack to capture, failing is much cheaper.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   try {
     return { js: source, ast: parse(source) };
   } catch {
     // Not plain JavaScript: let esbuild decide, its TypeScript errors are the ones to show.
     return undefined;
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
   }
 }
 

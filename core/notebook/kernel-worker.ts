@@ -26,6 +26,13 @@ export type KernelTask =
   | { op: 'init'; port: MessagePort; baseDir: string; fallbackDir: string }
   | { op: 'ping' }
   | { op: 'delete'; names: string[] }
+  /**
+   * Call an analysis function (`fn` exported by the ES module file `module`) on one of the
+   * notebook's values, inside this thread, so a large data frame never crosses to the server
+   * thread whole: only the function's (small, cloneable) answer does. Used by the data
+   * intelligence routes (core/notebook/intel).
+   */
+  | { op: 'call'; module: string; fn: string; name?: string; args: unknown }
   | {
       op: 'run';
       runId: number;
@@ -44,7 +51,12 @@ export interface RunResult {
   /** 1-based line in the cell of the error, when known. */
   errorLine?: number;
   durationMs: number;
+  /** Change of the thread's used heap across the run, in bytes (negative when a GC ran). */
+  heapDeltaBytes?: number;
 }
+
+/** Answer to a `call` task: the function's value, or the name that is not defined. */
+export type CallResult = { value: unknown } | { missing: string; names: string[] };
 
 export interface StreamedOutput {
   runId: number;
@@ -164,7 +176,7 @@ function errorOutput(
   return { output: { output_type: 'error', ename, evalue, traceback: [`${ename}: ${evalue}`, ...frames] }, line };
 }
 
-export default async function kernel(task: KernelTask): Promise<RunResult | null> {
+export default async function kernel(task: KernelTask): Promise<RunResult | CallResult | null> {
   switch (task.op) {
     case 'init':
       port = task.port;
@@ -181,6 +193,8 @@ export default async function kernel(task: KernelTask): Promise<RunResult | null
       return null;
     case 'run':
       return run(task);
+    case 'call':
+      return call(task);
     default: {
       const never: never = task;
       throw new Error(`unknown kernel task ${JSON.stringify(never)}`);
@@ -188,13 +202,28 @@ export default async function kernel(task: KernelTask): Promise<RunResult | null
   }
 }
 
+async function call(task: Extract<KernelTask, { op: 'call' }>): Promise<CallResult> {
+  if (task.name !== undefined && !(task.name in scope)) return { missing: task.name, names: Object.keys(scope).sort() };
+  const mod = (await import(pathToFileURL(task.module).href)) as Record<string, unknown>;
+  const fn = mod[task.fn];
+  if (typeof fn !== 'function') throw new Error(`${task.module} exports no function ${task.fn}`);
+  return { value: await fn(task.name === undefined ? undefined : scope[task.name], task.args, Object.keys(scope)) };
+}
+
 async function run(task: Extract<KernelTask, { op: 'run' }>): Promise<RunResult> {
   const started = performance.now();
+  const heapBefore = process.memoryUsage().heapUsed;
   current = { runId: task.runId, outputs: [], seq: 0 };
   const outputs = current.outputs;
   const finish = (status: RunResult['status'], errorLine?: number): RunResult => {
     current = undefined;
-    return { status, outputs, durationMs: performance.now() - started, ...(errorLine ? { errorLine } : {}) };
+    return {
+      status,
+      outputs,
+      durationMs: performance.now() - started,
+      heapDeltaBytes: process.memoryUsage().heapUsed - heapBefore,
+      ...(errorLine ? { errorLine } : {}),
+    };
   };
   // What this cell defined last time goes away first, so renamed or removed names do not linger.
   for (const name of defined.get(task.cellId) ?? []) {

@@ -14,16 +14,16 @@
  * imports in cells still resolve to Hangar's own dependencies.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { buildSync } from 'esbuild';
 import { Piscina } from 'piscina';
 import { assetDir, moduleDir, packageRoot } from './assets.js';
-import type { KernelTask, RunResult, StreamedOutput } from './kernel-worker.js';
+import type { CallResult, KernelTask, RunResult, StreamedOutput } from './kernel-worker.js';
 import type { Output } from './schemas.js';
 
-export type { RunResult } from './kernel-worker.js';
+export type { CallResult, RunResult } from './kernel-worker.js';
 
 let workerFile: string | undefined;
 
@@ -56,6 +56,11 @@ export function kernelWorkerFile(): string {
       logLevel: 'silent',
     });
     renameSync(tmp, target);
+    // Older builds are only left behind by edits to the worker; a running kernel has its file
+    // loaded already, so removing them is safe.
+    for (const old of readdirSync(dir)) {
+      if (old.startsWith('kernel-worker.') && join(dir, old) !== target && !old.endsWith('.tmp')) rmSync(join(dir, old), { force: true });
+    }
   }
   return (workerFile = target);
 }
@@ -96,7 +101,7 @@ export function mergeStreams(outputs: Output[]): Output[] {
 }
 
 export class Kernel {
-  #pool: Piscina<KernelTask, RunResult | null> | undefined;
+  #pool: Piscina<KernelTask, RunResult | CallResult | null> | undefined;
   #port: MessagePort | undefined;
   #starting: Promise<void> | undefined;
   #generation = 0;
@@ -126,7 +131,7 @@ export class Kernel {
   }
 
   async #boot(): Promise<void> {
-    const pool = new Piscina<KernelTask, RunResult | null>({
+    const pool = new Piscina<KernelTask, RunResult | CallResult | null>({
       filename: kernelWorkerFile(),
       minThreads: 1,
       maxThreads: 1,
@@ -182,7 +187,7 @@ export class Kernel {
         lineMap: cell.lineMap,
         ...(cell.segmentMap ? { segmentMap: cell.segmentMap } : {}),
         executionCount: cell.executionCount,
-      }))!;
+      })) as RunResult;
       // The port and the task result are separate channels: outputs still in flight on the port are
       // delivered from the result instead, and late port messages are ignored (listener removed).
       this.#listeners.delete(runId);
@@ -209,6 +214,16 @@ export class Kernel {
       if (timer) clearTimeout(timer);
       this.#listeners.delete(runId);
     }
+  }
+
+  /**
+   * Call `fn` of the ES module `module` inside the kernel's thread on the value named `name` (or
+   * on nothing when `name` is undefined). Queued behind running cells like any kernel task.
+   * Rejects when the function throws; the kernel keeps running.
+   */
+  async call(task: { module: string; fn: string; name?: string; args?: unknown }): Promise<CallResult> {
+    await this.start();
+    return (await this.#pool!.run({ op: 'call', module: task.module, fn: task.fn, ...(task.name !== undefined ? { name: task.name } : {}), args: task.args ?? null })) as CallResult;
   }
 
   /** Remove names from the kernel's globals (a deleted cell's definitions). */

@@ -67,8 +67,26 @@ export interface DependencyReport {
   cycles: string[][];
 }
 
+/** One execution of one cell, as the execution-history and profiler tools show it. */
+export interface CellRunRecord {
+  cell_id: string;
+  execution_count: number;
+  started_at: string;
+  duration_ms: number;
+  status: 'success' | 'error';
+  /** Change of the kernel's used heap across the run (negative when a GC ran meanwhile). */
+  heap_delta_bytes: number | null;
+  /** Set when the run ended the kernel (timeout, interrupt, crash). */
+  ended?: string;
+}
+
+/** Runs kept per session: enough for a long interactive session, bounded so memory is too. */
+const HISTORY_LIMIT = 5000;
+
 export class NotebookSession {
   readonly notebook: Notebook;
+  /** Every cell run of this session, oldest first (at most the last 5000). */
+  readonly history: CellRunRecord[] = [];
   readonly kernel: Kernel;
   cellTimeoutMs: number;
   #filePath: string | undefined;
@@ -299,6 +317,7 @@ export class NotebookSession {
       this.#emit({ type: 'output', cellId: id, output });
     }
     const executionCount = ++this.#executionCount;
+    const startedAt = new Date().toISOString();
     const result = await this.kernel.run({
       cellId: id,
       program: info.program!,
@@ -311,6 +330,16 @@ export class NotebookSession {
       onOutput: (output) => this.#emit({ type: 'output', cellId: id, output }),
     });
     cell.outputs.push(...result.outputs);
+    this.history.push({
+      cell_id: id,
+      execution_count: executionCount,
+      started_at: startedAt,
+      duration_ms: result.durationMs,
+      status: result.status,
+      heap_delta_bytes: result.heapDeltaBytes ?? null,
+      ...(result.ended ? { ended: result.ended } : {}),
+    });
+    if (this.history.length > HISTORY_LIMIT) this.history.splice(0, this.history.length - HISTORY_LIMIT);
     cell.execution_count = executionCount;
     cell.last_executed = new Date().toISOString();
     this.#setState(id, result.status);

@@ -9,7 +9,8 @@ import { NotebookService } from './service.js';
 /** One service per running server (tests start several servers in one process). */
 const services = new WeakMap<HangarContext, NotebookService>();
 
-function serviceOf(ctx: HangarContext): NotebookService {
+/** The notebook service of a running server (also used by the data-intelligence subsystem). */
+export function serviceOf(ctx: HangarContext): NotebookService {
   let service = services.get(ctx);
   if (!service) services.set(ctx, (service = new NotebookService({ root: ctx.paths.root })));
   return service;

@@ -22,6 +22,7 @@ const KIND_LABELS: Record<string, string> = {
   pipeline: 'Pipelines',
   notebook: 'Notebooks',
   run: 'Runs',
+  team: 'Teams',
 };
 
 const VIEWS = [
@@ -32,7 +33,7 @@ const VIEWS = [
 ];
 
 /** Where a sidebar item leads, by kind (kinds without a view are listed, not linked). */
-const ITEM_VIEW: Record<string, string> = { agent: 'studio', notebook: 'notebook', run: 'runs' };
+const ITEM_VIEW: Record<string, string> = { agent: 'studio', notebook: 'notebook', run: 'runs', team: 'teams' };
 
 /**
  * Notebooks and coding runs are not registry drop-ins: they come from their own routes and are

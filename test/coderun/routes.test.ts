@@ -248,6 +248,13 @@ describe('hangar code CLI', () => {
       expect(text).toMatch(/^run succeeded: 1\/1 tasks done; green: api/m);
       expect(text).toMatch(/^branch hangar\/run-\S+; repairs found 0, resolved 0, restaffed 0, needs_human 0$/m);
       expect(await codeCli(['frobnicate', '--root', workspace], io)).toBe(2);
+      // Against a running server: the session token comes from the workspace's session file.
+      server = await startCodeServer({ baseUrl: model.baseUrl });
+      out.length = 0;
+      expect(await codeCli(['teams', '--url', server.url, '--root', server.root, '--repo', repo], io)).toBe(0);
+      expect(out.map((l) => l.split(/\s+/)[0])).toEqual(['api', 'web']);
+      expect(await codeCli(['teams', '--url', server.url, '--session', 'wrong', '--repo', repo], io)).toBe(1);
+      expect(err.at(-1)).toMatch(/^hangar code teams: 401: coding-run routes need the session token/);
     } finally {
       await rm(workspace, { recursive: true, force: true });
     }

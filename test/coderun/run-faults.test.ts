@@ -282,6 +282,29 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     }
   });
 
+  it('with squads off runs one task per wave, and refuses a second run on the same repository', async () => {
+    repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
+    model = await startScriptedModel((c) => {
+      if (c.kind === 'planner') return planAnswer({ tasks: [task('T1', 'api', ['src/api/a.mjs']), task('T2', 'web', ['src/web/b.mjs'])] });
+      if (c.kind === 'reviewer') return approve;
+      return agentScript([write(c.task === 'T1' ? 'src/api/a.mjs' : 'src/web/b.mjs', 'export {};\n')], c);
+    });
+    server = await startCodeServer({ baseUrl: model.baseUrl, code: { squads: false, require_approval: true } });
+    const id = (await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo, teams: ['api', 'web'] } })).body.id;
+    const second = await server.api('/api/runs', { method: 'POST', json: { request: 'y', repo } });
+    expect(second).toMatchObject({ status: 409, body: { detail: `run ${id} is already working on ${repo}` } });
+    for (let i = 0; i < 100 && (await server.api(`/api/runs/${id}`)).body.status !== 'awaiting_approval'; i++) await new Promise((r) => setTimeout(r, 30));
+    expect((await server.api(`/api/runs/${id}/approve`, { method: 'POST' })).status).toBe(200);
+    const run = await server.settle(id);
+    expect(run.status).toBe('succeeded');
+    const text = (await server.api(`/api/runs/${id}/events`)).text;
+    const waves = text.split('\n').filter((l) => l.includes('"type":"wave"')).map((l) => JSON.parse(l.slice(6)).tasks);
+    expect(waves).toEqual([['T1'], ['T2']]);
+    // The api lane is proved as soon as it finishes, before the web lane's wave starts.
+    const order = text.split('\n').filter((l) => /"type":"(wave|gate)"/.test(l)).map((l) => JSON.parse(l.slice(6))).map((e) => (e.type === 'wave' ? `wave ${e.wave}` : `gate ${e.team}`));
+    expect(order).toEqual(['wave 1', 'gate api', 'wave 2', 'gate web']);
+  });
+
   it('kills a command that hangs at its timeout, with its child processes', async () => {
     const started = Date.now();
     const result = await runCommand('sleep 30 & sleep 30; echo never', { cwd: process.cwd(), timeoutMs: 300 });

@@ -69,7 +69,7 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     expect(started.status).toBe(202);
     const run = await server.settle(started.body.id);
 
-    expect(run.status).toBe('succeeded');
+    expect([run.status, run.summary, run.error]).toEqual(['succeeded', expect.any(String), null]);
     expect(run.gates.map((g: any) => [g.team, g.outcome])).toEqual([
       ['api', 'green'],
       ['web', 'green'],
@@ -99,7 +99,15 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     expect(stream.find((e) => e.type === 'contract_frozen')).toMatchObject({ name: 'health()', provider: 'api', consumers: ['web'] });
     expect(types.indexOf('contract_frozen')).toBeLessThan(types.indexOf('wave'));
     expect(stream.filter((e) => e.type === 'review_pending').map((e) => e.task).sort()).toEqual(['T1', 'T2']);
+    // The reviewer reads the change itself: new files whole.
+    const review = model.requests.find((r) => r.kind === 'reviewer' && r.task === 'T1')!;
+    expect(review.body.messages[1]!.content).toContain(`new file src/api/health.mjs:\n${HEALTH_OK}`);
     expect(types.at(-1)).toBe('run_finished');
+    // Resuming after event 3 replays the rest, with the same sequence numbers.
+    const resumed = await server.api(`/api/runs/${run.id}/events`, { headers: { 'Last-Event-ID': '3' } });
+    const ids = resumed.text.split('\n').filter((l) => l.startsWith('id: ')).map((l) => Number(l.slice(4)));
+    expect(ids[0]).toBe(4);
+    expect(ids).toHaveLength(stream.length - 3);
     // Both agents' model calls overlapped (a real parallel wave) within max_parallel = 2.
     expect(model.peakConcurrency).toBe(2);
 
@@ -180,6 +188,7 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
           write('src/api/../../../outside.txt', 'x'),
           write('.git/hooks/pre-commit', 'x'),
           write('src/api/health.mjs', HEALTH_OK),
+          { tool_calls: [{ name: 'run_command', arguments: { command: 'echo stray > src/web/index.mjs && echo new > src/web/new.mjs' } }] },
         ],
         c,
       );
@@ -200,6 +209,12 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     const t1 = run.tasks[0];
     expect(git(repo, 'show', '--name-only', '--format=', t1.commit)).toBe('src/api/health.mjs');
     expect(git(repo, 'ls-tree', '-r', '--name-only', run.branch)).not.toMatch(/hack|outside/);
+    // A command is not fenced while it runs, but its writes into another team's paths are reverted after the loop.
+    const stream = await events(run.id);
+    expect(stream.filter((e) => e.type === 'tool' && /^reverted/.test(e.detail)).map((e) => e.detail)).toEqual([
+      "reverted a command's write to src/web/index.mjs: owned by team 'web'",
+      "reverted a command's write to src/web/new.mjs: owned by team 'web'",
+    ]);
     // The api gate passed but ran no tests: UNVERIFIED, never green, and it fails nothing.
     expect(run.gates).toEqual([expect.objectContaining({ team: 'api', outcome: 'UNVERIFIED', reason: 'passed but ran no tests', tests: 0 })]);
     expect(run.status).toBe('succeeded');

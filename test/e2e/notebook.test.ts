@@ -58,6 +58,7 @@ describe('notebook view', () => {
   it('lists the workspace notebooks in the view and the sidebar', async () => {
     const p = await open('#/notebook');
     await p.getByRole('link', { name: 'prices' }).first().waitFor();
+    await p.locator('[data-kind="notebook"] a').first().waitFor();
     expect(await p.locator('[data-kind="notebook"] a').allTextContents()).toEqual(['prices']);
   });
 
@@ -100,16 +101,43 @@ describe('notebook view', () => {
     expect(saved.body.source).toBe('const rate = 3');
   });
 
+  it('previews the notebook as an app in its layouts', async () => {
+    const p = await open('#/notebook/prices.nb.ts');
+    await p.getByRole('button', { name: 'Run all' }).click();
+    await cell(p, 'table001').locator('.outputs table').waitFor({ timeout: 10_000 });
+    await p.getByRole('button', { name: 'App preview' }).click();
+    const app = p.getByTestId('app-preview');
+    // Code is hidden; prose and outputs remain.
+    await app.locator('h1', { hasText: 'Prices' }).waitFor();
+    expect(await app.locator('.cm-content').count()).toBe(0);
+    expect(await app.locator('table').count()).toBe(1);
+
+    await p.getByLabel('Layout').selectOption('tabs');
+    const tabs = app.getByRole('tab');
+    // Titled by cell name (the markdown cell is named "intro").
+    expect(await tabs.allTextContents()).toEqual(['intro', 'total', 'table']);
+    await tabs.first().focus();
+    await p.keyboard.press('ArrowRight');
+    await p.keyboard.press('ArrowRight');
+    expect(await app.getByRole('tab', { selected: true }).textContent()).toBe('table');
+    await app.getByRole('tabpanel').locator('table').waitFor();
+    await p.screenshot({ path: path.join(OUTPUT, 'notebook-app.png') });
+
+    await p.getByLabel('Layout').selectOption('sidebar');
+    await app.locator('aside h1', { hasText: 'Prices' }).waitFor();
+  });
+
   it('shows an error output when a cell throws', async () => {
     const p = await open('#/notebook/prices.nb.ts');
+    await cell(p, 'rate0001').waitFor();
+    const before = await p.locator('li.cell').count();
     await p.getByRole('button', { name: '+ Code' }).click();
+    await p.waitForFunction((n) => document.querySelectorAll('li.cell').length === n + 1, before);
     const added = p.locator('li.cell').last();
     await added.locator('.cm-content').click();
     await p.keyboard.type('throw new Error("boom")');
     await added.getByRole('button', { name: /^Run / }).click();
-    await new Promise((r) => setTimeout(r, 3000));
-    console.log('HTML', await added.innerText());
-    console.log('SERVER', JSON.stringify((await server.request('/api/notebooks/prices.nb.ts')).body.cells.at(-1)));
+    await added.locator('.out-error', { hasText: 'boom' }).waitFor({ timeout: 10_000 });
     expect(await added.getAttribute('data-state')).toBe('error');
   });
 });

@@ -147,17 +147,18 @@ describe('status view', () => {
     await p.keyboard.press('Enter');
     await p.getByRole('heading', { name: 'Studio · zeta' }).waitFor();
     // Focus follows to the new view's heading.
-    expect(await p.evaluate(() => document.activeElement?.textContent)).toBe('Studio · zeta');
+    await p.waitForFunction(() => document.activeElement?.textContent === 'Studio · zeta');
 
     await p.getByLabel('Theme').selectOption('dark');
-    expect(await p.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    // The theme is applied in an effect, after the next paint.
+    await p.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
     const background = await p.evaluate(() => getComputedStyle(document.body).backgroundColor);
     expect(background).toBe('rgb(17, 19, 24)');
     await p.screenshot({ path: path.join(OUTPUT, 'studio-dark.png') });
     await p.reload();
     await p.getByRole('heading', { name: 'Studio · zeta' }).waitFor();
-    expect(await p.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    await p.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
     await p.getByLabel('Theme').selectOption('light');
-    expect(await p.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(246, 247, 249)');
+    await p.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(246, 247, 249)');
   });
 });

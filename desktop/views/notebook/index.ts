@@ -4,6 +4,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, getJson, postJson, request } from '../api.js';
 import { connectLive, type LiveState } from '../live.js';
 import { href } from '../router.js';
+import { LAYOUTS, type Layout } from './app-layout.js';
+import { AppPreview } from './app-preview.js';
 import { CodeEditor } from './editor.js';
 import { Outputs, renderMarkdown, type Output } from './outputs.js';
 
@@ -162,6 +164,8 @@ function NotebookEditor({ id }: { id: string }) {
   const [live, setLive] = useState<LiveState>('connecting');
   const [notice, setNotice] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
+  const [mode, setMode] = useState<'edit' | 'app'>('edit');
+  const [layout, setLayout] = useState<Layout>('linear');
   const pending = useRef(new Map<string, { source: string; timer: number }>());
 
   const reload = async () => {
@@ -267,11 +271,21 @@ function NotebookEditor({ id }: { id: string }) {
         <button onClick=${() => act(async () => (await request('POST', `${base}/save`), setNotice('Saved.')))}>Save</button>
         <button onClick=${() => add('code')}>+ Code</button>
         <button onClick=${() => add('markdown')}>+ Markdown</button>
+        <span class="mode" role="group" aria-label="Mode">
+          <button aria-pressed=${mode === 'edit'} onClick=${() => setMode('edit')}>Edit</button>
+          <button aria-pressed=${mode === 'app'} onClick=${() => setMode('app')}>App preview</button>
+        </span>
+        ${mode === 'app' &&
+        html`<label>Layout <select value=${layout} onChange=${(e: Event) => setLayout((e.target as HTMLSelectElement).value as Layout)}>
+          ${LAYOUTS.map((l) => html`<option value=${l}>${l}</option>`)}
+        </select></label>`}
         <span class=${`live ${live}`} role="status">${live === 'live' ? 'kernel connected' : live}</span>
       </div>
       ${notice && html`<p class="notice" role="status">${notice}</p>`}
       ${error && html`<p class="alert" role="alert">${error}</p>`}
-      <ol class="cells" aria-label="Cells">
+      ${mode === 'app'
+        ? html`<${AppPreview} cells=${doc.cells} layout=${layout} />`
+        : html`<ol class="cells" aria-label="Cells">
         ${doc.cells.map(
           (cell, index) => html`<${CellView}
             key=${cell.id}
@@ -285,7 +299,7 @@ function NotebookEditor({ id }: { id: string }) {
             onRename=${(name: string) => act(async () => (await request('PATCH', `${base}/cells/${cell.id}`, { name }), reload()))}
           />`,
         )}
-      </ol>
+      </ol>`}
     </div>
     <aside class="card deps-panel" aria-labelledby="deps-title">
       <h2 id="deps-title">Dependencies</h2>

@@ -43,7 +43,7 @@ interface Run {
   summary: string | null;
   error: string | null;
   branch: string | null;
-  plan: { summary: string } | null;
+  plan: { summary: string; tasks: { id: string; title: string; role: string; squad: string | null }[] } | null;
   tasks: Task[];
   tickets: { id: string; team: string; status: string; count: number; command: string; output_tail: string; files: string[] }[];
   gates: { team: string; command: string; outcome: string; reason: string }[];
@@ -122,10 +122,20 @@ function RunList() {
   </div>`;
 }
 
+/**
+ * The board's cards: the run's tasks, or — while the plan waits for approval and no task exists
+ * yet — the planned ones, in "ready to dev" where they will start.
+ */
+function boardTasks(run: Run): (Task & { planned?: boolean })[] {
+  if (run.tasks.length > 0 || !run.plan) return run.tasks;
+  return run.plan.tasks.map((t) => ({ ...t, state: 'ready_to_dev', assignee: null, attempts: 0, needs_human: false, findings: [], ticket: null, planned: true }));
+}
+
 function Board({ run, pendingReviews }: { run: Run; pendingReviews: Map<string, string> }) {
+  const all = boardTasks(run);
   return html`<div class="board" data-testid="run-board">
     ${TASK_COLUMNS.map((column) => {
-      const tasks = run.tasks.filter((t) => t.state === column.state);
+      const tasks = all.filter((t) => t.state === column.state);
       const reviewing = column.state === 'in_review' ? tasks.filter((t) => pendingReviews.has(t.id)).length : 0;
       return html`<section class="column" aria-label=${`${column.label}: ${tasks.length}`} data-column=${column.state}>
         <h3>
@@ -137,6 +147,7 @@ function Board({ run, pendingReviews }: { run: Run; pendingReviews: Map<string, 
             (t) => html`<li class="task" tabindex="0" data-task=${t.id}>
               <strong>${t.id}</strong> ${t.title}
               <small class="muted">${[t.squad, t.assignee ?? t.role].filter(Boolean).join(' · ')}${t.attempts > 1 ? ` · attempt ${t.attempts}` : ''}</small>
+              ${t.planned && html`<small class="chip">planned</small>`}
               ${t.ticket && html`<small class="chip">fix ${t.ticket}</small>`}
               ${t.needs_human && html`<small class="bad">needs a person</small>`}
               ${pendingReviews.has(t.id) && html`<small class="chip">review: ${pendingReviews.get(t.id)}</small>`}

@@ -1,0 +1,45 @@
+/// <reference lib="dom" />
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { arrangeApp, type AppCell, type Layout } from './app-layout.js';
+import { Outputs, renderMarkdown, type Output } from './outputs.js';
+
+/** The notebook as an app: outputs and prose only, in one of the five layouts. */
+type Cell = AppCell & { outputs: Output[] };
+
+function Block({ cell }: { cell: Cell }) {
+  return cell.cell_type === 'markdown'
+    ? html`<section class="app-cell markdown" dangerouslySetInnerHTML=${{ __html: renderMarkdown(cell.source) }}></section>`
+    : html`<section class="app-cell"><${Outputs} outputs=${cell.outputs} /></section>`;
+}
+
+export function AppPreview({ cells, layout }: { cells: Cell[]; layout: Layout }) {
+  const [tab, setTab] = useState(0);
+  const { sidebar, main, titles } = arrangeApp(cells, layout);
+  if (main.length + sidebar.length === 0) return html`<p class="muted">Nothing to show yet: run the notebook to produce outputs.</p>`;
+  if (layout === 'tabs') {
+    const current = Math.min(tab, main.length - 1);
+    // Arrow keys move between tabs (WAI-ARIA tabs pattern); only the selected tab is in the tab order.
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+      const next = (current + (e.key === 'ArrowRight' ? 1 : main.length - 1)) % main.length;
+      setTab(next);
+      (e.currentTarget as HTMLElement).querySelectorAll<HTMLElement>('[role="tab"]')[next]?.focus();
+    };
+    return html`<div class="app layout-tabs" data-testid="app-preview">
+      <div class="app-tabs" role="tablist" aria-label="Notebook sections" onKeyDown=${onKey}>
+        ${titles.map(
+          (title, i) => html`<button role="tab" id=${`app-tab-${i}`} aria-selected=${i === current} aria-controls="app-tabpanel" tabindex=${i === current ? 0 : -1} onClick=${() => setTab(i)}>${title}</button>`,
+        )}
+      </div>
+      <div id="app-tabpanel" role="tabpanel" aria-labelledby=${`app-tab-${current}`}><${Block} cell=${main[current]!} /></div>
+    </div>`;
+  }
+  if (layout === 'sidebar') {
+    return html`<div class="app layout-sidebar" data-testid="app-preview">
+      <aside>${sidebar.map((c) => html`<${Block} cell=${c} key=${c.id} />`)}</aside>
+      <div class="app-main">${main.map((c) => html`<${Block} cell=${c} key=${c.id} />`)}</div>
+    </div>`;
+  }
+  return html`<div class=${`app layout-${layout}`} data-testid="app-preview">${main.map((c) => html`<${Block} cell=${c} key=${c.id} />`)}</div>`;
+}

@@ -1,0 +1,136 @@
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from '../coderun/support/scripted-model.js';
+import { API_TEAM, makeRepo, startCodeServer, type CodeServer } from '../coderun/support/fixture.js';
+import { launchBrowser, OUTPUT, type Browser } from './browser.js';
+
+/**
+ * The coding-run views in a real browser against a real server, a real git repository and a
+ * scripted model on loopback: start a run, approve its plan, watch the board, the review queue
+ * and the gates; the teams page; settings with read-only keys.
+ */
+
+let browser: Browser;
+let model: ScriptedModel;
+let server: CodeServer;
+let repo: string;
+let page: Page | undefined;
+let errors: string[] = [];
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+  repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
+  model = await startScriptedModel((c) => {
+    if (c.kind === 'planner') {
+      return { tool_calls: [{ name: 'submit_plan', arguments: { summary: 'one health route', tasks: [{ id: 'T1', title: 'health route', squad: 'api', files: ['src/api/health.mjs', 'test/api/h.test.mjs'] }] } }] };
+    }
+    // The reviewer takes its time, so the review queue is visible while it decides.
+    if (c.kind === 'reviewer') return { ...approve, delayMs: 1500 };
+    return agentScript(
+      [
+        write('src/api/health.mjs', 'export const ok = true;\n'),
+        write('test/api/h.test.mjs', "import test from 'node:test';\nimport assert from 'node:assert';\nimport { ok } from '../../src/api/health.mjs';\ntest('ok', () => assert.ok(ok));\n"),
+      ],
+      c,
+    );
+  });
+  server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { repo, mcp_servers: [{ name: 'fs' }] } });
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+  await model?.close();
+  await browser?.close();
+  if (repo) await rm(repo, { recursive: true, force: true });
+});
+afterEach(async () => {
+  await page?.close();
+  page = undefined;
+  expect(errors).toEqual([]);
+});
+
+async function open(route: string): Promise<Page> {
+  errors = [];
+  page = await browser.context.newPage();
+  page.setDefaultTimeout(8000);
+  page.on('pageerror', (err) => errors.push(err.message));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) errors.push(msg.text());
+  });
+  await page.goto(`${server.url}/ui/${route}`);
+  return page;
+}
+
+/** Every new page is a new tab: the session token is asked for once per tab. */
+async function giveSession(p: Page) {
+  await p.getByRole('heading', { name: 'Coding runs need the session token' }).waitFor();
+  await p.getByLabel('Session token').fill(server.token);
+  await p.getByRole('button', { name: 'Use token' }).click();
+}
+
+describe('coding-run views', () => {
+  it('starts a run, approves its plan and follows it on the board to green', async () => {
+    const p = await open('#/runs');
+    await giveSession(p);
+    await p.getByLabel('What should the teams build?').fill('add a health route');
+    await p.getByRole('button', { name: 'Start run' }).click();
+
+    // The run page: planned, waiting for approval, the task ready on the board.
+    await p.locator('[data-testid="run-status"]', { hasText: 'awaiting_approval' }).waitFor({ timeout: 15_000 });
+    const board = p.getByTestId('run-board');
+    await board.locator('[data-column="ready_to_dev"] [data-task="T1"]').waitFor();
+    expect(await board.locator('h3').allTextContents()).toEqual([
+      expect.stringContaining('Ready to dev'),
+      expect.stringContaining('In progress'),
+      expect.stringContaining('In review'),
+      expect.stringContaining('To scope'),
+      expect.stringContaining('Done'),
+    ]);
+
+    await p.getByRole('button', { name: 'Approve plan and start' }).click();
+    // While the reviewer decides, the task is in review with the review_pending badge.
+    await p.getByTestId('review-pending').waitFor({ timeout: 15_000 });
+    expect(await board.locator('[data-column="in_review"] [data-task="T1"]').count()).toBe(1);
+    await p.screenshot({ path: path.join(OUTPUT, 'runs-review.png'), fullPage: true });
+
+    await p.locator('[data-testid="run-status"]', { hasText: 'succeeded' }).waitFor({ timeout: 30_000 });
+    await board.locator('[data-column="done"] [data-task="T1"]').waitFor();
+    expect(await p.getByTestId('review-pending').count()).toBe(0);
+    expect(await p.getByTestId('waves').textContent()).toContain('Wave 1: T1');
+    expect(await p.getByTestId('gates').textContent()).toMatch(/green\s*api/);
+    await p.screenshot({ path: path.join(OUTPUT, 'runs-board.png'), fullPage: true });
+    // The run is listed in the sidebar.
+    await p.locator('[data-kind="run"] a').first().waitFor();
+  });
+
+  it('shows the teams', async () => {
+    const p = await open('#/teams');
+    await giveSession(p);
+    const team = p.getByTestId('teams').locator('li', { hasText: 'api' }).first();
+    await team.waitFor();
+    expect(await team.textContent()).toContain('HTTP API');
+    expect(await team.textContent()).toContain('src/api/**');
+  });
+
+  it('edits settings, with the keys the server keeps read-only shown read-only', async () => {
+    const p = await open('#/settings');
+    await giveSession(p);
+    const readOnly = p.getByLabel(/^mcp_servers/);
+    await readOnly.waitFor();
+    expect(await readOnly.getAttribute('readonly')).not.toBeNull();
+    expect(await readOnly.inputValue()).toBe('[{"name":"fs"}]');
+    await p.getByLabel(/^max_parallel/).fill('3');
+    await p.getByRole('button', { name: 'Save settings' }).click();
+    await p.getByText('Saved.').waitFor();
+    expect((await server.api('/api/config')).body.max_parallel).toBe(3);
+    await p.screenshot({ path: path.join(OUTPUT, 'runs-settings.png') });
+  });
+
+  it('asks again when the session token is refused', async () => {
+    const p = await open('#/runs');
+    await p.getByLabel('Session token').fill('not-the-token');
+    await p.getByRole('button', { name: 'Use token' }).click();
+    await p.getByText('The server refused that session token').waitFor();
+  });
+});

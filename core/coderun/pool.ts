@@ -1,53 +1,16 @@
 /**
  * The piscina pool agent loops run in, and the bridge serving their model calls on the server
- * thread. The worker module is bundled on first use when only the TypeScript source exists (tests,
- * `tsx`), into node_modules/.cache keyed by a hash of the sources, like the notebook kernel.
+ * thread. The worker is bundled by core/workers/bundle.ts (CommonJS, see why there).
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
-import { buildSync } from 'esbuild';
 import { Piscina } from 'piscina';
+import { workerBundle } from '../workers/bundle.js';
 import type { AgentJob, AgentOutcome, MainToWorker, WorkerToMain } from './agent-worker.js';
 import type { ModelGate } from './model.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const SOURCES = ['agent-worker.ts', 'tools.ts', 'fence.ts', 'command.ts', 'ownership.ts'];
-let workerFile: string | undefined;
-
-/**
- * Where agent-worker.ts is: next to this module when run from source, else in core/coderun of an
- * enclosing folder (this module bundled into dist/ or a benchmark's build folder).
- */
-function sourceDir(): string {
-  if (existsSync(join(here, 'agent-worker.ts'))) return here;
-  for (let dir = here, i = 0; i < 5; i++, dir = dirname(dir)) {
-    const candidate = join(dir, 'core', 'coderun');
-    if (existsSync(join(candidate, 'agent-worker.ts'))) return candidate;
-  }
-  throw new Error(`coding-run agent worker source not found near ${here}`);
-}
-
+/** Path of the runnable worker module (a CommonJS bundle, see core/workers/bundle.ts). */
 export function agentWorkerFile(): string {
-  if (workerFile) return workerFile;
-  if (existsSync(join(here, 'agent-worker.mjs'))) return (workerFile = join(here, 'agent-worker.mjs'));
-  const dir = sourceDir();
-  const hash = createHash('sha256')
-    .update(SOURCES.map((f) => readFileSync(join(dir, f), 'utf8')).join('\0'))
-    .digest('hex')
-    .slice(0, 12);
-  const cache = join(dir, '..', '..', 'node_modules', '.cache', 'hangar-coderun');
-  const target = join(cache, `agent-worker.${hash}.mjs`);
-  if (!existsSync(target)) {
-    mkdirSync(cache, { recursive: true });
-    // A temporary name and a rename: two processes building at once never load half a file.
-    const tmp = `${target}.${process.pid}.tmp`;
-    buildSync({ entryPoints: [join(dir, 'agent-worker.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile: tmp, logLevel: 'silent' });
-    renameSync(tmp, target);
-  }
-  return (workerFile = target);
+  return workerBundle('core/coderun/agent-worker.ts');
 }
 
 export type AgentJobInput = Omit<AgentJob, 'port'>;

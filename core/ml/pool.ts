@@ -1,57 +1,14 @@
 /**
  * The plugin pool: one piscina pool shared by every plugin, so CPU-heavy predictions never run on
- * the HTTP thread. The worker is TypeScript; Node 20 worker threads cannot load that, so it is
- * bundled once with esbuild into `node_modules/.cache/hangar-ml/` under a hash of the bundle, the
- * way the notebook kernel's worker is.
+ * the HTTP thread.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { buildSync } from 'esbuild';
 import { Piscina } from 'piscina';
+import { workerBundle } from '../workers/bundle.js';
 import type { EncodedChunk, ItemResult, LoadReport, PluginTask } from './worker.js';
 
-let workerFile: string | undefined;
-
-/** The folder holding `core/ml/worker.ts`: this file's own folder, or (from dist/) the repository's. */
-function sourceDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  if (existsSync(join(dir, 'worker.ts'))) return dir;
-  for (let up = dir; ; up = dirname(up)) {
-    if (existsSync(join(up, 'core', 'ml', 'worker.ts'))) return join(up, 'core', 'ml');
-    if (dirname(up) === up) throw new Error(`cannot find core/ml/worker.ts above ${dir}`);
-  }
-}
-
-/** Path of the runnable worker module, bundling it on first use. */
+/** Path of the runnable worker module (a CommonJS bundle, see core/workers/bundle.ts). */
 export function pluginWorkerFile(): string {
-  if (workerFile) return workerFile;
-  const dir = sourceDir();
-  const result = buildSync({
-    entryPoints: [join(dir, 'worker.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
-    write: false,
-    outfile: 'worker.mjs',
-    logLevel: 'silent',
-  });
-  const code = result.outputFiles[0]!.text;
-  const hash = createHash('sha256').update(code).digest('hex').slice(0, 12);
-  // node_modules of the repository, so the worker's bare imports (zod, esbuild) resolve.
-  const cache = join(dir, '..', '..', 'node_modules', '.cache', 'hangar-ml');
-  const target = join(cache, `worker.${hash}.mjs`);
-  if (!existsSync(target)) {
-    mkdirSync(cache, { recursive: true });
-    // Write then rename: two processes starting at once never see half a file.
-    const tmp = `${target}.${process.pid}.tmp`;
-    writeFileSync(tmp, code);
-    renameSync(tmp, target);
-  }
-  return (workerFile = target);
+  return workerBundle('core/ml/worker.ts');
 }
 
 export class PluginTimeoutError extends Error {

@@ -9,13 +9,14 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
-import { basename, delimiter, dirname, join } from 'node:path';
+import { basename, delimiter, dirname, join, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
 import { marked } from 'marked';
 import { analyzeNotebook } from './analysis.js';
 import { assetDir, packageRoot } from './assets.js';
 import { serializeNbTs } from './formats.js';
 import { escapeHtml, outputToHtml } from './render.js';
+import { PIPELINE_NAME, type PipelineDefinitionInput } from '../pipelines/schemas.js';
 import type { Notebook } from './schemas.js';
 
 export const LAYOUTS = ['linear', 'grid', 'tabs', 'sidebar', 'dashboard'] as const;
@@ -105,51 +106,79 @@ export function reportHtml(notebook: Notebook, options: ReportOptions = {}): str
 
 // ---- pipeline ---------------------------------------------------------------------------------
 
-export interface PipelineDefinition {
-  name: string;
-  description: string;
-  kind: 'notebook';
-  source: string;
-  steps: Array<{
-    id: string;
-    name: string;
-    type: 'code';
-    language: 'typescript';
-    code: string;
-    reads: string[];
-    writes: string[];
-    depends_on: string[];
-  }>;
+export interface PipelineExportOptions {
+  /** Pipeline name; default: the notebook's name made into a valid pipeline name. */
+  name?: string;
+}
+
+/** `Sales 2025!` → `sales-2025` (lowercase letters, digits, - and _, as pipeline names must be). */
+export function pipelineNameOf(name: string): string {
+  const slug = name.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[-_]+|-+$/g, '').slice(0, 64);
+  return PIPELINE_NAME.test(slug) ? slug : 'notebook';
+}
+
+/** The notebook id a pipeline names: the path inside the nearest `notebooks/` folder above it, else the file name. */
+export function notebookIdOf(source: string): string {
+  const parts = resolve(source).split(sep);
+  const at = parts.lastIndexOf('notebooks', parts.length - 2);
+  return at >= 0 ? parts.slice(at + 1).join('/') : basename(source);
 }
 
 /**
- * A platform pipeline whose steps are the notebook's code cells in execution order; each step
- * lists the steps whose values it reads (`depends_on`), so a runner may parallelise independent
- * branches. Markdown becomes the description. Cells with analysis errors refuse the export: a
- * pipeline that cannot run is worse than a clear error now.
+ * A platform pipeline (core/pipelines/schemas.ts) whose steps are the notebook's code cells in
+ * execution order: each a `notebook` step running its cell, handed the run's input as
+ * `pipelineInput`, and waiting (`after`) for the steps of the cells it reads from, so each step runs
+ * exactly its own cell and the run record shows the notebook's graph (the cells still take turns on
+ * the run's one kernel for the notebook). Step names come from cell
+ * names (ids for unnamed cells); the notebook's description (or its markdown) describes the
+ * pipeline. The definition names the notebook by its path inside the workspace's `notebooks/`
+ * folder, where the server looks for it. Cells with analysis errors refuse the export: a pipeline
+ * that cannot run is worse than a clear error now.
  */
-export async function pipelineDefinition(notebook: Notebook, source: string): Promise<PipelineDefinition> {
+export async function pipelineDefinition(notebook: Notebook, source: string, options: PipelineExportOptions = {}): Promise<PipelineDefinitionInput> {
   const analysis = await analyzeNotebook(notebook.cells);
   const broken = notebook.cells.filter((c) => analysis.cells.get(c.id)!.problems.some((p) => p.severity === 'error'));
   if (broken.length > 0) {
     const first = analysis.cells.get(broken[0].id)!.problems.find((p) => p.severity === 'error')!;
     throw new Error(`cannot export a pipeline: cell ${broken[0].id} has an error: ${first.message}`);
   }
+  if (analysis.order.length === 0) throw new Error('cannot export a pipeline: the notebook has no code cells');
   const byId = new Map(notebook.cells.map((c) => [c.id, c]));
+  const stepNames = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const id of analysis.order) {
+    const base = stepNameOf(byId.get(id)!.name, id);
+    let name = base;
+    for (let n = 2; taken.has(name); n++) name = `${base.slice(0, 60)}_${n}`;
+    taken.add(name);
+    stepNames.set(id, name);
+  }
+  const metadataDescription = notebook.metadata.description;
+  const description = typeof metadataDescription === 'string' && metadataDescription
+    ? metadataDescription
+    : notebook.cells.filter((c) => c.cell_type === 'markdown').map((c) => c.source).join('\n\n');
+  const notebookId = notebookIdOf(source);
   return {
-    name: notebook.name,
-    description: notebook.cells.filter((c) => c.cell_type === 'markdown').map((c) => c.source).join('\n\n'),
-    kind: 'notebook',
-    source: basename(source),
+    name: options.name ?? pipelineNameOf(notebook.name),
+    description,
     steps: analysis.order.map((id) => {
-      const info = analysis.cells.get(id)!;
-      const cell = byId.get(id)!;
+      const parents = analysis.order.filter((other) => analysis.topology.parents.get(id)!.has(other));
       return {
-        id, name: cell.name || id, type: 'code', language: 'typescript', code: cell.source,
-        reads: info.dependsOn, writes: info.writes, depends_on: [...analysis.topology.parents.get(id)!],
+        name: stepNames.get(id)!,
+        notebook: notebookId,
+        cell: id,
+        input: '$.input',
+        ...(parents.length > 0 ? { after: parents.map((p) => stepNames.get(p)!) } : {}),
       };
     }),
   };
+}
+
+/** A step name from a cell name (`revenue by region` → `revenue_by_region`), else from its id. */
+function stepNameOf(cellName: string, id: string): string {
+  const slug = cellName.replace(/[^A-Za-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 64);
+  const name = slug || id;
+  return /^[A-Za-z_]/.test(name) ? name.slice(0, 64) : `cell_${name}`.slice(0, 64);
 }
 
 // ---- pdf --------------------------------------------------------------------------------------
@@ -240,7 +269,8 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
     // The CLI module only exports notebookCli; the runner calls it with the container's arguments.
     footer: { js: 'notebookCli(process.argv.slice(2)).then((code) => process.exit(code));' } });
   // The kernel worker and the nbformat schema are files the runner loads from its own folder.
-  await build({ ...common, entryPoints: [join(here, 'kernel-worker.ts')], outfile: join(outDir, 'kernel-worker.mjs') });
+  // CommonJS, for the reason given in core/workers/bundle.ts.
+  await build({ ...common, format: 'cjs', entryPoints: [join(here, 'kernel-worker.ts')], outfile: join(outDir, 'kernel-worker.cjs') });
   await copyFile(join(here, 'nbformat.v4.schema.json'), join(outDir, 'nbformat.v4.schema.json'));
   await copyFile(join(here, 'NBFORMAT-LICENSE'), join(outDir, 'NBFORMAT-LICENSE'));
   await writeFile(join(outDir, 'Dockerfile'), `# Runs the notebook "${notebook.name}" headlessly; exits non-zero if a cell fails.
@@ -252,5 +282,5 @@ COPY . .
 CMD ["node", "runner.mjs", "run", "notebook.nb.ts"]
 `);
   await writeFile(join(outDir, '.dockerignore'), 'node_modules\n');
-  return ['Dockerfile', '.dockerignore', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'kernel-worker.mjs', 'nbformat.v4.schema.json', 'NBFORMAT-LICENSE'];
+  return ['Dockerfile', '.dockerignore', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'kernel-worker.cjs', 'nbformat.v4.schema.json', 'NBFORMAT-LICENSE'];
 }

@@ -9,17 +9,15 @@
  * dies on its own (`process.exit()` in a cell, out of memory): the run reports the crash and the
  * next run gets a fresh kernel. `generation` counts kernels so callers can tell.
  *
- * The worker is TypeScript; Node 20 worker threads cannot load that, so it is bundled once with
- * esbuild into `node_modules/.cache/hangar-notebook/` (keyed by a hash of its sources), where bare
- * imports in cells still resolve to Hangar's own dependencies.
+ * The worker is TypeScript, bundled to CommonJS by core/workers/bundle.ts into node_modules/.cache,
+ * where bare imports in cells still resolve to Hangar's own dependencies.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { buildSync } from 'esbuild';
 import { Piscina } from 'piscina';
-import { assetDir, moduleDir, packageRoot } from './assets.js';
+import { workerBundle } from '../workers/bundle.js';
+import { moduleDir, packageRoot } from './assets.js';
 import type { CallResult, KernelTask, RunResult, StreamedOutput } from './kernel-worker.js';
 import type { Output } from './schemas.js';
 
@@ -27,42 +25,14 @@ export type { CallResult, RunResult } from './kernel-worker.js';
 
 let workerFile: string | undefined;
 
-/** Path of the runnable worker module, building it on first use when only the .ts exists. */
+/**
+ * Path of the runnable worker module: the one a Docker export ships next to its runner, else a
+ * CommonJS bundle built on first use (core/workers/bundle.ts).
+ */
 export function kernelWorkerFile(): string {
   if (workerFile) return workerFile;
-  // A bundle (dist/, a Docker export) ships the worker prebuilt next to itself.
-  for (const dir of [moduleDir, assetDir()]) {
-    for (const built of ['kernel-worker.mjs', 'kernel-worker.js']) {
-      if (existsSync(join(dir, built))) return (workerFile = join(dir, built));
-    }
-  }
-  const here = assetDir();
-  const sources = ['kernel-worker.ts', 'render.ts'].map((f) => readFileSync(join(here, f), 'utf8'));
-  const hash = createHash('sha256').update(sources.join('\0')).digest('hex').slice(0, 12);
-  const dir = join(packageRoot(), 'node_modules', '.cache', 'hangar-notebook');
-  const target = join(dir, `kernel-worker.${hash}.mjs`);
-  if (!existsSync(target)) {
-    mkdirSync(dir, { recursive: true });
-    // Build to a temporary name and rename: two processes starting at once never see half a file.
-    const tmp = `${target}.${process.pid}.tmp`;
-    buildSync({
-      entryPoints: [join(here, 'kernel-worker.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      packages: 'external',
-      outfile: tmp,
-      logLevel: 'silent',
-    });
-    renameSync(tmp, target);
-    // Older builds are only left behind by edits to the worker; a running kernel has its file
-    // loaded already, so removing them is safe.
-    for (const old of readdirSync(dir)) {
-      if (old.startsWith('kernel-worker.') && join(dir, old) !== target && !old.endsWith('.tmp')) rmSync(join(dir, old), { force: true });
-    }
-  }
-  return (workerFile = target);
+  const prebuilt = join(moduleDir, 'kernel-worker.cjs');
+  return (workerFile = existsSync(prebuilt) ? prebuilt : workerBundle('core/notebook/kernel-worker.ts'));
 }
 
 export interface KernelOptions {

@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
-import { readSse } from '../tasks/sse-client.js';
+import { readSse } from '../support/sse.js';
 
 /**
  * Agents are real drop-ins, discovered and run by the real runtime. The ones that must be observed

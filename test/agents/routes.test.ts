@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
-import { fetchSse } from './helpers.js';
+import { readSse } from '../support/sse.js';
 
 const ALICE = { authorization: 'Bearer tok-alice' };
 const BOB = { authorization: 'Bearer tok-bob' };
@@ -127,7 +127,7 @@ describe('execution routes against the real server', () => {
   describe('POST /invoke/stream and replay', () => {
     it('streams frames with response and steps_taken, ending in [DONE], with X-Agent and X-Stream-Id', async () => {
       fake.enqueue({ chunks: ['Hel', 'lo'] });
-      const read = await fetchSse(`${server.url}/api/v1/talker/invoke/stream`, { method: 'POST', json: { query: 'q' }, headers: ALICE });
+      const read = await readSse(`${server.url}/api/v1/talker/invoke/stream`, { method: 'POST', json: { query: 'q' }, headers: ALICE });
       expect(read.status).toBe(200);
       expect(read.headers.get('content-type')).toMatch(/text\/event-stream/);
       expect(read.headers.get('cache-control')).toBe('no-cache');
@@ -144,21 +144,21 @@ describe('execution routes against the real server', () => {
     });
 
     it('replays only frames after since / Last-Event-ID, without re-running the agent', async () => {
-      const live = await fetchSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: 'r' }, headers: ALICE });
+      const live = await readSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: 'r' }, headers: ALICE });
       const id = live.headers.get('x-stream-id')!;
       const before = fake.requests.length;
-      const all = await fetchSse(`${server.url}/api/v1/echo/invoke/stream/${id}`, { headers: ALICE });
+      const all = await readSse(`${server.url}/api/v1/echo/invoke/stream/${id}`, { headers: ALICE });
       expect(all.frames.map((f) => f.data)).toEqual(live.frames.map((f) => f.data));
-      const after1 = await fetchSse(`${server.url}/api/v1/echo/invoke/stream/${id}?since=1`, { headers: ALICE });
+      const after1 = await readSse(`${server.url}/api/v1/echo/invoke/stream/${id}?since=1`, { headers: ALICE });
       expect(after1.frames.map((f) => f.id)).toEqual(live.frames.slice(1).map((f) => f.id));
-      const byHeader = await fetchSse(`${server.url}/api/v1/echo/invoke/stream/${id}`, { headers: { ...ALICE, 'last-event-id': '2' } });
+      const byHeader = await readSse(`${server.url}/api/v1/echo/invoke/stream/${id}`, { headers: { ...ALICE, 'last-event-id': '2' } });
       expect(byHeader.frames.map((f) => f.id)).toEqual(live.frames.slice(2).map((f) => f.id));
       expect(byHeader.done).toBe(true);
       expect(fake.requests.length).toBe(before);
     });
 
     it('answers the same 404 for an unknown id, another agent and another principal', async () => {
-      const live = await fetchSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: 's' }, headers: ALICE });
+      const live = await readSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: 's' }, headers: ALICE });
       const id = live.headers.get('x-stream-id')!;
       const unknown = await get(`/api/v1/echo/invoke/stream/00000000-0000-0000-0000-000000000000`);
       const otherAgent = await get(`/api/v1/talker/invoke/stream/${id}`);
@@ -172,16 +172,16 @@ describe('execution routes against the real server', () => {
     it('evicts the oldest finished streams beyond the retained count (404 afterwards)', async () => {
       const ids: string[] = [];
       for (let i = 0; i < 4; i++) {
-        const r = await fetchSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: `e${i}` }, headers: ALICE });
+        const r = await readSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: `e${i}` }, headers: ALICE });
         ids.push(r.headers.get('x-stream-id')!);
       }
       expect((await get(`/api/v1/echo/invoke/stream/${ids[0]}`)).status).toBe(404);
-      expect((await fetchSse(`${server.url}/api/v1/echo/invoke/stream/${ids[3]}`, { headers: ALICE })).done).toBe(true);
+      expect((await readSse(`${server.url}/api/v1/echo/invoke/stream/${ids[3]}`, { headers: ALICE })).done).toBe(true);
     });
 
     it('keeps running when the client disconnects mid-stream, and the frames stay replayable', async () => {
       fake.enqueue({ chunks: ['a ', 'b ', 'c ', 'd'], chunkDelayMs: 30 });
-      const cut = await fetchSse(`${server.url}/api/v1/talker/invoke/stream`, {
+      const cut = await readSse(`${server.url}/api/v1/talker/invoke/stream`, {
         method: 'POST',
         json: { query: 'long' },
         headers: ALICE,
@@ -190,14 +190,14 @@ describe('execution routes against the real server', () => {
       expect(cut.done).toBe(false);
       const id = cut.headers.get('x-stream-id')!;
       const replay = await eventually(async () => {
-        const r = await fetchSse(`${server.url}/api/v1/talker/invoke/stream/${id}`, { headers: ALICE });
+        const r = await readSse(`${server.url}/api/v1/talker/invoke/stream/${id}`, { headers: ALICE });
         return r.frames.at(-1)?.data.event === 'complete' ? r : undefined;
       });
       expect(replay.frames.at(-1)!.data.response).toBe('a b c d');
     });
 
     it('rejects a bad body with a JSON 422 before any stream starts', async () => {
-      const r = await fetchSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: 'x', temperature: -1 }, headers: ALICE });
+      const r = await readSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: 'x', temperature: -1 }, headers: ALICE });
       expect(r.status).toBe(422);
       expect(r.body.detail).toMatch(/body\.temperature/);
     });

@@ -5,7 +5,7 @@ import { WebSocket } from 'ws';
 import { codeCli } from '../../core/coderun/cli.js';
 import { startTestServer } from '../support/server.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { API_TEAM, CODE_SUBSYSTEMS, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
@@ -129,6 +129,7 @@ describe('coding-run routes', () => {
         'teams/broken.json': JSON.stringify({ charter: 'no owns' }),
       },
       settings: { watch: false },
+      start: { subsystems: CODE_SUBSYSTEMS },
     });
     try {
       const token = JSON.parse(await readFile(path.join(ts.root, '.hangar', 'code-session.json'), 'utf8')).token;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCommand } from '../../core/coderun/command.js';
 import { agentScript, approve, reject, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, git, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { API_TEAM, CODE_SUBSYSTEMS, git, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) => ({
   id,
@@ -266,7 +266,7 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     await server.ctx.store.flush();
     await server.close();
     const { startTestServer } = await import('../support/server.js');
-    const again = await startTestServer({ root, settings: { watch: false } });
+    const again = await startTestServer({ root, settings: { watch: false }, start: { subsystems: CODE_SUBSYSTEMS } });
     try {
       const token = JSON.parse(await readFile(path.join(root, '.hangar', 'code-session.json'), 'utf8')).token;
       expect(token).not.toBe(server.token);

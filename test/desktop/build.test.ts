@@ -23,10 +23,13 @@ describe('desktop build', () => {
     }
   });
 
-  it('bundles the views into three files with no request to another origin', async () => {
+  it('bundles the views into a page, a script and a style sheet (with maps), loading nothing from elsewhere', async () => {
     const assets = await buildViews();
-    expect([...assets.keys()].sort()).toEqual(['app.css', 'app.js', 'index.html']);
+    expect([...assets.keys()].sort()).toEqual(['app.css', 'app.css.map', 'app.js', 'app.js.map', 'index.html']);
     const js = assets.get('app.js')!.body.toString();
+    expect(js).toMatch(/\/\/# sourceMappingURL=app\.js\.map\s*$/);
+    // Minified, with the map kept out of the script.
+    expect(js.length).toBeLessThan(assets.get('app.js.map')!.body.length);
     expect(js).not.toMatch(/\bimport\s*\(|from\s*["']https?:/);
     expect(assets.get('index.html')!.body.toString()).toContain('content="{{STYLE_NONCE}}"');
   });

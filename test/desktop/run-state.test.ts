@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyEvent, idleRun, type StudioEvent } from '../../desktop/views/studio/run-state.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { WITHOUT_PLUGIN_WORKERS } from './servers.js';
 
 /** The studio's run picture, folded from the events a real server stores for real runs. */
 let server: TestServer;
@@ -11,6 +12,7 @@ beforeAll(async () => {
       'agents/studio-demo.ts': await readFile('agents/studio-demo.ts', 'utf8'),
       'agents/word-stats.ts': await readFile('agents/word-stats.ts', 'utf8'),
     },
+    start: { subsystems: WITHOUT_PLUGIN_WORKERS },
   });
 });
 afterAll(() => server.stop());

@@ -3,6 +3,7 @@ import type { BrowserWindowOptions, ElectronMain, HeadersReceivedDetails, IpcInv
 import { exposeBridge, type HangarBridge } from '../../desktop/bridge.js';
 import { IPC_BOOTSTRAP, IPC_OPEN_EXTERNAL, startShell, type Shell } from '../../desktop/shell.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
+import { WITHOUT_PLUGIN_WORKERS } from './servers.js';
 
 /**
  * The shell's main-process logic against a stand-in for Electron's API (the binary is optional and
@@ -124,7 +125,10 @@ afterEach(async () => {
 });
 
 async function launch(fake = fakeElectron(), argv: string[] = ['electron', 'main.mjs']) {
-  server = await startTestServer({ files: { 'agents/echo.ts': agentSource(`{ run: (input) => ({ response: 'echo: ' + input.query }) }`) } });
+  server = await startTestServer({
+    files: { 'agents/echo.ts': agentSource(`{ run: (input) => ({ response: 'echo: ' + input.query }) }`) },
+    start: { subsystems: WITHOUT_PLUGIN_WORKERS },
+  });
   let closed = 0;
   const running = server;
   const shell = (await startShell({

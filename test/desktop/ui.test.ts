@@ -2,7 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { EventMessage } from '../../core/ui/events.js';
 import { glance, parsePrometheus } from '../../desktop/views/metrics.js';
-import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
+import { agentSource, eventually, startTestServer as startServer, type TestServer } from '../support/server.js';
+import { WITHOUT_PLUGIN_WORKERS } from './servers.js';
+
+const startTestServer = (options: Parameters<typeof startServer>[0] = {}) => startServer({ ...options, start: { subsystems: WITHOUT_PLUGIN_WORKERS } });
 
 const echo = agentSource(`{ description: 'Echoes', run: (input) => ({ response: 'echo: ' + input.query }) }`);
 

@@ -1,9 +1,10 @@
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from '../coderun/support/scripted-model.js';
-import { API_TEAM, makeRepo, startCodeServer, type CodeServer } from '../coderun/support/fixture.js';
+import { API_TEAM, makeRepo } from '../coderun/support/fixture.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 import { launchBrowser, OUTPUT, type Browser } from './browser.js';
 
 /**
@@ -14,7 +15,8 @@ import { launchBrowser, OUTPUT, type Browser } from './browser.js';
 
 let browser: Browser;
 let model: ScriptedModel;
-let server: CodeServer;
+/** The whole platform (the UI needs all of it), plus the coding-run session token. */
+let server: TestServer & { token: string; api: TestServer['request'] };
 let repo: string;
 let page: Page | undefined;
 let errors: string[] = [];
@@ -36,7 +38,18 @@ beforeAll(async () => {
       c,
     );
   });
-  server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { repo, mcp_servers: [{ name: 'fs' }] } });
+  const running = await startTestServer({
+    files: { 'teams/api.json': JSON.stringify(API_TEAM) },
+    settings: {
+      model: { baseUrl: model.baseUrl, model: 'small-model', retries: 0, timeoutMs: 10_000 },
+      code: { repo, mcp_servers: [{ name: 'fs' }], command_timeout_ms: 20_000 },
+    } as never,
+  });
+  // Handed over in a file only the user can read (core/coderun/subsystem.ts).
+  const { token } = JSON.parse(await readFile(path.join(running.root, '.hangar', 'code-session.json'), 'utf8')) as { token: string };
+  const api: TestServer['request'] = (pathname, init = {}) =>
+    running.request(pathname, { ...init, headers: { ...(init.headers as Record<string, string>), 'x-hangar-session': token } });
+  server = Object.assign(running, { token, api });
 }, 60_000);
 afterAll(async () => {
   await server?.stop();

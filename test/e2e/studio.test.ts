@@ -82,7 +82,7 @@ async function open(route: string): Promise<Page> {
 const nodeState = (p: Page, node: string) => p.locator(`[data-testid="graph"] g.node[data-node="${node}"]`).getAttribute('data-state');
 
 async function send(p: Page, text: string) {
-  await p.getByLabel('Message').fill(text);
+  await p.getByLabel('Message', { exact: true }).fill(text);
   await p.getByRole('button', { name: 'Send' }).click();
 }
 
@@ -99,8 +99,8 @@ describe('studio view', () => {
     const p = await open('#/studio/talker');
     await p.locator('[data-testid="graph"] g.node').first().waitFor();
     const node = (await p.locator('[data-testid="graph"] g.node[role="button"]').first().getAttribute('data-node'))!;
-    await p.getByLabel('Message').fill('Say hello');
-    await p.getByLabel('Message').press('Control+Enter');
+    await p.getByLabel('Message', { exact: true }).fill('Say hello');
+    await p.getByLabel('Message', { exact: true }).press('Control+Enter');
 
     // Part of the answer is on screen while the run is still going, with its node active…
     await p.locator('[data-testid="run"][data-state="running"] [data-testid="answer"]', { hasText: 'Hello' }).waitFor({ timeout: 5000 });
@@ -120,6 +120,28 @@ describe('studio view', () => {
     expect(recorded.body.feedback[0]).toMatchObject({ response: 'Hello, streamed world!', rating: 5, query: 'Say hello' });
   });
 
+  it('keeps conversation threads: chat on with history, fork at a message, see the lineage', async () => {
+    const p = await open('#/studio/talker');
+    const conv = p.getByTestId('conversations');
+    const messages = conv.getByTestId('messages').locator('li');
+    await conv.getByLabel('Start a conversation').fill('first question');
+    await conv.getByRole('button', { name: 'Chat' }).click();
+    await messages.nth(1).waitFor({ timeout: 10_000 });
+    await conv.getByLabel('Continue this conversation').fill('second question');
+    await conv.getByRole('button', { name: 'Chat' }).click();
+    await messages.nth(3).waitFor({ timeout: 10_000 });
+    expect(await messages.locator('.text').allTextContents()).toEqual(['first question', 'Hello, streamed world!', 'second question', 'Hello, streamed world!']);
+    // Both turns went to one persisted thread.
+    const listed = await server.request('/api/v1/talker/threads');
+    expect(listed.body.count).toBe(1);
+
+    await conv.getByRole('button', { name: 'Fork from message 2' }).click();
+    await conv.getByTestId('lineage').waitFor();
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="messages"] li').length === 2);
+    expect(await conv.locator('.conv-list .branch').count()).toBe(1);
+    await p.screenshot({ path: path.join(OUTPUT, 'studio-conversations.png'), fullPage: true });
+  });
+
   it('approves a suspended step; the graph and checkpoints follow the run', async () => {
     const p = await open('#/studio/studio-demo');
     await send(p, 'compare prices and book a hotel');
@@ -127,6 +149,7 @@ describe('studio view', () => {
     await approval.waitFor();
     expect(await approval.textContent()).toContain('Approve this brief?');
     expect(await p.getByTestId('todos').locator('li').allTextContents()).toEqual([expect.stringContaining('compare prices'), expect.stringContaining('book a hotel')]);
+    expect(await p.getByTestId('tools').textContent()).toContain('write_todos');
     expect(await nodeState(p, 'plan')).toBe('visited');
     expect(await nodeState(p, 'review')).toBe('paused');
     expect(await nodeState(p, 'finalize')).toBe('idle');
@@ -152,7 +175,7 @@ describe('studio view', () => {
     await approval.getByRole('button', { name: 'Reject' }).click();
     await p.locator('[data-testid="run"][data-state="rejected"]').waitFor();
     expect(await nodeState(p, 'publish')).toBe('idle');
-    const thread = await p.getByLabel('Thread').inputValue();
+    const thread = await p.locator('.thread-pick select').inputValue();
     const state = await server.request(`/studio/agents/publisher/threads/${thread}/state`);
     expect(state.body.next).toBeNull();
   });

@@ -145,14 +145,29 @@ describe('hangar notebook export', () => {
     expect(html).not.toMatch(/<script src=|<link [^>]*href="http/);
   });
 
-  it('pipeline (the default format): steps are the code cells in execution order', async () => {
+  it('pipeline (the default format): notebook steps, one per code cell in execution order', async () => {
     const source = join(dir, 'pipe.nb.ts');
     await copyFile(example, source);
     const r = await cli(['export', source]);
     expect(r.code).toBe(0);
     const definition = JSON.parse(await readFile(join(dir, 'pipe.pipeline.json'), 'utf8'));
-    expect(definition.steps.map((s: { id: string }) => s.id)).toEqual(['load0001', 'region01', 'monthly1', 'chart001', 'thresh01', 'bigmon01', 'bigtab01']);
-    expect(definition.steps[5].depends_on.sort()).toEqual(['load0001', 'monthly1', 'thresh01']);
+    expect(definition.name).toBe('sales');
+    expect(definition.steps.map((s: { cell: string }) => s.cell)).toEqual(['load0001', 'region01', 'monthly1', 'chart001', 'thresh01', 'bigmon01', 'bigtab01']);
+    expect(definition.steps.map((s: { name: string }) => s.name)).toEqual(['load', 'revenue_by_region', 'monthly_revenue', 'chart', 'threshold', 'big_months', 'big_months_table']);
+    // Outside a notebooks/ folder the notebook is named by its file name.
+    expect(definition.steps[0]).toEqual({ name: 'load', notebook: 'pipe.nb.ts', cell: 'load0001', input: '$.input' });
+    expect(definition.steps[5].after).toEqual(['load', 'monthly_revenue', 'threshold']);
+  });
+
+  it('pipeline into a pipelines/ folder: named after the file, notebook named inside notebooks/', async () => {
+    const workspace = join(dir, 'ws');
+    await mkdir(join(workspace, 'notebooks', 'team'), { recursive: true });
+    await copyFile(example, join(workspace, 'notebooks', 'team', 'sales.nb.ts'));
+    const r = await cli(['export', join(workspace, 'notebooks', 'team', 'sales.nb.ts'), '-o', join(workspace, 'pipelines', 'monthly-sales.json')]);
+    expect(r.code).toBe(0);
+    const definition = JSON.parse(await readFile(join(workspace, 'pipelines', 'monthly-sales.json'), 'utf8'));
+    expect(definition.name).toBe('monthly-sales');
+    expect(new Set(definition.steps.map((s: { notebook: string }) => s.notebook))).toEqual(new Set(['team/sales.nb.ts']));
   });
 
   it('pdf: without a browser, fails with a message naming what to install', async () => {
@@ -174,7 +189,7 @@ describe('hangar notebook export', () => {
     const out = join(dir, 'docker');
     const r = await cli(['export', example, '--format', 'docker', '-o', out]);
     expect(r.code).toBe(0);
-    for (const f of ['Dockerfile', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'kernel-worker.mjs', 'nbformat.v4.schema.json']) {
+    for (const f of ['Dockerfile', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'kernel-worker.cjs', 'nbformat.v4.schema.json']) {
       expect(existsSync(join(out, f)), f).toBe(true);
     }
     expect(await readFile(join(out, 'Dockerfile'), 'utf8')).toContain('CMD ["node", "runner.mjs", "run", "notebook.nb.ts"]');

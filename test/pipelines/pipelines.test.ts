@@ -157,14 +157,31 @@ describe('pipeline definitions', () => {
     expect((await server!.request('/api/v1/pipelines/city-report')).status).toBe(404);
   });
 
-  it('sees a definition edited on disk at the next call', async () => {
+  it('hot-reloads a definition edited on disk; a broken file keeps its last good version serving', async () => {
     await setup();
     await server!.write('pipelines/hand.json', JSON.stringify({ name: 'hand', steps: [{ name: 'w', endpoint: 'weather', input: { city: '$.input.city' } }] }));
-    expect((await server!.request('/api/v1/pipelines/hand')).body.validation.valid).toBe(true);
+    await eventually(async () => (await server!.request('/api/v1/pipelines/hand')).body.validation?.valid === true);
     await server!.write('pipelines/hand.json', '{ not json');
-    const listed = (await server!.request('/api/v1/pipelines')).body.pipelines[0];
-    expect(listed).toMatchObject({ name: 'hand', valid: false });
-    expect((await server!.request('/api/v1/pipelines/hand/run', { method: 'POST', json: {} })).status).toBe(422);
+    const listed = await eventually(async () => {
+      const [hand] = (await server!.request('/api/v1/pipelines')).body.pipelines;
+      return hand?.valid === false ? hand : undefined;
+    });
+    expect(listed).toMatchObject({ name: 'hand', file: 'pipelines/hand.json', errors: [{ step: null, field: '(file)' }] });
+    expect(listed.errors[0].message).toMatch(/^invalid JSON: /);
+    // As with agents: the last good version still runs until the file is fixed.
+    const run = await server!.request('/api/v1/pipelines/hand/run', { method: 'POST', json: { city: 'Oslo' } });
+    expect(run.status).toBe(200);
+    expect(run.body.steps[0]).toMatchObject({ name: 'w', status: 'completed', output: { city: 'Oslo', temp: 4 } });
+  });
+
+  it('answers 422 with the file error for a pipeline whose file never loaded', async () => {
+    await setup();
+    await server!.write('pipelines/never.json', JSON.stringify({ name: 'never', steps: [{ name: 'w', endpoint: 'weather', input: 7 }] }));
+    const listed = await eventually(async () => (await server!.request('/api/v1/pipelines')).body.pipelines.find((p: { name: string }) => p.name === 'never'));
+    expect(listed).toMatchObject({ valid: false, file: 'pipelines/never.json' });
+    const run = await server!.request('/api/v1/pipelines/never/run', { method: 'POST', json: {} });
+    expect(run.status).toBe(422);
+    expect(run.body.detail).toBe("pipelines/never.json: invalid pipeline definition: step 'w' input: Invalid input");
   });
 });
 

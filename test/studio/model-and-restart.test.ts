@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
-import { sse, studioWorkspace, typesOf } from './helpers.js';
+import { readSse } from '../support/sse.js';
+import { studioWorkspace, typesOf } from './helpers.js';
 
 const EVENT_TYPES = [
   'run_start',
@@ -39,7 +40,7 @@ describe('studio with a model configured', () => {
 
   it('streams every event type of the spec across a run, its resume and a failing run', async () => {
     fake.enqueue({ chunks: ['A ', 'short ', 'brief.'] });
-    const run = await sse(`${server.url}${demo}/runs/stream`, { json: { query: 'outline the talk and rehearse', thread_id: 'talk', prompt_version: 'v2' } });
+    const run = await readSse(`${server.url}${demo}/runs/stream`, { json: { query: 'outline the talk and rehearse', thread_id: 'talk', prompt_version: 'v2' } });
     const types = typesOf(run.frames);
     expect(types).toEqual([
       'run_start',
@@ -57,10 +58,10 @@ describe('studio with a model configured', () => {
     expect(request.messages[0].content).toMatch(/^You write project briefs for busy readers/);
     expect(request.messages[1].content).toMatch(/1\. outline the talk\n2\. rehearse/);
 
-    const resumed = await sse(`${server.url}${demo}/threads/talk/resume`, { json: { value: { reviewer: 'grace' } } });
+    const resumed = await readSse(`${server.url}${demo}/threads/talk/resume`, { json: { value: { reviewer: 'grace' } } });
     expect(resumed.frames.find((f) => f.data.type === 'run_complete')!.data.response).toBe('A short brief.\n\n(approved by grace)');
 
-    const failed = await sse(`${server.url}${demo}/runs/stream`, { json: { query: '...' } });
+    const failed = await readSse(`${server.url}${demo}/runs/stream`, { json: { query: '...' } });
     const seen = new Set([...types, ...typesOf(resumed.frames), ...typesOf(failed.frames)]);
     expect([...seen].sort()).toEqual([...EVENT_TYPES].sort());
     expect(typesOf(failed.frames).slice(-2)).toEqual(['run_error', 'done']);
@@ -89,7 +90,7 @@ describe('studio across a restart', () => {
     expect(paused.status).toBe('breakpoint');
     const done = (await first.request('/studio/agents/echo/runs', { method: 'POST', json: { query: 'keep me' } })).body;
     // A run still executing when the server stops is cancelled and stays resumable.
-    const slow = await sse(`${first.url}/studio/agents/slow/runs/stream`, { json: { query: 'x', thread_id: 'slow' }, stopAfter: (f) => f.data.type === 'node_start' });
+    const slow = await readSse(`${first.url}/studio/agents/slow/runs/stream`, { json: { query: 'x', thread_id: 'slow' }, stopAfter: (f) => f.data.type === 'node_start' });
     await first.stop();
 
     const second = await startTestServer({ root, settings: { watch: false } });
@@ -103,7 +104,7 @@ describe('studio across a restart', () => {
       expect(slowRun.events.map((e: { type: string }) => e.type).slice(-2)).toEqual(['run_error', 'done']);
 
       expect((await second.request(`${demo}/threads/house/state`)).body).toMatchObject({ next: 'draft', checkpoint_id: paused.paused.checkpoint_id });
-      const resumed = await sse(`${second.url}${demo}/threads/house/resume`, { json: {} });
+      const resumed = await readSse(`${second.url}${demo}/threads/house/resume`, { json: {} });
       expect(resumed.headers.get('x-studio-run-id')).toBe(paused.run_id);
       expect(typesOf(resumed.frames).slice(-2)).toEqual(['breakpoint_hit', 'done']);
       const run = (await second.request(`${demo}/runs/${paused.run_id}`)).body;
@@ -136,7 +137,7 @@ describe('studio and the HITL routes', () => {
     const state = (await server.request('/studio/agents/studio-demo/threads/garden/state')).body;
     expect(state).toMatchObject({ next: 'review', interrupt: { node: 'review' } });
 
-    const resumed = await sse(`${server.url}/studio/agents/studio-demo/threads/garden/resume`, { json: { value: { reviewer: 'kim' } } });
+    const resumed = await readSse(`${server.url}/studio/agents/studio-demo/threads/garden/resume`, { json: { value: { reviewer: 'kim' } } });
     expect(resumed.frames.find((f) => f.data.type === 'run_complete')!.data.response).toMatch(/approved by kim/);
     // The run behind the 202 was not a studio run, so the continuation is a new run record.
     const run = (await server.request(`/studio/agents/studio-demo/runs/${resumed.headers.get('x-studio-run-id')}`)).body;
@@ -170,7 +171,7 @@ describe('studio after a crash', () => {
     const server = await startTestServer({ root, settings: { watch: false } });
     let runId: string | null = null;
     try {
-      const started = await sse(`${server.url}/studio/agents/slow/runs/stream`, { json: { query: 'x', thread_id: 's' }, stopAfter: (f) => f.data.type === 'node_start' });
+      const started = await readSse(`${server.url}/studio/agents/slow/runs/stream`, { json: { query: 'x', thread_id: 's' }, stopAfter: (f) => f.data.type === 'node_start' });
       runId = started.headers.get('x-studio-run-id');
       // Events are written behind the run, at most 200 ms late; after that window, what is on
       // disk while the run executes is what a crash leaves behind.

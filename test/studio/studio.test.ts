@@ -1,7 +1,8 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { sse, studioWorkspace, typesOf } from './helpers.js';
+import { readSse } from '../support/sse.js';
+import { studioWorkspace, typesOf } from './helpers.js';
 
 /** The studio debug interface, driven through the shipped studio-demo agent (no model configured). */
 describe('studio', () => {
@@ -9,7 +10,7 @@ describe('studio', () => {
   let root: string;
   const demo = '/studio/agents/studio-demo';
   const post = (path: string, json: unknown) => server.request(path, { method: 'POST', json });
-  const stream = (path: string, json: unknown) => sse(server.url + path, { json });
+  const stream = (path: string, json: unknown) => readSse(server.url + path, { json });
 
   beforeAll(async () => {
     root = await studioWorkspace();
@@ -342,7 +343,7 @@ describe('studio', () => {
     });
 
     it('a running run can be followed again, cancelled, and resumed', async () => {
-      const started = await sse(`${server.url}/studio/agents/slow/runs/stream`, {
+      const started = await readSse(`${server.url}/studio/agents/slow/runs/stream`, {
         json: { query: 'wait', thread_id: 'slow-1' },
         stopAfter: (frame) => frame.data.type === 'node_start',
       });
@@ -354,7 +355,7 @@ describe('studio', () => {
       expect(busy.body.detail).toMatch(/run in progress/);
       expect((await post('/studio/agents/slow/runs', { query: 'again', thread_id: 'slow-1' })).status).toBe(409);
 
-      const follow = sse(`${server.url}/studio/agents/slow/runs/${runId}/stream`);
+      const follow = readSse(`${server.url}/studio/agents/slow/runs/${runId}/stream`);
       const cancelled = await post(`/studio/agents/slow/runs/${runId}/cancel`, {});
       expect(cancelled.status).toBe(200);
       expect(cancelled.body).toMatchObject({ status: 'cancelled', error: 'run cancelled' });
@@ -366,12 +367,12 @@ describe('studio', () => {
       expect((await post(`/studio/agents/slow/runs/${runId}/cancel`, {})).status).toBe(409);
 
       // Replay after a sequence number, as a reconnecting client does.
-      const tail = await sse(`${server.url}/studio/agents/slow/runs/${runId}/stream`, { headers: { 'Last-Event-ID': '2' } });
+      const tail = await readSse(`${server.url}/studio/agents/slow/runs/${runId}/stream`, { headers: { 'Last-Event-ID': '2' } });
       expect(typesOf(tail.frames)).toEqual(['node_end', 'run_error', 'done']);
 
       // A cancelled run left the thread before its next node: resuming runs it, in the same run.
       expect((await server.request('/studio/agents/slow/threads/slow-1/state')).body.next).toBe('after');
-      const resumed = await sse(`${server.url}/studio/agents/slow/threads/slow-1/resume`, { json: {} });
+      const resumed = await readSse(`${server.url}/studio/agents/slow/threads/slow-1/resume`, { json: {} });
       expect(resumed.headers.get('x-studio-run-id')).toBe(runId);
       expect(typesOf(resumed.frames)).toEqual(['run_start', 'node_start', 'node_end', 'run_complete', 'done']);
       expect(resumed.frames[1].data.node).toBe('after');

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskService } from '../../core/tasks/service.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 import { gate } from './helpers.js';
-import { readSse } from './sse-client.js';
+import { readSse } from '../support/sse.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {

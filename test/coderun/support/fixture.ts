@@ -6,7 +6,14 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { SUBSYSTEMS } from '../../../core/kernel/subsystems.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
+
+/**
+ * The subsystems coding-run tests need: the coding-run routes and the OpenAPI document. Leaving
+ * out the others keeps these tests about this subsystem (and off the pools others start at boot).
+ */
+export const CODE_SUBSYSTEMS = SUBSYSTEMS.filter((s) => s.name === 'docs' || s.name === 'coderun');
 
 export function git(repo: string, ...args: string[]): string {
   return execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@localhost', '-c', 'commit.gpgsign=false', ...args], { cwd: repo, encoding: 'utf8' }).trim();
@@ -60,6 +67,7 @@ export async function startCodeServer(options: { baseUrl?: string; teams?: Recor
       model: { baseUrl: options.baseUrl, model: 'small-model', retries: 0, timeoutMs: 10_000 },
       code: { command_timeout_ms: 20_000, ...options.code },
     } as never,
+    start: { subsystems: CODE_SUBSYSTEMS },
   });
   const { readFile } = await import('node:fs/promises');
   const token = (JSON.parse(await readFile(path.join(server.root, '.hangar', 'code-session.json'), 'utf8')) as { token: string }).token;

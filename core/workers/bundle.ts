@@ -1,0 +1,71 @@
+/**
+ * Worker-thread entry points are TypeScript, which Node 20 worker threads cannot load, so each is
+ * bundled by esbuild on first use into `node_modules/.cache/hangar-workers/<name>.<hash>.cjs` —
+ * inside the package, so the worker's bare imports (zod, arquero, …) resolve to Hangar's own
+ * dependencies. The hash is of the bundle itself, so any change to the worker or a module it
+ * imports gives a new file, and a stale one is never loaded.
+ *
+ * Always CommonJS: piscina loads a worker with `require()` first, and on Node 20.19+ `require()` of
+ * an ES module can abort the whole process with a V8 fatal error ("IsGraphAsync must be used on an
+ * instantiated module") when workers start together — measured 2 aborted server starts in 25 with
+ * `.mjs` workers; a crash no try/catch sees. A `.cjs` file never takes that path. Dynamic `import()`
+ * inside a worker (notebook cells importing ES modules) still works from CommonJS.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildSync } from 'esbuild';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const built = new Map<string, string>();
+
+/**
+ * The repository (package) root: the nearest folder above this module with `core/` and a
+ * package.json. From source this module is core/workers/; bundled it is dist/ or a build folder.
+ */
+export function packageRoot(): string {
+  for (let dir = here; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'core'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`cannot find the Hangar package above ${here}`);
+  }
+}
+
+/**
+ * Path of a runnable CommonJS bundle of `entry` (relative to the package root, e.g.
+ * 'core/ml/worker.ts'), building it once per process. Concurrent processes never see half a file:
+ * the bundle is written to a temporary name and renamed.
+ */
+export function workerBundle(entry: string): string {
+  const cachedPath = built.get(entry);
+  if (cachedPath) return cachedPath;
+  const root = packageRoot();
+  const result = buildSync({
+    entryPoints: [join(root, entry)],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    packages: 'external',
+    write: false,
+    outfile: 'worker.cjs',
+    logLevel: 'silent',
+  });
+  const code = result.outputFiles[0]!.text;
+  const name = entry.replace(/^core\//, '').replace(/\.ts$/, '').replace(/[/\\]/g, '-');
+  const hash = createHash('sha256').update(code).digest('hex').slice(0, 12);
+  const cache = join(root, 'node_modules', '.cache', 'hangar-workers');
+  const target = join(cache, `${name}.${hash}.cjs`);
+  if (!existsSync(target)) {
+    mkdirSync(cache, { recursive: true });
+    const tmp = `${target}.${process.pid}.tmp`;
+    writeFileSync(tmp, code);
+    renameSync(tmp, target);
+    // Older bundles of this worker are left only by edits; running workers have theirs loaded.
+    for (const old of readdirSync(cache)) {
+      if (old.startsWith(`${name}.`) && old.endsWith('.cjs') && old !== `${name}.${hash}.cjs`) rmSync(join(cache, old), { force: true });
+    }
+  }
+  built.set(entry, target);
+  return target;
+}

@@ -22,11 +22,17 @@ export interface Asset {
   type: string;
 }
 
-/** Every file of the UI by its path under /ui/ (`index.html`, `app.js`, `app.css`). */
+/**
+ * Every file of the UI by its path under /ui/: `index.html`, `app.js`, `app.css` and their source
+ * maps (linked, not inline: an inline map would triple what every page load parses).
+ */
 export async function buildViews(root = repositoryRoot()): Promise<Map<string, Asset>> {
   const views = path.join(root, 'desktop', 'views');
   const result = await esbuild.build({
-    entryPoints: { app: path.join(views, 'main.ts'), 'app-style': path.join(views, 'styles.css') },
+    entryPoints: [
+      { in: path.join(views, 'main.ts'), out: 'app' },
+      { in: path.join(views, 'styles.css'), out: 'app' },
+    ],
     outdir: '/ui',
     bundle: true,
     write: false,
@@ -35,15 +41,19 @@ export async function buildViews(root = repositoryRoot()): Promise<Map<string, A
     // The Electron and Debian Chromium of today; nothing older is targeted.
     target: ['chrome110', 'firefox115', 'safari16'],
     minify: true,
-    // Inline source maps keep the served set at three files (the CSP and the public list stay small).
-    sourcemap: 'inline',
+    sourcemap: 'linked',
     legalComments: 'none',
     logLevel: 'silent',
   });
+  const types: Record<string, string> = {
+    '.js': 'text/javascript; charset=utf-8',
+    '.css': 'text/css; charset=utf-8',
+    '.map': 'application/json; charset=utf-8',
+  };
   const assets = new Map<string, Asset>();
   for (const file of result.outputFiles) {
-    const name = path.basename(file.path).replace('app-style.css', 'app.css');
-    assets.set(name, { body: Buffer.from(file.contents), type: name.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8' });
+    const name = path.basename(file.path);
+    assets.set(name, { body: Buffer.from(file.contents), type: types[path.extname(name)]! });
   }
   assets.set('index.html', { body: await readFile(path.join(views, 'index.html')), type: 'text/html; charset=utf-8' });
   return assets;

@@ -43,7 +43,6 @@ async function inProcess(): Promise<PlatformHandle> {
     flags: { root: values.root, port: values.port, host: values.host, window: false },
   });
   const running = await startServer(settings);
-  void running.discovered;
   return {
     url: running.url,
     runtimeTokens: running.ctx.runtimeTokens,

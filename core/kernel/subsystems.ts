@@ -6,6 +6,7 @@ import { pipelinesSubsystem } from '../pipelines/subsystem.js';
 import { coderunSubsystem } from '../coderun/subsystem.js';
 import { feedbackSubsystem } from '../feedback/subsystem.js';
 import { notebookSubsystem } from '../notebook/subsystem.js';
+import { notebookIntelSubsystem } from '../notebook/intel/subsystem.js';
 import { docsRoutes } from '../http/docs.js';
 import { platformRoutes, registerPlatformDocs } from '../platform/routes.js';
 import { storageRoutes } from '../storage/routes.js';
@@ -52,4 +53,5 @@ export const SUBSYSTEMS: Subsystem[] = [
   studioSubsystem, // /studio/... debug interface (needs ctx.agents)
   uiSubsystem, // /ui/ (desktop/views) and the live channel /api/v1/events
   notebookSubsystem, // /api/notebooks/... and the live channel /api/notebooks/ws
+  notebookIntelSubsystem, // after notebook (uses its sessions): /api/smartprep, /api/algorithm-match, /api/patterns, /api/tools, schedules
 ];

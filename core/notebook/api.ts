@@ -101,11 +101,14 @@ export class HangarNotebook {
   }
 
   /**
-   * Run on a cron schedule (5 or 6 fields, croner syntax). Overlapping runs are skipped rather than
-   * queued: a notebook slower than its interval would otherwise pile up kernels.
+   * Run on a cron schedule (5 or 6 fields, croner syntax), read in `options.timezone` (an IANA
+   * name; default the process's zone). Overlapping runs are skipped rather than queued: a notebook
+   * slower than its interval would otherwise pile up kernels. An invalid expression throws
+   * croner's reason. For schedules that outlive this process, use the server's
+   * `POST /api/notebooks/{nb}/schedules` (persisted, with run history).
    */
-  schedule(cron: string, onResult: (result: HeadlessRunResult | Error) => void = () => undefined): ScheduledRun {
-    const job = new Cron(cron, { protect: true }, async () => {
+  schedule(cron: string, onResult: (result: HeadlessRunResult | Error) => void = () => undefined, options: { timezone?: string } = {}): ScheduledRun {
+    const job = new Cron(cron, { protect: true, ...(options.timezone ? { timezone: options.timezone } : {}) }, async () => {
       try {
         onResult(await this.run());
       } catch (err) {

@@ -13,6 +13,10 @@
  * - `export` without `-o` writes next to the input: `x.pipeline.json`, `x.html`, `x.pdf`,
  *   `x-docker/`. html and pdf run the notebook first so the report shows fresh outputs
  *   (`--no-run` keeps the outputs stored in the file).
+ * - `export --format pipeline` writes a platform pipeline of `notebook` steps (see
+ *   core/pipelines/schemas.ts); it is not activated by the export: POST it to /api/v1/pipelines
+ *   or write it into the workspace's `pipelines/` folder (`-o pipelines/<name>.json` names the
+ *   pipeline after the file, as discovery requires).
  * - `list` without `--server` asks the local default server, http://127.0.0.1:8899.
  */
 import { spawn } from 'node:child_process';
@@ -212,7 +216,9 @@ async function exportCommand(file: string, format: string, output: string | unde
   switch (format) {
     case 'pipeline': {
       const target = resolve(output ?? `${stem}.pipeline.json`);
-      const definition = await pipelineDefinition(notebook, file);
+      // Discovery loads `pipelines/<name>.json` only when the definition's name is <name>.
+      const inPipelinesFolder = basename(dirname(target)) === 'pipelines' && target.endsWith('.json');
+      const definition = await pipelineDefinition(notebook, file, inPipelinesFolder ? { name: basename(target, '.json') } : {});
       await mkdir(dirname(target), { recursive: true });
       await writeFile(target, `${JSON.stringify(definition, null, 2)}\n`);
       io.out(`${target}\n`);

@@ -15,6 +15,8 @@ export interface StepTargets {
   exists(kind: StepKind, name: string): boolean;
   /** Declared methods of an endpoint (to check a step's `method`). */
   endpointMethods?(name: string): string[] | undefined;
+  /** Notebook steps: why `cell` cannot run in the (existing) notebook, or undefined when it can. */
+  notebookCellProblem?(notebook: string, cell: string): string | undefined;
 }
 
 export function kindOf(step: PipelineStep): { kind: StepKind; target: string } {
@@ -22,10 +24,13 @@ export function kindOf(step: PipelineStep): { kind: StepKind; target: string } {
     const target = step[kind];
     if (target !== undefined) return { kind, target };
   }
-  throw new Error(`step '${step.name}' names no endpoint, agent or plugin`);
+  throw new Error(`step '${step.name}' names no endpoint, agent, plugin or notebook`);
 }
 
-/** step → the steps it references, in order of first reference, without duplicates. */
+/**
+ * step → the steps it waits for: those it references, in order of first reference, then those in
+ * its `after` list; without duplicates.
+ */
 export function dependencies(steps: readonly PipelineStep[]): Map<string, string[]> {
   const deps = new Map<string, string[]>();
   for (const step of steps) {
@@ -38,9 +43,36 @@ export function dependencies(steps: readonly PipelineStep[]): Map<string, string
         // reported by validation
       }
     }
+    // Waiting for itself is reported by validation as such, not as a cycle of one.
+    for (const name of step.after ?? []) if (name !== step.name && !list.includes(name)) list.push(name);
     deps.set(step.name, list);
   }
   return deps;
+}
+
+/**
+ * The shape check alone (no lookups): the parsed definition, or every problem with its step and
+ * field. Discovery uses it to load `pipelines/*.json`, where the platform's other resources may
+ * not be loaded yet; `validatePipeline` adds the checks that need them.
+ */
+export function parseDefinition(draft: unknown): { definition: PipelineDefinition; errors: [] } | { definition?: undefined; errors: PipelineProblem[] } {
+  const parsed = PipelineDefinition.safeParse(draft);
+  if (parsed.success) return { definition: parsed.data, errors: [] };
+  const errors = parsed.error.issues.map((issue): PipelineProblem => {
+    const [first, index, ...rest] = issue.path.map(String);
+    const stepName = first === 'steps' && index !== undefined ? stepNameAt(draft, Number(index)) : null;
+    return {
+      step: stepName,
+      field: first === 'steps' && index !== undefined ? rest.join('.') || `steps.${index}` : issue.path.join('.') || '(pipeline)',
+      message: issue.message,
+    };
+  });
+  return { errors };
+}
+
+/** Problems as one line, each with its step and field (error messages, discovery errors). */
+export function describeProblems(problems: readonly PipelineProblem[]): string {
+  return problems.map((p) => `${p.step ? `step '${p.step}' ` : ''}${p.field}: ${p.message}`).join('; ');
 }
 
 /**
@@ -84,20 +116,9 @@ function cycleThrough(start: string, deps: Map<string, string[]>): string[] | nu
 
 /** Check a draft (any JSON) completely; never throws. */
 export function validatePipeline(draft: unknown, targets: StepTargets): ValidationReport & { definition?: PipelineDefinition } {
-  const parsed = PipelineDefinition.safeParse(draft);
-  if (!parsed.success) {
-    const errors = parsed.error.issues.map((issue): PipelineProblem => {
-      const [first, index, ...rest] = issue.path.map(String);
-      const stepName = first === 'steps' && index !== undefined ? stepNameAt(draft, Number(index)) : null;
-      return {
-        step: stepName,
-        field: first === 'steps' && index !== undefined ? rest.join('.') || `steps.${index}` : issue.path.join('.') || '(pipeline)',
-        message: issue.message,
-      };
-    });
-    return { valid: false, errors, waves: [] };
-  }
-  const definition = parsed.data;
+  const parsed = parseDefinition(draft);
+  if (!parsed.definition) return { valid: false, errors: parsed.errors, waves: [] };
+  const definition = parsed.definition;
   const errors: PipelineProblem[] = [];
   if (definition.input_schema) {
     try {
@@ -115,14 +136,24 @@ export function validatePipeline(draft: unknown, targets: StepTargets): Validati
   for (const step of definition.steps) {
     const named = STEP_KINDS.filter((k) => step[k] !== undefined);
     if (named.length !== 1) {
-      errors.push({ step: step.name, field: 'endpoint', message: 'a step names exactly one of endpoint, agent or plugin' });
+      errors.push({ step: step.name, field: 'endpoint', message: 'a step names exactly one of endpoint, agent, plugin or notebook' });
       continue;
     }
     const kind = named[0];
     kinds.set(step.name, kind);
     const target = step[kind]!;
-    if (!targets.exists(kind, target)) errors.push({ step: step.name, field: kind, message: `unknown ${kind} '${target}'` });
-    else if (step.method !== undefined) {
+    if (kind === 'notebook' && step.cell === undefined) {
+      errors.push({ step: step.name, field: 'cell', message: 'a notebook step names the cell it runs' });
+    } else if (kind !== 'notebook' && step.cell !== undefined) {
+      errors.push({ step: step.name, field: 'cell', message: 'cell applies to notebook steps only' });
+    }
+    const known = targets.exists(kind, target);
+    if (!known) errors.push({ step: step.name, field: kind, message: `unknown ${kind} '${target}'` });
+    else if (kind === 'notebook' && step.cell !== undefined) {
+      const problem = targets.notebookCellProblem?.(target, step.cell);
+      if (problem) errors.push({ step: step.name, field: 'cell', message: problem });
+    }
+    if (known && step.method !== undefined) {
       if (kind !== 'endpoint') errors.push({ step: step.name, field: 'method', message: 'method applies to endpoint steps only' });
       else {
         const declared = targets.endpointMethods?.(target) ?? [];
@@ -151,7 +182,15 @@ export function validatePipeline(draft: unknown, targets: StepTargets): Validati
       }
     }
   };
-  for (const step of definition.steps) checkRefs(step.input, step.name, 'input');
+  for (const step of definition.steps) {
+    checkRefs(step.input, step.name, 'input');
+    (step.after ?? []).forEach((other, i) => {
+      const field = `after.${i}`;
+      if (other === step.name) errors.push({ step: step.name, field, message: 'a step cannot wait for itself' });
+      else if (!names.has(other)) errors.push({ step: step.name, field, message: `no step named '${other}'` });
+      else if (step.after!.indexOf(other) !== i) errors.push({ step: step.name, field, message: `'${other}' is listed twice` });
+    });
+  }
   if (definition.output !== undefined) checkRefs(definition.output, null, 'output');
 
   const deps = dependencies(definition.steps);
@@ -161,8 +200,12 @@ export function validatePipeline(draft: unknown, targets: StepTargets): Validati
     const cycle = cycleThrough(name, deps);
     if (cycle && !reported.has(name)) {
       cycle.forEach((n) => reported.add(n));
+      const byName = new Map(definition.steps.map((s) => [s.name, s]));
       for (const member of new Set(cycle)) {
-        errors.push({ step: member, field: 'input', message: `dependency cycle: ${cycle.join(' → ')}` });
+        // The field that makes this member wait for the next one on the cycle.
+        const next = cycle[cycle.indexOf(member) + 1];
+        const field = next !== undefined && byName.get(member)?.after?.includes(next) ? 'after' : 'input';
+        errors.push({ step: member, field, message: `dependency cycle: ${cycle.join(' → ')}` });
       }
     }
   }
@@ -192,7 +235,8 @@ export function graphView(definition: PipelineDefinition): GraphView {
   order.waves.forEach((wave, i) => wave.forEach((name) => waveOf.set(name, i)));
   const nodes = definition.steps.map((step) => {
     const { kind, target } = kindOf(step);
-    return { id: step.name, kind, target, wave: waveOf.get(step.name) ?? -1, label: `${step.name}\n${kind}: ${target}` };
+    const shown = step.cell !== undefined ? `${target}#${step.cell}` : target;
+    return { id: step.name, kind, target, wave: waveOf.get(step.name) ?? -1, label: `${step.name}\n${kind}: ${shown}` };
   });
   const edges: GraphView['edges'] = [];
   for (const step of definition.steps) {
@@ -204,6 +248,9 @@ export function graphView(definition: PipelineDefinition): GraphView {
       } catch {
         // invalid references are not drawn
       }
+    }
+    for (const other of step.after ?? []) {
+      if (!edges.some((e) => e.from === other && e.to === step.name)) edges.push({ from: other, to: step.name, label: 'after' });
     }
   }
   const id = (name: string) => (name === '$input' ? 'input' : `s_${name.replace(/[^A-Za-z0-9_]/g, '_')}`);

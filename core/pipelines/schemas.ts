@@ -1,7 +1,8 @@
 /**
  * Pipelines (spec document 1, resource table; document 2, "Pipeline step using an endpoint"): a named
- * list of steps, each calling an endpoint, an agent or an ML plugin, with inputs mapped from the
- * pipeline's input and from earlier steps' results. Saved as `pipelines/<name>.json`.
+ * list of steps, each calling an endpoint, an agent, an ML plugin or a notebook cell, with inputs
+ * mapped from the pipeline's input and from earlier steps' results. Saved as `pipelines/<name>.json`
+ * and loaded by discovery as the `pipeline` drop-in kind (see kind.ts).
  *
  * References (strings starting with `$.`):
  *   $.input, $.input.*           the pipeline's whole input
@@ -20,7 +21,7 @@ import { z } from 'zod';
 export const PIPELINE_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const STEP_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
-export const STEP_KINDS = ['endpoint', 'agent', 'plugin'] as const;
+export const STEP_KINDS = ['endpoint', 'agent', 'plugin', 'notebook'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 
 /**
@@ -34,9 +35,18 @@ export const PipelineStep = z
     endpoint: z.string().optional(),
     agent: z.string().optional(),
     plugin: z.string().optional(),
+    /** A workspace notebook, as a path inside `notebooks/` (`sales.nb.ts`, `team/q3.ipynb`). */
+    notebook: z.string().optional(),
     /** Endpoint steps only: which declared method to run (default: the endpoint's first). */
     method: z.string().optional(),
+    /** Notebook steps only (and required there): the code cell to run, by id or by unique name. */
+    cell: z.string().min(1, 'cell must name a cell').optional(),
     input: z.union([z.string(), z.record(z.string(), z.unknown())]).default({}),
+    /**
+     * Steps that must complete before this one although it uses none of their results (the
+     * notebook export lists a cell's upstream cells here). A failed one skips this step.
+     */
+    after: z.array(z.string()).optional(),
     description: z.string().optional(),
   })
   .strict();
@@ -58,6 +68,8 @@ export const PipelineDefinition = z
   })
   .strict();
 export type PipelineDefinition = z.output<typeof PipelineDefinition>;
+/** A definition as written (defaults not filled in): what the API accepts and files hold. */
+export type PipelineDefinitionInput = z.input<typeof PipelineDefinition>;
 
 /** One problem in a definition: which step (null for the pipeline itself), which field, what. */
 export interface PipelineProblem {
@@ -73,6 +85,23 @@ export interface ValidationReport {
   waves: string[][];
 }
 
+/**
+ * The value of a notebook step (`$.steps.<step>.output`): the cell in JSON form.
+ * - `value`: the value of the cell's last expression as JSON — a data frame as all its rows, `md`,
+ *   `html` and `chart` values as their JSON (a chart's spec) or text, anything else as
+ *   `JSON.stringify` sees it (bigints as strings); null when the cell has no value.
+ * - `outputs`: everything the cell printed and displayed, in Jupyter's nbformat 4 output shapes
+ *   (the notebook's own rendering of the value included).
+ */
+export interface NotebookStepOutput {
+  notebook: string;
+  cell: string;
+  /** The cell's name in the notebook ('' when unnamed). */
+  name: string;
+  value: unknown;
+  outputs: unknown[];
+}
+
 export type RunStatus = 'running' | 'completed' | 'failed' | 'canceled';
 export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'canceled';
 
@@ -80,6 +109,8 @@ export interface StepRecord {
   name: string;
   kind: StepKind;
   target: string;
+  /** Notebook steps: the cell's id. */
+  cell?: string;
   status: StepStatus;
   depends_on: string[];
   input: unknown;

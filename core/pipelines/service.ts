@@ -1,10 +1,17 @@
 /**
- * Pipelines as a service (no HTTP): definitions saved as `pipelines/<name>.json` in the workspace,
- * validation, inspection, the graph, and runs.
+ * Pipelines as a service (no HTTP): definitions from the registry (discovery loads
+ * `pipelines/<name>.json`, see kind.ts), validation, inspection, the graph, saving, and runs.
  *
- * Definitions are read from their file on every use rather than cached: the file is the source of
- * truth (it can be versioned, edited by hand or by the API), so an edit is seen by the next call
- * without a reload step, and a broken file is reported where it is used (list, inspect, run).
+ * Definitions come from the registry, like every other drop-in: discovery parses each file once and
+ * reloads it when it changes, and a broken file is reported with the others (`/api/v1/status`).
+ * A file that breaks keeps its last good version serving, as an agent does; list and inspect report
+ * it invalid with the file's error until it is fixed. Validation against the platform's resources
+ * (do the endpoints, agents, plugins and notebook cells exist) is still done on every use, since
+ * those come and go independently of the pipeline file.
+ *
+ * Saving writes the file atomically and puts the definition in the registry at once, so the
+ * pipeline is listed and runnable when the response is sent, with or without a file watcher; the
+ * watcher's reload of the same file then finds the same content.
  *
  * A run:
  * - starts every step whose dependencies have finished, so independent steps run in parallel;
@@ -12,17 +19,22 @@
  *   not started are `skipped`, and the run fails naming the step (HTTP 502 with the run record —
  *   the pipeline answers for its steps the way a gateway answers for its upstreams);
  * - keeps a record with every step's resolved input, output, status and duration, stored in the
- *   `pipeline_runs` collection before the response says the run finished.
+ *   `pipeline_runs` collection before the response says the run finished;
+ * - owns a `RunScope`: what steps set up for the run's lifetime (a notebook's kernel) is released
+ *   once every step has settled, whatever the outcome.
  * Step values: an endpoint step's `aggregated`; an agent step's whole response object
- * (`$.steps.s.output.response` is its text); a plugin step's prediction.
+ * (`$.steps.s.output.response` is its text); a plugin step's prediction; a notebook step's cell in
+ * JSON form (`NotebookStepOutput`).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { HttpError, errorMessage, notFound, unprocessable } from '../http/errors.js';
+import { HttpError, conflict, errorMessage, notFound, unprocessable } from '../http/errors.js';
+import type { DropInProblem, Registry, RegistryEntry } from '../kernel/registry.js';
 import type { Collection, Store } from '../storage/store.js';
-import { dependencies, graphView, kindOf, validatePipeline, type GraphView, type StepTargets } from './graph.js';
+import { dependencies, describeProblems, graphView, kindOf, validatePipeline, type GraphView, type StepTargets } from './graph.js';
 import { checkRunInput } from './input.js';
+import { PIPELINE_KIND, RESERVED_PIPELINE_NAMES, loadPipelineFile } from './kind.js';
 import { resolveTemplate, type RunState } from './references.js';
 import {
   PIPELINE_NAME,
@@ -34,11 +46,49 @@ import {
   type ValidationReport,
 } from './schemas.js';
 
-/** Names that are routes under /api/v1/pipelines, so no pipeline may take them. */
-export const RESERVED_PIPELINE_NAMES = new Set(['validate']);
+export { RESERVED_PIPELINE_NAMES } from './kind.js';
+
+/**
+ * One run as its steps see it. Step kinds that hold something for the whole run (a notebook step's
+ * kernel) register its release with `defer`; the service calls every release once all steps have
+ * settled, in reverse order of registration, and waits for them before the run is final.
+ */
+export class RunScope {
+  readonly #releases: Array<() => unknown> = [];
+  #closed = false;
+
+  constructor(readonly id: string) {}
+
+  defer(release: () => unknown): void {
+    if (this.#closed) throw new Error(`run ${this.id} has ended; nothing can be deferred to it`);
+    this.#releases.push(release);
+  }
+
+  /** Release everything; a release that fails does not stop the others. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const release of this.#releases.splice(0).reverse()) {
+      try {
+        await release();
+      } catch {
+        // A release that fails (a kernel already gone) leaves nothing further to do for this run.
+      }
+    }
+  }
+}
+
+export interface StepRunOptions {
+  signal: AbortSignal;
+  principal: string;
+  /** Endpoint steps: the method to call. */
+  method?: string;
+  /** Notebook steps: the cell to run. */
+  cell?: string;
+  run: RunScope;
+}
 
 export interface StepRunner extends StepTargets {
-  run(kind: StepKind, target: string, input: unknown, options: { signal: AbortSignal; principal: string; method?: string }): Promise<{ value: unknown; upstreams?: unknown[] }>;
+  run(kind: StepKind, target: string, input: unknown, options: StepRunOptions): Promise<{ value: unknown; upstreams?: unknown[] }>;
 }
 
 export interface PipelineServiceOptions {
@@ -46,6 +96,8 @@ export interface PipelineServiceOptions {
   root: string;
   store: Store;
   steps: StepRunner;
+  /** Where discovery keeps the loaded `pipeline` drop-ins (and their load errors). */
+  registry: Registry;
 }
 
 export interface PipelineSummary {
@@ -61,7 +113,7 @@ export interface PipelineSummary {
 /** A 422 for an invalid definition whose body lists every problem. */
 export class InvalidPipeline extends HttpError {
   constructor(readonly problems: PipelineProblem[]) {
-    super(422, problems.map((p) => `${p.step ? `step '${p.step}' ` : ''}${p.field}: ${p.message}`).join('; '));
+    super(422, describeProblems(problems));
     this.name = 'InvalidPipeline';
   }
   override toBody() {
@@ -80,15 +132,41 @@ export class PipelineRunFailed extends HttpError {
   }
 }
 
+/** The problem of a pipeline file as a validation problem of the pipeline. */
+const fileProblem = (problem: DropInProblem): PipelineProblem => ({ step: null, field: '(file)', message: problem.message });
+
+/**
+ * `pipelines/<name>.json` (or `.ts`, or `<name>/index.ts`) → `<name>`: the registry names problems
+ * by file, not by pipeline.
+ */
+function nameOfFile(file: string): string {
+  const parts = file.split('/');
+  const base = parts[parts.length - 1]!.replace(/\.[^.]+$/, '');
+  return base === 'index' && parts.length > 2 ? parts[parts.length - 2]! : base;
+}
+
+/**
+ * The version discovery gives a JSON drop-in: its length and FNV-1a hash (the same function as
+ * core/kernel/discovery.ts, which does not export it), so the entry a save registers and the one
+ * the watcher reloads from the same bytes carry the same version.
+ */
+function contentVersion(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return String(text.length) + ':' + (h >>> 0).toString(16);
+}
+
 export class PipelineService {
   readonly #dir: string;
   readonly #runs: Collection<RunRecord>;
   readonly #steps: StepRunner;
+  readonly #registry: Registry;
 
   constructor(options: PipelineServiceOptions) {
     this.#dir = path.join(options.root, 'pipelines');
     this.#runs = options.store.collection<RunRecord>('pipeline_runs', { shards: 8 });
     this.#steps = options.steps;
+    this.#registry = options.registry;
   }
 
   fileOf(name: string): string {
@@ -104,79 +182,85 @@ export class PipelineService {
     return { valid, errors, waves };
   }
 
+  /**
+   * Every pipeline file: the loaded ones validated against the live registry, and the ones that
+   * never loaded with their file error. A loaded one whose file broke since is invalid too.
+   */
   async list(): Promise<PipelineSummary[]> {
-    let files: string[];
-    try {
-      files = (await readdir(this.#dir)).filter((f) => f.endsWith('.json') && !f.startsWith('.') && !f.startsWith('_')).sort();
-    } catch {
-      return [];
-    }
     const out: PipelineSummary[] = [];
-    for (const file of files) {
-      const name = file.slice(0, -'.json'.length);
-      const raw = await this.#read(name).catch((err: unknown) => err as Error);
-      if (raw instanceof Error) {
-        out.push({ name, description: '', version: '', steps: 0, file: `pipelines/${file}`, valid: false, errors: [{ step: null, field: '(file)', message: raw.message }] });
-        continue;
-      }
-      const report = this.validate(raw);
-      const d = raw as Partial<PipelineDefinition>;
-      out.push({
-        name,
-        description: typeof d.description === 'string' ? d.description : '',
-        version: typeof d.version === 'string' ? d.version : '0.0.0',
-        steps: Array.isArray(d.steps) ? d.steps.length : 0,
-        file: `pipelines/${file}`,
-        valid: report.valid,
-        errors: report.errors,
-      });
+    const problems = this.#registry.problemsOf(PIPELINE_KIND);
+    for (const entry of this.#registry.list<PipelineDefinition>(PIPELINE_KIND)) {
+      const d = entry.definition;
+      const report = this.validate(d);
+      const broken = problems.find((p) => p.entry === entry.file);
+      const errors = broken ? [fileProblem(broken), ...report.errors] : report.errors;
+      out.push({ name: entry.name, description: d.description, version: d.version, steps: d.steps.length, file: entry.file, valid: errors.length === 0, errors });
     }
-    return out;
+    for (const problem of problems) {
+      if (this.#registry.byFile(PIPELINE_KIND, problem.entry)) continue;
+      out.push({ name: nameOfFile(problem.entry), description: '', version: '', steps: 0, file: problem.entry, valid: false, errors: [fileProblem(problem)] });
+    }
+    return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** The definition as stored, its validation against the live registry, and its graph. */
+  /** The definition as loaded, its validation against the live registry, and its graph. */
   async inspect(name: string): Promise<{ definition: unknown; validation: ValidationReport; graph: GraphView | null; file: string }> {
-    const raw = await this.#read(name);
-    const validation = this.validate(raw);
-    const checked = validatePipeline(raw, this.#steps).definition;
-    return { definition: raw, validation, graph: checked ? graphView(checked) : null, file: `pipelines/${name}.json` };
+    const entry = this.#entry(name);
+    const checked = validatePipeline(entry.definition, this.#steps).definition;
+    const validation = this.validate(entry.definition);
+    const broken = this.#problemOf(entry.file);
+    if (broken) Object.assign(validation, { valid: false, errors: [fileProblem(broken), ...validation.errors], waves: [] });
+    return { definition: entry.definition, validation, graph: checked ? graphView(checked) : null, file: entry.file };
   }
 
   async graph(name: string): Promise<GraphView> {
-    const raw = await this.#read(name);
-    const { definition, errors } = validatePipeline(raw, this.#steps);
+    const { definition, errors } = validatePipeline(this.#entry(name).definition, this.#steps);
     if (!definition) throw new InvalidPipeline(errors);
     return graphView(definition);
   }
 
-  /** Validate and write `pipelines/<name>.json` (atomically: a reader never sees half a file). */
+  /**
+   * Validate, write `pipelines/<name>.json` atomically (a reader — the watcher — never sees half a
+   * file) and register the definition, so it is listed and runnable before the response is sent.
+   */
   async save(draft: unknown): Promise<{ created: boolean; file: string; definition: PipelineDefinition }> {
     const report = this.validate(draft);
     if (!report.valid) throw new InvalidPipeline(report.errors);
     const definition = validatePipeline(draft, this.#steps).definition!;
     const file = this.fileOf(definition.name);
+    const relative = `pipelines/${definition.name}.json`;
+    this.#assertJsonFile(definition.name, relative);
     await mkdir(this.#dir, { recursive: true });
     const existed = await readFile(file).then(() => true, () => false);
     // Save what was sent (not the parsed form with defaults filled in), so the file stays as written.
+    const text = JSON.stringify(draft, null, 2) + '\n';
     const temp = path.join(this.#dir, `.${definition.name}.${process.pid}.${randomUUID()}.tmp`);
-    await writeFile(temp, JSON.stringify(draft, null, 2) + '\n');
+    await writeFile(temp, text);
     await rename(temp, file);
-    return { created: !existed, file: `pipelines/${definition.name}.json`, definition };
+    // The same load discovery does, from the same bytes: the watcher's reload changes nothing.
+    const loaded = loadPipelineFile(JSON.parse(text), definition.name);
+    this.#registry.set({ kind: PIPELINE_KIND, name: loaded.name, file: relative, definition: loaded, version: contentVersion(text) });
+    this.#registry.clearProblem(PIPELINE_KIND, relative);
+    return { created: !existed, file: relative, definition };
   }
 
+  /** Remove the file and its registry entry (and error), without waiting for the watcher. */
   async delete(name: string): Promise<void> {
     const file = this.fileOf(name);
+    const relative = `pipelines/${name}.json`;
+    this.#assertJsonFile(name, relative);
     try {
       await rm(file);
     } catch {
       throw notFound(`pipeline '${name}' not found`);
     }
+    if (this.#registry.get(PIPELINE_KIND, name)?.file === relative) this.#registry.remove(PIPELINE_KIND, name);
+    this.#registry.clearProblem(PIPELINE_KIND, relative);
   }
 
-  /** Check a pipeline can run (exists, valid now) without running it. */
+  /** Check a pipeline can run (loaded, valid now) without running it. */
   async runnable(name: string): Promise<PipelineDefinition> {
-    const raw = await this.#read(name);
-    const { definition, errors } = validatePipeline(raw, this.#steps);
+    const { definition, errors } = validatePipeline(this.#entry(name).definition, this.#steps);
     if (!definition) throw new InvalidPipeline(errors);
     return definition;
   }
@@ -203,11 +287,15 @@ export class PipelineService {
       task_id: options.taskId ?? null,
       steps: definition.steps.map((step) => {
         const { kind, target } = kindOf(step);
-        return { name: step.name, kind, target, status: 'pending', depends_on: deps.get(step.name) ?? [], input: null, output: null, error: null, started_at: null, duration_ms: null };
+        return {
+          name: step.name, kind, target, ...(step.cell !== undefined ? { cell: step.cell } : {}), status: 'pending',
+          depends_on: deps.get(step.name) ?? [], input: null, output: null, error: null, started_at: null, duration_ms: null,
+        };
       }),
     };
     await this.#runs.put(record.id, record);
 
+    const scope = new RunScope(record.id);
     const state: RunState = { input: input ?? null, steps: new Map() };
     const byName = new Map(record.steps.map((s) => [s.name, s]));
     const controller = new AbortController();
@@ -234,7 +322,9 @@ export class PipelineService {
         try {
           const stepInput = resolveTemplate(step.input, state);
           rec.input = stepInput ?? null;
-          const result = await this.#steps.run(rec.kind, rec.target, stepInput, { signal: controller.signal, principal: options.principal, method: step.method });
+          const result = await this.#steps.run(rec.kind, rec.target, stepInput, {
+            signal: controller.signal, principal: options.principal, method: step.method, cell: step.cell, run: scope,
+          });
           if (controller.signal.aborted && record.failed_step) {
             rec.status = 'canceled';
           } else {
@@ -266,6 +356,7 @@ export class PipelineService {
       launch();
     });
     options.signal?.removeEventListener('abort', forward);
+    await scope.close();
 
     for (const rec of record.steps) if (rec.status === 'pending') rec.status = 'skipped';
     record.finished_at = new Date().toISOString();
@@ -313,18 +404,26 @@ export class PipelineService {
     return Object.fromEntries(definition.steps.filter((s) => !used.has(s.name)).map((s) => [s.name, state.steps.get(s.name) ?? null]));
   }
 
-  async #read(name: string): Promise<unknown> {
-    const file = this.fileOf(name);
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch {
-      throw notFound(`pipeline '${name}' not found`);
-    }
-    try {
-      return JSON.parse(text);
-    } catch (err) {
-      throw unprocessable(`pipelines/${name}.json is not valid JSON: ${errorMessage(err)}`);
-    }
+  /** The loaded entry; 422 with the file's error when the file never loaded; else 404. */
+  #entry(name: string): RegistryEntry<PipelineDefinition> {
+    const entry = PIPELINE_NAME.test(name) ? this.#registry.get<PipelineDefinition>(PIPELINE_KIND, name) : undefined;
+    if (entry) return entry;
+    const broken = this.#registry.problemsOf(PIPELINE_KIND).find((p) => nameOfFile(p.entry) === name);
+    if (broken) throw unprocessable(`${broken.entry}: ${broken.message}`);
+    throw notFound(`pipeline '${name}' not found`);
+  }
+
+  #problemOf(file: string): DropInProblem | undefined {
+    return this.#registry.problemsOf(PIPELINE_KIND).find((p) => p.entry === file);
+  }
+
+  /**
+   * The API writes and deletes `pipelines/<name>.json` only. A pipeline that discovery loaded from
+   * a module (`pipelines/<name>.ts`) is changed in that file: a JSON twin would only be refused by
+   * discovery as a duplicate name.
+   */
+  #assertJsonFile(name: string, relative: string): void {
+    const holder = this.#registry.get(PIPELINE_KIND, name);
+    if (holder && holder.file !== relative) throw conflict(`pipeline '${name}' is defined in ${holder.file}; change or delete that file`);
   }
 }

@@ -1,7 +1,8 @@
 /**
- * Pipelines as the server wires them: the service over `<root>/pipelines/*.json`, the step runner
- * that reaches endpoints, agents and ML plugins, the task kinds for async and batch runs, the routes
- * and their OpenAPI entries.
+ * Pipelines as the server wires them: the `pipeline` drop-in kind (discovery loads and reloads
+ * `<root>/pipelines/*.json`), the service over the registry, the step runner that reaches
+ * endpoints, agents, ML plugins and notebook cells, the task kinds for async and batch runs, the
+ * routes and their OpenAPI entries.
  *
  * Mounted next to the endpoints, before the platform's per-agent routes (`/api/v1/:agent/health`
  * would otherwise answer for a pipeline called `health`). The agents, plugins and task board are set
@@ -14,6 +15,9 @@ import { parseInput } from '../http/validate.js';
 import type { RouteDoc } from '../http/openapi.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { pluginServiceOf } from '../ml/subsystem.js';
+import { serviceOf as notebookServiceOf } from '../notebook/subsystem.js';
+import { pipelineKind } from './kind.js';
+import { NotebookSteps } from './notebook.js';
 import { pipelineRoutes } from './routes.js';
 import { PipelineService, type StepRunner } from './service.js';
 import { PipelineJobs } from './tasks.js';
@@ -40,13 +44,18 @@ function jobsOf(ctx: HangarContext): PipelineJobs | undefined {
 /** How a step reaches the platform's resources. */
 function stepRunner(ctx: HangarContext): StepRunner {
   const endpoints = () => endpointServiceOf(ctx);
+  // The notebook service is the notebook subsystem's (one per server, created on first use), so
+  // notebook steps and the editor agree on which folder holds the workspace's notebooks.
+  const notebooks = new NotebookSteps(notebookServiceOf(ctx));
   return {
     exists(kind, name) {
       if (kind === 'endpoint') return endpoints().get(name) !== undefined;
+      if (kind === 'notebook') return notebooks.exists(name);
       return ctx.registry.get(kind, name) !== undefined;
     },
     endpointMethods: (name) => endpoints().get(name)?.methods,
-    async run(kind, target, input, { signal, principal, method }) {
+    notebookCellProblem: (notebook, cell) => notebooks.cellProblem(notebook, cell),
+    async run(kind, target, input, { signal, principal, method, cell, run }) {
       switch (kind) {
         case 'endpoint': {
           const config = endpoints().require(target);
@@ -61,6 +70,10 @@ function stepRunner(ctx: HangarContext): StepRunner {
         case 'plugin': {
           const response = await pluginServiceOf(ctx).predict(target, input, { principal, operation: 'pipeline' });
           return { value: response.output };
+        }
+        case 'notebook': {
+          if (cell === undefined) throw new Error('a notebook step names the cell it runs');
+          return { value: await notebooks.run(target, cell, input, { signal, run }) };
         }
         default: {
           const never: never = kind;
@@ -80,8 +93,18 @@ const Definition = z
     version: z.string().optional(),
     steps: z.array(
       z
-        .object({ name: z.string(), endpoint: z.string().optional(), agent: z.string().optional(), plugin: z.string().optional(), method: z.string().optional(), input: z.unknown() })
-        .describe('One of endpoint, agent or plugin; input values may be references: $.input, $.input.<field>, $.steps.<step>.aggregated|output[.<field>]'),
+        .object({
+          name: z.string(),
+          endpoint: z.string().optional(),
+          agent: z.string().optional(),
+          plugin: z.string().optional(),
+          notebook: z.string().optional().describe('A notebook path inside notebooks/; runs `cell` in a kernel of this run'),
+          method: z.string().optional(),
+          cell: z.string().optional().describe('Notebook steps: the code cell, by id or unique name'),
+          input: z.unknown(),
+          after: z.array(z.string()).optional().describe('Steps that must complete first without passing a value'),
+        })
+        .describe('One of endpoint, agent, plugin or notebook; input values may be references: $.input, $.input.<field>, $.steps.<step>.aggregated|output[.<field>]. A notebook step hands its input to its cells as `pipelineInput`.'),
     ),
     output: z.unknown().optional(),
   })
@@ -105,8 +128,9 @@ const DOCS: RouteDoc[] = [
 
 export const pipelinesSubsystem: Subsystem = {
   name: 'pipelines',
+  kinds: [pipelineKind],
   setup(ctx) {
-    services.set(ctx, new PipelineService({ root: ctx.paths.root, store: ctx.store, steps: stepRunner(ctx) }));
+    services.set(ctx, new PipelineService({ root: ctx.paths.root, store: ctx.store, steps: stepRunner(ctx), registry: ctx.registry }));
     ctx.openapi.add(...DOCS);
     if (!jobsOf(ctx)) ctx.registry.once('change', () => jobsOf(ctx));
   },

@@ -10,9 +10,11 @@ import { eventChannel, type EventChannel } from './events.js';
  * The `ui` subsystem: the views of desktop/views/ at /ui/ (the same UI the Electron window shows,
  * for any browser), and the live channel at /api/v1/events.
  *
- * Decision: the three UI files are public paths. They hold no data, and a browser pointed at
- * /ui/ cannot send a bearer token with a page load; every API call the UI then makes carries the
- * token (from the desktop bridge, or typed once into the UI when the server has tokens configured).
+ * Decision: the UI files (page, bundle, styles, their source maps) are public paths. They hold no
+ * data, and a browser pointed at /ui/ cannot send a bearer token with a page load; every API call
+ * the UI then makes carries the token (from the desktop bridge, or typed once into the UI when the
+ * server has tokens configured). They are added to the shared `PUBLIC_PATHS` set at setup: the
+ * same exact paths for every server in the process, so adding them again is harmless.
  */
 const channels = new WeakMap<object, EventChannel>();
 export const EVENTS_PATH = '/api/v1/events';
@@ -30,7 +32,7 @@ export const uiSubsystem: Subsystem = {
     // A regex, because the string '/ui' would also match '/ui/' (non-strict routing) and loop.
     router.get(/^\/ui$/, (_req, res) => res.redirect(301, '/ui/'));
     router.get(/^\/ui\/(.*)$/, async (req: Request, res: Response, next: NextFunction) => {
-      // The views route with the URL hash (#/studio/echo), so the server only knows three files.
+      // The views route with the URL hash (#/studio/echo), so the server only knows a few files.
       const name = String((req.params as Record<string, string>)[0] ?? '') || 'index.html';
       if (!(UI_FILES as readonly string[]).includes(name)) return next();
       const asset = (await uiAssets()).get(name)!;

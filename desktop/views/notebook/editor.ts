@@ -35,6 +35,8 @@ export function CodeEditor({
   // Callbacks change every render; the editor reads the latest through refs.
   const handlers = useRef({ onChange, onRun });
   handlers.current = { onChange, onRun };
+  // Set while a new `value` is written into the editor, so it is not echoed back as an edit.
+  const external = useRef(false);
 
   useEffect(() => {
     const run = () => (handlers.current.onRun(), true);
@@ -54,7 +56,7 @@ export function CodeEditor({
         EditorView.cspNonce.of(styleNonce),
         EditorView.contentAttributes.of({ 'aria-label': label }),
         EditorView.updateListener.of((update) => {
-          if (update.docChanged) handlers.current.onChange(update.state.doc.toString());
+          if (update.docChanged && !external.current) handlers.current.onChange(update.state.doc.toString());
         }),
       ],
     });
@@ -67,7 +69,12 @@ export function CodeEditor({
     // While the person types, the editor's text is the newest: a server echo of an earlier save
     // must not be pushed back in (it would undo keystrokes and ping-pong with the input handler).
     if (current && !current.hasFocus && current.state.doc.toString() !== value) {
-      current.dispatch({ changes: { from: 0, to: current.state.doc.length, insert: value } });
+      external.current = true;
+      try {
+        current.dispatch({ changes: { from: 0, to: current.state.doc.length, insert: value } });
+      } finally {
+        external.current = false;
+      }
     }
   }, [value]);
 

@@ -40,6 +40,8 @@ interface Dependencies {
   order: string[];
   stale: string[];
   cycles: string[][];
+  /** Set by the view when the analysis could not be fetched. */
+  error?: string;
 }
 
 type NotebookEvent =
@@ -138,6 +140,7 @@ function CellView({
 
 function DependencyView({ deps, cells }: { deps: Dependencies | null; cells: Cell[] }) {
   if (!deps) return html`<p class="muted">Analysing…</p>`;
+  if (deps.error) return html`<p class="alert">Dependencies unavailable: ${deps.error}</p>`;
   const nameOf = (id: string) => {
     const i = cells.findIndex((c) => c.id === id);
     return cells[i]?.name || `cell ${i + 1}`;
@@ -167,14 +170,21 @@ function NotebookEditor({ id }: { id: string }) {
   const [mode, setMode] = useState<'edit' | 'app'>('edit');
   const [layout, setLayout] = useState<Layout>('linear');
   const pending = useRef(new Map<string, { source: string; timer: number }>());
+  /**
+   * The newest source typed here per cell, until the server's copy shows it. A reload that was
+   * answered before a save landed must not put the older text back (and then save that).
+   */
+  const local = useRef(new Map<string, string>());
 
   const reload = async () => {
     try {
       const fresh = await getJson<NotebookDoc>(base);
-      // Keep what is being typed: a pending edit wins over the server's copy of that cell.
+      // Keep what was typed here until the server has it; then its copy is the truth again.
       for (const cell of fresh.cells) {
-        const draft = pending.current.get(cell.id);
-        if (draft) cell.source = draft.source;
+        const typed = local.current.get(cell.id);
+        if (typed === undefined) continue;
+        if (typed === cell.source && !pending.current.has(cell.id)) local.current.delete(cell.id);
+        else cell.source = typed;
       }
       setDoc(fresh);
       setError(null);
@@ -219,7 +229,10 @@ function NotebookEditor({ id }: { id: string }) {
   }, [id]);
 
   useEffect(() => {
-    const timer = setTimeout(() => getJson<Dependencies>(`${base}/dependencies`).then(setDeps, () => {}), 150);
+    const timer = setTimeout(
+      () => getJson<Dependencies>(`${base}/dependencies`).then(setDeps, (err: unknown) => setDeps({ cells: [], edges: [], order: [], stale: [], cycles: [], error: String(err) })),
+      150,
+    );
     return () => clearTimeout(timer);
   }, [base, version, doc?.cells.length]);
 
@@ -237,6 +250,7 @@ function NotebookEditor({ id }: { id: string }) {
     // Saved shortly after typing stops; the server then marks dependent cells stale.
     const timer = window.setTimeout(() => void flush(cellId).catch((err: unknown) => setError(String(err))), SAVE_DELAY_MS);
     pending.current.set(cellId, { source, timer });
+    local.current.set(cellId, source);
     setDoc((d) => (d ? { ...d, cells: d.cells.map((c) => (c.id === cellId ? { ...c, source } : c)) } : d));
   };
   const act = async (action: () => Promise<unknown>) => {

@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { WorkspaceSnapshot } from '../../../core/ui/workspace.js';
 import { getJson, postJson, postStream } from '../api.js';
 import { href } from '../router.js';
+import { Conversations } from './conversations.js';
 import { describeError } from './errors.js';
 import { GraphView, type AgentGraph } from './graph.js';
 import { applyEvent, idleRun, type RunView, type StudioEvent } from './run-state.js';
@@ -83,6 +84,10 @@ function RunOutput({ run, query }: { run: RunView; query: string }) {
     html`<section aria-label="Plan"><h3>Plan</h3><ul class="todos" data-testid="todos">
       ${run.todos.map((t) => html`<li class=${t.status}><span class="chip">${t.status.replace('_', ' ')}</span> ${t.content}</li>`)}
     </ul></section>`}
+    ${run.tools.length > 0 &&
+    html`<section aria-label="Tool calls"><h3>Tool calls</h3><ol class="plain mono tools" data-testid="tools">
+      ${run.tools.map((t) => html`<li><strong>${t.tool}</strong> <small class="muted">${JSON.stringify(t.args).slice(0, 160)}</small></li>`)}
+    </ol></section>`}
     ${run.subagents.length > 0 &&
     html`<section aria-label="Subagents"><h3>Subagents</h3><ul class="plain">
       ${run.subagents.map((s) => html`<li><strong>${s.name}</strong> ${s.done ? '✓' : '…'} <small class="muted">${s.query}</small></li>`)}
@@ -295,6 +300,7 @@ export function StudioView({ agent, workspace }: { agent?: string; workspace: Wo
         <p>${entry.description} <small class="muted">v${entry.version}</small></p>
         <ul class="chips" aria-label="Capabilities">${entry.capabilities.map((c) => html`<li class="chip">${c}</li>`)}</ul>
       </div>
-      <${AgentStudio} agent=${entry} version=${version} key=${entry.name} />`}
+      <${AgentStudio} agent=${entry} version=${version} key=${entry.name} />
+      <${Conversations} agent=${entry.name} key=${`conv-${entry.name}`} />`}
   </section>`;
 }

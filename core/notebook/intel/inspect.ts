@@ -1,0 +1,47 @@
+/**
+ * Run an analysis function of the intel worker bundle inside the kernel of the notebook that holds
+ * a variable. The spec's routes name only the variable (`/api/smartprep/{var_name}`), since a
+ * notebook server has one kernel; Hangar may have several notebooks open, so `notebook` is an
+ * optional query parameter and, without it, the one running notebook that defines the name is used.
+ */
+import { HttpError, conflict, notFound } from '../../http/errors.js';
+import type { NotebookService } from '../service.js';
+import type { NotebookSession } from '../session.js';
+import { intelWorkerFile } from './bundle.js';
+import type { WorkerAnswer } from './worker/entry.js';
+
+export type IntelFunction = 'smartprepCall' | 'algorithmMatchCall' | 'validateCall';
+
+async function runningSessions(service: NotebookService, notebook: string | undefined): Promise<Array<{ id: string; session: NotebookSession }>> {
+  if (notebook) return [{ id: notebook, session: await service.open(notebook) }];
+  const open = (await service.list()).filter((n) => n.open);
+  const sessions = await Promise.all(open.map(async (n) => ({ id: n.id, session: await service.open(n.id) })));
+  return sessions.filter((s) => s.session.kernel.running);
+}
+
+/**
+ * Call `fn` on the kernel value `name`. 404 names the variable when no running notebook defines it,
+ * 409 when several do and `notebook` was not given; the function's own 404/422 pass through.
+ */
+export async function callOnVariable<T>(service: NotebookService, input: { notebook?: string; name: string; fn: IntelFunction; args: unknown }): Promise<T> {
+  const sessions = await runningSessions(service, input.notebook);
+  const found: Array<{ id: string; answer: WorkerAnswer<T> }> = [];
+  const known = new Set<string>();
+  for (const { id, session } of sessions) {
+    if (!session.kernel.running) continue;
+    const result = await session.kernel.call({ module: intelWorkerFile(), fn: input.fn, name: input.name, args: input.args });
+    if ('missing' in result) result.names.forEach((n) => known.add(n));
+    else found.push({ id, answer: result.value as WorkerAnswer<T> });
+  }
+  if (found.length === 0) {
+    const where = input.notebook ? `in notebook ${input.notebook}` : 'in any running notebook';
+    const hint = known.size ? `; defined variables: ${[...known].sort().join(', ')}` : input.notebook ? '; run the cell that defines it first' : '; open a notebook and run the cell that defines it first';
+    throw notFound(`variable "${input.name}" is not defined ${where}${hint}`);
+  }
+  if (found.length > 1) {
+    throw conflict(`variable "${input.name}" is defined in several notebooks (${found.map((f) => f.id).join(', ')}); say which with ?notebook=`);
+  }
+  const answer = found[0].answer;
+  if ('error' in answer) throw new HttpError(answer.error.status, answer.error.message);
+  return answer.ok;
+}

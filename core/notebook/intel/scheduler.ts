@@ -1,0 +1,306 @@
+/**
+ * Scheduled notebook runs: a cron expression (croner syntax, 5 or 6 fields, read in an IANA time
+ * zone) runs a notebook file headlessly, in a kernel of its own, while the server runs.
+ *
+ * - Schedules and their run history are in the workspace store, so they survive restarts. Runs
+ *   missed while the server was down are not caught up: the next run is the next cron time after
+ *   start (what cron and systemd timers without `Persistent=` do).
+ * - No overlapping runs of one notebook: a run due while the previous one still runs is recorded
+ *   as `skipped` (not queued, which would pile up kernels behind a slow notebook).
+ * - A failing run is recorded with its error; the schedule keeps going.
+ * - Croner only computes the next time (`nextRun(from)`); waiting is done through a `Clock`, so
+ *   tests drive time by hand instead of sleeping.
+ *
+ * Invariant: at most one timer per schedule, held in `#timers`; arming replaces it.
+ */
+import { stat } from 'node:fs/promises';
+import { Cron } from 'croner';
+import { notFound, unprocessable } from '../../http/errors.js';
+import type { Collection, Store } from '../../storage/store.js';
+import { readNotebookFile } from '../formats.js';
+import type { Output } from '../schemas.js';
+import type { NotebookService } from '../service.js';
+import { NotebookSession } from '../session.js';
+import { outputText } from './tools.js';
+
+export interface Clock {
+  now(): number;
+  /** Call `fn` after `delayMs`; returns a cancel function. */
+  setTimer(delayMs: number, fn: () => void): () => void;
+}
+
+/** setTimeout cannot wait more than 2^31-1 ms (~24.8 days): longer waits are chained. */
+const MAX_DELAY = 2 ** 31 - 1;
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer(delayMs, fn) {
+    let handle: NodeJS.Timeout;
+    const due = Date.now() + delayMs;
+    const wait = () => {
+      const left = due - Date.now();
+      handle = setTimeout(left > MAX_DELAY ? wait : fn, Math.max(0, Math.min(left, MAX_DELAY)));
+      // A pending schedule must not keep a process alive on its own (tests, CLI one-shots).
+      handle.unref();
+    };
+    wait();
+    return () => clearTimeout(handle);
+  },
+};
+
+export interface Schedule {
+  id: string;
+  notebook: string;
+  name: string;
+  cron: string;
+  timezone: string;
+  cell_timeout_ms: number;
+  paused: boolean;
+  created_at: string;
+  last_run_at: string | null;
+  last_status: RunStatus | null;
+}
+
+export type RunStatus = 'success' | 'error' | 'skipped';
+
+export interface ScheduleRun {
+  id: string;
+  schedule_id: string;
+  notebook: string;
+  /** The cron time this run was for. */
+  scheduled_for: string;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  status: RunStatus;
+  error: string | null;
+  /** Each cell's final state and outputs (long texts truncated). */
+  cells: Array<{ id: string; name: string; state: string; outputs: Output[] }>;
+}
+
+export interface SchedulerOptions {
+  clock?: Clock;
+  /** Runs kept per schedule (oldest dropped first). */
+  historyLimit?: number;
+}
+
+const OUTPUT_TEXT_LIMIT = 10_000;
+
+function truncate(output: Output): Output {
+  const cut = (text: string) => (text.length > OUTPUT_TEXT_LIMIT ? `${text.slice(0, OUTPUT_TEXT_LIMIT)}\n… (${text.length - OUTPUT_TEXT_LIMIT} more characters)` : text);
+  if (output.output_type === 'stream') return { ...output, text: cut(output.text) };
+  if (output.output_type === 'execute_result' || output.output_type === 'display_data') {
+    // Rich bundles (HTML tables, charts) can be large; history keeps the plain text.
+    const plain = output.data['text/plain'];
+    return { ...output, data: { 'text/plain': typeof plain === 'string' ? cut(plain) : '' } };
+  }
+  return output;
+}
+
+/** Parse a cron expression in a time zone; a 422 carries croner's (or Intl's) own reason. */
+export function parseCron(cron: string, timezone: string): Cron {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+  } catch (err) {
+    throw unprocessable(`invalid timezone "${timezone}": ${(err as Error).message}`);
+  }
+  try {
+    return new Cron(cron, { timezone, paused: true });
+  } catch (err) {
+    throw unprocessable(`invalid cron expression "${cron}": ${(err as Error).message}`);
+  }
+}
+
+let counter = 0;
+const newId = (prefix: string) => `${prefix}_${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+
+export class ScheduleService {
+  readonly #schedules: Collection<Schedule>;
+  readonly #runs: Collection<ScheduleRun>;
+  readonly #clock: Clock;
+  readonly #historyLimit: number;
+  readonly #timers = new Map<string, () => void>();
+  /** notebook id → the run in progress (one at a time per notebook). */
+  readonly #running = new Map<string, { done: Promise<void>; session?: NotebookSession }>();
+  #closed = false;
+
+  constructor(store: Store, private readonly notebooks: NotebookService, options: SchedulerOptions = {}) {
+    this.#schedules = store.collection<Schedule>('notebook_schedules');
+    this.#runs = store.collection<ScheduleRun>('notebook_schedule_runs', { shards: 8 });
+    this.#clock = options.clock ?? systemClock;
+    this.#historyLimit = options.historyLimit ?? 100;
+  }
+
+  /** Arm every active schedule found in the store (call once at server start). */
+  async start(): Promise<void> {
+    for (const schedule of await this.#schedules.list()) if (!schedule.paused) this.#arm(schedule);
+  }
+
+  async create(notebook: string, input: { cron: string; timezone?: string; name: string; cell_timeout_ms: number }): Promise<Schedule & { next_run_at: string | null }> {
+    const timezone = input.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+    parseCron(input.cron, timezone);
+    const file = await this.notebooks.resolvePath(notebook);
+    if (!(await stat(file).then((s) => s.isFile(), () => false))) throw notFound(`notebook ${notebook} not found`);
+    const schedule: Schedule = {
+      id: newId('sch'),
+      notebook,
+      name: input.name,
+      cron: input.cron,
+      timezone,
+      cell_timeout_ms: input.cell_timeout_ms,
+      paused: false,
+      created_at: new Date(this.#clock.now()).toISOString(),
+      last_run_at: null,
+      last_status: null,
+    };
+    await this.#schedules.put(schedule.id, schedule);
+    this.#arm(schedule);
+    return this.#view(schedule);
+  }
+
+  #nextRun(schedule: Schedule): Date | null {
+    return parseCron(schedule.cron, schedule.timezone).nextRun(new Date(this.#clock.now()));
+  }
+
+  #view(schedule: Schedule): Schedule & { next_run_at: string | null; running: boolean } {
+    const next = schedule.paused ? null : this.#nextRun(schedule);
+    return { ...schedule, next_run_at: next ? next.toISOString() : null, running: this.#running.has(schedule.notebook) };
+  }
+
+  async list(notebook?: string) {
+    const all = await this.#schedules.list();
+    return all
+      .filter((s) => !notebook || s.notebook === notebook)
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id))
+      .map((s) => this.#view(s));
+  }
+
+  async #get(id: string): Promise<Schedule> {
+    const schedule = await this.#schedules.get(id);
+    if (!schedule) throw notFound(`schedule ${id} not found`);
+    return schedule;
+  }
+
+  async get(id: string) {
+    return this.#view(await this.#get(id));
+  }
+
+  /** Runs of a schedule, newest first. */
+  async runs(id: string, limit = 50): Promise<ScheduleRun[]> {
+    await this.#get(id);
+    const runs = (await this.#runs.list()).filter((r) => r.schedule_id === id);
+    return runs.sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id)).slice(0, limit);
+  }
+
+  async setPaused(id: string, paused: boolean) {
+    const updated = await this.#schedules.update(id, (current) => (current ? { ...current, paused } : undefined));
+    if (!updated) throw notFound(`schedule ${id} not found`);
+    if (paused) this.#disarm(id);
+    else this.#arm(updated);
+    return this.#view(updated);
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.#get(id);
+    this.#disarm(id);
+    await this.#schedules.delete(id);
+    await this.#runs.deleteWhere((run) => run.schedule_id === id);
+  }
+
+  #disarm(id: string): void {
+    this.#timers.get(id)?.();
+    this.#timers.delete(id);
+  }
+
+  #arm(schedule: Schedule): void {
+    this.#disarm(schedule.id);
+    if (this.#closed) return;
+    const next = this.#nextRun(schedule);
+    if (!next) return; // a one-off expression whose time has passed
+    const delay = Math.max(0, next.getTime() - this.#clock.now());
+    this.#timers.set(schedule.id, this.#clock.setTimer(delay, () => void this.#fire(schedule.id, next)));
+  }
+
+  /** A timer went off: arm the next one first, so a slow or failing run never stops the schedule. */
+  async #fire(id: string, scheduledFor: Date): Promise<void> {
+    this.#timers.delete(id);
+    const schedule = await this.#schedules.get(id);
+    if (!schedule || schedule.paused || this.#closed) return;
+    this.#arm(schedule);
+    const started = this.#clock.now();
+    if (this.#running.has(schedule.notebook)) {
+      await this.#record(schedule, {
+        scheduled_for: scheduledFor.toISOString(), started, duration: 0, status: 'skipped',
+        error: `skipped: the previous run of ${schedule.notebook} was still running`, cells: [],
+      });
+      return;
+    }
+    const slot: { done: Promise<void>; session?: NotebookSession } = { done: Promise.resolve() };
+    slot.done = this.#run(schedule, scheduledFor, slot).finally(() => this.#running.delete(schedule.notebook));
+    this.#running.set(schedule.notebook, slot);
+    await slot.done;
+  }
+
+  async #run(schedule: Schedule, scheduledFor: Date, slot: { session?: NotebookSession }): Promise<void> {
+    const started = this.#clock.now();
+    const t0 = performance.now();
+    let status: RunStatus = 'error';
+    let error: string | null = null;
+    let cells: ScheduleRun['cells'] = [];
+    try {
+      const file = await this.notebooks.resolvePath(schedule.notebook);
+      // The saved file, in a kernel of its own: a scheduled run never disturbs an open session.
+      const session = new NotebookSession(await readNotebookFile(file), { filePath: file, cellTimeoutMs: schedule.cell_timeout_ms });
+      slot.session = session;
+      try {
+        await session.runAll();
+        cells = session.cellsWithState().map((c) => ({ id: c.id, name: c.name, state: c.state, outputs: c.outputs.map(truncate) }));
+      } finally {
+        await session.close();
+      }
+      const failed = cells.find((c) => c.state === 'error');
+      const blocked = cells.find((c) => c.state === 'stale');
+      status = failed || blocked ? 'error' : 'success';
+      if (failed) {
+        const out = failed.outputs.find((o) => o.output_type === 'error');
+        error = `cell ${failed.name ? `"${failed.name}" (${failed.id})` : failed.id} failed: ${out ? outputText(out) : 'unknown error'}`;
+      } else if (blocked) error = `cell ${blocked.id} did not run (an upstream cell failed)`;
+    } catch (err) {
+      error = err instanceof Error ? err.message : String(err);
+    }
+    await this.#record(schedule, { scheduled_for: scheduledFor.toISOString(), started, duration: performance.now() - t0, status, error, cells });
+  }
+
+  async #record(schedule: Schedule, run: { scheduled_for: string; started: number; duration: number; status: RunStatus; error: string | null; cells: ScheduleRun['cells'] }): Promise<void> {
+    const record: ScheduleRun = {
+      id: newId('run'),
+      schedule_id: schedule.id,
+      notebook: schedule.notebook,
+      scheduled_for: run.scheduled_for,
+      started_at: new Date(run.started).toISOString(),
+      finished_at: new Date(run.started + run.duration).toISOString(),
+      duration_ms: Math.round(run.duration * 1000) / 1000,
+      status: run.status,
+      error: run.error,
+      cells: run.cells,
+    };
+    // The schedule may have been deleted while it ran: then its history goes with it.
+    const still = await this.#schedules.update(schedule.id, (current) => (current ? { ...current, last_run_at: record.started_at, last_status: record.status } : undefined));
+    if (!still) return;
+    await this.#runs.put(record.id, record);
+    const mine = (await this.#runs.list()).filter((r) => r.schedule_id === schedule.id);
+    if (mine.length > this.#historyLimit) {
+      const old = new Set(mine.sort((a, b) => a.started_at.localeCompare(b.started_at) || a.id.localeCompare(b.id)).slice(0, mine.length - this.#historyLimit).map((r) => r.id));
+      await this.#runs.deleteWhere((r) => old.has(r.id));
+    }
+  }
+
+  /** Stop every timer and every run in progress (their kernels are terminated). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const id of [...this.#timers.keys()]) this.#disarm(id);
+    const running = [...this.#running.values()];
+    await Promise.all(running.map((r) => r.session?.close()));
+    await Promise.allSettled(running.map((r) => r.done));
+  }
+}

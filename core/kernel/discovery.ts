@@ -233,7 +233,7 @@ export class Discovery {
         } catch (err) {
           throw new DropInError(`invalid JSON: ${(err as Error).message}`, { file: relative });
         }
-        version = String(text.length) + ':' + hashString(text);
+        version = jsonDropInVersion(text);
       } else {
         const built = await (prebuilt ?? this.bundle(file));
         inputs = built.inputs;
@@ -297,8 +297,12 @@ export class Discovery {
   }
 }
 
-function hashString(text: string): string {
+/**
+ * The version of a JSON drop-in: its length and FNV-1a hash. Exported so a subsystem that writes a
+ * drop-in file itself (pipelines saved through the API) registers the same version the watcher will.
+ */
+export function jsonDropInVersion(text: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return (h >>> 0).toString(16);
+  return `${text.length}:${(h >>> 0).toString(16)}`;
 }

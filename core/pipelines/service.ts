@@ -31,6 +31,7 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HttpError, conflict, errorMessage, notFound, unprocessable } from '../http/errors.js';
 import type { DropInProblem, Registry, RegistryEntry } from '../kernel/registry.js';
+import { jsonDropInVersion } from '../kernel/discovery.js';
 import type { Collection, Store } from '../storage/store.js';
 import { dependencies, describeProblems, graphView, kindOf, validatePipeline, type GraphView, type StepTargets } from './graph.js';
 import { checkRunInput } from './input.js';
@@ -145,17 +146,6 @@ function nameOfFile(file: string): string {
   return base === 'index' && parts.length > 2 ? parts[parts.length - 2]! : base;
 }
 
-/**
- * The version discovery gives a JSON drop-in: its length and FNV-1a hash (the same function as
- * core/kernel/discovery.ts, which does not export it), so the entry a save registers and the one
- * the watcher reloads from the same bytes carry the same version.
- */
-function contentVersion(text: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return String(text.length) + ':' + (h >>> 0).toString(16);
-}
-
 export class PipelineService {
   readonly #dir: string;
   readonly #runs: Collection<RunRecord>;
@@ -239,7 +229,7 @@ export class PipelineService {
     await rename(temp, file);
     // The same load discovery does, from the same bytes: the watcher's reload changes nothing.
     const loaded = loadPipelineFile(JSON.parse(text), definition.name);
-    this.#registry.set({ kind: PIPELINE_KIND, name: loaded.name, file: relative, definition: loaded, version: contentVersion(text) });
+    this.#registry.set({ kind: PIPELINE_KIND, name: loaded.name, file: relative, definition: loaded, version: jsonDropInVersion(text) });
     this.#registry.clearProblem(PIPELINE_KIND, relative);
     return { created: !existed, file: relative, definition };
   }

@@ -133,8 +133,9 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
   const agents = running.ctx.registry.list('agent').length;
   io.out(`${PLATFORM_NAME} ${VERSION} ready at ${running.url} (workspace ${settings.root}, ${agents} agent${agents === 1 ? '' : 's'})`);
   if (settings.window) {
-    const outcome = openAppWindow(`${running.url}/`);
-    io.out(outcome.opened ? `window: opened with ${outcome.via}` : `window: not opened — ${outcome.reason}; open ${running.url}/ in a browser`);
+    // The Electron shell gets a per-launch token minted into the server's runtime tokens.
+    const outcome = openAppWindow(running.url, { runtimeTokens: running.ctx.runtimeTokens });
+    io.out(outcome.opened ? `window: opened with ${outcome.via}` : `window: not opened — ${outcome.reason}; open ${running.url}/ui/ in a browser`);
   }
   return stopped;
 }

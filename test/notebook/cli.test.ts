@@ -185,6 +185,16 @@ describe('hangar notebook export', () => {
     }
   });
 
+  // CI installs Debian's chromium (the browser tests need it); without one only the test above applies.
+  it.skipIf(!existsSync('/usr/bin/chromium'))('pdf: prints the HTML report with the machine\'s Chromium', async () => {
+    const out = join(dir, 'report.pdf');
+    const r = await cli(['export', example, '--format', 'pdf', '-o', out]);
+    expect(r.code).toBe(0);
+    const pdf = await readFile(out);
+    expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
+    expect(pdf.length).toBeGreaterThan(10_000);
+  }, 60_000);
+
   it('docker: a Dockerfile plus a bundle that really runs the notebook', async () => {
     const out = join(dir, 'docker');
     const r = await cli(['export', example, '--format', 'docker', '-o', out]);

@@ -26,7 +26,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { HttpError, errorMessage } from '../http/errors.js';
-import { formatFrame, SSE_HEADERS } from '../http/sse.js';
+import { formatFrame, openSse } from '../http/sse.js';
 import { formatIssues } from '../http/validate.js';
 import { findAgent } from '../agents/kind.js';
 import { runtimeOf } from '../agents/runtime.js';
@@ -239,7 +239,7 @@ export class A2AJsonRpc {
         case 'tasks/resubscribe': {
           const { id: taskId } = params(TaskIdParams, envelope.data.params);
           const task = await this.find(agent, taskId, principal);
-          return await this.follow(this.requireTasks(), task, this.scope(agent, principal), id, req, res);
+          return await this.follow(this.requireTasks(), task, this.scope(agent, principal), id, res);
         }
         case 'tasks/pushNotificationConfig/set':
         case 'tasks/pushNotificationConfig/get':
@@ -310,12 +310,13 @@ export class A2AJsonRpc {
     const tasks = this.tasks;
     if (!tasks) {
       const message = await this.runUntracked(agent, plan.input, plan.contextId);
-      openStream(res);
-      res.end(formatFrame(undefined, { jsonrpc: '2.0', id, result: message }));
+      const connection = openSse(res);
+      connection.write(formatFrame(undefined, { jsonrpc: '2.0', id, result: message }));
+      connection.close();
       return;
     }
     const task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: plan.input, principal, metadata: plan.taskMetadata });
-    await this.follow(tasks, task, this.scope(agent, principal), id, req, res);
+    await this.follow(tasks, task, this.scope(agent, principal), id, res);
   }
 
   async cancel(agent: string, taskId: string, principal: string): Promise<WireTask> {
@@ -330,28 +331,12 @@ export class A2AJsonRpc {
    * (and an artifact-update with the answer before the final one), closing after `final: true`.
    * A finished task gets its final status at once.
    */
-  private async follow(tasks: TaskService, task: Task, scope: TaskScope, id: RpcId, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    openStream(res);
-    let closed = false;
+  private async follow(tasks: TaskService, task: Task, scope: TaskScope, id: RpcId, res: ServerResponse): Promise<void> {
+    const connection = openSse(res);
+    const finish = connection.close;
     let unsubscribe = () => {};
-    const maxBufferedBytes = 8 * 1024 * 1024;
-    const heartbeat = setInterval(() => res.write(': ping\n\n'), 15_000);
-    heartbeat.unref();
-    const finish = () => {
-      if (closed) return;
-      closed = true;
-      clearInterval(heartbeat);
-      unsubscribe();
-      if (!res.writableEnded) res.end();
-    };
-    req.on('close', finish);
-    res.on('close', finish);
-    const emit = (result: unknown) => {
-      if (closed) return;
-      res.write(formatFrame(undefined, { jsonrpc: '2.0', id, result }));
-      // A reader that stopped reading is cut off rather than buffered without bound.
-      if (res.writableLength > maxBufferedBytes) finish();
-    };
+    connection.onClose(() => unsubscribe());
+    const emit = (result: unknown) => connection.write(formatFrame(undefined, { jsonrpc: '2.0', id, result }));
 
     emit(toWireTask(task));
     const contextId = contextOf(task);
@@ -367,7 +352,7 @@ export class A2AJsonRpc {
 
     let lastSeq = task.last_sequence;
     const onEvent = async (event: TaskEvent) => {
-      if (event.sequence <= lastSeq || closed) return;
+      if (event.sequence <= lastSeq || connection.closed) return;
       lastSeq = event.sequence;
       if (event.type !== 'status') return;
       if (isTerminal(event.status)) return sendFinal();
@@ -377,8 +362,7 @@ export class A2AJsonRpc {
     let chain = Promise.resolve();
     const handle = (work: () => Promise<void> | void) => {
       chain = chain.then(work).catch((err: unknown) => {
-        if (closed) return;
-        res.write(formatFrame(undefined, { jsonrpc: '2.0', id, error: toRpcError(err) }));
+        connection.write(formatFrame(undefined, { jsonrpc: '2.0', id, error: toRpcError(err) }));
         finish();
       });
     };
@@ -410,11 +394,6 @@ function closedSignal(req: IncomingMessage): AbortSignal {
     if (!res.writableFinished) controller.abort(new HttpError(499, 'client closed the request'));
   });
   return controller.signal;
-}
-
-function openStream(res: ServerResponse): void {
-  res.writeHead(200, SSE_HEADERS);
-  res.flushHeaders();
 }
 
 function sendJson(res: ServerResponse, body: unknown): void {

@@ -54,38 +54,74 @@ export function formatFrame(id: number | undefined, data: unknown): string {
 
 export const DONE_FRAME = 'data: [DONE]\n\n';
 
+export interface SseConnectionOptions {
+  headers?: Record<string, string>;
+  heartbeatMs?: number;
+  maxBufferedBytes?: number;
+}
+
+/** An open SSE response: writes that stop once it is closed, and close hooks. */
+export interface SseConnection {
+  readonly closed: boolean;
+  write(chunk: string): void;
+  close(): void;
+  onClose(fn: () => void): void;
+}
+
+/**
+ * Start an SSE response: headers, heartbeats, cut-off of a reader that stops reading, and one close
+ * path whichever side ends it. `serveSse` and the A2A JSON-RPC stream are both built on it.
+ */
+export function openSse(res: ServerResponse, options: SseConnectionOptions = {}): SseConnection {
+  const { heartbeatMs = 15_000, maxBufferedBytes = 8 * 1024 * 1024 } = options;
+  res.writeHead(200, { ...SSE_HEADERS, ...options.headers });
+  res.flushHeaders();
+  let closed = false;
+  const hooks: Array<() => void> = [];
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(heartbeat);
+    for (const hook of hooks.splice(0)) hook();
+    if (!res.writableEnded) res.end();
+  };
+  const write = (chunk: string) => {
+    if (closed) return;
+    res.write(chunk);
+    if (res.writableLength > maxBufferedBytes) close();
+  };
+  const heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
+  heartbeat.unref();
+  // Only the response's 'close' means the client went away: since Node 16 the request emits
+  // 'close' as soon as its body has been read, which for a POST stream (/invoke/stream) is right
+  // after express.json() — listening to it would end every POST stream at once.
+  res.on('close', close);
+  return {
+    get closed() {
+      return closed;
+    },
+    write,
+    close,
+    onClose: (fn) => (closed ? fn() : hooks.push(fn)),
+  };
+}
+
 export async function serveSse<T>(
-  req: IncomingMessage,
+  _req: IncomingMessage,
   res: ServerResponse,
   source: ReplayableSource<T>,
   options: SseOptions<T> = {},
 ): Promise<void> {
-  const { since = 0, heartbeatMs = 15_000, maxBufferedBytes = 8 * 1024 * 1024 } = options;
+  const { since = 0 } = options;
   const toWire = options.toWire ?? ((event: SequencedEvent<T>) => event.data);
+  const connection = openSse(res, options);
+  const { write } = connection;
+  const finish = connection.close;
 
-  res.writeHead(200, { ...SSE_HEADERS, ...options.headers });
-  res.flushHeaders();
-
-  let closed = false;
   let lastSent = since;
-  let unsubscribe: () => void = () => {};
   let ended = false;
   const pending: SequencedEvent<T>[] = [];
   let replaying = true;
-
-  const finish = () => {
-    if (closed) return;
-    closed = true;
-    clearInterval(heartbeat);
-    unsubscribe();
-    if (!res.writableEnded) res.end();
-  };
-
-  const write = (chunk: string) => {
-    if (closed) return;
-    res.write(chunk);
-    if (res.writableLength > maxBufferedBytes) finish();
-  };
 
   const send = (event: SequencedEvent<T>) => {
     if (event.seq <= lastSent) return;
@@ -93,16 +129,9 @@ export async function serveSse<T>(
     write(formatFrame(event.seq, toWire(event)));
   };
 
-  const heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
-  heartbeat.unref();
-  // Only the response's 'close' means the client went away: since Node 16 the request emits
-  // 'close' as soon as its body has been read, which for a POST stream (/invoke/stream) is right
-  // after express.json() — listening to it would end every POST stream at once.
-  res.on('close', finish);
-
   // Subscribe before replaying so nothing appended during an async replay falls in the gap;
   // events that arrive meanwhile wait in `pending` and duplicates are dropped by sequence.
-  unsubscribe = source.subscribe(
+  const unsubscribe = source.subscribe(
     (event) => (replaying ? pending.push(event) : send(event)),
     () => {
       ended = true;
@@ -112,6 +141,8 @@ export async function serveSse<T>(
       }
     },
   );
+
+  connection.onClose(unsubscribe);
 
   const replay = await source.replay(since);
   if (replay.truncated) {

@@ -106,6 +106,10 @@ describe('GET /api/algorithm-match/{var_name}', () => {
     expect(Date.now() - started).toBeLessThan(3000);
     expect(res.body.data_characteristics.budget_ms).toBe(100);
     expect(res.body.recommendations.length).toBeGreaterThan(0);
+    // Whatever the budget, the cheapest candidate gets at least one fold.
+    const tiny = await match('flowers', '?target=species&budget_ms=100');
+    expect(tiny.body.recommendations.map((r: { name: string }) => r.name)).toContain('Logistic Regression');
+    expect(tiny.body.recommendations.length + tiny.body.data_characteristics.not_scored.length).toBe(4);
   });
 
   it('answers 404, 422 (not tabular) and 422 (unknown target) like smartprep', async () => {

@@ -81,6 +81,16 @@ describe('patterns', () => {
     expect(cells[1].outputs[0].data['text/plain']).toContain('north');
   });
 
+  it('answers 404 for an unknown pattern or notebook and 422 for a bad search body', async () => {
+    expect((await server.request('/api/patterns/nope/apply', { method: 'POST', json: { notebook: nb } })).status).toBe(404);
+    const ghost = await server.request('/api/patterns/train-test-split/apply', { method: 'POST', json: { notebook: 'ghost.nb.ts', params: { data: 'sales' } } });
+    expect(ghost.status).toBe(404);
+    expect(ghost.body.detail).toBe('notebook ghost.nb.ts not found');
+    const bad = await server.request('/api/patterns/search', { method: 'POST', json: { tags: 'sales' } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail).toMatch(/body\.tags/);
+  });
+
   it('refuses to apply without every placeholder value', async () => {
     const res = await server.request('/api/patterns/revenue-by-region/apply', { method: 'POST', json: { notebook: nb } });
     expect(res.status).toBe(422);

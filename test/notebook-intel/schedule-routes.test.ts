@@ -15,6 +15,14 @@ describe('schedule routes (real clock)', () => {
       expect(bad.status).toBe(422);
       expect(bad.body.detail).toMatch(/^invalid cron expression "every tuesday": .+/);
       expect((await first.request('/api/notebooks/ghost.nb.ts/schedules', { method: 'POST', json: { cron: '* * * * *' } })).status).toBe(404);
+      const zone = await first.request('/api/notebooks/nightly.nb.ts/schedules', { method: 'POST', json: { cron: '0 3 * * *', timezone: 'Nowhere/Land' } });
+      expect(zone.status).toBe(422);
+      expect(zone.body.detail).toMatch(/^invalid timezone "Nowhere\/Land"/);
+      expect((await first.request('/api/notebooks/nightly.nb.ts/schedules', { method: 'POST', json: {} })).body.detail).toMatch(/body\.cron/);
+      for (const path of ['/api/schedules/nope/pause', '/api/schedules/nope/resume']) {
+        expect((await first.request(path, { method: 'POST' })).status).toBe(404);
+      }
+      expect((await first.request('/api/schedules/nope', { method: 'DELETE' })).status).toBe(404);
 
       // Every second (croner's optional seconds field), so the test sees real runs quickly.
       const created = await first.request('/api/notebooks/nightly.nb.ts/schedules', { method: 'POST', json: { cron: '* * * * * *', timezone: 'UTC', name: 'tick' } });

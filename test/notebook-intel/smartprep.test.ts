@@ -72,6 +72,36 @@ describe('GET /api/smartprep/{var_name}', () => {
     }
   }, 120_000);
 
+  it('fixes the other kinds too: categorical and date gaps, mostly-missing columns, stray types, many categories, a numeric leak', async () => {
+    await runCell(server, nb, `const shop = Array.from({ length: 300 }, (_, i) => ({
+  city: i % 10 === 4 ? null : ['Oslo', 'Bergen', 'Oslo', 'Bodo'][i % 4],
+  joined: i % 20 === 6 ? null : new Date(Date.UTC(2024, i % 12, 1 + (i % 27))),
+  notes: i % 10 < 7 ? null : i % 2 ? 'called back' : 'emailed',
+  active: i % 20 === 1 ? 'yes' : i % 3 === 0,
+  zip: 'Z-' + ((i * 7) % 80),
+  code: i % 20 === 2 ? 7 : 'A' + (i % 9),
+  size: 40 + ((i * 37) % 60),
+  price: 1000 + ((i * 37) % 60) * 5 + ((i * 13) % 50) * 20,
+  price_with_tax: (1000 + ((i * 37) % 60) * 5 + ((i * 13) % 50) * 20) * 1.25,
+}));`);
+    const res = await prep('shop', '?target=price');
+    expect(res.status, res.text).toBe(200);
+    const byKey = new Map(res.body.suggestions.map((s: { type: string; column: string }) => [`${s.type}:${s.column}`, s]));
+    const expected = ['missing_values:city', 'missing_values:joined', 'missing_values:notes', 'mixed_types:active', 'mixed_types:code', 'high_cardinality:zip', 'target_leakage:price_with_tax'];
+    expect([...byKey.keys()], [...byKey.keys()].join(' ')).toEqual(expect.arrayContaining(expected));
+    expect(byKey.has('target_leakage:size')).toBe(false);
+    expect((byKey.get('missing_values:notes') as { code: string }).code).toContain('_aq.not("notes")');
+    expect((byKey.get('high_cardinality:zip') as { title: string }).title).toBe('zip has 80 categories');
+    for (const key of expected) {
+      const suggestion = byKey.get(key) as { type: string; column: string; code: string; fixed_as: string };
+      const cell = await runCell(server, nb, suggestion.code);
+      expect(cell.state, `${key}\n${suggestion.code}\n${JSON.stringify(cell.outputs)}`).toBe('success');
+      const after = await prep(suggestion.fixed_as, '?target=price');
+      const still = after.body.suggestions.filter((s: { type: string; column: string }) => s.type === suggestion.type && s.column === suggestion.column);
+      expect(still, `${key} is still reported after its fix`).toEqual([]);
+    }
+  }, 120_000);
+
   it('answers 404 naming an unknown variable', async () => {
     const res = await prep('nope');
     expect(res.status).toBe(404);
@@ -99,5 +129,20 @@ describe('GET /api/smartprep/{var_name}', () => {
     const res = await prep('messy', '?notebook=idle.nb.ts');
     expect(res.status).toBe(404);
     expect(res.body.detail).toMatch(/variable "messy" is not defined in notebook idle\.nb\.ts/);
+  });
+
+  it('answers 409 when several running notebooks define the name, and ?notebook= picks one', async () => {
+    await notebookWith(server, 'other', ['const messy = [{ a: 1 }, { a: 2 }, { a: 2 }];']);
+    try {
+      const both = await prep('messy');
+      expect(both.status).toBe(409);
+      expect(both.body.detail).toMatch(/defined in several notebooks \(.*other\.nb\.ts.*\); say which with \?notebook=/);
+      expect(both.body.detail).toContain('prep.nb.ts');
+      const picked = await prep('messy', '?notebook=other.nb.ts');
+      expect(picked.body).toMatchObject({ rows: 3, columns: 1 });
+      expect((await prep('messy', `?notebook=${nb}`)).body.rows).toBe(205);
+    } finally {
+      await server.request('/api/notebooks/other.nb.ts/session', { method: 'DELETE' });
+    }
   });
 });

@@ -247,3 +247,35 @@ describe('OpenAPI', () => {
     }
   });
 });
+
+describe('error paths of the tool routes', () => {
+  it('answers 404 for an unknown notebook on every notebook-scoped tool', async () => {
+    const ghost = '/api/notebooks/ghost.nb.ts/tools';
+    for (const [method, path, json] of [
+      ['GET', `${ghost}/profile`, undefined],
+      ['POST', `${ghost}/benchmark`, { cell: 'x', runs: 1 }],
+      ['POST', `${ghost}/validate`, { variable: 'rows', rules: [{ column: 'id', unique: true }] }],
+      ['GET', `${ghost}/analyze`, undefined],
+      ['GET', `${ghost}/history`, undefined],
+      ['GET', `${ghost}/lineage/rows`, undefined],
+      ['GET', `${ghost}/dependencies`, undefined],
+    ] as const) {
+      const res = await server.request(path, { method, ...(json ? { json } : {}) });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.body.detail).toMatch(/notebook ghost\.nb\.ts not found/);
+    }
+  });
+
+  it('answers 404 for an unknown cell or variable and 422 for bad bodies', async () => {
+    expect((await server.request(`${api}/tools/benchmark`, { method: 'POST', json: { cell: 'nocell', runs: 1 } })).status).toBe(404);
+    const unknownVar = await server.request(`${api}/tools/validate`, { method: 'POST', json: { variable: 'nothing', rules: [{ column: 'a', unique: true }] } });
+    expect(unknownVar.status).toBe(404);
+    expect(unknownVar.body.detail).toContain('variable "nothing" is not defined in notebook tools.nb.ts');
+    const noRules = await server.request(`${api}/tools/validate`, { method: 'POST', json: { variable: 'rows', rules: [] } });
+    expect(noRules.status).toBe(422);
+    expect(noRules.body.detail).toMatch(/body\.rules/);
+    expect((await server.request('/api/tools/convert', { method: 'POST', json: { notebook: 'ghost.nb.ts' } })).status).toBe(404);
+    expect((await server.request('/api/tools/convert', { method: 'POST', json: { notebook: '../escape.nb.ts' } })).status).toBe(422);
+    expect((await server.request('/api/tools/diff', { method: 'POST', json: { a: nb } })).status).toBe(422);
+  });
+});

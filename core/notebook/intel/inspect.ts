@@ -10,7 +10,7 @@ import type { NotebookSession } from '../session.js';
 import { intelWorkerFile } from './bundle.js';
 import type { WorkerAnswer } from './worker/entry.js';
 
-export type IntelFunction = 'smartprepCall' | 'algorithmMatchCall' | 'validateCall';
+export type IntelFunction = 'smartprepCall' | 'algorithmMatchCall' | 'validateCall' | 'presentCall';
 
 async function runningSessions(service: NotebookService, notebook: string | undefined): Promise<Array<{ id: string; session: NotebookSession }>> {
   if (notebook) return [{ id: notebook, session: await service.open(notebook) }];
@@ -24,24 +24,29 @@ async function runningSessions(service: NotebookService, notebook: string | unde
  * 409 when several do and `notebook` was not given; the function's own 404/422 pass through.
  */
 export async function callOnVariable<T>(service: NotebookService, input: { notebook?: string; name: string; fn: IntelFunction; args: unknown }): Promise<T> {
+  const module = intelWorkerFile();
   const sessions = await runningSessions(service, input.notebook);
-  const found: Array<{ id: string; answer: WorkerAnswer<T> }> = [];
+  // A cheap presence check first, so the analysis runs once, in the one kernel that has the value.
+  const holders: Array<{ id: string; session: NotebookSession }> = [];
   const known = new Set<string>();
-  for (const { id, session } of sessions) {
-    if (!session.kernel.running) continue;
-    const result = await session.kernel.call({ module: intelWorkerFile(), fn: input.fn, name: input.name, args: input.args });
+  for (const entry of sessions) {
+    if (!entry.session.kernel.running) continue;
+    const result = await entry.session.kernel.call({ module, fn: 'presentCall', name: input.name });
     if ('missing' in result) result.names.forEach((n) => known.add(n));
-    else found.push({ id, answer: result.value as WorkerAnswer<T> });
+    else holders.push(entry);
   }
-  if (found.length === 0) {
+  if (holders.length === 0) {
     const where = input.notebook ? `in notebook ${input.notebook}` : 'in any running notebook';
     const hint = known.size ? `; defined variables: ${[...known].sort().join(', ')}` : input.notebook ? '; run the cell that defines it first' : '; open a notebook and run the cell that defines it first';
     throw notFound(`variable "${input.name}" is not defined ${where}${hint}`);
   }
-  if (found.length > 1) {
-    throw conflict(`variable "${input.name}" is defined in several notebooks (${found.map((f) => f.id).join(', ')}); say which with ?notebook=`);
+  if (holders.length > 1) {
+    throw conflict(`variable "${input.name}" is defined in several notebooks (${holders.map((h) => h.id).join(', ')}); say which with ?notebook=`);
   }
-  const answer = found[0].answer;
+  const result = await holders[0].session.kernel.call({ module, fn: input.fn, name: input.name, args: input.args });
+  // Deleted between the two calls (a cell re-ran meanwhile): same answer as never defined.
+  if ('missing' in result) throw notFound(`variable "${input.name}" is not defined in notebook ${holders[0].id}`);
+  const answer = result.value as WorkerAnswer<T>;
   if ('error' in answer) throw new HttpError(answer.error.status, answer.error.message);
   return answer.ok;
 }

@@ -15,6 +15,7 @@ import * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
 import { transformSync } from 'esbuild';
 import { conflict, notFound, unprocessable } from '../../http/errors.js';
+import { packageRoot } from '../assets.js';
 import { diffNotebooks, formatDiffText } from '../diff.js';
 import { convertedPath, formatOf, readNotebookFile, serializeNotebook } from '../formats.js';
 import { ancestors, descendants } from '../graph.js';
@@ -162,7 +163,13 @@ export class NotebookTools {
     return { notebook: id, total_ms: round(cells.reduce((a, c) => a + c.total_ms, 0)), cells };
   }
 
-  /** 2. Benchmark: run one cell N times in the kernel (its inputs as they are) and time each run. */
+  /**
+   * 2. Benchmark: run one cell N times in the kernel (its inputs as they are) and time each run.
+   * Only the cell runs, not its dependents: the point is its own cost. Runs go straight to the
+   * kernel, whose single thread takes tasks one at a time, so they interleave with queued cells
+   * but never overlap them. Accepted edge case: a cell with side effects (random values) leaves
+   * its names holding the last benchmark run's values while its shown outputs are the session's.
+   */
   async benchmark(id: string, input: { cell: string; runs: number }) {
     const session = await this.#open(id);
     const cell = session.cell(input.cell);
@@ -269,7 +276,6 @@ export class NotebookTools {
     const readJson = async (file: string) => JSON.parse(await readFile(file, 'utf8').catch(() => '{}')) as { dependencies?: Record<string, string>; version?: string };
     const installed = async (base: string, deps: Record<string, string> = {}) =>
       Promise.all(Object.entries(deps).sort().map(async ([name, wanted]) => ({ name, wanted, installed: (await readJson(join(base, 'node_modules', name, 'package.json'))).version ?? null })));
-    const { packageRoot } = await import('../assets.js');
     const hangarRoot = packageRoot();
     const notebooksDir = this.notebooks.dir;
     const memory = process.memoryUsage();

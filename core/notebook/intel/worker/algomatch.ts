@@ -6,14 +6,16 @@
  *
  * Budget: `budget_ms` (default 5 s) counts from the call, reading the frame included. A fold is
  * started only when its projected time (the candidate's previous fold, or for the forest its
- * trees' share of the single tree's time) still fits; candidates run cheapest first, so the
- * answer always has the fast ones scored. Candidates left unscored are listed in
- * `data_characteristics.not_scored`, never given an invented score.
+ * trees' share of the single tree's time) still fits; candidates run cheapest first, and the
+ * first fold of the first one (k = 2 for clustering) always runs, so an answer has a score.
+ * Candidates left unscored are listed in `data_characteristics.not_scored`, never given an
+ * invented score.
  *
  * Sample: at most 1,000 rows, drawn with a fixed seed so the same data gets the same answer.
  * CART in mljs searches every threshold of every feature, which is quadratic in the rows of a
- * node; 1,000 rows keep a forest fold well under a second on one core while leaving a
- * cross-validation estimate whose spread (reported as `std`) is a few points.
+ * node; at 1,000 rows a single tree's fold takes ~150 ms on one core with 35 encoded features
+ * (a 20-tree forest ~2.5 s, see bench/notebook-intel.bench.ts), and the cross-validation
+ * estimate's spread (reported as `std`) stays at a few points.
  */
 import { DecisionTreeClassifier, DecisionTreeRegression } from 'ml-cart';
 import { kmeans } from 'ml-kmeans';
@@ -365,7 +367,7 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
     characteristics.metric = 'silhouette';
     const maxK = Math.min(6, sample.length - 1);
     for (let k = 2; k <= maxK; k++) {
-      if (performance.now() - started > budget) {
+      if (k > 2 && performance.now() - started > budget) {
         notScored.push(`K-Means (k=${k})`);
         continue;
       }
@@ -405,7 +407,9 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
       let fitMs = 0;
       for (let f = 0; f < folds; f++) {
         const projected = scores.length ? fitMs / scores.length : cand.projected?.(measured) ?? 0;
-        if (performance.now() - started + projected > budget) break;
+        // The first fold of the first (cheapest) candidate always runs: an answer with no score is no answer.
+        const first = recommendations.length === 0 && scores.length === 0 && notScored.length === 0;
+        if (!first && performance.now() - started + projected > budget) break;
         const train: number[] = [];
         const test: number[] = [];
         for (let i = 0; i < sample.length; i++) (foldOf[i] === f ? test : train).push(i);

@@ -131,8 +131,12 @@ export interface ColumnProfile {
   /** The kind most present values have. */
   kind: ValueKind | 'empty';
   distinct: number;
-  /** Distinct values (as strings), only collected while there are at most `DISTINCT_LIMIT`. */
-  counts: Map<string, number>;
+  /**
+   * Count of each distinct value, only kept while there are at most `DISTINCT_LIMIT`. Keys are the
+   * values themselves for numbers, text and booleans (a Map keeps 1 and "1" apart), and a
+   * `valueKey` string for dates and objects.
+   */
+  counts: Map<unknown, number>;
   numericStrings: number;
   dateStrings: number;
   /** Finite numbers of the column (numbers only, not numeric strings). */
@@ -142,11 +146,23 @@ export interface ColumnProfile {
 /** Past this many distinct values a column's value counts stop being tracked (memory bound). */
 export const DISTINCT_LIMIT = 5000;
 
+/** The key a value is counted under in `ColumnProfile.counts`. */
+export function valueKey(v: unknown): unknown {
+  if (v instanceof Date) return `\u0000date:${v.getTime()}`;
+  if (typeof v === 'object' && v !== null) return `\u0000json:${JSON.stringify(v)}`;
+  return v;
+}
+
+/** 0 = ordinary text, 1 = a number written as text, 2 = a date written as text. */
+const textClass = (s: string): 0 | 1 | 2 => (isNumericString(s) ? 1 : isDateString(s) ? 2 : 0);
+
 export function profileColumn(name: string, values: unknown[]): ColumnProfile {
   const kinds: Partial<Record<ValueKind, number>> = {};
-  const counts = new Map<string, number>();
-  let overflow = false;
-  const distinctBig = new Set<unknown>();
+  // Value counting is the hot loop of smart preprocessing (rows × columns): raw values as Map
+  // keys avoid building a string per value, and text is classified once per distinct value.
+  let counts = new Map<unknown, number>();
+  let overflow: Set<unknown> | undefined;
+  const textClasses = new Map<string, 0 | 1 | 2>();
   let missing = 0;
   let numericStrings = 0;
   let dateStrings = 0;
@@ -164,17 +180,22 @@ export function profileColumn(name: string, values: unknown[]): ColumnProfile {
       if (Number.isFinite(num)) numbers[n++] = num;
     } else if (kind === 'string') {
       const s = v as string;
-      if (isNumericString(s)) numericStrings++;
-      else if (isDateString(s)) dateStrings++;
+      let cls = textClasses.get(s);
+      if (cls === undefined) {
+        cls = textClass(s);
+        if (textClasses.size < DISTINCT_LIMIT) textClasses.set(s, cls);
+      }
+      if (cls === 1) numericStrings++;
+      else if (cls === 2) dateStrings++;
     }
-    const key = kind === 'date' ? `d:${(v as Date).getTime()}` : kind === 'object' ? JSON.stringify(v) : `${kind[0]}:${String(v)}`;
+    const key = kind === 'date' || kind === 'object' ? valueKey(v) : v;
     if (!overflow) {
       counts.set(key, (counts.get(key) ?? 0) + 1);
       if (counts.size > DISTINCT_LIMIT) {
-        overflow = true;
-        for (const k of counts.keys()) distinctBig.add(k);
+        overflow = new Set(counts.keys());
+        counts = new Map();
       }
-    } else distinctBig.add(key);
+    } else overflow.add(key);
   }
   const present = values.length - missing;
   let kind: ColumnProfile['kind'] = 'empty';
@@ -191,8 +212,8 @@ export function profileColumn(name: string, values: unknown[]): ColumnProfile {
     present,
     kinds,
     kind,
-    distinct: overflow ? distinctBig.size : counts.size,
-    counts: overflow ? new Map() : counts,
+    distinct: overflow ? overflow.size : counts.size,
+    counts,
     numericStrings,
     dateStrings,
     numbers: numbers.subarray(0, n),

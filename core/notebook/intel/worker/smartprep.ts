@@ -8,7 +8,7 @@
  */
 import * as fix from './fixes.js';
 import {
-  checkTarget, isMissing, kindOf, pearson, profileColumn, quantile, skewness, toFrame,
+  checkTarget, isMissing, pearson, profileColumn, quantile, skewness, toFrame, valueKey,
   type ColumnProfile, type Frame,
 } from './frame.js';
 
@@ -279,28 +279,49 @@ export function smartprep(value: unknown, args: { variable: string; target?: str
 }
 
 const round = (x: number) => Number(x.toPrecision(4));
-const label = (key: string) => JSON.stringify(key.slice(2));
+const label = (key: unknown) => JSON.stringify(typeof key === 'string' ? key.replace(/^\u0000(date|json):/, '') : key);
 
 function sampleOf(p: ColumnProfile): string {
-  for (const k of p.counts.keys()) if (k.startsWith('s:')) return k.slice(2).slice(0, 40);
+  for (const k of p.counts.keys()) if (typeof k === 'string') return k.slice(0, 40);
   return '';
 }
 
-/** Rows identical to an earlier row, compared on every column. */
+/**
+ * Rows identical to an earlier row, compared on every column (missing values compare equal).
+ * Each column's values are first replaced by small integer ids, then rows are bucketed by a
+ * 53-bit hash of their ids and compared id by id only within a bucket: no per-row key string.
+ */
 function countDuplicates(frame: Frame): number {
-  const cols = frame.columns.map((c) => frame.column(c));
-  const seen = new Set<string>();
-  let duplicates = 0;
-  const parts = new Array<string>(cols.length);
-  for (let r = 0; r < frame.rows; r++) {
-    for (let c = 0; c < cols.length; c++) {
-      const v = cols[c][r];
-      // Type-tagged so 1 and "1" differ; \u0001 cannot appear by accident in ordinary data.
-      parts[c] = v instanceof Date ? `d${v.getTime()}` : typeof v === 'object' && v !== null ? `o${JSON.stringify(v)}` : `${typeof v}${String(v)}`;
+  const n = frame.rows;
+  const idColumns = frame.columns.map((c) => {
+    const values = frame.column(c);
+    const idOf = new Map<unknown, number>();
+    const ids = new Int32Array(n);
+    for (let r = 0; r < n; r++) {
+      const v = values[r];
+      const key = isMissing(v) ? undefined : valueKey(v);
+      let id = idOf.get(key);
+      if (id === undefined) idOf.set(key, (id = idOf.size));
+      ids[r] = id;
     }
-    const key = parts.join('\u0001');
-    if (seen.has(key)) duplicates++;
-    else seen.add(key);
+    return ids;
+  });
+  const same = (a: number, b: number) => idColumns.every((ids) => ids[a] === ids[b]);
+  const buckets = new Map<number, number[]>();
+  let duplicates = 0;
+  for (let r = 0; r < n; r++) {
+    // FNV-1a and djb2 over the ids, combined into one exact double key.
+    let h1 = 2166136261;
+    let h2 = 5381;
+    for (const ids of idColumns) {
+      h1 = Math.imul(h1 ^ ids[r], 16777619);
+      h2 = (Math.imul(h2, 33) + ids[r]) | 0;
+    }
+    const key = (h1 >>> 0) * 2097152 + ((h2 >>> 0) & 0x1fffff);
+    const bucket = buckets.get(key);
+    if (!bucket) buckets.set(key, [r]);
+    else if (bucket.some((q) => same(q, r))) duplicates++;
+    else bucket.push(r);
   }
   return duplicates;
 }
@@ -314,7 +335,7 @@ function findLeaks(frame: Frame, profiles: Map<string, ColumnProfile>, target: s
   if (tp.kind === 'number' && !classTarget) yNum = y.map((v) => (typeof v === 'number' && Number.isFinite(v) ? v : null));
   else if (classTarget && tp.counts.size === 2) {
     const first = [...tp.counts.keys()][0];
-    yNum = y.map((v) => (isMissing(v) ? null : `${kindOf(v)[0]}:${String(v)}` === first ? 1 : 0));
+    yNum = y.map((v) => (isMissing(v) ? null : valueKey(v) === first ? 1 : 0));
   } else if (tp.kind === 'number') yNum = y.map((v) => (typeof v === 'number' && Number.isFinite(v) ? v : null));
   for (const p of profiles.values()) {
     if (p.name === target || p.present === 0 || p.distinct <= 1) continue;

@@ -19,7 +19,7 @@ const hangarArgs = (root: string) => [path.join(repo, 'bin', 'hangar.mjs'), '--n
 async function appendLatency(count: number): Promise<number> {
   const root = await workspace({});
   const threads = new ThreadService(new LowdbStore(root), new UnconfiguredProvider());
-  // Fill in batches: concurrent writes to one shard coalesce, so 10,000 threads load in seconds.
+  // Fill in batches: concurrent writes are group-committed, so 10,000 threads load in seconds.
   for (let start = 0; start < count; start += 1000) {
     await Promise.all(
       Array.from({ length: Math.min(1000, count - start) }, async (_, i) => {

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Low } from 'lowdb';
 import { DataFile } from 'lowdb/node';
+import { AppendLog } from './append-log.js';
 import type { Collection, CollectionOptions, CollectionStats, Store, StoreStats } from './store.js';
 
 type ShardData<T> = { records: Record<string, T> };
@@ -157,6 +158,14 @@ class LowdbCollection<T> implements Collection<T> {
 /** The lowdb implementation of `Store`, rooted at `WORKSPACE/.hangar/data`. */
 export class LowdbStore implements Store {
   private readonly collections = new Map<string, { shards: number; collection: LowdbCollection<unknown> }>();
+  private readonly logs = new Map<string, AppendLog<unknown>>();
+
+  appendLog<T>(name: string): AppendLog<T> {
+    if (!SAFE_NAME.test(name)) throw new Error(`invalid log name "${name}"`);
+    let log = this.logs.get(name);
+    if (!log) this.logs.set(name, (log = new AppendLog<unknown>(path.join(this.root, '_logs'), name)));
+    return log as AppendLog<T>;
+  }
 
   constructor(readonly root: string) {}
 
@@ -194,10 +203,11 @@ export class LowdbStore implements Store {
     } catch {
       names = [];
     }
-    for (const name of new Set([...names, ...this.collections.keys()])) {
+    for (const name of new Set([...names.filter((n) => n !== '_logs'), ...this.collections.keys()])) {
       const open = this.collections.get(name)?.collection;
       collections[name] = open ? await open.stats() : await statsFromDisk(path.join(this.root, name));
     }
+    for (const [name, log] of this.logs) collections[name] = await log.stats();
     const values = Object.values(collections);
     return {
       backend: 'lowdb',
@@ -209,7 +219,10 @@ export class LowdbStore implements Store {
   }
 
   async flush(): Promise<void> {
-    await Promise.all([...this.collections.values()].map(({ collection }) => collection.flush()));
+    await Promise.all([
+      ...[...this.collections.values()].map(({ collection }) => collection.flush()),
+      ...[...this.logs.values()].map((log) => log.flush()),
+    ]);
   }
 }
 

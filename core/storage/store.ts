@@ -1,3 +1,5 @@
+import type { AppendLog } from './append-log.js';
+
 /**
  * The store interface every subsystem persists through. Records are JSON values keyed by id inside
  * named collections. Reads are served from memory; a mutation resolves only once it is on disk
@@ -50,6 +52,8 @@ export interface StoreStats {
 
 export interface Store {
   collection<T>(name: string, options?: CollectionOptions): Collection<T>;
+  /** A keyed append-only log (see append-log.ts): appends cost the same however much it holds. */
+  appendLog<T>(name: string): AppendLog<T>;
   stats(): Promise<StoreStats>;
   /** Resolves when every pending write is on disk. */
   flush(): Promise<void>;

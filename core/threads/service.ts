@@ -1,27 +1,28 @@
 /**
  * Conversation threads, per agent: records, messages, summaries, forks and lineage.
  *
- * Storage layout (why two collections): thread records are small and listed often; messages grow.
- * Messages live in their own collection, one record per thread, sharded 256 ways by thread, so an
- * append rewrites one shard holding about 1/256 of the threads — appending stays as fast with
- * 10,000 threads as with 10. The summary is cached inside the messages record with the message
- * `version` it was made from, so any change to the messages (append, clear) invalidates it for free.
+ * Storage layout: thread records are small and listed often (a lowdb collection); messages grow,
+ * so they live in an append-only log (core/storage/append-log.ts) keyed by thread — an append writes
+ * one line at the end of one file, as fast with 10,000 threads as with 10. The summary is cached in
+ * its own collection with the messages `version` it was made from, so any change to the messages
+ * (append, clear) invalidates it for free.
  *
- * Concurrency: appends go through the store's atomic `update`, so 50 concurrent appends to one
- * thread all land (in arrival order).
+ * Concurrency: an append updates memory synchronously and then waits for its line to be written,
+ * so 50 concurrent appends to one thread all land (in arrival order).
  */
 import { randomUUID } from 'node:crypto';
 import { badRequest, conflict, notFound, unprocessable } from '../http/errors.js';
+import type { AppendLog } from '../storage/append-log.js';
 import type { Collection, Store } from '../storage/store.js';
 import type { ModelProvider } from '../agents/model.js';
 import type { ChatMessage } from '../agents/types.js';
 import type { CreateThreadRequest, ForkThreadRequest, Message, Thread, UpdateThreadRequest } from './schemas.js';
 
-interface MessagesRecord {
-  messages: Message[];
-  /** Bumped by every change; the cached summary is valid only for the version it was made from. */
+interface CachedSummary {
+  text: string;
+  /** The messages version it was made from; valid only while the messages are at that version. */
   version: number;
-  summary?: { text: string; version: number; method: 'model' | 'extractive' };
+  method: 'model' | 'extractive';
 }
 
 export interface LineageEntry {
@@ -34,17 +35,17 @@ const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
 
 export class ThreadService {
   private readonly threads: Collection<Thread>;
-  private readonly messageLog: Collection<MessagesRecord>;
+  private readonly messageLog: AppendLog<Message>;
+  private readonly summaries: Collection<CachedSummary>;
 
   constructor(
     store: Store,
     private readonly provider: ModelProvider,
     private readonly onModelError: (err: unknown) => void = () => {},
-    /** Fixed per workspace once written (the store refuses another count for an existing collection). */
-    messageShards = 256,
   ) {
     this.threads = store.collection<Thread>('threads', { shards: 64 });
-    this.messageLog = store.collection<MessagesRecord>('thread_messages', { shards: messageShards });
+    this.messageLog = store.appendLog<Message>('thread_messages');
+    this.summaries = store.collection<CachedSummary>('thread_summaries', { shards: 16 });
   }
 
   async create(agent: string, request: CreateThreadRequest): Promise<Thread> {
@@ -118,6 +119,7 @@ export class ThreadService {
   async delete(agent: string, threadId: string): Promise<void> {
     await this.get(agent, threadId);
     await this.messageLog.delete(key(agent, threadId));
+    await this.summaries.delete(key(agent, threadId));
     await this.threads.delete(key(agent, threadId));
   }
 
@@ -129,17 +131,12 @@ export class ThreadService {
       timestamp: m.timestamp ?? now,
       ...('metadata' in m && m.metadata ? { metadata: m.metadata } : {}),
     }));
-    const record = await this.messageLog.update(key(agent, threadId), (current) => ({
-      messages: [...(current?.messages ?? []), ...stamped],
-      version: (current?.version ?? 0) + 1,
-      summary: current?.summary,
-    }));
-    return record!.messages.length;
+    return (await this.messageLog.append(key(agent, threadId), stamped)).items.length;
   }
 
   /** Every message, oldest first (no thread check: a missing thread has none). */
   async allMessages(agent: string, threadId: string): Promise<Message[]> {
-    return (await this.messageLog.get(key(agent, threadId)))?.messages ?? [];
+    return [...((await this.messageLog.get(key(agent, threadId)))?.items ?? [])];
   }
 
   /** The newest `max` messages (all when `max` is null), oldest first — chat history. */
@@ -157,7 +154,7 @@ export class ThreadService {
 
   async clear(agent: string, threadId: string): Promise<void> {
     await this.get(agent, threadId);
-    await this.messageLog.update(key(agent, threadId), (current) => ({ messages: [], version: (current?.version ?? 0) + 1 }));
+    await this.messageLog.set(key(agent, threadId), []);
   }
 
   /**
@@ -169,10 +166,11 @@ export class ThreadService {
     await this.get(agent, threadId);
     const record = await this.messageLog.get(key(agent, threadId));
     const version = record?.version ?? 0;
-    if (record?.summary && record.summary.version === version) {
-      return { thread_id: threadId, summary: record.summary.text, method: record.summary.method };
+    const cached = await this.summaries.get(key(agent, threadId));
+    if (cached && cached.version === version) {
+      return { thread_id: threadId, summary: cached.text, method: cached.method };
     }
-    const messages = record?.messages ?? [];
+    const messages = [...(record?.items ?? [])];
     let text: string | undefined;
     let method: 'model' | 'extractive' = 'extractive';
     if (this.provider.configured && messages.length > 0) {
@@ -186,10 +184,10 @@ export class ThreadService {
     const cache = text !== undefined;
     text ??= extractiveSummary(messages);
     if (cache || !this.provider.configured) {
-      await this.messageLog.update(key(agent, threadId), (current) =>
-        // Only cache if nothing changed while the summary was being made.
-        current && current.version === version ? { ...current, summary: { text: text!, version, method } } : current,
-      );
+      // Only cache if nothing changed while the summary was being made.
+      if ((await this.messageLog.get(key(agent, threadId)))?.version === version) {
+        await this.summaries.put(key(agent, threadId), { text, version, method });
+      }
     }
     return { thread_id: threadId, summary: text, method };
   }
@@ -228,7 +226,7 @@ export class ThreadService {
       return current ?? fork;
     });
     if (existed) throw conflict(`thread '${id}' already exists for agent '${agent}'`);
-    await this.messageLog.put(key(agent, id), { messages: messages.slice(0, index + 1), version: 1 });
+    await this.messageLog.set(key(agent, id), messages.slice(0, index + 1));
     return fork;
   }
 

@@ -32,11 +32,14 @@ export function packageRoot(): string {
 }
 
 /**
- * Path of a runnable CommonJS bundle of `entry` (relative to the package root, e.g.
- * 'core/ml/worker.ts'), building it once per process. Concurrent processes never see half a file:
- * the bundle is written to a temporary name and renamed.
+ * Path of a runnable bundle of `entry` (relative to the package root, e.g. 'core/ml/worker.ts'),
+ * building it once per process. Concurrent processes never see half a file: the bundle is written
+ * to a temporary name and renamed.
+ *
+ * `format: 'esm'` is only for modules loaded with `import()` inside a worker (never `require()`d
+ * by piscina), e.g. the notebook's analysis functions, whose dependencies include ES-only packages.
  */
-export function workerBundle(entry: string): string {
+export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs' | 'esm' } = {}): string {
   const cachedPath = built.get(entry);
   if (cachedPath) return cachedPath;
   const root = packageRoot();
@@ -44,18 +47,19 @@ export function workerBundle(entry: string): string {
     entryPoints: [join(root, entry)],
     bundle: true,
     platform: 'node',
-    format: 'cjs',
+    format,
     target: 'node20',
     packages: 'external',
     write: false,
-    outfile: 'worker.cjs',
+    outfile: `worker.${format === 'cjs' ? 'cjs' : 'mjs'}`,
     logLevel: 'silent',
   });
   const code = result.outputFiles[0]!.text;
   const name = entry.replace(/^core\//, '').replace(/\.ts$/, '').replace(/[/\\]/g, '-');
   const hash = createHash('sha256').update(code).digest('hex').slice(0, 12);
+  const ext = format === 'cjs' ? 'cjs' : 'mjs';
   const cache = join(root, 'node_modules', '.cache', 'hangar-workers');
-  const target = join(cache, `${name}.${hash}.cjs`);
+  const target = join(cache, `${name}.${hash}.${ext}`);
   if (!existsSync(target)) {
     mkdirSync(cache, { recursive: true });
     const tmp = `${target}.${process.pid}.tmp`;
@@ -63,7 +67,7 @@ export function workerBundle(entry: string): string {
     renameSync(tmp, target);
     // Older bundles of this worker are left only by edits; running workers have theirs loaded.
     for (const old of readdirSync(cache)) {
-      if (old.startsWith(`${name}.`) && old.endsWith('.cjs') && old !== `${name}.${hash}.cjs`) rmSync(join(cache, old), { force: true });
+      if (old.startsWith(`${name}.`) && old.endsWith(`.${ext}`) && old !== `${name}.${hash}.${ext}`) rmSync(join(cache, old), { force: true });
     }
   }
   built.set(entry, target);

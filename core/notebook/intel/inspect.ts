@@ -7,7 +7,7 @@
 import { HttpError, conflict, notFound } from '../../http/errors.js';
 import type { NotebookService } from '../service.js';
 import type { NotebookSession } from '../session.js';
-import { intelWorkerFile } from './bundle.js';
+import { workerBundle } from '../../workers/bundle.js';
 import type { WorkerAnswer } from './worker/entry.js';
 
 export type IntelFunction = 'smartprepCall' | 'algorithmMatchCall' | 'validateCall' | 'presentCall';
@@ -24,7 +24,8 @@ async function runningSessions(service: NotebookService, notebook: string | unde
  * 409 when several do and `notebook` was not given; the function's own 404/422 pass through.
  */
 export async function callOnVariable<T>(service: NotebookService, input: { notebook?: string; name: string; fn: IntelFunction; args: unknown }): Promise<T> {
-  const module = intelWorkerFile();
+  // ES module: imported by the kernel thread with import(); ml-kmeans ships only as an ES module.
+  const module = workerBundle('core/notebook/intel/worker/entry.ts', { format: 'esm' });
   const sessions = await runningSessions(service, input.notebook);
   // A cheap presence check first, so the analysis runs once, in the one kernel that has the value.
   const holders: Array<{ id: string; session: NotebookSession }> = [];

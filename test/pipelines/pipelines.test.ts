@@ -1,5 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { cp, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { endpointServiceOf } from '../../core/endpoints/subsystem.js';
@@ -345,5 +346,35 @@ describe('the shipped example', () => {
     } finally {
       for (const key of Object.keys(env)) delete process.env[key];
     }
+  });
+});
+
+describe('plugin steps', () => {
+  it('runs the shipped iris plugin as a step and feeds its prediction to an agent', async () => {
+    const shipped = fileURLToPath(new URL('../../plugins/iris', import.meta.url));
+    server = await startTestServer({ files: { 'agents/reporter.ts': REPORTER } });
+    await cp(shipped, path.join(server.root, 'plugins', 'iris'), { recursive: true });
+    await eventually(async () => (await server!.request('/api/v1/plugins/iris/health')).status === 200, 15_000);
+    const definition = {
+      name: 'flower-report',
+      steps: [
+        { name: 'classify', plugin: 'iris', input: '$.input' },
+        { name: 'report', agent: 'reporter', input: { query: '$.steps.classify.output.species', context: { temp: 0, headline: 'classified' } } },
+      ],
+      output: { species: '$.steps.classify.output.species', line: '$.steps.report.output.response' },
+    };
+    expect((await server.request('/api/v1/pipelines/validate', { method: 'POST', json: definition })).body).toMatchObject({ valid: true });
+    expect((await server.request('/api/v1/pipelines', { method: 'POST', json: definition })).status).toBeLessThan(300);
+    const setosa = { sepal_length: 5.1, sepal_width: 3.5, petal_length: 1.4, petal_width: 0.2 };
+    const run = (await server.request('/api/v1/pipelines/flower-report/run', { method: 'POST', json: setosa })).body;
+    expect(run).toMatchObject({ status: 'completed', output: { species: 'setosa', line: 'setosa: 0 C, classified' } });
+    expect(run.steps[0]).toMatchObject({ name: 'classify', kind: 'plugin', status: 'completed', input: setosa });
+    expect(run.steps[0].output.confidence).toBeGreaterThan(0.5);
+
+    // Invalid plugin input fails the step, naming it and the field.
+    const bad = await server.request('/api/v1/pipelines/flower-report/run', { method: 'POST', json: { ...setosa, petal_width: 'wide' } });
+    expect(bad.status).toBeGreaterThanOrEqual(400);
+    expect(JSON.stringify(bad.body)).toMatch(/classify/);
+    expect(JSON.stringify(bad.body)).toMatch(/petal_width/);
   });
 });

@@ -12,7 +12,7 @@
  * inside a worker (notebook cells importing ES modules) still works from CommonJS.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
@@ -65,9 +65,14 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
     const tmp = `${target}.${process.pid}.tmp`;
     writeFileSync(tmp, code);
     renameSync(tmp, target);
-    // Older bundles of this worker are left only by edits; running workers have theirs loaded.
+    // Older bundles of this worker are left by edits. Only ones untouched for an hour go: another
+    // process built from other sources (a test run during an edit) may be about to start a worker
+    // from its bundle right now.
+    const stale = Date.now() - 60 * 60 * 1000;
     for (const old of readdirSync(cache)) {
-      if (old.startsWith(`${name}.`) && old.endsWith(`.${ext}`) && old !== `${name}.${hash}.${ext}`) rmSync(join(cache, old), { force: true });
+      if (!old.startsWith(`${name}.`) || !old.endsWith(`.${ext}`) || old === `${name}.${hash}.${ext}`) continue;
+      const file = join(cache, old);
+      if ((statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? Infinity) < stale) rmSync(file, { force: true });
     }
   }
   built.set(entry, target);

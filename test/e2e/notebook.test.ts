@@ -127,6 +127,40 @@ describe('notebook view', () => {
     await app.locator('aside h1', { hasText: 'Prices' }).waitFor();
   });
 
+  it('keeps outputs that arrived while an older copy of the notebook was on its way', async () => {
+    const p = await open('#/notebook/prices.nb.ts');
+    await cell(p, 'rate0001').waitFor();
+    const created = await server.request('/api/notebooks/prices.nb.ts/cells', { method: 'POST', json: { source: '"fresh" + 1' } });
+    const added = cell(p, created.body.id as string);
+    await added.waitFor();
+
+    // Hold the next copy of the notebook the page asks for, answered by the server before the run.
+    let fetched!: () => void;
+    let release!: () => void;
+    const wasFetched = new Promise<void>((resolve) => (fetched = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    await p.route(`${server.url}/api/notebooks/prices.nb.ts`, async (route) => {
+      if (route.request().method() !== 'GET') return route.continue();
+      const response = await route.fetch();
+      fetched();
+      await released;
+      await route.fulfill({ response });
+    });
+    // A change made elsewhere makes the page reload; its answer (named "fresh", no outputs) waits.
+    await server.request(`/api/notebooks/prices.nb.ts/cells/${created.body.id}`, { method: 'PATCH', json: { name: 'fresh' } });
+    await wasFetched;
+
+    await added.getByRole('button', { name: /^Run / }).click();
+    await added.locator('.outputs', { hasText: 'fresh1' }).waitFor({ timeout: 10_000 });
+    release();
+    // The held copy is shown (the name came with it), and the newer output stays.
+    await p.waitForFunction((id) => document.querySelector<HTMLInputElement>(`li.cell[data-cell="${id}"] input.cell-name`)?.value === 'fresh', created.body.id);
+    expect(await added.locator('.outputs').textContent()).toContain('fresh1');
+    expect(await added.getAttribute('data-state')).toBe('success');
+    await p.unroute(`${server.url}/api/notebooks/prices.nb.ts`);
+    await server.request(`/api/notebooks/prices.nb.ts/cells/${created.body.id}`, { method: 'DELETE' });
+  });
+
   it('shows an error output when a cell throws', async () => {
     const p = await open('#/notebook/prices.nb.ts');
     await cell(p, 'rate0001').waitFor();

@@ -117,6 +117,68 @@ describe('coding-run views', () => {
     await p.locator('[data-kind="run"] a').first().waitFor();
   });
 
+  it('edits the plan at the approval gate, shows a refused edit, then approves the edited plan', async () => {
+    const p = await open('#/runs');
+    await giveSession(p);
+    await p.getByLabel('What should the teams build?').fill('add a health route again');
+    await p.getByRole('button', { name: 'Start run' }).click();
+    await p.locator('[data-testid="run-status"]', { hasText: 'awaiting_approval' }).waitFor({ timeout: 15_000 });
+    const runId = decodeURIComponent(new URL(p.url()).hash.split('/').pop()!);
+    const plan = async () => (await server.api(`/api/runs/${encodeURIComponent(runId)}/plan`)).body as { tasks: { id: string; title: string; squad: string | null; dependencies: string[] }[] };
+
+    const editor = p.getByTestId('plan-editor');
+    const t1 = editor.locator('li.plan-task[data-task="T1"]');
+    await t1.waitFor();
+    expect(await t1.getByLabel('Title').inputValue()).toBe('health route');
+    expect(await t1.getByLabel('Squad').inputValue()).toBe('api');
+
+    // A task whose files team api owns cannot leave team api: the server refuses and says why.
+    await t1.getByLabel('Squad').selectOption('');
+    const approveButton = p.getByRole('button', { name: 'Approve plan and start' });
+    // Unsaved edits hold the approval back.
+    await p.locator('button:disabled', { hasText: 'Approve plan and start' }).waitFor();
+    await p.getByText('Save or discard the plan edits before approving.').waitFor();
+    await editor.getByRole('button', { name: 'Save plan' }).click();
+    const refused = editor.getByRole('alert');
+    await refused.waitFor();
+    expect(await refused.textContent()).toBe("Edit refused — 422: task T1 cannot stay with team 'none': its files are owned by team 'api'");
+    expect((await plan()).tasks).toEqual([expect.objectContaining({ id: 'T1', squad: 'api' })]);
+    await p.getByRole('heading', { name: 'Plan awaiting approval' }).evaluate((h) => h.scrollIntoView({ block: 'start' }));
+    await p.screenshot({ path: path.join(OUTPUT, 'runs-plan-refused.png') });
+
+    // Fix it, rename the task and add a second one that depends on it.
+    await t1.getByLabel('Squad').selectOption('api');
+    await t1.getByLabel('Title').fill('health and readiness route');
+    await editor.getByRole('button', { name: '+ Task' }).click();
+    const t2 = editor.locator('li.plan-task').nth(1);
+    expect(await t2.getByLabel('Id').inputValue()).toBe('T2');
+    await t2.getByLabel('Title').fill('readiness route');
+    await t2.getByLabel('Files').fill('src/api/ready.mjs');
+    await t2.getByLabel('Depends on').fill('T1');
+    await editor.getByRole('button', { name: 'Save plan' }).click();
+    await editor.getByRole('status').filter({ hasText: 'Plan saved.' }).waitFor();
+    expect((await plan()).tasks).toEqual([
+      expect.objectContaining({ id: 'T1', title: 'health and readiness route', squad: 'api' }),
+      expect.objectContaining({ id: 'T2', title: 'readiness route', squad: 'api', dependencies: ['T1'] }),
+    ]);
+    // The board shows the edited plan's cards.
+    const board = p.getByTestId('run-board');
+    await board.locator('[data-column="ready_to_dev"] [data-task="T2"]', { hasText: 'readiness route' }).waitFor();
+    expect(await board.locator('[data-task="T1"]').textContent()).toContain('health and readiness route');
+    await p.getByRole('heading', { name: 'Plan awaiting approval' }).evaluate((h) => h.scrollIntoView({ block: 'start' }));
+    await p.screenshot({ path: path.join(OUTPUT, 'runs-plan-edit.png') });
+
+    // Remove the new task again, then approve: the run starts on the edited plan.
+    await editor.locator('li.plan-task[data-task="T2"]').getByLabel('Remove').check();
+    await editor.getByRole('button', { name: 'Save plan' }).click();
+    await editor.locator('li.plan-task[data-task="T2"]').waitFor({ state: 'detached' });
+    expect((await plan()).tasks.map((t) => t.id)).toEqual(['T1']);
+    await approveButton.click();
+    await p.getByTestId('plan-editor').waitFor({ state: 'detached', timeout: 15_000 });
+    await p.locator('[data-testid="run-status"]', { hasText: 'succeeded' }).waitFor({ timeout: 30_000 });
+    expect(await board.locator('[data-task="T1"]').textContent()).toContain('health and readiness route');
+  });
+
   it('shows the teams', async () => {
     const p = await open('#/teams');
     await giveSession(p);

@@ -8,11 +8,13 @@ import { LAYOUTS, type Layout } from './app-layout.js';
 import { AppPreview } from './app-preview.js';
 import { CodeEditor } from './editor.js';
 import { Outputs, renderMarkdown, type Output } from './outputs.js';
+import { ToolsPanel } from './tools-panel.js';
 
 /**
  * The notebook editor on /api/notebooks: cells with a code editor, run (the cell and, reactively,
  * every cell that depends on it), stale marks on cells whose inputs changed, rich outputs, and the
- * dependency view. States and outputs arrive over the notebook's ws channel while cells run.
+ * dependency view, and the tools panel. States and outputs arrive over the notebook's ws channel
+ * while cells run.
  */
 
 type CellState = 'idle' | 'queued' | 'running' | 'success' | 'error' | 'stale';
@@ -175,8 +177,16 @@ function NotebookEditor({ id }: { id: string }) {
    * answered before a save landed must not put the older text back (and then save that).
    */
   const local = useRef(new Map<string, string>());
+  /**
+   * Live events so far, and the number of the newest per cell. A reload answered before some of a
+   * cell's events (an edit's `cells-changed` reload racing the run it started) must not put that
+   * cell's older outputs and state back: the events are newer than the server's answer.
+   */
+  const liveEvents = useRef(0);
+  const lastEvent = useRef(new Map<string, number>());
 
   const reload = async () => {
+    const asked = liveEvents.current;
     try {
       const fresh = await getJson<NotebookDoc>(base);
       // Keep what was typed here until the server has it; then its copy is the truth again.
@@ -186,7 +196,15 @@ function NotebookEditor({ id }: { id: string }) {
         if (typed === cell.source && !pending.current.has(cell.id)) local.current.delete(cell.id);
         else cell.source = typed;
       }
-      setDoc(fresh);
+      setDoc((current) => {
+        if (!current) return fresh;
+        const cells = fresh.cells.map((cell) => {
+          const shown = current.cells.find((c) => c.id === cell.id);
+          if (!shown || (lastEvent.current.get(cell.id) ?? 0) <= asked) return cell;
+          return { ...cell, outputs: shown.outputs, state: shown.state, execution_count: Math.max(cell.execution_count, shown.execution_count) };
+        });
+        return { ...fresh, cells };
+      });
       setError(null);
     } catch (err) {
       setError(err instanceof ApiError ? `${err.status}: ${String(err.detail)}` : String(err));
@@ -199,8 +217,10 @@ function NotebookEditor({ id }: { id: string }) {
       path: `/api/notebooks/ws?notebook=${encodeURIComponent(id)}`,
       onState: setLive,
       onMessage: (event) => {
-        const patch = (cellId: string, change: (cell: Cell) => Cell) =>
+        const patch = (cellId: string, change: (cell: Cell) => Cell) => {
+          lastEvent.current.set(cellId, ++liveEvents.current);
           setDoc((d) => (d ? { ...d, cells: d.cells.map((c) => (c.id === cellId ? change(c) : c)) } : d));
+        };
         switch (event.type) {
           case 'hello':
             setDoc((d) => (d ? { ...d, cells: d.cells.map((c) => ({ ...c, state: event.cells.find((s) => s.id === c.id)?.state ?? c.state })) } : d));
@@ -275,6 +295,7 @@ function NotebookEditor({ id }: { id: string }) {
   if (error && !doc) return html`<p class="alert" role="alert">${error}</p>`;
   if (!doc) return html`<p class="muted">Opening…</p>`;
   const stale = doc.cells.filter((c) => c.state === 'stale').length;
+  const variables = [...new Set((deps?.cells ?? []).flatMap((c) => c.writes))].sort();
   return html`<div class="notebook-grid">
     <div>
       <div class="toolbar" role="toolbar" aria-label="Notebook">
@@ -315,10 +336,16 @@ function NotebookEditor({ id }: { id: string }) {
         )}
       </ol>`}
     </div>
-    <aside class="card deps-panel" aria-labelledby="deps-title">
-      <h2 id="deps-title">Dependencies</h2>
-      <${DependencyView} deps=${deps} cells=${doc.cells} />
-    </aside>
+    <div class="side-panels">
+      <aside class="card" aria-labelledby="deps-title">
+        <h2 id="deps-title">Dependencies</h2>
+        <${DependencyView} deps=${deps} cells=${doc.cells} />
+      </aside>
+      <aside class="card" aria-labelledby="tools-title">
+        <h2 id="tools-title">Tools</h2>
+        <${ToolsPanel} notebook=${id} variables=${variables} onInserted=${reload} />
+      </aside>
+    </div>
   </div>`;
 }
 

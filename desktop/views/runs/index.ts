@@ -3,12 +3,13 @@ import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, codeSession, getJson, getStream, request, setCodeSession } from '../api.js';
 import { href } from '../router.js';
+import { PlanEditor } from './plan-editor.js';
 
 /**
  * The coding-run views on /api/runs, /api/teams and /api/config: the runs with a start form; one
  * run live (status, waves, the board by task state with the review queue and its
- * `review_pending` badge, fixes (tickets), gates, plan approval); the teams page; and the
- * settings, with the keys the server keeps read-only shown read-only.
+ * `review_pending` badge, fixes (tickets), gates, the plan edited and approved at the gate); the
+ * teams page; and the settings, with the keys the server keeps read-only shown read-only.
  */
 
 const TASK_COLUMNS = [
@@ -164,6 +165,7 @@ function RunPage({ id }: { id: string }) {
   const [waves, setWaves] = useState<{ wave: number; tasks: string[]; teams: string[] }[]>([]);
   const [pendingReviews, setPendingReviews] = useState(new Map<string, string>());
   const [error, setError] = useState<string | null>(null);
+  const [planDirty, setPlanDirty] = useState(false);
   const refresh = useRef<number | undefined>(undefined);
   const base = `/api/runs/${encodeURIComponent(id)}`;
 
@@ -211,11 +213,18 @@ function RunPage({ id }: { id: string }) {
       ${run.error && html`<p class="alert">${run.error}</p>`}
       ${run.branch && html`<p class="muted">Branch <code>${run.branch}</code></p>`}
       <div class="actions">
-        ${run.status === 'awaiting_approval' && html`<button class="primary" onClick=${() => act(`${base}/approve`)}>Approve plan and start</button>`}
+        ${run.status === 'awaiting_approval' &&
+        html`<button class="primary" disabled=${planDirty} title=${planDirty ? 'save or discard the plan edits first' : ''} onClick=${() => act(`${base}/approve`)}>Approve plan and start</button>`}
         ${active && html`<button class="danger" onClick=${() => act(`${base}/cancel`)}>Cancel run</button>`}
+        ${planDirty && html`<small class="muted">Save or discard the plan edits before approving.</small>`}
       </div>
     </div>
     ${error && html`<p class="alert" role="alert">${error}</p>`}
+    ${run.status === 'awaiting_approval' &&
+    html`<section class="card" aria-labelledby="plan-title">
+      <h2 id="plan-title">Plan awaiting approval</h2>
+      <${PlanEditor} runId=${run.id} revision=${JSON.stringify(run.plan)} onDirty=${setPlanDirty} onSaved=${() => void load()} />
+    </section>`}
     ${waves.length > 0 &&
     html`<section class="card" aria-labelledby="waves-title">
       <h2 id="waves-title">Waves</h2>

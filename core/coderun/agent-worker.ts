@@ -11,7 +11,7 @@ import { realpathSync } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
 import type { FenceTeam } from './fence.js';
 import type { Message, ModelCall, ModelReply } from './model.js';
-import { AGENT_TOOLS, runTool } from './tools.js';
+import { AGENT_TOOLS, runTool, type CommandWrites } from './tools.js';
 
 export interface AgentJob {
   root: string;
@@ -42,9 +42,14 @@ export interface AgentOutcome {
 
 export type WorkerToMain =
   | { type: 'model'; id: number; call: Omit<ModelCall, 'signal'> }
-  | { type: 'tool'; tool: string; ok: boolean; detail: string };
+  | { type: 'tool'; tool: string; ok: boolean; detail: string; path?: string }
+  /** A command changed foreign paths: which to revert is the server thread's call (it sees every task). */
+  | { type: 'command_writes'; id: number; writes: CommandWrites };
 
-export type MainToWorker = { type: 'model_result'; id: number; reply?: ModelReply; error?: string; cancelled?: boolean } | { type: 'cancel' };
+export type MainToWorker =
+  | { type: 'model_result'; id: number; reply?: ModelReply; error?: string; cancelled?: boolean }
+  | { type: 'command_verdict'; id: number; revert: string[] }
+  | { type: 'cancel' };
 
 function systemPrompt(job: AgentJob): string {
   const criteria = job.task.criteria.map((c) => `- ${c.text} (verified by \`${c.command}\`)`).join('\n');
@@ -75,11 +80,20 @@ export default async function runAgent(job: AgentJob): Promise<AgentOutcome> {
   const controller = new AbortController();
   const pending = new Map<number, { resolve: (r: ModelReply) => void; reject: (e: Error) => void }>();
   let nextId = 1;
+  const verdicts = new Map<number, (revert: string[]) => void>();
   job.port.on('message', (msg: MainToWorker) => {
     if (msg.type === 'cancel') {
       controller.abort();
       for (const p of pending.values()) p.reject(new Error('cancelled'));
       pending.clear();
+      // Nothing is reverted on cancel: the worktree and its uncommitted changes are removed anyway.
+      for (const v of verdicts.values()) v([]);
+      verdicts.clear();
+      return;
+    }
+    if (msg.type === 'command_verdict') {
+      verdicts.get(msg.id)?.(msg.revert);
+      verdicts.delete(msg.id);
       return;
     }
     const waiter = pending.get(msg.id);
@@ -95,8 +109,16 @@ export default async function runAgent(job: AgentJob): Promise<AgentOutcome> {
       job.port.postMessage({ type: 'model', id, call } satisfies WorkerToMain);
     });
 
+  const judgeCommandWrites = (writes: CommandWrites) =>
+    new Promise<string[]>((resolve) => {
+      if (controller.signal.aborted) return resolve([]);
+      const id = nextId++;
+      verdicts.set(id, resolve);
+      job.port.postMessage({ type: 'command_writes', id, writes } satisfies WorkerToMain);
+    });
+
   const written = new Set<string>();
-  const ctx = { root: realpathSync(job.root), team: job.team, teams: job.teams, commandTimeoutMs: job.commandTimeoutMs, signal: controller.signal, written };
+  const ctx = { root: realpathSync(job.root), team: job.team, teams: job.teams, commandTimeoutMs: job.commandTimeoutMs, signal: controller.signal, written, judgeCommandWrites };
   const messages: Message[] = [
     { role: 'system', content: systemPrompt(job) },
     { role: 'user', content: `Do task ${job.task.id} now.` },
@@ -146,7 +168,7 @@ export default async function runAgent(job: AgentJob): Promise<AgentOutcome> {
         if (!result.ok && result.detail.startsWith('unknown tool')) malformed = true;
         if (!result.ok && call.name === 'write_file' && result.content.includes('write refused')) refused++;
         messages.push({ role: 'tool', tool_call_id: call.id, content: result.content });
-        job.port.postMessage({ type: 'tool', tool: call.name, ok: result.ok, detail: result.detail } satisfies WorkerToMain);
+        job.port.postMessage({ type: 'tool', tool: call.name, ok: result.ok, detail: result.detail, ...(result.wrote ? { path: result.wrote } : {}) } satisfies WorkerToMain);
         if (result.finished) finished = result.finished.summary;
       }
       if (finished !== undefined) return outcome('finished', finished, step);

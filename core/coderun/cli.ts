@@ -94,6 +94,8 @@ export function formatEvent(e: RunEvent): string | undefined {
       return `  ${e.task} in review by ${e.reviewer}`;
     case 'tool':
       return e.ok ? undefined : `  ${e.task}: ${e.detail}`;
+    case 'fence_violation':
+      return `  ${e.task}: fence violation — ${e.command ? `\`${e.command}\`` : 'a command'} wrote ${e.file}, owned by team '${e.owner}'; reverted`;
     case 'gate':
       return `gate ${e.team}: ${e.outcome} — ${e.reason} (\`${e.command}\`)`;
     case 'ticket':

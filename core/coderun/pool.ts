@@ -7,6 +7,7 @@ import { Piscina } from 'piscina';
 import { workerBundle } from '../workers/bundle.js';
 import type { AgentJob, AgentOutcome, MainToWorker, WorkerToMain } from './agent-worker.js';
 import type { ModelGate } from './model.js';
+import type { CommandWrites } from './tools.js';
 
 /** Path of the runnable worker module (a CommonJS bundle, see core/workers/bundle.ts). */
 export function agentWorkerFile(): string {
@@ -15,14 +16,23 @@ export function agentWorkerFile(): string {
 
 export type AgentJobInput = Omit<AgentJob, 'port'>;
 
+/**
+ * Piscina cannot change `maxThreads` of a live pool, so a pool belongs to one run and is sized by
+ * that run's `max_parallel` (the wave width): a setting raised between runs takes effect at the
+ * next run, and two runs on different repositories each get their own width.
+ */
 export class AgentPool {
   private readonly pool: Piscina<AgentJob, AgentOutcome>;
+  private closing: Promise<void> | undefined;
+  /** Most agent loops this pool runs at once. */
+  readonly threads: number;
 
   constructor(threads: number) {
+    this.threads = Math.max(1, threads);
     this.pool = new Piscina<AgentJob, AgentOutcome>({
       filename: agentWorkerFile(),
       minThreads: 0,
-      maxThreads: Math.max(1, threads),
+      maxThreads: this.threads,
       idleTimeout: 30_000,
       // An agent loop mostly waits on the model: one loop per thread at a time keeps cancellation
       // and crash isolation per task simple.
@@ -35,7 +45,14 @@ export class AgentPool {
    * tool events are passed to `onTool`. Cancelling `signal` tells the worker to stop (it kills
    * its command) and, if it does not stop within a second, terminates the thread.
    */
-  async run(job: AgentJobInput, gate: ModelGate, onTool: (e: Extract<WorkerToMain, { type: 'tool' }>) => void, signal: AbortSignal): Promise<AgentOutcome> {
+  async run(
+    job: AgentJobInput,
+    gate: ModelGate,
+    onTool: (e: Extract<WorkerToMain, { type: 'tool' }>) => void,
+    signal: AbortSignal,
+    /** Which of a command's foreign writes to revert (default: all of them). */
+    judgeCommandWrites: (writes: CommandWrites) => string[] = (w) => w.changes.map((c) => c.path),
+  ): Promise<AgentOutcome> {
     const { port1, port2 } = new MessageChannel();
     const calls = new AbortController();
     const send = (msg: MainToWorker) => {
@@ -47,6 +64,16 @@ export class AgentPool {
     };
     port1.on('message', (msg: WorkerToMain) => {
       if (msg.type === 'tool') return onTool(msg);
+      if (msg.type === 'command_writes') {
+        let revert: string[];
+        try {
+          revert = judgeCommandWrites(msg.writes);
+        } catch {
+          // A judge that fails must not leave the worker waiting: the fence's default is to revert.
+          revert = msg.writes.changes.map((c) => c.path);
+        }
+        return send({ type: 'command_verdict', id: msg.id, revert });
+      }
       gate.chat({ ...msg.call, signal: calls.signal }).then(
         (reply) => send({ type: 'model_result', id: msg.id, reply }),
         (err: unknown) => send({ type: 'model_result', id: msg.id, error: err instanceof Error ? err.message : String(err), cancelled: calls.signal.aborted }),
@@ -74,8 +101,10 @@ export class AgentPool {
     }
   }
 
-  async close(): Promise<void> {
-    await this.pool.destroy();
+  /** Stop the threads; safe to call again (the run's end and the server's close both call it). */
+  close(): Promise<void> {
+    this.closing ??= this.pool.destroy();
+    return this.closing;
   }
 }
 

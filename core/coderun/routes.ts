@@ -112,8 +112,8 @@ export function codeRoutes(ctx: HangarContext, service: CodeRunService): Router 
   });
 
   // ---- tasks, config, calibration
-  router.patch('/api/tasks/:id', (req, res) => void res.json(service.patchTask(id(req), req.body)));
-  router.post('/api/tasks/:id/retry', (req, res) => void res.json(service.retryTask(id(req), (req.body as { run?: string })?.run)));
+  router.patch('/api/tasks/:id', async (req, res) => res.json(await service.patchTask(id(req), req.body)));
+  router.post('/api/tasks/:id/retry', async (req, res) => res.json(await service.retryTask(id(req), (req.body as { run?: string })?.run)));
   router.get('/api/config', async (_req, res) => res.json(await service.config()));
   router.put('/api/config', async (req, res) => res.json(await service.patchConfig(req.body)));
   router.get('/api/calibration', async (_req, res) => {

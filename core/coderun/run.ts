@@ -23,7 +23,7 @@ import { planWithModel, MALFORMED_RETRIES } from './planner.js';
 import type { AgentPool } from './pool.js';
 import { staffingOf } from './preselect.js';
 import type { CodeConfig, GateResult, RunEvent, RunRecord, Task, Team, Ticket } from './schemas.js';
-import { listRepository } from './tools.js';
+import { listRepository, type CommandWrites } from './tools.js';
 
 export interface RunDeps {
   config: CodeConfig;
@@ -64,6 +64,12 @@ export class CodeRun {
   private readonly gateRuns = new Map<string, number>();
   /** Tasks between dispatch and settling (their files may be written but not yet committed). */
   private readonly working = new Set<string>();
+  /**
+   * Fenced writes by path (newest wins), from the workers' tool events: a command's change to a
+   * file that another in-flight task of its owning team wrote through its fence while the command
+   * ran is that task's work, not a violation.
+   */
+  private readonly fencedWrites = new Map<string, { task: string; at: number }>();
   /** Fix tasks whose result a gate has already judged. */
   private readonly gatedFixes = new Set<string>();
   private readonly limits: BoardLimits;
@@ -284,12 +290,13 @@ export class CodeRun {
   }
 
   /**
-   * The write tool is fenced, but `run_command` can write anywhere in the worktree. After a loop,
-   * changes in paths owned by another team with no task being worked (uncommitted work of a task
-   * in review or committing is legitimate) cannot be anyone's work: they are reverted and
-   * reported. Accepted edge: a stray write into a team working at the same moment, or into paths
-   * no team owns (build output), is left alone — it is never committed, since commits stage only
-   * a task's fenced writes.
+   * The safety net behind the per-command check (command-fence.ts, judged by `judgeCommandWrites`):
+   * a process a command left running in the background can still write after the check. After a
+   * loop, changes in paths owned by another team with no task being worked (uncommitted work of a
+   * task in review or committing is legitimate) cannot be anyone's work: they are reverted and
+   * reported. Accepted edge: such a late write into a team working at the same moment, or into
+   * paths no team owns (build output), is left alone — it is never committed, since commits stage
+   * only a task's fenced writes.
    */
   private async revertStrays(task: Task): Promise<void> {
     const fence = this.fenceOf(task);
@@ -302,8 +309,26 @@ export class CodeRun {
     if (!strays.length) return;
     await this.workspace!.discard(strays.map((s) => s.file));
     for (const s of strays) {
-      this.deps.emit({ type: 'tool', run: this.record.id, task: task.id, team: task.squad, tool: 'run_command', ok: false, detail: `reverted a command's write to ${s.file}: owned by team '${s.owner}'` });
+      this.deps.emit({ type: 'fence_violation', run: this.record.id, task: task.id, team: task.squad, owner: s.owner, file: s.file, command: null });
     }
+  }
+
+  /**
+   * A command of `task` changed paths of other teams. Every such change is reverted and reported,
+   * whether or not the owning team is working — except a file another in-flight task wrote through
+   * its own fence since the command started (its legitimate work in the same window). Accepted
+   * edge: if the command also wrote that very file, the owner's task keeps the command's bytes; its
+   * own review and gate are what judge them.
+   */
+  private judgeCommandWrites(task: Task, writes: CommandWrites): string[] {
+    const revert: string[] = [];
+    for (const change of writes.changes) {
+      const fenced = this.fencedWrites.get(change.path);
+      if (fenced && fenced.task !== task.id && fenced.at >= writes.started && this.working.has(fenced.task)) continue;
+      revert.push(change.path);
+      this.deps.emit({ type: 'fence_violation', run: this.record.id, task: task.id, team: task.squad, owner: change.owner, file: change.path, command: writes.command });
+    }
+    return revert;
   }
 
   private async runAgent(task: Task): Promise<AgentOutcome> {
@@ -331,8 +356,12 @@ export class CodeRun {
           malformedRetries: MALFORMED_RETRIES,
         },
         this.deps.gate,
-        (e) => this.deps.emit({ type: 'tool', run: this.record.id, task: task.id, team: task.squad, tool: e.tool, ok: e.ok, detail: e.detail }),
+        (e) => {
+          if (e.tool === 'write_file' && e.ok && e.path) this.fencedWrites.set(e.path, { task: task.id, at: Date.now() });
+          this.deps.emit({ type: 'tool', run: this.record.id, task: task.id, team: task.squad, tool: e.tool, ok: e.ok, detail: e.detail });
+        },
         this.signal,
+        (writes) => this.judgeCommandWrites(task, writes),
       );
     } catch (err) {
       // A crashed worker is an orphan, not a crashed run.

@@ -279,6 +279,8 @@ export type RunEvent =
   | { type: 'task_update'; run: string; task: string; team: string | null; state: TaskState; note?: string }
   | { type: 'review_pending'; run: string; task: string; team: string | null; reviewer: string }
   | { type: 'tool'; run: string; task: string; team: string | null; tool: string; ok: boolean; detail: string }
+  /** A command of `task` wrote into `owner`'s paths; the write was reverted. `command` null: found after the agent loop. */
+  | { type: 'fence_violation'; run: string; task: string; team: string | null; owner: string; file: string; command: string | null }
   | { type: 'gate'; run: string; team: string; outcome: GateOutcome; command: string; reason: string }
   | { type: 'ticket'; run: string; team: string; ticket: string; action: 'raised' | 'bumped' | 'resolved' | 'needs_human'; count: number }
   | { type: 'integration'; run: string; outcome: GateOutcome | 'skipped'; reason: string }

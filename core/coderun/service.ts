@@ -18,9 +18,10 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { simpleGit } from 'simple-git';
 import path from 'node:path';
 import { EventLog } from '../http/event-log.js';
-import { conflict, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
+import { conflict, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import type { Logger } from '../kernel/log.js';
+import type { AppendLog } from '../storage/append-log.js';
 import type { Collection, Store } from '../storage/store.js';
 import { BoardError, transition } from './board.js';
 import { calibrate, type Calibration } from './calibration.js';
@@ -45,11 +46,13 @@ export interface CodeRunServiceOptions {
 }
 
 interface StoredEvent {
-  run: string;
   seq: number;
   at: string;
   event: RunEvent;
 }
+
+/** Name of the append log holding each run's events under the run's id. */
+export const RUN_EVENTS_LOG = 'coderun_run_events';
 
 /** Classification of run events on the teams page. */
 export function classify(event: RunEvent): string {
@@ -59,6 +62,8 @@ export function classify(event: RunEvent): string {
       return 'work';
     case 'review_pending':
       return 'review';
+    case 'fence_violation':
+      return 'fence';
     case 'gate':
     case 'integration':
       return 'gate';
@@ -83,10 +88,31 @@ export function classify(event: RunEvent): string {
 }
 
 function teamsOfEvent(event: RunEvent): string[] {
+  // Both sides of a fence violation see it: the trespassing team and the owner.
+  if (event.type === 'fence_violation') return [...new Set([...(event.team ? [event.team] : []), event.owner])];
   if ('team' in event && typeof event.team === 'string') return [event.team];
   if (event.type === 'wave') return event.teams;
   if (event.type === 'contract_frozen') return [event.provider, ...event.consumers];
   return [];
+}
+
+function holdsTask(record: RunRecord, taskId: string): boolean {
+  return record.tasks.some((t) => t.id === taskId) || (record.plan?.tasks.some((t) => t.id === taskId) ?? false);
+}
+
+/**
+ * What a person can do about a task of a finished run, which is never resumed: start a new run
+ * (from the repository's HEAD, so the old run's branch is merged first if the new one builds on it).
+ */
+function finishedRunDetail(taskId: string, record: RunRecord, action: 'retry' | 'change'): string {
+  const task = record.tasks.find((t) => t.id === taskId) ?? record.plan?.tasks.find((t) => t.id === taskId);
+  const request = task?.title ?? record.request;
+  const branch = record.branch ?? `hangar/run-${record.id}`;
+  return (
+    `task ${taskId} belongs to run '${record.id}', which has ${record.status}; a finished run is not resumed, so the task cannot be ${action === 'retry' ? 'retried' : 'changed'} there. ` +
+    `To redo it, start a new run: POST /api/runs {"request": ${JSON.stringify(request)}, "repo": ${JSON.stringify(record.repo)}} or \`hangar code run ${JSON.stringify(request)} --repo ${record.repo}\`. ` +
+    `A new run starts from the repository's HEAD: merge ${branch} first if it should build on this run's finished tasks.`
+  );
 }
 
 export class CodeRunService {
@@ -94,13 +120,21 @@ export class CodeRunService {
   /** Generated per launch; every coding-run route requires it. */
   readonly sessionToken = randomBytes(24).toString('base64url');
   private readonly runs: Collection<RunRecord>;
-  private readonly events: Collection<StoredEvent>;
+  /**
+   * Run events, one key per run: storing is an append of one line, and replaying a past run reads
+   * that run's list instead of scanning every event of every run.
+   */
+  private readonly events: AppendLog<StoredEvent>;
+  /** Where events of runs from before the append log were kept (read only, for those runs). */
+  private readonly legacyEvents: Collection<StoredEvent & { run: string }>;
+  private eventWrites: Promise<unknown> = Promise.resolve();
   private readonly configs: Collection<Record<string, unknown>>;
   private readonly logs = new Map<string, EventLog<RunEvent>>();
   private readonly live = new Map<string, CodeRun>();
   private readonly saving = new Map<string, Promise<unknown>>();
   private readonly listeners = new Set<(event: RunEvent) => void>();
-  private pool: AgentPool | undefined;
+  /** One agent pool per active run (see AgentPool for why not one per server). */
+  private readonly pools = new Set<AgentPool>();
   private nextRunPins: string[] = [];
   private lastCalibration: Calibration | undefined;
   private readonly fileConfig: Record<string, unknown>;
@@ -108,7 +142,8 @@ export class CodeRunService {
   constructor(private readonly options: CodeRunServiceOptions) {
     this.library = new TeamLibrary(options.shippedTeams);
     this.runs = options.store.collection<RunRecord>('coderun_runs', { shards: 4 });
-    this.events = options.store.collection<StoredEvent>('coderun_events', { shards: 16 });
+    this.events = options.store.appendLog<StoredEvent>(RUN_EVENTS_LOG);
+    this.legacyEvents = options.store.collection<StoredEvent & { run: string }>('coderun_events', { shards: 16 });
     this.configs = options.store.collection<Record<string, unknown>>('coderun_config');
     const parsed = CodeConfigSchema.safeParse(options.fileConfig ?? {});
     if (!parsed.success) throw new Error(`invalid setting ${formatIssues(parsed.error.issues, 'code')}`);
@@ -235,7 +270,8 @@ export class CodeRunService {
     if (log.ended) return;
     const { seq } = log.append(event);
     // Events are kept for the activity page of past runs; a lost write is logged, not fatal.
-    this.events.put(`${event.run}:${String(seq).padStart(8, '0')}`, { run: event.run, seq, at: new Date().toISOString(), event }).catch((err: unknown) => {
+    // Appends keep their call order (the log writes lines in order), so a replay needs no sort.
+    this.eventWrites = this.events.append(event.run, [{ seq, at: new Date().toISOString(), event }]).catch((err: unknown) => {
       this.options.log.warn('coding-run event not stored', { error: String(err) });
     });
     for (const listener of this.listeners) listener(event);
@@ -322,15 +358,17 @@ export class CodeRunService {
       error: null,
     };
     const gate = new ModelGate(this.options.endpoint, { maxParallel: config.max_parallel, modelRoles: config.model_roles, escalation: config.model_escalation });
-    this.pool ??= new AgentPool(Math.max(2, config.max_parallel));
     const budgets = new Map<string, number>();
     for (const role of ['developer', 'corrector', 'reviewer', 'tester', ...record.teams.flatMap((t) => t.agents.map((a) => a.role))]) {
       budgets.set(role, await this.budgetFor(role, config));
     }
+    // Sized by this run's max_parallel, which is also its wave width: one loop per task of a wave.
+    const pool = new AgentPool(config.max_parallel);
+    this.pools.add(pool);
     const run = new CodeRun(record, {
       config,
       gate,
-      pool: this.pool,
+      pool,
       worktrees: path.join(this.options.state, 'worktrees'),
       emit: (e) => this.emit(e),
       save: (r) => this.save(r),
@@ -340,7 +378,13 @@ export class CodeRunService {
     this.live.set(id, run);
     this.log(id);
     this.save(record);
-    run.start(input.require_approval ?? config.require_approval).catch((err: unknown) => this.options.log.error('coding run crashed', { run: id, error: String(err) }));
+    run
+      .start(input.require_approval ?? config.require_approval)
+      .catch((err: unknown) => this.options.log.error('coding run crashed', { run: id, error: String(err) }))
+      .finally(() => {
+        this.pools.delete(pool);
+        return pool.close().catch((err: unknown) => this.options.log.warn('coding-run agent pool did not close cleanly', { run: id, error: String(err) }));
+      });
     return structuredClone(record);
   }
 
@@ -369,7 +413,9 @@ export class CodeRunService {
     const existing = this.logs.get(id);
     if (existing) return existing;
     await this.get(id);
-    const stored = (await this.events.list()).filter((e) => e.run === id).sort((a, b) => a.seq - b.seq);
+    let stored: StoredEvent[] = (await this.events.get(id))?.items ?? [];
+    // A run from before events were kept per run: the one case that still scans the old collection.
+    if (!stored.length) stored = (await this.legacyEvents.list()).filter((e) => e.run === id).sort((a, b) => a.seq - b.seq);
     const log = new EventLog<RunEvent>(20_000);
     for (const e of stored) log.append(e.event);
     log.end();
@@ -428,24 +474,38 @@ export class CodeRunService {
   }
 
   /** The run holding task `taskId`: the named run, else the newest live run that has it. */
-  private runOfTask(taskId: string, runId?: string): CodeRun {
+  private runOfTask(taskId: string, runId: string | undefined, action: 'retry' | 'change'): CodeRun {
     const candidates = runId ? [this.live.get(runId)].filter(Boolean) : [...this.live.values()].reverse();
-    const holds = (r: CodeRun) => r.record.tasks.some((t) => t.id === taskId) || r.record.plan?.tasks.some((t) => t.id === taskId);
-    const run = candidates.find((r) => r!.active && holds(r!)) ?? candidates.find((r) => holds(r!));
+    const run = candidates.find((r) => r!.active && holdsTask(r!.record, taskId)) ?? candidates.find((r) => holdsTask(r!.record, taskId));
     if (!run) throw notFound(`task '${taskId}' not found in ${runId ? `run '${runId}'` : 'any live run'}`);
-    if (!run.active) throw conflict(`task ${taskId} belongs to run '${run.record.id}', which has ${run.record.status}; start a new run to change it`);
+    if (!run.active) throw conflict(finishedRunDetail(taskId, run.record, action));
     return run;
+  }
+
+  /**
+   * `runOfTask`, and for a task of a run no longer in memory (an older one, or from before a
+   * restart) the same 409 a finished live run gets, instead of a 404 that hides what happened.
+   */
+  private async runOfTaskOrPast(taskId: string, runId: string | undefined, action: 'retry' | 'change'): Promise<CodeRun> {
+    try {
+      return this.runOfTask(taskId, runId, action);
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 404) throw err;
+      const past = runId ? await this.runs.get(runId) : (await this.list()).find((r) => holdsTask(r, taskId));
+      if (past && holdsTask(past, taskId) && !this.live.get(past.id)?.active) throw conflict(finishedRunDetail(taskId, past, action));
+      throw err;
+    }
   }
 
   /**
    * PATCH /api/tasks/{id}: change fields of a task of a live run; `squad` assigns a team (rule 1).
    * Board tasks can be changed while not yet dispatched; plan tasks while awaiting approval.
    */
-  patchTask(taskId: string, body: unknown) {
+  async patchTask(taskId: string, body: unknown) {
     const parsed = TaskPatch.safeParse(body ?? {});
     if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body'));
     const { run: runId, ...fields } = parsed.data;
-    const run = this.runOfTask(taskId, runId);
+    const run = await this.runOfTaskOrPast(taskId, runId, 'change');
     const record = run.record;
     const onBoard = record.tasks.find((t) => t.id === taskId);
     const current = onBoard ?? record.plan!.tasks.find((t) => t.id === taskId)!;
@@ -464,11 +524,16 @@ export class CodeRunService {
   }
 
   /**
-   * Retry a stuck task (to_scope, or orphaned in progress) of a live run. Decision: a finished
-   * run is not resumed by a retry; start a new run on its branch instead (409 says so).
+   * Retry a stuck task (to_scope, or orphaned in progress) of a live run.
+   *
+   * Decision (the spec only says "retry a stuck task"): a finished run is not resumed. Its
+   * worktree is removed, its gates, integration check and summary are final, and reopening it
+   * would make a reported result change after the fact. The 409 says how to redo the task
+   * instead — a new run, after merging the old run's branch if it should build on it. Runs that
+   * are no longer in memory (older ones, or from before a restart) get the same answer, not a 404.
    */
-  retryTask(taskId: string, runId?: string) {
-    const run = this.runOfTask(taskId, runId);
+  async retryTask(taskId: string, runId?: string) {
+    const run = await this.runOfTaskOrPast(taskId, runId, 'retry');
     const task = run.record.tasks.find((t) => t.id === taskId);
     if (!task) throw conflict(`task ${taskId} is not on the board yet`);
     if (run.isBusy(taskId)) throw conflict(`task ${taskId} is being worked on (${task.state}); it can be retried once it is stuck`);
@@ -499,7 +564,9 @@ export class CodeRunService {
     const deadline = Date.now() + 5000;
     while ([...this.live.values()].some((r) => r.active) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await Promise.all(this.saving.values());
-    await this.pool?.close();
+    await this.eventWrites;
+    await this.events.flush();
+    await Promise.all([...this.pools].map((p) => p.close().catch(() => undefined)));
   }
 
   /** Wait until a run settles (tests, CLI). */

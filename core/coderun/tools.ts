@@ -7,6 +7,7 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from './command.js';
+import { foreignChanges, restore, snapshotForeign, type CommandSnapshot, type ForeignChange } from './command-fence.js';
 import { checkWrite, resolveInside, type FenceTeam } from './fence.js';
 import type { ToolSpec } from './model.js';
 
@@ -19,6 +20,19 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Repository-relative paths written so far (what the task's commit stages). */
   written: Set<string>;
+  /**
+   * Which of a command's writes into foreign paths to revert. The run answers this: it knows which
+   * of them are another task's own fenced writes made while the command ran. Without it, all are.
+   */
+  judgeCommandWrites?: (writes: CommandWrites) => Promise<string[]>;
+}
+
+/** What one `run_command` changed in paths its task does not own. */
+export interface CommandWrites {
+  command: string;
+  /** Date.now() before the snapshot: a fenced write at or after this happened while it ran. */
+  started: number;
+  changes: ForeignChange[];
 }
 
 export interface ToolResult {
@@ -28,6 +42,8 @@ export interface ToolResult {
   /** One line for the live view. */
   detail: string;
   finished?: { summary: string };
+  /** The path a successful write_file wrote (the run journals fenced writes). */
+  wrote?: string;
 }
 
 const str = { type: 'string' } as const;
@@ -89,6 +105,22 @@ function str_(args: Record<string, unknown>, key: string): string {
   return v;
 }
 
+/** Revert what a command wrote into foreign paths; returns the line the model and the live view read. */
+async function fenceCommand(command: string, started: number, before: CommandSnapshot | Error, ctx: ToolContext): Promise<string> {
+  if (before instanceof Error) return `(its writes could not be checked: ${before.message})`;
+  try {
+    const changes = await foreignChanges(ctx.root, ctx.team, ctx.teams, before);
+    if (!changes.length) return '';
+    const revert = new Set(ctx.judgeCommandWrites ? await ctx.judgeCommandWrites({ command, started, changes }) : changes.map((c) => c.path));
+    const reverted = changes.filter((c) => revert.has(c.path));
+    if (!reverted.length) return '';
+    await restore(ctx.root, before, reverted.map((c) => c.path));
+    return `reverted its writes outside your team's paths: ${reverted.map((c) => `${c.path} (team '${c.owner}')`).join(', ')}`;
+  } catch (err) {
+    return `(its writes could not be checked: ${(err as Error).message})`;
+  }
+}
+
 export async function runTool(name: string, args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult> {
   try {
     switch (name) {
@@ -103,7 +135,7 @@ export async function runTool(name: string, args: Record<string, unknown>, ctx: 
         await mkdir(path.dirname(path.join(ctx.root, rel)), { recursive: true });
         await writeFile(path.join(ctx.root, rel), content);
         ctx.written.add(rel);
-        return { ok: true, content: `wrote ${rel} (${Buffer.byteLength(content)} bytes)`, detail: `wrote ${rel}` };
+        return { ok: true, content: `wrote ${rel} (${Buffer.byteLength(content)} bytes)`, detail: `wrote ${rel}`, wrote: rel };
       }
       case 'list_files': {
         const requested = typeof args.path === 'string' && args.path.trim() ? args.path : '.';
@@ -128,10 +160,15 @@ export async function runTool(name: string, args: Record<string, unknown>, ctx: 
       }
       case 'run_command': {
         const command = str_(args, 'command');
+        const started = Date.now();
+        // A snapshot that fails (a broken worktree) must not stop the agent from running tests:
+        // the command runs unchecked and the run's after-loop check is what remains.
+        const before = await snapshotForeign(ctx.root, ctx.team, ctx.teams).catch((err: Error) => err);
         const result = await runCommand(command, { cwd: ctx.root, timeoutMs: ctx.commandTimeoutMs, signal: ctx.signal });
         const tailText = result.output.split('\n').slice(-60).join('\n');
         const status = result.timed_out ? 'killed at timeout' : result.cancelled ? 'cancelled' : `exit ${result.exit_code}`;
-        return { ok: result.exit_code === 0, content: `${status}\n${tailText}`, detail: `ran \`${command}\`: ${status}` };
+        const fenced = ctx.signal.aborted ? '' : await fenceCommand(command, started, before, ctx);
+        return { ok: result.exit_code === 0, content: `${status}\n${tailText}${fenced ? `\n${fenced}` : ''}`, detail: `ran \`${command}\`: ${status}${fenced ? `; ${fenced}` : ''}` };
       }
       case 'finish': {
         const summary = typeof args.summary === 'string' ? args.summary : '';

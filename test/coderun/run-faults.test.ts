@@ -231,7 +231,20 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     ]);
     expect(t1Dispatches).toBe(2);
     const late = await server.api('/api/tasks/T1/retry', { method: 'POST', json: {} });
-    expect(late).toMatchObject({ status: 409, body: { detail: `task T1 belongs to run '${id}', which has succeeded; start a new run to change it` } });
+    // A finished run is not resumed (README, decision): the 409 says exactly how to redo the task.
+    expect(late).toMatchObject({
+      status: 409,
+      body: {
+        detail:
+          `task T1 belongs to run '${id}', which has succeeded; a finished run is not resumed, so the task cannot be retried there. ` +
+          `To redo it, start a new run: POST /api/runs {"request": "task T1", "repo": ${JSON.stringify(repo)}} or \`hangar code run "task T1" --repo ${repo}\`. ` +
+          `A new run starts from the repository's HEAD: merge hangar/run-${id} first if it should build on this run's finished tasks.`,
+      },
+    });
+    expect((await server.api('/api/tasks/T1', { method: 'PATCH', json: { title: 'x' } })).body.detail).toMatch(/^task T1 belongs to run '.+', which has succeeded; a finished run is not resumed, so the task cannot be changed there\./);
+    // The run named explicitly gets the same answer; the task state is untouched.
+    expect((await server.api('/api/tasks/T1/retry', { method: 'POST', json: { run: id } })).status).toBe(409);
+    expect((await server.api(`/api/runs/${id}`)).body.tasks[0]).toMatchObject({ id: 'T1', state: 'done' });
     expect((await server.api('/api/tasks/T9/retry', { method: 'POST', json: {} })).status).toBe(404);
   });
 

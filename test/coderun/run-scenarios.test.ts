@@ -209,12 +209,14 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     const t1 = run.tasks[0];
     expect(git(repo, 'show', '--name-only', '--format=', t1.commit)).toBe('src/api/health.mjs');
     expect(git(repo, 'ls-tree', '-r', '--name-only', run.branch)).not.toMatch(/hack|outside/);
-    // A command is not fenced while it runs, but its writes into another team's paths are reverted after the loop.
+    // A command is not fenced while it runs, but its writes into another team's paths are reverted as soon as it returns.
     const stream = await events(run.id);
-    expect(stream.filter((e) => e.type === 'tool' && /^reverted/.test(e.detail)).map((e) => e.detail)).toEqual([
-      "reverted a command's write to src/web/index.mjs: owned by team 'web'",
-      "reverted a command's write to src/web/new.mjs: owned by team 'web'",
+    const command = 'echo stray > src/web/index.mjs && echo new > src/web/new.mjs';
+    expect(stream.filter((e) => e.type === 'fence_violation').map(({ task, team, owner, file, command }) => ({ task, team, owner, file, command }))).toEqual([
+      { task: 'T1', team: 'api', owner: 'web', file: 'src/web/index.mjs', command },
+      { task: 'T1', team: 'api', owner: 'web', file: 'src/web/new.mjs', command },
     ]);
+    expect(results[5]).toMatch(/^exit 0\n[\s\S]*reverted its writes outside your team's paths: src\/web\/index.mjs \(team 'web'\), src\/web\/new.mjs \(team 'web'\)$/);
     // The api gate passed but ran no tests: UNVERIFIED, never green, and it fails nothing.
     expect(run.gates).toEqual([expect.objectContaining({ team: 'api', outcome: 'UNVERIFIED', reason: 'passed but ran no tests', tests: 0 })]);
     expect(run.status).toBe('succeeded');

@@ -57,11 +57,18 @@ export interface CodeServer extends TestServer {
   settle(runId: string, timeoutMs?: number): Promise<any>;
 }
 
-export async function startCodeServer(options: { baseUrl?: string; teams?: Record<string, unknown>; code?: Record<string, unknown> } = {}): Promise<CodeServer> {
+/** `root`: a workspace the caller owns (to restart a server on it); `stop()` leaves it in place. */
+export async function startCodeServer(options: { baseUrl?: string; teams?: Record<string, unknown>; code?: Record<string, unknown>; root?: string } = {}): Promise<CodeServer> {
   const files: Record<string, string> = {};
   for (const [id, team] of Object.entries(options.teams ?? { api: API_TEAM, web: WEB_TEAM })) files[`teams/${id}.json`] = JSON.stringify(team);
+  if (options.root) {
+    for (const [rel, content] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(options.root, rel)), { recursive: true });
+      await writeFile(path.join(options.root, rel), content);
+    }
+  }
   const server = await startTestServer({
-    files,
+    ...(options.root ? { root: options.root } : { files }),
     settings: {
       watch: false,
       model: { baseUrl: options.baseUrl, model: 'small-model', retries: 0, timeoutMs: 10_000 },

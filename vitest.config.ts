@@ -5,7 +5,8 @@ export default defineConfig({
   resolve: { alias: { hangar: fileURLToPath(new URL('./core/sdk.ts', import.meta.url)) } },
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 20_000,
+    // Generous: scenario tests (coding runs, browsers, kernels) share two cores with everything else.
+    testTimeout: 60_000,
     hookTimeout: 20_000,
     // Two cores: servers, workers and esbuild all share them.
     pool: 'forks',

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 /**
  * Debian's Chromium driven by playwright-core, with a fresh profile per launch. The flags keep
@@ -41,4 +41,38 @@ export async function launchBrowser(): Promise<Browser> {
       await rm(profile, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Opens UI pages that record script errors and Content-Security-Policy violations — neither is
+ * acceptable in any view. One page at a time: `finish()` closes it (an open page keeps websockets
+ * that would hold up the server's stop) and returns what it recorded.
+ */
+export class UiPages {
+  private page: Page | undefined;
+  private errors: string[] = [];
+
+  constructor(
+    private readonly browser: () => Browser,
+    private readonly baseUrl: () => string,
+  ) {}
+
+  async open(route: string): Promise<Page> {
+    this.errors = [];
+    const page = (this.page = await this.browser().context.newPage());
+    // Fail a wait with its own message well before the test times out.
+    page.setDefaultTimeout(8000);
+    page.on('pageerror', (err) => this.errors.push(err.message));
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) this.errors.push(msg.text());
+    });
+    await page.goto(`${this.baseUrl()}/ui/${route}`);
+    return page;
+  }
+
+  async finish(): Promise<string[]> {
+    await this.page?.close();
+    this.page = undefined;
+    return this.errors;
+  }
 }

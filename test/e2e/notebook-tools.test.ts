@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { launchBrowser, OUTPUT, type Browser } from './browser.js';
+import { UiPages, launchBrowser, OUTPUT, type Browser } from './browser.js';
 
 /**
  * The notebook's tools panel in a real browser: smart preprocessing suggestions for a variable
@@ -23,8 +23,7 @@ const notebook = [
 
 let browser: Browser;
 let server: TestServer;
-let page: Page | undefined;
-let errors: string[] = [];
+const pages = new UiPages(() => browser, () => server.url);
 
 beforeAll(async () => {
   browser = await launchBrowser();
@@ -35,22 +34,10 @@ afterAll(async () => {
   await browser?.close();
 });
 afterEach(async () => {
-  await page?.close();
-  page = undefined;
-  expect(errors).toEqual([]);
+  expect(await pages.finish()).toEqual([]);
 });
 
-async function open(route: string): Promise<Page> {
-  errors = [];
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(8000);
-  page.on('pageerror', (err) => errors.push(err.message));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) errors.push(msg.text());
-  });
-  await page.goto(`${server.url}/ui/${route}`);
-  return page;
-}
+const open = (route: string): Promise<Page> => pages.open(route);
 
 describe('notebook tools panel', () => {
   it("says what the server says when the variable's cell has not run", async () => {

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { launchBrowser, OUTPUT, type Browser } from './browser.js';
+import { UiPages, launchBrowser, OUTPUT, type Browser } from './browser.js';
 
 /** The notebook view in a real browser: reactive runs, stale marks, rich outputs, dependencies. */
 
@@ -21,8 +21,7 @@ const notebook = [
 
 let browser: Browser;
 let server: TestServer;
-let page: Page | undefined;
-let errors: string[] = [];
+const pages = new UiPages(() => browser, () => server.url);
 
 beforeAll(async () => {
   browser = await launchBrowser();
@@ -33,24 +32,10 @@ afterAll(async () => {
   await browser?.close();
 });
 afterEach(async () => {
-  // Close first: an open page keeps its websockets, which would hold up the server's stop.
-  await page?.close();
-  page = undefined;
-  expect(errors).toEqual([]);
+  expect(await pages.finish()).toEqual([]);
 });
 
-async function open(route: string): Promise<Page> {
-  errors = [];
-  page = await browser.context.newPage();
-  // Fail a wait with its own message well before the test times out.
-  page.setDefaultTimeout(8000);
-  page.on('pageerror', (err) => errors.push(err.message));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) errors.push(msg.text());
-  });
-  await page.goto(`${server.url}/ui/${route}`);
-  return page;
-}
+const open = (route: string): Promise<Page> => pages.open(route);
 
 const cell = (p: Page, id: string) => p.locator(`li.cell[data-cell="${id}"]`);
 

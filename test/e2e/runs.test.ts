@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from '../coderun/support/scripted-model.js';
 import { API_TEAM, makeRepo } from '../coderun/support/fixture.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { launchBrowser, OUTPUT, type Browser } from './browser.js';
+import { UiPages, launchBrowser, OUTPUT, type Browser } from './browser.js';
 
 /**
  * The coding-run views in a real browser against a real server, a real git repository and a
@@ -18,8 +18,7 @@ let model: ScriptedModel;
 /** The whole platform (the UI needs all of it), plus the coding-run session token. */
 let server: TestServer & { token: string; api: TestServer['request'] };
 let repo: string;
-let page: Page | undefined;
-let errors: string[] = [];
+const pages = new UiPages(() => browser, () => server.url);
 
 beforeAll(async () => {
   browser = await launchBrowser();
@@ -58,22 +57,10 @@ afterAll(async () => {
   if (repo) await rm(repo, { recursive: true, force: true });
 });
 afterEach(async () => {
-  await page?.close();
-  page = undefined;
-  expect(errors).toEqual([]);
+  expect(await pages.finish()).toEqual([]);
 });
 
-async function open(route: string): Promise<Page> {
-  errors = [];
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(8000);
-  page.on('pageerror', (err) => errors.push(err.message));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) errors.push(msg.text());
-  });
-  await page.goto(`${server.url}/ui/${route}`);
-  return page;
-}
+const open = (route: string): Promise<Page> => pages.open(route);
 
 /** Every new page is a new tab: the session token is asked for once per tab. */
 async function giveSession(p: Page) {

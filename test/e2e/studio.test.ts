@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
-import { launchBrowser, OUTPUT, type Browser } from './browser.js';
+import { UiPages, launchBrowser, OUTPUT, type Browser } from './browser.js';
 
 /**
  * The studio in a real browser against a real server: chat with the answer streaming in while the
@@ -37,8 +37,7 @@ const files = {
 let browser: Browser;
 let model: FakeOpenAI;
 let server: TestServer;
-let page: Page | undefined;
-let errors: string[] = [];
+const pages = new UiPages(() => browser, () => server.url);
 
 beforeAll(async () => {
   browser = await launchBrowser();
@@ -59,25 +58,10 @@ afterAll(async () => {
   await browser?.close();
 });
 afterEach(async () => {
-  // Close first: an open page keeps its websockets, which would hold up the server's stop.
-  await page?.close();
-  page = undefined;
-  // Neither script errors nor Content-Security-Policy violations are acceptable in any view.
-  expect(errors).toEqual([]);
+  expect(await pages.finish()).toEqual([]);
 });
 
-async function open(route: string): Promise<Page> {
-  errors = [];
-  page = await browser.context.newPage();
-  // Fail a wait with its own message well before the test times out.
-  page.setDefaultTimeout(8000);
-  page.on('pageerror', (err) => errors.push(err.message));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) errors.push(msg.text());
-  });
-  await page.goto(`${server.url}/ui/${route}`);
-  return page;
-}
+const open = (route: string): Promise<Page> => pages.open(route);
 
 const nodeState = (p: Page, node: string) => p.locator(`[data-testid="graph"] g.node[data-node="${node}"]`).getAttribute('data-state');
 

@@ -7,7 +7,7 @@ import { Router, type NextFunction, type Request, type Response } from 'express'
 import { z } from 'zod';
 import { type HttpError, notFound, serviceUnavailable, unauthorized } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
-import { PUBLIC_PATHS, type ReconfigurableRateLimiter } from '../http/security.js';
+import type { ReconfigurableRateLimiter } from '../http/security.js';
 import { parseInput } from '../http/validate.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { resourceOf } from '../logs/resource-of.js';
@@ -34,7 +34,8 @@ const sameSecret = (a: string, b: string) => {
 };
 
 /** Routes maintenance mode leaves alone: probes, per-resource health, and the control plane. */
-const isExempt = (path: string) => PUBLIC_PATHS.has(path) || path.endsWith('/health') || path === CONTROL_PREFIX || path.startsWith(`${CONTROL_PREFIX}/`);
+const isExempt = (path: string, publicPaths: ReadonlySet<string>) =>
+  publicPaths.has(path) || path.endsWith('/health') || path === CONTROL_PREFIX || path.startsWith(`${CONTROL_PREFIX}/`);
 
 /**
  * The gate, mounted before every other router (the invocation log's included, so its routes obey
@@ -42,7 +43,7 @@ const isExempt = (path: string) => PUBLIC_PATHS.has(path) || path.endsWith('/hea
  * in-flight counting of calls that get through. A refused call to a resource is still logged, since
  * the log's own middleware never sees it.
  */
-export function controlGate(plane: ControlPlane) {
+export function controlGate(plane: ControlPlane, publicPaths: ReadonlySet<string>) {
   return function controlGateMiddleware(req: Request, res: Response, next: NextFunction) {
     plane.rateLimiter ??= req.app.locals.rateLimiter as ReconfigurableRateLimiter | undefined;
     const call = resourceOf(req.method, req.path);
@@ -51,7 +52,7 @@ export function controlGate(plane: ControlPlane) {
       next(error);
     };
     const maintenance = plane.maintenanceStatus;
-    if (maintenance.enabled && !isExempt(req.path)) {
+    if (maintenance.enabled && !isExempt(req.path, publicPaths)) {
       return refuse(serviceUnavailable(`Hangar is in maintenance${maintenance.message ? `: ${maintenance.message}` : ''}`, maintenance.retry_after));
     }
     if (!call) return next();

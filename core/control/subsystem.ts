@@ -27,7 +27,7 @@ export const controlSubsystem: Subsystem = {
     const plane = planes.get(ctx);
     if (!plane) return controlDisabledRoutes();
     const router = Router();
-    router.use(controlGate(plane));
+    router.use(controlGate(plane, ctx.publicPaths));
     router.use(controlRoutes(plane, ctx.settings.control.token!));
     return router;
   },

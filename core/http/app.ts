@@ -16,6 +16,8 @@ export interface AppDeps {
   metrics: Metrics;
   /** Tokens added at run time (e.g. the desktop shell's per-launch token). */
   extraTokens: () => Record<string, string>;
+  /** Paths reachable without a token (probes, the UI's static files). */
+  publicPaths: ReadonlySet<string>;
 }
 
 /**
@@ -28,7 +30,7 @@ function routeLabel(req: Request): string {
   return typeof pattern === 'string' ? req.baseUrl + pattern : 'unmatched';
 }
 
-export function createApp({ settings, log, metrics, extraTokens }: AppDeps): Express {
+export function createApp({ settings, log, metrics, extraTokens, publicPaths }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -55,9 +57,9 @@ export function createApp({ settings, log, metrics, extraTokens }: AppDeps): Exp
     next();
   });
   app.use(hostCheck(settings));
-  app.use(principalMiddleware(settings, extraTokens));
+  app.use(principalMiddleware(settings, extraTokens, publicPaths));
   // Kept on app.locals so the control plane can change the limits of a running server.
-  app.locals.rateLimiter = reconfigurableRateLimiter(effectiveRateLimit(settings));
+  app.locals.rateLimiter = reconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths);
   app.use(app.locals.rateLimiter);
   app.use(express.json({ limit: settings.bodyLimit, strict: false }));
   return app;

@@ -24,8 +24,11 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** Routes any caller may reach: probes and the A2A discovery document. */
-export const PUBLIC_PATHS = new Set(['/health', '/ready', '/readiness', '/.well-known/agent.json']);
+/**
+ * Routes any caller may reach: probes and the A2A discovery document. Each server starts from these
+ * in its own `ctx.publicPaths`, to which subsystems add theirs (the UI's static files).
+ */
+export const DEFAULT_PUBLIC_PATHS: readonly string[] = ['/health', '/ready', '/readiness', '/.well-known/agent.json'];
 
 export function allowedHostNames(settings: Settings): Set<string> {
   const names = new Set(['localhost', '127.0.0.1', '::1', settings.host.toLowerCase(), ...settings.allowedHosts.map((h) => h.toLowerCase())]);
@@ -121,9 +124,13 @@ export function resolvePrincipal(
   throw unauthorized('invalid token');
 }
 
-export function principalMiddleware(settings: Settings, extraTokens: () => Record<string, string>): RequestHandler {
+export function principalMiddleware(
+  settings: Settings,
+  extraTokens: () => Record<string, string>,
+  publicPaths: ReadonlySet<string>,
+): RequestHandler {
   return function principal(req: Request, _res: Response, next: NextFunction) {
-    if (PUBLIC_PATHS.has(req.path)) {
+    if (publicPaths.has(req.path)) {
       try {
         req.principal = resolvePrincipal(req, settings, extraTokens());
       } catch {
@@ -157,20 +164,20 @@ export interface ReconfigurableRateLimiter extends RequestHandler {
   reconfigure(limits: RateLimitSettings): void;
 }
 
-export function reconfigurableRateLimiter(initial: RateLimitSettings): ReconfigurableRateLimiter {
-  let current = { limits: initial, handler: rateLimiter(initial) };
+export function reconfigurableRateLimiter(initial: RateLimitSettings, publicPaths: ReadonlySet<string>): ReconfigurableRateLimiter {
+  let current = { limits: initial, handler: rateLimiter(initial, publicPaths) };
   const limiter = function runtimeRateLimit(req: Request, res: Response, next: NextFunction) {
     return current.handler(req, res, next);
   } as ReconfigurableRateLimiter;
   Object.defineProperty(limiter, 'limits', { get: () => current.limits });
   limiter.reconfigure = (limits) => {
-    current = { limits, handler: rateLimiter(limits) };
+    current = { limits, handler: rateLimiter(limits, publicPaths) };
   };
   return limiter;
 }
 
 /** Per-principal fixed-window limit; probes are never limited. */
-export function rateLimiter(limits: RateLimitSettings): RequestHandler {
+export function rateLimiter(limits: RateLimitSettings, publicPaths: ReadonlySet<string>): RequestHandler {
   if (!limits.enabled) return function noRateLimit(_req, _res, next) { next(); };
   return rateLimit({
     windowMs: limits.windowMs,
@@ -180,7 +187,7 @@ export function rateLimiter(limits: RateLimitSettings): RequestHandler {
     keyGenerator: (req) => req.principal ?? 'anonymous',
     // Built at run time too (the control plane reconfigures limits from a request handler).
     validate: { creationStack: false },
-    skip: (req) => PUBLIC_PATHS.has(req.path),
+    skip: (req) => publicPaths.has(req.path),
     handler: (req, _res, next) => {
       const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const seconds = reset ? Math.max(1, Math.ceil((reset.getTime() - Date.now()) / 1000)) : Math.ceil(limits.windowMs / 1000);

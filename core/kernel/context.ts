@@ -39,6 +39,8 @@ export interface HangarContext {
   readonly lifecycle: { ready: boolean; stopping: boolean };
   /** principal → token minted at run time (the desktop shell's per-launch token). */
   readonly runtimeTokens: Record<string, string>;
+  /** Paths reachable without a token: the probes, plus what subsystems add at setup (UI files). */
+  readonly publicPaths: Set<string>;
   /**
    * Websocket endpoints by exact path. The server checks Host, Origin and the token (header, or
    * `?token=` since browsers cannot set headers on ws) before calling the handler.

@@ -6,7 +6,7 @@ import * as zod from 'zod';
 import * as sdk from '../sdk.js';
 import { createApp, finishApp } from '../http/app.js';
 import { OpenApiRegistry } from '../http/openapi.js';
-import { checkUpgrade, resolvePrincipal } from '../http/security.js';
+import { checkUpgrade, DEFAULT_PUBLIC_PATHS, resolvePrincipal } from '../http/security.js';
 import { Metrics } from '../platform/metrics.js';
 import { LowdbStore } from '../storage/lowdb-store.js';
 import type { HangarContext, Subsystem } from './context.js';
@@ -100,12 +100,13 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     startedAt: new Date(),
     lifecycle: { ready: false, stopping: false },
     runtimeTokens: {},
+    publicPaths: new Set(DEFAULT_PUBLIC_PATHS),
     upgrades: new Map(),
     agentSurface: { endpoints: {}, capabilities: {} },
   };
 
   const subsystems = options.subsystems ?? SUBSYSTEMS;
-  const app = createApp({ settings, log, metrics, extraTokens: () => ctx.runtimeTokens });
+  const app = createApp({ settings, log, metrics, extraTokens: () => ctx.runtimeTokens, publicPaths: ctx.publicPaths });
   for (const subsystem of subsystems) {
     for (const kind of subsystem.kinds ?? []) discovery.register(kind);
     await subsystem.setup?.(ctx);

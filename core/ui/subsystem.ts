@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Subsystem } from '../kernel/context.js';
-import { PUBLIC_PATHS } from '../http/security.js';
 import { uiAssets, UI_FILES } from './assets.js';
 import { uiContentSecurityPolicy } from './csp.js';
 import { eventChannel, type EventChannel } from './events.js';
@@ -13,8 +12,7 @@ import { eventChannel, type EventChannel } from './events.js';
  * Decision: the UI files (page, bundle, styles, their source maps) are public paths. They hold no
  * data, and a browser pointed at /ui/ cannot send a bearer token with a page load; every API call
  * the UI then makes carries the token (from the desktop bridge, or typed once into the UI when the
- * server has tokens configured). They are added to the shared `PUBLIC_PATHS` set at setup: the
- * same exact paths for every server in the process, so adding them again is harmless.
+ * server has tokens configured). They are added to the server's `ctx.publicPaths` at setup.
  */
 const channels = new WeakMap<object, EventChannel>();
 export const EVENTS_PATH = '/api/v1/events';
@@ -22,7 +20,7 @@ export const EVENTS_PATH = '/api/v1/events';
 export const uiSubsystem: Subsystem = {
   name: 'ui',
   setup(ctx) {
-    for (const file of ['', ...UI_FILES]) PUBLIC_PATHS.add(`/ui/${file}`);
+    for (const file of ['', ...UI_FILES]) ctx.publicPaths.add(`/ui/${file}`);
     const channel = eventChannel(ctx);
     channels.set(ctx, channel);
     ctx.upgrades.set(EVENTS_PATH, channel.handler);

@@ -40,7 +40,12 @@ export interface AgentServiceOptions {
   log: Logger;
   threads: ThreadService;
   streams: StreamRetention;
+  /** Told of every finished run (metrics: `agent_invocations_total`). */
+  onRun?: (agent: string, route: RunRoute, outcome: string) => void;
 }
+
+/** Which API a run came through, for metrics. */
+export type RunRoute = 'invoke' | 'stream' | 'chat' | 'approve' | 'optimize' | 'studio';
 
 export interface SuspensionDetail {
   status: 'suspended';
@@ -84,7 +89,7 @@ export class AgentService {
   /** Invoke and wait. Resolves to the response; a HITL suspension throws the 202 `suspended`. */
   async invoke(agentName: string, request: InvokeRequest, signal?: AbortSignal, onEvent?: (event: RunEvent) => void): Promise<InvokeResponse> {
     const plan = this.plan(agentName, request, []);
-    const outcome = await this.execute(plan, { signal, onEvent });
+    const outcome = await this.execute('invoke', plan, { signal, onEvent });
     return this.respond(plan, outcome);
   }
 
@@ -119,7 +124,7 @@ export class AgentService {
     };
     void (async () => {
       try {
-        const outcome = await this.execute(plan, { onEvent });
+        const outcome = await this.execute('stream', plan, { onEvent });
         const body = await this.respond(plan, outcome);
         log.append({ event: 'complete', ...body });
       } catch (err) {
@@ -167,7 +172,7 @@ export class AgentService {
 
     let outcome: RunOutcome;
     try {
-      outcome = await this.execute(plan, { signal }, { persist: request.persist, history_loaded: history.length });
+      outcome = await this.execute('chat', plan, { signal }, { persist: request.persist, history_loaded: history.length });
     } catch (err) {
       // A suspended chat keeps the question; the answer is saved when the approval completes it.
       if (request.persist && err instanceof HttpError && err.status === 202) await threads.append(agent.name, threadId, [userMessage]);
@@ -207,7 +212,7 @@ export class AgentService {
       prompt: resolvePrompt(agent, record.prompt_version).text,
       persistent: record.persistent,
     };
-    const outcome = await this.execute(plan, { resume: { checkpoint: record.checkpoint, action: 'approve', value: request.context } }, record.chat);
+    const outcome = await this.execute('approve', plan, { resume: { checkpoint: record.checkpoint, action: 'approve', value: request.context } }, record.chat);
     const body = await this.respond(plan, outcome);
     if (record.chat?.persist) {
       await this.options.threads.append(agent.name, threadId, [{ role: 'assistant', content: body.response, timestamp: new Date().toISOString() }]);
@@ -231,7 +236,7 @@ export class AgentService {
   ) {
     const plan = this.plan(agentName, { query: request.query, user_id: request.user_id, context: request.context }, []);
     if (request.system_prompt_override != null) plan.prompt = request.system_prompt_override;
-    const outcome = await this.execute(plan, {});
+    const outcome = await this.execute('optimize', plan, {});
     const body = await this.respond(plan, outcome);
     const steps = body.steps_taken;
     return {
@@ -248,7 +253,19 @@ export class AgentService {
 
   /** Run with the studio's knobs (breakpoints, events, a checkpoint to continue from). */
   runForStudio(request: Omit<RunRequest, 'checkpointer'>): Promise<RunOutcome> {
-    return this.engine.run({ ...request, checkpointer: this.checkpoints });
+    return this.run('studio', { ...request, checkpointer: this.checkpoints });
+  }
+
+  /** The one place runs start: counts each finished run by agent, route and outcome. */
+  private async run(route: RunRoute, request: RunRequest): Promise<RunOutcome> {
+    try {
+      const outcome = await this.engine.run(request);
+      this.options.onRun?.(request.agent.name, route, outcome.status);
+      return outcome;
+    } catch (err) {
+      this.options.onRun?.(request.agent.name, route, 'error');
+      throw err;
+    }
   }
 
   // ——— internals ———
@@ -277,13 +294,14 @@ export class AgentService {
 
   /** Run the engine; a suspension becomes a pending approval and the 202. */
   private async execute(
+    route: RunRoute,
     plan: RunPlan,
     extra: Pick<RunRequest, 'onEvent' | 'signal' | 'resume'>,
     chat?: PendingApproval['chat'],
   ): Promise<RunOutcome> {
     let outcome: RunOutcome;
     try {
-      outcome = await this.engine.run({
+      outcome = await this.run(route, {
         agent: plan.agent,
         input: plan.input,
         prompt: plan.prompt,

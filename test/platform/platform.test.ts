@@ -114,11 +114,15 @@ describe('platform routes', () => {
     expect(page.text).toContain('&lt;script&gt;');
   });
 
-  it('/metrics exposes request counts and durations by route, and drop-in reloads', async () => {
+  it('/metrics exposes request counts and durations by route, per-agent invocations and drop-in reloads', async () => {
     server = await startTestServer({ files });
     await server.request('/api/v1/alpha/health');
     await server.request('/api/v1/ghost/health');
+    await server.request('/api/v1/alpha/invoke', { method: 'POST', json: { query: 'q' } });
+    await server.request('/api/v1/beta/chat', { method: 'POST', json: { content: 'hi' } });
     const text = (await server.request('/metrics')).text;
+    expect(text).toMatch(/agent_invocations_total\{agent="alpha",route="invoke",outcome="completed"\} 1/);
+    expect(text).toMatch(/agent_invocations_total\{agent="beta",route="chat",outcome="completed"\} 1/);
     expect(text).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/:agent\/health",status="200"\} 1/);
     expect(text).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/:agent\/health",status="404"\} 1/);
     expect(text).toContain('http_request_duration_seconds_bucket');

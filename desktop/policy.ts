@@ -45,9 +45,12 @@ export function windowOptions(preload: string): BrowserWindowOptions {
   };
 }
 
-/** A per-launch API token: 256 random bits, URL-safe so it also works as `?token=` on ws. */
+/**
+ * A per-launch API token: 256 random bits, hex so it works as `?token=` on ws and can never be
+ * mistaken for a command-line option (base64url can start with '-').
+ */
 export function mintToken(): string {
-  return randomBytes(32).toString('base64url');
+  return randomBytes(32).toString('hex');
 }
 
 /** True when `url` belongs to the app (same scheme, host and port as the server). */

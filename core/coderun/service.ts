@@ -117,8 +117,11 @@ function finishedRunDetail(taskId: string, record: RunRecord, action: 'retry' | 
 
 export class CodeRunService {
   readonly library: TeamLibrary;
-  /** Generated per launch; every coding-run route requires it. */
-  readonly sessionToken = randomBytes(24).toString('base64url');
+  /**
+   * Generated per launch; every coding-run route requires it. Hex, not base64url: a token that
+   * starts with '-' is taken for an option by `hangar code run --session <token>` (1 launch in 64).
+   */
+  readonly sessionToken = randomBytes(24).toString('hex');
   private readonly runs: Collection<RunRecord>;
   /**
    * Run events, one key per run: storing is an append of one line, and replaying a past run reads

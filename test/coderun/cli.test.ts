@@ -91,12 +91,19 @@ describe('hangar code run (CLI)', () => {
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM } });
 
-    const { code, out } = await runCli(['run', 'add a health route', '--repo', repo, '--url', server.url, '--session', server.token]);
+    const { code, out, err } = await runCli(['run', 'add a health route', '--repo', repo, '--url', server.url, '--session', server.token]);
 
-    expect(code).toBe(1);
+    expect({ code, err }).toMatchObject({ code: 1 });
     expect(out).toContainEqual(expect.stringMatching(/^gate api: RED — /));
     expect(out).toContainEqual(expect.stringMatching(/^ticket \S+ raised \(team api, seen 1x\)$/));
     expect(out).toContainEqual(expect.stringMatching(/^run failed: /));
     expect(out).not.toContainEqual(expect.stringMatching(/awaiting_approval/));
+  });
+});
+
+describe('session token', () => {
+  it('never starts with "-", so `--session <token>` is never read as an option', async () => {
+    server = await startCodeServer({ baseUrl: 'http://127.0.0.1:9/v1', teams: { api: API_TEAM } });
+    expect(server.token).toMatch(/^[0-9a-f]{48}$/);
   });
 });

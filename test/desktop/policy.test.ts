@@ -63,7 +63,7 @@ describe('desktop window policy', () => {
 
   it('mints a different unguessable token each launch', () => {
     const a = mintToken();
-    expect(a).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(a).toMatch(/^[0-9a-f]{64}$/);
     expect(mintToken()).not.toBe(a);
   });
 });

@@ -66,7 +66,7 @@ describe('opening the Electron shell for a running server', () => {
       const seen = JSON.parse(await readFile(record, 'utf8')) as { args: string[]; url: string; token: string };
       expect(seen.url).toBe('http://127.0.0.1:8787');
       expect(seen.token).toBe(seenWhileOpen);
-      expect(seen.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(seen.token).toMatch(/^[0-9a-f]{64}$/);
       // The token is not on the command line, where any local user could read it.
       expect(seen.args.join(' ')).not.toContain(seen.token);
       expect(seen.args[0]).toMatch(/dist[\\/]desktop[\\/]main\.mjs$/);

@@ -4,7 +4,7 @@
  * call `AgentService` and send; the 202 HITL suspension and every error travel as `HttpError`s to
  * the one error handler.
  */
-import { Router, type Request } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { HangarContext } from '../kernel/context.js';
 import type { RouteDoc } from '../http/openapi.js';
 import { resumePoint, serveSse } from '../http/sse.js';
@@ -25,6 +25,19 @@ import {
 } from './schemas.js';
 
 const agentOf = (req: Request) => String(req.params.agent);
+
+/**
+ * Aborted when the client goes away before its answer is sent, so a plain /invoke stops working
+ * (and stops spending model tokens) for nobody. Streams are different: a stream keeps running for
+ * replay, and /chat runs to the end so the conversation it persists stays whole.
+ */
+function clientGone(res: Response): AbortSignal {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
+  });
+  return controller.signal;
+}
 const threadOf = (req: Request) => String(req.params.thread_id);
 
 export function agentRoutes(ctx: HangarContext): Router {
@@ -33,7 +46,7 @@ export function agentRoutes(ctx: HangarContext): Router {
 
   router.post('/api/v1/:agent/invoke', async (req, res) => {
     const body = parseInput(InvokeRequest, req.body, 'body');
-    res.json(await service.invoke(agentOf(req), body));
+    res.json(await service.invoke(agentOf(req), body, clientGone(res)));
   });
 
   router.post('/api/v1/:agent/invoke/stream', async (req, res) => {

@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
@@ -24,6 +26,11 @@ const files = {
     },
   }`),
   'agents/boom.ts': agentSource(`{ run: async () => { throw new Error('exploded on purpose'); } }`),
+  // Waits until its run is cancelled, then leaves a mark in the workspace.
+  'agents/waiter.ts': agentSource(
+    `{ run: (input, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => { writeFileSync(join(ctx.workspace, 'waiter-' + input.query), 'aborted'); reject(ctx.signal.reason); })) }`,
+    `import { writeFileSync } from 'node:fs';\nimport { join } from 'node:path';`,
+  ),
   'agents/approver.ts': agentSource(`{
     graph: {
       nodes: {
@@ -114,6 +121,24 @@ describe('execution routes against the real server', () => {
       expect(boom.body.detail).toMatch(/exploded on purpose/);
       expect(server.logs.some((l) => l.includes('exploded on purpose'))).toBe(true);
       expect((await post('/api/v1/echo/invoke', { query: 'still up' })).status).toBe(200);
+    });
+
+    it('cancels the run when the client goes away before the answer', async () => {
+      const controller = new AbortController();
+      const request = fetch(`${server.url}/api/v1/waiter/invoke`, {
+        method: 'POST',
+        headers: { ...ALICE, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'gone' }),
+        signal: controller.signal,
+      }).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 150));
+      controller.abort();
+      await request;
+      const mark = path.join(server.root, 'waiter-gone');
+      await eventually(() => existsSync(mark));
+      expect(readFileSync(mark, 'utf8')).toBe('aborted');
+      const counted = await eventually(async () => /agent_invocations_total\{agent="waiter",[^}]*\} 1/.exec((await get('/metrics')).text)?.[0]);
+      expect(counted).toBe('agent_invocations_total{agent="waiter",route="invoke",outcome="cancelled"} 1');
     });
 
     it('passes temperature and max_tokens overrides to the model', async () => {

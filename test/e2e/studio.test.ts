@@ -79,6 +79,18 @@ describe('studio view', () => {
     expect(await p.locator('.agent-grid > li', { hasText: 'talker' }).locator('.chip').allTextContents()).toContain('model');
   });
 
+  it('shows what runs inside a subagent node, read-only', async () => {
+    const p = await open('#/studio/studio-demo');
+    const inside = p.getByTestId('subgraph-analyze');
+    await inside.locator('summary').click();
+    const inner = p.getByTestId('subgraph-graph-analyze');
+    await inner.locator('g.node').first().waitFor();
+    // word-stats is a function agent: start → agent → end.
+    expect(await inner.locator('g.node').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-node')))).toEqual(['__start__', 'agent', '__end__']);
+    expect(await inner.locator('g.node[role="button"]').count()).toBe(0);
+    await p.screenshot({ path: path.join(OUTPUT, 'studio-subagent.png'), fullPage: true });
+  });
+
   it('chats with an agent: the answer streams in while its node is lit', async () => {
     const p = await open('#/studio/talker');
     await p.locator('[data-testid="graph"] g.node').first().waitFor();

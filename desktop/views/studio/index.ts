@@ -6,7 +6,7 @@ import { getJson, postJson, postStream } from '../api.js';
 import { href } from '../router.js';
 import { Conversations } from './conversations.js';
 import { describeError } from './errors.js';
-import { GraphView, type AgentGraph } from './graph.js';
+import { GraphView, SubagentGraphs, type AgentGraph } from './graph.js';
 import { applyEvent, idleRun, type RunView, type StudioEvent } from './run-state.js';
 import { Timeline, type Checkpoint } from './timeline.js';
 
@@ -196,6 +196,7 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
           />`
         : html`<p class="muted">Loading graph…</p>`}
       ${breakpoints.length > 0 && html`<p class="muted">Breakpoints: ${breakpoints.join(', ')}</p>`}
+      ${graph && html`<${SubagentGraphs} graph=${graph} load=${(agent: string) => getJson<AgentGraph>(`/studio/agents/${encodeURIComponent(agent)}/graph`)} />`}
     </section>
 
     <section class="card run-panel" aria-labelledby="run-title">

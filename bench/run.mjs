@@ -1,5 +1,6 @@
 // `npm run bench`: runs every benchmark in bench/ in its own process, one after another.
-// TypeScript benchmarks (*.bench.ts) are bundled with esbuild first; *.mjs run as they are.
+// Benchmarks named *.bench.ts or *.bench.mjs import the code under test from core/ directly and
+// are bundled with esbuild first; any other *.mjs (one that only drives the built CLI) runs as is.
 // Each prints its figures as medians and as a ratio against a baseline measured in the same run.
 // `npm run bench -- reload` runs only the benchmarks whose file name contains "reload".
 import { spawnSync } from 'node:child_process';
@@ -20,8 +21,8 @@ const files = readdirSync(dir)
 let failed = 0;
 for (const file of files) {
   let script = path.join(dir, file);
-  if (file.endsWith('.ts')) {
-    script = path.join(out, file.replace(/\.ts$/, '.mjs'));
+  if (/\.bench\.m?[jt]s$/.test(file)) {
+    script = path.join(out, file.replace(/\.(ts|mjs)$/, '.out.mjs'));
     await esbuild.build({
       entryPoints: [path.join(dir, file)],
       outfile: script,

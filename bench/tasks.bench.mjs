@@ -12,16 +12,18 @@
 // Subscribers run in a child process so parsing them does not share the server's event loop
 // (the machine has two cores: one serves, one reads).
 //
-// Usage: node bench/tasks.mjs   (bundles the TypeScript it needs with esbuild first)
+// Bundled and run by bench/run.mjs: `npm run bench -- tasks`.
 import { fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import * as esbuild from 'esbuild';
+import { Logger } from '../core/kernel/log.ts';
+import { startServer } from '../core/kernel/server.ts';
+import { DONE_FRAME, formatFrame, SSE_HEADERS } from '../core/http/sse.ts';
+import { tasksSubsystem } from '../core/tasks/subsystem.ts';
+import { median, repo, report, round } from './lib/measure.ts';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.join(repo, '.hangar', 'bench');
 mkdirSync(out, { recursive: true });
 
@@ -30,39 +32,7 @@ const SUBSCRIBERS = 200;
 const BURST = 100;
 const REPLAYS = 300;
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
-const report = (name, figure, ratio, target, pass) =>
-  console.log(`${name}: ${figure} | ratio ${round(ratio, 3)} | target ${target} | ${pass ? 'PASS' : 'MISS'}`);
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
-
-// ---- the code under test, bundled from TypeScript ------------------------------------------------
-const entry = path.join(out, 'tasks-entry.mjs');
-await esbuild.build({
-  stdin: {
-    contents: [
-      "export { startServer } from './core/kernel/server.ts';",
-      "export { tasksSubsystem } from './core/tasks/subsystem.ts';",
-      "export { formatFrame, DONE_FRAME, SSE_HEADERS } from './core/http/sse.ts';",
-      "export { Logger } from './core/kernel/log.ts';",
-    ].join('\n'),
-    resolveDir: repo,
-    loader: 'ts',
-  },
-  outfile: entry,
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  packages: 'external',
-  alias: { hangar: path.join(repo, 'core', 'sdk.ts') },
-  logLevel: 'warning',
-});
-const { startServer, tasksSubsystem, formatFrame, DONE_FRAME, SSE_HEADERS, Logger } = await import(pathToFileURL(entry).href);
 
 // ---- subscribers (child process) -----------------------------------------------------------------
 // Each subscriber checks that ids arrive as 1, 2, 3, … with nothing missing, and ends at [DONE].

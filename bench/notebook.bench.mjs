@@ -1,45 +1,18 @@
-// Notebook engine benchmarks (issue 8). Standalone: `node bench/notebook.mjs`.
-// Bundles the TypeScript engine with esbuild into .hangar/bench/ first, then measures:
+// Notebook engine benchmarks (issue 8), bundled and run by bench/run.mjs
+// (`npm run bench -- notebook`). Measures:
 //   1. analysis + ordering of a generated 1,000-cell notebook (budget 200 ms)
 //   2. engine overhead per re-run cell over a chain of 100 dependents, against running the same
 //      code directly in one worker (budget 1 ms per cell beyond the user code)
 //   3. kernel start (budget 150 ms) and interrupt-to-ready of an infinite loop (budget 1 s)
 // Figures are medians; each line ends with the ratio to its budget (< 1.00 is within budget).
-import { mkdirSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import * as esbuild from 'esbuild';
+import { analyzeNotebook } from '../core/notebook/analysis.ts';
+import { Kernel } from '../core/notebook/kernel.ts';
+import { Notebook } from '../core/notebook/schemas.ts';
+import { NotebookSession } from '../core/notebook/session.ts';
+import { median, repo } from './lib/measure.ts';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const out = path.join(repo, '.hangar', 'bench');
-mkdirSync(out, { recursive: true });
-const entry = path.join(out, 'notebook-engine.mjs');
-await esbuild.build({
-  stdin: {
-    contents: `export { analyzeNotebook } from './core/notebook/analysis.ts';
-export { NotebookSession } from './core/notebook/session.ts';
-export { Kernel } from './core/notebook/kernel.ts';
-export { Notebook } from './core/notebook/schemas.ts';`,
-    resolveDir: repo,
-    loader: 'ts',
-  },
-  outfile: entry,
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  packages: 'external',
-  logLevel: 'warning',
-  // The bundle lives in .hangar/bench; the engine finds its schema and worker source by searching.
-});
-const { analyzeNotebook, NotebookSession, Kernel, Notebook } = await import(pathToFileURL(entry).href);
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-};
 const fmt = (ms) => `${ms.toFixed(ms < 10 ? 3 : 1)} ms`;
 const line = (label, value, budget) =>
   console.log(`${label.padEnd(58)} ${fmt(value).padStart(12)}   budget ${fmt(budget).padStart(10)}   ratio ${(value / budget).toFixed(2)}`);

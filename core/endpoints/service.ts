@@ -104,6 +104,19 @@ export interface EndpointHealth {
   upstreams: UpstreamHealth[];
 }
 
+/** What an endpoint is, as the list and `/info` both show it. */
+function describeEndpoint(config: EndpointConfig) {
+  return {
+    name: config.name,
+    description: config.description,
+    version: config.version,
+    path: config.path,
+    methods: config.methods,
+    aggregation: config.aggregation,
+    custom_handler: config.handler !== undefined,
+  };
+}
+
 /** A 502 whose body also carries the per-upstream results. */
 export class EndpointFailure extends HttpError {
   readonly upstreams: UpstreamResult[];
@@ -166,13 +179,7 @@ export class EndpointService {
 
   list(): EndpointSummary[] {
     return this.all().map((config) => ({
-      name: config.name,
-      description: config.description,
-      version: config.version,
-      path: config.path,
-      methods: config.methods,
-      aggregation: config.aggregation,
-      custom_handler: config.handler !== undefined,
+      ...describeEndpoint(config),
       upstreams: config.upstreams.map((u) => u.name),
       url: routePath(config),
     }));
@@ -392,13 +399,7 @@ export class EndpointService {
   info(name: string): Record<string, unknown> {
     const config = this.require(name);
     return {
-      name: config.name,
-      description: config.description,
-      version: config.version,
-      path: config.path,
-      methods: config.methods,
-      aggregation: config.aggregation,
-      custom_handler: config.handler !== undefined,
+      ...describeEndpoint(config),
       routes: {
         main: routePath(config),
         health: `${ENDPOINTS_PREFIX}/${config.name}/health`,

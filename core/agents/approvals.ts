@@ -6,7 +6,7 @@
  * Taking a record (approve or reject) deletes it atomically first, so two concurrent approvals of
  * the same id cannot both resume the run: the second one gets the 404 of an unknown id.
  */
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../storage/ids.js';
 import { notFound } from '../http/errors.js';
 import type { Collection, Store } from '../storage/store.js';
 import type { Checkpoint } from './checkpointer.js';
@@ -36,7 +36,7 @@ export class ApprovalStore {
   }
 
   async create(record: Omit<PendingApproval, 'id' | 'created_at'>): Promise<PendingApproval> {
-    const full: PendingApproval = { ...record, id: randomUUID(), created_at: new Date().toISOString() };
+    const full: PendingApproval = { ...record, id: timeOrderedId(), created_at: new Date().toISOString() };
     await this.records.put(full.id, full);
     return full;
   }
@@ -45,7 +45,7 @@ export class ApprovalStore {
   async list(agent: string, threadId: string): Promise<PendingApproval[]> {
     return (await this.records.list())
       .filter((r) => r.agent === agent && r.thread_id === threadId)
-      .sort((a, b) => a.created_at.localeCompare(b.created_at));
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
 
   /** Remove and return the record; unknown, or another agent's or thread's → 404. */

@@ -12,7 +12,7 @@
  *   runtime raise as `HttpError` (503 no model configured, 502 model endpoint failed) keep status.
  * - `approved: false` on approve is a rejection: the run is discarded, as with /reject.
  */
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../storage/ids.js';
 import { HttpError, errorMessage, internalError, notFound } from '../http/errors.js';
 import type { EventLog } from '../http/event-log.js';
 import type { Logger } from '../kernel/log.js';
@@ -158,7 +158,7 @@ export class AgentService {
   async chat(agentName: string, request: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
     const threads = this.options.threads;
     const agent = this.options.findAgent(agentName);
-    const threadId = request.thread_id ?? randomUUID();
+    const threadId = request.thread_id ?? timeOrderedId();
     let history: ChatMessage[] = [];
     if (request.messages) history = request.messages;
     else if (request.include_history && request.thread_id) history = await threads.history(agent.name, threadId, null);
@@ -282,7 +282,7 @@ export class AgentService {
       query: request.query,
       user_id: request.user_id ?? 'default-user',
       context: request.context ?? {},
-      thread_id: request.thread_id ?? randomUUID(),
+      thread_id: request.thread_id ?? timeOrderedId(),
       metadata: request.metadata ?? {},
       prompt_version: prompt.version,
       temperature: request.temperature ?? null,

@@ -3,7 +3,7 @@
  * Records are keyed by id in a sharded collection; each carries its agent, so one agent's list
  * is a filter (feedback is small next to threads and read rarely).
  */
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../storage/ids.js';
 import type { Collection, Store } from '../storage/store.js';
 import type { FeedbackRecord, FeedbackRequest } from './schemas.js';
 
@@ -15,7 +15,7 @@ export class FeedbackService {
   }
 
   async record(agent: string, request: FeedbackRequest): Promise<FeedbackRecord> {
-    const record: FeedbackRecord = { id: randomUUID(), agent, created_at: new Date().toISOString(), ...request };
+    const record: FeedbackRecord = { id: timeOrderedId(), agent, created_at: new Date().toISOString(), ...request };
     await this.records.put(record.id, record);
     return record;
   }
@@ -24,7 +24,7 @@ export class FeedbackService {
   async list(agent: string, limit?: number): Promise<FeedbackRecord[]> {
     const mine = (await this.records.list())
       .filter((r) => r.agent === agent)
-      .sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+      .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
     return limit === undefined ? mine : mine.slice(0, limit);
   }
 

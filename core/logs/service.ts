@@ -13,7 +13,7 @@
  *   detail naming the setting (as the task board does when it is off).
  * - The latest analysis is kept in the store (collection `log_analysis`) so it survives restarts.
  */
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../storage/ids.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { appendFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -104,7 +104,7 @@ export class InvocationLog implements InvocationRecorder {
     const errorCut = error !== null && error.length > this.options.maxFieldChars;
     if (errorCut) error = `${error!.slice(0, this.options.maxFieldChars)}…`;
     return {
-      id: randomUUID(),
+      id: timeOrderedId(),
       resource: entry.resource,
       name: entry.name,
       operation: entry.operation,

@@ -27,6 +27,7 @@
  * JSON form (`NotebookStepOutput`).
  */
 import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../storage/ids.js';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HttpError, conflict, errorMessage, notFound, unprocessable } from '../http/errors.js';
@@ -262,7 +263,7 @@ export class PipelineService {
     const deps = dependencies(definition.steps);
     const started = performance.now();
     const record: RunRecord = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       pipeline: definition.name,
       version: definition.version,
       status: 'running',
@@ -377,7 +378,7 @@ export class PipelineService {
   async runs(name: string, limit = 50): Promise<RunRecord[]> {
     this.fileOf(name);
     const all = (await this.#runs.list()).filter((r) => r.pipeline === name);
-    return all.sort((a, b) => b.started_at.localeCompare(a.started_at)).slice(0, limit);
+    return all.sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id)).slice(0, limit);
   }
 
   async getRun(name: string, id: string): Promise<RunRecord> {

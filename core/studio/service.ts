@@ -37,7 +37,7 @@
  * with GET /runs/{run_id}/stream, stop it with POST /runs/{run_id}/cancel. Cancelling is
  * cooperative (between nodes, or through a model call's signal) and leaves the thread resumable.
  */
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../storage/ids.js';
 import { buildResult, NodeError, type RunOutcome } from '../agents/engine.js';
 import type { Checkpoint, Checkpointer } from '../agents/checkpointer.js';
 import type { RunEvent } from '../agents/events.js';
@@ -155,7 +155,7 @@ export class StudioService {
     }
     const prompt = resolvePrompt(agent, request.prompt_version);
     if (agent.definition.requiresModel && !this.options.runtime.provider.configured) throw modelNotConfigured(agent.name);
-    const threadId = request.thread_id ?? randomUUID();
+    const threadId = request.thread_id ?? timeOrderedId();
     const release = this.lock(agent.name, threadId);
     try {
       const base = request.checkpoint_id
@@ -295,7 +295,7 @@ export class StudioService {
     try {
       const latest = await this.latest(agent.name, threadId);
       const checkpoint: Checkpoint = {
-        id: randomUUID(),
+        id: timeOrderedId(),
         thread_id: threadId,
         step: latest.step + 1,
         state: { ...structuredClone(latest.state), ...structuredClone(updates) } as AgentState,
@@ -441,7 +441,7 @@ export class StudioService {
         const state: AgentState = { ...from.state, metadata: { ...from.state.metadata, rejected_at: node, rejection_reason: start.reason } };
         const { interrupt: _interrupt, ...metadata } = from.metadata;
         const checkpoint: Checkpoint = {
-          id: randomUUID(),
+          id: timeOrderedId(),
           thread_id: from.thread_id,
           step: from.step + 1,
           state,
@@ -467,7 +467,7 @@ export class StudioService {
       metadata: { ...input.metadata },
     };
     const checkpoint: Checkpoint = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       thread_id: from.thread_id,
       step: from.step + 1,
       state,
@@ -482,7 +482,7 @@ export class StudioService {
   private newRun(agent: Agent, input: AgentInput, breakpoints: string[], checkpointId: string | null): StudioRun {
     const now = new Date().toISOString();
     return {
-      run_id: randomUUID(),
+      run_id: timeOrderedId(),
       agent_name: agent.name,
       thread_id: input.thread_id!,
       status: 'running',

@@ -40,7 +40,7 @@
  *   work (coalesced by the store) so a chatty task is not throttled by the disk; a crash can lose the
  *   last few milliseconds of them, never a status change.
  */
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../storage/ids.js';
 import type { Replay, ReplayableSource, SequencedEvent } from '../http/event-log.js';
 import { HttpError, errorMessage, notFound, notImplemented, unprocessable } from '../http/errors.js';
 import type { Collection, Store } from '../storage/store.js';
@@ -288,7 +288,7 @@ export class TaskService {
     }
     const now = nowIso();
     const task: Task = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       kind: options.kind,
       target,
       input: toJson(input, 'task input'),

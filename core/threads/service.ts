@@ -10,7 +10,7 @@
  * Concurrency: an append updates memory synchronously and then waits for its line to be written,
  * so 50 concurrent appends to one thread all land (in arrival order).
  */
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../storage/ids.js';
 import { badRequest, conflict, notFound, unprocessable } from '../http/errors.js';
 import type { AppendLog } from '../storage/append-log.js';
 import type { Collection, Store } from '../storage/store.js';
@@ -49,7 +49,7 @@ export class ThreadService {
   }
 
   async create(agent: string, request: CreateThreadRequest): Promise<Thread> {
-    const id = request.thread_id ?? randomUUID();
+    const id = request.thread_id ?? timeOrderedId();
     const now = new Date().toISOString();
     const thread: Thread = {
       id,
@@ -94,7 +94,7 @@ export class ThreadService {
     const all = await this.threads.list();
     return all
       .filter((t) => t.agent_name === agent && (userId === undefined || t.user_id === userId))
-      .sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+      .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
   }
 
   /**
@@ -207,7 +207,7 @@ export class ThreadService {
           (messages.length ? ` (valid: 0-${messages.length - 1})` : ''),
       );
     }
-    const id = request.new_thread_id ?? randomUUID();
+    const id = request.new_thread_id ?? timeOrderedId();
     const now = new Date().toISOString();
     const fork: Thread = {
       id,

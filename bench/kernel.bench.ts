@@ -33,28 +33,28 @@ async function coldStart() {
   report('cold start (example workspace) to /readiness 200', `${round(h)} ms median vs bare node:http ${round(b)} ms`, h / b, '≤ 1000 ms', h <= 1000);
 }
 
-// The framework's own ceiling, for context: express 5 answering the same route with no middleware.
-const BARE_EXPRESS = `const app = require('express')(); app.get('/api/v1/:agent/health', (q, s) => s.json({ status: 'healthy', agent: q.params.agent, framework: 'hangar' })); const srv = app.listen(0, '127.0.0.1', () => console.log('http://127.0.0.1:' + srv.address().port));`;
+// The framework's own ceiling, for context: Fastify answering the same route with no hooks.
+const BARE_FASTIFY = `const app = require('fastify')(); app.get('/api/v1/:agent/health', (q) => ({ status: 'healthy', agent: q.params.agent, framework: 'hangar' })); app.listen({ port: 0, host: '127.0.0.1' }).then((url) => console.log(url));`;
 
 async function requestOverhead() {
   const bare = await startProcess(['-e', BARE_SERVER]);
-  const express = await startProcess(['-e', BARE_EXPRESS]);
+  const fastify = await startProcess(['-e', BARE_FASTIFY]);
   const hangar = await startProcess(hangarArgs(repo));
   const route = '/api/v1/echo/health';
-  for (const url of [bare.url, express.url + route, hangar.url + route]) await throughput(url, 1);
+  for (const url of [bare.url, fastify.url + route, hangar.url + route]) await throughput(url, 1);
   const b: number[] = [];
   const e: number[] = [];
   const h: number[] = [];
   for (let i = 0; i < 3; i++) {
     b.push(await throughput(bare.url, 3));
-    e.push(await throughput(express.url + route, 3));
+    e.push(await throughput(fastify.url + route, 3));
     h.push(await throughput(hangar.url + route, 3));
   }
-  for (const p of [bare, express, hangar]) await stop(p.child);
+  for (const p of [bare, fastify, hangar]) await stop(p.child);
   const ratio = median(h) / median(b);
   report(
     'GET /api/v1/{agent}/health throughput',
-    `${round(median(h), 0)} req/s vs bare node:http ${round(median(b), 0)} req/s (bare express 5: ${round(median(e), 0)} req/s, hangar/express ${round(median(h) / median(e), 2)})`,
+    `${round(median(h), 0)} req/s vs bare node:http ${round(median(b), 0)} req/s (bare Fastify: ${round(median(e), 0)} req/s, hangar/Fastify ${round(median(h) / median(e), 2)})`,
     ratio,
     '≥ 0.5×',
     ratio >= 0.5,

@@ -23,7 +23,8 @@
  *   answer UnsupportedOperation saying task tracking needs a storage backend.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { HttpError, errorMessage } from '../http/errors.js';
 import { formatFrame, openSse } from '../http/sse.js';
@@ -211,35 +212,35 @@ export class A2AJsonRpc {
   }
 
   /**
-   * Answer one JSON-RPC request on `res`: a JSON body for the unary methods, an SSE stream of
+   * Answer one JSON-RPC request on `reply`: a JSON body for the unary methods, an SSE stream of
    * JSON-RPC responses for message/stream and tasks/resubscribe. Errors are JSON-RPC errors with
    * HTTP 200, as the protocol wants; an unknown agent is the platform's 404 (no agent, no endpoint).
    */
-  async handle(agentName: string, body: unknown, principal: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async handle(agentName: string, body: unknown, principal: string, reply: FastifyReply): Promise<void> {
     const agent = findAgent(this.ctx.registry, agentName).name;
     const envelope = Envelope.safeParse(body);
     if (!envelope.success) {
       const id = typeof body === 'object' && body !== null ? ((body as { id?: RpcId }).id ?? null) : null;
-      return sendJson(res, { jsonrpc: '2.0', id, error: { code: RpcCode.invalidRequest, message: formatIssues(envelope.error.issues, 'request') } });
+      return sendJson(reply, { jsonrpc: '2.0', id, error: { code: RpcCode.invalidRequest, message: formatIssues(envelope.error.issues, 'request') } });
     }
     const { id = null, method } = envelope.data;
     try {
       switch (method) {
         case 'message/send':
-          return sendJson(res, { jsonrpc: '2.0', id, result: await this.send(agent, envelope.data.params, principal, req) });
+          return sendJson(reply, { jsonrpc: '2.0', id, result: await this.send(agent, envelope.data.params, principal, reply.raw) });
         case 'message/stream':
-          return await this.stream(agent, envelope.data.params, principal, id, req, res);
+          return await this.stream(agent, envelope.data.params, principal, id, reply);
         case 'tasks/get': {
           const { id: taskId, historyLength } = params(TaskIdParams, envelope.data.params);
           const task = await this.find(agent, taskId, principal);
-          return sendJson(res, { jsonrpc: '2.0', id, result: toWireTask(task, historyLength) });
+          return sendJson(reply, { jsonrpc: '2.0', id, result: toWireTask(task, historyLength) });
         }
         case 'tasks/cancel':
-          return sendJson(res, { jsonrpc: '2.0', id, result: await this.cancel(agent, params(TaskIdParams, envelope.data.params).id, principal) });
+          return sendJson(reply, { jsonrpc: '2.0', id, result: await this.cancel(agent, params(TaskIdParams, envelope.data.params).id, principal) });
         case 'tasks/resubscribe': {
           const { id: taskId } = params(TaskIdParams, envelope.data.params);
           const task = await this.find(agent, taskId, principal);
-          return await this.follow(this.requireTasks(), task, this.scope(agent, principal), id, res);
+          return await this.follow(this.requireTasks(), task, this.scope(agent, principal), id, reply);
         }
         case 'tasks/pushNotificationConfig/set':
         case 'tasks/pushNotificationConfig/get':
@@ -253,12 +254,13 @@ export class A2AJsonRpc {
       }
     } catch (err) {
       const error = toRpcError(err);
-      if (res.headersSent) {
-        // Mid-stream: report as a final JSON-RPC error frame and close.
+      const res = reply.raw;
+      if (reply.sent || res.headersSent) {
+        // Mid-stream (the reply is hijacked): report as a final JSON-RPC error frame and close.
         if (!res.writableEnded) res.end(formatFrame(undefined, { jsonrpc: '2.0', id, error }));
         return;
       }
-      sendJson(res, { jsonrpc: '2.0', id, error });
+      sendJson(reply, { jsonrpc: '2.0', id, error });
     }
   }
 
@@ -291,12 +293,12 @@ export class A2AJsonRpc {
     return { input, contextId, blocking: configuration?.blocking !== false, taskMetadata, agent };
   }
 
-  private async send(agent: string, raw: unknown, principal: string, req: IncomingMessage): Promise<WireTask | WireMessage> {
+  private async send(agent: string, raw: unknown, principal: string, res: ServerResponse): Promise<WireTask | WireMessage> {
     const plan = this.prepare(agent, raw, principal);
     const tasks = this.tasks;
     if (!tasks) return this.runUntracked(agent, plan.input, plan.contextId);
     let task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: plan.input, principal, metadata: plan.taskMetadata });
-    if (plan.blocking) task = await tasks.waitFor(task.id, this.scope(agent, principal), closedSignal(req));
+    if (plan.blocking) task = await tasks.waitFor(task.id, this.scope(agent, principal), closedSignal(res));
     return toWireTask(task);
   }
 
@@ -305,18 +307,18 @@ export class A2AJsonRpc {
     return { kind: 'message', messageId: randomUUID(), role: 'agent', parts: [{ kind: 'text', text: response.response }, { kind: 'data', data: response }], contextId };
   }
 
-  private async stream(agent: string, raw: unknown, principal: string, id: RpcId, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async stream(agent: string, raw: unknown, principal: string, id: RpcId, reply: FastifyReply): Promise<void> {
     const plan = this.prepare(agent, raw, principal);
     const tasks = this.tasks;
     if (!tasks) {
       const message = await this.runUntracked(agent, plan.input, plan.contextId);
-      const connection = openSse(res);
+      const connection = openSse(reply);
       connection.write(formatFrame(undefined, { jsonrpc: '2.0', id, result: message }));
       connection.close();
       return;
     }
     const task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: plan.input, principal, metadata: plan.taskMetadata });
-    await this.follow(tasks, task, this.scope(agent, principal), id, res);
+    await this.follow(tasks, task, this.scope(agent, principal), id, reply);
   }
 
   async cancel(agent: string, taskId: string, principal: string): Promise<WireTask> {
@@ -331,8 +333,8 @@ export class A2AJsonRpc {
    * (and an artifact-update with the answer before the final one), closing after `final: true`.
    * A finished task gets its final status at once.
    */
-  private async follow(tasks: TaskService, task: Task, scope: TaskScope, id: RpcId, res: ServerResponse): Promise<void> {
-    const connection = openSse(res);
+  private async follow(tasks: TaskService, task: Task, scope: TaskScope, id: RpcId, reply: FastifyReply): Promise<void> {
+    const connection = openSse(reply);
     const finish = connection.close;
     let unsubscribe = () => {};
     connection.onClose(() => unsubscribe());
@@ -387,19 +389,17 @@ export class A2AJsonRpc {
 }
 
 /** Aborts when the client goes away, to stop waiting on its behalf (the task itself goes on). */
-function closedSignal(req: IncomingMessage): AbortSignal {
+function closedSignal(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
-  const res = (req as IncomingMessage & { res?: ServerResponse }).res;
-  res?.on('close', () => {
+  // The response's close, not the request's: a request closes as soon as its body has been read.
+  res.on('close', () => {
     if (!res.writableFinished) controller.abort(new HttpError(499, 'client closed the request'));
   });
   return controller.signal;
 }
 
-function sendJson(res: ServerResponse, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
+function sendJson(reply: FastifyReply, body: unknown): void {
+  reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
 /** Everything thrown ends up as a JSON-RPC error: ours keep their code, HTTP errors map by status. */

@@ -7,16 +7,19 @@
  * - Stateless transport: a fresh server and transport per request, built from the registry as it
  *   is at that moment, so an agent discovered a second ago is a tool on the next `tools/list` and
  *   nothing is held between requests (GET/DELETE session routes answer 405).
- * - DNS-rebinding protection is the SDK's own host validation middleware, fed with the same host
- *   names the platform accepts, in front of the platform's Host check and token check.
+ * - DNS-rebinding protection checks the Host name (port-agnostic) as the SDK's host validation
+ *   middleware does, with the same JSON-RPC 403 answer, fed with the same host names the platform
+ *   accepts; it runs as a route `onRequest` hook after the platform's Host and token checks and
+ *   before the body is read.
+ * - The SDK transport writes the node response itself: the Fastify reply is hijacked and the
+ *   transport gets the raw request, the raw response and the body Fastify already parsed.
  * - A tool call runs the agent like /invoke; its answer is the text content and the whole
  *   AgentInvokeResponse is the structured content. An agent error is a tool error (`isError`), not
  *   a protocol error, as MCP asks; the client's cancellation aborts the agent's signal.
  */
-import type { Request, RequestHandler, Response } from 'express';
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { hostHeaderValidation } from '@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js';
 import { z } from 'zod';
 import { buildAgentCard } from '../platform/card.js';
 import type { Agent } from '../agents/kind.js';
@@ -70,27 +73,64 @@ export function buildMcpServer(ctx: HangarContext): McpServer {
   return server;
 }
 
-/** The SDK's DNS-rebinding guard for the names this server answers to (IPv6 in brackets). */
-export function mcpHostValidation(ctx: HangarContext): RequestHandler {
-  const names = [...allowedHostNames(ctx.settings)].map((name) => (name.includes(':') ? `[${name}]` : name));
-  return hostHeaderValidation(names);
+/** A JSON-RPC error without an id, as the SDK answers transport-level refusals. */
+const transportError = (message: string) => ({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
+
+/**
+ * The DNS-rebinding guard for the names this server answers to (IPv6 in brackets): the logic and
+ * answers of the SDK's `hostHeaderValidation` middleware (which is express-only), as a hook.
+ */
+export function mcpHostValidation(ctx: HangarContext): onRequestHookHandler {
+  const names = new Set([...allowedHostNames(ctx.settings)].map((name) => (name.includes(':') ? `[${name}]` : name)));
+  return function mcpHostValidation(req, reply, done) {
+    const hostHeader = req.headers.host;
+    if (!hostHeader) {
+      reply.code(403).send(transportError('Missing Host header'));
+      return;
+    }
+    let hostname: string;
+    try {
+      // The URL parser handles IPv4, IPv6 (kept in brackets) and names, and drops the port.
+      hostname = new URL(`http://${hostHeader}`).hostname;
+    } catch {
+      reply.code(403).send(transportError(`Invalid Host header: ${hostHeader}`));
+      return;
+    }
+    if (!names.has(hostname)) {
+      reply.code(403).send(transportError(`Invalid Host: ${hostname}`));
+      return;
+    }
+    done();
+  };
 }
 
 /** Handle one streamable-HTTP request (POST; GET and DELETE need sessions, which we don't keep). */
-export async function handleMcp(ctx: HangarContext, req: Request, res: Response): Promise<void> {
+export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   if (req.method !== 'POST') {
-    res
-      .status(405)
-      .set('Allow', 'POST')
-      .json({ jsonrpc: '2.0', error: { code: -32000, message: 'this MCP endpoint is stateless: use POST' }, id: null });
+    reply.code(405).header('Allow', 'POST').send(transportError('this MCP endpoint is stateless: use POST'));
     return;
   }
   const server = buildMcpServer(ctx);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  // From here the SDK owns the node response (JSON or an SSE stream).
+  reply.hijack();
+  const res = reply.raw;
   res.on('close', () => {
     void transport.close();
     void server.close();
   });
-  await server.connect(transport);
-  await transport.handleRequest(req, res, req.body);
+  try {
+    await server.connect(transport);
+    await transport.handleRequest(req.raw, res, req.body);
+  } catch (err) {
+    // A hijacked reply never reaches the error handler: answer (or end) the response here.
+    ctx.log.error(`${req.method} ${MCP_PATH} failed: ${errorMessage(err)}`);
+    if (!res.headersSent) {
+      const text = JSON.stringify(transportError('internal server error'));
+      res.writeHead(500, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+      res.end(text);
+    } else if (!res.writableEnded) {
+      res.end();
+    }
+  }
 }

@@ -2,11 +2,12 @@
  * Per-agent asynchronous execution: POST /api/v1/{agent}/invoke/async and the A2A task routes
  * under /api/v1/{agent}/a2a/tasks. Logic is in `service.ts`; events go through the board's SSE.
  */
-import { Router, type Request, type Response } from 'express';
+import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { InvokeRequest } from '../agents/schemas.js';
 import { HttpError } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
+import { param, queryOf } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
 import { streamTaskEvents } from '../tasks/routes.js';
@@ -15,13 +16,14 @@ import { A2AJsonRpc, a2aAgentCard } from './jsonrpc.js';
 import { MCP_PATH, handleMcp, mcpHostValidation } from './mcp.js';
 import { A2AService } from './service.js';
 
-const agentOf = (req: Request): string => String(req.params.agent);
-const taskOf = (req: Request): string => String(req.params.task_id);
+const agentOf = (req: FastifyRequest): string => param(req, 'agent');
+const taskOf = (req: FastifyRequest): string => param(req, 'task_id');
 
 /** Ends the wait of `?wait=true` when the client goes away (the task itself keeps running). */
-function clientGone(res: Response): AbortSignal {
+function clientGone(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
   // The response's close, not the request's: a request closes as soon as its body has been read.
+  const res = reply.raw;
   res.on('close', () => {
     // 499 (client closed request): a 4xx, so the error handler does not log it as a failure.
     if (!res.writableFinished) controller.abort(new HttpError(499, 'client closed the request'));
@@ -29,53 +31,54 @@ function clientGone(res: Response): AbortSignal {
   return controller.signal;
 }
 
-export function a2aRoutes(ctx: HangarContext, a2a = new A2AService(ctx), rpc = new A2AJsonRpc(ctx)): Router {
-  const router = Router();
-
+export function a2aRoutes(app: FastifyInstance, ctx: HangarContext, a2a = new A2AService(ctx), rpc = new A2AJsonRpc(ctx)): void {
   // The public A2A protocol binding (JSON-RPC) and its standard card; see jsonrpc.ts.
-  router.post('/api/v1/:agent/a2a', async (req, res) => {
-    await rpc.handle(agentOf(req), req.body, req.principal, req, res);
+  app.post('/api/v1/:agent/a2a', async (req, reply) => {
+    await rpc.handle(agentOf(req), req.body, req.principal, reply);
+    return reply;
   });
   for (const file of ['agent-card.json', 'agent.json']) {
-    router.get(`/api/v1/:agent/.well-known/${file}`, (req, res) => {
-      res.json(a2aAgentCard(ctx, agentOf(req), `${req.protocol}://${req.get('host')}`));
+    app.get(`/api/v1/:agent/.well-known/${file}`, async (req) => {
+      return a2aAgentCard(ctx, agentOf(req), `${req.protocol}://${req.headers.host}`);
     });
   }
 
-  // Model Context Protocol: every agent as a tool (see mcp.ts).
-  router.all(MCP_PATH, mcpHostValidation(ctx), async (req, res) => {
-    await handleMcp(ctx, req, res);
+  // Model Context Protocol: every agent as a tool (see mcp.ts). The DNS-rebinding guard runs
+  // before the body is read.
+  app.all(MCP_PATH, { onRequest: mcpHostValidation(ctx) }, async (req, reply) => {
+    await handleMcp(ctx, req, reply);
+    return reply;
   });
 
-  router.post('/api/v1/:agent/invoke/async', async (req, res) => {
+  app.post('/api/v1/:agent/invoke/async', async (req, reply) => {
     const agent = a2a.agent(agentOf(req));
     const body = parseInput(InvokeRequest, req.body, 'body');
     const task = await a2a.invokeAsync(agent, body, req.principal);
-    res.status(202).location(task.links.self).json(task);
+    reply.code(202).header('Location', task.links.self);
+    return task;
   });
 
-  router.post('/api/v1/:agent/a2a/tasks', async (req, res) => {
+  app.post('/api/v1/:agent/a2a/tasks', async (req, reply) => {
     const agent = a2a.agent(agentOf(req));
     const body = parseInput(A2ATaskRequest, req.body, 'body');
-    const { wait } = parseInput(SubmitQuery, req.query, 'query');
-    res.json(await a2a.submit(agent, body, req.principal, { wait, signal: wait ? clientGone(res) : undefined }));
+    const { wait } = parseInput(SubmitQuery, queryOf(req), 'query');
+    return a2a.submit(agent, body, req.principal, { wait, signal: wait ? clientGone(reply) : undefined });
   });
 
-  router.get('/api/v1/:agent/a2a/tasks/:task_id', async (req, res) => {
-    res.json(await a2a.status(agentOf(req), taskOf(req), req.principal));
+  app.get('/api/v1/:agent/a2a/tasks/:task_id', async (req) => {
+    return a2a.status(agentOf(req), taskOf(req), req.principal);
   });
 
-  router.get('/api/v1/:agent/a2a/tasks/:task_id/events', async (req, res) => {
+  app.get('/api/v1/:agent/a2a/tasks/:task_id/events', async (req, reply) => {
     const { tasks, agent } = a2a.requireTasks(agentOf(req));
-    await streamTaskEvents(tasks, req, res, taskOf(req), a2a.scope(agent, req.principal));
+    await streamTaskEvents(tasks, req, reply, taskOf(req), a2a.scope(agent, req.principal));
   });
 
-  router.post('/api/v1/:agent/a2a/tasks/:task_id/cancel', async (req, res) => {
-    res.json(await a2a.cancel(agentOf(req), taskOf(req), req.principal));
+  app.post('/api/v1/:agent/a2a/tasks/:task_id/cancel', async (req) => {
+    return a2a.cancel(agentOf(req), taskOf(req), req.principal);
   });
 
   ctx.openapi.add(...a2aRouteDocs());
-  return router;
 }
 
 function a2aRouteDocs(): RouteDoc[] {

@@ -27,5 +27,5 @@ export const a2aSubsystem: Subsystem = {
     // (resumableStreams); there is no webhook delivery, so pushNotifications stays false.
     Object.assign(ctx.agentSurface.capabilities, { a2a: true, stateTransitionHistory: true, resumableStreams: true });
   },
-  routes: (ctx) => a2aRoutes(ctx),
+  routes: (app, ctx) => a2aRoutes(app, ctx),
 };

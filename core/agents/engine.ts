@@ -13,6 +13,7 @@
  * Merge rule: a node's returned keys replace the state's keys (no reducers); `steps_taken` gets
  * the node name (graph agents) and the node's `ctx.step()` names appended.
  */
+import { randomUUID } from 'node:crypto';
 import { timeOrderedId } from '../storage/ids.js';
 import { HttpError, errorMessage } from '../http/errors.js';
 import { MemoryCheckpointer, type Checkpoint, type CheckpointMetadata, type Checkpointer, type PendingInterrupt } from './checkpointer.js';
@@ -159,7 +160,7 @@ export class Engine {
     const nested = parentScope !== null;
     const graph = compileGraph(agent.definition);
     const checkpointer = request.checkpointer ?? this.scratch;
-    const runId = request.runId ?? timeOrderedId();
+    const runId = request.runId ?? randomUUID();
     const threadId = input.thread_id ?? timeOrderedId();
     const signal = request.signal ?? new AbortController().signal;
     const breakpoints = new Set(request.breakpoints ?? []);
@@ -191,7 +192,7 @@ export class Engine {
       // unique and increasing along a thread's chain.
       if (source !== 'input') step++;
       const checkpoint: Checkpoint = {
-        id: timeOrderedId(),
+        id: randomUUID(),
         thread_id: threadId,
         step,
         // A deep copy: later nodes may mutate objects they were handed.

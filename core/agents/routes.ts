@@ -4,10 +4,11 @@
  * call `AgentService` and send; the 202 HITL suspension and every error travel as `HttpError`s to
  * the one error handler.
  */
-import { Router, type Request, type Response } from 'express';
+import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import type { HangarContext } from '../kernel/context.js';
 import type { RouteDoc } from '../http/openapi.js';
 import { resumePoint, serveSse } from '../http/sse.js';
+import { param, queryOf } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
 import { OptimizeInvokeRequest, OptimizeInvokeResponse } from '../feedback/schemas.js';
 import { listAgents } from '../platform/service.js';
@@ -24,68 +25,65 @@ import {
   SuspensionBody,
 } from './schemas.js';
 
-const agentOf = (req: Request) => String(req.params.agent);
+const agentOf = (req: FastifyRequest) => param(req, 'agent');
 
 /**
  * Aborted when the client goes away before its answer is sent, so a plain /invoke stops working
  * (and stops spending model tokens) for nobody. Streams are different: a stream keeps running for
  * replay, and /chat runs to the end so the conversation it persists stays whole.
  */
-function clientGone(res: Response): AbortSignal {
+function clientGone(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
+  reply.raw.on('close', () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
   });
   return controller.signal;
 }
-const threadOf = (req: Request) => String(req.params.thread_id);
+const threadOf = (req: FastifyRequest) => param(req, 'thread_id');
 
-export function agentRoutes(ctx: HangarContext): Router {
+export function agentRoutes(app: FastifyInstance, ctx: HangarContext): void {
   const { service } = runtimeOf(ctx);
-  const router = Router();
 
-  router.post('/api/v1/:agent/invoke', async (req, res) => {
+  app.post('/api/v1/:agent/invoke', async (req, reply) => {
     const body = parseInput(InvokeRequest, req.body, 'body');
-    res.json(await service.invoke(agentOf(req), body, clientGone(res)));
+    return service.invoke(agentOf(req), body, clientGone(reply));
   });
 
-  router.post('/api/v1/:agent/invoke/stream', async (req, res) => {
+  app.post('/api/v1/:agent/invoke/stream', async (req, reply) => {
     const body = parseInput(InvokeRequest, req.body, 'body');
     const { id, log } = service.startStream(agentOf(req), body, req.principal);
-    await serveSse(req, res, log, { headers: { 'X-Agent': agentOf(req), 'X-Stream-Id': id } });
+    await serveSse(reply, log, { headers: { 'X-Agent': agentOf(req), 'X-Stream-Id': id } });
   });
 
-  router.get('/api/v1/:agent/invoke/stream/:stream_id', async (req, res) => {
-    const since = resumePoint(req, req.query as Record<string, unknown>);
-    const log = service.replay(agentOf(req), String(req.params.stream_id), req.principal);
-    await serveSse(req, res, log, { since, headers: { 'X-Agent': agentOf(req), 'X-Stream-Id': String(req.params.stream_id) } });
+  app.get('/api/v1/:agent/invoke/stream/:stream_id', async (req, reply) => {
+    const since = resumePoint(req, queryOf(req));
+    const log = service.replay(agentOf(req), param(req, 'stream_id'), req.principal);
+    await serveSse(reply, log, { since, headers: { 'X-Agent': agentOf(req), 'X-Stream-Id': param(req, 'stream_id') } });
   });
 
-  router.post('/api/v1/:agent/chat', async (req, res) => {
+  app.post('/api/v1/:agent/chat', async (req) => {
     const body = parseInput(ChatRequest, req.body, 'body');
-    res.json(await service.chat(agentOf(req), body));
+    return service.chat(agentOf(req), body);
   });
 
-  router.post('/api/v1/:agent/optimize/invoke', async (req, res) => {
+  app.post('/api/v1/:agent/optimize/invoke', async (req) => {
     const body = parseInput(OptimizeInvokeRequest, req.body, 'body');
-    res.json(await service.optimize(agentOf(req), body));
+    return service.optimize(agentOf(req), body);
   });
 
-  router.get('/api/v1/:agent/threads/:thread_id/pending', async (req, res) => {
-    res.json(await service.pending(agentOf(req), threadOf(req)));
+  app.get('/api/v1/:agent/threads/:thread_id/pending', async (req) => {
+    return service.pending(agentOf(req), threadOf(req));
   });
 
-  router.post('/api/v1/:agent/threads/:thread_id/approve', async (req, res) => {
+  app.post('/api/v1/:agent/threads/:thread_id/approve', async (req) => {
     const body = parseInput(ApproveRequest, req.body, 'body');
-    res.json(await service.approve(agentOf(req), threadOf(req), body));
+    return service.approve(agentOf(req), threadOf(req), body);
   });
 
-  router.post('/api/v1/:agent/threads/:thread_id/reject', async (req, res) => {
+  app.post('/api/v1/:agent/threads/:thread_id/reject', async (req) => {
     const body = parseInput(RejectRequest, req.body, 'body');
-    res.json(await service.reject(agentOf(req), threadOf(req), body));
+    return service.reject(agentOf(req), threadOf(req), body);
   });
-
-  return router;
 }
 
 /** OpenAPI docs of the routes above, for every registered agent. */

@@ -1,7 +1,7 @@
 /**
  * The agent service: every way of running an agent over HTTP — invoke, stream (with retained
  * replay), chat over stored threads, HITL approve/reject, optimize — on top of the engine.
- * Routes only parse, call one method here and shape nothing; this file never sees express.
+ * Routes only parse, call one method here and shape nothing; this file never sees HTTP.
  *
  * Decisions where the spec is silent (also in the route docs):
  * - Checkpoints of a run that names a `thread_id` (and of every chat) are persisted; an invoke

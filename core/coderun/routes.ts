@@ -9,10 +9,11 @@
  * POST /api/runs/{id}/approve, POST /api/runs/{id}/cancel, GET /api/config.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { Router, type NextFunction, type Request, type Response } from 'express';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { serviceUnavailable, unauthorized } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
+import { param, pathOf, queryOf } from '../http/request.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
@@ -37,88 +38,102 @@ export function sessionMatches(expected: string, presented: string | undefined):
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * Whether a request falls under CODE_PREFIXES: its path as sent matches a prefix (case-insensitive,
+ * whole segments), or the route that answers it was
+ * registered under one (the router decodes `%XX` before matching, so `/api/%72uns` reaches `/api/runs`).
+ */
+const CODE_PATH = new RegExp(`^(?:${CODE_PREFIXES.join('|')})(?:/|$)`, 'i'); // the prefixes are plain letters and slashes
+export function isCodePath(req: FastifyRequest): boolean {
+  const route = req.routeOptions.url;
+  return CODE_PATH.test(pathOf(req)) || (route !== undefined && CODE_PATH.test(route));
+}
+
 const RepoQuery = z.object({ repo: z.string().optional() });
 const ActivityQuery = z.object({ team: z.string().optional(), query: z.string().optional(), run: z.string().optional() });
 
-export function codeRoutes(ctx: HangarContext, service: CodeRunService): Router {
-  const router = Router();
-
-  router.use(CODE_PREFIXES, function requireSession(req: Request, _res: Response, next: NextFunction) {
-    if (!sessionMatches(service.sessionToken, sessionTokenOf(req))) {
-      return next(unauthorized(`coding-run routes need the session token (header X-Hangar-Session); it is printed at launch and stored in .hangar/code-session.json`));
+export function codeRoutes(app: FastifyInstance, ctx: HangarContext, service: CodeRunService): void {
+  // Every request under the prefixes, whichever route (or none: the 404 handler) answers it. A root
+  // hook, so unknown paths and methods under a prefix answer 401 before 404 as a prefix guard should.
+  app.addHook('preHandler', function requireSession(req, _reply, done) {
+    if (isCodePath(req) && !sessionMatches(service.sessionToken, sessionTokenOf(req))) {
+      return done(unauthorized(`coding-run routes need the session token (header X-Hangar-Session); it is printed at launch and stored in .hangar/code-session.json`));
     }
-    next();
+    done();
   });
 
-  const repoOf = (req: Request) => service.repoOf(parseInput(RepoQuery, req.query, 'query').repo ?? (req.body as { repo?: string })?.repo);
-  const id = (req: Request) => String(req.params.id);
+  const repoOf = (req: FastifyRequest) => service.repoOf(parseInput(RepoQuery, req.query, 'query').repo ?? (req.body as { repo?: string })?.repo);
+  const id = (req: FastifyRequest) => param(req, 'id');
 
   // ---- runs
-  router.post('/api/runs', async (req, res) => {
+  app.post('/api/runs', async (req, reply) => {
     const body = parseInput(StartRunRequest, req.body);
     const run = await service.startRun(body);
-    res.status(202).location(`/api/runs/${run.id}`).json(run);
+    reply.code(202).header('Location', `/api/runs/${run.id}`);
+    return run;
   });
-  router.get('/api/runs', async (_req, res) => res.json({ runs: await service.list() }));
-  router.get('/api/runs/latest', async (_req, res) => res.json(await service.latest()));
-  router.get('/api/runs/:id', async (req, res) => res.json(await service.get(id(req))));
-  router.get('/api/runs/:id/events', async (req, res) => {
-    const since = resumePoint(req, req.query as Record<string, unknown>);
+  app.get('/api/runs', async () => ({ runs: await service.list() }));
+  app.get('/api/runs/latest', async () => service.latest());
+  app.get('/api/runs/:id', async (req) => service.get(id(req)));
+  app.get('/api/runs/:id/events', async (req, reply) => {
+    const since = resumePoint(req, queryOf(req));
     const source = await service.eventSource(id(req));
-    await serveSse(req, res, source, { since, snapshot: () => service.get(id(req)), headers: { 'X-Run-Id': id(req) } });
+    await serveSse(reply, source, { since, snapshot: () => service.get(id(req)), headers: { 'X-Run-Id': id(req) } });
   });
-  router.get('/api/runs/:id/plan', (req, res) => void res.json(service.plan(id(req))));
-  router.patch('/api/runs/:id/plan', (req, res) => void res.json(service.editPlan(id(req), req.body)));
-  router.post('/api/runs/:id/approve', (req, res) => void res.json(service.approve(id(req))));
-  router.post('/api/runs/:id/cancel', async (req, res) => res.json(await service.cancel(id(req))));
+  app.get('/api/runs/:id/plan', async (req) => service.plan(id(req)));
+  app.patch('/api/runs/:id/plan', async (req) => service.editPlan(id(req), req.body));
+  app.post('/api/runs/:id/approve', async (req) => service.approve(id(req)));
+  app.post('/api/runs/:id/cancel', async (req) => service.cancel(id(req)));
 
   // ---- teams (fixed paths before /api/teams/:id)
-  router.get('/api/teams', async (req, res) => res.json(await service.listTeams(await repoOf(req))));
-  router.post('/api/teams', async (req, res) => {
+  app.get('/api/teams', async (req) => service.listTeams(await repoOf(req)));
+  app.post('/api/teams', async (req, reply) => {
     const { repo: _r, ...team } = (req.body ?? {}) as Record<string, unknown>;
     const created = await service.library.create(await repoOf(req), team as never);
-    res.status(201).json({ ...created.team, source: created.source });
+    reply.code(201);
+    return { ...created.team, source: created.source };
   });
-  router.post('/api/teams/preselect', async (req, res) => {
+  app.post('/api/teams/preselect', async (req) => {
     const body = parseInput(PreselectRequest, req.body);
-    res.json(await service.preselect(body.request, await service.repoOf(body.repo), body.teams));
+    return service.preselect(body.request, await service.repoOf(body.repo), body.teams);
   });
-  router.post('/api/teams/activate', async (req, res) => {
+  app.post('/api/teams/activate', async (req) => {
     const body = parseInput(ActivateRequest, req.body);
-    res.json(await service.activate(await service.repoOf(body.repo), body.teams));
+    return service.activate(await service.repoOf(body.repo), body.teams);
   });
-  router.get('/api/teams/activity', async (req, res) => {
+  app.get('/api/teams/activity', async (req) => {
     const q = parseInput(ActivityQuery, req.query, 'query');
-    res.json(await service.activity({ team: q.team, run: q.query ?? q.run }));
+    return service.activity({ team: q.team, run: q.query ?? q.run });
   });
-  router.get('/api/teams/:id', async (req, res) => {
+  app.get('/api/teams/:id', async (req) => {
     const { team, source } = await service.library.get(await repoOf(req), id(req));
-    res.json({ ...team, source });
+    return { ...team, source };
   });
-  router.put('/api/teams/:id', async (req, res) => {
+  app.put('/api/teams/:id', async (req) => {
     const { repo: _r, ...patch } = (req.body ?? {}) as Record<string, unknown>;
     const updated = await service.library.update(await repoOf(req), id(req), patch);
-    res.json({ ...updated.team, source: updated.source });
+    return { ...updated.team, source: updated.source };
   });
-  router.delete('/api/teams/:id', async (req, res) => res.json(await service.library.delete(await repoOf(req), id(req))));
-  router.post('/api/teams/:id/manager', async (req, res) => {
+  app.delete('/api/teams/:id', async (req) => service.library.delete(await repoOf(req), id(req)));
+  app.post('/api/teams/:id/manager', async (req, reply) => {
     const body = parseInput(ManagerRequest, req.body);
     const updated = await service.createManager(await service.repoOf(body.repo), id(req), body.name);
-    res.status(201).json({ ...updated.team, source: updated.source });
+    reply.code(201);
+    return { ...updated.team, source: updated.source };
   });
-  router.post('/api/composition/preview', async (req, res) => {
+  app.post('/api/composition/preview', async (req) => {
     const body = parseInput(PreselectRequest, req.body);
-    res.json(await service.composition(body.request, await service.repoOf(body.repo), body.teams));
+    return service.composition(body.request, await service.repoOf(body.repo), body.teams);
   });
 
   // ---- tasks, config, calibration
-  router.patch('/api/tasks/:id', async (req, res) => res.json(await service.patchTask(id(req), req.body)));
-  router.post('/api/tasks/:id/retry', async (req, res) => res.json(await service.retryTask(id(req), (req.body as { run?: string })?.run)));
-  router.get('/api/config', async (_req, res) => res.json(await service.config()));
-  router.put('/api/config', async (req, res) => res.json(await service.patchConfig(req.body)));
-  router.get('/api/calibration', async (_req, res) => {
+  app.patch('/api/tasks/:id', async (req) => service.patchTask(id(req), req.body));
+  app.post('/api/tasks/:id/retry', async (req) => service.retryTask(id(req), (req.body as { run?: string })?.run));
+  app.get('/api/config', async () => service.config());
+  app.put('/api/config', async (req) => service.patchConfig(req.body));
+  app.get('/api/calibration', async () => {
     try {
-      res.json(await service.calibrate());
+      return await service.calibrate();
     } catch (err) {
       if (err instanceof ModelError) throw serviceUnavailable(err.message);
       throw err;
@@ -126,7 +141,6 @@ export function codeRoutes(ctx: HangarContext, service: CodeRunService): Router 
   });
 
   ctx.openapi.add(...routeDocs());
-  return router;
 }
 
 function routeDocs(): RouteDoc[] {

@@ -62,7 +62,7 @@ export const coderunSubsystem: Subsystem = {
       });
     });
   },
-  routes: (ctx) => codeRoutes(ctx, codeService(ctx)),
+  routes: (app, ctx) => codeRoutes(app, ctx, codeService(ctx)),
   async close(ctx) {
     await services.get(ctx)?.close();
   },

@@ -3,11 +3,11 @@
  * is in `service.ts`.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { Router, type NextFunction, type Request, type Response } from 'express';
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import { z } from 'zod';
 import { type HttpError, notFound, serviceUnavailable, unauthorized } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
-import type { ReconfigurableRateLimiter } from '../http/security.js';
+import { pathOf } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { resourceOf } from '../logs/resource-of.js';
@@ -43,35 +43,39 @@ const isExempt = (path: string, publicPaths: ReadonlySet<string>) =>
  * in-flight counting of calls that get through. A refused call to a resource is still logged, since
  * the log's own middleware never sees it.
  */
-export function controlGate(plane: ControlPlane, publicPaths: ReadonlySet<string>) {
-  return function controlGateMiddleware(req: Request, res: Response, next: NextFunction) {
-    plane.rateLimiter ??= req.app.locals.rateLimiter as ReconfigurableRateLimiter | undefined;
-    const call = resourceOf(req.method, req.path);
+export function controlGate(plane: ControlPlane, publicPaths: ReadonlySet<string>): preHandlerHookHandler {
+  return function controlGateHook(req, reply, done) {
+    const path = pathOf(req);
+    const call = resourceOf(req.method, path);
     const refuse = (error: HttpError) => {
       if (call?.invocation) plane.refused(call, req.principal, req.body, error.message);
-      next(error);
+      done(error);
     };
     const maintenance = plane.maintenanceStatus;
-    if (maintenance.enabled && !isExempt(req.path, publicPaths)) {
+    if (maintenance.enabled && !isExempt(path, publicPaths)) {
       return refuse(serviceUnavailable(`Hangar is in maintenance${maintenance.message ? `: ${maintenance.message}` : ''}`, maintenance.retry_after));
     }
-    if (!call) return next();
+    if (!call) return done();
     const refused = plane.refusal(call);
     if (refused) return refuse(serviceUnavailable(refused.detail, refused.retryAfter));
     if (call.invocation) {
       const leave = plane.enter(call);
-      res.on('finish', leave);
-      res.on('close', leave);
+      reply.raw.on('finish', leave);
+      reply.raw.on('close', leave);
     }
-    next();
+    done();
   };
 }
 
-export function controlRoutes(plane: ControlPlane, token: string): Router {
-  const router = Router();
+const underControl = (path: string) => path === CONTROL_PREFIX || path.startsWith(`${CONTROL_PREFIX}/`);
 
-  router.use(CONTROL_PREFIX, function controlToken(req: Request, _res: Response, next: NextFunction) {
-    const presented = req.get(CONTROL_TOKEN_HEADER);
+export function controlRoutes(app: FastifyInstance, plane: ControlPlane, token: string): void {
+  // A root hook rather than a per-route one, so unknown control paths need the token too.
+  app.addHook('onRequest', function controlToken(req, _reply, done) {
+    const path = pathOf(req);
+    if (!underControl(path)) return done();
+    const header = req.headers[CONTROL_TOKEN_HEADER];
+    const presented = typeof header === 'string' ? header : undefined;
     let expected: string | undefined;
     try {
       expected = resolveSecret(token);
@@ -79,14 +83,14 @@ export function controlRoutes(plane: ControlPlane, token: string): Router {
       expected = undefined;
     }
     if (!presented || !expected || !sameSecret(presented, expected)) {
-      plane.audit('unauthorized', `${req.method} ${req.originalUrl.split('?')[0]}`, req.principal, Date.now(), { ok: false, error: presented ? 'invalid control token' : 'missing control token' });
-      return next(unauthorized(`the control plane needs its token in the X-Control-Token header`));
+      plane.audit('unauthorized', `${req.method} ${path}`, req.principal, Date.now(), { ok: false, error: presented ? 'invalid control token' : 'missing control token' });
+      return done(unauthorized(`the control plane needs its token in the X-Control-Token header`));
     }
-    next();
+    done();
   });
 
   /** Run an action and log it, whatever its outcome. */
-  const act = async <T>(req: Request, action: string, target: string, input: unknown, run: () => T | Promise<T>): Promise<T> => {
+  const act = async <T>(req: FastifyRequest, action: string, target: string, input: unknown, run: () => T | Promise<T>): Promise<T> => {
     const started = Date.now();
     try {
       const output = await run();
@@ -98,80 +102,81 @@ export function controlRoutes(plane: ControlPlane, token: string): Router {
     }
   };
 
-  const target = (req: Request) => {
-    const parsed = ControlledResource.safeParse(req.params.resource);
-    if (!parsed.success) throw notFound(`unknown resource type "${String(req.params.resource)}"; expected one of ${ControlledResource.options.join(', ')}`);
-    return { resource: parsed.data, name: String(req.params.name) };
+  const target = (req: FastifyRequest) => {
+    const params = req.params as { resource: string; name: string };
+    const parsed = ControlledResource.safeParse(params.resource);
+    if (!parsed.success) throw notFound(`unknown resource type "${params.resource}"; expected one of ${ControlledResource.options.join(', ')}`);
+    return { resource: parsed.data, name: params.name };
   };
 
-  router.get(CONTROL_PREFIX, async (_req, res) => {
+  app.get(CONTROL_PREFIX, async () => {
     const resources = await plane.list();
     const byState: Record<string, number> = { active: 0, draining: 0, drained: 0, disabled: 0 };
     for (const r of resources) byState[r.state]! += 1;
-    res.json({ maintenance: plane.maintenanceStatus, resources: byState, log_level: plane.settings().logLevel, rate_limit: plane.rateLimit() });
+    return { maintenance: plane.maintenanceStatus, resources: byState, log_level: plane.settings().logLevel, rate_limit: plane.rateLimit() };
   });
 
-  router.get(`${CONTROL_PREFIX}/resources`, async (_req, res) => {
-    res.json({ resources: await plane.list() });
+  app.get(`${CONTROL_PREFIX}/resources`, async () => {
+    return { resources: await plane.list() };
   });
 
-  router.get(`${CONTROL_PREFIX}/resources/:resource/:name`, async (req, res) => {
+  app.get(`${CONTROL_PREFIX}/resources/:resource/:name`, async (req) => {
     const { resource, name } = target(req);
-    res.json(await plane.get(resource, name));
+    return await plane.get(resource, name);
   });
 
-  router.post(`${CONTROL_PREFIX}/resources/:resource/:name/drain`, async (req, res) => {
+  app.post(`${CONTROL_PREFIX}/resources/:resource/:name/drain`, async (req) => {
     const { resource, name } = target(req);
     const body = parseInput(DrainRequest, req.body, 'body');
-    res.json(await act(req, 'drain', `${resource}/${name}`, body, () => plane.drain(resource, name, body)));
+    return act(req, 'drain', `${resource}/${name}`, body, () => plane.drain(resource, name, body));
   });
 
-  router.post(`${CONTROL_PREFIX}/resources/:resource/:name/disable`, async (req, res) => {
+  app.post(`${CONTROL_PREFIX}/resources/:resource/:name/disable`, async (req) => {
     const { resource, name } = target(req);
     const body = parseInput(DisableRequest, req.body, 'body');
-    res.json(await act(req, 'disable', `${resource}/${name}`, body, () => plane.disable(resource, name, body.reason)));
+    return act(req, 'disable', `${resource}/${name}`, body, () => plane.disable(resource, name, body.reason));
   });
 
-  router.post(`${CONTROL_PREFIX}/resources/:resource/:name/enable`, async (req, res) => {
+  app.post(`${CONTROL_PREFIX}/resources/:resource/:name/enable`, async (req) => {
     const { resource, name } = target(req);
-    res.json(await act(req, 'enable', `${resource}/${name}`, {}, () => plane.enable(resource, name)));
+    return act(req, 'enable', `${resource}/${name}`, {}, () => plane.enable(resource, name));
   });
 
-  router.get(`${CONTROL_PREFIX}/maintenance`, (_req, res) => {
-    res.json(plane.maintenanceStatus);
+  app.get(`${CONTROL_PREFIX}/maintenance`, async () => {
+    return plane.maintenanceStatus;
   });
 
-  router.post(`${CONTROL_PREFIX}/maintenance`, async (req, res) => {
+  app.post(`${CONTROL_PREFIX}/maintenance`, async (req) => {
     const body = parseInput(MaintenanceRequest, req.body, 'body');
-    res.json(await act(req, 'maintenance', body.enabled ? 'on' : 'off', body, () => plane.setMaintenance(body)));
+    return act(req, 'maintenance', body.enabled ? 'on' : 'off', body, () => plane.setMaintenance(body));
   });
 
-  router.post(`${CONTROL_PREFIX}/rediscover`, async (req, res) => {
-    res.json(await act(req, 'rediscover', 'workspace', {}, () => plane.rediscover()));
+  app.post(`${CONTROL_PREFIX}/rediscover`, async (req) => {
+    return act(req, 'rediscover', 'workspace', {}, () => plane.rediscover());
   });
 
-  router.get(`${CONTROL_PREFIX}/settings`, (_req, res) => {
-    res.json(plane.settings());
+  app.get(`${CONTROL_PREFIX}/settings`, async () => {
+    return plane.settings();
   });
 
-  router.post(`${CONTROL_PREFIX}/log-level`, async (req, res) => {
+  app.post(`${CONTROL_PREFIX}/log-level`, async (req) => {
     const body = parseInput(LogLevelRequest, req.body, 'body');
-    res.json(await act(req, 'log-level', body.level, body, () => plane.setLogLevel(body.level)));
+    return act(req, 'log-level', body.level, body, () => plane.setLogLevel(body.level));
   });
 
-  router.post(`${CONTROL_PREFIX}/rate-limit`, async (req, res) => {
+  app.post(`${CONTROL_PREFIX}/rate-limit`, async (req) => {
     const body = parseInput(RateLimitRequest, req.body, 'body');
-    res.json(await act(req, 'rate-limit', 'server', body, () => plane.setRateLimit(body)));
+    return act(req, 'rate-limit', 'server', body, () => plane.setRateLimit(body));
   });
-
-  return router;
 }
 
 /** With the control plane off, its routes say so (404, as the spec asks) rather than falling through. */
-export function controlDisabledRoutes(): Router {
-  const router = Router();
-  router.use(CONTROL_PREFIX, (_req, _res, next) => next(notFound('the control plane is disabled (setting control.enabled)')));
-  return router;
+export function controlDisabledRoutes(app: FastifyInstance): void {
+  const disabled = async () => {
+    throw notFound('the control plane is disabled (setting control.enabled)');
+  };
+  app.all(CONTROL_PREFIX, disabled);
+  app.all(`${CONTROL_PREFIX}/*`, disabled);
 }
 
 const tags = ['control'];

@@ -16,7 +16,6 @@
  * - Changing rate limits starts a fresh counting window.
  */
 import { errorMessage, notFound } from '../http/errors.js';
-import type { ReconfigurableRateLimiter } from '../http/security.js';
 import type { HangarContext } from '../kernel/context.js';
 import type { LogLevel } from '../kernel/log.js';
 import { redactSettings } from '../kernel/settings.js';
@@ -39,9 +38,6 @@ export class ControlPlane {
   private readonly inFlight = new Map<string, number>();
   private readonly idleWaiters = new Map<string, Set<() => void>>();
   private maintenance: MaintenanceStatus = { enabled: false, message: null, retry_after: 60, since: null };
-  /** Set by the first request (routers only see the app then). */
-  rateLimiter: ReconfigurableRateLimiter | undefined;
-
   constructor(private readonly ctx: HangarContext) {}
 
   // ---- request gate ----------------------------------------------------------------------------
@@ -187,15 +183,13 @@ export class ControlPlane {
   }
 
   rateLimit(): { enabled: boolean; window_ms: number; max: number } {
-    const limits = this.rateLimiter?.limits;
-    const s = this.ctx.settings.rateLimit;
-    return limits ? { enabled: limits.enabled, window_ms: limits.windowMs, max: limits.max } : { enabled: s.enabled ?? false, window_ms: s.windowMs, max: s.max };
+    const limits = this.ctx.rateLimiter.limits;
+    return { enabled: limits.enabled, window_ms: limits.windowMs, max: limits.max };
   }
 
   setRateLimit(change: { enabled?: boolean; window_ms?: number; max?: number }) {
-    if (!this.rateLimiter) throw new Error('the rate limiter of this server is not reachable');
-    const current = this.rateLimiter.limits;
-    this.rateLimiter.reconfigure({
+    const current = this.ctx.rateLimiter.limits;
+    this.ctx.rateLimiter.reconfigure({
       enabled: change.enabled ?? current.enabled,
       windowMs: change.window_ms ?? current.windowMs,
       max: change.max ?? current.max,

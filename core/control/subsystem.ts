@@ -3,7 +3,6 @@
  * every other router, so its gate (maintenance, drain, disable) sees requests first. Off by
  * default; when on it requires `control.token`, checked on every /api/v1/control request.
  */
-import { Router } from 'express';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { CONTROL_DOCS, controlDisabledRoutes, controlGate, controlRoutes } from './routes.js';
 import { ControlPlane } from './service.js';
@@ -23,12 +22,10 @@ export const controlSubsystem: Subsystem = {
     planes.set(ctx, new ControlPlane(ctx));
     ctx.openapi.add(...CONTROL_DOCS);
   },
-  routes(ctx) {
+  routes(app, ctx) {
     const plane = planes.get(ctx);
-    if (!plane) return controlDisabledRoutes();
-    const router = Router();
-    router.use(controlGate(plane, ctx.publicPaths));
-    router.use(controlRoutes(plane, ctx.settings.control.token!));
-    return router;
+    if (!plane) return controlDisabledRoutes(app);
+    app.addHook('preHandler', controlGate(plane, ctx.publicPaths));
+    controlRoutes(app, plane, ctx.settings.control.token!);
   },
 };

@@ -53,5 +53,5 @@ export const endpointsSubsystem: Subsystem = {
     ctx.openapi.addProvider(() => endpointRouteDocs(service));
     if (!jobsOf(ctx)) ctx.registry.once('change', () => jobsOf(ctx));
   },
-  routes: (ctx) => endpointRoutes(endpointServiceOf(ctx), () => jobsOf(ctx)),
+  routes: (app, ctx) => endpointRoutes(app, endpointServiceOf(ctx), () => jobsOf(ctx)),
 };

@@ -2,35 +2,34 @@
  * Feedback routes under /api/v1/{agent}/feedback (spec: Feedback and optimization). The
  * optimize route is an execution route and lives with the agent routes.
  */
-import { Router, type Request } from 'express';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { HangarContext } from '../kernel/context.js';
 import type { RouteDoc } from '../http/openapi.js';
+import { param } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
 import { findAgent } from '../agents/kind.js';
 import { runtimeOf } from '../agents/runtime.js';
 import { listAgents } from '../platform/service.js';
 import * as S from './schemas.js';
 
-export function feedbackRoutes(ctx: HangarContext): Router {
+export function feedbackRoutes(app: FastifyInstance, ctx: HangarContext): void {
   const { feedback } = runtimeOf(ctx);
-  const router = Router();
-  const agentOf = (req: Request) => findAgent(ctx.registry, String(req.params.agent)).name;
+  const agentOf = (req: FastifyRequest) => findAgent(ctx.registry, param(req, 'agent')).name;
 
-  router.post('/api/v1/:agent/feedback', async (req, res) => {
+  app.post('/api/v1/:agent/feedback', async (req) => {
     const agent = agentOf(req);
     const record = await feedback.record(agent, parseInput(S.FeedbackRequest, req.body, 'body'));
-    res.json({ status: 'recorded', feedback_id: record.id });
+    return { status: 'recorded', feedback_id: record.id };
   });
-  router.get('/api/v1/:agent/feedback/export', async (req, res) => {
-    res.json(await feedback.export(agentOf(req)));
+  app.get('/api/v1/:agent/feedback/export', async (req) => {
+    return feedback.export(agentOf(req));
   });
-  router.get('/api/v1/:agent/feedback', async (req, res) => {
+  app.get('/api/v1/:agent/feedback', async (req) => {
     const agent = agentOf(req);
     const { limit } = parseInput(S.FeedbackListQuery, req.query, 'query');
     const records = await feedback.list(agent, limit);
-    res.json({ agent, feedback: records, count: records.length });
+    return { agent, feedback: records, count: records.length };
   });
-  return router;
 }
 
 export function registerFeedbackDocs(ctx: HangarContext): void {

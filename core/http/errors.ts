@@ -1,6 +1,6 @@
 /**
  * Errors are values: an `HttpError` carries the status and the `{detail}` body the client sees.
- * Services throw them (they never import express); the one error middleware in `core/http/app.ts`
+ * Services throw them (they never import the HTTP framework); the one error handler in `core/http/app.ts`
  * turns them into responses. Anything else thrown is normalised by `toHttpError` into a 500.
  */
 
@@ -57,14 +57,13 @@ export function errorMessage(err: unknown): string {
 
 /**
  * Normalise anything thrown at a boundary (HTTP handler, task runner, SSE stream, worker).
- * Body-parser errors from express carry `status`/`type`; they keep their status.
+ * Fastify's own errors (body too large, bad content) carry `statusCode`; they keep their status.
  */
 export function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
   const e = err as { status?: unknown; statusCode?: unknown; type?: unknown; expose?: unknown };
   const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
-  if (e?.type === 'entity.parse.failed') return new HttpError(422, `request body is not valid JSON: ${errorMessage(err)}`);
-  if (e?.type === 'entity.too.large') return payloadTooLarge('request body too large');
+  if ((err as { code?: unknown })?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return payloadTooLarge('request body too large');
   if (status >= 400 && status < 500) return new HttpError(status, errorMessage(err));
   return new HttpError(500, errorMessage(err));
 }

@@ -1,10 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { rateLimit } from 'express-rate-limit';
+import type { onRequestHookHandler } from 'fastify';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { isLoopbackHost, resolveSecret, type Settings } from '../kernel/settings.js';
 import { forbidden, HttpError, tooManyRequests, unauthorized } from './errors.js';
+import { pathOf } from './request.js';
 
 /**
  * Localhost security, in the order requests meet it:
@@ -18,8 +19,9 @@ import { forbidden, HttpError, tooManyRequests, unauthorized } from './errors.js
  * No CORS headers are ever sent: browsers keep other origins out.
  */
 
-declare module 'express-serve-static-core' {
-  interface Request {
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who is calling: the name of the presented token's principal, `local` or `anonymous`. */
     principal: string;
   }
 }
@@ -49,11 +51,10 @@ export function hostNameOf(header: string | undefined): string | undefined {
   }
 }
 
-export function hostCheck(settings: Settings): RequestHandler {
+export function hostCheck(settings: Settings): onRequestHookHandler {
   const allowed = allowedHostNames(settings);
-  // Clients send the same few Host values over and over; remember the verdict per header value.
   const verdicts = new Map<string, boolean>();
-  return function hostCheckMiddleware(req: Request, _res: Response, next: NextFunction) {
+  return function hostCheckHook(req, _reply, done) {
     const header = req.headers.host ?? '';
     let ok = verdicts.get(header);
     if (ok === undefined) {
@@ -61,8 +62,7 @@ export function hostCheck(settings: Settings): RequestHandler {
       ok = name !== undefined && allowed.has(name);
       if (verdicts.size < 1000) verdicts.set(header, ok);
     }
-    if (!ok) return next(forbidden(`host "${header}" is not allowed`));
-    next();
+    done(ok ? undefined : forbidden(`host "${header}" is not allowed`));
   };
 }
 
@@ -124,22 +124,26 @@ export function resolvePrincipal(
   throw unauthorized('invalid token');
 }
 
-export function principalMiddleware(
-  settings: Settings,
-  extraTokens: () => Record<string, string>,
-  publicPaths: ReadonlySet<string>,
-): RequestHandler {
-  return function principal(req: Request, _res: Response, next: NextFunction) {
-    if (publicPaths.has(req.path)) {
+/**
+ * Sets `req.principal`, or answers 401. Public paths still learn who is calling when a valid token
+ * comes along, and are `anonymous` otherwise.
+ */
+export function principalHook(settings: Settings, extraTokens: () => Record<string, string>, publicPaths: ReadonlySet<string>): onRequestHookHandler {
+  return function principal(req, _reply, done) {
+    if (publicPaths.has(pathOf(req))) {
       try {
-        req.principal = resolvePrincipal(req, settings, extraTokens());
+        req.principal = resolvePrincipal(req.raw, settings, extraTokens());
       } catch {
         req.principal = 'anonymous';
       }
-      return next();
+      return done();
     }
-    req.principal = resolvePrincipal(req, settings, extraTokens());
-    next();
+    try {
+      req.principal = resolvePrincipal(req.raw, settings, extraTokens());
+    } catch (err) {
+      return done(err as HttpError);
+    }
+    done();
   };
 }
 
@@ -157,41 +161,42 @@ export function effectiveRateLimit(settings: Settings): RateLimitSettings {
   };
 }
 
-/** The rate limiter of a running app: its limits can be changed at run time (the control plane does). */
-export interface ReconfigurableRateLimiter extends RequestHandler {
-  readonly limits: RateLimitSettings;
-  /** Swap in new limits; counting starts afresh (the old window's counters are dropped). */
-  reconfigure(limits: RateLimitSettings): void;
+/**
+ * The rate limiter of a running server, one fixed window per principal (rate-limiter-flexible keeps
+ * the counters). Probes and other public paths are never limited. Its limits can be changed at run
+ * time — the control plane does — and counting then starts afresh.
+ */
+export class ReconfigurableRateLimiter {
+  #limits: RateLimitSettings;
+  #counters: RateLimiterMemory | undefined;
+  readonly hook: onRequestHookHandler;
+
+  constructor(initial: RateLimitSettings, publicPaths: ReadonlySet<string>) {
+    this.#limits = initial;
+    this.#counters = counters(initial);
+    this.hook = (req, _reply, done) => {
+      const counters = this.#counters;
+      if (!counters || publicPaths.has(pathOf(req))) return done();
+      counters.consume(req.principal ?? 'anonymous').then(
+        () => done(),
+        (rejected: unknown) => {
+          const wait = rejected instanceof RateLimiterRes ? rejected.msBeforeNext : this.#limits.windowMs;
+          done(tooManyRequests(Math.max(1, Math.ceil(wait / 1000))));
+        },
+      );
+    };
+  }
+
+  get limits(): RateLimitSettings {
+    return this.#limits;
+  }
+
+  reconfigure(limits: RateLimitSettings): void {
+    this.#limits = limits;
+    this.#counters = counters(limits);
+  }
 }
 
-export function reconfigurableRateLimiter(initial: RateLimitSettings, publicPaths: ReadonlySet<string>): ReconfigurableRateLimiter {
-  let current = { limits: initial, handler: rateLimiter(initial, publicPaths) };
-  const limiter = function runtimeRateLimit(req: Request, res: Response, next: NextFunction) {
-    return current.handler(req, res, next);
-  } as ReconfigurableRateLimiter;
-  Object.defineProperty(limiter, 'limits', { get: () => current.limits });
-  limiter.reconfigure = (limits) => {
-    current = { limits, handler: rateLimiter(limits, publicPaths) };
-  };
-  return limiter;
-}
-
-/** Per-principal fixed-window limit; probes are never limited. */
-export function rateLimiter(limits: RateLimitSettings, publicPaths: ReadonlySet<string>): RequestHandler {
-  if (!limits.enabled) return function noRateLimit(_req, _res, next) { next(); };
-  return rateLimit({
-    windowMs: limits.windowMs,
-    limit: limits.max,
-    standardHeaders: 'draft-7',
-    legacyHeaders: false,
-    keyGenerator: (req) => req.principal ?? 'anonymous',
-    // Built at run time too (the control plane reconfigures limits from a request handler).
-    validate: { creationStack: false },
-    skip: (req) => publicPaths.has(req.path),
-    handler: (req, _res, next) => {
-      const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
-      const seconds = reset ? Math.max(1, Math.ceil((reset.getTime() - Date.now()) / 1000)) : Math.ceil(limits.windowMs / 1000);
-      next(tooManyRequests(seconds));
-    },
-  });
+function counters(limits: RateLimitSettings): RateLimiterMemory | undefined {
+  return limits.enabled ? new RateLimiterMemory({ points: limits.max, duration: limits.windowMs / 1000 }) : undefined;
 }

@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyReply } from 'fastify';
 import type { ReplayableSource, SequencedEvent } from './event-log.js';
 import { unprocessable } from './errors.js';
 
@@ -34,7 +35,7 @@ export const SSE_HEADERS = {
 } as const;
 
 /** The resume point of a request: `?since=N` wins over the `Last-Event-ID` header; default 0. */
-export function resumePoint(req: IncomingMessage, query: Record<string, unknown> = {}): number {
+export function resumePoint(req: { headers: IncomingMessage['headers'] }, query: Record<string, unknown> = {}): number {
   const raw = query.since ?? req.headers['last-event-id'];
   if (raw === undefined || raw === '') return 0;
   const value = Number(Array.isArray(raw) ? raw[0] : raw);
@@ -71,9 +72,13 @@ export interface SseConnection {
 /**
  * Start an SSE response: headers, heartbeats, cut-off of a reader that stops reading, and one close
  * path whichever side ends it. `serveSse` and the A2A JSON-RPC stream are both built on it.
+ * The reply is hijacked: from here on the node response is written directly, and an error can no
+ * longer become a status code — it ends the stream instead.
  */
-export function openSse(res: ServerResponse, options: SseConnectionOptions = {}): SseConnection {
+export function openSse(reply: FastifyReply, options: SseConnectionOptions = {}): SseConnection {
   const { heartbeatMs = 15_000, maxBufferedBytes = 8 * 1024 * 1024 } = options;
+  reply.hijack();
+  const res = reply.raw;
   res.writeHead(200, { ...SSE_HEADERS, ...options.headers });
   res.flushHeaders();
   let closed = false;
@@ -93,8 +98,8 @@ export function openSse(res: ServerResponse, options: SseConnectionOptions = {})
   const heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
   heartbeat.unref();
   // Only the response's 'close' means the client went away: since Node 16 the request emits
-  // 'close' as soon as its body has been read, which for a POST stream (/invoke/stream) is right
-  // after express.json() — listening to it would end every POST stream at once.
+  // 'close' as soon as its body has been read, which for a POST stream (/invoke/stream) is before
+  // the handler runs — listening to it would end every POST stream at once.
   res.on('close', close);
   return {
     get closed() {
@@ -106,15 +111,25 @@ export function openSse(res: ServerResponse, options: SseConnectionOptions = {})
   };
 }
 
-export async function serveSse<T>(
-  _req: IncomingMessage,
-  res: ServerResponse,
-  source: ReplayableSource<T>,
-  options: SseOptions<T> = {},
-): Promise<void> {
+export async function serveSse<T>(reply: FastifyReply, source: ReplayableSource<T>, options: SseOptions<T> = {}): Promise<void> {
   const { since = 0 } = options;
   const toWire = options.toWire ?? ((event: SequencedEvent<T>) => event.data);
-  const connection = openSse(res, options);
+  const connection = openSse(reply, options);
+  try {
+    await follow(connection, source, since, toWire, options.snapshot);
+  } catch {
+    // Headers are gone: the reader sees the stream end without [DONE] and can resume.
+    connection.close();
+  }
+}
+
+async function follow<T>(
+  connection: SseConnection,
+  source: ReplayableSource<T>,
+  since: number,
+  toWire: (event: SequencedEvent<T>) => unknown,
+  snapshot: SseOptions<T>['snapshot'],
+): Promise<void> {
   const { write } = connection;
   const finish = connection.close;
 
@@ -147,7 +162,7 @@ export async function serveSse<T>(
   const replay = await source.replay(since);
   if (replay.truncated) {
     write(formatFrame(undefined, { event: 'truncated', requested_after: since, first_retained: replay.events[0]?.seq ?? null }));
-    if (options.snapshot) write(formatFrame(undefined, await options.snapshot()));
+    if (snapshot) write(formatFrame(undefined, await snapshot()));
   }
   for (const event of replay.events) send(event);
   for (const event of pending) send(event);

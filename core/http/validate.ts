@@ -1,4 +1,3 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import { HttpError } from './errors.js';
 
@@ -23,27 +22,4 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], where: string)
       return `${path}: ${issue.message}`;
     })
     .join('; ');
-}
-
-export interface ValidationSchemas {
-  body?: z.ZodType;
-  query?: z.ZodType;
-  params?: z.ZodType;
-}
-
-/**
- * Express middleware validating parts of a request; the parsed values (defaults applied, types
- * coerced) replace the raw ones, so handlers read `req.body` / `req.query` already typed-checked.
- * Failures become 422 `{detail}` naming the field, through the one error handler.
- *
- * @example router.post('/threads', validate({ body: CreateThreadRequest }), handler)
- */
-export function validate(schemas: ValidationSchemas): RequestHandler {
-  return function validateRequest(req: Request, _res: Response, next: NextFunction) {
-    if (schemas.params) req.params = parseInput(schemas.params, req.params, 'params') as Record<string, string>;
-    // Express 5 exposes `query` as a getter; shadow it with the parsed value.
-    if (schemas.query) Object.defineProperty(req, 'query', { value: parseInput(schemas.query, req.query, 'query'), writable: true });
-    if (schemas.body) req.body = parseInput(schemas.body, req.body, 'body');
-    next();
-  };
 }

@@ -2,10 +2,11 @@
  * Routes of ingestion: the ingestor registry and per-ingestor info, health and runs. Logic is in
  * `service.ts`.
  */
-import { Router } from 'express';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { errorMessage, HttpError } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
+import { param } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
 import { tasksDisabled } from '../tasks/service.js';
@@ -14,42 +15,43 @@ import type { IngestionService } from './service.js';
 
 export const INGESTION_TASK_KIND = 'ingestion.run';
 
-export function ingestionRoutes(ctx: HangarContext, service: IngestionService): Router {
-  const router = Router();
-  const name = (raw: unknown) => String(raw);
+export function ingestionRoutes(app: FastifyInstance, ctx: HangarContext, service: IngestionService): void {
+  const name = (req: FastifyRequest) => param(req, 'name');
 
-  router.get('/api/v1/ingestors', (_req, res) => {
-    res.json({ ingestors: service.list() });
+  app.get('/api/v1/ingestors', () => {
+    return { ingestors: service.list() };
   });
 
-  router.get('/api/v1/ingestion/:name', async (req, res) => {
-    res.json(await service.info(name(req.params.name)));
+  app.get('/api/v1/ingestion/:name', async (req) => {
+    return service.info(name(req));
   });
 
-  router.get('/api/v1/ingestion/:name/health', async (req, res) => {
-    const health = await service.health(name(req.params.name));
-    if (health.ok) res.json(health);
-    else res.status(503).json({ ...health, detail: `ingestor ${health.name} is unhealthy: ${health.detail}` });
+  app.get('/api/v1/ingestion/:name/health', async (req, reply) => {
+    const health = await service.health(name(req));
+    if (health.ok) return health;
+    reply.code(503);
+    return { ...health, detail: `ingestor ${health.name} is unhealthy: ${health.detail}` };
   });
 
-  router.post('/api/v1/ingestion/:name/run', async (req, res) => {
-    const ingestor = name(req.params.name);
+  app.post('/api/v1/ingestion/:name/run', async (req) => {
+    const ingestor = name(req);
     service.definition(ingestor);
     const body = parseInput(RunRequest, req.body, 'body');
-    res.json(await service.run(ingestor, body, { principal: req.principal }));
+    return service.run(ingestor, body, { principal: req.principal });
   });
 
-  router.post('/api/v1/ingestion/:name/run/async', async (req, res) => {
-    const ingestor = name(req.params.name);
+  app.post('/api/v1/ingestion/:name/run/async', async (req, reply) => {
+    const ingestor = name(req);
     if (!ctx.tasks?.enabled) throw tasksDisabled();
     service.definition(ingestor);
     const body = parseInput(RunRequest, req.body, 'body');
     const task = await ctx.tasks.submit({ kind: INGESTION_TASK_KIND, target: ingestor, input: body, principal: req.principal, metadata: { source: 'run/async' } });
-    res.status(202).location(`/api/v1/tasks/${task.id}`).json(task);
+    reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
+    return task;
   });
 
-  router.post('/api/v1/ingestion/:name/run/batch', async (req, res) => {
-    const ingestor = name(req.params.name);
+  app.post('/api/v1/ingestion/:name/run/batch', async (req) => {
+    const ingestor = name(req);
     service.definition(ingestor);
     const body = parseInput(BatchRunRequest, req.body, 'body');
     const results = [];
@@ -61,10 +63,8 @@ export function ingestionRoutes(ctx: HangarContext, service: IngestionService): 
         results.push({ index, ok: false as const, status: err instanceof HttpError ? err.status : 500, error: errorMessage(err) });
       }
     }
-    res.json({ results });
+    return { results };
   });
-
-  return router;
 }
 
 const tags = ['ingestion'];

@@ -44,5 +44,5 @@ export const ingestionSubsystem: Subsystem = {
     });
     ctx.openapi.add(...INGESTION_DOCS);
   },
-  routes: (ctx) => ingestionRoutes(ctx, ingestionServiceOf(ctx)),
+  routes: (app, ctx) => ingestionRoutes(app, ctx, ingestionServiceOf(ctx)),
 };

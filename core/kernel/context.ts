@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Router } from 'express';
+import type { FastifyInstance } from 'fastify';
+import type { ReconfigurableRateLimiter } from '../http/security.js';
 import type { OpenApiRegistry } from '../http/openapi.js';
 import type { Metrics } from '../platform/metrics.js';
 import type { Store } from '../storage/store.js';
@@ -41,6 +42,8 @@ export interface HangarContext {
   readonly runtimeTokens: Record<string, string>;
   /** Paths reachable without a token: the probes, plus what subsystems add at setup (UI files). */
   readonly publicPaths: Set<string>;
+  /** The per-principal rate limiter of this server; the control plane changes its limits at run time. */
+  readonly rateLimiter: ReconfigurableRateLimiter;
   /**
    * Websocket endpoints by exact path. The server checks Host, Origin and the token (header, or
    * `?token=` since browsers cannot set headers on ws) before calling the handler.
@@ -71,6 +74,7 @@ export interface Subsystem {
   name: string;
   kinds?: DropInKind<any>[];
   setup?(ctx: HangarContext): void | Promise<void>;
-  routes?(ctx: HangarContext): Router;
+  /** Adds its routes (and any hooks) to the one app; called once, after every subsystem's setup. */
+  routes?(app: FastifyInstance, ctx: HangarContext): void;
   close?(ctx: HangarContext): void | Promise<void>;
 }

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import * as zod from 'zod';
 import * as sdk from '../sdk.js';
-import { createApp, finishApp } from '../http/app.js';
+import { createApp } from '../http/app.js';
 import { OpenApiRegistry } from '../http/openapi.js';
-import { checkUpgrade, DEFAULT_PUBLIC_PATHS, resolvePrincipal } from '../http/security.js';
+import { checkUpgrade, DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal } from '../http/security.js';
 import { Metrics } from '../platform/metrics.js';
 import { LowdbStore } from '../storage/lowdb-store.js';
 import type { HangarContext, Subsystem } from './context.js';
@@ -87,6 +87,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   });
   registry.on('change', () => openapi.invalidate());
 
+  const publicPaths = new Set(DEFAULT_PUBLIC_PATHS);
   const ctx: HangarContext = {
     settings,
     paths,
@@ -100,24 +101,28 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     startedAt: new Date(),
     lifecycle: { ready: false, stopping: false },
     runtimeTokens: {},
-    publicPaths: new Set(DEFAULT_PUBLIC_PATHS),
+    publicPaths,
+    rateLimiter: new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths),
     upgrades: new Map(),
     agentSurface: { endpoints: {}, capabilities: {} },
   };
 
   const subsystems = options.subsystems ?? SUBSYSTEMS;
-  const app = createApp({ settings, log, metrics, extraTokens: () => ctx.runtimeTokens, publicPaths: ctx.publicPaths });
+  const { app, server } = createApp({
+    settings,
+    log,
+    metrics,
+    extraTokens: () => ctx.runtimeTokens,
+    publicPaths: ctx.publicPaths,
+    rateLimiter: ctx.rateLimiter,
+  });
   for (const subsystem of subsystems) {
     for (const kind of subsystem.kinds ?? []) discovery.register(kind);
     await subsystem.setup?.(ctx);
   }
-  for (const subsystem of subsystems) {
-    const router = subsystem.routes?.(ctx);
-    if (router) app.use(router);
-  }
-  finishApp(app, log);
+  for (const subsystem of subsystems) subsystem.routes?.(app, ctx);
+  await app.ready();
 
-  const server = http.createServer(app);
   server.keepAliveTimeout = 5_000;
   // While stopping, a keep-alive connection is closed as soon as its last response is sent.
   server.on('request', (_req, res) => {

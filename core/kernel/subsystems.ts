@@ -22,16 +22,16 @@ import type { Subsystem } from './context.js';
 
 /**
  * Every subsystem of the server. They are set up in this order (a subsystem may use services set up
- * before it: `ctx.tasks`, `ctx.agents`), then their routers are mounted in this order: routers with
- * fixed paths come before the per-agent ones (`/api/v1/:agent/...`), so `/api/v1/endpoints/health`
- * is never taken for an agent named "endpoints".
+ * before it: `ctx.tasks`, `ctx.agents`), then add their routes and hooks in this order. Route order
+ * does not decide matching — Fastify's router prefers static segments, so `/api/v1/endpoints/health`
+ * is never taken for an agent named "endpoints" — but hook order does: hooks run in the order added.
  */
 export const SUBSYSTEMS: Subsystem[] = [
-  controlSubsystem, // first: its gate (maintenance, drain, disable) runs before every other router
-  logsSubsystem, // second: its middleware records calls to agents, endpoints and pipelines before their routers answer
+  controlSubsystem, // first: its gate (maintenance, drain, disable) is the first preHandler hook
+  logsSubsystem, // second: its hook records calls to agents, endpoints and pipelines that pass the gate
   tasksSubsystem, // early: endpoints, pipelines, plugins, ingestion and A2A register task kinds on it
-  endpointsSubsystem, // before platform: /api/v1/:agent/health would shadow /api/v1/endpoints/health
-  pipelinesSubsystem, // likewise for /api/v1/pipelines/...; looks up agents, plugins and tasks at call time
+  endpointsSubsystem,
+  pipelinesSubsystem, // looks up agents, plugins and tasks at call time
   {
     name: 'platform',
     kinds: [agentKind],
@@ -41,7 +41,7 @@ export const SUBSYSTEMS: Subsystem[] = [
     },
     routes: platformRoutes,
   },
-  { name: 'docs', routes: (ctx) => docsRoutes(ctx.openapi) },
+  { name: 'docs', routes: (app, ctx) => docsRoutes(app, ctx.openapi) },
   { name: 'storage', routes: storageRoutes },
   pluginsSubsystem, // /api/v1/plugins/... (needs ctx.tasks for /predict/async)
   ingestionSubsystem, // /api/v1/ingestors, /api/v1/ingestion/... (needs ctx.tasks for /run/async)

@@ -1,22 +1,27 @@
 /**
  * Records calls to resources whose routes belong to other subsystems — agents, custom endpoints and
  * pipelines — from the outside: the logs router sits in front of theirs, classifies the request
- * (`resourceOf`), and writes one record when the response is finished. Plugins and ingestors record
+ * (`resourceOf`), and writes one record when the response is finished. It is a preHandler hook, so
+ * the body is parsed and the control gate (an earlier preHandler) has let the call through. Plugins and ingestors record
  * themselves (their async runs are logged with the task's real duration, not the 202).
  *
  * What is kept of a response: the JSON body (up to the size limit), or the first bytes of a stream.
  */
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { ServerResponse } from 'node:http';
+import type { preHandlerHookHandler } from 'fastify';
+import { pathOf } from '../http/request.js';
 import type { InvocationRecorder } from './recorder.js';
 import { resourceOf } from './resource-of.js';
 
 const OBSERVED = new Set(['agent', 'endpoint', 'pipeline']);
 
-export function recordInvocations(recorder: InvocationRecorder, captureBytes: number): RequestHandler {
-  return function invocationLog(req: Request, res: Response, next: NextFunction) {
-    if (!recorder.enabled) return next();
-    const call = resourceOf(req.method, req.path);
-    if (!call || !call.invocation || !OBSERVED.has(call.resource)) return next();
+export function recordInvocations(recorder: InvocationRecorder, captureBytes: number): preHandlerHookHandler {
+  return function invocationLog(req, reply, done) {
+    if (!recorder.enabled) return done();
+    const call = resourceOf(req.method, pathOf(req));
+    if (!call || !call.invocation || !OBSERVED.has(call.resource)) return done();
+    // The node response: Fastify writes a JSON reply with one end(), a stream with write()s.
+    const res = reply.raw;
     const started = Date.now();
     const chunks: Buffer[] = [];
     let captured = 0;
@@ -31,19 +36,20 @@ export function recordInvocations(recorder: InvocationRecorder, captureBytes: nu
     res.write = ((chunk: unknown, ...rest: unknown[]) => {
       keep(chunk, rest[0]);
       return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
-    }) as Response['write'];
+    }) as ServerResponse['write'];
     res.end = ((chunk?: unknown, ...rest: unknown[]) => {
       keep(chunk, rest[0]);
-      return (end as (...a: unknown[]) => Response)(chunk, ...rest);
-    }) as Response['end'];
+      return (end as (...a: unknown[]) => ServerResponse)(chunk, ...rest);
+    }) as ServerResponse['end'];
 
-    let done = false;
+    let recorded = false;
     const finish = () => {
-      if (done) return;
-      done = true;
+      if (recorded) return;
+      recorded = true;
       const text = Buffer.concat(chunks).toString('utf8');
       let body: unknown = text;
-      if ((res.getHeader('content-type') ?? '').toString().includes('json')) {
+      // Fastify passes its headers to writeHead, where the node response does not keep them.
+      if (String(reply.getHeader('content-type') ?? res.getHeader('content-type') ?? '').includes('json')) {
         try {
           body = JSON.parse(text);
         } catch {
@@ -68,6 +74,6 @@ export function recordInvocations(recorder: InvocationRecorder, captureBytes: nu
     };
     res.on('finish', finish);
     res.on('close', finish);
-    next();
+    done();
   };
 }

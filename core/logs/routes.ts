@@ -1,34 +1,31 @@
 /**
  * Routes of the invocation log. Logic is in `service.ts`.
  */
-import { Router } from 'express';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { RouteDoc } from '../http/openapi.js';
+import { param } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
 import { AnalyzeRequest, Analysis, InvocationRecord, ListLogsQuery, LogPage } from './schemas.js';
 import type { InvocationLog } from './service.js';
 
-export function logRoutes(log: InvocationLog): Router {
-  const router = Router();
-
-  router.get('/api/v1/logs', (req, res) => {
-    res.json(log.list(parseInput(ListLogsQuery, req.query, 'query')));
+export function logRoutes(app: FastifyInstance, log: InvocationLog): void {
+  app.get('/api/v1/logs', (req) => {
+    return log.list(parseInput(ListLogsQuery, req.query, 'query'));
   });
 
   // Fixed paths before /:id, so "analysis" is never read as an id.
-  router.get('/api/v1/logs/analysis', async (_req, res) => {
-    res.json(await log.latestAnalysis());
+  app.get('/api/v1/logs/analysis', async () => {
+    return log.latestAnalysis();
   });
 
-  router.post('/api/v1/logs/analyze', async (req, res) => {
-    res.json(await log.analyze(parseInput(AnalyzeRequest, req.body, 'body')));
+  app.post('/api/v1/logs/analyze', async (req) => {
+    return log.analyze(parseInput(AnalyzeRequest, req.body, 'body'));
   });
 
-  router.get('/api/v1/logs/:id', (req, res) => {
-    res.json(log.get(String(req.params.id)));
+  app.get('/api/v1/logs/:id', (req) => {
+    return log.get(param(req, 'id'));
   });
-
-  return router;
 }
 
 const tags = ['logs'];

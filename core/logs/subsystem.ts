@@ -4,7 +4,6 @@
  * pipelines, and the /api/v1/logs routes. It is mounted right after the control plane's gate and
  * before every other router, so the middleware sees every request the gate lets through.
  */
-import { Router } from 'express';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { recordInvocations } from './middleware.js';
@@ -41,12 +40,10 @@ export const logsSubsystem: Subsystem = {
     ctx.invocations = log;
     ctx.openapi.add(...LOG_DOCS);
   },
-  routes(ctx) {
+  routes(app, ctx) {
     const log = invocationLogOf(ctx);
-    const router = Router();
-    router.use(recordInvocations(log, ctx.settings.logs.maxFieldChars * 2));
-    router.use(logRoutes(log));
-    return router;
+    app.addHook('preHandler', recordInvocations(log, ctx.settings.logs.maxFieldChars * 2));
+    logRoutes(app, log);
   },
   async close(ctx) {
     await logs.get(ctx)?.drain();

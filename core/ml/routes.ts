@@ -1,9 +1,10 @@
 /**
  * Routes of the ML plugins: parse, call the service, shape the response. Logic is in `service.ts`.
  */
-import { Router } from 'express';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { RouteDoc } from '../http/openapi.js';
+import { param } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
 import { tasksDisabled } from '../tasks/service.js';
@@ -22,68 +23,70 @@ import type { PluginService } from './service.js';
 
 export const PLUGIN_TASK_KIND = 'plugin.predict';
 
-export function pluginRoutes(ctx: HangarContext, service: PluginService): Router {
-  const router = Router();
-  const name = (raw: unknown) => String(raw);
+export function pluginRoutes(app: FastifyInstance, ctx: HangarContext, service: PluginService): void {
+  const name = (req: FastifyRequest) => param(req, 'name');
 
-  router.get('/api/v1/plugins', (_req, res) => {
-    res.json({ plugins: service.list() });
+  app.get('/api/v1/plugins', () => {
+    return { plugins: service.list() };
   });
 
-  router.post('/api/v1/plugins/reload', async (_req, res) => {
-    res.json({ reloaded: await service.reloadAll() });
+  app.post('/api/v1/plugins/reload', async () => {
+    return { reloaded: await service.reloadAll() };
   });
 
-  router.get('/api/v1/plugins/:name', (req, res) => {
-    res.json(service.describe(name(req.params.name)));
+  app.get('/api/v1/plugins/:name', async (req) => {
+    return service.describe(name(req));
   });
 
-  router.get('/api/v1/plugins/:name/health', (req, res) => {
-    const health = service.health(name(req.params.name));
+  app.get('/api/v1/plugins/:name/health', async (req, reply) => {
+    const health = service.health(name(req));
+    if (health.status === 'ready') return health;
     // Unhealthy is a 503 (what probes act on) with the same record, plus `detail` like every error.
-    if (health.status !== 'ready') res.status(503).set(health.status === 'loading' ? { 'Retry-After': '1' } : {}).json({ detail: `plugin ${health.name} is ${health.status}${health.error ? `: ${health.error}` : ''}`, ...health });
-    else res.json(health);
+    reply.code(503);
+    if (health.status === 'loading') reply.header('Retry-After', '1');
+    return { detail: `plugin ${health.name} is ${health.status}${health.error ? `: ${health.error}` : ''}`, ...health };
   });
 
-  router.get('/api/v1/plugins/:name/model_card', (req, res) => {
-    res.json(service.card(name(req.params.name)));
+  app.get('/api/v1/plugins/:name/model_card', async (req) => {
+    return service.card(name(req));
   });
 
-  router.post('/api/v1/plugins/:name/predict', async (req, res) => {
-    const plugin = name(req.params.name);
+  app.post('/api/v1/plugins/:name/predict', async (req) => {
+    const plugin = name(req);
     service.health(plugin); // 404 before a body error for an unknown plugin
     const body = parseInput(PredictRequest, req.body, 'body');
-    res.json(await service.predict(plugin, body.input, { principal: req.principal }));
+    return service.predict(plugin, body.input, { principal: req.principal });
   });
 
-  router.post('/api/v1/plugins/:name/predict/batch', async (req, res) => {
-    const plugin = name(req.params.name);
+  app.post('/api/v1/plugins/:name/predict/batch', async (req, reply) => {
+    const plugin = name(req);
     service.health(plugin);
     const body = parseInput(BatchRequest, req.body, 'body');
     const { head, parts } = await service.batchEncoded(plugin, body.inputs, { principal: req.principal });
-    // The items are JSON already (serialised in the workers): write them piece by piece instead of
-    // building and stringifying one big object on the HTTP thread.
-    res.status(200).type('json');
-    res.write(`${JSON.stringify(head).slice(0, -1)},"results":[`);
-    parts.forEach((part, i) => res.write(i === 0 || !part ? part : `,${part}`));
-    res.end(']}');
+    // The items are JSON already (serialised in the workers): splice them into the envelope as text
+    // instead of parsing and re-stringifying one big object on the HTTP thread.
+    let text = `${JSON.stringify(head).slice(0, -1)},"results":[`;
+    parts.forEach((part, i) => (text += i === 0 || !part ? part : `,${part}`));
+    text += ']}';
+    return reply.code(200).type('application/json; charset=utf-8').send(text);
   });
 
-  router.post('/api/v1/plugins/:name/predict/async', async (req, res) => {
-    const plugin = name(req.params.name);
+  app.post('/api/v1/plugins/:name/predict/async', async (req, reply) => {
+    const plugin = name(req);
     if (!ctx.tasks?.enabled) throw tasksDisabled();
     service.health(plugin);
     const body = parseInput(AsyncPredictRequest, req.body, 'body');
     const task = await ctx.tasks.submit({ kind: PLUGIN_TASK_KIND, target: plugin, input: body, principal: req.principal, metadata: { source: 'predict/async' } });
-    res.status(202).location(`/api/v1/tasks/${task.id}`).json(task);
+    reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
+    return task;
   });
 
-  router.post('/api/v1/plugins/:name/reload', async (req, res) => {
-    const health = await service.load(name(req.params.name));
-    res.status(health.status === 'ready' ? 200 : 503).json(health.status === 'ready' ? health : { detail: `plugin ${health.name} failed to load: ${health.error}`, ...health });
+  app.post('/api/v1/plugins/:name/reload', async (req, reply) => {
+    const health = await service.load(name(req));
+    if (health.status === 'ready') return health;
+    reply.code(503);
+    return { detail: `plugin ${health.name} failed to load: ${health.error}`, ...health };
   });
-
-  return router;
 }
 
 const tags = ['plugins'];

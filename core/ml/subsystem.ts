@@ -82,7 +82,7 @@ export const pluginsSubsystem: Subsystem = {
     });
     ctx.openapi.add(...PLUGIN_DOCS);
   },
-  routes: (ctx) => pluginRoutes(ctx, pluginServiceOf(ctx)),
+  routes: (app, ctx) => pluginRoutes(app, ctx, pluginServiceOf(ctx)),
   async close(ctx) {
     const held = services.get(ctx);
     if (!held) return;

@@ -248,7 +248,7 @@ export async function htmlToPdf(html: string, output: string, env: NodeJS.Proces
 // ---- docker -----------------------------------------------------------------------------------
 
 /** Packages the bundled runner imports at run time (kept external so esbuild/piscina work). */
-const RUNTIME_PACKAGES = ['acorn', 'acorn-walk', 'ajv', 'arquero', 'diff', 'esbuild', 'marked', 'piscina', 'zod', 'express', 'ws'];
+const RUNTIME_PACKAGES = ['acorn', 'acorn-walk', 'ajv', 'arquero', 'diff', 'esbuild', 'marked', 'piscina', 'zod', 'fastify', 'rate-limiter-flexible', 'ws'];
 
 /**
  * A folder with a Dockerfile, the notebook (as `notebook.nb.ts`), a `package.json` pinning the

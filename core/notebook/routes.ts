@@ -1,6 +1,6 @@
 /**
  * Notebook session API (issue 8, part 6). Routes parse, call the service or session, and shape the
- * response; nothing else. Mount with `app.use(notebookRoutes({ root }))`; live events are on the
+ * response; nothing else. Mount with `notebookRoutes(app, { root })`; live events are on the
  * ws channel from `attachNotebookSocket`.
  *
  * | method | path | what |
@@ -26,10 +26,10 @@
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Router, type Request, type Response, type NextFunction } from 'express';
+import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { parseInput } from '../http/validate.js';
-import { toHttpError } from '../http/errors.js';
+import { param, queryOf } from '../http/request.js';
 import { renderMarkdown } from './export.js';
 import { outputToHtml } from './render.js';
 import { CreateCellBody, CreateNotebookBody, ReorderBody, RunDocumentBody, SettingsBody, UpdateCellBody } from './schemas.js';
@@ -43,27 +43,33 @@ export interface NotebookRoutesContext {
   cellTimeoutMs?: number;
 }
 
-type Handler = (req: Request, res: Response) => Promise<unknown>;
+type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-/** Express 5 forwards rejections itself; this only maps engine errors onto HTTP ones first. */
+/**
+ * Maps engine errors (SessionError, NotebookFormatError) onto HTTP ones; the app's error handler
+ * turns those into `{detail}`. A bare string result is still sent as JSON.
+ */
 const route = (handler: Handler) =>
-  async function notebookRoute(req: Request, res: Response, next: NextFunction) {
+  async function notebookRoute(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+    let value: unknown;
     try {
-      await handler(req, res);
+      value = await handler(req, reply);
     } catch (err) {
-      next(toServiceError(err));
+      throw toServiceError(err);
     }
+    if (typeof value === 'string') return reply.type('application/json; charset=utf-8').send(JSON.stringify(value));
+    return value;
   };
 
-const param = (req: Request, name: string) => String(req.params[name]);
-
-export function notebookRoutes(ctx: NotebookRoutesContext): Router & { service: NotebookService } {
+/**
+ * Adds the session API to `app` and returns the service it serves (the one given, or one made for
+ * `root`), so a caller that built it from `root` can attach the ws channel and close its kernels.
+ */
+export function notebookRoutes(app: FastifyInstance, ctx: NotebookRoutesContext): NotebookService {
   if (!ctx.service && !ctx.root) throw new Error('notebookRoutes needs a workspace root or a NotebookService');
   const service = ctx.service ?? new NotebookService({ root: ctx.root!, cellTimeoutMs: ctx.cellTimeoutMs });
-  const router = Router() as Router & { service: NotebookService };
-  router.service = service;
 
-  const session = (req: Request) => service.open(param(req, 'nb'));
+  const session = (req: FastifyRequest) => service.open(param(req, 'nb'));
   const view = async (s: NotebookSession, id: string) => ({
     id,
     name: s.notebook.name,
@@ -72,127 +78,123 @@ export function notebookRoutes(ctx: NotebookRoutesContext): Router & { service: 
     kernel_generation: s.kernel.generation,
     cells: s.cellsWithState(),
   });
-  const runAndAnswer = async (req: Request, res: Response, s: NotebookSession, run: () => Promise<void>) => {
+  const runAndAnswer = async (req: FastifyRequest, reply: FastifyReply, s: NotebookSession, run: () => Promise<void>) => {
     const done = run();
-    if (req.query.wait === 'false') {
+    if (queryOf(req).wait === 'false') {
       done.catch(() => undefined);
-      res.status(202).json({ cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) });
-      return;
+      reply.code(202);
+      return { cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) };
     }
     await done;
-    res.json(await view(s, param(req, 'nb')));
+    return view(s, param(req, 'nb'));
   };
 
-  router.get('/api/notebooks', route(async (_req, res) => res.json({ notebooks: await service.list() })));
+  app.get('/api/notebooks', route(async () => ({ notebooks: await service.list() })));
 
-  router.post('/api/notebooks', route(async (req, res) => {
+  app.post('/api/notebooks', route(async (req, reply) => {
     const body = parseInput(CreateNotebookBody, req.body);
     const id = await service.create(body);
-    res.status(201).json(await view(await service.open(id), id));
+    reply.code(201);
+    return view(await service.open(id), id);
   }));
 
-  router.post('/api/notebooks/run', route(async (req, res) => {
+  app.post('/api/notebooks/run', route(async (req) => {
     const body = parseInput(RunDocumentBody, req.body);
-    res.json(await service.runDocument(body));
+    return service.runDocument(body);
   }));
 
-  router.get('/api/notebooks/:nb', route(async (req, res) => res.json(await view(await session(req), param(req, 'nb')))));
+  app.get('/api/notebooks/:nb', route(async (req) => view(await session(req), param(req, 'nb'))));
 
-  router.delete('/api/notebooks/:nb/session', route(async (req, res) => {
+  app.delete('/api/notebooks/:nb/session', route(async (req, reply) => {
     await service.close(param(req, 'nb'));
-    res.status(204).end();
+    return reply.code(204).send();
   }));
 
-  router.post('/api/notebooks/:nb/save', route(async (req, res) => {
+  app.post('/api/notebooks/:nb/save', route(async (req) => {
     const s = await session(req);
     await s.save();
-    res.json({ saved: param(req, 'nb') });
+    return { saved: param(req, 'nb') };
   }));
 
-  router.get('/api/notebooks/:nb/cells', route(async (req, res) => res.json({ cells: (await session(req)).cellsWithState() })));
+  app.get('/api/notebooks/:nb/cells', route(async (req) => ({ cells: (await session(req)).cellsWithState() })));
 
-  router.post('/api/notebooks/:nb/cells', route(async (req, res) => {
+  app.post('/api/notebooks/:nb/cells', route(async (req, reply) => {
     const body = parseInput(CreateCellBody, req.body);
     const s = await session(req);
     const cell = await s.addCell(body);
-    res.status(201).json({ ...cell, state: s.state(cell.id) });
+    reply.code(201);
+    return { ...cell, state: s.state(cell.id) };
   }));
 
-  router.get('/api/notebooks/:nb/cells/:cell', route(async (req, res) => {
+  app.get('/api/notebooks/:nb/cells/:cell', route(async (req) => {
     const s = await session(req);
     const cell = s.cell(param(req, 'cell'));
-    res.json({ ...cell, state: s.state(cell.id) });
+    return { ...cell, state: s.state(cell.id) };
   }));
 
   // Outputs as HTML, rendered exactly as the HTML export renders them (tables, charts, markdown).
-  router.get('/api/notebooks/:nb/cells/:cell/outputs.html', route(async (req, res) => {
+  app.get('/api/notebooks/:nb/cells/:cell/outputs.html', route(async (req, reply) => {
     const cell = (await session(req)).cell(param(req, 'cell'));
-    res.type('html').send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
+    return reply.type('text/html; charset=utf-8').send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
   }));
 
-  router.patch('/api/notebooks/:nb/cells/:cell', route(async (req, res) => {
+  app.patch('/api/notebooks/:nb/cells/:cell', route(async (req) => {
     const body = parseInput(UpdateCellBody, req.body);
     const s = await session(req);
     const cell = await s.updateCell(param(req, 'cell'), body);
-    res.json({ ...cell, state: s.state(cell.id) });
+    return { ...cell, state: s.state(cell.id) };
   }));
 
-  router.delete('/api/notebooks/:nb/cells/:cell', route(async (req, res) => {
+  app.delete('/api/notebooks/:nb/cells/:cell', route(async (req, reply) => {
     await (await session(req)).deleteCell(param(req, 'cell'));
-    res.status(204).end();
+    return reply.code(204).send();
   }));
 
-  router.put('/api/notebooks/:nb/order', route(async (req, res) => {
+  app.put('/api/notebooks/:nb/order', route(async (req) => {
     const body = parseInput(ReorderBody, req.body);
     const s = await session(req);
     s.reorder(body.order);
-    res.json({ order: s.notebook.cells.map((c) => c.id) });
+    return { order: s.notebook.cells.map((c) => c.id) };
   }));
 
-  router.post('/api/notebooks/:nb/cells/:cell/run', route(async (req, res) => {
+  app.post('/api/notebooks/:nb/cells/:cell/run', route(async (req, reply) => {
     const s = await session(req);
     s.cell(param(req, 'cell'));
-    await runAndAnswer(req, res, s, () => s.runCell(param(req, 'cell')));
+    return runAndAnswer(req, reply, s, () => s.runCell(param(req, 'cell')));
   }));
 
-  router.post('/api/notebooks/:nb/run', route(async (req, res) => {
+  app.post('/api/notebooks/:nb/run', route(async (req, reply) => {
     const s = await session(req);
-    await runAndAnswer(req, res, s, () => s.runAll());
+    return runAndAnswer(req, reply, s, () => s.runAll());
   }));
 
-  router.post('/api/notebooks/:nb/run-stale', route(async (req, res) => {
+  app.post('/api/notebooks/:nb/run-stale', route(async (req, reply) => {
     const s = await session(req);
-    await runAndAnswer(req, res, s, () => s.runStale());
+    return runAndAnswer(req, reply, s, () => s.runStale());
   }));
 
-  router.post('/api/notebooks/:nb/interrupt', route(async (req, res) => {
+  app.post('/api/notebooks/:nb/interrupt', route(async (req) => {
     const s = await session(req);
     await s.interrupt();
-    res.json({ kernel_generation: s.kernel.generation, cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) });
+    return { kernel_generation: s.kernel.generation, cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) };
   }));
 
-  router.post('/api/notebooks/:nb/restart', route(async (req, res) => {
+  app.post('/api/notebooks/:nb/restart', route(async (req) => {
     const s = await session(req);
     await s.restart();
-    res.json({ kernel_generation: s.kernel.generation, cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) });
+    return { kernel_generation: s.kernel.generation, cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) };
   }));
 
-  router.get('/api/notebooks/:nb/dependencies', route(async (req, res) => res.json(await (await session(req)).dependencies())));
+  app.get('/api/notebooks/:nb/dependencies', route(async (req) => (await session(req)).dependencies()));
 
-  router.put('/api/notebooks/:nb/settings', route(async (req, res) => {
+  app.put('/api/notebooks/:nb/settings', route(async (req) => {
     const body = parseInput(SettingsBody, req.body);
     const s = await session(req);
     s.cellTimeoutMs = body.cell_timeout_ms;
-    res.json({ cell_timeout_ms: s.cellTimeoutMs });
+    return { cell_timeout_ms: s.cellTimeoutMs };
   }));
 
-  return router;
-}
-
-/** JSON `{detail}` error responses for servers that mount only the notebook routes (the CLI's). */
-export function notebookErrorHandler(err: unknown, _req: Request, res: Response, _next: NextFunction): void {
-  const error = toHttpError(err);
-  res.status(error.status).set(error.headers).json(error.toBody());
+  return service;
 }
 
 export const NOTEBOOK_WS_PATH = '/api/notebooks/ws';

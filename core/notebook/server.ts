@@ -10,18 +10,23 @@
  * All bind to 127.0.0.1 by default: these servers run user code and have no authentication, so
  * they also refuse requests and ws upgrades whose Host (or Origin) is not a loopback name — the
  * main server's DNS-rebinding defence (`core/http/security.ts`), reused as is.
+ *
+ * Each is its own small Fastify instance (`createNotebookApp`), not the main app: JSON bodies up to
+ * 20 MB, errors and unknown routes answered as `{detail}` like the main server.
  */
 import { mkdirSync, watch } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, sep } from 'node:path';
-import express from 'express';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { HttpError, toHttpError } from '../http/errors.js';
+import { pathOf } from '../http/request.js';
 import { checkUpgrade, hostCheck } from '../http/security.js';
 import { SettingsSchema } from '../kernel/settings.js';
 import { readNotebookFile } from './formats.js';
 import { reportHtml, type Layout } from './export.js';
-import { attachNotebookSocket, notebookErrorHandler, notebookRoutes } from './routes.js';
+import { attachNotebookSocket, notebookRoutes } from './routes.js';
 import { NotebookService, runNotebook } from './service.js';
 import { editorPageHtml } from './ui.js';
 
@@ -60,6 +65,71 @@ const closeServer = (server: http.Server) =>
     server.close(() => resolve());
   });
 
+/** Stop the node server (dropping every connection), then the Fastify app. */
+async function closeApp(app: FastifyInstance, server: http.Server): Promise<void> {
+  await closeServer(server);
+  await app.close();
+}
+
+const JSON_BODY_LIMIT = 20 * 1024 * 1024;
+
+/**
+ * The frame of the CLI's servers: a Fastify app on its own node server (returned too, for ws
+ * upgrades; the caller listens and closes it), refusing Hosts other than `host`'s loopback names.
+ * JSON bodies as these servers always took them (express.json, strict): objects and arrays only,
+ * an empty body is `{}`, bad JSON is a 400; other content types are accepted and not read
+ * (`req.body` undefined). Errors (HttpError, or Fastify's own, e.g. 413) and unknown routes are
+ * answered `{detail}`.
+ */
+export function createNotebookApp(options: { root: string; host?: string }): { app: FastifyInstance; server: http.Server } {
+  const hostGuard = guards(options.root, options.host ?? '127.0.0.1').http;
+  let server!: http.Server;
+  const app = Fastify({
+    serverFactory: (handler) => (server = http.createServer(handler)),
+    bodyLimit: JSON_BODY_LIMIT,
+    logger: false,
+    trustProxy: false,
+    routerOptions: { maxParamLength: 500 },
+  });
+  app.addHook('onRequest', hostGuard);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text === '') return done(null, {});
+    const first = text.trimStart()[0];
+    if (first !== '{' && first !== '[') return done(new HttpError(400, 'request body must be a JSON object or array'), undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      done(new HttpError(400, (err as Error).message), undefined);
+    }
+  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send({ detail: `no route for ${req.method} ${pathOf(req)}` });
+  });
+  app.setErrorHandler((err: FastifyError | Error, _req, reply) => {
+    const error = toHttpError(err);
+    if (reply.sent || reply.raw.headersSent) {
+      reply.raw.end();
+      return;
+    }
+    reply.code(error.status).headers(error.headers).send(error.toBody());
+  });
+  return { app, server };
+}
+
+/** Listen on `port` once the app's routes are ready; on failure the app is closed again. */
+async function listenApp(app: FastifyInstance, server: http.Server, port: number, host: string): Promise<number> {
+  try {
+    await app.ready();
+    return await listen(server, port, host);
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    throw err;
+  }
+}
+
 export interface NotebookServerOptions {
   root: string;
   port: number;
@@ -76,38 +146,35 @@ export async function startNotebookServer(options: NotebookServerOptions): Promi
   const host = options.host ?? '127.0.0.1';
   const service = new NotebookService({ root: options.root });
   const guard = guards(options.root, host);
-  const app = express();
-  app.use(guard.http);
+  const { app, server } = createNotebookApp({ root: options.root, host });
   if (options.allowOrigin) {
     const allowed = options.allowOrigin;
-    app.use((req, res, next) => {
+    app.addHook('onRequest', (req, reply, done) => {
       if (req.headers.origin === allowed) {
-        res.set({ 'Access-Control-Allow-Origin': allowed, 'Access-Control-Allow-Methods': 'GET,POST,PUT,PATCH,DELETE', 'Access-Control-Allow-Headers': 'content-type', Vary: 'Origin' });
-        if (req.method === 'OPTIONS') return void res.status(204).end();
+        reply.headers({ 'Access-Control-Allow-Origin': allowed, 'Access-Control-Allow-Methods': 'GET,POST,PUT,PATCH,DELETE', 'Access-Control-Allow-Headers': 'content-type', Vary: 'Origin' });
+        // Preflight: answered here, before routing (no route has OPTIONS).
+        if (req.method === 'OPTIONS') return void reply.code(204).send();
       }
-      next();
+      done();
     });
   }
-  app.use(express.json({ limit: '20mb' }));
-  app.use(notebookRoutes({ service }));
+  notebookRoutes(app, { service });
   if (options.ui) {
-    app.get('/', (_req, res) => void res.type('html').send(editorPageHtml({ api: '', initial: options.initial })));
+    app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: '', initial: options.initial })));
   }
-  app.use(notebookErrorHandler);
-  const server = http.createServer(app);
   attachNotebookSocket(server, service, (req) => {
     // The dev frontend runs on another port of the same loopback host; checkUpgrade compares
     // host names only, so it passes.
     return guard.upgrade(req);
   });
-  const port = await listen(server, options.port, host);
+  const port = await listenApp(app, server, options.port, host);
   return {
     url: `http://${host}:${port}`,
     port,
     service,
     async close() {
       await service.closeAll();
-      await closeServer(server);
+      await closeApp(app, server);
     },
   };
 }
@@ -124,10 +191,8 @@ export async function startUiServer(options: {
 }): Promise<RunningNotebookServer> {
   const host = options.host ?? '127.0.0.1';
   const guard = guards(options.root, host);
-  const app = express();
-  app.use(guard.http);
-  app.get('/', (_req, res) => void res.type('html').send(editorPageHtml({ api: options.api, initial: options.initial, hotReload: '/__reload' })));
-  const server = http.createServer(app);
+  const { app, server } = createNotebookApp({ root: options.root, host });
+  app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: options.api, initial: options.initial, hotReload: '/__reload' })));
   const wss = new WebSocketServer({ noServer: true });
   const clients = new Set<WebSocket>();
   server.on('upgrade', (req, socket, head) => {
@@ -158,17 +223,20 @@ export async function startUiServer(options: {
       );
     }, 100));
   });
-  const port = await listen(server, options.port, host);
-  return {
-    url: `http://${host}:${port}`,
-    port,
-    async close() {
-      watcher.close();
-      for (const timer of pending.values()) clearTimeout(timer);
-      for (const ws of clients) ws.terminate();
-      await closeServer(server);
-    },
+  const stop = async () => {
+    watcher.close();
+    for (const timer of pending.values()) clearTimeout(timer);
+    for (const ws of clients) ws.terminate();
+    await closeApp(app, server);
   };
+  let port: number;
+  try {
+    port = await listenApp(app, server, options.port, host);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url: `http://${host}:${port}`, port, close: stop };
 }
 
 /**
@@ -183,16 +251,13 @@ export async function startAppServer(options: { file: string; port: number; host
     return reportHtml({ ...notebook, cells: result.cells }, { hideCode: true, layout: options.layout });
   };
   let page = await render();
-  const app = express();
-  app.use(guards(dirname(options.file), host).http);
-  app.get('/', (_req, res) => void res.type('html').send(page.replace('</body>', `<form method="post" action="rerun" style="position:fixed;right:1rem;bottom:1rem"><button>Re-run</button></form></body>`)));
-  app.post('/rerun', async (_req, res) => {
+  const { app, server } = createNotebookApp({ root: dirname(options.file), host });
+  app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').send(page.replace('</body>', `<form method="post" action="rerun" style="position:fixed;right:1rem;bottom:1rem"><button>Re-run</button></form></body>`)));
+  app.post('/rerun', async (_req, reply) => {
     page = await render();
-    res.redirect(303, '/');
+    return reply.redirect('/', 303);
   });
-  app.use(notebookErrorHandler);
-  const server = http.createServer(app);
-  const port = await listen(server, options.port, host);
-  return { url: `http://${host}:${port}`, port, close: () => closeServer(server) };
+  const port = await listenApp(app, server, options.port, host);
+  return { url: `http://${host}:${port}`, port, close: () => closeApp(app, server) };
 }
 

@@ -21,7 +21,7 @@ export const notebookSubsystem: Subsystem = {
   setup(ctx) {
     ctx.upgrades.set(NOTEBOOK_WS_PATH, notebookUpgradeHandler(serviceOf(ctx)));
   },
-  routes: (ctx) => notebookRoutes({ service: serviceOf(ctx) }),
+  routes: (app, ctx) => notebookRoutes(app, { service: serviceOf(ctx) }),
   async close(ctx) {
     await services.get(ctx)?.closeAll();
     services.delete(ctx);

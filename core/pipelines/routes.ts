@@ -13,61 +13,63 @@
  *   GET    /api/v1/pipelines/{name}/runs          newest first (50)
  *   GET    /api/v1/pipelines/{name}/runs/{id}
  */
-import { Router, type Request } from 'express';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { notImplemented } from '../http/errors.js';
+import { param, queryOf } from '../http/request.js';
 import type { PipelineService } from './service.js';
 import type { PipelineJobs } from './tasks.js';
 
 const PREFIX = '/api/v1/pipelines';
-const principalOf = (req: Request) => (req as { principal?: string }).principal ?? 'local';
+const principalOf = (req: FastifyRequest) => req.principal || 'local';
 
-export function pipelineRoutes(service: PipelineService, jobs: () => PipelineJobs | undefined = () => undefined): Router {
-  const router = Router();
+export function pipelineRoutes(app: FastifyInstance, service: PipelineService, jobs: () => PipelineJobs | undefined = () => undefined): void {
   const board = () => {
     const found = jobs();
     if (!found) throw notImplemented('async and batch runs need the task subsystem (tasks.enabled)');
     return found;
   };
 
-  router.get(PREFIX, async (_req, res) => {
-    res.json({ pipelines: await service.list() });
+  app.get(PREFIX, async () => {
+    return { pipelines: await service.list() };
   });
-  router.post(PREFIX, async (req, res) => {
+  app.post(PREFIX, async (req, reply) => {
     const saved = await service.save(req.body);
-    res.status(saved.created ? 201 : 200).location(`${PREFIX}/${saved.definition.name}`).json(saved);
+    reply.code(saved.created ? 201 : 200).header('Location', `${PREFIX}/${saved.definition.name}`);
+    return saved;
   });
-  router.post(`${PREFIX}/validate`, (req, res) => {
-    res.json(service.validate(req.body));
+  app.post(`${PREFIX}/validate`, async (req) => {
+    return service.validate(req.body);
   });
-  router.get(`${PREFIX}/:name`, async (req, res) => {
-    res.json(await service.inspect(String(req.params.name)));
+  app.get(`${PREFIX}/:name`, async (req) => {
+    return service.inspect(param(req, 'name'));
   });
-  router.delete(`${PREFIX}/:name`, async (req, res) => {
-    const name = String(req.params.name);
+  app.delete(`${PREFIX}/:name`, async (req) => {
+    const name = param(req, 'name');
     await service.delete(name);
-    res.json({ status: 'deleted', name });
+    return { status: 'deleted', name };
   });
-  router.get(`${PREFIX}/:name/graph`, async (req, res) => {
-    const graph = await service.graph(String(req.params.name));
-    if (req.query.format === 'mermaid') res.type('text/plain').send(graph.mermaid + '\n');
-    else res.json(graph);
+  app.get(`${PREFIX}/:name/graph`, async (req, reply) => {
+    const graph = await service.graph(param(req, 'name'));
+    if (queryOf(req).format === 'mermaid') return reply.type('text/plain; charset=utf-8').send(graph.mermaid + '\n');
+    return graph;
   });
-  router.post(`${PREFIX}/:name/run`, async (req, res) => {
-    res.json(await service.run(String(req.params.name), req.body, { principal: principalOf(req) }));
+  app.post(`${PREFIX}/:name/run`, async (req) => {
+    return service.run(param(req, 'name'), req.body, { principal: principalOf(req) });
   });
-  router.post(`${PREFIX}/:name/run/async`, async (req, res) => {
-    const task = await board().submitRun(String(req.params.name), req.body, principalOf(req));
-    res.status(202).location(`/api/v1/tasks/${task.id}`).json(task);
+  app.post(`${PREFIX}/:name/run/async`, async (req, reply) => {
+    const task = await board().submitRun(param(req, 'name'), req.body, principalOf(req));
+    reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
+    return task;
   });
-  router.post(`${PREFIX}/:name/run/batch`, async (req, res) => {
-    const task = await board().submitBatch(String(req.params.name), req.body, principalOf(req));
-    res.status(202).location(`/api/v1/tasks/${task.id}`).json(task);
+  app.post(`${PREFIX}/:name/run/batch`, async (req, reply) => {
+    const task = await board().submitBatch(param(req, 'name'), req.body, principalOf(req));
+    reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
+    return task;
   });
-  router.get(`${PREFIX}/:name/runs`, async (req, res) => {
-    res.json({ runs: await service.runs(String(req.params.name)) });
+  app.get(`${PREFIX}/:name/runs`, async (req) => {
+    return { runs: await service.runs(param(req, 'name')) };
   });
-  router.get(`${PREFIX}/:name/runs/:id`, async (req, res) => {
-    res.json(await service.getRun(String(req.params.name), String(req.params.id)));
+  app.get(`${PREFIX}/:name/runs/:id`, async (req) => {
+    return service.getRun(param(req, 'name'), param(req, 'id'));
   });
-  return router;
 }

@@ -1,73 +1,70 @@
-import { Router } from 'express';
+import type { FastifyInstance } from 'fastify';
 import { findAgent } from '../agents/kind.js';
 import type { HangarContext } from '../kernel/context.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
 import { serviceUnavailable } from '../http/errors.js';
+import { param } from '../http/request.js';
 import { buildAgentCard } from './card.js';
 import * as S from './schemas.js';
 import { aggregatedHealth, agentStatus, listAgents, platformStatus } from './service.js';
 import { renderStatusPage } from './status-page.js';
 
 /** Root routes and the per-agent inspection routes (health, config, prompts, card). */
-export function platformRoutes(ctx: HangarContext): Router {
-  const router = Router();
-
-  router.get('/', (_req, res) => {
-    res.json({ platform: PLATFORM_NAME, version: ctx.version, agents: listAgents(ctx).length });
+export function platformRoutes(app: FastifyInstance, ctx: HangarContext): void {
+  app.get('/', () => {
+    return { platform: PLATFORM_NAME, version: ctx.version, agents: listAgents(ctx).length };
   });
-  router.get('/health', (_req, res) => {
-    res.json(aggregatedHealth(ctx));
+  app.get('/health', () => {
+    return aggregatedHealth(ctx);
   });
   // Liveness: the process answers. Readiness: discovery finished and not shutting down.
-  router.get('/ready', (_req, res) => {
-    res.json({ status: 'ok' });
+  app.get('/ready', () => {
+    return { status: 'ok' };
   });
-  router.get('/readiness', (_req, res) => {
+  app.get('/readiness', () => {
     if (!ctx.lifecycle.ready) throw serviceUnavailable(ctx.lifecycle.stopping ? 'shutting down' : 'discovery in progress', 1);
-    res.json({ status: 'ready', agents: listAgents(ctx).length });
+    return { status: 'ready', agents: listAgents(ctx).length };
   });
-  router.get('/status', async (_req, res) => {
-    res
-      .type('html')
-      .set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'")
+  app.get('/status', async (_req, reply) => {
+    return reply
+      .type('text/html; charset=utf-8')
+      .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'")
       .send(renderStatusPage(await platformStatus(ctx)));
   });
-  router.get('/api/v1/status', async (_req, res) => {
-    res.json(await platformStatus(ctx));
+  app.get('/api/v1/status', async () => {
+    return platformStatus(ctx);
   });
-  router.get('/api/v1/agents', (_req, res) => {
+  app.get('/api/v1/agents', () => {
     const agents: Record<string, unknown> = {};
     for (const a of listAgents(ctx)) {
       agents[a.name] = { name: a.name, slug: a.slug, description: a.description, version: a.version, framework: a.framework };
     }
-    res.json({ agents });
+    return { agents };
   });
-  router.get('/.well-known/agent.json', (_req, res) => {
+  app.get('/.well-known/agent.json', () => {
     const agents: Record<string, unknown> = {};
     for (const agent of listAgents(ctx)) agents[agent.name] = buildAgentCard(ctx, agent);
-    res.json({ platform: PLATFORM_NAME, version: ctx.version, agents });
+    return { platform: PLATFORM_NAME, version: ctx.version, agents };
   });
-  router.get('/metrics', async (_req, res) => {
-    res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
-  });
-
-  router.get('/api/v1/:agent/health', (req, res) => {
-    const agent = findAgent(ctx.registry, req.params.agent);
-    res.json({ status: agentStatus(ctx, agent.name), agent: agent.name, framework: agent.framework });
-  });
-  router.get('/api/v1/:agent/config', (req, res) => {
-    const agent = findAgent(ctx.registry, req.params.agent);
-    res.json({ agent: agent.name, config: agent.config });
-  });
-  router.get('/api/v1/:agent/prompts', (req, res) => {
-    const agent = findAgent(ctx.registry, req.params.agent);
-    res.json({ agent: agent.name, versions: Object.keys(agent.prompts.versions), active: agent.prompts.active });
-  });
-  router.get('/api/v1/:agent/card', (req, res) => {
-    res.json(buildAgentCard(ctx, findAgent(ctx.registry, req.params.agent)));
+  app.get('/metrics', async (_req, reply) => {
+    return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
   });
 
-  return router;
+  app.get('/api/v1/:agent/health', (req) => {
+    const agent = findAgent(ctx.registry, param(req, 'agent'));
+    return { status: agentStatus(ctx, agent.name), agent: agent.name, framework: agent.framework };
+  });
+  app.get('/api/v1/:agent/config', (req) => {
+    const agent = findAgent(ctx.registry, param(req, 'agent'));
+    return { agent: agent.name, config: agent.config };
+  });
+  app.get('/api/v1/:agent/prompts', (req) => {
+    const agent = findAgent(ctx.registry, param(req, 'agent'));
+    return { agent: agent.name, versions: Object.keys(agent.prompts.versions), active: agent.prompts.active };
+  });
+  app.get('/api/v1/:agent/card', (req) => {
+    return buildAgentCard(ctx, findAgent(ctx.registry, param(req, 'agent')));
+  });
 }
 
 /** Route docs for /openapi.json: the fixed platform routes, and the per-agent ones for every agent. */

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { HangarContext } from '../kernel/context.js';
 
@@ -10,10 +10,9 @@ export const StorageStats = z.object({
   collections: z.record(z.string(), z.object({ records: z.number().int(), files: z.number().int(), bytes: z.number().int() })),
 });
 
-export function storageRoutes(ctx: HangarContext): Router {
-  const router = Router();
-  router.get('/api/v1/storage/stats', async (_req, res) => {
-    res.json(await ctx.store.stats());
+export function storageRoutes(app: FastifyInstance, ctx: HangarContext): void {
+  app.get('/api/v1/storage/stats', async () => {
+    return ctx.store.stats();
   });
   ctx.openapi.add({
     method: 'get',
@@ -22,5 +21,4 @@ export function storageRoutes(ctx: HangarContext): Router {
     tags: ['platform'],
     responses: { 200: { description: 'OK', schema: StorageStats } },
   });
-  return router;
 }

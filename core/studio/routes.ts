@@ -7,106 +7,103 @@
  * (stored events, then live ones; `since` / Last-Event-ID resume), POST /runs/{run_id}/cancel
  * stops one, and GET state takes `?checkpoint_id=` to read the state at any checkpoint.
  */
-import { Router, type Request, type Response } from 'express';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { HangarContext } from '../kernel/context.js';
 import type { RouteDoc } from '../http/openapi.js';
+import { param, queryOf } from '../http/request.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import { parseInput } from '../http/validate.js';
 import { runEventSource } from './events.js';
 import type { Execution, StudioService } from './service.js';
 import * as S from './schemas.js';
 
-const nameOf = (req: Request) => String(req.params.name);
-const threadOf = (req: Request) => String(req.params.thread_id);
-const runOf = (req: Request) => String(req.params.run_id);
+const nameOf = (req: FastifyRequest) => param(req, 'name');
+const threadOf = (req: FastifyRequest) => param(req, 'thread_id');
+const runOf = (req: FastifyRequest) => param(req, 'run_id');
 
 /** Stream one execution segment: the events it produces, then [DONE]. */
-async function streamExecution(req: Request, res: Response, execution: Execution): Promise<void> {
-  await serveSse(req, res, runEventSource(execution.run.events, execution.live), {
+async function streamExecution(reply: FastifyReply, execution: Execution): Promise<void> {
+  await serveSse(reply, runEventSource(execution.run.events, execution.live), {
     since: execution.fromSeq,
     headers: { 'X-Studio-Run-Id': execution.run.run_id },
   });
 }
 
-export function studioRoutes(service: StudioService): Router {
-  const router = Router();
-
-  router.get('/studio/info', (_req, res) => {
-    res.json(service.info());
+export function studioRoutes(app: FastifyInstance, service: StudioService): void {
+  app.get('/studio/info', async () => {
+    return service.info();
   });
 
-  router.get('/studio/agents', (_req, res) => {
-    res.json(service.agents());
+  app.get('/studio/agents', async () => {
+    return service.agents();
   });
 
-  router.get('/studio/agents/:name/graph', (req, res) => {
-    res.json(service.graph(nameOf(req)));
+  app.get('/studio/agents/:name/graph', async (req) => {
+    return service.graph(nameOf(req));
   });
 
-  router.get('/studio/agents/:name/schemas', (req, res) => {
-    res.json(service.schemas(nameOf(req)));
+  app.get('/studio/agents/:name/schemas', async (req) => {
+    return service.schemas(nameOf(req));
   });
 
-  router.get('/studio/agents/:name/config', (req, res) => {
-    res.json(service.config(nameOf(req)));
+  app.get('/studio/agents/:name/config', async (req) => {
+    return service.config(nameOf(req));
   });
 
-  router.post('/studio/agents/:name/runs', async (req, res) => {
+  app.post('/studio/agents/:name/runs', async (req, reply) => {
     const body = parseInput(S.StudioRunRequest, req.body, 'body');
     const execution = await service.startRun(nameOf(req), body);
-    res.setHeader('X-Studio-Run-Id', execution.run.run_id);
-    res.json(await service.outcome(execution));
+    reply.header('X-Studio-Run-Id', execution.run.run_id);
+    return service.outcome(execution);
   });
 
-  router.post('/studio/agents/:name/runs/stream', async (req, res) => {
+  app.post('/studio/agents/:name/runs/stream', async (req, reply) => {
     const body = parseInput(S.StudioRunRequest, req.body, 'body');
     const execution = await service.startRun(nameOf(req), body);
-    await streamExecution(req, res, execution);
+    await streamExecution(reply, execution);
   });
 
-  router.get('/studio/agents/:name/runs', async (req, res) => {
+  app.get('/studio/agents/:name/runs', async (req) => {
     const query = parseInput(S.RunsQuery, req.query, 'query');
-    res.json(await service.listRuns(nameOf(req), query));
+    return service.listRuns(nameOf(req), query);
   });
 
-  router.get('/studio/agents/:name/runs/:run_id', async (req, res) => {
-    res.json(await service.getRun(nameOf(req), runOf(req)));
+  app.get('/studio/agents/:name/runs/:run_id', async (req) => {
+    return service.getRun(nameOf(req), runOf(req));
   });
 
-  router.get('/studio/agents/:name/runs/:run_id/stream', async (req, res) => {
-    const since = resumePoint(req, req.query as Record<string, unknown>);
+  app.get('/studio/agents/:name/runs/:run_id/stream', async (req, reply) => {
+    const since = resumePoint(req, queryOf(req));
     const source = await service.runEvents(nameOf(req), runOf(req));
-    await serveSse(req, res, source, { since, headers: { 'X-Studio-Run-Id': runOf(req) } });
+    await serveSse(reply, source, { since, headers: { 'X-Studio-Run-Id': runOf(req) } });
   });
 
-  router.post('/studio/agents/:name/runs/:run_id/cancel', async (req, res) => {
-    res.json(await service.cancel(nameOf(req), runOf(req)));
+  app.post('/studio/agents/:name/runs/:run_id/cancel', async (req) => {
+    return service.cancel(nameOf(req), runOf(req));
   });
 
-  router.get('/studio/agents/:name/threads/:thread_id/state', async (req, res) => {
+  app.get('/studio/agents/:name/threads/:thread_id/state', async (req) => {
     const query = parseInput(S.StateQuery, req.query, 'query');
-    res.json(await service.threadState(nameOf(req), threadOf(req), query.checkpoint_id));
+    return service.threadState(nameOf(req), threadOf(req), query.checkpoint_id);
   });
 
-  router.post('/studio/agents/:name/threads/:thread_id/state', async (req, res) => {
+  app.post('/studio/agents/:name/threads/:thread_id/state', async (req) => {
     const body = parseInput(S.StudioStateUpdate, req.body, 'body');
-    res.json(await service.updateState(nameOf(req), threadOf(req), body.updates));
+    return service.updateState(nameOf(req), threadOf(req), body.updates);
   });
 
-  router.get('/studio/agents/:name/threads/:thread_id/history', async (req, res) => {
+  app.get('/studio/agents/:name/threads/:thread_id/history', async (req) => {
     const query = parseInput(S.HistoryQuery, req.query, 'query');
-    res.json(await service.history(nameOf(req), threadOf(req), query.limit));
+    return service.history(nameOf(req), threadOf(req), query.limit);
   });
 
-  router.post('/studio/agents/:name/threads/:thread_id/resume', async (req, res) => {
+  app.post('/studio/agents/:name/threads/:thread_id/resume', async (req, reply) => {
     const body = parseInput(S.StudioResumeRequest, req.body, 'body');
     const execution = await service.resume(nameOf(req), threadOf(req), body);
     // Only the continued events: the ones before were streamed (and stored) when the run paused.
-    await streamExecution(req, res, execution);
+    await streamExecution(reply, execution);
   });
-
-  return router;
 }
 
 const tags = ['studio'];

@@ -1,7 +1,7 @@
 /**
  * The studio service: runs an agent for debugging on top of the agent runtime's engine (typed
  * events, per-step checkpoints, breakpoints, interrupts, resume) and keeps each run as a record
- * with all its events. Routes parse, call one method here and send; this file never sees express.
+ * with all its events. Routes parse, call one method here and send; this file never sees the HTTP layer.
  *
  * How a run starts (decisions where the spec is silent):
  * - A thread with no checkpoint: a fresh run from the graph's entry.

@@ -42,7 +42,7 @@ export const studioSubsystem: Subsystem = {
     );
     registerStudioDocs(ctx);
   },
-  routes: (ctx) => studioRoutes(serviceOf(ctx)),
+  routes: (app, ctx) => studioRoutes(app, serviceOf(ctx)),
   async close(ctx) {
     await services.get(ctx)?.close();
   },

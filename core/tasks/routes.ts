@@ -3,10 +3,11 @@
  * result, cancel, delete. Cross-agent: every kind of task shows here, scoped to the caller's
  * principal. Logic lives in `service.ts`; these handlers parse, call and shape.
  */
-import { Router, type Request, type Response } from 'express';
+import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { HangarContext } from '../kernel/context.js';
 import type { RouteDoc } from '../http/openapi.js';
+import { param, queryOf } from '../http/request.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import { parseInput } from '../http/validate.js';
 import { ListTasksQuery, SubmitTaskRequest } from './schemas.js';
@@ -20,16 +21,16 @@ export function requireTasks(ctx: HangarContext): TaskService {
 }
 
 /** Parameters every task route shares. */
-const idOf = (req: Request): string => String(req.params.id);
+const idOf = (req: FastifyRequest): string => param(req, 'id');
 
 /**
  * Serve a task's events as SSE: replay after `since` / Last-Event-ID, then live, `[DONE]` at the
  * end; the `truncated` marker is followed by the current task. Shared with the A2A routes.
  */
-export async function streamTaskEvents(tasks: TaskService, req: Request, res: Response, id: string, scope: Parameters<TaskService['get']>[1]): Promise<void> {
-  const since = resumePoint(req, req.query as Record<string, unknown>);
+export async function streamTaskEvents(tasks: TaskService, req: FastifyRequest, reply: FastifyReply, id: string, scope: Parameters<TaskService['get']>[1]): Promise<void> {
+  const since = resumePoint(req, queryOf(req));
   const source = await tasks.events(id, scope);
-  await serveSse(req, res, source, {
+  await serveSse(reply, source, {
     since,
     toWire: tasks.wire,
     snapshot: () => tasks.get(id, scope),
@@ -37,46 +38,44 @@ export async function streamTaskEvents(tasks: TaskService, req: Request, res: Re
   });
 }
 
-export function taskRoutes(ctx: HangarContext): Router {
-  const router = Router();
-
-  router.post('/api/v1/tasks', async (req, res) => {
+export function taskRoutes(app: FastifyInstance, ctx: HangarContext): void {
+  app.post('/api/v1/tasks', async (req, reply) => {
     const tasks = requireTasks(ctx);
     const body = parseInput(SubmitTaskRequest, req.body, 'body');
     const task = await tasks.submit({ ...body, principal: req.principal });
-    res.status(202).location(`/api/v1/tasks/${task.id}`).json(task);
+    reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
+    return task;
   });
 
-  router.get('/api/v1/tasks', async (req, res) => {
+  app.get('/api/v1/tasks', async (req) => {
     const tasks = requireTasks(ctx);
     const query = parseInput(ListTasksQuery, req.query, 'query');
-    res.json(await tasks.list(query, { principal: req.principal }));
+    return tasks.list(query, { principal: req.principal });
   });
 
-  router.get('/api/v1/tasks/:id', async (req, res) => {
-    res.json(await requireTasks(ctx).get(idOf(req), { principal: req.principal }));
+  app.get('/api/v1/tasks/:id', async (req) => {
+    return requireTasks(ctx).get(idOf(req), { principal: req.principal });
   });
 
-  router.get('/api/v1/tasks/:id/events', async (req, res) => {
-    await streamTaskEvents(requireTasks(ctx), req, res, idOf(req), { principal: req.principal });
+  app.get('/api/v1/tasks/:id/events', async (req, reply) => {
+    await streamTaskEvents(requireTasks(ctx), req, reply, idOf(req), { principal: req.principal });
   });
 
-  router.get('/api/v1/tasks/:id/result', async (req, res) => {
-    res.json(await requireTasks(ctx).result(idOf(req), { principal: req.principal }));
+  app.get('/api/v1/tasks/:id/result', async (req) => {
+    return requireTasks(ctx).result(idOf(req), { principal: req.principal });
   });
 
-  router.post('/api/v1/tasks/:id/cancel', async (req, res) => {
-    res.json(await requireTasks(ctx).cancel(idOf(req), { principal: req.principal }));
+  app.post('/api/v1/tasks/:id/cancel', async (req) => {
+    return requireTasks(ctx).cancel(idOf(req), { principal: req.principal });
   });
 
-  router.delete('/api/v1/tasks/:id', async (req, res) => {
+  app.delete('/api/v1/tasks/:id', async (req) => {
     const id = idOf(req);
     await requireTasks(ctx).delete(id, { principal: req.principal });
-    res.json({ status: 'deleted', id });
+    return { status: 'deleted', id };
   });
 
   ctx.openapi.add(...taskRouteDocs());
-  return router;
 }
 
 const TaskDoc = z.object({

@@ -24,7 +24,7 @@ export const tasksSubsystem: Subsystem = {
     // picked up when it registers.
     ctx.tasks.start().catch((err: unknown) => ctx.log.error('task recovery failed', { error: String(err) }));
   },
-  routes: (ctx) => taskRoutes(ctx),
+  routes: taskRoutes,
   async close(ctx) {
     await ctx.tasks?.stop();
   },

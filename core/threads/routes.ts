@@ -5,10 +5,11 @@
  * The spec's "storage not configured → 400": a server always has a store, so the 400 is reached
  * only when the agents runtime was built without thread storage (`threads` absent).
  */
-import { Router, type Request } from 'express';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { HangarContext } from '../kernel/context.js';
 import { badRequest } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
+import { param } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
 import { findAgent } from '../agents/kind.js';
 import { runtimeOf } from '../agents/runtime.js';
@@ -16,58 +17,56 @@ import { listAgents } from '../platform/service.js';
 import * as S from './schemas.js';
 import type { ThreadService } from './service.js';
 
-export function threadRoutes(ctx: HangarContext): Router {
-  const router = Router();
+export function threadRoutes(app: FastifyInstance, ctx: HangarContext): void {
   const threads = (): ThreadService => {
     const service = runtimeOf(ctx).threads as ThreadService | undefined;
     if (!service) throw badRequest('thread storage is not configured');
     return service;
   };
-  const agentOf = (req: Request) => findAgent(ctx.registry, String(req.params.agent)).name;
-  const idOf = (req: Request) => String(req.params.thread_id);
+  const agentOf = (req: FastifyRequest) => findAgent(ctx.registry, param(req, 'agent')).name;
+  const idOf = (req: FastifyRequest) => param(req, 'thread_id');
 
-  router.post('/api/v1/:agent/threads', async (req, res) => {
+  app.post('/api/v1/:agent/threads', async (req) => {
     const agent = agentOf(req);
-    res.json(await threads().create(agent, parseInput(S.CreateThreadRequest, req.body, 'body')));
+    return threads().create(agent, parseInput(S.CreateThreadRequest, req.body, 'body'));
   });
-  router.get('/api/v1/:agent/threads', async (req, res) => {
+  app.get('/api/v1/:agent/threads', async (req) => {
     const agent = agentOf(req);
     const query = parseInput(S.ListThreadsQuery, req.query, 'query');
     const list = await threads().list(agent, query.user_id);
-    res.json({ threads: list, count: list.length });
+    return { threads: list, count: list.length };
   });
-  router.get('/api/v1/:agent/threads/:thread_id', async (req, res) => {
-    res.json(await threads().get(agentOf(req), idOf(req)));
+  app.get('/api/v1/:agent/threads/:thread_id', async (req) => {
+    return threads().get(agentOf(req), idOf(req));
   });
-  router.patch('/api/v1/:agent/threads/:thread_id', async (req, res) => {
+  app.patch('/api/v1/:agent/threads/:thread_id', async (req) => {
     const agent = agentOf(req);
-    res.json(await threads().update(agent, idOf(req), parseInput(S.UpdateThreadRequest, req.body, 'body')));
+    return threads().update(agent, idOf(req), parseInput(S.UpdateThreadRequest, req.body, 'body'));
   });
-  router.delete('/api/v1/:agent/threads/:thread_id', async (req, res) => {
+  app.delete('/api/v1/:agent/threads/:thread_id', async (req) => {
     await threads().delete(agentOf(req), idOf(req));
-    res.json({ status: 'deleted', thread_id: idOf(req) });
+    return { status: 'deleted', thread_id: idOf(req) };
   });
-  router.get('/api/v1/:agent/threads/:thread_id/messages', async (req, res) => {
+  app.get('/api/v1/:agent/threads/:thread_id/messages', async (req) => {
     const agent = agentOf(req);
     const { limit, offset } = parseInput(S.MessagesQuery, req.query, 'query');
-    res.json(await threads().messages(agent, idOf(req), limit, offset));
+    return threads().messages(agent, idOf(req), limit, offset);
   });
-  router.delete('/api/v1/:agent/threads/:thread_id/messages', async (req, res) => {
+  app.delete('/api/v1/:agent/threads/:thread_id/messages', async (req) => {
     await threads().clear(agentOf(req), idOf(req));
-    res.json({ status: 'cleared', thread_id: idOf(req) });
+    return { status: 'cleared', thread_id: idOf(req) };
   });
-  router.get('/api/v1/:agent/threads/:thread_id/summary', async (req, res) => {
-    res.json(await threads().summary(agentOf(req), idOf(req)));
+  app.get('/api/v1/:agent/threads/:thread_id/summary', async (req) => {
+    return threads().summary(agentOf(req), idOf(req));
   });
-  router.post('/api/v1/:agent/threads/:thread_id/fork', async (req, res) => {
+  app.post('/api/v1/:agent/threads/:thread_id/fork', async (req) => {
     const agent = agentOf(req);
     const fork = await threads().fork(agent, idOf(req), parseInput(S.ForkThreadRequest, req.body, 'body'));
-    res.json(fork);
+    return fork;
   });
-  router.get('/api/v1/:agent/threads/:thread_id/lineage', async (req, res) => {
-    res.json(await threads().lineage(agentOf(req), idOf(req)));
+  app.get('/api/v1/:agent/threads/:thread_id/lineage', async (req) => {
+    return threads().lineage(agentOf(req), idOf(req));
   });
-  return router;
 }
 
 export function registerThreadDocs(ctx: HangarContext): void {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Router, type NextFunction, type Request, type Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { pathOf } from '../http/request.js';
 import type { Subsystem } from '../kernel/context.js';
 import { uiAssets, UI_FILES } from './assets.js';
 import { uiContentSecurityPolicy } from './csp.js';
@@ -25,14 +26,14 @@ export const uiSubsystem: Subsystem = {
     channels.set(ctx, channel);
     ctx.upgrades.set(EVENTS_PATH, channel.handler);
   },
-  routes() {
-    const router = Router();
-    // A regex, because the string '/ui' would also match '/ui/' (non-strict routing) and loop.
-    router.get(/^\/ui$/, (_req, res) => res.redirect(301, '/ui/'));
-    router.get(/^\/ui\/(.*)$/, async (req: Request, res: Response, next: NextFunction) => {
-      // The views route with the URL hash (#/studio/echo), so the server only knows a few files.
-      const name = String((req.params as Record<string, string>)[0] ?? '') || 'index.html';
-      if (!(UI_FILES as readonly string[]).includes(name)) return next();
+  routes(app) {
+    // The router ignores trailing slashes, so `/ui` and `/ui/` both land here; only `/ui/` may serve
+    // the page, or its relative asset URLs would resolve against `/`.
+    app.get('/ui', async (req, reply) => (pathOf(req) === '/ui' ? reply.redirect('/ui/', 301) : serve('index.html', req, reply)));
+    app.get('/ui/*', async (req, reply) => serve((req.params as { '*': string })['*'] || 'index.html', req, reply));
+    // The views route with the URL hash (#/studio/echo), so the server only knows a few files.
+    async function serve(name: string, req: FastifyRequest, reply: FastifyReply) {
+      if (!(UI_FILES as readonly string[]).includes(name)) return reply.callNotFound();
       const asset = (await uiAssets()).get(name)!;
       const origin = `${req.protocol}://${req.headers.host ?? ''}`;
       let body = asset.body;
@@ -41,10 +42,10 @@ export const uiSubsystem: Subsystem = {
         nonce = randomBytes(16).toString('base64');
         body = Buffer.from(body.toString('utf8').replace('content="{{STYLE_NONCE}}"', `content="${nonce}"`));
       }
-      res
-        .status(200)
+      return reply
+        .code(200)
         .type(asset.type)
-        .set({
+        .headers({
           'Content-Security-Policy': uiContentSecurityPolicy(origin, nonce),
           'X-Content-Type-Options': 'nosniff',
           'Referrer-Policy': 'no-referrer',
@@ -53,8 +54,7 @@ export const uiSubsystem: Subsystem = {
           'Cache-Control': 'no-cache',
         })
         .send(body);
-    });
-    return router;
+    }
   },
   close(ctx) {
     channels.get(ctx)?.close();

@@ -64,7 +64,7 @@ export class ApiError extends Error {
   }
 }
 
-/** The coding-run routes (core/coderun/routes.ts CODE_PREFIXES; copied, not imported, to keep express out of the bundle). */
+/** The coding-run routes (core/coderun/routes.ts CODE_PREFIXES; copied, not imported, to keep server code out of the bundle). */
 const CODE_PREFIXES = ['/api/runs', '/api/teams', '/api/composition', '/api/tasks/', '/api/config', '/api/calibration'];
 
 async function headers(json: boolean, path = ''): Promise<Headers> {

@@ -2,11 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { TOOLS } from '../../desktop/views/notebook/tools-panel.js';
 
-/** The tools panel's catalogue is copied from the intel routes (to keep express out of the bundle): they must agree. */
+/** The tools panel's catalogue is copied from the intel routes (to keep server code out of the bundle): they must agree. */
 describe('notebook tools catalogue', () => {
   it('names the 13 tools by the routes the server has', async () => {
     const source = await readFile(new URL('../../core/notebook/intel/routes.ts', import.meta.url), 'utf8');
-    const served = new Set([...source.matchAll(/router\.(get|post)\('([^']*\/tools\/[^']*)'/g)].map((m) => `${m[1]!.toUpperCase()} ${m[2]}`));
+    const served = new Set([...source.matchAll(/app\.(get|post)\('([^']*\/tools\/[^']*)'/g)].map((m) => `${m[1]!.toUpperCase()} ${m[2]}`));
     const listed = TOOLS.map((t) => `${t.method} ${t.path.replace('{nb}', ':nb').replace('{variable}', ':variable')}`);
     expect(TOOLS.map((t) => t.n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
     expect(new Set(listed).size).toBe(13);

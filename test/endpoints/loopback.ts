@@ -5,9 +5,11 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { finishApp } from '../../core/http/app.js';
+import { createApp } from '../../core/http/app.js';
+import { ReconfigurableRateLimiter } from '../../core/http/security.js';
 import { Logger } from '../../core/kernel/log.js';
+import { SettingsSchema } from '../../core/kernel/settings.js';
+import { Metrics } from '../../core/platform/metrics.js';
 import { endpointRoutes } from '../../core/endpoints/routes.js';
 import type { EndpointService } from '../../core/endpoints/service.js';
 
@@ -118,22 +120,29 @@ export async function startTokenServer(options: {
   return { ...loopback, issued, requests: () => loopback.received.length };
 }
 
-/** The endpoint routes on a bare express app with the platform's real error handler. */
+/**
+ * The endpoint routes alone on the platform's real Fastify app (its body parser, 404 and error
+ * handler), on loopback without tokens or rate limiting; request lines are not logged.
+ */
 export async function startRoutes(service: EndpointService, logs: string[] = []): Promise<Loopback> {
-  const app = express();
-  app.use(express.json({ strict: false }));
-  app.use(endpointRoutes(service));
-  finishApp(app, new Logger('debug', (line) => logs.push(line)));
-  const server = http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const settings = SettingsSchema.parse({ root: '.', requestLog: false });
+  const { app } = createApp({
+    settings,
+    log: new Logger('debug', (line) => logs.push(line)),
+    metrics: new Metrics(),
+    extraTokens: () => ({}),
+    publicPaths: new Set(),
+    rateLimiter: new ReconfigurableRateLimiter({ enabled: false, windowMs: 60_000, max: 600 }, new Set()),
+  });
+  endpointRoutes(app, service);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     received: [],
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: async () => {
+      app.server.closeAllConnections();
+      await app.close();
+    },
   };
 }

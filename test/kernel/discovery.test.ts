@@ -38,7 +38,7 @@ describe('discovery and hot reload', () => {
   it('keeps the last good version serving when a save breaks the file, shows the error, and clears it when fixed', async () => {
     server = await startTestServer({ files: { 'agents/hello.ts': hello('hi') } });
     await server.write('agents/hello.ts', `import { defineAgent } from 'hangar';\nexport default defineAgent({ run: async () => 'x' ;\n`);
-    const problem = await eventually(async () => (await status()).errors[0]);
+    const problem = await eventually(async () => (await status()).errors.find((p: { line?: number }) => p.line === 2));
     expect(problem).toMatchObject({ kind: 'agent', entry: 'agents/hello.ts', file: 'agents/hello.ts', line: 2 });
     expect(problem.message).toMatch(/Expected/);
     expect((await health('hello')).status).toBe(200);
@@ -55,7 +55,8 @@ describe('discovery and hot reload', () => {
   it('reports a throw at import with the line in the source file', async () => {
     server = await startTestServer();
     await server.write('agents/boom.ts', `import { defineAgent } from 'hangar';\nconst x = 1;\nthrow new Error('kaboom at import');\nexport default defineAgent({ run: async () => 'never' });\n`);
-    const problem = await eventually(async () => (await status()).errors[0]);
+    // Waits for the settled state: under load the watcher may first see the file half-written.
+    const problem = await eventually(async () => (await status()).errors.find((p: { message: string }) => p.message === 'kaboom at import'));
     expect(problem).toMatchObject({ file: 'agents/boom.ts', line: 3, message: 'kaboom at import' });
     expect((await health('boom')).status).toBe(404);
   });

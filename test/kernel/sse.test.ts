@@ -1,22 +1,19 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventLog } from '../../core/http/event-log.js';
+import { queryOf } from '../../core/http/request.js';
 import { resumePoint, serveSse } from '../../core/http/sse.js';
 
-/** A bare node:http server serving one EventLog through the SSE helper. */
+/** A bare Fastify server serving one EventLog through the SSE helper. */
 async function serve(log: EventLog<unknown>, snapshot?: () => unknown) {
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url!, 'http://x');
-    serveSse(req, res, log, { since: resumePoint(req, Object.fromEntries(url.searchParams)), snapshot, heartbeatMs: 50 }).catch(() => res.end());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  servers.push(server);
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const app = Fastify();
+  app.get('/', (req, reply) => serveSse(reply, log, { since: resumePoint(req, queryOf(req)), snapshot, heartbeatMs: 50 }));
+  apps.push(app);
+  return app.listen({ port: 0, host: '127.0.0.1' });
 }
-const servers: http.Server[] = [];
-afterEach(() => servers.splice(0).forEach((s) => s.close()));
+const apps: FastifyInstance[] = [];
+afterEach(() => Promise.all(apps.splice(0).map((app) => app.close())));
 
 type Frame = { id?: string; data: string };
 async function read(url: string, headers: Record<string, string> = {}, stopAfter = Infinity): Promise<{ frames: Frame[]; comments: number; res: Response }> {

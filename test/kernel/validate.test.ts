@@ -1,7 +1,7 @@
-import { Router } from 'express';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
-import { validate } from '../../core/http/validate.js';
+import { parseInput } from '../../core/http/validate.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
@@ -10,21 +10,15 @@ afterEach(async () => server?.stop());
 /** A subsystem whose one route echoes what the validation middleware handed it. */
 const echoSubsystem = {
   name: 'echo-validation',
-  routes: () =>
-    Router().post(
-      '/check/:id',
-      validate({
-        params: z.object({ id: z.string().regex(/^\d+$/, 'expected digits') }),
-        query: z.object({ limit: z.coerce.number().int().max(100).default(10) }),
-        body: z.object({ name: z.string(), temperature: z.number().min(0).max(2).nullable().default(null) }),
-      }),
-      (req, res) => {
-        res.json({ params: req.params, query: req.query, body: req.body });
-      },
-    ),
+  routes: (app: FastifyInstance) =>
+    app.post('/check/:id', async (req) => ({
+      params: parseInput(z.object({ id: z.string().regex(/^\d+$/, 'expected digits') }), req.params, 'params'),
+      query: parseInput(z.object({ limit: z.coerce.number().int().max(100).default(10) }), req.query, 'query'),
+      body: parseInput(z.object({ name: z.string(), temperature: z.number().min(0).max(2).nullable().default(null) }), req.body, 'body'),
+    })),
 };
 
-describe('validation middleware', () => {
+describe('input validation', () => {
   it('hands the handler parsed values with defaults applied', async () => {
     server = await startTestServer({ start: { subsystems: [echoSubsystem] } });
     const res = await server.request('/check/42?limit=5', { method: 'POST', json: { name: 'x' } });

@@ -27,7 +27,8 @@
  * | POST | /api/schedules/{id}/pause, /api/schedules/{id}/resume | pause / resume |
  * | DELETE | /api/schedules/{id} | delete (with its history) |
  */
-import { Router, type NextFunction, type Request, type Response } from 'express';
+import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
+import { param, queryOf } from '../../http/request.js';
 import { parseInput } from '../../http/validate.js';
 import { toServiceError } from '../service.js';
 import { z } from 'zod';
@@ -51,131 +52,134 @@ const Flag = z.object({ run: z.enum(['true', 'false']).optional() });
 const HistoryQuery = z.object({ cell: z.string().optional() });
 const RunsQuery = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(50) });
 
-type Handler = (req: Request, res: Response) => Promise<unknown>;
+type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
+/** Maps engine errors onto HTTP ones (the app's error handler sends `{detail}`); a bare string is still sent as JSON. */
 const route = (handler: Handler) =>
-  async function intelRoute(req: Request, res: Response, next: NextFunction) {
+  async function intelRoute(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+    let value: unknown;
     try {
-      await handler(req, res);
+      value = await handler(req, reply);
     } catch (err) {
-      next(toServiceError(err));
+      throw toServiceError(err);
     }
+    if (typeof value === 'string') return reply.type('application/json; charset=utf-8').send(JSON.stringify(value));
+    return value;
   };
 
-const param = (req: Request, name: string) => String(req.params[name]);
-
-export function intelRoutes(services: IntelServices): Router {
-  const router = Router();
+export function intelRoutes(app: FastifyInstance, services: IntelServices): void {
   const { intelligence, patterns, tools, schedules } = services;
 
-  router.get('/api/smartprep/:var', route(async (req, res) => {
-    const query = parseInput(AnalysisQuery, req.query, 'query');
-    res.json(await intelligence.smartprep({ variable: param(req, 'var'), ...query }));
+  app.get('/api/smartprep/:var', route(async (req) => {
+    const query = parseInput(AnalysisQuery, queryOf(req), 'query');
+    return intelligence.smartprep({ variable: param(req, 'var'), ...query });
   }));
 
-  router.get('/api/algorithm-match/:var', route(async (req, res) => {
-    const query = parseInput(AlgorithmMatchQuery, req.query, 'query');
-    res.json(await intelligence.algorithmMatch({ variable: param(req, 'var'), ...query }));
+  app.get('/api/algorithm-match/:var', route(async (req) => {
+    const query = parseInput(AlgorithmMatchQuery, queryOf(req), 'query');
+    return intelligence.algorithmMatch({ variable: param(req, 'var'), ...query });
   }));
 
   // ---- patterns ----------------------------------------------------------------------------
 
-  router.get('/api/patterns', route(async (_req, res) => res.json({ patterns: await patterns.list() })));
+  app.get('/api/patterns', route(async () => ({ patterns: await patterns.list() })));
 
-  router.post('/api/patterns', route(async (req, res) => {
-    res.status(201).json(await patterns.create(parseInput(PatternCreateBody, req.body)));
+  app.post('/api/patterns', route(async (req, reply) => {
+    reply.code(201);
+    return patterns.create(parseInput(PatternCreateBody, req.body));
   }));
 
   // Before /api/patterns/:id so "search" is never taken for an id.
-  router.post('/api/patterns/search', route(async (req, res) => {
-    res.json({ results: await patterns.search(parseInput(PatternSearchBody, req.body)) });
+  app.post('/api/patterns/search', route(async (req) => {
+    return { results: await patterns.search(parseInput(PatternSearchBody, req.body)) };
   }));
 
-  router.get('/api/patterns/:id', route(async (req, res) => res.json(await patterns.get(param(req, 'id')))));
+  app.get('/api/patterns/:id', route(async (req) => patterns.get(param(req, 'id'))));
 
-  router.delete('/api/patterns/:id', route(async (req, res) => {
+  app.delete('/api/patterns/:id', route(async (req, reply) => {
     await patterns.delete(param(req, 'id'));
-    res.status(204).end();
+    return reply.code(204).send();
   }));
 
-  router.post('/api/patterns/:id/apply', route(async (req, res) => {
-    res.json(await patterns.apply(param(req, 'id'), parseInput(PatternApplyBody, req.body)));
+  app.post('/api/patterns/:id/apply', route(async (req) => {
+    return patterns.apply(param(req, 'id'), parseInput(PatternApplyBody, req.body));
   }));
 
   // ---- the 13 tools ------------------------------------------------------------------------
 
-  router.get('/api/notebooks/:nb/tools/profile', route(async (req, res) => {
-    const { run } = parseInput(Flag, req.query, 'query');
-    res.json(await tools.profile(param(req, 'nb'), { run: run === 'true' }));
+  app.get('/api/notebooks/:nb/tools/profile', route(async (req) => {
+    const { run } = parseInput(Flag, queryOf(req), 'query');
+    return tools.profile(param(req, 'nb'), { run: run === 'true' });
   }));
 
-  router.post('/api/notebooks/:nb/tools/benchmark', route(async (req, res) => {
-    res.json(await tools.benchmark(param(req, 'nb'), parseInput(BenchmarkBody, req.body)));
+  app.post('/api/notebooks/:nb/tools/benchmark', route(async (req) => {
+    return tools.benchmark(param(req, 'nb'), parseInput(BenchmarkBody, req.body));
   }));
 
-  router.post('/api/notebooks/:nb/tools/validate', route(async (req, res) => {
-    res.json(await tools.validate(param(req, 'nb'), parseInput(ValidateBody, req.body)));
+  app.post('/api/notebooks/:nb/tools/validate', route(async (req) => {
+    return tools.validate(param(req, 'nb'), parseInput(ValidateBody, req.body));
   }));
 
-  router.get('/api/notebooks/:nb/tools/analyze', route(async (req, res) => res.json(await tools.analyzeCode(param(req, 'nb')))));
+  app.get('/api/notebooks/:nb/tools/analyze', route(async (req) => tools.analyzeCode(param(req, 'nb'))));
 
-  router.get('/api/notebooks/:nb/tools/history', route(async (req, res) => {
-    const { cell } = parseInput(HistoryQuery, req.query, 'query');
-    res.json(await tools.history(param(req, 'nb'), cell));
+  app.get('/api/notebooks/:nb/tools/history', route(async (req) => {
+    const { cell } = parseInput(HistoryQuery, queryOf(req), 'query');
+    return tools.history(param(req, 'nb'), cell);
   }));
 
-  router.get('/api/notebooks/:nb/tools/lineage/:variable', route(async (req, res) => {
-    res.json(await tools.lineage(param(req, 'nb'), param(req, 'variable')));
+  app.get('/api/notebooks/:nb/tools/lineage/:variable', route(async (req) => {
+    return tools.lineage(param(req, 'nb'), param(req, 'variable'));
   }));
 
-  router.get('/api/notebooks/:nb/tools/dependencies', route(async (req, res) => res.json(await tools.dependencies(param(req, 'nb')))));
+  app.get('/api/notebooks/:nb/tools/dependencies', route(async (req) => tools.dependencies(param(req, 'nb'))));
 
-  router.get('/api/tools/environment', route(async (_req, res) => res.json(await tools.environment())));
+  app.get('/api/tools/environment', route(async () => tools.environment()));
 
-  router.post('/api/tools/packages', route(async (req, res) => {
-    res.status(201).json(await tools.install(parseInput(InstallBody, req.body).package));
+  app.post('/api/tools/packages', route(async (req, reply) => {
+    reply.code(201);
+    return tools.install(parseInput(InstallBody, req.body).package);
   }));
 
-  router.post('/api/tools/convert', route(async (req, res) => res.json(await tools.convert(parseInput(ConvertBody, req.body)))));
+  app.post('/api/tools/convert', route(async (req) => tools.convert(parseInput(ConvertBody, req.body))));
 
-  router.post('/api/tools/diff', route(async (req, res) => {
+  app.post('/api/tools/diff', route(async (req) => {
     const { a, b } = parseInput(DiffBody, req.body);
-    res.json(await tools.diff(a, b));
+    return tools.diff(a, b);
   }));
 
-  router.get('/api/tools/snippets', route(async (req, res) => res.json({ snippets: tools.snippets(parseInput(SnippetQuery, req.query, 'query')) })));
+  app.get('/api/tools/snippets', route(async (req) => ({ snippets: tools.snippets(parseInput(SnippetQuery, queryOf(req), 'query')) })));
 
-  router.post('/api/tools/snippets/:id/insert', route(async (req, res) => {
-    res.status(201).json(await tools.insertSnippet(param(req, 'id'), parseInput(SnippetInsertBody, req.body)));
+  app.post('/api/tools/snippets/:id/insert', route(async (req, reply) => {
+    reply.code(201);
+    return tools.insertSnippet(param(req, 'id'), parseInput(SnippetInsertBody, req.body));
   }));
 
-  router.get('/api/tools/search', route(async (req, res) => res.json(await tools.search(parseInput(SearchQuery, req.query, 'query')))));
+  app.get('/api/tools/search', route(async (req) => tools.search(parseInput(SearchQuery, queryOf(req), 'query'))));
 
   // ---- schedules ---------------------------------------------------------------------------
 
-  router.get('/api/notebooks/:nb/schedules', route(async (req, res) => res.json({ schedules: await schedules.list(param(req, 'nb')) })));
+  app.get('/api/notebooks/:nb/schedules', route(async (req) => ({ schedules: await schedules.list(param(req, 'nb')) })));
 
-  router.post('/api/notebooks/:nb/schedules', route(async (req, res) => {
-    res.status(201).json(await schedules.create(param(req, 'nb'), parseInput(ScheduleCreateBody, req.body)));
+  app.post('/api/notebooks/:nb/schedules', route(async (req, reply) => {
+    reply.code(201);
+    return schedules.create(param(req, 'nb'), parseInput(ScheduleCreateBody, req.body));
   }));
 
-  router.get('/api/schedules', route(async (_req, res) => res.json({ schedules: await schedules.list() })));
+  app.get('/api/schedules', route(async () => ({ schedules: await schedules.list() })));
 
-  router.get('/api/schedules/:id', route(async (req, res) => res.json(await schedules.get(param(req, 'id')))));
+  app.get('/api/schedules/:id', route(async (req) => schedules.get(param(req, 'id'))));
 
-  router.get('/api/schedules/:id/runs', route(async (req, res) => {
-    const { limit } = parseInput(RunsQuery, req.query, 'query');
-    res.json({ runs: await schedules.runs(param(req, 'id'), limit) });
+  app.get('/api/schedules/:id/runs', route(async (req) => {
+    const { limit } = parseInput(RunsQuery, queryOf(req), 'query');
+    return { runs: await schedules.runs(param(req, 'id'), limit) };
   }));
 
-  router.post('/api/schedules/:id/pause', route(async (req, res) => res.json(await schedules.setPaused(param(req, 'id'), true))));
+  app.post('/api/schedules/:id/pause', route(async (req) => schedules.setPaused(param(req, 'id'), true)));
 
-  router.post('/api/schedules/:id/resume', route(async (req, res) => res.json(await schedules.setPaused(param(req, 'id'), false))));
+  app.post('/api/schedules/:id/resume', route(async (req) => schedules.setPaused(param(req, 'id'), false)));
 
-  router.delete('/api/schedules/:id', route(async (req, res) => {
+  app.delete('/api/schedules/:id', route(async (req, reply) => {
     await schedules.delete(param(req, 'id'));
-    res.status(204).end();
+    return reply.code(204).send();
   }));
-
-  return router;
 }

@@ -39,7 +39,7 @@ export const notebookIntelSubsystem: Subsystem = {
     await s.patterns.seed();
     await s.schedules.start();
   },
-  routes: (ctx) => intelRoutes(servicesOf(ctx)),
+  routes: (app, ctx) => intelRoutes(app, servicesOf(ctx)),
   async close(ctx) {
     await services.get(ctx)?.schedules.close();
     services.delete(ctx);

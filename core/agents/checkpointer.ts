@@ -41,6 +41,8 @@ export interface Checkpoint {
 }
 
 export interface Checkpointer {
+  /** False when nothing is kept: the engine then neither stores nor copies state into checkpoints. */
+  readonly retains?: boolean;
   put(agent: string, checkpoint: Checkpoint): Promise<void>;
   /** Newest step first (the order the studio's history route shows). */
   list(agent: string, threadId: string): Promise<Checkpoint[]>;
@@ -94,6 +96,20 @@ export class StoreCheckpointer implements Checkpointer {
  * still feed the event stream and an in-process resume, without a disk write per request. Bounded
  * by thread count, least recently written evicted first.
  */
+/**
+ * For runs nobody can address later — stateless invokes (no `thread_id`) and the inner runs of
+ * subagent nodes. Each step still gets its checkpoint: the run returns the newest, and a run
+ * paused at an interrupt is resumed from the one its approval record holds. None is kept, so
+ * none needs a copy of the state either.
+ */
+export const UNRETAINED: Checkpointer = {
+  retains: false,
+  put: async () => {},
+  list: async () => [],
+  get: async () => undefined,
+  latest: async () => undefined,
+};
+
 export class MemoryCheckpointer implements Checkpointer {
   private readonly threads = new Map<string, Checkpoint[]>();
 

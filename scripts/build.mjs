@@ -1,6 +1,6 @@
 // Bundles the CLI and server into dist/ with esbuild. `--if-stale` skips the build when dist is
 // newer than every source file, so `npm start` and `hangar` stay instant after the first run.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -25,7 +25,7 @@ if (args.has('--if-stale') && existsSync(out)) {
 }
 
 const started = Date.now();
-await esbuild.build({
+const result = await esbuild.build({
   entryPoints: { cli: path.join(repo, 'core', 'kernel', 'cli.ts') },
   outdir: path.join(repo, 'dist'),
   outExtension: { '.js': '.mjs' },
@@ -37,5 +37,12 @@ await esbuild.build({
   packages: 'external',
   sourcemap: 'linked',
   logLevel: 'warning',
+  metafile: true,
 });
+// Chunk names carry content hashes: drop the chunks of earlier builds so dist/ does not grow.
+const written = new Set(Object.keys(result.metafile.outputs).map((file) => path.resolve(repo, file)));
+for (const entry of readdirSync(path.join(repo, 'dist'), { withFileTypes: true })) {
+  const full = path.join(repo, 'dist', entry.name);
+  if (entry.isFile() && /\.mjs(\.map)?$/.test(entry.name) && !written.has(full)) rmSync(full);
+}
 if (!args.has('--quiet')) console.log(`built dist/cli.mjs in ${Date.now() - started} ms`);

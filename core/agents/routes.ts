@@ -92,7 +92,7 @@ export function registerAgentDocs(ctx: HangarContext): void {
     listAgents(ctx).flatMap((agent): RouteDoc[] => {
       const base = `/api/v1/${agent.name}`;
       const tags = [`agent:${agent.name}`];
-      const suspendedDoc = { description: 'suspended at a human-approval step', schema: SuspensionBody };
+      const suspendedDoc = { description: 'suspended at a human-approval step; the X-Thread-Id header names the thread to approve or reject on', schema: SuspensionBody };
       return [
         {
           method: 'post',

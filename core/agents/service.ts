@@ -55,8 +55,13 @@ export interface SuspensionDetail {
   message: string;
 }
 
-/** The spec's HITL suspension: HTTP 202 whose `detail` is an object (the one place it is). */
-export const suspended = (detail: SuspensionDetail) => new HttpError(202, detail as unknown as Record<string, unknown>);
+/**
+ * The spec's HITL suspension: HTTP 202 whose `detail` is an object (the one place it is). The body
+ * is the spec's; `X-Thread-Id` names the thread the approve and reject routes need, which a caller
+ * who sent no `thread_id` has no other way to learn.
+ */
+export const suspended = (detail: SuspensionDetail, threadId: string) =>
+  new HttpError(202, detail as unknown as Record<string, unknown>, { 'X-Thread-Id': threadId });
 
 interface RunPlan {
   agent: Agent;
@@ -327,7 +332,7 @@ export class AgentService {
         persistent: plan.persistent,
         chat,
       });
-      throw suspended({ status: 'suspended', approval_id: record.id, node_name: paused.node, message: paused.message });
+      throw suspended({ status: 'suspended', approval_id: record.id, node_name: paused.node, message: paused.message }, outcome.thread_id);
     }
     if (outcome.status === 'cancelled') throw new HttpError(499, 'the request was cancelled before the agent finished');
     return outcome;

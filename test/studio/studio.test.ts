@@ -380,6 +380,39 @@ describe('studio', () => {
   });
 
   describe('state, history and time travel', () => {
+    it('keeps the checkpoint history of an /invoke given a thread_id, and none of a stateless one', async () => {
+      const stateless = await post('/api/v1/echo/invoke', { query: 'hello' });
+      expect(stateless.status).toBe(200);
+      expect((await server.request(`/studio/agents/echo/threads/${stateless.body.thread_id}/history`)).status).toBe(404);
+
+      const kept = await post('/api/v1/echo/invoke', { query: 'hello', thread_id: 'kept-history' });
+      expect(kept.status).toBe(200);
+      const history = (await server.request('/studio/agents/echo/threads/kept-history/history')).body;
+      expect(history.map((c: { metadata: { source: string } }) => c.metadata.source)).toEqual(['loop', 'input']);
+      expect(history[0]).toMatchObject({ thread_id: 'kept-history', parent_id: history[1].id, metadata: { next: null } });
+    });
+
+    it('resumes a stateless /invoke paused for approval, through the thread named in X-Thread-Id', async () => {
+      const paused = await post('/api/v1/studio-demo/invoke', { query: 'buy milk' });
+      expect(paused.status).toBe(202);
+      const threadId = paused.headers.get('x-thread-id');
+      expect(threadId).toMatch(/^[0-9a-f-]{36}$/);
+      expect((await server.request(`${demo}/threads/${threadId}/history`)).status).toBe(404);
+      const done = await post(`/api/v1/studio-demo/threads/${threadId}/approve`, { approval_id: paused.body.detail.approval_id });
+      expect(done.status).toBe(200);
+      expect(done.body.thread_id).toBe(threadId);
+    });
+
+    it('resumes an interrupted /invoke with a thread_id from its kept checkpoint', async () => {
+      const paused = await post('/api/v1/studio-demo/invoke', { query: 'buy milk', thread_id: 'kept-interrupt' });
+      expect(paused.status).toBe(202);
+      const history = (await server.request(`${demo}/threads/kept-interrupt/history`)).body;
+      expect(history[0].metadata.source).toBe('interrupt');
+      const done = await post('/api/v1/studio-demo/threads/kept-interrupt/approve', { approval_id: paused.body.detail.approval_id });
+      expect(done.status).toBe(200);
+      expect((await server.request(`${demo}/threads/kept-interrupt/history`)).body[0].metadata.next).toBeNull();
+    });
+
     it('editing the state adds a checkpoint whose parent is the previous one, shown first in the history', async () => {
       await post(`${demo}/runs`, { query: 'buy milk and eggs', thread_id: 'edit', breakpoints: ['draft'] });
       const before = (await server.request(`${demo}/threads/edit/state`)).body;

@@ -40,8 +40,8 @@ export function sessionMatches(expected: string, presented: string | undefined):
 
 /**
  * Whether a request falls under CODE_PREFIXES: its path as sent matches a prefix (case-insensitive,
- * whole segments), or the route that answers it was
- * registered under one (the router decodes `%XX` before matching, so `/api/%72uns` reaches `/api/runs`).
+ * whole segments), or the route that answers it was registered under one (the router decodes `%XX`
+ * before matching, so `/api/%72uns` reaches `/api/runs`).
  */
 const CODE_PATH = new RegExp(`^(?:${CODE_PREFIXES.join('|')})(?:/|$)`, 'i'); // the prefixes are plain letters and slashes
 export function isCodePath(req: FastifyRequest): boolean {

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import bytes from 'bytes';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '../kernel/log.js';
 import type { Settings } from '../kernel/settings.js';
 import type { Metrics } from '../platform/metrics.js';
@@ -10,7 +10,7 @@ import { hostCheck, principalHook, type ReconfigurableRateLimiter } from './secu
 
 /**
  * The Fastify app's fixed frame: security and bookkeeping hooks in front, the JSON body parser,
- * the catch-all 404 and the one error handler. Subsystems add their routes to this one instance
+ * the catch-all 404 and the one error handler (`answerWithDetail`). Subsystems add their routes to this one instance
  * (`Subsystem.routes(app, ctx)`), unencapsulated, so hooks they add (the control gate, the
  * invocation log) see every request.
  *
@@ -71,17 +71,29 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
 
+  answerWithDetail(app, (req, error, err) => {
+    log.error(`${req.method} ${pathOf(req)} failed: ${error.message}`, {
+      status: error.status,
+      stack: !(err instanceof HttpError) && !(err as FastifyError).statusCode ? err.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
+    });
+  });
+  return { app, server };
+}
+
+/**
+ * The 404 and error answers of every Hangar server (this app and the notebook CLI's): `{detail}`
+ * with the error's status and headers. `onServerError` hears of 5xx answers.
+ */
+export function answerWithDetail(
+  app: FastifyInstance,
+  onServerError?: (req: FastifyRequest, error: HttpError, err: FastifyError | Error) => void,
+): void {
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send({ detail: `no route for ${req.method} ${pathOf(req)}` });
   });
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     const error = toHttpError(err);
-    if (error.status >= 500) {
-      log.error(`${req.method} ${pathOf(req)} failed: ${error.message}`, {
-        status: error.status,
-        stack: !(err instanceof HttpError) && !(err as FastifyError).statusCode ? err.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
-      });
-    }
+    if (error.status >= 500) onServerError?.(req, error, err);
     if (reply.sent || reply.raw.headersSent) {
       // Mid-stream failure (SSE): the status line is gone, so end the response.
       reply.raw.end();
@@ -89,5 +101,4 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     }
     reply.code(error.status).headers(error.headers).send(error.toBody());
   });
-  return { app, server };
 }

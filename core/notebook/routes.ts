@@ -46,10 +46,11 @@ export interface NotebookRoutesContext {
 type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 /**
- * Maps engine errors (SessionError, NotebookFormatError) onto HTTP ones; the app's error handler
- * turns those into `{detail}`. A bare string result is still sent as JSON.
+ * Wraps a notebook handler (here and in intel/routes.ts): maps engine errors (SessionError,
+ * NotebookFormatError) onto HTTP ones, which the app's error handler turns into `{detail}`, and
+ * sends a bare string result as JSON.
  */
-const route = (handler: Handler) =>
+export const notebookRoute = (handler: Handler) =>
   async function notebookRoute(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     let value: unknown;
     try {
@@ -89,36 +90,36 @@ export function notebookRoutes(app: FastifyInstance, ctx: NotebookRoutesContext)
     return view(s, param(req, 'nb'));
   };
 
-  app.get('/api/notebooks', route(async () => ({ notebooks: await service.list() })));
+  app.get('/api/notebooks', notebookRoute(async () => ({ notebooks: await service.list() })));
 
-  app.post('/api/notebooks', route(async (req, reply) => {
+  app.post('/api/notebooks', notebookRoute(async (req, reply) => {
     const body = parseInput(CreateNotebookBody, req.body);
     const id = await service.create(body);
     reply.code(201);
     return view(await service.open(id), id);
   }));
 
-  app.post('/api/notebooks/run', route(async (req) => {
+  app.post('/api/notebooks/run', notebookRoute(async (req) => {
     const body = parseInput(RunDocumentBody, req.body);
     return service.runDocument(body);
   }));
 
-  app.get('/api/notebooks/:nb', route(async (req) => view(await session(req), param(req, 'nb'))));
+  app.get('/api/notebooks/:nb', notebookRoute(async (req) => view(await session(req), param(req, 'nb'))));
 
-  app.delete('/api/notebooks/:nb/session', route(async (req, reply) => {
+  app.delete('/api/notebooks/:nb/session', notebookRoute(async (req, reply) => {
     await service.close(param(req, 'nb'));
     return reply.code(204).send();
   }));
 
-  app.post('/api/notebooks/:nb/save', route(async (req) => {
+  app.post('/api/notebooks/:nb/save', notebookRoute(async (req) => {
     const s = await session(req);
     await s.save();
     return { saved: param(req, 'nb') };
   }));
 
-  app.get('/api/notebooks/:nb/cells', route(async (req) => ({ cells: (await session(req)).cellsWithState() })));
+  app.get('/api/notebooks/:nb/cells', notebookRoute(async (req) => ({ cells: (await session(req)).cellsWithState() })));
 
-  app.post('/api/notebooks/:nb/cells', route(async (req, reply) => {
+  app.post('/api/notebooks/:nb/cells', notebookRoute(async (req, reply) => {
     const body = parseInput(CreateCellBody, req.body);
     const s = await session(req);
     const cell = await s.addCell(body);
@@ -126,68 +127,68 @@ export function notebookRoutes(app: FastifyInstance, ctx: NotebookRoutesContext)
     return { ...cell, state: s.state(cell.id) };
   }));
 
-  app.get('/api/notebooks/:nb/cells/:cell', route(async (req) => {
+  app.get('/api/notebooks/:nb/cells/:cell', notebookRoute(async (req) => {
     const s = await session(req);
     const cell = s.cell(param(req, 'cell'));
     return { ...cell, state: s.state(cell.id) };
   }));
 
   // Outputs as HTML, rendered exactly as the HTML export renders them (tables, charts, markdown).
-  app.get('/api/notebooks/:nb/cells/:cell/outputs.html', route(async (req, reply) => {
+  app.get('/api/notebooks/:nb/cells/:cell/outputs.html', notebookRoute(async (req, reply) => {
     const cell = (await session(req)).cell(param(req, 'cell'));
     return reply.type('text/html; charset=utf-8').send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
   }));
 
-  app.patch('/api/notebooks/:nb/cells/:cell', route(async (req) => {
+  app.patch('/api/notebooks/:nb/cells/:cell', notebookRoute(async (req) => {
     const body = parseInput(UpdateCellBody, req.body);
     const s = await session(req);
     const cell = await s.updateCell(param(req, 'cell'), body);
     return { ...cell, state: s.state(cell.id) };
   }));
 
-  app.delete('/api/notebooks/:nb/cells/:cell', route(async (req, reply) => {
+  app.delete('/api/notebooks/:nb/cells/:cell', notebookRoute(async (req, reply) => {
     await (await session(req)).deleteCell(param(req, 'cell'));
     return reply.code(204).send();
   }));
 
-  app.put('/api/notebooks/:nb/order', route(async (req) => {
+  app.put('/api/notebooks/:nb/order', notebookRoute(async (req) => {
     const body = parseInput(ReorderBody, req.body);
     const s = await session(req);
     s.reorder(body.order);
     return { order: s.notebook.cells.map((c) => c.id) };
   }));
 
-  app.post('/api/notebooks/:nb/cells/:cell/run', route(async (req, reply) => {
+  app.post('/api/notebooks/:nb/cells/:cell/run', notebookRoute(async (req, reply) => {
     const s = await session(req);
     s.cell(param(req, 'cell'));
     return runAndAnswer(req, reply, s, () => s.runCell(param(req, 'cell')));
   }));
 
-  app.post('/api/notebooks/:nb/run', route(async (req, reply) => {
+  app.post('/api/notebooks/:nb/run', notebookRoute(async (req, reply) => {
     const s = await session(req);
     return runAndAnswer(req, reply, s, () => s.runAll());
   }));
 
-  app.post('/api/notebooks/:nb/run-stale', route(async (req, reply) => {
+  app.post('/api/notebooks/:nb/run-stale', notebookRoute(async (req, reply) => {
     const s = await session(req);
     return runAndAnswer(req, reply, s, () => s.runStale());
   }));
 
-  app.post('/api/notebooks/:nb/interrupt', route(async (req) => {
+  app.post('/api/notebooks/:nb/interrupt', notebookRoute(async (req) => {
     const s = await session(req);
     await s.interrupt();
     return { kernel_generation: s.kernel.generation, cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) };
   }));
 
-  app.post('/api/notebooks/:nb/restart', route(async (req) => {
+  app.post('/api/notebooks/:nb/restart', notebookRoute(async (req) => {
     const s = await session(req);
     await s.restart();
     return { kernel_generation: s.kernel.generation, cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) };
   }));
 
-  app.get('/api/notebooks/:nb/dependencies', route(async (req) => (await session(req)).dependencies()));
+  app.get('/api/notebooks/:nb/dependencies', notebookRoute(async (req) => (await session(req)).dependencies()));
 
-  app.put('/api/notebooks/:nb/settings', route(async (req) => {
+  app.put('/api/notebooks/:nb/settings', notebookRoute(async (req) => {
     const body = parseInput(SettingsBody, req.body);
     const s = await session(req);
     s.cellTimeoutMs = body.cell_timeout_ms;

@@ -18,10 +18,10 @@ import { mkdirSync, watch } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, sep } from 'node:path';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { HttpError, toHttpError } from '../http/errors.js';
-import { pathOf } from '../http/request.js';
+import { answerWithDetail } from '../http/app.js';
+import { HttpError } from '../http/errors.js';
 import { checkUpgrade, hostCheck } from '../http/security.js';
 import { SettingsSchema } from '../kernel/settings.js';
 import { readNotebookFile } from './formats.js';
@@ -105,17 +105,7 @@ export function createNotebookApp(options: { root: string; host?: string }): { a
     }
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
-  app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send({ detail: `no route for ${req.method} ${pathOf(req)}` });
-  });
-  app.setErrorHandler((err: FastifyError | Error, _req, reply) => {
-    const error = toHttpError(err);
-    if (reply.sent || reply.raw.headersSent) {
-      reply.raw.end();
-      return;
-    }
-    reply.code(error.status).headers(error.headers).send(error.toBody());
-  });
+  answerWithDetail(app);
   return { app, server };
 }
 

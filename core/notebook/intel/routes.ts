@@ -27,10 +27,10 @@
  * | POST | /api/schedules/{id}/pause, /api/schedules/{id}/resume | pause / resume |
  * | DELETE | /api/schedules/{id} | delete (with its history) |
  */
-import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { param, queryOf } from '../../http/request.js';
 import { parseInput } from '../../http/validate.js';
-import { toServiceError } from '../service.js';
+import { notebookRoute } from '../routes.js';
 import { z } from 'zod';
 import type { DataIntelligence } from './analysis.js';
 import type { PatternService } from './patterns.js';
@@ -52,133 +52,118 @@ const Flag = z.object({ run: z.enum(['true', 'false']).optional() });
 const HistoryQuery = z.object({ cell: z.string().optional() });
 const RunsQuery = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(50) });
 
-type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-
-/** Maps engine errors onto HTTP ones (the app's error handler sends `{detail}`); a bare string is still sent as JSON. */
-const route = (handler: Handler) =>
-  async function intelRoute(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    let value: unknown;
-    try {
-      value = await handler(req, reply);
-    } catch (err) {
-      throw toServiceError(err);
-    }
-    if (typeof value === 'string') return reply.type('application/json; charset=utf-8').send(JSON.stringify(value));
-    return value;
-  };
-
 export function intelRoutes(app: FastifyInstance, services: IntelServices): void {
   const { intelligence, patterns, tools, schedules } = services;
 
-  app.get('/api/smartprep/:var', route(async (req) => {
+  app.get('/api/smartprep/:var', notebookRoute(async (req) => {
     const query = parseInput(AnalysisQuery, queryOf(req), 'query');
     return intelligence.smartprep({ variable: param(req, 'var'), ...query });
   }));
 
-  app.get('/api/algorithm-match/:var', route(async (req) => {
+  app.get('/api/algorithm-match/:var', notebookRoute(async (req) => {
     const query = parseInput(AlgorithmMatchQuery, queryOf(req), 'query');
     return intelligence.algorithmMatch({ variable: param(req, 'var'), ...query });
   }));
 
   // ---- patterns ----------------------------------------------------------------------------
 
-  app.get('/api/patterns', route(async () => ({ patterns: await patterns.list() })));
+  app.get('/api/patterns', notebookRoute(async () => ({ patterns: await patterns.list() })));
 
-  app.post('/api/patterns', route(async (req, reply) => {
+  app.post('/api/patterns', notebookRoute(async (req, reply) => {
     reply.code(201);
     return patterns.create(parseInput(PatternCreateBody, req.body));
   }));
 
   // Before /api/patterns/:id so "search" is never taken for an id.
-  app.post('/api/patterns/search', route(async (req) => {
+  app.post('/api/patterns/search', notebookRoute(async (req) => {
     return { results: await patterns.search(parseInput(PatternSearchBody, req.body)) };
   }));
 
-  app.get('/api/patterns/:id', route(async (req) => patterns.get(param(req, 'id'))));
+  app.get('/api/patterns/:id', notebookRoute(async (req) => patterns.get(param(req, 'id'))));
 
-  app.delete('/api/patterns/:id', route(async (req, reply) => {
+  app.delete('/api/patterns/:id', notebookRoute(async (req, reply) => {
     await patterns.delete(param(req, 'id'));
     return reply.code(204).send();
   }));
 
-  app.post('/api/patterns/:id/apply', route(async (req) => {
+  app.post('/api/patterns/:id/apply', notebookRoute(async (req) => {
     return patterns.apply(param(req, 'id'), parseInput(PatternApplyBody, req.body));
   }));
 
   // ---- the 13 tools ------------------------------------------------------------------------
 
-  app.get('/api/notebooks/:nb/tools/profile', route(async (req) => {
+  app.get('/api/notebooks/:nb/tools/profile', notebookRoute(async (req) => {
     const { run } = parseInput(Flag, queryOf(req), 'query');
     return tools.profile(param(req, 'nb'), { run: run === 'true' });
   }));
 
-  app.post('/api/notebooks/:nb/tools/benchmark', route(async (req) => {
+  app.post('/api/notebooks/:nb/tools/benchmark', notebookRoute(async (req) => {
     return tools.benchmark(param(req, 'nb'), parseInput(BenchmarkBody, req.body));
   }));
 
-  app.post('/api/notebooks/:nb/tools/validate', route(async (req) => {
+  app.post('/api/notebooks/:nb/tools/validate', notebookRoute(async (req) => {
     return tools.validate(param(req, 'nb'), parseInput(ValidateBody, req.body));
   }));
 
-  app.get('/api/notebooks/:nb/tools/analyze', route(async (req) => tools.analyzeCode(param(req, 'nb'))));
+  app.get('/api/notebooks/:nb/tools/analyze', notebookRoute(async (req) => tools.analyzeCode(param(req, 'nb'))));
 
-  app.get('/api/notebooks/:nb/tools/history', route(async (req) => {
+  app.get('/api/notebooks/:nb/tools/history', notebookRoute(async (req) => {
     const { cell } = parseInput(HistoryQuery, queryOf(req), 'query');
     return tools.history(param(req, 'nb'), cell);
   }));
 
-  app.get('/api/notebooks/:nb/tools/lineage/:variable', route(async (req) => {
+  app.get('/api/notebooks/:nb/tools/lineage/:variable', notebookRoute(async (req) => {
     return tools.lineage(param(req, 'nb'), param(req, 'variable'));
   }));
 
-  app.get('/api/notebooks/:nb/tools/dependencies', route(async (req) => tools.dependencies(param(req, 'nb'))));
+  app.get('/api/notebooks/:nb/tools/dependencies', notebookRoute(async (req) => tools.dependencies(param(req, 'nb'))));
 
-  app.get('/api/tools/environment', route(async () => tools.environment()));
+  app.get('/api/tools/environment', notebookRoute(async () => tools.environment()));
 
-  app.post('/api/tools/packages', route(async (req, reply) => {
+  app.post('/api/tools/packages', notebookRoute(async (req, reply) => {
     reply.code(201);
     return tools.install(parseInput(InstallBody, req.body).package);
   }));
 
-  app.post('/api/tools/convert', route(async (req) => tools.convert(parseInput(ConvertBody, req.body))));
+  app.post('/api/tools/convert', notebookRoute(async (req) => tools.convert(parseInput(ConvertBody, req.body))));
 
-  app.post('/api/tools/diff', route(async (req) => {
+  app.post('/api/tools/diff', notebookRoute(async (req) => {
     const { a, b } = parseInput(DiffBody, req.body);
     return tools.diff(a, b);
   }));
 
-  app.get('/api/tools/snippets', route(async (req) => ({ snippets: tools.snippets(parseInput(SnippetQuery, queryOf(req), 'query')) })));
+  app.get('/api/tools/snippets', notebookRoute(async (req) => ({ snippets: tools.snippets(parseInput(SnippetQuery, queryOf(req), 'query')) })));
 
-  app.post('/api/tools/snippets/:id/insert', route(async (req, reply) => {
+  app.post('/api/tools/snippets/:id/insert', notebookRoute(async (req, reply) => {
     reply.code(201);
     return tools.insertSnippet(param(req, 'id'), parseInput(SnippetInsertBody, req.body));
   }));
 
-  app.get('/api/tools/search', route(async (req) => tools.search(parseInput(SearchQuery, queryOf(req), 'query'))));
+  app.get('/api/tools/search', notebookRoute(async (req) => tools.search(parseInput(SearchQuery, queryOf(req), 'query'))));
 
   // ---- schedules ---------------------------------------------------------------------------
 
-  app.get('/api/notebooks/:nb/schedules', route(async (req) => ({ schedules: await schedules.list(param(req, 'nb')) })));
+  app.get('/api/notebooks/:nb/schedules', notebookRoute(async (req) => ({ schedules: await schedules.list(param(req, 'nb')) })));
 
-  app.post('/api/notebooks/:nb/schedules', route(async (req, reply) => {
+  app.post('/api/notebooks/:nb/schedules', notebookRoute(async (req, reply) => {
     reply.code(201);
     return schedules.create(param(req, 'nb'), parseInput(ScheduleCreateBody, req.body));
   }));
 
-  app.get('/api/schedules', route(async () => ({ schedules: await schedules.list() })));
+  app.get('/api/schedules', notebookRoute(async () => ({ schedules: await schedules.list() })));
 
-  app.get('/api/schedules/:id', route(async (req) => schedules.get(param(req, 'id'))));
+  app.get('/api/schedules/:id', notebookRoute(async (req) => schedules.get(param(req, 'id'))));
 
-  app.get('/api/schedules/:id/runs', route(async (req) => {
+  app.get('/api/schedules/:id/runs', notebookRoute(async (req) => {
     const { limit } = parseInput(RunsQuery, queryOf(req), 'query');
     return { runs: await schedules.runs(param(req, 'id'), limit) };
   }));
 
-  app.post('/api/schedules/:id/pause', route(async (req) => schedules.setPaused(param(req, 'id'), true)));
+  app.post('/api/schedules/:id/pause', notebookRoute(async (req) => schedules.setPaused(param(req, 'id'), true)));
 
-  app.post('/api/schedules/:id/resume', route(async (req) => schedules.setPaused(param(req, 'id'), false)));
+  app.post('/api/schedules/:id/resume', notebookRoute(async (req) => schedules.setPaused(param(req, 'id'), false)));
 
-  app.delete('/api/schedules/:id', route(async (req, reply) => {
+  app.delete('/api/schedules/:id', notebookRoute(async (req, reply) => {
     await schedules.delete(param(req, 'id'));
     return reply.code(204).send();
   }));

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 
 /**
  * Debian's Chromium driven by playwright-core, with a fresh profile per launch. The flags keep
@@ -75,4 +76,24 @@ export class UiPages {
     this.page = undefined;
     return this.errors;
   }
+}
+
+/**
+ * The browser side of a UI test file: one browser for the file, and pages whose script errors and
+ * CSP violations fail the test that opened them. Call it before the file's own hooks: after-hooks
+ * run in reverse order, so the file's server stops before the browser closes.
+ */
+export function useUiBrowser(baseUrl: () => string): { open(route: string): Promise<Page> } {
+  let browser: Browser | undefined;
+  const pages = new UiPages(() => browser!, baseUrl);
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  afterEach(async () => {
+    expect(await pages.finish()).toEqual([]);
+  });
+  return { open: (route) => pages.open(route) };
 }

@@ -1,8 +1,7 @@
 import path from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { UiPages, launchBrowser, OUTPUT, type Browser } from './browser.js';
+import { OUTPUT, useUiBrowser } from './browser.js';
 
 /**
  * The notebook's tools panel in a real browser: smart preprocessing suggestions for a variable
@@ -21,23 +20,15 @@ const notebook = [
   '',
 ].join('\n');
 
-let browser: Browser;
 let server: TestServer;
-const pages = new UiPages(() => browser, () => server.url);
+const { open } = useUiBrowser(() => server.url);
 
 beforeAll(async () => {
-  browser = await launchBrowser();
   server = await startTestServer({ files: { 'notebooks/sales.nb.ts': notebook } });
 }, 60_000);
 afterAll(async () => {
   await server?.stop();
-  await browser?.close();
 });
-afterEach(async () => {
-  expect(await pages.finish()).toEqual([]);
-});
-
-const open = (route: string): Promise<Page> => pages.open(route);
 
 describe('notebook tools panel', () => {
   it("says what the server says when the variable's cell has not run", async () => {

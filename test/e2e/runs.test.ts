@@ -1,11 +1,11 @@
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from '../coderun/support/scripted-model.js';
 import { API_TEAM, makeRepo } from '../coderun/support/fixture.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { UiPages, launchBrowser, OUTPUT, type Browser } from './browser.js';
+import { OUTPUT, useUiBrowser } from './browser.js';
 
 /**
  * The coding-run views in a real browser against a real server, a real git repository and a
@@ -13,15 +13,13 @@ import { UiPages, launchBrowser, OUTPUT, type Browser } from './browser.js';
  * and the gates; the teams page; settings with read-only keys.
  */
 
-let browser: Browser;
 let model: ScriptedModel;
 /** The whole platform (the UI needs all of it), plus the coding-run session token. */
 let server: TestServer & { token: string; api: TestServer['request'] };
 let repo: string;
-const pages = new UiPages(() => browser, () => server.url);
+const { open } = useUiBrowser(() => server.url);
 
 beforeAll(async () => {
-  browser = await launchBrowser();
   repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
   model = await startScriptedModel((c) => {
     if (c.kind === 'planner') {
@@ -53,14 +51,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await model?.close();
-  await browser?.close();
   if (repo) await rm(repo, { recursive: true, force: true });
 });
-afterEach(async () => {
-  expect(await pages.finish()).toEqual([]);
-});
-
-const open = (route: string): Promise<Page> => pages.open(route);
 
 /** Every new page is a new tab: the session token is asked for once per tab. */
 async function giveSession(p: Page) {

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
-import { UiPages, launchBrowser, OUTPUT, type Browser } from './browser.js';
+import { OUTPUT, useUiBrowser } from './browser.js';
 
 /**
  * The studio in a real browser against a real server: chat with the answer streaming in while the
@@ -34,13 +34,11 @@ const files = {
   }`),
 };
 
-let browser: Browser;
 let model: FakeOpenAI;
 let server: TestServer;
-const pages = new UiPages(() => browser, () => server.url);
+const { open } = useUiBrowser(() => server.url);
 
 beforeAll(async () => {
-  browser = await launchBrowser();
   // Slow chunks, so the test sees the answer while it is still arriving.
   model = await startFakeOpenAI(() => ({ chunks: ['Hello', ', ', 'streamed ', 'world', '!'], chunkDelayMs: 300 }));
   server = await startTestServer({
@@ -55,13 +53,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await model?.close();
-  await browser?.close();
 });
-afterEach(async () => {
-  expect(await pages.finish()).toEqual([]);
-});
-
-const open = (route: string): Promise<Page> => pages.open(route);
 
 const nodeState = (p: Page, node: string) => p.locator(`[data-testid="graph"] g.node[data-node="${node}"]`).getAttribute('data-state');
 

@@ -1,8 +1,9 @@
-import { existsSync, readFileSync, watch as fsWatch, type FSWatcher } from 'node:fs';
+import { existsSync, readFileSync, statSync, watch as fsWatch } from 'node:fs';
 import path from 'node:path';
 import { glob } from 'tinyglobby';
 import { bundleDropIn, DropInError, evaluateModule, type BuiltModule } from './evaluator.js';
 import type { Logger } from './log.js';
+import { watchTree } from './watch-tree.js';
 import type { DropInKind, Registry } from './registry.js';
 
 /**
@@ -19,6 +20,8 @@ import type { DropInKind, Registry } from './registry.js';
  *
  * A broken entry (syntax error, throw at import, invalid definition, duplicate name) keeps its last
  * good version in the registry; the error is recorded against the entry and cleared when it loads.
+ * An empty (zero-byte) entry is not loaded: that is what an in-place save looks like between its
+ * truncate and its write, and reporting it would flash a false error.
  */
 
 const CODE_EXT = ['ts', 'tsx', 'mts', 'cts', 'js', 'mjs', 'cjs'];
@@ -45,7 +48,8 @@ export class Discovery {
   private readonly kinds: DropInKind<unknown>[] = [];
   /** entry (absolute) → what it loaded */
   private readonly files = new Map<string, LoadedFile>();
-  private readonly watchers = new Map<string, FSWatcher>();
+  /** drop-in folder ('' for the workspace root) → its watcher */
+  private readonly watchers = new Map<string, { close(): void }>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private queue: Promise<void> = Promise.resolve();
   private pendingTasks = 0;
@@ -90,11 +94,10 @@ export class Discovery {
   }
 
   /**
-   * Watch each drop-in folder with Node's recursive `fs.watch` (inotify on Linux, FSEvents on
-   * macOS), plus the workspace root without recursion to see folders appear and disappear — the
-   * workspace may hold node_modules and .git, which must not cost a watch each. Every raw event is
-   * kept and debounced per path, so the last of several quick saves always wins (chokidar's change
-   * throttling was measured dropping saves made within ~15 ms of each other).
+   * Watch each drop-in folder's tree (see watch-tree.ts for why not `recursive: true`), plus the
+   * workspace root without recursion to see drop-in folders come and go — the workspace may hold
+   * node_modules and .git, which must not cost a watch each. Every raw event is kept and debounced
+   * per path, so the last of several quick saves always wins.
    */
   async watch(): Promise<void> {
     const { root } = this.options;
@@ -102,13 +105,7 @@ export class Discovery {
     const watchFolder = (folder: string) => {
       const dir = path.join(root, folder);
       if (this.watchers.has(folder) || !existsSync(dir)) return;
-      const watcher = fsWatch(dir, { recursive: true }, (_event, name) => {
-        if (name && !/(^|[/\\])(node_modules|\.git)([/\\]|$)/.test(name.toString())) {
-          this.schedule(path.join(dir, name.toString()));
-        }
-      });
-      watcher.on('error', () => this.unwatch(folder));
-      this.watchers.set(folder, watcher);
+      this.watchers.set(folder, watchTree(dir, (changed) => this.schedule(changed)));
     };
     for (const folder of folders) watchFolder(folder);
     const rootWatcher = fsWatch(root, (_event, name) => {
@@ -217,7 +214,8 @@ export class Discovery {
 
   private async load(file: string, prebuilt?: Promise<BuiltModule>): Promise<void> {
     const entry = this.entryOf(file);
-    if (!entry) return;
+    // A zero-byte entry is an editor mid-save (truncate, then write): its next event brings the content.
+    if (!entry || statSync(file, { throwIfNoEntry: false })?.size === 0) return;
     const { kind } = entry;
     const { registry, root, log } = this.options;
     const relative = this.relative(file);

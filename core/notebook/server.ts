@@ -14,16 +14,17 @@
  * Each is its own small Fastify instance (`createNotebookApp`), not the main app: JSON bodies up to
  * 20 MB, errors and unknown routes answered as `{detail}` like the main server.
  */
-import { mkdirSync, watch } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, sep } from 'node:path';
+import { dirname, relative, sep } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { answerWithDetail } from '../http/app.js';
 import { HttpError } from '../http/errors.js';
 import { checkUpgrade, hostCheck } from '../http/security.js';
 import { SettingsSchema } from '../kernel/settings.js';
+import { watchTree } from '../kernel/watch-tree.js';
 import { readNotebookFile } from './formats.js';
 import { reportHtml, type Layout } from './export.js';
 import { attachNotebookSocket, notebookRoutes } from './routes.js';
@@ -198,7 +199,8 @@ export async function startUiServer(options: {
   mkdirSync(notebooksDir, { recursive: true });
   // fs.watch reports an editor's save as several events; one notification per file per 100 ms.
   const pending = new Map<string, NodeJS.Timeout>();
-  const watcher = watch(notebooksDir, { recursive: true }, (_event, name) => {
+  const watcher = watchTree(notebooksDir, (changed) => {
+    const name = relative(notebooksDir, changed);
     if (!name || name.split(sep).some((part) => part.startsWith('.')) || name.endsWith('.tmp')) return;
     const id = name.split(sep).join('/');
     clearTimeout(pending.get(id));

@@ -1,4 +1,4 @@
-import { rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RegistryChange } from '../../core/kernel/registry.js';
@@ -131,6 +131,29 @@ describe('discovery and hot reload', () => {
     await rm(path.join(server.root, 'agents/ev.ts'));
     await eventually(() => changes.some((c) => c.type === 'removed'));
     expect(changes.map((c) => c.type)).toEqual(['added', 'error', 'updated', 'error-cleared', 'removed']);
+  });
+
+  it('keeps following an entry that an editor saves atomically, save after save', async () => {
+    server = await startTestServer();
+    for (const greeting of ['one', 'two', 'three', 'four']) {
+      await server.write('agents/atomic.ts', hello(greeting)); // temporary file renamed over the entry
+      await eventually(async () => (await server.request('/api/v1/atomic/invoke', { method: 'POST', json: { query: 'x' } })).body?.response === `${greeting} x`);
+    }
+  });
+
+  it('takes a zero-byte entry for a save in progress: no error, then the content loads', async () => {
+    server = await startTestServer();
+    const changes: RegistryChange[] = [];
+    server.ctx.registry.on('change', (c) => changes.push(c));
+    await mkdir(path.join(server.root, 'agents'));
+    await writeFile(path.join(server.root, 'agents/midsave.ts'), '');
+    await new Promise((r) => setTimeout(r, 60));
+    await server.ctx.discovery.idle();
+    expect(changes).toEqual([]);
+    expect((await status()).errors).toEqual([]);
+    await writeFile(path.join(server.root, 'agents/midsave.ts'), hello('saved'));
+    await eventually(() => changes.length >= 1);
+    expect(changes.map((c) => c.type)).toEqual(['added']);
   });
 
   it('lists a newly discovered agent in /openapi.json without a restart', async () => {

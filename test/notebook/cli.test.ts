@@ -9,6 +9,7 @@ import { notebookCli, type CliIo } from '../../core/notebook/cli.js';
 import { validateIpynb } from '../../core/notebook/formats.js';
 import { startNotebookServer } from '../../core/notebook/server.js';
 import type { RunningNotebookServer } from '../../core/notebook/server.js';
+import { writeAtomically } from '../support/server.js';
 
 const repo = resolve(import.meta.dirname, '..', '..');
 const example = join(repo, 'notebooks', 'sales.nb.ts');
@@ -267,9 +268,16 @@ describe('hangar notebook app / start / dev', () => {
       const { WebSocket } = await import('ws');
       const ws = new WebSocket(`${frontend.url.replace('http', 'ws')}/__reload`);
       await new Promise((r) => ws.on('open', r));
-      const changed = new Promise((r) => ws.on('message', (m) => r(JSON.parse(String(m)))));
+      const nextMessage = () => new Promise((r) => ws.once('message', (m) => r(JSON.parse(String(m)))));
+      let changed = nextMessage();
       await writeFile(file, nb([['d0000001', '2']]));
       expect(await changed).toEqual({ type: 'file-changed', notebook: 'd.nb.ts' });
+      // Editors that save atomically rename a new file over the old one; every such save is seen.
+      for (const value of ['3', '4', '5']) {
+        changed = nextMessage();
+        await writeAtomically(root, 'notebooks/d.nb.ts', nb([['d0000001', value]]));
+        expect(await changed).toEqual({ type: 'file-changed', notebook: 'd.nb.ts' });
+      }
       ws.close();
     } finally {
       expect(await stop()).toBe(0);

@@ -1,4 +1,5 @@
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Logger } from '../../core/kernel/log.js';
@@ -47,15 +48,25 @@ export async function startTestServer(
     if ((res.headers.get('content-type') ?? '').includes('json')) body = text ? JSON.parse(text) : undefined;
     return { status: res.status, headers: res.headers, body, text };
   };
-  const write = async (relative: string, content: string) => {
-    await mkdir(path.dirname(path.join(root, relative)), { recursive: true });
-    await writeFile(path.join(root, relative), content);
-  };
+  const write = (relative: string, content: string) => writeAtomically(root, relative, content);
   const stop = async () => {
     await running.close();
     if (!options.root) await rm(root, { recursive: true, force: true });
   };
   return { ...running, root, request, write, logs, stop };
+}
+
+/**
+ * Write a workspace file the way editors that save atomically do: the content goes to a temporary
+ * file at the workspace root (which no watcher reads), then one rename puts it in place, so the
+ * watcher never sees it half-written — which a plain writeFile allows on a loaded machine.
+ */
+export async function writeAtomically(root: string, relative: string, content: string): Promise<void> {
+  const target = path.join(root, relative);
+  await mkdir(path.dirname(target), { recursive: true });
+  const temporary = path.join(root, `.write-${randomUUID()}`);
+  await writeFile(temporary, content);
+  await rename(temporary, target);
 }
 
 /** Poll until `check` returns a truthy value (hot reload is asynchronous by nature). */

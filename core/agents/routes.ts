@@ -34,9 +34,10 @@ const agentOf = (req: FastifyRequest) => param(req, 'agent');
  */
 function clientGone(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
-  reply.raw.on('close', () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('the client closed the connection'));
-  });
+  const gone = () => controller.abort(new Error('the client closed the connection'));
+  // A client can leave while its body is still being read, before this listener exists.
+  if (reply.raw.destroyed || reply.request.raw.socket.destroyed) gone();
+  else reply.raw.on('close', () => reply.raw.writableFinished || gone());
   return controller.signal;
 }
 const threadOf = (req: FastifyRequest) => param(req, 'thread_id');

@@ -28,7 +28,7 @@ const files = {
   'agents/boom.ts': agentSource(`{ run: async () => { throw new Error('exploded on purpose'); } }`),
   // Waits until its run is cancelled, then leaves a mark in the workspace.
   'agents/waiter.ts': agentSource(
-    `{ run: (input, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => { writeFileSync(join(ctx.workspace, 'waiter-' + input.query), 'aborted'); reject(ctx.signal.reason); })) }`,
+    `{ run: (input, ctx) => new Promise((_resolve, reject) => { ctx.signal.addEventListener('abort', () => { writeFileSync(join(ctx.workspace, 'waiter-' + input.query), 'aborted'); reject(ctx.signal.reason); }); writeFileSync(join(ctx.workspace, 'waiter-started-' + input.query), ''); }) }`,
     `import { writeFileSync } from 'node:fs';\nimport { join } from 'node:path';`,
   ),
   'agents/approver.ts': agentSource(`{
@@ -131,7 +131,7 @@ describe('execution routes against the real server', () => {
         body: JSON.stringify({ query: 'gone' }),
         signal: controller.signal,
       }).catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 150));
+      await eventually(() => existsSync(path.join(server.root, 'waiter-started-gone')));
       controller.abort();
       await request;
       const mark = path.join(server.root, 'waiter-gone');

@@ -128,13 +128,26 @@ describe('the after-command fence (git snapshot around a command)', () => {
 
   it('a write a command leaves behind in the background is caught after the loop, when the owner is idle', async () => {
     const repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
-    cleanup.push(repo);
+    const marks = await mkdtemp(path.join(os.tmpdir(), 'hangar-marks-'));
+    cleanup.push(repo, marks);
+    const go = path.join(marks, 'go');
+    const done = path.join(marks, 'done');
     // Detached from the command's output, the subshell outlives the command and the per-command check.
-    const command = '(sleep 0.4; mkdir -p src/web; echo late > src/web/late.mjs) > /dev/null 2>&1 &';
-    model = await startScriptedModel((c: Classified) => {
+    // It writes only once the test says `go` (after that check), and says `done` once it has written.
+    // (Bounded wait, so a failed test leaves no process behind for long.)
+    const command =
+      `(n=0; while [ ! -e ${go} ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; ` +
+      `[ -e ${go} ] && mkdir -p src/web && echo late > src/web/late.mjs && touch ${done}) > /dev/null 2>&1 &`;
+    model = await startScriptedModel(async (c: Classified) => {
       if (c.kind === 'planner') return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [task('T1', 'api', ['src/api/a.mjs'])], contract: [] } }] };
       if (c.kind === 'reviewer') return approve;
-      return { ...agentScript([{ tool_calls: [{ name: 'run_command', arguments: { command } }] }, write('src/api/a.mjs', 'export {};\n')], c), delayMs: c.turn === 1 ? 900 : 0 };
+      if (c.turn === 1) {
+        // Turn 1 is asked for only once the command returned and its per-command check ran: let the
+        // background write happen now, and answer only once it landed (so before the after-loop check).
+        await writeFile(go, '');
+        await until(() => existsSync(done), 'the background write');
+      }
+      return agentScript([{ tool_calls: [{ name: 'run_command', arguments: { command } }] }, write('src/api/a.mjs', 'export {};\n')], c);
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM, web: WEB_TEAM } });
     const res = await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo } });
@@ -147,5 +160,5 @@ describe('the after-command fence (git snapshot around a command)', () => {
       .map((l) => JSON.parse(l.slice(6)));
     expect(violations).toEqual([{ type: 'fence_violation', run: run.id, task: 'T1', team: 'api', owner: 'web', file: 'src/web/late.mjs', command: null }]);
     expect(git(repo, 'ls-tree', '-r', '--name-only', run.branch)).not.toMatch(/late/);
-  });
+  }, 120_000);
 });

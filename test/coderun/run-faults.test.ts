@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCommand } from '../../core/coderun/command.js';
 import { agentScript, approve, reject, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
 import { API_TEAM, CODE_SUBSYSTEMS, git, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { eventually } from '../support/server.js';
 
 const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) => ({
   id,
@@ -23,12 +25,21 @@ const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
 let repo: string | undefined;
+const cleanup: string[] = [];
 afterEach(async () => {
   await server?.stop();
   await model?.close();
   if (repo) await rm(repo, { recursive: true, force: true });
+  for (const dir of cleanup.splice(0)) await rm(dir, { recursive: true, force: true });
   server = model = repo = undefined;
 });
+
+/** A marker-file folder removed after the test. */
+async function marksDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'hangar-marks-'));
+  cleanup.push(dir);
+  return dir;
+}
 
 describe('review ladder, escalation, approval gate, cancellation', () => {
   it('hands an exhausted review ladder to the language corrector once, then sends the task to to_scope', async () => {
@@ -112,7 +123,7 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     server = await startCodeServer({ baseUrl: model.baseUrl, code: { require_approval: true } });
     const started = await server.api('/api/runs', { method: 'POST', json: { request: 'health route and page', repo, teams: ['api', 'web'] } });
     const id = started.body.id;
-    for (let i = 0; i < 100 && (await server.api(`/api/runs/${id}`)).body.status !== 'awaiting_approval'; i++) await new Promise((r) => setTimeout(r, 30));
+    await eventually(async () => (await server!.api(`/api/runs/${id}`)).body.status === 'awaiting_approval', 30_000);
     const before = (await server.api(`/api/runs/${id}/plan`)).body;
     expect(before).toMatchObject({ status: 'awaiting_approval', shown: 3, total: 3, note: null });
 
@@ -137,7 +148,7 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
       ['T2', [], 'task T2'],
       ['T3', [], 'page styles'],
     ]);
-    const stream = await fetch(`${server.url}/api/runs/${id}/events?session=${server.token}`, { signal: AbortSignal.timeout(500) }).then(
+    const stream = await fetch(`${server.url}/api/runs/${id}/events?session=${server.token}`, { signal: AbortSignal.timeout(20_000) }).then(
       async (r) => {
         const reader = r.body!.getReader();
         let text = '';
@@ -150,6 +161,8 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
           }
         } catch {
           // aborted by the timeout: what arrived is enough
+        } finally {
+          await reader.cancel().catch(() => undefined);
         }
         return text;
       },
@@ -159,30 +172,32 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     const cancelled = await server.api(`/api/runs/${id}/cancel`, { method: 'POST' });
     expect(cancelled.status).toBe(200);
     expect((await server.settle(id)).status).toBe('cancelled');
-  });
+  }, 120_000);
 
   it('cancelling a run stops its workers and commands and leaves the repository clean', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
+    // The command says when it is running (outside the repository), so the cancel lands mid-`sleep 30`.
+    const commandStarted = path.join(await marksDir(), 'command-started');
     model = await startScriptedModel((c) => {
       if (c.kind === 'planner') return planAnswer({ tasks: [task('T1', 'api', ['src/api/a.mjs'])] });
-      return agentScript([write('src/api/a.mjs', 'half-written'), { tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 30' } }] }], c);
+      return agentScript([write('src/api/a.mjs', 'half-written'), { tool_calls: [{ name: 'run_command', arguments: { command: `touch ${commandStarted} && sleep 30` } }] }], c);
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM } });
     const started = await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo } });
     const id = started.body.id;
-    for (let i = 0; i < 200 && !model.requests.some((r) => r.kind === 'agent' && r.turn === 1); i++) await new Promise((r) => setTimeout(r, 25));
-    await new Promise((r) => setTimeout(r, 200));
+    await eventually(() => existsSync(commandStarted), 30_000);
     const t0 = Date.now();
     await server.api(`/api/runs/${id}/cancel`, { method: 'POST' });
-    const run = await server.settle(id, 10_000);
-    expect(Date.now() - t0).toBeLessThan(5000);
+    const run = await server.settle(id, 25_000);
+    // Cancel plus git cleanup, on a loaded machine: still well under the 30 s the command would take.
+    expect(Date.now() - t0).toBeLessThan(20_000);
     expect(run.status).toBe('cancelled');
     expect(git(repo, 'status', '--porcelain')).toBe('');
     expect(git(repo, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('main');
     expect(git(repo, 'log', '--format=%s', `main..${run.branch}`)).toBe('');
     expect(existsSync(path.join(server.root, '.hangar', 'worktrees', id))).toBe(false);
     expect(git(repo, 'worktree', 'list').split('\n')).toHaveLength(1);
-  });
+  }, 120_000);
 
   it('re-queues a task orphaned by a failed model call, up to the attempt ceiling', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
@@ -204,6 +219,9 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
 
   it('retries a stuck task of a live run on request', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
+    // T2's command keeps the run alive until the test opens this gate (after its retry request).
+    const gate = path.join(await marksDir(), 'open');
+    const hold = `n=0; while [ ! -e ${gate} ] && [ $n -lt 1800 ]; do sleep 0.05; n=$((n+1)); done`;
     let t1Dispatches = 0;
     model = await startScriptedModel((c) => {
       if (c.kind === 'planner') return planAnswer({ tasks: [task('T1', 'api', ['src/api/a.mjs']), task('T2', 'api', ['src/api/b.mjs'])] });
@@ -212,17 +230,16 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
         if (c.turn === 0) t1Dispatches++;
         return t1Dispatches === 1 ? { tool_calls: [{ name: 'write_file', arguments: 'not json' }] } : agentScript([write('src/api/a.mjs', 'export {};\n')], c);
       }
-      return agentScript([{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 2' } }] }, write('src/api/b.mjs', 'export {};\n')], c);
+      return agentScript([{ tool_calls: [{ name: 'run_command', arguments: { command: hold } }] }, write('src/api/b.mjs', 'export {};\n')], c);
     });
-    server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM } });
+    // The held command must not hit its timeout while the test waits (the model's own timeout would
+    // cut a hold in the scripted model short, hence a command).
+    server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { command_timeout_ms: 120_000 } });
     const started = await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo } });
     const id = started.body.id;
-    for (let i = 0; i < 200; i++) {
-      const { body } = await server.api(`/api/runs/${id}`);
-      if (body.tasks.find((t: any) => t.id === 'T1')?.state === 'to_scope') break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await eventually(async () => (await server!.api(`/api/runs/${id}`)).body.tasks?.find((t: any) => t.id === 'T1')?.state === 'to_scope', 30_000);
     const retried = await server.api('/api/tasks/T1/retry', { method: 'POST', json: {} });
+    await writeFile(gate, '');
     expect(retried.body.task).toMatchObject({ id: 'T1', state: 'ready_to_dev', attempts: 0, needs_human: false });
     const run = await server.settle(id);
     expect(run.tasks.map((t: any) => [t.id, t.state])).toEqual([
@@ -246,7 +263,7 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     expect((await server.api('/api/tasks/T1/retry', { method: 'POST', json: { run: id } })).status).toBe(409);
     expect((await server.api(`/api/runs/${id}`)).body.tasks[0]).toMatchObject({ id: 'T1', state: 'done' });
     expect((await server.api('/api/tasks/T9/retry', { method: 'POST', json: {} })).status).toBe(404);
-  });
+  }, 120_000);
 
   it('an integration check failing after green gates raises a ticket for a person and fails the run', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n', 'test/api/ok.test.mjs': "import test from 'node:test';\ntest('ok', () => {});\n" });
@@ -306,7 +323,7 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     const id = (await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo, teams: ['api', 'web'] } })).body.id;
     const second = await server.api('/api/runs', { method: 'POST', json: { request: 'y', repo } });
     expect(second).toMatchObject({ status: 409, body: { detail: `run ${id} is already working on ${repo}` } });
-    for (let i = 0; i < 100 && (await server.api(`/api/runs/${id}`)).body.status !== 'awaiting_approval'; i++) await new Promise((r) => setTimeout(r, 30));
+    await eventually(async () => (await server!.api(`/api/runs/${id}`)).body.status === 'awaiting_approval', 30_000);
     expect((await server.api(`/api/runs/${id}/approve`, { method: 'POST' })).status).toBe(200);
     const run = await server.settle(id);
     expect(run.status).toBe('succeeded');
@@ -316,13 +333,14 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     // The api lane is proved as soon as it finishes, before the web lane's wave starts.
     const order = text.split('\n').filter((l) => /"type":"(wave|gate)"/.test(l)).map((l) => JSON.parse(l.slice(6))).map((e) => (e.type === 'wave' ? `wave ${e.wave}` : `gate ${e.team}`));
     expect(order).toEqual(['wave 1', 'gate api', 'wave 2', 'gate web']);
-  });
+  }, 120_000);
 
   it('kills a command that hangs at its timeout, with its child processes', async () => {
     const started = Date.now();
     const result = await runCommand('sleep 30 & sleep 30; echo never', { cwd: process.cwd(), timeoutMs: 300 });
     expect(result).toMatchObject({ exit_code: null, timed_out: true });
     expect(result.output).toContain('[killed: timed out after 300 ms]');
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Well under the 30 s the command would take: the timeout fired (with slack for a loaded machine).
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 });

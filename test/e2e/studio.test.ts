@@ -40,7 +40,7 @@ const { open } = useUiBrowser(() => server.url);
 
 beforeAll(async () => {
   // Slow chunks, so the test sees the answer while it is still arriving.
-  model = await startFakeOpenAI(() => ({ chunks: ['Hello', ', ', 'streamed ', 'world', '!'], chunkDelayMs: 300 }));
+  model = await startFakeOpenAI(() => ({ chunks: ['Hello', ', ', 'streamed ', 'world', '!'], chunkDelayMs: 500 }));
   server = await startTestServer({
     files: {
       ...files,
@@ -91,12 +91,12 @@ describe('studio view', () => {
     await p.getByLabel('Message', { exact: true }).press('Control+Enter');
 
     // Part of the answer is on screen while the run is still going, with its node active…
-    await p.locator('[data-testid="run"][data-state="running"] [data-testid="answer"]', { hasText: 'Hello' }).waitFor({ timeout: 5000 });
+    await p.locator('[data-testid="run"][data-state="running"] [data-testid="answer"]', { hasText: 'Hello' }).waitFor({ timeout: 15_000 });
     expect(await p.getByTestId('answer').textContent()).not.toBe('Hello, streamed world!');
     expect(await nodeState(p, node)).toBe('active');
     await p.screenshot({ path: path.join(OUTPUT, 'studio-streaming.png') });
     // …then all of it, the run completed and the node done.
-    await p.locator('[data-testid="run"][data-state="completed"]').waitFor({ timeout: 10_000 });
+    await p.locator('[data-testid="run"][data-state="completed"]').waitFor({ timeout: 15_000 });
     expect(await p.getByTestId('answer').textContent()).toBe('Hello, streamed world!');
     expect(await nodeState(p, node)).toBe('visited');
     expect(model.requests.at(-1)!.body.stream).toBe(true);

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { eventually } from '../support/server.js';
 import { canonicalJson, majorityVote } from '../../core/endpoints/aggregate.js';
 import { EndpointService } from '../../core/endpoints/service.js';
 import { fixed, json, startLoopback, type Handler, type Loopback } from './loopback.js';
@@ -60,10 +61,10 @@ describe('ALL', () => {
 describe('FIRST_SUCCESS', () => {
   it('returns the first successful answer and cancels the upstreams still running', async () => {
     const fast = await upstream(fixed({ from: 'fast' }, 20));
-    const slow = await upstream(fixed({ from: 'slow' }, 3_000));
+    const slow = await upstream(fixed({ from: 'slow' }, 10_000));
     const started = Date.now();
     const result = await endpoint('FIRST_SUCCESS', [{ name: 'slow', url: slow.url }, { name: 'fast', url: fast.url }]).invoke('e', 'POST', {});
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(5_000);
     expect(result.success).toBe(true);
     expect(result.aggregated).toEqual({ from: 'fast' });
     expect(result.upstreams).toMatchObject([
@@ -71,8 +72,7 @@ describe('FIRST_SUCCESS', () => {
       { name: 'fast', ok: true, outcome: 'success' },
     ]);
     // The slow upstream saw its connection closed, not merely ignored.
-    await new Promise((r) => setTimeout(r, 50));
-    expect(slow.received[0].aborted).toBe(true);
+    await eventually(() => slow.received[0]?.aborted);
   });
 
   it('skips failures and fails (502) only when every upstream fails', async () => {

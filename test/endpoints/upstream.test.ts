@@ -91,7 +91,7 @@ describe('retries', () => {
     const { s } = one({ base_url: up.url, retry_max_backoff_ms: 2_000 });
     const started = Date.now();
     const err = await s.invoke('e', 'GET', {}).catch((e) => e);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(10_000); // not the 120 s asked for
     expect(err.upstreams[0].error).toContain('Retry-After 120 s exceeds retry_max_backoff_ms');
     expect(up.received).toHaveLength(1);
   });
@@ -123,7 +123,7 @@ describe('timeouts and bad answers', () => {
     const err = await s.invoke('e', 'GET', {}).catch((e) => e);
     const elapsed = Date.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(1_500);
+    expect(elapsed).toBeLessThan(5_000); // the upstream never answers: only the timeout ends this
     expect(err.upstreams[0]).toMatchObject({ outcome: 'timeout', status: null, attempts: 2 });
     expect(err.upstreams[0].error).toBe('timed out after 150 ms (after 2 attempts)');
   });

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EventLog } from '../../core/http/event-log.js';
 import { queryOf } from '../../core/http/request.js';
 import { resumePoint, serveSse } from '../../core/http/sse.js';
+import { eventually } from '../support/server.js';
 
 /** A bare Fastify server serving one EventLog through the SSE helper. */
 async function serve(log: EventLog<unknown>, snapshot?: () => unknown) {
@@ -87,8 +88,7 @@ describe('SSE helper', () => {
     while (!text.includes(': ping')) text += new TextDecoder().decode((await reader.read()).value);
     expect((log as unknown as { listeners: Set<unknown> }).listeners.size).toBe(1);
     controller.abort();
-    await new Promise((r) => setTimeout(r, 100));
-    expect((log as unknown as { listeners: Set<unknown> }).listeners.size).toBe(0);
+    await eventually(() => (log as unknown as { listeners: Set<unknown> }).listeners.size === 0);
     // The producer is unaffected.
     log.append({ n: 2 });
     expect(log.lastSeq).toBe(2);

@@ -103,7 +103,7 @@ describe('GET /api/algorithm-match/{var_name}', () => {
     const started = Date.now();
     const res = await match('flowers', '?target=species&budget_ms=100');
     expect(res.status, res.text).toBe(200);
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(Date.now() - started).toBeLessThan(10_000); // a hang guard; not_scored below is the budget's proof
     expect(res.body.data_characteristics.budget_ms).toBe(100);
     expect(res.body.recommendations.length).toBeGreaterThan(0);
     // Whatever the budget, the cheapest candidate gets at least one fold.

@@ -70,7 +70,7 @@ export async function writeAtomically(root: string, relative: string, content: s
 }
 
 /** Poll until `check` returns a truthy value (hot reload is asynchronous by nature). */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

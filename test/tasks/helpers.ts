@@ -19,7 +19,7 @@ export function openService(dir: string, options: Partial<TaskServiceOptions> = 
 export async function waitForStatus(
   get: () => Promise<Task>,
   statuses: TaskStatus[],
-  timeoutMs = 5_000,
+  timeoutMs = 15_000,
 ): Promise<Task> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -47,6 +47,12 @@ export const PipelineStep = z
      * notebook export lists a cell's upstream cells here). A failed one skips this step.
      */
     after: z.array(z.string()).optional(),
+    /**
+     * Longest the step may run, any kind; past it the step is stopped (its signal aborts: an agent
+     * run is cancelled, an upstream call cut, a notebook cell's kernel interrupted) and fails the
+     * run with "timed out after N ms". No default: a step runs as long as its own limits allow.
+     */
+    timeout_ms: z.number().int().positive().max(86_400_000, 'timeout_ms is at most one day').optional(),
     description: z.string().optional(),
   })
   .strict();

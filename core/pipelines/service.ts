@@ -79,6 +79,39 @@ export class RunScope {
   }
 }
 
+class StepTimedOut extends Error {
+  constructor(ms: number) {
+    super(`timed out after ${ms} ms`);
+  }
+}
+
+/**
+ * Run `work` with a signal that also aborts after `ms`; the step fails with StepTimedOut then, at
+ * once, even if its runner is slow to notice the abort (it is told, and its result is ignored).
+ */
+async function withTimeout<T>(ms: number | undefined, runSignal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  if (ms === undefined) return work(runSignal);
+  const controller = new AbortController();
+  const forward = () => controller.abort(runSignal.reason);
+  runSignal.addEventListener('abort', forward, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const error = new StepTimedOut(ms);
+      reject(error);
+      controller.abort(error);
+    }, ms);
+  });
+  const working = work(controller.signal);
+  working.catch(() => undefined); // after a timeout its rejection is nobody's
+  try {
+    return await Promise.race([working, timedOut]);
+  } finally {
+    clearTimeout(timer);
+    runSignal.removeEventListener('abort', forward);
+  }
+}
+
 export interface StepRunOptions {
   signal: AbortSignal;
   principal: string;
@@ -313,9 +346,11 @@ export class PipelineService {
         try {
           const stepInput = resolveTemplate(step.input, state);
           rec.input = stepInput ?? null;
-          const result = await this.#steps.run(rec.kind, rec.target, stepInput, {
-            signal: controller.signal, principal: options.principal, method: step.method, cell: step.cell, run: scope,
-          });
+          const result = await withTimeout(step.timeout_ms, controller.signal, (signal) =>
+            this.#steps.run(rec.kind, rec.target, stepInput, {
+              signal, principal: options.principal, method: step.method, cell: step.cell, run: scope,
+            }),
+          );
           if (controller.signal.aborted && record.failed_step) {
             rec.status = 'canceled';
           } else {

@@ -166,6 +166,27 @@ export default defineAgent({ run: async (input) => ({ response: input.query + ' 
     expect(Date.now() - started).toBeLessThan(15_000); // the sleeping cell was stopped, not awaited
   });
 
+  it('stop a cell that runs past its step timeout_ms (its kernel closed), failing the run; the next run works', async () => {
+    await start();
+    await server!.write('notebooks/spin.nb.ts', notebook([['spin0001', 'spin', 'while (true) {}'], ['fine0001', 'fine', 'const fine = 42;\nfine']]));
+    const draft = { name: 'spinner', steps: [{ name: 'spin', notebook: 'spin.nb.ts', cell: 'spin', timeout_ms: 300 }] };
+    expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: draft })).status).toBe(201);
+    const run = await server!.request('/api/v1/pipelines/spinner/run', { method: 'POST', json: {} });
+    expect(run.status).toBe(502);
+    expect(run.body.detail).toBe("pipeline 'spinner' failed at step 'spin': timed out after 300 ms");
+    expect(run.body.run.steps[0]).toMatchObject({ name: 'spin', status: 'failed', error: 'timed out after 300 ms' });
+    // The busy loop was interrupted, not left spinning: another run of the notebook works.
+    const other = { name: 'fine', steps: [{ name: 'fine', notebook: 'spin.nb.ts', cell: 'fine', timeout_ms: 30_000 }] };
+    expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: other })).status).toBe(201);
+    const ok = await server!.request('/api/v1/pipelines/fine/run', { method: 'POST', json: {} });
+    expect(ok.status).toBe(200);
+    expect(ok.body.steps[0].output).toMatchObject({ value: 42 });
+    // timeout_ms is checked like every other field.
+    const bad = await server!.request('/api/v1/pipelines', { method: 'POST', json: { ...draft, steps: [{ ...draft.steps[0], timeout_ms: 0 }] } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail).toMatch(/timeout_ms/);
+  });
+
   it('fail the step whose cell ends the kernel', async () => {
     await start();
     const draft = { name: 'crash', steps: [{ name: 'exit', notebook: 'scale.nb.ts', cell: 'crash' }] };

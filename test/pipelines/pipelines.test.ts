@@ -223,6 +223,31 @@ describe('pipeline input', () => {
 });
 
 describe('pipeline runs', () => {
+  it('fails a step at its timeout_ms even when the step ignores the stop, and cancels its siblings', async () => {
+    await setup();
+    await server!.write('agents/deaf.ts', `import { defineAgent } from 'hangar';
+export default defineAgent({ run: () => new Promise((resolve) => setTimeout(() => resolve('too late'), 20_000)) });
+`);
+    await eventually(async () => (await server!.request('/api/v1/deaf/health')).status === 200);
+    const draft = {
+      name: 'deadline',
+      steps: [
+        { name: 'deaf', agent: 'deaf', input: { query: 'x' }, timeout_ms: 200 },
+        { name: 'weather', endpoint: 'weather', input: { city: 'Oslo' } },
+      ],
+    };
+    expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: draft })).status).toBe(201);
+    const started = Date.now();
+    const res = await server!.request('/api/v1/pipelines/deadline/run', { method: 'POST', json: {} });
+    expect(res.status).toBe(502);
+    expect(res.body.detail).toBe("pipeline 'deadline' failed at step 'deaf': timed out after 200 ms");
+    expect(res.body.run.steps).toMatchObject([
+      { name: 'deaf', status: 'failed', error: 'timed out after 200 ms' },
+      { name: 'weather', status: 'canceled' },
+    ]);
+    expect(Date.now() - started).toBeLessThan(15_000); // not the 20 s the agent would take
+  });
+
   it('runs three steps, the two independent ones in parallel, and keeps every step in the run record', async () => {
     await setup();
     await server!.request('/api/v1/pipelines', { method: 'POST', json: CITY_REPORT });

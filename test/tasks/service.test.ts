@@ -263,6 +263,18 @@ describe('TaskService', () => {
     expect((await tasks.replay(task.id, 0)).events).toEqual([]);
   });
 
+  it('a delete that lands while a finished task is still writing its status is not undone by that write', async () => {
+    const { tasks } = service();
+    const task = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: async () => ({ ok: 1 }) });
+    // The window: the task chose `completed` and its record is on its way to disk.
+    const live = (tasks as unknown as { live: Map<string, { finishing: boolean }> }).live;
+    while (live.get(task.id) && !live.get(task.id)!.finishing) await new Promise((r) => setImmediate(r));
+    expect(live.get(task.id)?.finishing).toBe(true);
+    await tasks.delete(task.id);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await statusOf(tasks.get(task.id))).toBe(404);
+  });
+
   it('with tasks.enabled off every operation answers 501', async () => {
     const { tasks } = service({ enabled: false });
     expect(await statusOf(tasks.submit({ kind: 'adhoc', target: 'x', principal, run: () => 1 }))).toBe(501);

@@ -6,7 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentPool } from '../../core/coderun/pool.js';
-import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
+import { agentScript, barrier, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
 import { API_TEAM, makeRepo, startCodeServer, type CodeServer } from './support/fixture.js';
 
 const task = (id: string, file: string) => ({ id, title: `task ${id}`, description: `do ${id}`, role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: [file], dependencies: [] });
@@ -34,7 +34,10 @@ describe('agent pool sizing', () => {
   it('max_parallel raised between two runs widens the second run to the new setting', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
     let round = 1;
-    model = await startScriptedModel((c) => {
+    // In the second run the three agents' first calls wait for one another: with a pool of three
+    // threads they are all in flight at once, however long each thread took to start.
+    const together = barrier(3);
+    model = await startScriptedModel(async (c) => {
       if (c.kind === 'planner') {
         return {
           tool_calls: [
@@ -46,7 +49,8 @@ describe('agent pool sizing', () => {
         };
       }
       if (c.kind === 'reviewer') return approve;
-      // Slow answers keep every loop of a wave talking to the model at the same time.
+      if (round === 2 && c.kind === 'agent' && c.turn === 0) await together();
+      // Slow answers: in the first run, calls of two loops would overlap if the bound of one did not hold.
       return { ...agentScript([write(`src/api/${round}-${c.task}.mjs`, 'export {};\n')], c), delayMs: 400 };
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { max_parallel: 1 } });

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentScript, approve, reject, startScriptedModel, write, type Classified, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
+import { agentScript, barrier, approve, reject, startScriptedModel, write, type Classified, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
 import { API_TEAM, git, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
@@ -48,8 +48,11 @@ async function events(runId: string): Promise<any[]> {
 describe('coding run scenarios (scripted loopback model, fixture git repos)', () => {
   it('two teams go green end to end: contract frozen, parallel wave, a commit per task, clean user tree', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n', 'README.md': '# app\n' });
+    // The two agents' first calls wait for each other: in a parallel wave both are in flight at
+    // once, however long each worker thread took to start.
+    const together = barrier(2);
     model = await startScriptedModel(
-      (c: Classified) => {
+      async (c: Classified) => {
         if (c.kind === 'planner') {
           return planAnswer({
             summary: 'health route and page',
@@ -58,7 +61,7 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
           });
         }
         if (c.kind === 'reviewer') return approve;
-        // Slow agent answers make the two loops' calls overlap even when one worker thread starts late.
+        if (c.kind === 'agent' && c.turn === 0) await together();
         if (c.task === 'T1') return { ...agentScript([write('src/api/health.mjs', HEALTH_OK), write('test/api/health.test.mjs', HEALTH_TEST)], c), delayMs: 250 };
         return { ...agentScript([write('src/web/page.mjs', PAGE), write('test/web/page.test.mjs', PAGE_TEST)], c), delayMs: 250 };
       },

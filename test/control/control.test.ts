@@ -5,8 +5,15 @@ import { agentSource, eventually, makeWorkspace, startTestServer, type TestServe
 const TOKEN = 'control-secret-token';
 
 const files = {
-  // Sleeps for `query` milliseconds: a call that stays in flight as long as a test needs.
-  'agents/slow.ts': agentSource(`{ run: async (input) => { await new Promise((r) => setTimeout(r, Number(input.query))); return 'slept ' + input.query; } }`),
+  // Sleeps for `query` milliseconds; with the query 'held' it stays in flight until the test
+  // resolves the gate it put on globalThis (drop-ins are evaluated in this process).
+  'agents/slow.ts': agentSource(`{
+    run: async (input) => {
+      if (input.query === 'held') return 'released: ' + (await (globalThis as any).__controlGate);
+      await new Promise((r) => setTimeout(r, Number(input.query)));
+      return 'slept ' + input.query;
+    },
+  }`),
   'pipelines/nightly.json': JSON.stringify({ name: 'nightly', steps: [{ id: 'a', kind: 'agent', target: 'slow', input: { query: '1' } }] }),
   'plugins/double.ts': `import { definePlugin, z } from 'hangar';
 export default definePlugin({ card: { task: 'test' }, input: z.object({ x: z.number() }), load: () => 2, predict: (k, i) => ({ y: i.x * k }) });`,
@@ -20,7 +27,7 @@ describe('control plane, enabled', () => {
       json: init.json,
       headers: init.token === null ? {} : { 'x-control-token': init.token ?? TOKEN },
     });
-  const invoke = (ms: number) => server.request('/api/v1/slow/invoke', { method: 'POST', json: { query: String(ms) } });
+  const invoke = (query: number | 'held') => server.request('/api/v1/slow/invoke', { method: 'POST', json: { query: String(query) } });
 
   beforeAll(async () => {
     server = await startTestServer({ files, settings: { control: { enabled: true, token: TOKEN }, logs: { enabled: true }, watch: false } });
@@ -57,25 +64,36 @@ describe('control plane, enabled', () => {
   });
 
   it('drains: the call in flight finishes, new calls get 503 with Retry-After, enable serves again', async () => {
-    const inFlight = invoke(600);
-    await eventually(async () => (await control('/resources/agent/slow')).body.in_flight === 1);
+    // The call in flight waits for the test, not for a clock: it is still running however slowly
+    // the drain requests below arrive.
+    let release!: (value: string) => void;
+    (globalThis as any).__controlGate = new Promise<string>((resolve) => (release = resolve));
+    const inFlight = invoke('held');
+    try {
+      await eventually(async () => (await control('/resources/agent/slow')).body.in_flight === 1);
 
-    const drained = await control('/resources/agent/slow/drain', { json: { retry_after: 7 } });
-    expect(drained.status).toBe(200);
-    expect(drained.body).toMatchObject({ state: 'draining', in_flight: 1 });
+      const drained = await control('/resources/agent/slow/drain', { json: { retry_after: 7 } });
+      expect(drained.status).toBe(200);
+      expect(drained.body).toMatchObject({ state: 'draining', in_flight: 1 });
 
-    const refused = await invoke(1);
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get('retry-after')).toBe('7');
-    expect(refused.body.detail).toContain('draining');
-    // Health still answers while draining.
-    expect((await server.request('/api/v1/slow/health')).status).toBe(200);
+      const refused = await invoke(1);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('7');
+      expect(refused.body.detail).toContain('draining');
+      // Health still answers while draining.
+      expect((await server.request('/api/v1/slow/health')).status).toBe(200);
 
-    const waited = await control('/resources/agent/slow/drain', { json: { retry_after: 7, wait_ms: 5_000 } });
-    expect(waited.body).toMatchObject({ state: 'drained', in_flight: 0 });
-    const finished = await inFlight;
-    expect(finished.status).toBe(200);
-    expect(finished.body.response).toBe('slept 600');
+      // A drain that waits answers once the call in flight has finished.
+      const waiting = control('/resources/agent/slow/drain', { json: { retry_after: 7, wait_ms: 30_000 } });
+      release('done');
+      const waited = await waiting;
+      expect(waited.body).toMatchObject({ state: 'drained', in_flight: 0 });
+      const finished = await inFlight;
+      expect(finished.status).toBe(200);
+      expect(finished.body.response).toBe('released: done');
+    } finally {
+      release('done'); // never leave the call hanging if an assertion failed
+    }
 
     expect((await invoke(1)).status).toBe(503);
     expect((await control('/resources/agent/slow/enable', { json: {} })).body.state).toBe('active');
@@ -166,15 +184,19 @@ describe('control plane, enabled', () => {
   });
 
   it('changes rate limits at run time (last: it spends the window)', async () => {
-    const on = await control('/rate-limit', { json: { enabled: true, max: 3, window_ms: 1_000 } });
-    expect(on.body).toEqual({ enabled: true, max: 3, window_ms: 1_000 });
-    expect((await control('/settings')).body.rateLimit).toEqual({ enabled: true, max: 3, window_ms: 1_000 });
+    // A window long enough that the four requests below fall in it even on a slow machine.
+    const on = await control('/rate-limit', { json: { enabled: true, max: 3, window_ms: 3_000 } });
+    expect(on.body).toEqual({ enabled: true, max: 3, window_ms: 3_000 });
+    expect((await control('/settings')).body.rateLimit).toEqual({ enabled: true, max: 3, window_ms: 3_000 });
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await server.request('/api/v1/agents')).status);
     expect(statuses).toEqual([200, 200, 429]);
     // The control plane is limited like any route; once the window has passed it can lift the limit.
-    await new Promise((r) => setTimeout(r, 1_100));
-    const off = await control('/rate-limit', { json: { enabled: false } });
+    await new Promise((r) => setTimeout(r, 3_000));
+    const off = await eventually(async () => {
+      const res = await control('/rate-limit', { json: { enabled: false } });
+      return res.status === 200 ? res : undefined;
+    });
     expect(off.status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await server.request('/api/v1/agents')).status).toBe(200);
   });

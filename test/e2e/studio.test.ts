@@ -67,6 +67,8 @@ describe('studio view', () => {
     const p = await open('#/studio');
     await p.getByRole('heading', { name: 'Studio', level: 1 }).waitFor();
     const demo = p.locator('.agent-grid > li', { hasText: 'studio-demo' });
+    // The heading is there before the agent list has been fetched; the list comes in one render.
+    await demo.locator('.chip').first().waitFor();
     expect(await demo.locator('.chip').allTextContents()).toEqual(expect.arrayContaining(['graph', 'hitl', 'subagents', 'planning']));
     expect(await p.locator('.agent-grid > li', { hasText: 'talker' }).locator('.chip').allTextContents()).toContain('model');
   });
@@ -90,10 +92,21 @@ describe('studio view', () => {
     await p.getByLabel('Message', { exact: true }).fill('Say hello');
     await p.getByLabel('Message', { exact: true }).press('Control+Enter');
 
-    // Part of the answer is on screen while the run is still going, with its node active…
-    await p.locator('[data-testid="run"][data-state="running"] [data-testid="answer"]', { hasText: 'Hello' }).waitFor({ timeout: 15_000 });
-    expect(await p.getByTestId('answer').textContent()).not.toBe('Hello, streamed world!');
-    expect(await nodeState(p, node)).toBe('active');
+    // Part of the answer is on screen while the run is still going, with its node active… Read in
+    // one snapshot inside the page, the moment it shows, so a slow test process cannot miss it.
+    const midway = await p.waitForFunction(
+      (n): { answer: string; node: string | null } | undefined => {
+        const run = document.querySelector('[data-testid="run"][data-state="running"]');
+        const answer = run?.querySelector('[data-testid="answer"]')?.textContent ?? '';
+        if (!answer.includes('Hello')) return undefined;
+        return { answer, node: document.querySelector(`[data-testid="graph"] g.node[data-node="${n}"]`)?.getAttribute('data-state') ?? null };
+      },
+      node,
+      { timeout: 15_000 },
+    );
+    const seen = (await midway.jsonValue())!;
+    expect(seen.answer).not.toBe('Hello, streamed world!');
+    expect(seen.node).toBe('active');
     await p.screenshot({ path: path.join(OUTPUT, 'studio-streaming.png') });
     // …then all of it, the run completed and the node done.
     await p.locator('[data-testid="run"][data-state="completed"]').waitFor({ timeout: 15_000 });
@@ -126,6 +139,8 @@ describe('studio view', () => {
     await conv.getByRole('button', { name: 'Fork from message 2' }).click();
     await conv.getByTestId('lineage').waitFor();
     await p.waitForFunction(() => document.querySelectorAll('[data-testid="messages"] li').length === 2);
+    // The thread list is refreshed by its own request, apart from the messages and the lineage.
+    await p.waitForFunction(() => document.querySelectorAll('[data-testid="conversations"] .conv-list .branch').length > 0);
     expect(await conv.locator('.conv-list .branch').count()).toBe(1);
     await p.screenshot({ path: path.join(OUTPUT, 'studio-conversations.png'), fullPage: true });
   });

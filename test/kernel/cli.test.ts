@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { agentSource, makeWorkspace } from '../support/server.js';
+import { agentSource, eventually, makeWorkspace } from '../support/server.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(repo, 'bin', 'hangar.mjs');
@@ -69,18 +69,23 @@ describe('hangar CLI', () => {
     const url = /http:\/\/[\d.:]+/.exec(ready)![0];
     expect((await fetch(`${url}/readiness`)).status).toBe(200);
 
-    // An upload still in progress when the signal arrives completes with a response.
+    // An upload still in progress when the signal arrives completes with a response. The headers
+    // go first with Expect: 100-continue: the server answers 100 Continue once it has parsed them
+    // and made the request active, so the signal cannot find the connection idle (and drop it).
+    // The rest of the body is sent only once the server has taken the signal.
     const inflight = new Promise<number>((resolve, reject) => {
-      const req = http.request(`${url}/api/v1/hi/health`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+      const headers = { 'content-type': 'application/json', 'transfer-encoding': 'chunked', expect: '100-continue' };
+      const req = http.request(`${url}/api/v1/hi/health`, { method: 'POST', headers }, (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode!));
       });
       req.on('error', reject);
-      req.write('{"a":');
-      setTimeout(() => {
+      req.on('continue', () => {
+        req.write('{"a":');
         proc.child.kill('SIGTERM');
-        setTimeout(() => req.end('1}'), 200);
-      }, 100);
+        eventually(() => proc.err().includes('SIGTERM received')).then(() => req.end('1}'), reject);
+      });
+      req.flushHeaders();
     });
     expect(await inflight).toBe(404);
     expect(await proc.exited).toBe(0);

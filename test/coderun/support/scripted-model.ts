@@ -156,3 +156,20 @@ export function agentScript(turns: ScriptedAnswer[], c: Classified): ScriptedAns
 export const write = (path: string, content: string): ScriptedAnswer => ({ tool_calls: [{ name: 'write_file', arguments: { path, content } }] });
 export const approve: ScriptedAnswer = { tool_calls: [{ name: 'review', arguments: { verdict: 'approve', findings: [] } }] };
 export const reject = (finding: string): ScriptedAnswer => ({ tool_calls: [{ name: 'review', arguments: { verdict: 'reject', findings: [finding] } }] });
+
+/**
+ * Holds each caller until `n` have arrived, so the answers that follow overlap whatever the worker
+ * threads' start-up took. After `timeoutMs` from the first arrival it lets them through anyway,
+ * so a run that never gets `n` going at once shows as a wrong count, not a hang (and well within
+ * the model client's 10 s timeout).
+ */
+export function barrier(n: number, timeoutMs = 8_000): () => Promise<void> {
+  let arrived = 0;
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return () => {
+    if (++arrived === 1) setTimeout(open, timeoutMs).unref();
+    if (arrived >= n) open();
+    return opened;
+  };
+}

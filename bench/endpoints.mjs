@@ -53,6 +53,26 @@ const delayed = (ms, v) => (req, res) => { req.resume(); setTimeout(() => json(r
 })();
 `;
 
+// Context for the overhead figure: the least any fan-out process can add — a bare node:http server
+// that calls the three upstreams with a keep-alive agent, parses and merges their JSON and answers
+// (no validation, routing, metrics or retries). Prints its URL.
+const BARE_PROXY = `
+const http = require('http');
+const agent = new http.Agent({ keepAlive: true });
+const upstreams = [process.env.BENCH_A, process.env.BENCH_B, process.env.BENCH_C];
+const call = (url) => new Promise((resolve, reject) => {
+  http.get(url, { agent }, (res) => { let body = ''; res.setEncoding('utf8'); res.on('data', (d) => (body += d)); res.on('end', () => resolve(JSON.parse(body))); }).on('error', reject);
+});
+const server = http.createServer(async (req, res) => {
+  req.resume();
+  const answers = await Promise.all(upstreams.map(call));
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(Object.assign({}, ...answers)));
+});
+server.keepAliveTimeout = 60000;
+server.listen(0, '127.0.0.1', () => console.log('http://127.0.0.1:' + server.address().port));
+`;
+
 const FANOUT = `import { defineEndpoint, z } from 'hangar';
 export default defineEndpoint({
   description: 'bench: ALL over three upstreams',
@@ -150,6 +170,7 @@ async function throughput(url) {
 const root = await mkdtemp(path.join(os.tmpdir(), 'hangar-bench-endpoints-'));
 let upstreams;
 let hangar;
+let proxy;
 try {
   upstreams = await start(['-e', UPSTREAMS]);
   const urls = JSON.parse(upstreams.line);
@@ -166,6 +187,8 @@ try {
     BENCH_TOKEN: urls.token,
     BENCH_SECRET: 'bench-secret',
   });
+  proxy = await start(['-e', BARE_PROXY], { BENCH_A: urls.a, BENCH_B: urls.b, BENCH_C: urls.c });
+  const bareProxy = proxy.line.trim();
   const base = /http:\/\/127\.0\.0\.1:\d+/.exec(hangar.line)[0];
   for (;;) {
     const ready = await fetch(`${base}/readiness`).catch(() => undefined);
@@ -183,6 +206,15 @@ try {
     median(e) / median(d),
     '≤ 1 ms added',
     added <= 1,
+  );
+  const bare = await latencies(urls.c, bareProxy);
+  const floor = median(bare.e) - median(bare.d);
+  report(
+    '(context) bare node:http fan-out process over the same upstreams vs slowest upstream direct, median latency',
+    `${round(median(bare.e))} ms vs ${round(median(bare.d))} ms; added ${round(floor)} ms (Hangar adds ${round(added - floor)} ms more)`,
+    median(bare.e) / median(bare.d),
+    'none (context)',
+    true,
   );
   const instant = await latencies(urls.zero, `${base}/api/v1/endpoints/fanout0`);
   const cpu = median(instant.e) - median(instant.d);
@@ -222,6 +254,7 @@ try {
 } finally {
   agent.destroy();
   if (hangar) await stop(hangar.child);
+  if (proxy) await stop(proxy.child);
   if (upstreams) await stop(upstreams.child);
   await rm(root, { recursive: true, force: true });
 }

@@ -1,28 +1,15 @@
 // Bundles the CLI and server into dist/ with esbuild. `--if-stale` skips the build when dist is
 // newer than every source file, so `npm start` and `hangar` stay instant after the first run.
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { distIsStale } from './stale.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const out = path.join(repo, 'dist', 'cli.mjs');
 const args = new Set(process.argv.slice(2));
 
-function newest(dir) {
-  let latest = 0;
-  if (!existsSync(dir)) return latest;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    latest = Math.max(latest, entry.isDirectory() ? newest(full) : statSync(full).mtimeMs);
-  }
-  return latest;
-}
-
-if (args.has('--if-stale') && existsSync(out)) {
-  const sources = Math.max(newest(path.join(repo, 'core')), statSync(path.join(repo, 'package.json')).mtimeMs);
-  if (statSync(out).mtimeMs >= sources) process.exit(0);
-}
+if (args.has('--if-stale') && !distIsStale(repo)) process.exit(0);
 
 const started = Date.now();
 const result = await esbuild.build({

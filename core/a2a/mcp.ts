@@ -18,8 +18,7 @@
  *   a protocol error, as MCP asks; the client's cancellation aborts the agent's signal.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { buildAgentCard } from '../platform/card.js';
 import type { Agent } from '../agents/kind.js';
@@ -35,8 +34,16 @@ const toolInput = {
   thread_id: z.string().min(1).optional().describe('Continue this conversation thread'),
 };
 
+/**
+ * The SDK, loaded by the first MCP request rather than at every start: it takes ~250 ms to load,
+ * a quarter of a cold start, for a route most sessions never call.
+ */
+let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/mcp.js'), typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')]> | undefined;
+const loadSdk = () => (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/mcp.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
+
 /** An MCP server exposing the agents registered right now. */
-export function buildMcpServer(ctx: HangarContext): McpServer {
+export async function buildMcpServer(ctx: HangarContext): Promise<McpServer> {
+  const [{ McpServer }] = await loadSdk();
   const server = new McpServer({ name: 'hangar', version: ctx.version });
   for (const { definition: agent } of ctx.registry.list<Agent>('agent')) {
     const card = buildAgentCard(ctx, agent);
@@ -110,7 +117,8 @@ export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: 
     reply.code(405).header('Allow', 'POST').send(transportError('this MCP endpoint is stateless: use POST'));
     return;
   }
-  const server = buildMcpServer(ctx);
+  const [, { StreamableHTTPServerTransport }] = await loadSdk();
+  const server = await buildMcpServer(ctx);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   // From here the SDK owns the node response (JSON or an SSE stream).
   reply.hijack();

@@ -6,7 +6,12 @@
  * works with OpenAI, Ollama, llama.cpp server, vLLM and LM Studio. The client supplies timeouts,
  * retries with exponential backoff (on connection errors, 408/409/429 and 5xx) and cancellation.
  */
-import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
+
+type OpenAISdk = typeof import('openai');
+let sdk: Promise<OpenAISdk> | undefined;
+/** The client library is loaded by the first model call, not at every start (~60 ms of it). */
+export const loadOpenAI = (): Promise<OpenAISdk> => (sdk ??= import('openai'));
 import { HttpError, badGateway, errorMessage } from '../http/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
 import type { ChatMessage } from './types.js';
@@ -81,7 +86,8 @@ export class OpenAICompatibleProvider implements ModelProvider {
   }
 
   async complete(request: CompletionRequest): Promise<string> {
-    const client = new OpenAI({
+    const openai = await loadOpenAI();
+    const client = new openai.default({
       baseURL: this.settings.baseUrl,
       // Local servers (Ollama, llama.cpp) need no key, but the client insists on one; a dummy
       // value is sent as the bearer token and ignored by them.
@@ -114,7 +120,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
       if (request.signal?.aborted) throw new ModelCallAborted();
       return text;
     } catch (err) {
-      throw mapModelError(err, request.signal);
+      throw mapModelError(err, openai, request.signal);
     }
   }
 
@@ -130,11 +136,11 @@ export class OpenAICompatibleProvider implements ModelProvider {
 }
 
 /** Library errors mapped onto ours: an upstream failure is a 502 naming the status it gave. */
-function mapModelError(err: unknown, signal?: AbortSignal): Error {
+function mapModelError(err: unknown, openai: OpenAISdk, signal?: AbortSignal): Error {
   if (err instanceof HttpError) return err;
-  if (err instanceof APIUserAbortError || signal?.aborted) return new ModelCallAborted();
-  if (err instanceof APIConnectionTimeoutError) return badGateway('model endpoint timed out');
-  if (err instanceof APIError) {
+  if (err instanceof openai.APIUserAbortError || signal?.aborted) return new ModelCallAborted();
+  if (err instanceof openai.APIConnectionTimeoutError) return badGateway('model endpoint timed out');
+  if (err instanceof openai.APIError) {
     return badGateway(
       err.status ? `model endpoint answered ${err.status}: ${err.message}` : `model endpoint unreachable: ${err.message}`,
     );

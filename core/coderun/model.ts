@@ -8,7 +8,8 @@
  * pin, else the task's rung of `model_escalation` when it has been escalated, else `model_roles`
  * for the role, else the configured default.
  */
-import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
+import { loadOpenAI } from '../agents/model.js';
 import { errorMessage } from '../http/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
 
@@ -109,7 +110,9 @@ export class Semaphore {
 
 export class ModelGate {
   readonly slots: Semaphore;
-  private readonly client: OpenAI | undefined;
+  /** Made by the first call: the client library is not loaded until a model is really used. */
+  private client: Promise<OpenAI> | undefined;
+  private readonly apiKey: string;
   calls = 0;
 
   constructor(
@@ -117,19 +120,25 @@ export class ModelGate {
     private readonly options: { maxParallel: number; modelRoles: Record<string, string>; escalation: string[] },
   ) {
     this.slots = new Semaphore(options.maxParallel);
-    if (endpoint.baseUrl) {
-      this.client = new OpenAI({
-        baseURL: endpoint.baseUrl,
-        // Local servers need no key but the client insists on one.
-        apiKey: resolveSecret(endpoint.apiKey) || 'not-needed',
-        timeout: endpoint.timeoutMs,
-        maxRetries: endpoint.retries,
-      });
-    }
+    // Local servers need no key but the client insists on one. Resolved now, so a missing secret
+    // is reported when the gate is made, as before the client became lazy.
+    this.apiKey = endpoint.baseUrl ? resolveSecret(endpoint.apiKey) || 'not-needed' : '';
   }
 
   get configured(): boolean {
-    return this.client !== undefined;
+    return Boolean(this.endpoint.baseUrl);
+  }
+
+  private openClient(): Promise<OpenAI> {
+    return (this.client ??= loadOpenAI().then(
+      (openai) =>
+        new openai.default({
+          baseURL: this.endpoint.baseUrl,
+          apiKey: this.apiKey,
+          timeout: this.endpoint.timeoutMs,
+          maxRetries: this.endpoint.retries,
+        }),
+    ));
   }
 
   /** Rungs above the role's model a task can still climb. */
@@ -145,15 +154,16 @@ export class ModelGate {
   }
 
   async chat(call: ModelCall): Promise<ModelReply> {
-    const client = this.client;
-    if (!client) {
+    if (!this.configured) {
       throw new ModelError('no model endpoint is configured: set model.baseUrl in hangar.config.json or HANGAR_MODEL__BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)', false);
     }
     const model = this.modelFor(call);
     return this.slots.use(async () => {
       this.calls++;
       const started = performance.now();
+      const openai = await loadOpenAI();
       try {
+        const client = await this.openClient();
         const completion = await client.chat.completions.create(
           {
             model,
@@ -178,9 +188,9 @@ export class ModelGate {
           prompt_tokens: completion.usage?.prompt_tokens ?? null,
         };
       } catch (err) {
-        if (err instanceof APIUserAbortError || call.signal?.aborted) throw new ModelError('model call cancelled', false);
-        if (err instanceof APIConnectionTimeoutError) throw new ModelError(`model ${model} timed out`, true);
-        if (err instanceof APIError) throw new ModelError(`model ${model} answered ${err.status ?? 'no status'}: ${err.message}`, true);
+        if (err instanceof openai.APIUserAbortError || call.signal?.aborted) throw new ModelError('model call cancelled', false);
+        if (err instanceof openai.APIConnectionTimeoutError) throw new ModelError(`model ${model} timed out`, true);
+        if (err instanceof openai.APIError) throw new ModelError(`model ${model} answered ${err.status ?? 'no status'}: ${err.message}`, true);
         throw new ModelError(`model ${model} call failed: ${errorMessage(err)}`, true);
       }
     }, call.signal);

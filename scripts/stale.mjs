@@ -1,0 +1,21 @@
+// Whether dist/ must be rebuilt: missing, or older than a source file or package.json. Kept apart
+// from build.mjs (which loads esbuild) so `hangar` can check in its own process and start at once.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+function newest(dir) {
+  let latest = 0;
+  if (!existsSync(dir)) return latest;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(full) : statSync(full).mtimeMs);
+  }
+  return latest;
+}
+
+export function distIsStale(repo) {
+  const out = path.join(repo, 'dist', 'cli.mjs');
+  if (!existsSync(out)) return true;
+  const sources = Math.max(newest(path.join(repo, 'core')), statSync(path.join(repo, 'package.json')).mtimeMs);
+  return statSync(out).mtimeMs < sources;
+}

@@ -1,8 +1,7 @@
 import path from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
-import { launchBrowser, OUTPUT, type Browser } from './browser.js';
+import { OUTPUT, useUiBrowser } from './browser.js';
 
 /** The status dashboard and the frame around every view (sidebar, live updates, keyboard, themes). */
 
@@ -10,37 +9,19 @@ const echo = agentSource(`{ description: 'Echoes the query', run: (input) => ({ 
 // A type error the bundler reports with file and line (line 3).
 const broken = `import { defineAgent } from 'hangar';\n\nexport default defineAgent({ run: ( => 1 });\n`;
 
-let browser: Browser;
 let server: TestServer | undefined;
-let page: Page | undefined;
-
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-});
+const ui = useUiBrowser(() => server!.url);
 afterEach(async () => {
-  await page?.close();
-  page = undefined;
   await server?.stop();
   server = undefined;
 });
-
-async function open(url: string): Promise<Page> {
-  page = await browser.context.newPage();
-  // Fail a wait with its own message well before the test times out.
-  page.setDefaultTimeout(8000);
-  await page.goto(url);
-  return page;
-}
 
 describe('status view', () => {
   it('shows resources, drop-in errors with file and line, metrics and the task board', async () => {
     server = await startTestServer({ files: { 'agents/echo.ts': echo, 'agents/broken.ts': broken } });
     // A finished task, so the board has something in a column.
     const submitted = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'agent', target: 'echo', input: { query: 'hi' } } });
-    const p = await open(`${server.url}/ui/`);
+    const p = await ui.open('');
 
     const resources = p.getByTestId('resources');
     await resources.getByText('Version').waitFor();
@@ -75,7 +56,7 @@ describe('status view', () => {
 
   it('follows file changes live in the sidebar and the error list, without a reload', async () => {
     server = await startTestServer({ files: { 'agents/echo.ts': echo } });
-    const p = await open(`${server.url}/ui/#/status`);
+    const p = await ui.open('#/status');
     await p.getByTestId('live-state').getByText('Live').waitFor();
     const agents = p.locator('[data-kind="agent"] li');
     await agents.first().waitFor();
@@ -95,7 +76,7 @@ describe('status view', () => {
   it('reconnects to the live channel after the server restarts', async () => {
     server = await startTestServer({ files: { 'agents/echo.ts': echo } });
     const { port, root } = server;
-    const p = await open(`${server.url}/ui/#/status`);
+    const p = await ui.open('#/status');
     await p.getByTestId('live-state').getByText('Live').waitFor();
     await server.close();
     await p.getByTestId('live-state').getByText(/Offline/).waitFor();
@@ -115,7 +96,7 @@ describe('status view', () => {
 
   it('asks for a token when the server requires one, then works with it', async () => {
     server = await startTestServer({ files: { 'agents/echo.ts': echo }, settings: { auth: { tokens: { ada: 'open-sesame' } } } });
-    const p = await open(`${server.url}/ui/#/status`);
+    const p = await ui.open('#/status');
     const prompt = p.getByRole('heading', { name: 'This server needs an API token' });
     await prompt.waitFor();
     await p.getByLabel('API token').fill('open-sesame');
@@ -124,12 +105,12 @@ describe('status view', () => {
     await p.getByTestId('live-state').getByText('Live').waitFor();
     expect(await p.locator('[data-kind="agent"] li').allTextContents()).toEqual(['echo']);
     // Kept for the tab only, never as a cookie.
-    expect(await browser.context.cookies(server.url)).toEqual([]);
+    expect(await p.context().cookies(server.url)).toEqual([]);
   });
 
   it('is usable from the keyboard and has light and dark themes', async () => {
     server = await startTestServer({ files: { 'agents/echo.ts': echo, 'agents/zeta.ts': echo } });
-    const p = await open(`${server.url}/ui/#/status`);
+    const p = await ui.open('#/status');
     await p.locator('[data-kind="agent"] li').first().waitFor();
 
     // The first Tab reaches the skip link, which moves focus to the main content.

@@ -3,11 +3,10 @@
  * (`--url`, token read from the workspace's session file), against a fixture repository and the
  * scripted loopback model.
  */
-import { rm } from 'node:fs/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { codeCli } from '../../core/coderun/cli.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, git, makeRepo, startCodeServer, type CodeServer } from './support/fixture.js';
+import { API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
 
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;
@@ -30,12 +29,7 @@ const planAnswer: ScriptedAnswer = {
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
 let repo: string | undefined;
-afterEach(async () => {
-  await server?.stop();
-  await model?.close();
-  if (repo) await rm(repo, { recursive: true, force: true });
-  server = model = repo = undefined;
-});
+tearDownAfterEach(() => [server, model, repo]);
 
 async function runCli(argv: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = [];

@@ -4,13 +4,13 @@
  * fenced writes from before the command, and those it makes while the command runs) survives.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, symlink, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { foreignChanges, foreignOwner, restore, snapshotForeign } from '../../core/coderun/command-fence.js';
 import { agentScript, approve, startScriptedModel, write, type Classified, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, git, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 const API = { id: 'api', owns: API_TEAM.owns };
 const WEB = { id: 'web', owns: WEB_TEAM.owns };
@@ -20,12 +20,7 @@ const task = (id: string, squad: string, files: string[]) => ({ id, title: `task
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
 const cleanup: string[] = [];
-afterEach(async () => {
-  await server?.stop();
-  await model?.close();
-  for (const dir of cleanup.splice(0)) await rm(dir, { recursive: true, force: true });
-  server = model = undefined;
-});
+tearDownAfterEach(() => [server, model, ...cleanup.splice(0)]);
 
 async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { classify, runGate, testCount } from '../../core/coderun/gates.js';
 import { ModelGate } from '../../core/coderun/model.js';
 import { startScriptedModel, type ScriptedModel } from './support/scripted-model.js';
+import { tearDownAfterEach } from './support/fixture.js';
 
 const endpoint = (baseUrl: string) => ({ baseUrl, model: 'default-model', timeoutMs: 5000, retries: 0 });
 const result = (exit: number | null, output: string, extra: Record<string, unknown> = {}) => ({
@@ -16,10 +17,7 @@ const result = (exit: number | null, output: string, extra: Record<string, unkno
 });
 
 let model: ScriptedModel | undefined;
-afterEach(async () => {
-  await model?.close();
-  model = undefined;
-});
+tearDownAfterEach(() => [model]);
 
 describe('model gate', () => {
   it('bounds every model call of a run by max_parallel', async () => {

@@ -3,23 +3,17 @@
  * each run gets a pool sized by its own setting, and raising the setting between runs widens the
  * next run's wave for real (not just its model bound).
  */
-import { rm } from 'node:fs/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentPool } from '../../core/coderun/pool.js';
 import { agentScript, barrier, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, makeRepo, startCodeServer, type CodeServer } from './support/fixture.js';
+import { API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
 
 const task = (id: string, file: string) => ({ id, title: `task ${id}`, description: `do ${id}`, role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: [file], dependencies: [] });
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
 let repo: string | undefined;
-afterEach(async () => {
-  await server?.stop();
-  await model?.close();
-  if (repo) await rm(repo, { recursive: true, force: true });
-  server = model = repo = undefined;
-});
+tearDownAfterEach(() => [server, model, repo]);
 
 describe('agent pool sizing', () => {
   it('a pool is sized by the run it serves and closes idempotently', async () => {

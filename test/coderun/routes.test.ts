@@ -1,21 +1,16 @@
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { codeCli } from '../../core/coderun/cli.js';
 import { startTestServer } from '../support/server.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, CODE_SUBSYSTEMS, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { API_TEAM, CODE_SUBSYSTEMS, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
 let repo: string | undefined;
-afterEach(async () => {
-  await server?.stop();
-  await model?.close();
-  if (repo) await rm(repo, { recursive: true, force: true });
-  server = model = repo = undefined;
-});
+tearDownAfterEach(() => [server, model, repo]);
 
 describe('coding-run routes', () => {
   it('answers 401 without the session token on every coding-run route', async () => {

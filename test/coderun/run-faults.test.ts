@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../core/coderun/command.js';
 import { agentScript, approve, reject, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, CODE_SUBSYSTEMS, git, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { API_TEAM, CODE_SUBSYSTEMS, git, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
 import { eventually } from '../support/server.js';
 
 const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) => ({
@@ -26,13 +26,7 @@ let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
 let repo: string | undefined;
 const cleanup: string[] = [];
-afterEach(async () => {
-  await server?.stop();
-  await model?.close();
-  if (repo) await rm(repo, { recursive: true, force: true });
-  for (const dir of cleanup.splice(0)) await rm(dir, { recursive: true, force: true });
-  server = model = repo = undefined;
-});
+tearDownAfterEach(() => [server, model, repo, ...cleanup.splice(0)]);
 
 /** A marker-file folder removed after the test. */
 async function marksDir(): Promise<string> {

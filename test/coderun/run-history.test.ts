@@ -2,25 +2,20 @@
  * Past runs after a restart: their events are stored per run (one append-log key per run) and
  * replay from there; a task of a finished run cannot be retried, and the refusal says what to do.
  */
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RUN_EVENTS_LOG } from '../../core/coderun/service.js';
 import { makeWorkspace } from '../support/server.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, makeRepo, startCodeServer, type CodeServer } from './support/fixture.js';
+import { API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
 
 const task = (id: string, file: string) => ({ id, title: `write ${file}`, description: `write ${file}`, role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: [file], dependencies: [] });
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
 const cleanup: string[] = [];
-afterEach(async () => {
-  await server?.stop();
-  await model?.close();
-  for (const dir of cleanup.splice(0)) await rm(dir, { recursive: true, force: true });
-  server = model = undefined;
-});
+tearDownAfterEach(() => [server, model, ...cleanup.splice(0)]);
 
 const frames = (text: string) =>
   text

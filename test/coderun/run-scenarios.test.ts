@@ -1,9 +1,8 @@
 import { existsSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { agentScript, barrier, approve, reject, startScriptedModel, write, type Classified, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, git, makeRepo, startCodeServer, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { describe, expect, it } from 'vitest';
+import { agentScript, barrier, approve, startScriptedModel, write, type Classified, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
+import { API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;
@@ -30,12 +29,7 @@ const planAnswer = (plan: Record<string, unknown>): ScriptedAnswer => ({ tool_ca
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
 let repo: string | undefined;
-afterEach(async () => {
-  await server?.stop();
-  await model?.close();
-  if (repo) await rm(repo, { recursive: true, force: true });
-  server = model = repo = undefined;
-});
+tearDownAfterEach(() => [server, model, repo]);
 
 async function events(runId: string): Promise<any[]> {
   const res = await server!.api(`/api/runs/${runId}/events`);

@@ -3,11 +3,13 @@
  * model, for coding-run scenarios.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { afterEach } from 'vitest';
 import { SUBSYSTEMS } from '../../../core/kernel/subsystems.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
+import type { ScriptedModel } from './scripted-model.js';
 
 /**
  * The subsystems coding-run tests need: the coding-run routes and the OpenAPI document. Leaving
@@ -89,4 +91,22 @@ export async function startCodeServer(options: { baseUrl?: string; teams?: Recor
     }
   };
   return Object.assign(server, { token, api, settle });
+}
+
+/**
+ * After each test, stops what `started()` names, in order (a server before the model it calls) and
+ * removes the folders among it. The file's variables keep the last test's values, so a server or
+ * model already stopped here is not stopped twice.
+ */
+export function tearDownAfterEach(started: () => Array<CodeServer | ScriptedModel | string | undefined>): void {
+  const stopped = new WeakSet<object>();
+  afterEach(async () => {
+    for (const thing of started()) {
+      if (typeof thing === 'string') await rm(thing, { recursive: true, force: true });
+      else if (thing && !stopped.has(thing)) {
+        stopped.add(thing);
+        await ('stop' in thing ? thing.stop() : thing.close());
+      }
+    }
+  });
 }

@@ -25,6 +25,8 @@ const result = await esbuild.build({
   sourcemap: 'linked',
   logLevel: 'warning',
   metafile: true,
+  // Metafile paths are relative to this; `hangar` may run (and build) from any directory.
+  absWorkingDir: repo,
 });
 // Chunk names carry content hashes: drop the chunks of earlier builds so dist/ does not grow.
 const written = new Set(Object.keys(result.metafile.outputs).map((file) => path.resolve(repo, file)));

@@ -16,6 +16,7 @@ function newest(dir) {
 export function distIsStale(repo) {
   const out = path.join(repo, 'dist', 'cli.mjs');
   if (!existsSync(out)) return true;
-  const sources = Math.max(newest(path.join(repo, 'core')), statSync(path.join(repo, 'package.json')).mtimeMs);
+  // The bundle's sources: core/ and the desktop modules it imports.
+  const sources = Math.max(newest(path.join(repo, 'core')), newest(path.join(repo, 'desktop')), statSync(path.join(repo, 'package.json')).mtimeMs);
   return statSync(out).mtimeMs < sources;
 }

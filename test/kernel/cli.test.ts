@@ -1,5 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -111,5 +113,27 @@ describe('hangar CLI', () => {
     expect(await proc.exited).toBe(1);
     expect(proc.err().trim().split('\n').at(-1)).toBe(`hangar: port ${port} is already in use on 127.0.0.1; choose another with --port or HANGAR_PORT`);
     blocker.close();
+  });
+
+  it('rebuilds stale sources and runs when started from another directory', () => {
+    // A copy of the checkout, so this build cannot disturb the dist/ other test files are running.
+    const copy = mkdtempSync(path.join(os.tmpdir(), 'hangar-build-'));
+    try {
+      for (const part of ['bin', 'core', 'desktop', 'scripts', 'package.json']) cpSync(path.join(repo, part), path.join(copy, part), { recursive: true });
+      symlinkSync(path.join(repo, 'node_modules'), path.join(copy, 'node_modules'));
+      const out = execFileSync(process.execPath, [path.join(copy, 'bin', 'hangar.mjs'), '--version'], { cwd: os.tmpdir(), encoding: 'utf8' });
+      expect(out.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+      // Edit a source: the next start rebuilds, and the build keeps its own entry (its output paths
+      // are resolved against the checkout, not the caller's directory).
+      const entry = path.join(copy, 'dist', 'cli.mjs');
+      const firstBuild = statSync(entry).mtimeMs;
+      const later = new Date(Date.now() + 5_000);
+      utimesSync(path.join(copy, 'desktop', 'policy.ts'), later, later);
+      const again = execFileSync(process.execPath, [path.join(copy, 'bin', 'hangar.mjs'), '--version'], { cwd: os.tmpdir(), encoding: 'utf8' });
+      expect(again.trim()).toBe(out.trim());
+      expect(statSync(entry).mtimeMs).toBeGreaterThan(firstBuild);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
   });
 });

@@ -16,7 +16,7 @@ import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import { HttpError, notFound, notImplemented } from '../http/errors.js';
 import { param, pathOf, queryOf } from '../http/request.js';
 import { coerceQuery } from './query.js';
-import { QUERY_METHODS, type HttpMethod } from './schemas.js';
+import { QUERY_METHODS, type EndpointConfig, type HttpMethod } from './schemas.js';
 import { ENDPOINTS_PREFIX, type EndpointService } from './service.js';
 import type { EndpointJobs } from './tasks.js';
 
@@ -51,7 +51,7 @@ export function endpointRoutes(app: FastifyInstance, service: EndpointService, j
         return reply.code(204).header('Allow', [...allowed, 'OPTIONS'].join(', ')).send();
       }
       const fromQuery = QUERY_METHODS.has(method as HttpMethod);
-      const input = fromQuery ? coerceQuery(config.request, searchParams(req)) : req.body;
+      const input = fromQuery ? queryInput(config.request, req.url) : req.body;
       return service.invoke(name, method, input, {
         source: fromQuery ? 'query' : 'body',
         signal: abortOnClose(reply),
@@ -92,13 +92,12 @@ function normalise(path: string): string {
 }
 
 /**
- * Raw query parameters, read from the URL as written rather than from the app's parsed query:
- * the endpoint convention is repeated keys and JSON text, coerced by the endpoint's own model.
+ * The input of a GET/HEAD call, from the query as written rather than the app's parsed query: the
+ * endpoint convention is repeated keys and JSON text, coerced by the endpoint's own model.
  */
-function searchParams(req: FastifyRequest): URLSearchParams {
-  const url = req.url;
+function queryInput(model: EndpointConfig['request'], url: string): Record<string, unknown> {
   const at = url.indexOf('?');
-  return new URLSearchParams(at === -1 ? '' : url.slice(at + 1));
+  return at === -1 ? {} : coerceQuery(model, new URLSearchParams(url.slice(at + 1)));
 }
 
 /** Aborted when the client goes away before the answer is sent: upstream calls stop with it. */

@@ -39,6 +39,9 @@ import {
 
 export const ENDPOINTS_PREFIX = '/api/v1/endpoints';
 
+/** Definitions are frozen, so what they allow is worked out once per definition (see `allowedMethods`). */
+const allowedByConfig = new WeakMap<EndpointConfig, readonly HttpMethod[]>();
+
 /** Validate a definition (from a drop-in or code). Throws an Error naming the first bad fields. */
 export function parseEndpointDefinition(definition: unknown): EndpointConfig {
   const result = EndpointDefinitionSchema.safeParse(definition);
@@ -202,10 +205,15 @@ export class EndpointService {
    * Methods the main route answers: the declared ones, plus HEAD wherever GET is declared (HTTP
    * semantics: a HEAD is a GET without the body, RFC 9110 §9.3.2).
    */
-  allowedMethods(config: EndpointConfig): HttpMethod[] {
-    const methods = new Set(config.methods);
-    if (methods.has('GET')) methods.add('HEAD');
-    return HTTP_METHODS.filter((m) => methods.has(m));
+  allowedMethods(config: EndpointConfig): readonly HttpMethod[] {
+    let allowed = allowedByConfig.get(config);
+    if (!allowed) {
+      const methods = new Set(config.methods);
+      if (methods.has('GET')) methods.add('HEAD');
+      allowed = Object.freeze(HTTP_METHODS.filter((m) => methods.has(m)));
+      allowedByConfig.set(config, allowed);
+    }
+    return allowed;
   }
 
   /**

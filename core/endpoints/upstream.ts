@@ -100,7 +100,8 @@ export async function callUpstream(req: UpstreamRequest, deps: UpstreamDeps): Pr
     let headers: Record<string, string>;
     let token: string | undefined;
     try {
-      ({ headers, token } = await authenticate(prepared, req, deps));
+      const authenticated = authenticate(prepared, req, deps);
+      ({ headers, token } = authenticated instanceof Promise ? await authenticated : authenticated);
     } catch (err) {
       if (req.signal.aborted) return finish('cancelled', 'cancelled');
       return finish('config_error', errorMessage(err));
@@ -177,17 +178,27 @@ function prepare(req: UpstreamRequest, deps: UpstreamDeps): Prepared {
   return { url, headers, body, auth };
 }
 
-async function authenticate(
-  prepared: Prepared,
-  req: UpstreamRequest,
-  deps: UpstreamDeps,
-): Promise<{ headers: Record<string, string>; token?: string }> {
+interface Authenticated {
+  headers: Record<string, string>;
+  /** The OAuth2 access token sent, if any. */
+  token?: string;
+}
+
+/**
+ * Request headers with credentials. Synchronous unless a token must be awaited: the common case
+ * (no auth, or a static one) should not cost the fan-out a turn of the event loop per upstream.
+ */
+function authenticate(prepared: Prepared, req: UpstreamRequest, deps: UpstreamDeps): Authenticated | Promise<Authenticated> {
   const { auth } = prepared;
   if (!auth) return { headers: prepared.headers };
   if (auth.type !== 'OAUTH2_CLIENT_CREDENTIALS') {
     return { headers: { ...prepared.headers, ...lowerKeys(staticAuthHeaders(auth, deps.redactor)) } };
   }
-  const token = await deps.tokens.get(auth as ResolvedOAuth2, {
+  return withToken(prepared, auth, req, deps);
+}
+
+async function withToken(prepared: Prepared, auth: ResolvedOAuth2, req: UpstreamRequest, deps: UpstreamDeps): Promise<Authenticated> {
+  const token = await deps.tokens.get(auth, {
     signal: req.signal,
     onRequest: (outcome) => deps.metrics.tokenRequests.inc({ endpoint: req.endpoint, upstream: req.upstream.name, outcome }),
   });
@@ -211,92 +222,80 @@ const agents = {
 export const MAX_ANSWER_BYTES = 10 * 1024 * 1024;
 
 /**
- * One HTTP exchange on node:http(s). Not `fetch`: measured on this code path, undici's fetch costs
- * about 4× the CPU of `http.request` per call, which a fan-out pays several times per request.
+ * One HTTP exchange on node:http(s), cut at `timeoutMs` (reading the body included) or when
+ * `signal` aborts. Never rejects: a failure is an `Attempt` of its kind.
+ *
+ * Not `fetch`: measured on this code path, undici's fetch costs about 4× the CPU of `http.request`
+ * per call, which a fan-out pays several times per request. For the same reason the timeout is a
+ * plain timer that destroys the request, and the caller's signal gets one listener: no
+ * AbortController per attempt (`AbortSignal.timeout` would also keep an idle timer alive for the
+ * full timeout at every call).
  * Redirects are deliberately not followed: a 3xx is reported, since following it would send the
  * upstream's credentials to wherever the redirect points.
  */
-async function sendOnce(
+function sendOnce(
   prepared: Prepared,
   headers: Record<string, string>,
   method: HttpMethod,
   timeoutMs: number,
-  callerSignal: AbortSignal,
-): Promise<Attempt> {
-  // A plain timer cleared on completion rather than AbortSignal.timeout: the latter lives until it
-  // fires, so at a few thousand calls a second tens of thousands of idle 10 s timers would pile up.
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, timeoutMs);
-  const onCallerAbort = () => controller.abort();
-  callerSignal.addEventListener('abort', onCallerAbort, { once: true });
-  try {
-    return await exchange(prepared, headers, method, controller.signal);
-  } catch (err) {
-    if (callerSignal.aborted) return { kind: 'cancelled' };
-    if (timedOut) return { kind: 'timeout' };
-    return { kind: 'network', error: describeNetworkError(err) };
-  } finally {
-    clearTimeout(timer);
-    callerSignal.removeEventListener('abort', onCallerAbort);
-  }
-}
-
-function exchange(
-  prepared: Prepared,
-  headers: Record<string, string>,
-  method: HttpMethod,
   signal: AbortSignal,
-): Promise<Extract<Attempt, { kind: 'answer' }>> {
-  return new Promise((resolve, reject) => {
+): Promise<Attempt> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(CANCELLED);
     const { url, body } = prepared;
     const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : undefined;
-    if (!transport) return reject(new Error(`unsupported protocol ${url.protocol}`));
-    if (signal.aborted) return reject(signal.reason);
+    if (!transport) return resolve({ kind: 'network', error: `unsupported protocol ${url.protocol}` });
     let settled = false;
-    const fail = (err: unknown) => {
+    let req: http.ClientRequest | undefined;
+    const settle = (attempt: Attempt) => {
       if (settled) return;
       settled = true;
+      clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      req.destroy();
-      reject(err);
+      // After a failure the socket may hold half an answer: it must not go back to the pool.
+      if (attempt.kind !== 'answer') req?.destroy();
+      resolve(attempt);
     };
-    const onAbort = () => fail(signal.reason);
+    const networkError = (err: unknown) => settle({ kind: 'network', error: describeNetworkError(err) });
+    const onAbort = () => settle(CANCELLED);
+    const timer = setTimeout(() => settle(TIMED_OUT), timeoutMs);
+    signal.addEventListener('abort', onAbort, { once: true });
     const sendHeaders = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
-    const req = transport.request(url, { method, headers: sendHeaders, agent: agents[url.protocol as 'http:' | 'https:'] }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_ANSWER_BYTES) fail(new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`));
-        else chunks.push(chunk);
-      });
-      res.on('error', fail);
-      res.on('close', () => {
-        if (!res.complete) fail(new Error('connection closed before the answer was complete'));
-      });
-      res.on('end', () => {
-        if (settled) return;
-        settled = true;
-        signal.removeEventListener('abort', onAbort);
-        const retryAfter = res.headers['retry-after'];
-        resolve({
-          kind: 'answer',
-          status: res.statusCode ?? 0,
-          text: Buffer.concat(chunks).toString('utf8'),
-          retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
-          contentType: res.headers['content-type'] ?? '',
+    try {
+      req = transport.request(url, { method, headers: sendHeaders, agent: agents[url.protocol as 'http:' | 'https:'] }, (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_ANSWER_BYTES) networkError(new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`));
+          else chunks.push(chunk);
+        });
+        res.on('error', networkError);
+        res.on('close', () => {
+          if (!res.complete) networkError(new Error('connection closed before the answer was complete'));
+        });
+        res.on('end', () => {
+          const retryAfter = res.headers['retry-after'];
+          settle({
+            kind: 'answer',
+            status: res.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+            retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+            contentType: res.headers['content-type'] ?? '',
+          });
         });
       });
-    });
-    signal.addEventListener('abort', onAbort, { once: true });
-    req.on('error', fail);
+    } catch (err) {
+      // A header value node refuses (e.g. a control character from an environment variable).
+      return networkError(err);
+    }
+    req.on('error', networkError);
     req.end(body);
   });
 }
+
+const CANCELLED: Attempt = { kind: 'cancelled' };
+const TIMED_OUT: Attempt = { kind: 'timeout' };
 
 function readAnswer(
   attempt: Extract<Attempt, { kind: 'answer' }>,

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EndpointService } from '../../core/endpoints/service.js';
-import { backoff, joinUrl, parseRetryAfter } from '../../core/endpoints/upstream.js';
+import { backoff, joinUrl, MAX_ANSWER_BYTES, parseRetryAfter } from '../../core/endpoints/upstream.js';
 import type { UpstreamDefinitionInput } from '../../core/endpoints/schemas.js';
 import { fixed, json, startLoopback, type Handler, type Loopback } from './loopback.js';
 
@@ -136,6 +136,30 @@ describe('timeouts and bad answers', () => {
     const { s } = one({ base_url: up.url, timeout_ms: 150, retries: 0 });
     const err = await s.invoke('e', 'GET', {}).catch((e) => e);
     expect(err.upstreams[0]).toMatchObject({ outcome: 'timeout' });
+  });
+
+  it('cuts an answer larger than MAX_ANSWER_BYTES and reports it, keeping the server whole', async () => {
+    const chunk = Buffer.alloc(1024 * 1024, 0x20);
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      for (let i = 0; i <= MAX_ANSWER_BYTES / chunk.length; i++) res.write(chunk);
+      res.end('{}');
+    });
+    const { s } = one({ base_url: up.url, retries: 0 });
+    const err = await s.invoke('e', 'GET', {}).catch((e) => e);
+    expect(err.status).toBe(502);
+    expect(err.upstreams[0]).toMatchObject({ outcome: 'network_error', error: `answer larger than ${MAX_ANSWER_BYTES} bytes` });
+  });
+
+  it('reports a header value node refuses (a control character from the environment) without its value', async () => {
+    const up = await upstream(fixed({}));
+    const s = new EndpointService({ metrics: new Registry(), env: () => ({ TENANT: 'acme\r\nx-injected: 1' }) });
+    s.register({ name: 'e', methods: ['GET'], upstreams: [{ name: 'u', base_url: up.url, retries: 0, headers: { 'x-tenant': '${TENANT}' } }] });
+    const err = await s.invoke('e', 'GET', {}).catch((e) => e);
+    expect(err.upstreams[0]).toMatchObject({ outcome: 'network_error', status: null });
+    expect(err.upstreams[0].error).toContain('x-tenant');
+    expect(JSON.stringify(err.toBody())).not.toContain('acme');
+    expect(up.received).toHaveLength(0);
   });
 
   it('reports invalid JSON per upstream without failing the others', async () => {

@@ -186,7 +186,7 @@ interface Authenticated {
 
 /**
  * Request headers with credentials. Synchronous unless a token must be awaited: the common case
- * (no auth, or a static one) should not cost the fan-out a turn of the event loop per upstream.
+ * (no auth, or a static one) should not cost the fan-out an extra asynchronous step per upstream.
  */
 function authenticate(prepared: Prepared, req: UpstreamRequest, deps: UpstreamDeps): Authenticated | Promise<Authenticated> {
   const { auth } = prepared;

@@ -55,6 +55,7 @@ export function endpointRoutes(app: FastifyInstance, service: EndpointService, j
       return service.invoke(name, method, input, {
         source: fromQuery ? 'query' : 'body',
         signal: abortOnClose(reply),
+        requestId: req.id,
       });
     }
     const base = config.path === '/' ? '' : config.path;

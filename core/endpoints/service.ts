@@ -76,6 +76,8 @@ export interface InvokeOptions {
   /** Where the input came from; prefixes the field named in a 422. Default 'body'. */
   source?: 'body' | 'query';
   signal?: AbortSignal;
+  /** Sent to every upstream as `X-Request-Id` (unless the upstream's own headers set one). */
+  requestId?: string;
 }
 
 export interface EndpointSummary {
@@ -256,19 +258,20 @@ export class EndpointService {
           method: extra.method ?? upstream.method ?? (verb === 'HEAD' ? 'GET' : verb),
           input: callInput,
           path: extra.path,
+          requestId: options.requestId,
           responseModel: upstream.response ?? config.response,
           signal: callSignal,
         },
         deps,
       );
 
-    if (config.handler) return this.#runHandler(config, verb, input, signal, call, redactor, observe);
+    if (config.handler) return this.#runHandler(config, verb, input, signal, call, redactor, observe, options.requestId);
 
     const result = await runAggregation(config.aggregation, config.upstreams, (u, s) => call(u, s, input), signal);
     if (signal.aborted) throw this.#clientGone(observe);
     if (!result.success) {
       observe('upstream_failure');
-      throw this.#failure(config, verb, result.upstreams);
+      throw this.#failure(config, verb, result.upstreams, options.requestId);
     }
     if (config.output) {
       const checked = config.output.safeParse(result.aggregated);
@@ -293,6 +296,7 @@ export class EndpointService {
     call: (u: UpstreamDefinition, s: AbortSignal, i: unknown, extra?: UpstreamCallOptions) => Promise<UpstreamCallResult>,
     redactor: Redactor,
     observe: (outcome: EndpointOutcome) => void,
+    requestId: string | undefined,
   ): Promise<FanOutResult> {
     // Results of every upstream call the handler makes, in the order they finish.
     const recorded: UpstreamResult[] = [];
@@ -328,7 +332,7 @@ export class EndpointService {
       if (signal.aborted) throw this.#clientGone(observe);
       if (err instanceof UpstreamCallError) {
         observe('upstream_failure');
-        throw this.#failure(config, verb, recorded);
+        throw this.#failure(config, verb, recorded, requestId);
       }
       observe('handler_error');
       if (err instanceof HttpError) throw err;
@@ -358,7 +362,7 @@ export class EndpointService {
     return new HttpError(499, 'client closed the request');
   }
 
-  #failure(config: EndpointConfig, verb: HttpMethod, upstreams: UpstreamResult[]): EndpointFailure {
+  #failure(config: EndpointConfig, verb: HttpMethod, upstreams: UpstreamResult[], requestId: string | undefined): EndpointFailure {
     const failed = upstreams.filter((u) => !u.ok && u.outcome !== 'cancelled');
     const reasons = failed.map((u) => `upstream '${u.name}' ${u.outcome}: ${u.error}`).join('; ');
     const what =
@@ -369,7 +373,7 @@ export class EndpointService {
           : `${config.aggregation} found no successful upstream`;
     const detail = `endpoint '${config.name}' failed (${what}): ${reasons || 'no upstream answered'}`;
     // Already redacted per upstream; the log gets exactly what the client gets.
-    this.#log?.warn('endpoint call failed', { endpoint: config.name, method: verb, detail });
+    this.#log?.warn('endpoint call failed', { endpoint: config.name, method: verb, request_id: requestId, detail });
     return new EndpointFailure(detail, upstreams);
   }
 

@@ -22,6 +22,7 @@ import { performance } from 'node:perf_hooks';
 import type { z } from 'zod';
 import { formatIssues } from '../http/validate.js';
 import { errorMessage } from '../http/errors.js';
+import { REQUEST_ID_HEADER } from '../http/request.js';
 import { describeNetworkError, resolveAuth, staticAuthHeaders, type ResolvedAuth, type ResolvedOAuth2, type TokenCache } from './auth.js';
 import { interpolate, MissingEnvError, type Env, type Redactor } from './interpolation.js';
 import type { EndpointMetrics } from './metrics.js';
@@ -48,6 +49,8 @@ export interface UpstreamRequest {
   input: unknown;
   /** Replaces `upstream.path` (custom handlers). */
   path?: string;
+  /** Forwarded as `X-Request-Id`; the upstream's configured headers may override it. */
+  requestId?: string;
   /** Each upstream answer must pass it; failures are `invalid_response`. */
   responseModel?: z.ZodType;
   signal: AbortSignal;
@@ -164,6 +167,7 @@ function prepare(req: UpstreamRequest, deps: UpstreamDeps): Prepared {
     throw new Error(`${field}.base_url + path is not a valid absolute URL`);
   }
   const headers: Record<string, string> = { accept: 'application/json' };
+  if (req.requestId !== undefined) headers[REQUEST_ID_HEADER] = req.requestId;
   for (const [name, value] of Object.entries(upstream.headers)) {
     headers[name.toLowerCase()] = interpolate(value, deps.env, `${field}.headers.${name}`, deps.redactor);
   }

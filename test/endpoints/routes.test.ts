@@ -201,3 +201,47 @@ describe('coerceQuery', () => {
     expect(coerceQuery(model, new URLSearchParams('n=4.5&m=7'))).toEqual({ n: 4.5, m: 7 });
   });
 });
+
+describe('request ids', () => {
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+  it("forwards the caller's X-Request-Id to the upstream and answers it back", async () => {
+    const res = await get('/api/v1/endpoints/search/find?q=rain', { headers: { 'x-request-id': 'trace-42/a' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('trace-42/a');
+    expect(upstream.received.map((r) => r.headers['x-request-id'])).toEqual(['trace-42/a']);
+  });
+
+  it('makes a fresh UUID when the caller sends none, or one that is not short printable ASCII', async () => {
+    const ids: string[] = [];
+    for (const given of [undefined, 'has space', 'x'.repeat(129)]) {
+      const res = await get('/api/v1/endpoints/search/find?q=rain', given === undefined ? {} : { headers: { 'x-request-id': given } });
+      expect(res.status).toBe(200);
+      const id = res.headers.get('x-request-id')!;
+      expect(id).toMatch(UUID);
+      ids.push(id);
+    }
+    expect(new Set(ids).size).toBe(3);
+    expect(upstream.received.map((r) => r.headers['x-request-id'])).toEqual(ids);
+  });
+
+  it('answers the id on errors too, and names it in the failure log line', async () => {
+    const missing = await get('/api/v1/nothing-here', { headers: { 'x-request-id': 'lost-1' } });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('x-request-id')).toBe('lost-1');
+
+    const warned: Array<Record<string, unknown> | undefined> = [];
+    const logged = new EndpointService({ metrics: new Registry(), log: { warn: (_message, fields) => warned.push(fields) } });
+    logged.register({ name: 'down', methods: ['GET'], upstreams: [{ name: 'gone', base_url: upstream.url, retries: 0 }] });
+    const downApi = await startRoutes(logged);
+    await upstream.close();
+    try {
+      const failed = await fetch(`${downApi.url}/api/v1/endpoints/down`, { headers: { 'x-request-id': 'down-7' } });
+      expect(failed.status).toBe(502);
+      expect(failed.headers.get('x-request-id')).toBe('down-7');
+      expect(warned).toEqual([expect.objectContaining({ endpoint: 'down', request_id: 'down-7' })]);
+    } finally {
+      await downApi.close();
+    }
+  });
+});

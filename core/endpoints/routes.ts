@@ -14,7 +14,7 @@
  */
 import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import { HttpError, notFound, notImplemented } from '../http/errors.js';
-import { param, pathOf, queryOf } from '../http/request.js';
+import { param, pathOf, queryOf, REQUEST_ID_HEADER, requestIdOf } from '../http/request.js';
 import { coerceQuery } from './query.js';
 import { QUERY_METHODS, type EndpointConfig, type HttpMethod } from './schemas.js';
 import { ENDPOINTS_PREFIX, type EndpointService } from './service.js';
@@ -34,6 +34,9 @@ export function endpointRoutes(app: FastifyInstance, service: EndpointService, j
 
   // `/:name` and `/:name/*` together: the tail is optional.
   const dispatch = async (req: FastifyRequest, reply: FastifyReply) => {
+    // Set first, so every answer of these routes carries it, errors included.
+    const requestId = requestIdOf(req);
+    reply.header(REQUEST_ID_HEADER, requestId);
     const name = param(req, 'name');
     const rest = (req.params as { '*'?: string })['*'] ?? '';
     if (name === '') {
@@ -55,7 +58,7 @@ export function endpointRoutes(app: FastifyInstance, service: EndpointService, j
       return service.invoke(name, method, input, {
         source: fromQuery ? 'query' : 'body',
         signal: abortOnClose(reply),
-        requestId: req.id,
+        requestId,
       });
     }
     const base = config.path === '/' ? '' : config.path;

@@ -5,7 +5,7 @@ import type { Logger } from '../kernel/log.js';
 import type { Settings } from '../kernel/settings.js';
 import type { Metrics } from '../platform/metrics.js';
 import { HttpError, toHttpError } from './errors.js';
-import { pathOf, REQUEST_ID_HEADER, requestIdOf } from './request.js';
+import { pathOf } from './request.js';
 import { hostCheck, principalHook, type ReconfigurableRateLimiter } from './security.js';
 
 /**
@@ -40,8 +40,6 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     return503OnClosing: false,
     // Like express: `/api/v1/agents/` is `/api/v1/agents`.
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
-    requestIdHeader: false,
-    genReqId: requestIdOf,
   });
   app.decorateRequest('principal', '');
 
@@ -54,11 +52,6 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     if (settings.requestLog && log.enabled('debug')) {
       log.debug('request', { method: req.method, path: pathOf(req), status: reply.statusCode, ms: Math.round(seconds * 1e4) / 10, principal: req.principal });
     }
-    done();
-  });
-  // On the node response, so streams that write their own head (SSE) carry it too.
-  app.addHook('onRequest', function echoRequestId(req, reply, done) {
-    reply.raw.setHeader(REQUEST_ID_HEADER, req.id);
     done();
   });
   app.addHook('onRequest', hostCheck(settings));

@@ -1,16 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 
 /**
- * Every request has an id, as API gateways give one: the caller's `X-Request-Id` when it is short
- * printable ASCII (so a client or proxy can correlate its own logs), otherwise a fresh UUID. The
- * app answers it back in `X-Request-Id`, and custom endpoints forward it to their upstreams.
+ * The id of a custom endpoint call, as API gateways give one: the caller's `X-Request-Id` when it is
+ * short printable ASCII (so a client or proxy can correlate its own logs), otherwise a fresh UUID.
  */
 export const REQUEST_ID_HEADER = 'x-request-id';
 const CALLER_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
-export function requestIdOf(req: IncomingMessage): string {
+export function requestIdOf(req: FastifyRequest): string {
   const given = req.headers[REQUEST_ID_HEADER];
   return typeof given === 'string' && CALLER_REQUEST_ID.test(given) ? given : randomUUID();
 }

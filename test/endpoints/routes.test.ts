@@ -226,7 +226,7 @@ describe('request ids', () => {
   });
 
   it('answers the id on errors too, and names it in the failure log line', async () => {
-    const missing = await get('/api/v1/nothing-here', { headers: { 'x-request-id': 'lost-1' } });
+    const missing = await get('/api/v1/endpoints/nothing-here', { headers: { 'x-request-id': 'lost-1' } });
     expect(missing.status).toBe(404);
     expect(missing.headers.get('x-request-id')).toBe('lost-1');
 

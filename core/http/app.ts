@@ -1,10 +1,12 @@
 import http from 'node:http';
 import bytes from 'bytes';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from '../kernel/log.js';
 import type { Settings } from '../kernel/settings.js';
 import type { Metrics } from '../platform/metrics.js';
-import { HttpError, toHttpError } from './errors.js';
+import { crossSiteGuard } from './cross-site.js';
+import { badRequest, HttpError, toHttpError, unprocessable } from './errors.js';
+import { hasEncodedControl, normalizeUrl } from './normalize.js';
 import { pathOf } from './request.js';
 import { hostCheck, principalHook, type ReconfigurableRateLimiter } from './security.js';
 
@@ -40,6 +42,13 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     return503OnClosing: false,
     // Like express: `/api/v1/agents/` is `/api/v1/agents`.
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
+    // One normalised path for the router and every guard (core/http/normalize.ts).
+    rewriteUrl: (req) => normalizeUrl(req.url ?? '/'),
+    // A target the router cannot decode (`%zz`, broken UTF-8) is the caller's mistake, said as `{detail}`.
+    frameworkErrors: (err, req, reply) => {
+      const error = err.code === 'FST_ERR_BAD_URL' ? badRequest(`the request path is not valid percent-encoding: ${req.originalUrl}`) : toHttpError(err);
+      void (reply as FastifyReply).code(error.status).headers(error.headers).send(error.toBody());
+    },
   });
   app.decorateRequest('principal', '');
 
@@ -55,11 +64,17 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     done();
   });
   app.addHook('onRequest', hostCheck(settings));
+  app.addHook('onRequest', function pathCheck(req, _reply, done) {
+    // Decoded, a control character would reach ids, file names and response headers (a 500 from node).
+    done(hasEncodedControl(pathOf(req)) ? unprocessable('the request path contains a control character') : undefined);
+  });
+  app.addHook('onRequest', crossSiteGuard(settings));
   app.addHook('onRequest', principalHook(settings, extraTokens, publicPaths));
   app.addHook('onRequest', rateLimiter.hook);
 
   // JSON bodies of any JSON value (like express.json's strict: false); an empty body is no body.
-  // Other content types are not read into `req.body`.
+  // Other content types only get past the cross-site guard on routes that list them in
+  // `config.bodyTypes`; those routes get the body as a Buffer.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
     if (text === '') return done(null, undefined);
@@ -69,7 +84,7 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
       done(new HttpError(422, `request body is not valid JSON: ${(err as Error).message}`), undefined);
     }
   });
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
   answerWithDetail(app, (req, error, err) => {
     log.error(`${req.method} ${pathOf(req)} failed: ${error.message}`, {

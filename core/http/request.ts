@@ -13,9 +13,19 @@ export function requestIdOf(req: FastifyRequest): string {
   return typeof given === 'string' && CALLER_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/** The path of a request without its query string, as sent (not decoded). */
+/**
+ * The path of a request without its query string, normalised (core/http/normalize.ts): the path
+ * the router matched and every guard must judge.
+ */
 export function pathOf(req: FastifyRequest): string {
   const url = req.url;
+  const query = url.indexOf('?');
+  return query < 0 ? url : url.slice(0, query);
+}
+
+/** The path as the client sent it, for the rare answer that depends on its spelling (a trailing slash). */
+export function sentPathOf(req: FastifyRequest): string {
+  const url = req.originalUrl;
   const query = url.indexOf('?');
   return query < 0 ? url : url.slice(0, query);
 }

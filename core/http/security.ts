@@ -1,9 +1,10 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import type { onRequestHookHandler } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { isLoopbackHost, resolveSecret, type Settings } from '../kernel/settings.js';
+import { originChecker } from './cross-site.js';
 import { forbidden, HttpError, tooManyRequests, unauthorized } from './errors.js';
 import { pathOf } from './request.js';
 
@@ -11,11 +12,13 @@ import { pathOf } from './request.js';
  * Localhost security, in the order requests meet it:
  * 1. Host header check (DNS rebinding): a page on evil.example that resolves to 127.0.0.1 still
  *    sends `Host: evil.example`, so only our own names are accepted. Websocket upgrades also check
- *    `Origin`, since browsers let any page open a ws connection.
+ *    `Origin` (scheme, host and port), since browsers let any page open a ws connection.
+ *    State-changing HTTP requests from other origins are refused by `cross-site.ts`.
  * 2. Principal: `Authorization: Bearer <token>` or `X-API-Key: <token>` maps to the principal the
  *    token belongs to. With no tokens configured on loopback everyone is `local`; bound beyond
  *    loopback, the server refuses to start without tokens.
- * 3. Rate limit per principal (off by default on loopback), 429 with Retry-After.
+ * 3. Rate limit per principal (off by default on loopback), 429 with Retry-After. Public paths
+ *    (probes) and `/metrics` are never limited, so a busy client cannot blind monitoring.
  * No CORS headers are ever sent: browsers keep other origins out.
  */
 
@@ -32,7 +35,7 @@ declare module 'fastify' {
  */
 export const DEFAULT_PUBLIC_PATHS: readonly string[] = ['/health', '/ready', '/readiness', '/.well-known/agent.json'];
 
-export function allowedHostNames(settings: Settings): Set<string> {
+export function allowedHostNames(settings: Pick<Settings, 'host' | 'allowedHosts'>): Set<string> {
   const names = new Set(['localhost', '127.0.0.1', '::1', settings.host.toLowerCase(), ...settings.allowedHosts.map((h) => h.toLowerCase())]);
   if (!isLoopbackHost(settings.host)) {
     names.add(os.hostname().toLowerCase());
@@ -66,28 +69,36 @@ export function hostCheck(settings: Settings): onRequestHookHandler {
   };
 }
 
-/** For ws upgrades: Host must be ours and Origin, when a browser sends one, must be ours too. */
-export function checkUpgrade(req: IncomingMessage, settings: Settings): HttpError | undefined {
+/**
+ * For ws upgrades: Host must be ours and Origin, when a browser sends one, must be the origin the
+ * page was served from (scheme, host and port: `http://localhost:9999` is another site) or an
+ * `allowedOrigins` entry.
+ */
+export function upgradeChecker(settings: Pick<Settings, 'host' | 'allowedHosts' | 'allowedOrigins'>): (req: IncomingMessage) => HttpError | undefined {
   const allowed = allowedHostNames(settings);
-  const host = hostNameOf(req.headers.host);
-  if (!host || !allowed.has(host)) return forbidden(`host "${req.headers.host ?? ''}" is not allowed`);
-  const origin = req.headers.origin;
-  if (origin) {
-    let originHost: string | undefined;
-    try {
-      originHost = new URL(origin).hostname.replace(/^\[|\]$/g, '').toLowerCase();
-    } catch {
-      originHost = undefined;
-    }
-    if (!originHost || !allowed.has(originHost)) return forbidden(`origin "${origin}" is not allowed`);
-  }
-  return undefined;
+  const isAllowedOrigin = originChecker(settings);
+  return function checkUpgradeRequest(req) {
+    const host = hostNameOf(req.headers.host);
+    if (!host || !allowed.has(host)) return forbidden(`host "${req.headers.host ?? ''}" is not allowed`);
+    const origin = req.headers.origin;
+    if (origin !== undefined && !isAllowedOrigin(origin, req.headers.host)) return forbidden(`origin "${origin}" is not allowed`);
+    return undefined;
+  };
 }
 
-function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
+// Per process: digests of a presented and an expected secret can be compared, never reused elsewhere.
+const COMPARE_KEY = randomBytes(32);
+
+/**
+ * Constant-time comparison of a presented secret with the expected one, lengths included: both are
+ * HMAC'd to 32 bytes first, so neither how long the secret is nor where the first difference lies
+ * shows in the time taken (a plain length check before `timingSafeEqual` answers early on a wrong
+ * length and so tells the caller the secret's length).
+ */
+export function sameSecret(presented: string, expected: string): boolean {
+  const a = createHmac('sha256', COMPARE_KEY).update(presented).digest();
+  const b = createHmac('sha256', COMPARE_KEY).update(expected).digest();
+  return timingSafeEqual(a, b);
 }
 
 /** The presented credential of a request, if any. */
@@ -119,7 +130,7 @@ export function resolvePrincipal(
     } catch {
       continue;
     }
-    if (secret && safeEqual(secret, token)) return principal;
+    if (secret && sameSecret(token, secret)) return principal;
   }
   throw unauthorized('invalid token');
 }
@@ -146,6 +157,9 @@ export function principalHook(settings: Settings, extraTokens: () => Record<stri
     done();
   };
 }
+
+/** Besides the public paths (probes): what monitoring scrapes, which must keep answering under load. */
+const RATE_LIMIT_EXEMPT: ReadonlySet<string> = new Set(['/metrics']);
 
 export interface RateLimitSettings {
   enabled: boolean;
@@ -176,7 +190,9 @@ export class ReconfigurableRateLimiter {
     this.#counters = counters(initial);
     this.hook = (req, _reply, done) => {
       const counters = this.#counters;
-      if (!counters || publicPaths.has(pathOf(req))) return done();
+      if (!counters) return done();
+      const path = pathOf(req);
+      if (publicPaths.has(path) || RATE_LIMIT_EXEMPT.has(path)) return done();
       counters.consume(req.principal ?? 'anonymous').then(
         () => done(),
         (rejected: unknown) => {

@@ -6,7 +6,8 @@ import * as zod from 'zod';
 import * as sdk from '../sdk.js';
 import { createApp } from '../http/app.js';
 import { OpenApiRegistry } from '../http/openapi.js';
-import { checkUpgrade, DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal } from '../http/security.js';
+import { normalizeUrl } from '../http/normalize.js';
+import { DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal, upgradeChecker } from '../http/security.js';
 import { Metrics } from '../platform/metrics.js';
 import { LowdbStore } from '../storage/lowdb-store.js';
 import type { HangarContext, Subsystem } from './context.js';
@@ -130,13 +131,14 @@ export async function startServer(input: Settings | SettingsInput, options: Star
       if (ctx.lifecycle.stopping) setImmediate(() => server.closeIdleConnections());
     });
   });
-  // Websocket upgrades go to the handler a subsystem registered for the path, after the Host,
-  // Origin and token checks; anything else is refused.
+  // Websocket upgrades go to the handler a subsystem registered for the path (normalised as HTTP
+  // paths are), after the Host, Origin and token checks; anything else is refused.
+  const checkUpgrade = upgradeChecker(settings);
   server.on('upgrade', (req, socket, head) => {
     const reject = (status: number, text: string) =>
       socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-    if (checkUpgrade(req, settings)) return reject(403, 'Forbidden');
-    const pathname = new URL(req.url ?? '/', 'http://local').pathname;
+    if (checkUpgrade(req)) return reject(403, 'Forbidden');
+    const pathname = new URL(normalizeUrl(req.url ?? '/'), 'http://local').pathname;
     const handler = ctx.upgrades.get(pathname);
     if (!handler) return reject(404, 'Not Found');
     let principal: string;

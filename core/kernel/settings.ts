@@ -25,6 +25,17 @@ export const SettingsSchema = z
     logLevel: LogLevel.default('info'),
     /** Extra names accepted in the Host header besides localhost, 127.0.0.1, [::1] and `host`. */
     allowedHosts: z.array(z.string()).default([]),
+    /**
+     * Origins (`scheme://host[:port]`) besides the server's own whose pages may send state-changing
+     * requests and open websockets, e.g. a dev frontend on another port. Never `*`.
+     */
+    allowedOrigins: z
+      .array(
+        z
+          .string()
+          .refine((o) => URL.canParse(o) && new URL(o).origin === o.replace(/\/$/, '').toLowerCase(), 'expected an origin such as http://localhost:5173 (scheme, host, port; no path)'),
+      )
+      .default([]),
     auth: z
       .object({
         /** principal → token (or `${ENV}` reference). Empty on loopback means everyone is `local`. */

@@ -22,7 +22,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { answerWithDetail } from '../http/app.js';
 import { HttpError } from '../http/errors.js';
-import { checkUpgrade, hostCheck } from '../http/security.js';
+import { crossSiteGuard } from '../http/cross-site.js';
+import { hostCheck, upgradeChecker } from '../http/security.js';
 import { SettingsSchema } from '../kernel/settings.js';
 import { watchTree } from '../kernel/watch-tree.js';
 import { readNotebookFile } from './formats.js';
@@ -41,12 +42,17 @@ export interface RunningSessionServer extends RunningNotebookServer {
   service: NotebookService;
 }
 
-/** Host/Origin checks for a server bound to `host` (the settings carry nothing else we use). */
-function guards(root: string, host: string) {
-  const settings = SettingsSchema.parse({ root, host });
+/**
+ * Host/Origin checks for a server bound to `host` (the settings carry nothing else we use):
+ * `allowOrigin` is the one other origin trusted, the dev frontend's.
+ */
+function guards(root: string, host: string, allowOrigin?: string) {
+  const settings = SettingsSchema.parse({ root, host, allowedOrigins: allowOrigin ? [allowOrigin] : [] });
+  const upgrade = upgradeChecker(settings);
   return {
     http: hostCheck(settings),
-    upgrade: (req: http.IncomingMessage) => checkUpgrade(req, settings)?.message,
+    crossSite: crossSiteGuard(settings),
+    upgrade: (req: http.IncomingMessage) => upgrade(req)?.message,
   };
 }
 
@@ -78,12 +84,12 @@ const JSON_BODY_LIMIT = 20 * 1024 * 1024;
  * The frame of the CLI's servers: a Fastify app on its own node server (returned too, for ws
  * upgrades; the caller listens and closes it), refusing Hosts other than `host`'s loopback names.
  * JSON bodies as these servers always took them (express.json, strict): objects and arrays only,
- * an empty body is `{}`, bad JSON is a 400; other content types are accepted and not read
- * (`req.body` undefined). Errors (HttpError, or Fastify's own, e.g. 413) and unknown routes are
+ * an empty body is `{}`, bad JSON is a 400; other content types, and state-changing requests from
+ * other origins, are refused (`core/http/cross-site.ts`). Errors (HttpError, or Fastify's own, e.g. 413) and unknown routes are
  * answered `{detail}`.
  */
-export function createNotebookApp(options: { root: string; host?: string }): { app: FastifyInstance; server: http.Server } {
-  const hostGuard = guards(options.root, options.host ?? '127.0.0.1').http;
+export function createNotebookApp(options: { root: string; host?: string; allowOrigin?: string }): { app: FastifyInstance; server: http.Server } {
+  const { http: hostGuard, crossSite } = guards(options.root, options.host ?? '127.0.0.1', options.allowOrigin);
   let server!: http.Server;
   const app = Fastify({
     serverFactory: (handler) => (server = http.createServer(handler)),
@@ -93,6 +99,8 @@ export function createNotebookApp(options: { root: string; host?: string }): { a
     routerOptions: { maxParamLength: 500 },
   });
   app.addHook('onRequest', hostGuard);
+  // These servers run user code without authentication: no page on another origin may drive them.
+  app.addHook('onRequest', crossSite);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = body as string;
@@ -136,8 +144,8 @@ export interface NotebookServerOptions {
 export async function startNotebookServer(options: NotebookServerOptions): Promise<RunningSessionServer> {
   const host = options.host ?? '127.0.0.1';
   const service = new NotebookService({ root: options.root });
-  const guard = guards(options.root, host);
-  const { app, server } = createNotebookApp({ root: options.root, host });
+  const guard = guards(options.root, host, options.allowOrigin);
+  const { app, server } = createNotebookApp({ root: options.root, host, allowOrigin: options.allowOrigin });
   if (options.allowOrigin) {
     const allowed = options.allowOrigin;
     app.addHook('onRequest', (req, reply, done) => {
@@ -154,8 +162,7 @@ export async function startNotebookServer(options: NotebookServerOptions): Promi
     app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: '', initial: options.initial })));
   }
   attachNotebookSocket(server, service, (req) => {
-    // The dev frontend runs on another port of the same loopback host; checkUpgrade compares
-    // host names only, so it passes.
+    // The dev frontend runs on another port of the same loopback host: its origin is `allowOrigin`.
     return guard.upgrade(req);
   });
   const port = await listenApp(app, server, options.port, host);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { pathOf } from '../http/request.js';
+import { sentPathOf } from '../http/request.js';
 import type { Subsystem } from '../kernel/context.js';
 import { uiAssets, UI_FILES } from './assets.js';
 import { uiContentSecurityPolicy } from './csp.js';
@@ -21,15 +21,17 @@ export const EVENTS_PATH = '/api/v1/events';
 export const uiSubsystem: Subsystem = {
   name: 'ui',
   setup(ctx) {
-    for (const file of ['', ...UI_FILES]) ctx.publicPaths.add(`/ui/${file}`);
+    // `/ui` is the page's normalised path (`/ui/` as sent).
+    for (const file of UI_FILES) ctx.publicPaths.add(`/ui/${file}`);
+    ctx.publicPaths.add('/ui');
     const channel = eventChannel(ctx);
     channels.set(ctx, channel);
     ctx.upgrades.set(EVENTS_PATH, channel.handler);
   },
   routes(app) {
-    // The router ignores trailing slashes, so `/ui` and `/ui/` both land here; only `/ui/` may serve
-    // the page, or its relative asset URLs would resolve against `/`.
-    app.get('/ui', async (req, reply) => (pathOf(req) === '/ui' ? reply.redirect('/ui/', 301) : serve('index.html', req, reply)));
+    // `/ui` and `/ui/` both land here (the path is normalised without its trailing slash); only
+    // `/ui/` as sent may serve the page, or its relative asset URLs would resolve against `/`.
+    app.get('/ui', async (req, reply) => (sentPathOf(req).endsWith('/') ? serve('index.html', req, reply) : reply.redirect('/ui/', 301)));
     app.get('/ui/*', async (req, reply) => serve((req.params as { '*': string })['*'] || 'index.html', req, reply));
     // The views route with the URL hash (#/studio/echo), so the server only knows a few files.
     async function serve(name: string, req: FastifyRequest, reply: FastifyReply) {

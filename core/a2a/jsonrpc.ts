@@ -296,14 +296,14 @@ export class A2AJsonRpc {
   private async send(agent: string, raw: unknown, principal: string, res: ServerResponse): Promise<WireTask | WireMessage> {
     const plan = this.prepare(agent, raw, principal);
     const tasks = this.tasks;
-    if (!tasks) return this.runUntracked(agent, plan.input, plan.contextId);
+    if (!tasks) return this.runUntracked(agent, plan.input, plan.contextId, principal);
     let task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: plan.input, principal, metadata: plan.taskMetadata });
     if (plan.blocking) task = await tasks.waitFor(task.id, this.scope(agent, principal), closedSignal(res));
     return toWireTask(task);
   }
 
-  private async runUntracked(agent: string, input: InvokeRequest, contextId: string): Promise<WireMessage> {
-    const response = await runtimeOf(this.ctx).service.invoke(agent, input);
+  private async runUntracked(agent: string, input: InvokeRequest, contextId: string, principal: string): Promise<WireMessage> {
+    const response = await runtimeOf(this.ctx).service.invoke(agent, input, undefined, undefined, principal);
     return { kind: 'message', messageId: randomUUID(), role: 'agent', parts: [{ kind: 'text', text: response.response }, { kind: 'data', data: response }], contextId };
   }
 
@@ -311,7 +311,7 @@ export class A2AJsonRpc {
     const plan = this.prepare(agent, raw, principal);
     const tasks = this.tasks;
     if (!tasks) {
-      const message = await this.runUntracked(agent, plan.input, plan.contextId);
+      const message = await this.runUntracked(agent, plan.input, plan.contextId, principal);
       const connection = openSse(reply);
       connection.write(formatFrame(undefined, { jsonrpc: '2.0', id, result: message }));
       connection.close();

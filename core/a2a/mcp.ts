@@ -42,7 +42,7 @@ let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/mcp.js'), type
 const loadSdk = () => (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/mcp.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
 
 /** An MCP server exposing the agents registered right now. */
-export async function buildMcpServer(ctx: HangarContext): Promise<McpServer> {
+export async function buildMcpServer(ctx: HangarContext, principal?: string): Promise<McpServer> {
   const [{ McpServer }] = await loadSdk();
   const server = new McpServer({ name: 'hangar', version: ctx.version });
   for (const { definition: agent } of ctx.registry.list<Agent>('agent')) {
@@ -68,6 +68,8 @@ export async function buildMcpServer(ctx: HangarContext): Promise<McpServer> {
               max_tokens: null,
             },
             extra.signal,
+            undefined,
+            principal,
           );
           return { content: [{ type: 'text' as const, text: response.response }], structuredContent: response as unknown as Record<string, unknown> };
         } catch (err) {
@@ -118,7 +120,7 @@ export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: 
     return;
   }
   const [, { StreamableHTTPServerTransport }] = await loadSdk();
-  const server = await buildMcpServer(ctx);
+  const server = await buildMcpServer(ctx, req.principal);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   // From here the SDK owns the node response (JSON or an SSE stream).
   reply.hijack();

@@ -81,7 +81,7 @@ export function agentTaskKind(ctx: HangarContext): TaskKind {
     async run(task: TaskContext) {
       const request = InvokeRequest.parse(task.task.input);
       try {
-        return await runtimeOf(ctx).service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit));
+        return await runtimeOf(ctx).service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit), task.task.principal);
       } catch (err) {
         if (err instanceof HttpError && err.status === 202) return { detail: err.detail } as SuspendedResult;
         throw err;
@@ -155,7 +155,7 @@ export class A2AService {
 
     const tasks = this.tasks;
     if (!tasks) {
-      const response = await runtimeOf(this.ctx).service.invoke(agent, InvokeRequest.parse(input), options.signal);
+      const response = await runtimeOf(this.ctx).service.invoke(agent, InvokeRequest.parse(input), options.signal, undefined, principal);
       return { task_id: randomUUID(), status: 'completed', result: response.response, message: TRACKING_NEEDS_STORAGE };
     }
     let task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input, principal, metadata: { source: 'a2a' } });

@@ -5,13 +5,17 @@
  *
  * Taking a record (approve or reject) deletes it atomically first, so two concurrent approvals of
  * the same id cannot both resume the run: the second one gets the 404 of an unknown id.
+ *
+ * Ownership: a record belongs to the principal whose run suspended; another principal neither
+ * lists it nor takes it (the 404 of an unknown id), see core/kernel/ownership.ts.
  */
 import { timeOrderedId } from '../storage/ids.js';
 import { notFound } from '../http/errors.js';
+import { canSee, ownerOf, type Owned } from '../kernel/ownership.js';
 import type { Collection, Store } from '../storage/store.js';
 import type { Checkpoint } from './checkpointer.js';
 
-export interface PendingApproval {
+export interface PendingApproval extends Owned {
   id: string;
   agent: string;
   thread_id: string;
@@ -41,22 +45,33 @@ export class ApprovalStore {
     return full;
   }
 
-  /** Oldest first. */
-  async list(agent: string, threadId: string): Promise<PendingApproval[]> {
+  /** Oldest first; only those `principal` may see (all for the platform itself). */
+  async list(agent: string, threadId: string, principal?: string): Promise<PendingApproval[]> {
     return (await this.records.list())
-      .filter((r) => r.agent === agent && r.thread_id === threadId)
+      .filter((r) => r.agent === agent && r.thread_id === threadId && canSee(principal, r))
       .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
 
-  /** Remove and return the record; unknown, or another agent's or thread's → 404. */
-  async take(agent: string, threadId: string, approvalId: string): Promise<PendingApproval> {
+  /** Remove and return the record; unknown, or another agent's, thread's or principal's → 404. */
+  async take(agent: string, threadId: string, approvalId: string, principal?: string): Promise<PendingApproval> {
     let taken: PendingApproval | undefined;
     await this.records.update(approvalId, (current) => {
-      if (!current || current.agent !== agent || current.thread_id !== threadId) return current;
+      if (!current || current.agent !== agent || current.thread_id !== threadId || !canSee(principal, current)) return current;
       taken = current;
       return undefined;
     });
     if (!taken) throw notFound(`no pending approval '${approvalId}' for thread '${threadId}' of agent '${agent}'`);
     return taken;
+  }
+
+  /** The owner of the thread's pending approvals, if it has any (a suspended stateless invoke has no checkpoints). */
+  async owner(agent: string, threadId: string): Promise<string | undefined> {
+    const first = (await this.list(agent, threadId))[0];
+    return first ? ownerOf(first) : undefined;
+  }
+
+  /** Drop every pending approval of the thread (deleting a thread): none can resume it any more. */
+  async deleteThread(agent: string, threadId: string): Promise<number> {
+    return this.records.deleteWhere((r) => r.agent === agent && r.thread_id === threadId);
   }
 }

@@ -4,6 +4,7 @@
  * state, and resumes from one; the engine writes them.
  */
 import type { Collection, Store } from '../storage/store.js';
+import { ownerFor } from '../kernel/ownership.js';
 import type { AgentInput, AgentState } from './types.js';
 
 /** The interrupt a checkpoint is paused at; a resume re-runs `node` with `resume_values`. */
@@ -43,11 +44,36 @@ export interface Checkpoint {
 export interface Checkpointer {
   /** False when nothing is kept: the engine then neither stores nor copies state into checkpoints. */
   readonly retains?: boolean;
-  put(agent: string, checkpoint: Checkpoint): Promise<void>;
+  /**
+   * Append to the thread's chain. `principal` owns a chain this write starts; an existing chain
+   * keeps its owner (see core/kernel/ownership.ts), so a later writer never takes a thread over.
+   */
+  put(agent: string, checkpoint: Checkpoint, principal?: string): Promise<void>;
   /** Newest step first (the order the studio's history route shows). */
   list(agent: string, threadId: string): Promise<Checkpoint[]>;
   get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined>;
   latest(agent: string, threadId: string): Promise<Checkpoint | undefined>;
+  /** Who owns the thread's chain; undefined when the thread has no checkpoints. */
+  owner(agent: string, threadId: string): Promise<string | undefined>;
+  /** Remove the thread's whole chain (deleting a thread). */
+  delete(agent: string, threadId: string): Promise<void>;
+}
+
+/**
+ * The checkpointer the engine writes through for one principal's run: every chain it starts is
+ * owned by that principal. The engine itself never learns who is calling.
+ */
+export function ownedBy(checkpointer: Checkpointer, principal: string | undefined): Checkpointer {
+  if (checkpointer.retains === false) return checkpointer;
+  return {
+    retains: checkpointer.retains,
+    put: (agent, checkpoint) => checkpointer.put(agent, checkpoint, principal),
+    list: (agent, threadId) => checkpointer.list(agent, threadId),
+    get: (agent, threadId, checkpointId) => checkpointer.get(agent, threadId, checkpointId),
+    latest: (agent, threadId) => checkpointer.latest(agent, threadId),
+    owner: (agent, threadId) => checkpointer.owner(agent, threadId),
+    delete: (agent, threadId) => checkpointer.delete(agent, threadId),
+  };
 }
 
 const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
@@ -58,8 +84,14 @@ const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
  * otherwise grow without bound; older steps cannot be resumed from (accepted: the studio shows
  * recent history, and the newest checkpoint is what resume and thread state use).
  */
+interface Chain {
+  checkpoints: Checkpoint[];
+  /** Absent on chains written before owners were stored: those belong to `local`. */
+  principal?: string;
+}
+
 export class StoreCheckpointer implements Checkpointer {
-  private readonly records: Collection<{ checkpoints: Checkpoint[] }>;
+  private readonly records: Collection<Chain>;
 
   constructor(
     store: Store,
@@ -68,11 +100,21 @@ export class StoreCheckpointer implements Checkpointer {
     this.records = store.collection('checkpoints', { shards: 32 });
   }
 
-  async put(agent: string, checkpoint: Checkpoint): Promise<void> {
+  async put(agent: string, checkpoint: Checkpoint, principal?: string): Promise<void> {
     await this.records.update(key(agent, checkpoint.thread_id), (current) => {
       const checkpoints = [...(current?.checkpoints ?? []), checkpoint];
-      return { checkpoints: checkpoints.slice(-this.maxPerThread) };
+      const owner = current ? current.principal : ownerFor(principal);
+      return { checkpoints: checkpoints.slice(-this.maxPerThread), ...(owner !== undefined ? { principal: owner } : {}) };
     });
+  }
+
+  async owner(agent: string, threadId: string): Promise<string | undefined> {
+    const record = await this.records.get(key(agent, threadId));
+    return record ? ownerFor(record.principal) : undefined;
+  }
+
+  async delete(agent: string, threadId: string): Promise<void> {
+    await this.records.delete(key(agent, threadId));
   }
 
   async list(agent: string, threadId: string): Promise<Checkpoint[]> {
@@ -108,24 +150,41 @@ export const UNRETAINED: Checkpointer = {
   list: async () => [],
   get: async () => undefined,
   latest: async () => undefined,
+  owner: async () => undefined,
+  delete: async () => {},
 };
 
 export class MemoryCheckpointer implements Checkpointer {
   private readonly threads = new Map<string, Checkpoint[]>();
+  private readonly owners = new Map<string, string>();
 
   constructor(
     private readonly maxThreads = 1000,
     private readonly maxPerThread = 100,
   ) {}
 
-  async put(agent: string, checkpoint: Checkpoint): Promise<void> {
+  async put(agent: string, checkpoint: Checkpoint, principal?: string): Promise<void> {
     const k = key(agent, checkpoint.thread_id);
     const chain = this.threads.get(k) ?? [];
+    if (!this.threads.has(k)) this.owners.set(k, ownerFor(principal));
     this.threads.delete(k); // re-insert so Map order is recency order
     chain.push(checkpoint);
     if (chain.length > this.maxPerThread) chain.splice(0, chain.length - this.maxPerThread);
     this.threads.set(k, chain);
-    while (this.threads.size > this.maxThreads) this.threads.delete(this.threads.keys().next().value!);
+    while (this.threads.size > this.maxThreads) {
+      const oldest = this.threads.keys().next().value!;
+      this.threads.delete(oldest);
+      this.owners.delete(oldest);
+    }
+  }
+
+  async owner(agent: string, threadId: string): Promise<string | undefined> {
+    return this.owners.get(key(agent, threadId));
+  }
+
+  async delete(agent: string, threadId: string): Promise<void> {
+    this.threads.delete(key(agent, threadId));
+    this.owners.delete(key(agent, threadId));
   }
 
   async list(agent: string, threadId: string): Promise<Checkpoint[]> {

@@ -47,12 +47,12 @@ export function agentRoutes(app: FastifyInstance, ctx: HangarContext): void {
 
   app.post('/api/v1/:agent/invoke', async (req, reply) => {
     const body = parseInput(InvokeRequest, req.body, 'body');
-    return service.invoke(agentOf(req), body, clientGone(reply));
+    return service.invoke(agentOf(req), body, clientGone(reply), undefined, req.principal);
   });
 
   app.post('/api/v1/:agent/invoke/stream', async (req, reply) => {
     const body = parseInput(InvokeRequest, req.body, 'body');
-    const { id, log } = service.startStream(agentOf(req), body, req.principal);
+    const { id, log } = await service.startStream(agentOf(req), body, req.principal);
     await serveSse(reply, log, { headers: { 'X-Agent': agentOf(req), 'X-Stream-Id': id } });
   });
 
@@ -64,26 +64,26 @@ export function agentRoutes(app: FastifyInstance, ctx: HangarContext): void {
 
   app.post('/api/v1/:agent/chat', async (req) => {
     const body = parseInput(ChatRequest, req.body, 'body');
-    return service.chat(agentOf(req), body);
+    return service.chat(agentOf(req), body, undefined, req.principal);
   });
 
   app.post('/api/v1/:agent/optimize/invoke', async (req) => {
     const body = parseInput(OptimizeInvokeRequest, req.body, 'body');
-    return service.optimize(agentOf(req), body);
+    return service.optimize(agentOf(req), body, req.principal);
   });
 
   app.get('/api/v1/:agent/threads/:thread_id/pending', async (req) => {
-    return service.pending(agentOf(req), threadOf(req));
+    return service.pending(agentOf(req), threadOf(req), req.principal);
   });
 
   app.post('/api/v1/:agent/threads/:thread_id/approve', async (req) => {
     const body = parseInput(ApproveRequest, req.body, 'body');
-    return service.approve(agentOf(req), threadOf(req), body);
+    return service.approve(agentOf(req), threadOf(req), body, req.principal);
   });
 
   app.post('/api/v1/:agent/threads/:thread_id/reject', async (req) => {
     const body = parseInput(RejectRequest, req.body, 'body');
-    return service.reject(agentOf(req), threadOf(req), body);
+    return service.reject(agentOf(req), threadOf(req), body, req.principal);
   });
 }
 
@@ -151,7 +151,7 @@ export function registerAgentDocs(ctx: HangarContext): void {
           summary: 'Approve a suspended run and resume it',
           tags,
           body: ApproveRequest,
-          responses: { 200: { description: 'OK', schema: InvokeResponse }, 202: suspendedDoc, 404: { description: 'unknown approval id' } },
+          responses: { 200: { description: 'OK', schema: InvokeResponse }, 202: suspendedDoc, 404: { description: 'unknown approval id, or one of another principal' } },
         },
         {
           method: 'post',
@@ -159,7 +159,7 @@ export function registerAgentDocs(ctx: HangarContext): void {
           summary: 'Reject a suspended run (it is discarded)',
           tags,
           body: RejectRequest,
-          responses: { 200: { description: 'OK', schema: RejectResponse }, 404: { description: 'unknown approval id' } },
+          responses: { 200: { description: 'OK', schema: RejectResponse }, 404: { description: 'unknown approval id, or one of another principal' } },
         },
       ];
     }),

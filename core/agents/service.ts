@@ -11,6 +11,13 @@
  * - An agent that throws → 500 `agent '<name>' failed: <message>` (logged); errors the agent or
  *   runtime raise as `HttpError` (503 no model configured, 502 model endpoint failed) keep status.
  * - `approved: false` on approve is a rejection: the run is discarded, as with /reject.
+ *
+ * Ownership (core/kernel/ownership.ts): every run knows the principal it runs for. The
+ * checkpoints it starts and the approval it leaves belong to that principal; a run that names a
+ * thread of another principal is refused with the thread's 404 before anything runs (so it can
+ * neither read that thread's history nor write into it); pending approvals and approve/reject see
+ * only the caller's records. The checkpoints and approvals are parts of the thread
+ * (`ThreadService.attach`), so deleting a thread removes them.
  */
 import { randomUUID } from 'node:crypto';
 import { timeOrderedId } from '../storage/ids.js';
@@ -20,7 +27,8 @@ import type { Logger } from '../kernel/log.js';
 import type { Store } from '../storage/store.js';
 import type { ThreadService } from '../threads/service.js';
 import { ApprovalStore, type PendingApproval } from './approvals.js';
-import { StoreCheckpointer, UNRETAINED, type Checkpoint, type Checkpointer } from './checkpointer.js';
+import { StoreCheckpointer, UNRETAINED, ownedBy, type Checkpoint, type Checkpointer } from './checkpointer.js';
+import { ownerFor } from '../kernel/ownership.js';
 import { Engine, NodeError, type RunOutcome, type RunRequest } from './engine.js';
 import type { RunEvent } from './events.js';
 import type { Agent } from './kind.js';
@@ -69,6 +77,8 @@ interface RunPlan {
   promptVersion: string;
   prompt: string;
   persistent: boolean;
+  /** Who the run is for; undefined for the platform's own runs (owned by `local`). */
+  principal?: string;
 }
 
 export class AgentService {
@@ -88,11 +98,34 @@ export class AgentService {
     this.approvals = new ApprovalStore(options.store);
     this.streams = new InvokeStreams(options.streams);
     this.checkpoints = new StoreCheckpointer(options.store);
+    const checkpoints = this.checkpoints;
+    const approvals = this.approvals;
+    options.threads.attach({
+      name: 'checkpoints',
+      owner: (agent, threadId) => checkpoints.owner(agent, threadId),
+      delete: (agent, threadId) => checkpoints.delete(agent, threadId),
+    });
+    options.threads.attach({
+      name: 'approvals',
+      owner: (agent, threadId) => approvals.owner(agent, threadId),
+      delete: async (agent, threadId) => void (await approvals.deleteThread(agent, threadId)),
+    });
+  }
+
+  /**
+   * Refuse a run on a thread id that belongs to another principal, with the 404 of an unknown
+   * thread. An id nobody holds yet is free: the run makes it the caller's.
+   */
+  async claimThread(agentName: string, threadId: string, principal: string | undefined): Promise<void> {
+    if ((await this.options.threads.access(agentName, threadId, principal)) === 'hidden') {
+      throw notFound(`thread '${threadId}' not found for agent '${agentName}'`);
+    }
   }
 
   /** Invoke and wait. Resolves to the response; a HITL suspension throws the 202 `suspended`. */
-  async invoke(agentName: string, request: InvokeRequest, signal?: AbortSignal, onEvent?: (event: RunEvent) => void): Promise<InvokeResponse> {
-    const plan = this.plan(agentName, request, []);
+  async invoke(agentName: string, request: InvokeRequest, signal?: AbortSignal, onEvent?: (event: RunEvent) => void, principal?: string): Promise<InvokeResponse> {
+    const plan = this.plan(agentName, request, [], principal);
+    if (request.thread_id) await this.claimThread(plan.agent.name, request.thread_id, principal);
     const outcome = await this.execute('invoke', plan, { signal, onEvent });
     return this.respond(plan, outcome);
   }
@@ -103,8 +136,9 @@ export class AgentService {
    * the frames stay replayable). Validation errors (unknown agent, prompt, no model) throw before
    * any stream exists, so they are ordinary JSON errors.
    */
-  startStream(agentName: string, request: InvokeRequest, principal: string): { id: string; log: EventLog<InvokeFrame> } {
-    const plan = this.plan(agentName, request, []);
+  async startStream(agentName: string, request: InvokeRequest, principal: string): Promise<{ id: string; log: EventLog<InvokeFrame> }> {
+    const plan = this.plan(agentName, request, [], principal);
+    if (request.thread_id) await this.claimThread(plan.agent.name, request.thread_id, principal);
     const { id, log } = this.streams.open(plan.agent.name, principal);
     let response = '';
     let steps: string[] = [];
@@ -159,19 +193,21 @@ export class AgentService {
    * Decision: `history_loaded` counts the history messages the agent received, from the store or
    * from the caller; `max_history` trims either to the newest N.
    */
-  async chat(agentName: string, request: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
+  async chat(agentName: string, request: ChatRequest, signal?: AbortSignal, principal?: string): Promise<ChatResponse> {
     const threads = this.options.threads;
     const agent = this.options.findAgent(agentName);
     const threadId = request.thread_id ?? timeOrderedId();
+    // Before the history is read: someone else's thread must not reach the model as context.
+    if (request.thread_id) await this.claimThread(agent.name, threadId, principal);
     let history: ChatMessage[] = [];
     if (request.messages) history = request.messages;
     else if (request.include_history && request.thread_id) history = await threads.history(agent.name, threadId, null);
     if (request.max_history != null) history = request.max_history === 0 ? [] : history.slice(-request.max_history);
-    const plan = this.plan(agentName, { ...request, query: request.content, thread_id: threadId }, history);
+    const plan = this.plan(agentName, { ...request, query: request.content, thread_id: threadId }, history, principal);
     // A chat's thread is addressable (the response names it), so its checkpoints are kept —
     // unless nothing about it is stored and the caller named no thread.
     plan.persistent = request.persist || request.thread_id !== null;
-    if (request.persist) await threads.ensure(agent.name, threadId, request.user_id);
+    if (request.persist) await threads.ensure(agent.name, threadId, request.user_id, principal);
     const userMessage: ChatMessage = { role: 'user', content: request.content, timestamp: new Date().toISOString() };
 
     let outcome: RunOutcome;
@@ -190,9 +226,10 @@ export class AgentService {
     return { ...rest, thread_id: threadId, history_loaded: history.length };
   }
 
-  async pending(agentName: string, threadId: string) {
+  /** The caller's pending approvals of the thread; none (as for an unknown thread) on another principal's. */
+  async pending(agentName: string, threadId: string, principal?: string) {
     const agent = this.options.findAgent(agentName);
-    const records = await this.approvals.list(agent.name, threadId);
+    const records = await this.approvals.list(agent.name, threadId, principal);
     return {
       thread_id: threadId,
       pending: records.map((r) => ({ id: r.id, node_name: r.node_name, message: r.message, state_snapshot: r.state_snapshot, created_at: r.created_at })),
@@ -205,9 +242,14 @@ export class AgentService {
    * `state.metadata` with `hitl_approved: true`, and the run resumed from its snapshot. It may
    * suspend again (a new 202 with a new id).
    */
-  async approve(agentName: string, threadId: string, request: ApproveRequest): Promise<InvokeResponse | { status: 'rejected'; approval_id: string; reason: string | null }> {
+  async approve(
+    agentName: string,
+    threadId: string,
+    request: ApproveRequest,
+    principal?: string,
+  ): Promise<InvokeResponse | { status: 'rejected'; approval_id: string; reason: string | null }> {
     const agent = this.options.findAgent(agentName);
-    const record = await this.approvals.take(agent.name, threadId, request.approval_id);
+    const record = await this.approvals.take(agent.name, threadId, request.approval_id, principal);
     if (!request.approved) return this.discard(agent, record, null);
     const plan: RunPlan = {
       agent,
@@ -215,6 +257,8 @@ export class AgentService {
       promptVersion: record.prompt_version,
       prompt: resolvePrompt(agent, record.prompt_version).text,
       persistent: record.persistent,
+      // The resumed run stays the suspended run's owner's, even when `local` approves it.
+      principal: ownerFor(record.principal),
     };
     const outcome = await this.execute('approve', plan, { resume: { checkpoint: record.checkpoint, action: 'approve', value: request.context } }, record.chat);
     const body = await this.respond(plan, outcome);
@@ -224,9 +268,9 @@ export class AgentService {
     return body;
   }
 
-  async reject(agentName: string, threadId: string, request: RejectRequest) {
+  async reject(agentName: string, threadId: string, request: RejectRequest, principal?: string) {
     const agent = this.options.findAgent(agentName);
-    const record = await this.approvals.take(agent.name, threadId, request.approval_id);
+    const record = await this.approvals.take(agent.name, threadId, request.approval_id, principal);
     return this.discard(agent, record, request.reason ?? null);
   }
 
@@ -237,8 +281,9 @@ export class AgentService {
   async optimize(
     agentName: string,
     request: { query: string; system_prompt_override: string | null; user_id: string; context: Record<string, unknown>; include_retrieval_context: boolean; include_steps: boolean },
+    principal?: string,
   ) {
-    const plan = this.plan(agentName, { query: request.query, user_id: request.user_id, context: request.context }, []);
+    const plan = this.plan(agentName, { query: request.query, user_id: request.user_id, context: request.context }, [], principal);
     if (request.system_prompt_override != null) plan.prompt = request.system_prompt_override;
     const outcome = await this.execute('optimize', plan, {});
     const body = await this.respond(plan, outcome);
@@ -255,9 +300,9 @@ export class AgentService {
     };
   }
 
-  /** Run with the studio's knobs (breakpoints, events, a checkpoint to continue from). */
-  runForStudio(request: Omit<RunRequest, 'checkpointer'>): Promise<RunOutcome> {
-    return this.run('studio', { ...request, checkpointer: this.checkpoints });
+  /** Run with the studio's knobs (breakpoints, events, a checkpoint to continue from); new checkpoint chains are `principal`'s. */
+  runForStudio(request: Omit<RunRequest, 'checkpointer'>, principal?: string): Promise<RunOutcome> {
+    return this.run('studio', { ...request, checkpointer: ownedBy(this.checkpoints, principal) });
   }
 
   /** The one place runs start: counts each finished run by agent, route and outcome. */
@@ -278,6 +323,7 @@ export class AgentService {
     agentName: string,
     request: Partial<Omit<InvokeRequest, 'query'>> & { query: string },
     history: ChatMessage[],
+    principal?: string,
   ): RunPlan {
     const agent = this.options.findAgent(agentName);
     const prompt = resolvePrompt(agent, request.prompt_version);
@@ -294,7 +340,7 @@ export class AgentService {
       max_tokens: request.max_tokens ?? null,
       history,
     };
-    return { agent, input, promptVersion: prompt.version, prompt: prompt.text, persistent: !!request.thread_id };
+    return { agent, input, promptVersion: prompt.version, prompt: prompt.text, persistent: !!request.thread_id, principal };
   }
 
   /** Run the engine; a suspension becomes a pending approval and the 202. */
@@ -312,7 +358,7 @@ export class AgentService {
         prompt: plan.prompt,
         // Decision: a stateless invoke (no thread_id) keeps no checkpoint history — nothing could
         // address it. Pass a thread_id to keep one (the studio then shows it).
-        checkpointer: plan.persistent ? this.checkpoints : UNRETAINED,
+        checkpointer: plan.persistent ? ownedBy(this.checkpoints, plan.principal) : UNRETAINED,
         ...extra,
       });
     } catch (err) {
@@ -331,6 +377,7 @@ export class AgentService {
         prompt_version: plan.promptVersion,
         persistent: plan.persistent,
         chat,
+        principal: ownerFor(plan.principal),
       });
       throw suspended({ status: 'suspended', approval_id: record.id, node_name: paused.node, message: paused.message }, outcome.thread_id);
     }
@@ -356,7 +403,7 @@ export class AgentService {
 
   private async discard(agent: Agent, record: PendingApproval, reason: string | null) {
     // Kept in the thread's checkpoint history so the studio can show how the run ended.
-    const checkpoints = record.persistent ? this.checkpoints : UNRETAINED;
+    const checkpoints = record.persistent ? ownedBy(this.checkpoints, ownerFor(record.principal)) : UNRETAINED;
     await this.engine.run({
       agent,
       input: record.checkpoint.metadata.input,

@@ -18,16 +18,16 @@ export function feedbackRoutes(app: FastifyInstance, ctx: HangarContext): void {
 
   app.post('/api/v1/:agent/feedback', async (req) => {
     const agent = agentOf(req);
-    const record = await feedback.record(agent, parseInput(S.FeedbackRequest, req.body, 'body'));
+    const record = await feedback.record(agent, parseInput(S.FeedbackRequest, req.body, 'body'), req.principal);
     return { status: 'recorded', feedback_id: record.id };
   });
   app.get('/api/v1/:agent/feedback/export', async (req) => {
-    return feedback.export(agentOf(req));
+    return feedback.export(agentOf(req), req.principal);
   });
   app.get('/api/v1/:agent/feedback', async (req) => {
     const agent = agentOf(req);
     const { limit } = parseInput(S.FeedbackListQuery, req.query, 'query');
-    const records = await feedback.list(agent, limit);
+    const records = await feedback.list(agent, limit, req.principal);
     return { agent, feedback: records, count: records.length };
   });
 }
@@ -39,8 +39,8 @@ export function registerFeedbackDocs(ctx: HangarContext): void {
       const tags = [`agent:${agent.name}`, 'feedback'];
       return [
         { method: 'post', path: base, summary: 'Record feedback on an answer', tags, body: S.FeedbackRequest, responses: { 200: { description: 'OK', schema: S.FeedbackResponse } } },
-        { method: 'get', path: base, summary: 'Feedback records, newest first', tags, query: S.FeedbackListQuery, responses: { 200: { description: 'OK', schema: S.FeedbackList } } },
-        { method: 'get', path: `${base}/export`, summary: 'All feedback as JSON Lines (`data`), oldest first', tags, responses: { 200: { description: 'OK', schema: S.FeedbackExport } } },
+        { method: 'get', path: base, summary: "The caller's feedback records, newest first", tags, query: S.FeedbackListQuery, responses: { 200: { description: 'OK', schema: S.FeedbackList } } },
+        { method: 'get', path: `${base}/export`, summary: "All of the caller's feedback as JSON Lines (`data`), oldest first", tags, responses: { 200: { description: 'OK', schema: S.FeedbackExport } } },
       ];
     }),
   );

@@ -24,6 +24,8 @@ export const FeedbackRecord = FeedbackRequest.extend({
   id: z.string(),
   agent: z.string(),
   created_at: z.string(),
+  /** The principal that gave it; only that principal lists and exports it. */
+  principal: z.string().optional(),
 });
 export type FeedbackRecord = z.output<typeof FeedbackRecord>;
 

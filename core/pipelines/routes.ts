@@ -10,8 +10,8 @@
  *   POST   /api/v1/pipelines/{name}/run           run and wait → run record; 502 names the failed step
  *   POST   /api/v1/pipelines/{name}/run/async     → 202 task (501 without the task board)
  *   POST   /api/v1/pipelines/{name}/run/batch     body {"inputs": [...]} → 202 task
- *   GET    /api/v1/pipelines/{name}/runs          newest first (50)
- *   GET    /api/v1/pipelines/{name}/runs/{id}
+ *   GET    /api/v1/pipelines/{name}/runs          the caller's runs, newest first (50)
+ *   GET    /api/v1/pipelines/{name}/runs/{id}     another principal's run → 404, as an unknown id
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { notImplemented } from '../http/errors.js';
@@ -67,9 +67,9 @@ export function pipelineRoutes(app: FastifyInstance, service: PipelineService, j
     return task;
   });
   app.get(`${PREFIX}/:name/runs`, async (req) => {
-    return { runs: await service.runs(param(req, 'name')) };
+    return { runs: await service.runs(param(req, 'name'), 50, principalOf(req)) };
   });
   app.get(`${PREFIX}/:name/runs/:id`, async (req) => {
-    return service.getRun(param(req, 'name'), param(req, 'id'));
+    return service.getRun(param(req, 'name'), param(req, 'id'), principalOf(req));
   });
 }

@@ -47,6 +47,7 @@ import {
   type StepRecord,
   type ValidationReport,
 } from './schemas.js';
+import { canSee } from '../kernel/ownership.js';
 
 export { RESERVED_PIPELINE_NAMES } from './kind.js';
 
@@ -410,15 +411,17 @@ export class PipelineService {
     return record;
   }
 
-  async runs(name: string, limit = 50): Promise<RunRecord[]> {
+  /** Newest first, only the runs `principal` may see (core/kernel/ownership.ts). */
+  async runs(name: string, limit = 50, principal?: string): Promise<RunRecord[]> {
     this.fileOf(name);
-    const all = (await this.#runs.list()).filter((r) => r.pipeline === name);
+    const all = (await this.#runs.list()).filter((r) => r.pipeline === name && canSee(principal, r));
     return all.sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id)).slice(0, limit);
   }
 
-  async getRun(name: string, id: string): Promise<RunRecord> {
+  /** Unknown, another pipeline's or another principal's run → the same 404. */
+  async getRun(name: string, id: string, principal?: string): Promise<RunRecord> {
     const run = await this.#runs.get(id);
-    if (!run || run.pipeline !== name) throw notFound(`run '${id}' of pipeline '${name}' not found`);
+    if (!run || run.pipeline !== name || !canSee(principal, run)) throw notFound(`run '${id}' of pipeline '${name}' not found`);
     return run;
   }
 

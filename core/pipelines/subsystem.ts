@@ -65,7 +65,7 @@ function stepRunner(ctx: HangarContext): StepRunner {
         case 'agent': {
           if (!ctx.agents) throw new Error('the agents subsystem is not running');
           const request = parseInput(InvokeRequest, input, 'input');
-          return { value: await ctx.agents.service.invoke(target, request, signal) };
+          return { value: await ctx.agents.service.invoke(target, request, signal, undefined, principal) };
         }
         case 'plugin': {
           const response = await pluginServiceOf(ctx).predict(target, input, { principal, operation: 'pipeline' });

@@ -53,54 +53,54 @@ export function studioRoutes(app: FastifyInstance, service: StudioService): void
 
   app.post('/studio/agents/:name/runs', async (req, reply) => {
     const body = parseInput(S.StudioRunRequest, req.body, 'body');
-    const execution = await service.startRun(nameOf(req), body);
+    const execution = await service.startRun(nameOf(req), body, req.principal);
     reply.header('X-Studio-Run-Id', execution.run.run_id);
     return service.outcome(execution);
   });
 
   app.post('/studio/agents/:name/runs/stream', async (req, reply) => {
     const body = parseInput(S.StudioRunRequest, req.body, 'body');
-    const execution = await service.startRun(nameOf(req), body);
+    const execution = await service.startRun(nameOf(req), body, req.principal);
     await streamExecution(reply, execution);
   });
 
   app.get('/studio/agents/:name/runs', async (req) => {
     const query = parseInput(S.RunsQuery, req.query, 'query');
-    return service.listRuns(nameOf(req), query);
+    return service.listRuns(nameOf(req), query, req.principal);
   });
 
   app.get('/studio/agents/:name/runs/:run_id', async (req) => {
-    return service.getRun(nameOf(req), runOf(req));
+    return service.getRun(nameOf(req), runOf(req), req.principal);
   });
 
   app.get('/studio/agents/:name/runs/:run_id/stream', async (req, reply) => {
     const since = resumePoint(req, queryOf(req));
-    const source = await service.runEvents(nameOf(req), runOf(req));
+    const source = await service.runEvents(nameOf(req), runOf(req), req.principal);
     await serveSse(reply, source, { since, headers: { 'X-Studio-Run-Id': runOf(req) } });
   });
 
   app.post('/studio/agents/:name/runs/:run_id/cancel', async (req) => {
-    return service.cancel(nameOf(req), runOf(req));
+    return service.cancel(nameOf(req), runOf(req), req.principal);
   });
 
   app.get('/studio/agents/:name/threads/:thread_id/state', async (req) => {
     const query = parseInput(S.StateQuery, req.query, 'query');
-    return service.threadState(nameOf(req), threadOf(req), query.checkpoint_id);
+    return service.threadState(nameOf(req), threadOf(req), query.checkpoint_id, req.principal);
   });
 
   app.post('/studio/agents/:name/threads/:thread_id/state', async (req) => {
     const body = parseInput(S.StudioStateUpdate, req.body, 'body');
-    return service.updateState(nameOf(req), threadOf(req), body.updates);
+    return service.updateState(nameOf(req), threadOf(req), body.updates, req.principal);
   });
 
   app.get('/studio/agents/:name/threads/:thread_id/history', async (req) => {
     const query = parseInput(S.HistoryQuery, req.query, 'query');
-    return service.history(nameOf(req), threadOf(req), query.limit);
+    return service.history(nameOf(req), threadOf(req), query.limit, req.principal);
   });
 
   app.post('/studio/agents/:name/threads/:thread_id/resume', async (req, reply) => {
     const body = parseInput(S.StudioResumeRequest, req.body, 'body');
-    const execution = await service.resume(nameOf(req), threadOf(req), body);
+    const execution = await service.resume(nameOf(req), threadOf(req), body, req.principal);
     // Only the continued events: the ones before were streamed (and stored) when the run paused.
     await streamExecution(reply, execution);
   });
@@ -150,7 +150,7 @@ export function registerStudioDocs(ctx: HangarContext): void {
       summary: 'Run synchronously; answers with the stored run record, events included',
       description:
         'A run that fails, pauses at a breakpoint or an approval, or is rejected still answers 200 with its record (status, error, paused). ' +
-        'Errors before the run starts: 404 unknown agent/checkpoint/prompt version, 409 thread paused or busy, 422 bad body or a breakpoint naming no node.',
+        'Errors before the run starts: 404 unknown agent/checkpoint/prompt version or a thread_id of another principal, 409 thread paused or busy, 422 bad body or a breakpoint naming no node.',
       tags,
       body: S.StudioRunRequest,
       responses: { 200: { description: 'the run', schema: S.StudioRunDoc }, 404: notFound, 409: { description: 'thread paused or busy' }, 422: { description: 'invalid request' } },
@@ -177,7 +177,7 @@ export function registerStudioDocs(ctx: HangarContext): void {
       path: `${agent}/runs/{run_id}`,
       summary: 'A run with all its events',
       tags,
-      responses: { 200: { description: 'OK', schema: S.StudioRunDoc }, 404: { description: 'unknown agent or run' } },
+      responses: { 200: { description: 'OK', schema: S.StudioRunDoc }, 404: { description: 'unknown agent or run, or a run of another principal' } },
     },
     {
       method: 'get',
@@ -186,14 +186,14 @@ export function registerStudioDocs(ctx: HangarContext): void {
       description: EVENTS_DOC,
       tags,
       query: S.StreamQuery,
-      responses: { 200: sse, 404: { description: 'unknown agent or run' } },
+      responses: { 200: sse, 404: { description: 'unknown agent or run, or a run of another principal' } },
     },
     {
       method: 'post',
       path: `${agent}/runs/{run_id}/cancel`,
       summary: 'Cancel an executing run (cooperative); the thread stays resumable',
       tags,
-      responses: { 200: { description: 'the run', schema: S.StudioRunDoc }, 404: { description: 'unknown agent or run' }, 409: { description: 'the run is not executing' } },
+      responses: { 200: { description: 'the run', schema: S.StudioRunDoc }, 404: { description: 'unknown agent or run, or a run of another principal' }, 409: { description: 'the run is not executing' } },
     },
     {
       method: 'get',
@@ -201,7 +201,7 @@ export function registerStudioDocs(ctx: HangarContext): void {
       summary: 'Thread state at its latest checkpoint (or at `checkpoint_id`)',
       tags,
       query: S.StateQuery,
-      responses: { 200: { description: 'OK', schema: S.ThreadState }, 404: { description: 'unknown agent, thread or checkpoint' } },
+      responses: { 200: { description: 'OK', schema: S.ThreadState }, 404: { description: 'unknown agent, thread or checkpoint, or a thread of another principal' } },
     },
     {
       method: 'post',
@@ -212,7 +212,7 @@ export function registerStudioDocs(ctx: HangarContext): void {
       responses: {
         200: { description: 'the new state', schema: S.ThreadState.extend({ updated_keys: z.array(z.string()) }) },
         400: { description: 'no fields to update' },
-        404: { description: 'unknown agent or thread' },
+        404: { description: 'unknown agent or thread, or a thread of another principal' },
         409: { description: 'a run is in progress on the thread' },
       },
     },
@@ -222,7 +222,7 @@ export function registerStudioDocs(ctx: HangarContext): void {
       summary: 'Checkpoints of the thread, newest first (forks included)',
       tags,
       query: S.HistoryQuery,
-      responses: { 200: { description: 'OK', schema: S.Checkpoint.array() }, 404: { description: 'unknown agent or thread' } },
+      responses: { 200: { description: 'OK', schema: S.Checkpoint.array() }, 404: { description: 'unknown agent or thread, or a thread of another principal' } },
     },
     {
       method: 'post',
@@ -231,7 +231,7 @@ export function registerStudioDocs(ctx: HangarContext): void {
       description: EVENTS_DOC,
       tags,
       body: S.StudioResumeRequest,
-      responses: { 200: sse, 404: { description: 'unknown agent or thread' }, 409: { description: 'the thread is not paused, or busy' }, 422: { description: 'invalid request' } },
+      responses: { 200: sse, 404: { description: 'unknown agent or thread, or a thread of another principal' }, 409: { description: 'the thread is not paused, or busy' }, 422: { description: 'invalid request' } },
     },
   ];
   ctx.openapi.add(...docs);

@@ -4,8 +4,9 @@
  *
  * Decision (the issue allowed the task event log): runs are kept here, not on the task board,
  * because the studio must work with `tasks.enabled` off, a run record must hold all its events
- * (the task log evicts old ones), runs belong to an agent rather than to a principal, and a
- * debugging run must start at once instead of queueing behind the board's concurrency limit.
+ * (the task log evicts old ones), and a debugging run must start at once instead of queueing
+ * behind the board's concurrency limit. Each run stores the principal it belongs to (the
+ * owner of its thread); the service shows it to no one else (core/kernel/ownership.ts).
  *
  * Writes: a run's record is written when it starts and when each execution segment ends (before
  * the stream's [DONE], so "done" means stored). In between, events are written behind the run,
@@ -53,6 +54,8 @@ export interface StudioRun {
   events: StudioEvent[];
   /** Strictly increasing creation order: ISO timestamps tie within a millisecond. */
   order: number;
+  /** Who the run belongs to; absent on runs stored before owners were: those are `local`'s. */
+  principal?: string;
 }
 
 export type RunSummary = Omit<StudioRun, 'events' | 'order'>;
@@ -115,6 +118,12 @@ export class RunStore {
       .filter((run) => run.agent_name === agent && (!options.thread_id || run.thread_id === options.thread_id))
       .sort((a, b) => b.order - a.order)
       .slice(0, options.limit);
+  }
+
+  /** Remove every run of the thread (deleting a thread); none may be executing. */
+  async deleteThread(agent: string, threadId: string): Promise<void> {
+    for (const run of this.dirty.values()) if (run.agent_name === agent && run.thread_id === threadId) this.dirty.delete(run.run_id);
+    await this.runs.deleteWhere((run) => run.agent_name === agent && run.thread_id === threadId);
   }
 
   /** Write the run soon (events arriving while it runs are batched into one write). */

@@ -199,6 +199,8 @@ const RunSummaryShape = {
   duration_ms: z.number(),
   created_at: z.string(),
   updated_at: z.string(),
+  /** The principal the run belongs to (its thread's owner). */
+  principal: z.string().optional(),
 };
 
 export const RunSummary = z.object(RunSummaryShape);

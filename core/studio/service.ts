@@ -32,6 +32,12 @@
  * Studio runs share a thread's checkpoints but never write its chat messages; /chat does that.
  * A state edit merges top-level keys (`{"metadata": {...}}` replaces the whole metadata object).
  *
+ * Ownership (core/kernel/ownership.ts): a thread of another principal answers every studio route
+ * like an unknown thread, and starting a run on its id is the same 404. A run belongs to the owner
+ * of its thread (the caller, for a new thread), so the owner sees runs `local` made on it; runs of
+ * other principals are left out of lists and are 404s. Runs are a part of their thread
+ * (`ThreadService.attach`): deleting the thread deletes them, and is refused (409) while one executes.
+ *
  * Execution: one studio run per thread at a time (409 otherwise); state edits wait for it too. A run
  * keeps going when the client that started it disconnects (as invoke streams do): follow it again
  * with GET /runs/{run_id}/stream, stop it with POST /runs/{run_id}/cancel. Cancelling is
@@ -49,6 +55,7 @@ import type { AgentInput, AgentState, ChatMessage } from '../agents/types.js';
 import { EventLog } from '../http/event-log.js';
 import { HttpError, badRequest, conflict, errorMessage, notFound, unprocessable } from '../http/errors.js';
 import type { Logger } from '../kernel/log.js';
+import { canSee, ownerFor } from '../kernel/ownership.js';
 import { runEventSource, type DoneEvent, type StudioEvent, type StudioRunStatus } from './events.js';
 import { agentConfig, agentEntry, agentGraph, agentSchemas, checkBreakpoints, graphOf } from './inspect.js';
 import { publicRun, summarise, type RunStore, type StudioRun } from './run-store.js';
@@ -106,7 +113,20 @@ export class StudioService {
   /** `agent/thread` keys with a run executing or a state edit being written. */
   private readonly busy = new Set<string>();
 
-  constructor(private readonly options: StudioServiceOptions) {}
+  constructor(private readonly options: StudioServiceOptions) {
+    const { runs } = options;
+    options.runtime.threads.attach({
+      name: 'studio runs',
+      // The thread's checkpoints already name its owner; runs never exist without them.
+      owner: async () => undefined,
+      beforeDelete: (agent, threadId) => {
+        if (this.busy.has(`${agent}/${threadId}`)) {
+          throw conflict(`thread '${threadId}' of agent '${agent}' has a studio run in progress; cancel it (POST …/runs/{run_id}/cancel), then delete the thread`);
+        }
+      },
+      delete: (agent, threadId) => runs.deleteThread(agent, threadId),
+    });
+  }
 
   private get checkpoints(): Checkpointer {
     return this.options.runtime.service.checkpoints;
@@ -146,7 +166,7 @@ export class StudioService {
    * Validate the request and start the run; resolves as soon as it is executing (a bad request
    * throws before any run exists, so it is an ordinary JSON error, never a stream).
    */
-  async startRun(agentName: string, request: StudioRunRequest): Promise<Execution> {
+  async startRun(agentName: string, request: StudioRunRequest, principal?: string): Promise<Execution> {
     const agent = this.options.findAgent(agentName);
     const graph = graphOf(agent);
     checkBreakpoints(agent, request.breakpoints);
@@ -156,6 +176,8 @@ export class StudioService {
     const prompt = resolvePrompt(agent, request.prompt_version);
     if (agent.definition.requiresModel && !this.options.runtime.provider.configured) throw modelNotConfigured(agent.name);
     const threadId = request.thread_id ?? timeOrderedId();
+    if (request.thread_id) await this.options.runtime.service.claimThread(agent.name, threadId, principal);
+    const owner = (await this.options.runtime.threads.owner(agent.name, threadId)) ?? ownerFor(principal);
     const release = this.lock(agent.name, threadId);
     try {
       const base = request.checkpoint_id
@@ -179,11 +201,11 @@ export class StudioService {
         max_tokens: request.max_tokens ?? null,
         history: finishedBase ? conversation(finishedBase.state) : (base?.metadata.input.history ?? []),
       };
-      const run = this.newRun(agent, input, request.breakpoints, request.checkpoint_id ?? null);
+      const run = this.newRun(agent, input, request.breakpoints, request.checkpoint_id ?? null, owner);
       let start: Start;
       if (!base) start = { kind: 'fresh' };
       else if (finishedBase) {
-        const turn = await this.newTurn(agent.name, finishedBase, input, run.run_id, graph.entry);
+        const turn = await this.newTurn(agent.name, finishedBase, input, run.run_id, graph.entry, owner);
         run.last_checkpoint_id = turn.id;
         // The engine does not stop at the node it resumes at, so a breakpoint on the entry of a
         // new turn is honoured here: the turn's first checkpoint already points at that node.
@@ -202,9 +224,11 @@ export class StudioService {
   }
 
   /** Continue a paused thread; resolves once it is executing. */
-  async resume(agentName: string, threadId: string, request: StudioResumeRequest): Promise<Execution> {
+  async resume(agentName: string, threadId: string, request: StudioResumeRequest, principal?: string): Promise<Execution> {
     const agent = this.options.findAgent(agentName);
     graphOf(agent);
+    await this.visibleThread(agent.name, threadId, principal);
+    const owner = (await this.options.runtime.threads.owner(agent.name, threadId)) ?? ownerFor(principal);
     const release = this.lock(agent.name, threadId);
     try {
       const latest = await this.latest(agent.name, threadId);
@@ -228,7 +252,7 @@ export class StudioService {
         Object.assign(run, { status: 'running', paused: null, error: null, error_node: null, resumes: run.resumes + 1, breakpoints, updated_at: new Date().toISOString() });
         await this.options.runs.save(run);
       } else {
-        run = this.newRun(agent, input, breakpoints, latest.id);
+        run = this.newRun(agent, input, breakpoints, latest.id, owner);
         run.last_checkpoint_id = latest.id;
         await this.options.runs.create(run);
       }
@@ -248,25 +272,27 @@ export class StudioService {
     return publicRun(await execution.finished);
   }
 
-  async listRuns(agentName: string, query: { limit: number; thread_id?: string }) {
+  /** Newest first, the caller's runs only. */
+  async listRuns(agentName: string, query: { limit: number; thread_id?: string }, principal?: string) {
     const agent = this.options.findAgent(agentName);
-    return (await this.options.runs.list(agent.name, query)).map(summarise);
+    const all = await this.options.runs.list(agent.name, { ...query, limit: Number.MAX_SAFE_INTEGER });
+    return all.filter((run) => canSee(principal, run)).slice(0, query.limit).map(summarise);
   }
 
-  async getRun(agentName: string, runId: string) {
-    return publicRun(await this.run(agentName, runId));
+  async getRun(agentName: string, runId: string, principal?: string) {
+    return publicRun(await this.run(agentName, runId, principal));
   }
 
   /** The run's events as an SSE source: stored ones, then live ones while it executes. */
-  async runEvents(agentName: string, runId: string) {
-    const run = await this.run(agentName, runId);
+  async runEvents(agentName: string, runId: string, principal?: string) {
+    const run = await this.run(agentName, runId, principal);
     const execution = this.executions.get(run.run_id);
     return execution ? runEventSource(execution.run.events, execution.live) : runEventSource(run.events);
   }
 
   /** Stop an executing run (cooperatively) and return it as stored; a run not executing → 409. */
-  async cancel(agentName: string, runId: string) {
-    const run = await this.run(agentName, runId);
+  async cancel(agentName: string, runId: string, principal?: string) {
+    const run = await this.run(agentName, runId, principal);
     const execution = this.executions.get(run.run_id);
     if (!execution) throw conflict(`run '${runId}' is not executing (status '${run.status}')`);
     execution.controller.abort();
@@ -276,8 +302,9 @@ export class StudioService {
   // ——— thread state ———
 
   /** The latest checkpoint of the thread, or the named one. */
-  async threadState(agentName: string, threadId: string, checkpointId?: string) {
+  async threadState(agentName: string, threadId: string, checkpointId?: string, principal?: string) {
     const agent = this.options.findAgent(agentName);
+    await this.visibleThread(agent.name, threadId, principal);
     const checkpoint = checkpointId ? await this.checkpoint(agent.name, threadId, checkpointId) : await this.latest(agent.name, threadId);
     return stateView(agent.name, checkpoint);
   }
@@ -287,10 +314,11 @@ export class StudioService {
    * checkpoint keeps the node to run next (and a pending interrupt), so editing a paused thread
    * and then resuming runs on the edited state.
    */
-  async updateState(agentName: string, threadId: string, updates: Record<string, unknown>) {
+  async updateState(agentName: string, threadId: string, updates: Record<string, unknown>, principal?: string) {
     const agent = this.options.findAgent(agentName);
     const keys = Object.keys(updates);
     if (keys.length === 0) throw badRequest('no fields to update');
+    await this.visibleThread(agent.name, threadId, principal);
     const release = this.lock(agent.name, threadId);
     try {
       const latest = await this.latest(agent.name, threadId);
@@ -314,8 +342,9 @@ export class StudioService {
    * Every checkpoint of the thread, newest first (most recently written; along one branch that is
    * descending step). A forked thread lists both branches.
    */
-  async history(agentName: string, threadId: string, limit?: number) {
+  async history(agentName: string, threadId: string, limit?: number, principal?: string) {
     const agent = this.options.findAgent(agentName);
+    await this.visibleThread(agent.name, threadId, principal);
     const list = await this.checkpoints.list(agent.name, threadId);
     if (list.length === 0) throw this.unknownThread(agent.name, threadId);
     return limit ? list.slice(0, limit) : list;
@@ -425,7 +454,7 @@ export class StudioService {
           breakpoints: plan.breakpoints,
           runId: run.run_id,
           resume: start.kind === 'resume' ? { checkpoint: start.checkpoint, action: start.action, value: start.value, reason: start.reason } : undefined,
-        });
+        }, run.principal);
         return { status: outcome.status, checkpoint: outcome.checkpoint, paused: outcome.paused, result: outcome.result };
       }
       case 'pause': {
@@ -449,7 +478,7 @@ export class StudioService {
           parent_id: from.id,
           timestamp: new Date().toISOString(),
         };
-        await this.checkpoints.put(agent.name, checkpoint);
+        await this.checkpoints.put(agent.name, checkpoint, run.principal);
         const result = buildResult(agent.definition, state);
         emit({ ...base(), type: 'run_complete', status: 'rejected', response: result.response, steps_taken: result.steps_taken ?? [], duration_ms: performance.now() - began });
         return { status: 'rejected', checkpoint, result };
@@ -458,7 +487,7 @@ export class StudioService {
   }
 
   /** The first checkpoint of a new turn on a finished thread (see the file's doc comment). */
-  private async newTurn(agentName: string, from: Checkpoint, input: AgentInput, runId: string, entry: string): Promise<Checkpoint> {
+  private async newTurn(agentName: string, from: Checkpoint, input: AgentInput, runId: string, entry: string, principal: string): Promise<Checkpoint> {
     const state: AgentState = {
       ...structuredClone(from.state),
       messages: [...input.history, { role: 'user', content: input.query }],
@@ -475,11 +504,11 @@ export class StudioService {
       parent_id: from.id,
       timestamp: new Date().toISOString(),
     };
-    await this.checkpoints.put(agentName, checkpoint);
+    await this.checkpoints.put(agentName, checkpoint, principal);
     return checkpoint;
   }
 
-  private newRun(agent: Agent, input: AgentInput, breakpoints: string[], checkpointId: string | null): StudioRun {
+  private newRun(agent: Agent, input: AgentInput, breakpoints: string[], checkpointId: string | null, principal: string): StudioRun {
     const now = new Date().toISOString();
     return {
       run_id: timeOrderedId(),
@@ -509,6 +538,7 @@ export class StudioService {
       updated_at: now,
       events: [],
       order: this.options.runs.nextOrder(),
+      principal,
     };
   }
 
@@ -520,12 +550,17 @@ export class StudioService {
     }
   }
 
-  private async run(agentName: string, runId: string): Promise<StudioRun> {
+  private async run(agentName: string, runId: string, principal?: string): Promise<StudioRun> {
     const agent = this.options.findAgent(agentName);
     const live = this.executions.get(runId)?.run;
     const run = live ?? (await this.options.runs.get(runId));
-    if (!run || run.agent_name !== agent.name) throw notFound(`run '${runId}' not found for agent '${agent.name}'`);
+    if (!run || run.agent_name !== agent.name || !canSee(principal, run)) throw notFound(`run '${runId}' not found for agent '${agent.name}'`);
     return run;
+  }
+
+  /** Another principal's thread is, to the caller, a thread without checkpoints: the same 404. */
+  private async visibleThread(agent: string, threadId: string, principal: string | undefined): Promise<void> {
+    if ((await this.options.runtime.threads.access(agent, threadId, principal)) === 'hidden') throw this.unknownThread(agent, threadId);
   }
 
   private async latest(agent: string, threadId: string): Promise<Checkpoint> {

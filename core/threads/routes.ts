@@ -28,44 +28,44 @@ export function threadRoutes(app: FastifyInstance, ctx: HangarContext): void {
 
   app.post('/api/v1/:agent/threads', async (req) => {
     const agent = agentOf(req);
-    return threads().create(agent, parseInput(S.CreateThreadRequest, req.body, 'body'));
+    return threads().create(agent, parseInput(S.CreateThreadRequest, req.body, 'body'), req.principal);
   });
   app.get('/api/v1/:agent/threads', async (req) => {
     const agent = agentOf(req);
     const query = parseInput(S.ListThreadsQuery, req.query, 'query');
-    const list = await threads().list(agent, query.user_id);
+    const list = await threads().list(agent, query.user_id, req.principal);
     return { threads: list, count: list.length };
   });
   app.get('/api/v1/:agent/threads/:thread_id', async (req) => {
-    return threads().get(agentOf(req), idOf(req));
+    return threads().get(agentOf(req), idOf(req), req.principal);
   });
   app.patch('/api/v1/:agent/threads/:thread_id', async (req) => {
     const agent = agentOf(req);
-    return threads().update(agent, idOf(req), parseInput(S.UpdateThreadRequest, req.body, 'body'));
+    return threads().update(agent, idOf(req), parseInput(S.UpdateThreadRequest, req.body, 'body'), req.principal);
   });
   app.delete('/api/v1/:agent/threads/:thread_id', async (req) => {
-    await threads().delete(agentOf(req), idOf(req));
+    await threads().delete(agentOf(req), idOf(req), req.principal);
     return { status: 'deleted', thread_id: idOf(req) };
   });
   app.get('/api/v1/:agent/threads/:thread_id/messages', async (req) => {
     const agent = agentOf(req);
     const { limit, offset } = parseInput(S.MessagesQuery, req.query, 'query');
-    return threads().messages(agent, idOf(req), limit, offset);
+    return threads().messages(agent, idOf(req), limit, offset, req.principal);
   });
   app.delete('/api/v1/:agent/threads/:thread_id/messages', async (req) => {
-    await threads().clear(agentOf(req), idOf(req));
+    await threads().clear(agentOf(req), idOf(req), req.principal);
     return { status: 'cleared', thread_id: idOf(req) };
   });
   app.get('/api/v1/:agent/threads/:thread_id/summary', async (req) => {
-    return threads().summary(agentOf(req), idOf(req));
+    return threads().summary(agentOf(req), idOf(req), req.principal);
   });
   app.post('/api/v1/:agent/threads/:thread_id/fork', async (req) => {
     const agent = agentOf(req);
-    const fork = await threads().fork(agent, idOf(req), parseInput(S.ForkThreadRequest, req.body, 'body'));
+    const fork = await threads().fork(agent, idOf(req), parseInput(S.ForkThreadRequest, req.body, 'body'), req.principal);
     return fork;
   });
   app.get('/api/v1/:agent/threads/:thread_id/lineage', async (req) => {
-    return threads().lineage(agentOf(req), idOf(req));
+    return threads().lineage(agentOf(req), idOf(req), req.principal);
   });
 }
 
@@ -74,13 +74,19 @@ export function registerThreadDocs(ctx: HangarContext): void {
     listAgents(ctx).flatMap((agent): RouteDoc[] => {
       const base = `/api/v1/${agent.name}/threads`;
       const tags = [`agent:${agent.name}`, 'threads'];
-      const ok = (schema: RouteDoc['body']) => ({ 200: { description: 'OK', schema }, 404: { description: 'unknown thread' } });
+      const ok = (schema: RouteDoc['body']) => ({ 200: { description: 'OK', schema }, 404: { description: 'unknown thread, or a thread of another principal' } });
       return [
         { method: 'post', path: base, summary: 'Create a thread', tags, body: S.CreateThreadRequest, responses: { 200: { description: 'created', schema: S.Thread }, 409: { description: 'thread id taken' } } },
         { method: 'get', path: base, summary: 'List threads (newest first), optionally of one user', tags, query: S.ListThreadsQuery, responses: { 200: { description: 'OK', schema: S.ThreadList } } },
         { method: 'get', path: `${base}/{thread_id}`, summary: 'Get a thread', tags, responses: ok(S.Thread) },
         { method: 'patch', path: `${base}/{thread_id}`, summary: 'Update title and/or metadata (metadata is replaced)', tags, body: S.UpdateThreadRequest, responses: { ...ok(S.Thread), 400: { description: 'no fields to update' } } },
-        { method: 'delete', path: `${base}/{thread_id}`, summary: 'Delete a thread and its messages', tags, responses: ok(S.DeleteResponse) },
+        {
+          method: 'delete',
+          path: `${base}/{thread_id}`,
+          summary: 'Delete a thread with its messages, checkpoints, pending approvals and studio runs',
+          tags,
+          responses: { ...ok(S.DeleteResponse), 409: { description: 'a studio run is executing on the thread' } },
+        },
         { method: 'get', path: `${base}/{thread_id}/messages`, summary: 'Messages, oldest first, paged', tags, query: S.MessagesQuery, responses: ok(S.MessagesResponse) },
         { method: 'delete', path: `${base}/{thread_id}/messages`, summary: 'Clear the messages (the thread is kept)', tags, responses: ok(S.ClearResponse) },
         { method: 'get', path: `${base}/{thread_id}/summary`, summary: 'Summary (model when configured, else extractive; cached until messages change)', tags, responses: ok(S.SummaryResponse) },

@@ -43,6 +43,8 @@ export const Thread = z.object({
   updated_at: z.string(),
   parent_thread_id: z.string().optional(),
   fork_message_index: z.number().int().optional(),
+  /** The principal it belongs to (`local` on a server without tokens); only that principal sees it. */
+  principal: z.string().optional(),
 });
 export type Thread = z.output<typeof Thread>;
 
@@ -64,7 +66,13 @@ export const MessagesResponse = z.object({
   offset: z.number().int(),
 });
 export const SummaryResponse = z.object({ thread_id: z.string(), summary: z.string(), method: z.enum(['model', 'extractive']) });
-const LineageEntry = z.object({ id: z.string(), title: z.string().nullable(), parent_thread_id: z.string().nullable() });
+const LineageEntry = z.object({
+  id: z.string(),
+  title: z.string().nullable(),
+  parent_thread_id: z.string().nullable(),
+  /** A deleted ancestor: only its id is left, and the chain of ancestors ends with it. */
+  deleted: z.boolean(),
+});
 export const LineageResponse = z.object({ thread_id: z.string(), ancestors: z.array(LineageEntry), descendants: z.array(LineageEntry) });
 export const DeleteResponse = z.object({ status: z.literal('deleted'), thread_id: z.string() });
 export const ClearResponse = z.object({ status: z.literal('cleared'), thread_id: z.string() });

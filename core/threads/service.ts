@@ -9,9 +9,17 @@
  *
  * Concurrency: an append updates memory synchronously and then waits for its line to be written,
  * so 50 concurrent appends to one thread all land (in arrival order).
+ *
+ * Ownership (core/kernel/ownership.ts): a thread belongs to the principal that made it — by
+ * creating it, or by the first chat, invoke or studio run that named its id. Every method that
+ * reads or changes a thread takes the caller's principal; another principal's thread answers
+ * like an unknown one. The thread's record is not its only part: the agent runtime and the
+ * studio keep checkpoints, pending approvals and runs under the same id and `attach` themselves
+ * here, so the owner is whoever owns any part, and a delete removes every part.
  */
 import { timeOrderedId } from '../storage/ids.js';
 import { badRequest, conflict, notFound, unprocessable } from '../http/errors.js';
+import { canSee, ownerFor, ownerOf } from '../kernel/ownership.js';
 import type { AppendLog } from '../storage/append-log.js';
 import type { Collection, Store } from '../storage/store.js';
 import type { ModelProvider } from '../agents/model.js';
@@ -29,7 +37,24 @@ export interface LineageEntry {
   id: string;
   title: string | null;
   parent_thread_id: string | null;
+  /** True for an ancestor that was deleted: only its id is known, and the chain ends there. */
+  deleted: boolean;
 }
+
+/**
+ * What another subsystem keeps under a thread's id (checkpoints, approvals, studio runs).
+ * `owner` says who owns what it holds (undefined: nothing); `beforeDelete` may refuse a delete
+ * (throw) before anything is removed; `delete` removes the part.
+ */
+export interface ThreadPart {
+  name: string;
+  owner(agent: string, threadId: string): Promise<string | undefined>;
+  beforeDelete?(agent: string, threadId: string): void | Promise<void>;
+  delete(agent: string, threadId: string): Promise<void>;
+}
+
+/** How a thread id stands for a caller: nobody's yet, theirs (or visible to them), or someone else's. */
+export type ThreadAccess = 'free' | 'visible' | 'hidden';
 
 const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
 
@@ -37,6 +62,7 @@ export class ThreadService {
   private readonly threads: Collection<Thread>;
   private readonly messageLog: AppendLog<Message>;
   private readonly summaries: Collection<CachedSummary>;
+  private readonly parts: ThreadPart[] = [];
 
   constructor(
     store: Store,
@@ -48,8 +74,39 @@ export class ThreadService {
     this.summaries = store.collection<CachedSummary>('thread_summaries', { shards: 16 });
   }
 
-  async create(agent: string, request: CreateThreadRequest): Promise<Thread> {
+  /** Register a part kept under thread ids (see `ThreadPart`). */
+  attach(part: ThreadPart): void {
+    this.parts.push(part);
+  }
+
+  /**
+   * Who owns the thread id: its record's principal, else the owner of any attached part (a thread
+   * the studio or a named-thread invoke started has checkpoints but no record).
+   */
+  async owner(agent: string, threadId: string): Promise<string | undefined> {
+    const record = await this.threads.get(key(agent, threadId));
+    if (record) return ownerOf(record);
+    for (const part of this.parts) {
+      const owner = await part.owner(agent, threadId);
+      if (owner !== undefined) return owner;
+    }
+    return undefined;
+  }
+
+  async access(agent: string, threadId: string, principal: string | undefined): Promise<ThreadAccess> {
+    const owner = await this.owner(agent, threadId);
+    if (owner === undefined) return 'free';
+    return canSee(principal, { principal: owner }) ? 'visible' : 'hidden';
+  }
+
+  /**
+   * Decision: ids are per agent, not per principal, so creating a thread whose id someone else
+   * holds answers the same 409 as any taken id — the id is revealed as taken, nothing of it is
+   * shown. Generated ids (the default) never collide.
+   */
+  async create(agent: string, request: CreateThreadRequest, principal?: string): Promise<Thread> {
     const id = request.thread_id ?? timeOrderedId();
+    if ((await this.access(agent, id, principal)) === 'hidden') throw conflict(`thread '${id}' already exists for agent '${agent}'`);
     const now = new Date().toISOString();
     const thread: Thread = {
       id,
@@ -59,6 +116,7 @@ export class ThreadService {
       metadata: request.metadata,
       created_at: now,
       updated_at: now,
+      principal: ownerFor(principal),
     };
     let existed = false;
     await this.threads.update(key(agent, id), (current) => {
@@ -69,19 +127,25 @@ export class ThreadService {
     return thread;
   }
 
-  /** The thread, created on first use (chat with a new or generated thread id). */
-  async ensure(agent: string, threadId: string, userId: string): Promise<Thread> {
+  /**
+   * The thread, created on first use (chat with a new or generated thread id). The caller has
+   * checked `access` first; a new record is owned by whoever owns the id's other parts, else by
+   * the caller, so a chat of `local` on someone's studio thread does not take it over.
+   */
+  async ensure(agent: string, threadId: string, userId: string, principal?: string): Promise<Thread> {
     const existing = await this.threads.get(key(agent, threadId));
     if (existing) return existing;
+    const owner = (await this.owner(agent, threadId)) ?? ownerFor(principal);
     const now = new Date().toISOString();
-    const fresh: Thread = { id: threadId, user_id: userId, agent_name: agent, title: null, metadata: {}, created_at: now, updated_at: now };
+    const fresh: Thread = { id: threadId, user_id: userId, agent_name: agent, title: null, metadata: {}, created_at: now, updated_at: now, principal: owner };
     // `update` keeps whichever thread won a race between two first messages.
     return (await this.threads.update(key(agent, threadId), (current) => current ?? fresh))!;
   }
 
-  async get(agent: string, threadId: string): Promise<Thread> {
+  /** The thread record; unknown, or another principal's → the same 404. */
+  async get(agent: string, threadId: string, principal?: string): Promise<Thread> {
     const thread = await this.threads.get(key(agent, threadId));
-    if (!thread) throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
+    if (!thread || !canSee(principal, thread)) throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
     return thread;
   }
 
@@ -89,11 +153,11 @@ export class ThreadService {
     return this.threads.has(key(agent, threadId));
   }
 
-  /** Newest first; `userId` keeps only that user's threads. */
-  async list(agent: string, userId?: string): Promise<Thread[]> {
+  /** Newest first; only the caller's threads; `userId` keeps only that user's threads. */
+  async list(agent: string, userId?: string, principal?: string): Promise<Thread[]> {
     const all = await this.threads.list();
     return all
-      .filter((t) => t.agent_name === agent && (userId === undefined || t.user_id === userId))
+      .filter((t) => t.agent_name === agent && (userId === undefined || t.user_id === userId) && canSee(principal, t))
       .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
   }
 
@@ -101,10 +165,15 @@ export class ThreadService {
    * Decision: like the spec's pydantic-style optional fields, a field that is absent or null is
    * left as it is; a body that changes nothing is the spec's 400 "no fields to update".
    */
-  async update(agent: string, threadId: string, request: UpdateThreadRequest): Promise<Thread> {
+  async update(agent: string, threadId: string, request: UpdateThreadRequest, principal?: string): Promise<Thread> {
     if (request.title == null && request.metadata == null) throw badRequest('no fields to update: give title and/or metadata');
+    let hidden = false;
     const updated = await this.threads.update(key(agent, threadId), (current) => {
       if (!current) return undefined;
+      if (!canSee(principal, current)) {
+        hidden = true;
+        return current;
+      }
       return {
         ...current,
         ...(request.title != null ? { title: request.title } : {}),
@@ -112,14 +181,23 @@ export class ThreadService {
         updated_at: new Date().toISOString(),
       };
     });
-    if (!updated) throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
+    if (!updated || hidden) throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
     return updated;
   }
 
-  async delete(agent: string, threadId: string): Promise<void> {
-    await this.get(agent, threadId);
+  /**
+   * Delete the thread and everything kept under its id: messages, summary, and every attached
+   * part (checkpoints, pending approvals, studio runs), so nothing of the conversation stays
+   * readable. A thread the studio shows but that has no record (a studio run, an invoke that
+   * named the id) can be deleted too. Parts may refuse first (a studio run executing on it → 409);
+   * the record goes last, so a delete that fails half-way can be repeated.
+   */
+  async delete(agent: string, threadId: string, principal?: string): Promise<void> {
+    if ((await this.access(agent, threadId, principal)) !== 'visible') throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
+    for (const part of this.parts) await part.beforeDelete?.(agent, threadId);
     await this.messageLog.delete(key(agent, threadId));
     await this.summaries.delete(key(agent, threadId));
+    for (const part of this.parts) await part.delete(agent, threadId);
     await this.threads.delete(key(agent, threadId));
   }
 
@@ -145,15 +223,15 @@ export class ThreadService {
     return max === null ? all : max <= 0 ? [] : all.slice(-max);
   }
 
-  async messages(agent: string, threadId: string, limit: number, offset: number) {
-    await this.get(agent, threadId);
+  async messages(agent: string, threadId: string, limit: number, offset: number, principal?: string) {
+    await this.get(agent, threadId, principal);
     const all = await this.allMessages(agent, threadId);
     const page = all.slice(offset, offset + limit);
     return { thread_id: threadId, messages: page, count: page.length, total: all.length, limit, offset };
   }
 
-  async clear(agent: string, threadId: string): Promise<void> {
-    await this.get(agent, threadId);
+  async clear(agent: string, threadId: string, principal?: string): Promise<void> {
+    await this.get(agent, threadId, principal);
     await this.messageLog.set(key(agent, threadId), []);
   }
 
@@ -162,8 +240,8 @@ export class ThreadService {
    * one is configured, else extractive. A model failure falls back to extractive (logged through
    * `onModelError`) and is not cached, so the next request tries the model again.
    */
-  async summary(agent: string, threadId: string): Promise<{ thread_id: string; summary: string; method: 'model' | 'extractive' }> {
-    await this.get(agent, threadId);
+  async summary(agent: string, threadId: string, principal?: string): Promise<{ thread_id: string; summary: string; method: 'model' | 'extractive' }> {
+    await this.get(agent, threadId, principal);
     const record = await this.messageLog.get(key(agent, threadId));
     const version = record?.version ?? 0;
     const cached = await this.summaries.get(key(agent, threadId));
@@ -195,10 +273,10 @@ export class ThreadService {
   /**
    * A new thread with the messages 0..message_index (inclusive) of the source, remembering its
    * parent and the fork point. Decision: the fork keeps the parent's user and metadata; its title
-   * defaults to "<parent title or id> (fork)".
+   * defaults to "<parent title or id> (fork)". The fork belongs to the caller.
    */
-  async fork(agent: string, threadId: string, request: ForkThreadRequest): Promise<Thread> {
-    const parent = await this.get(agent, threadId);
+  async fork(agent: string, threadId: string, request: ForkThreadRequest, principal?: string): Promise<Thread> {
+    const parent = await this.get(agent, threadId, principal);
     const messages = await this.allMessages(agent, threadId);
     const index = request.message_index;
     if (index < 0 || index >= messages.length) {
@@ -208,6 +286,7 @@ export class ThreadService {
       );
     }
     const id = request.new_thread_id ?? timeOrderedId();
+    if ((await this.access(agent, id, principal)) === 'hidden') throw conflict(`thread '${id}' already exists for agent '${agent}'`);
     const now = new Date().toISOString();
     const fork: Thread = {
       id,
@@ -219,6 +298,7 @@ export class ThreadService {
       updated_at: now,
       parent_thread_id: parent.id,
       fork_message_index: index,
+      principal: ownerFor(principal),
     };
     let existed = false;
     await this.threads.update(key(agent, id), (current) => {
@@ -230,23 +310,32 @@ export class ThreadService {
     return fork;
   }
 
-  /** Ancestors root-first, and every descendant (breadth-first, so children before grandchildren). */
-  async lineage(agent: string, threadId: string): Promise<{ thread_id: string; ancestors: LineageEntry[]; descendants: LineageEntry[] }> {
-    const thread = await this.get(agent, threadId);
-    const all = (await this.threads.list()).filter((t) => t.agent_name === agent);
-    const byId = new Map(all.map((t) => [t.id, t]));
-    const entry = (t: Thread): LineageEntry => ({ id: t.id, title: t.title, parent_thread_id: t.parent_thread_id ?? null });
+  /**
+   * Ancestors root-first, and every descendant (breadth-first, so children before grandchildren),
+   * of the caller's threads only.
+   *
+   * Decision: a deleted ancestor is listed as `{id, title: null, parent_thread_id: null, deleted:
+   * true}` and ends the chain — its id is all that is left (its own parent went with it). An
+   * ancestor the caller may not see (only possible after `local` forked someone's thread) ends the
+   * chain without being shown.
+   */
+  async lineage(agent: string, threadId: string, principal?: string): Promise<{ thread_id: string; ancestors: LineageEntry[]; descendants: LineageEntry[] }> {
+    const thread = await this.get(agent, threadId, principal);
+    const everyone = (await this.threads.list()).filter((t) => t.agent_name === agent);
+    const all = everyone.filter((t) => canSee(principal, t));
+    const byId = new Map(everyone.map((t) => [t.id, t]));
+    const entry = (t: Thread): LineageEntry => ({ id: t.id, title: t.title, parent_thread_id: t.parent_thread_id ?? null, deleted: false });
 
     const ancestors: LineageEntry[] = [];
     const seen = new Set([thread.id]);
     for (let p = thread.parent_thread_id; p && !seen.has(p); ) {
       seen.add(p);
       const parent = byId.get(p);
-      // A deleted ancestor ends the chain; its id is still shown so the gap is visible.
       if (!parent) {
-        ancestors.push({ id: p, title: null, parent_thread_id: null });
+        ancestors.push({ id: p, title: null, parent_thread_id: null, deleted: true });
         break;
       }
+      if (!canSee(principal, parent)) break;
       ancestors.push(entry(parent));
       p = parent.parent_thread_id;
     }

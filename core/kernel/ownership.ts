@@ -1,0 +1,40 @@
+/**
+ * Who may see a record made on behalf of a principal (threads, checkpoints, approvals, studio
+ * runs, feedback, pipeline runs). The rule lives here, not in a storage layout, so it holds
+ * whichever backend keeps the records.
+ *
+ * - Every such record stores the principal it was made for (`principal`).
+ * - A principal sees its own records; someone else's answer exactly like an unknown id (404) and
+ *   are left out of lists — the same rule as tasks, invoke streams and A2A tasks.
+ * - `local`, the principal of a server without tokens, sees every record, as it always has: on
+ *   such a server every caller is the one local user.
+ * - A record stored before records carried an owner belongs to `local`, so a principal added
+ *   later never inherits the conversations of the tokenless days.
+ * - `undefined` as the viewer is the platform itself (a studio resume taking a pending approval,
+ *   a cleanup after a delete), never a request: routes always pass `req.principal`.
+ *
+ * @example
+ * const mine = (await runs.list()).filter((run) => canSee(principal, run));
+ */
+
+/** The principal of every caller of a server with no tokens configured. */
+export const LOCAL_PRINCIPAL = 'local';
+
+export interface Owned {
+  principal?: string;
+}
+
+/** The owner of a record; records from before owners were stored belong to `local`. */
+export function ownerOf(record: Owned): string {
+  return record.principal ?? LOCAL_PRINCIPAL;
+}
+
+/** Whether `viewer` (a request's principal, or undefined for the platform) may see `record`. */
+export function canSee(viewer: string | undefined, record: Owned): boolean {
+  return viewer === undefined || viewer === LOCAL_PRINCIPAL || ownerOf(record) === viewer;
+}
+
+/** The principal a new record is stored with: the caller, or `local` for the platform's own work. */
+export function ownerFor(viewer: string | undefined): string {
+  return viewer ?? LOCAL_PRINCIPAL;
+}

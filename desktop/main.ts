@@ -6,7 +6,9 @@
  * - attached (`HANGAR_DESKTOP_URL` set by `hangar` when its server already runs, see
  *   core/kernel/window.ts): the window shows that server, with the token the CLI minted, handed
  *   over in `HANGAR_DESKTOP_TOKEN` (the environment, not argv, because any local user can read a
- *   process's argv). Both variables are removed at once so no child process inherits them.
+ *   process's argv), and a one-time login code in `HANGAR_DESKTOP_LOGIN` that the first page load
+ *   exchanges for the coding-run session token. The variables are removed at once so no child
+ *   process inherits them.
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -23,8 +25,10 @@ const electron = createRequire(import.meta.url)('electron') as ElectronMain;
 const here = path.dirname(fileURLToPath(import.meta.url));
 const attachedUrl = process.env.HANGAR_DESKTOP_URL;
 const attachedToken = process.env.HANGAR_DESKTOP_TOKEN;
+const attachedLogin = process.env.HANGAR_DESKTOP_LOGIN;
 delete process.env.HANGAR_DESKTOP_URL;
 delete process.env.HANGAR_DESKTOP_TOKEN;
+delete process.env.HANGAR_DESKTOP_LOGIN;
 
 /** The workspace defaults to the repository, two folders above dist/desktop/. */
 const repository = path.resolve(here, '..', '..');
@@ -65,4 +69,5 @@ void startShell({
   argv: process.argv,
   platform,
   token: attachedToken,
+  login: attachedLogin,
 });

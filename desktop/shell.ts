@@ -43,6 +43,11 @@ export interface ShellOptions {
   platform: () => Promise<PlatformHandle>;
   /** Token of an attached server (its CLI minted it); ignored when the shell mints its own. */
   token?: string;
+  /**
+   * A one-time login code of an attached server (core/coderun/login.ts): the first page load
+   * carries it, so the UI gets the coding-run session token without the shell reading the workspace.
+   */
+  login?: string;
   log?: (line: string) => void;
 }
 
@@ -165,7 +170,8 @@ export async function startShell(options: ShellOptions): Promise<Shell | undefin
 
   electron.Menu.setApplicationMenu(electron.Menu.buildFromTemplate(menuTemplate(navigate)));
   shell = { window, platform, token, navigate };
-  await window.loadURL(`${origin}/ui/${pendingRoute ?? '#/status'}`);
+  const login = options.login ? `?login=${encodeURIComponent(options.login)}` : '';
+  await window.loadURL(`${origin}/ui/${login}${pendingRoute ?? '#/status'}`);
   return shell;
 }
 

@@ -5,11 +5,13 @@
  *
  * The session token is handed over through `.hangar/code-session.json` (mode 0600, next to the
  * workspace's other state) and the log line naming that file; `hangar code` reads it from there.
+ * Browsers get it through one-time login links (core/coderun/login.ts) instead of pasting it.
  */
-import { chmod, writeFile } from 'node:fs/promises';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { WebSocketServer } from 'ws';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
+import { LoginLinks, loginRoutes } from './login.js';
 import { codeRoutes, sessionMatches, sessionTokenOf } from './routes.js';
 import { CodeRunService } from './service.js';
 import type { Team } from './schemas.js';
@@ -19,12 +21,30 @@ export const CODE_WS_PATH = '/api/runs/ws';
 export const SESSION_FILE = 'code-session.json';
 
 const services = new WeakMap<HangarContext, CodeRunService>();
+const logins = new WeakMap<HangarContext, LoginLinks>();
 
 /** The service of a running server (tests and the CLI reach it through the context). */
 export function codeService(ctx: HangarContext): CodeRunService {
   const service = services.get(ctx);
   if (!service) throw new Error('the coderun subsystem is not set up on this server');
   return service;
+}
+
+/** The one-time login links of a running server (core/coderun/login.ts); the CLI mints from it. */
+export function loginLinks(ctx: HangarContext): LoginLinks {
+  const links = logins.get(ctx);
+  if (!links) throw new Error('the coderun subsystem is not set up on this server');
+  return links;
+}
+
+/**
+ * Adds the server's URL to the session file once it listens (setup runs before), so `hangar login`
+ * and `hangar code --url` find a server started on another port without being told.
+ */
+export async function recordServerUrl(ctx: HangarContext, url: string): Promise<void> {
+  const file = path.join(ctx.paths.state, SESSION_FILE);
+  const current = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+  await writeFile(file, JSON.stringify({ ...current, url }) + '\n', { mode: 0o600 });
 }
 
 export const coderunSubsystem: Subsystem = {
@@ -41,6 +61,7 @@ export const coderunSubsystem: Subsystem = {
       shippedTeams: () => ctx.registry.list<Team>('team').map((e) => e.definition),
     });
     services.set(ctx, service);
+    logins.set(ctx, new LoginLinks(() => service.sessionToken));
     const interrupted = await service.recover();
     if (interrupted.length) ctx.log.warn(`coding runs interrupted by the last stop marked failed: ${interrupted.join(', ')}`);
     const file = path.join(ctx.paths.state, SESSION_FILE);
@@ -62,7 +83,10 @@ export const coderunSubsystem: Subsystem = {
       });
     });
   },
-  routes: (app, ctx) => codeRoutes(app, ctx, codeService(ctx)),
+  routes: (app, ctx) => {
+    codeRoutes(app, ctx, codeService(ctx));
+    loginRoutes(app, ctx, loginLinks(ctx), () => codeService(ctx).sessionToken);
+  },
   async close(ctx) {
     await services.get(ctx)?.close();
   },

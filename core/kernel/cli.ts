@@ -5,7 +5,9 @@ import { COMMANDS } from './commands.js';
 import { startServer, StartupError } from './server.js';
 import { loadSettings, SettingsError } from './settings.js';
 import { PLATFORM_NAME, VERSION } from './version.js';
-import { openAppWindow } from './window.js';
+import { browserToken, loginUrl } from '../coderun/login.js';
+import { loginLinks, recordServerUrl } from '../coderun/subsystem.js';
+import { openAppWindow, type WindowOutcome } from './window.js';
 
 export const HELP = `${PLATFORM_NAME} ${VERSION} — local-first agent platform
 
@@ -13,6 +15,7 @@ Usage:
   hangar [options]                 start the platform (desktop window unless --no-window)
   hangar notebook <command> ...    reactive notebooks (hangar notebook --help)
   hangar code <command> ...        coding runs: run, teams, preselect, calibrate (hangar code --help)
+  hangar login [--root DIR]        print a fresh one-time login link for the running server
 
 Options:
   --no-window        run headless: serve the API and UI, open no window
@@ -130,14 +133,38 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
   });
 
   await running.discovered;
+  await recordServerUrl(running.ctx, running.url);
   const agents = running.ctx.registry.list('agent').length;
   io.out(`${PLATFORM_NAME} ${VERSION} ready at ${running.url} (workspace ${settings.root}, ${agents} agent${agents === 1 ? '' : 's'})`);
-  if (settings.window) {
-    // The Electron shell gets a per-launch token minted into the server's runtime tokens.
-    const outcome = openAppWindow(running.url, { runtimeTokens: running.ctx.runtimeTokens });
-    io.out(outcome.opened ? `window: opened with ${outcome.via}` : `window: not opened — ${outcome.reason}; open ${running.url}/ui/ in a browser`);
-  }
+  const links = loginLinks(running.ctx);
+  // The window gets a login code of its own (its exchange is how the page is seen to load), so it
+  // never uses up the printed one. The Electron shell mints its token synchronously inside
+  // openAppWindow, before the printed link decides whether it must carry an API token.
+  const windowCode = settings.window ? links.mint(browserToken(running.ctx)) : undefined;
+  const opening = windowCode
+    ? openAppWindow(running.url, {
+        runtimeTokens: running.ctx.runtimeTokens,
+        stateDir: running.ctx.paths.state,
+        login: { code: windowCode.code, url: loginUrl(running.url, windowCode.code), used: windowCode.used },
+      })
+    : undefined;
+  const printed = loginUrl(running.url, links.mint(browserToken(running.ctx)).code);
+  io.out(loginLine(printed));
+  // Not awaited: a stop during the wait must not be held up by it.
+  void opening?.then((outcome) => io.out(windowLine(outcome, printed)));
   return stopped;
+}
+
+/** The printed login link (core/coderun/login.ts says why it is a one-time code). */
+export function loginLine(link: string): string {
+  return `login link: ${link} (works once; \`hangar login\` prints another)`;
+}
+
+/** What the window did, said plainly; when it did not show the UI, which link to open instead. */
+export function windowLine(outcome: WindowOutcome, link: string): string {
+  if (!outcome.opened) return `window: not opened — ${outcome.reason}; open ${link} in a browser`;
+  if (outcome.confirmed) return `window: opened with ${outcome.via}`;
+  return `window: ${outcome.via} started but its page has not loaded yet; if no window shows, open ${link} in a browser`;
 }
 
 const invokedDirectly = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);

@@ -6,8 +6,9 @@ import type { HangarBridge } from '../bridge.js';
  * How the UI talks to the server: same origin, JSON, with the API token when there is one.
  *
  * The token comes from the desktop bridge (`window.hangar`, see desktop/bridge.ts) or, in a plain
- * browser against a server with tokens configured, from the person (asked once on the first 401
- * and kept in sessionStorage, so it dies with the tab and never becomes a cookie).
+ * browser against a server with tokens configured, from the login link the page was opened with,
+ * or else from the person (asked once on the first 401); either way it is kept in sessionStorage,
+ * so it dies with the tab and never becomes a cookie.
  */
 declare global {
   interface Window {
@@ -19,7 +20,7 @@ const STORAGE_KEY = 'hangar.token';
 let tokenPromise: Promise<string | null> | undefined;
 
 export function apiToken(): Promise<string | null> {
-  tokenPromise ??= window.hangar ? window.hangar.token() : Promise.resolve(sessionStorage.getItem(STORAGE_KEY));
+  tokenPromise ??= redeemLoginLink().then(async () => (window.hangar ? await window.hangar.token() : null) ?? sessionStorage.getItem(STORAGE_KEY));
   return tokenPromise;
 }
 
@@ -32,15 +33,57 @@ export function onUnauthorized(listener: () => void): () => void {
 
 /**
  * The coding-run session token (header X-Hangar-Session): a second, per-launch secret that only
- * the coding-run routes take. The desktop bridge reads it from the workspace; a browser asks the
- * person once (it is printed at launch and stored in .hangar/code-session.json).
+ * the coding-run routes take. The desktop bridge reads it from the workspace; a browser gets it from
+ * its login link, or asks the person once (it is stored in .hangar/code-session.json).
  */
 const CODE_SESSION_KEY = 'hangar.code-session';
 let codeSessionPromise: Promise<string | null> | undefined;
 
 export function codeSession(): Promise<string | null> {
-  codeSessionPromise ??= window.hangar?.codeSession ? window.hangar.codeSession() : Promise.resolve(sessionStorage.getItem(CODE_SESSION_KEY));
+  // The bridge knows it when the shell started the server itself; a window attached to a running
+  // server gets it from its login link, like a browser tab.
+  codeSessionPromise ??= redeemLoginLink().then(async () => (await window.hangar?.codeSession?.()) ?? sessionStorage.getItem(CODE_SESSION_KEY));
   return codeSessionPromise;
+}
+
+/**
+ * One-time login links, `/ui/?login=<code>` (core/coderun/login.ts): what `hangar` prints and
+ * opens its window on. The code is exchanged once, before any other call, for the session token
+ * (and the API token when the server needs one), both kept in sessionStorage like pasted ones.
+ */
+const LOGIN_PARAM = 'login';
+let loginPromise: Promise<void> | undefined;
+let loginRefusal: string | null = null;
+
+export function redeemLoginLink(): Promise<void> {
+  loginPromise ??= (async () => {
+    const url = new URL(location.href);
+    const code = url.searchParams.get(LOGIN_PARAM);
+    if (code === null) return;
+    // Out of the address bar (so out of history, bookmarks and shared screenshots) whatever the answer.
+    url.searchParams.delete(LOGIN_PARAM);
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+    try {
+      const res = await fetch('/api/login', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ code }) });
+      const body = (await res.json().catch(() => ({}))) as { session?: string; token?: string | null; detail?: unknown };
+      if (res.ok && body.session) {
+        sessionStorage.setItem(CODE_SESSION_KEY, body.session);
+        if (body.token) sessionStorage.setItem(STORAGE_KEY, body.token);
+        return;
+      }
+      // A tab that is signed in already (a reload of the original tab) needs no warning.
+      if (sessionStorage.getItem(CODE_SESSION_KEY)) return;
+      loginRefusal = typeof body.detail === 'string' ? body.detail : `the login link was refused (HTTP ${res.status}); read the session token in .hangar/code-session.json`;
+    } catch (err) {
+      loginRefusal = `the login link could not be exchanged (${String(err)}); read the session token in .hangar/code-session.json`;
+    }
+  })();
+  return loginPromise;
+}
+
+/** Why the login link of this page was refused (used, expired, another launch's), or null. */
+export function loginProblem(): Promise<string | null> {
+  return redeemLoginLink().then(() => loginRefusal);
 }
 
 export function setCodeSession(token: string): void {

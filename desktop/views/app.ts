@@ -6,7 +6,7 @@ import type { WorkspaceSnapshot } from '../../core/ui/workspace.js';
 import { onUnauthorized, setBrowserToken } from './api.js';
 import { connectLive, type LiveState } from './live.js';
 import { href, useRoute } from './router.js';
-import { codeSession, getJson } from './api.js';
+import { codeSession, getJson, loginProblem } from './api.js';
 import { NotebookView } from './notebook/index.js';
 import { CodeRunView } from './runs/index.js';
 import { StatusView } from './status.js';
@@ -127,8 +127,10 @@ export function App() {
   const [generation, setGeneration] = useState(0);
   const [extra, setExtra] = useState<Record<string, WorkspaceSnapshot['kinds'][string]>>({});
   const main = useRef<HTMLElement>(null);
+  const [loginIssue, setLoginIssue] = useState<string | null>(null);
 
   useEffect(() => onUnauthorized(() => setNeedsToken(true)), []);
+  useEffect(() => void loginProblem().then(setLoginIssue), []);
   useEffect(
     () =>
       connectLive<EventMessage>({
@@ -177,6 +179,7 @@ export function App() {
     <div class="layout">
       <nav class="sidebar" aria-label="Workspace">${html`<${Sidebar} workspace=${shown} current=${route.params[0] ?? ''} />`}</nav>
       <main id="main" ref=${main} tabindex="-1">
+        ${loginIssue && html`<p class="alert" role="alert" data-testid="login-problem">${loginIssue}</p>`}
         ${needsToken
           ? html`<${TokenPrompt}
               onDone=${() => {

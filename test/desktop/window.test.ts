@@ -1,8 +1,12 @@
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { chooseWindow, openAppWindow, type WindowProbe } from '../../core/kernel/window.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loginUrl } from '../../core/coderun/login.js';
+import { loginLinks } from '../../core/coderun/subsystem.js';
+import { browserError, chooseWindow, openAppWindow, type WindowProbe } from '../../core/kernel/window.js';
+import { fakeBrowser, ROOT_STDERR, type FakeBrowserKind } from '../support/fake-browser.js';
+import { eventually, startTestServer, type TestServer } from '../support/server.js';
 
 const probe = (overrides: Partial<WindowProbe>): WindowProbe => ({
   platform: 'linux',
@@ -31,8 +35,8 @@ describe('choosing the window', () => {
     expect(chooseWindow(probe({ platform: 'darwin', env: {}, browser: () => '/Applications/Chrome' })).kind).toBe('app');
   });
 
-  it('reports the outcome of opening without spawning anything when nothing fits', () => {
-    expect(openAppWindow('http://127.0.0.1:1/', { probe: probe({ env: {} }) })).toEqual({
+  it('reports the outcome of opening without spawning anything when nothing fits', async () => {
+    expect(await openAppWindow('http://127.0.0.1:1/', { probe: probe({ env: {} }) })).toEqual({
       opened: false,
       reason: 'no display available (DISPLAY/WAYLAND_DISPLAY unset)',
     });
@@ -53,16 +57,19 @@ describe('opening the Electron shell for a running server', () => {
       await chmod(fake, 0o755);
       const runtimeTokens: Record<string, string> = {};
       let seenWhileOpen: string | undefined;
+      let outcome: Promise<unknown> | undefined;
       const closed = new Promise<void>((resolve) => {
-        const outcome = openAppWindow('http://127.0.0.1:8787/', {
+        outcome = openAppWindow('http://127.0.0.1:8787/', {
           runtimeTokens,
           probe: probe({ electron: () => fake }),
+          stateDir: dir,
           onClosed: () => resolve(),
         });
-        expect(outcome).toEqual({ opened: true, via: 'Electron window' });
         seenWhileOpen = runtimeTokens.desktop;
       });
       await closed;
+      // This stand-in closes at once, and is reported as such.
+      expect(await outcome).toEqual({ opened: false, reason: 'the Electron shell exited with code 0 before the page loaded' });
       const seen = JSON.parse(await readFile(record, 'utf8')) as { args: string[]; url: string; token: string };
       expect(seen.url).toBe('http://127.0.0.1:8787');
       expect(seen.token).toBe(seenWhileOpen);
@@ -75,4 +82,119 @@ describe('opening the Electron shell for a running server', () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 30_000);
+});
+
+describe('reporting the Chromium --app window truthfully', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server?.stop());
+
+  /** Opens the window on a fresh login link of the test server, with `kind` as the browser. */
+  async function openWith(kind: FakeBrowserKind, waits: { confirmMs?: number; graceMs?: number } = {}) {
+    const browser = await fakeBrowser(kind);
+    const link = loginLinks(server.ctx).mint();
+    const started = Date.now();
+    const outcome = await openAppWindow(server.url, {
+      probe: probe({ browser: () => browser.executable }),
+      stateDir: path.join(server.root, '.hangar'),
+      login: { code: link.code, url: loginUrl(server.url, link.code), used: link.used },
+      ...waits,
+    });
+    return { browser, outcome, link, elapsed: Date.now() - started };
+  }
+
+  it('says "not opened" with the browser\'s own reason when it exits at once', async () => {
+    const { browser, outcome, elapsed } = await openWith('dies');
+    try {
+      expect(outcome).toEqual({
+        opened: false,
+        reason: 'chromium exited with code 1 before the page loaded: Running as root without --no-sandbox is not supported. See https://crbug.com/638180.',
+      });
+      // Known as soon as it exits, not at the end of the wait.
+      expect(elapsed).toBeLessThan(5_000);
+      // Its whole output is kept for a closer look.
+      expect(await readFile(path.join(server.root, '.hangar', 'window.log'), 'utf8')).toBe(ROOT_STDERR + '\n');
+    } finally {
+      await browser.dispose();
+    }
+  });
+
+  it('says "opened" once the page has exchanged its login code, using a profile of its own under .hangar/', async () => {
+    const { browser, outcome } = await openWith('loads');
+    try {
+      expect(outcome).toEqual({ opened: true, via: 'chromium --app window', confirmed: true });
+      const { args } = await browser.record();
+      const profile = path.join(server.root, '.hangar', 'window-profile');
+      expect(args).toEqual([expect.stringMatching(/^--app=http:\/\/127\.0\.0\.1:\d+\/ui\/\?login=[0-9a-f]{64}$/), `--user-data-dir=${profile}`, '--no-first-run', '--no-default-browser-check']);
+      expect((await stat(profile)).isDirectory()).toBe(true);
+    } finally {
+      await browser.dispose();
+    }
+  });
+
+  it('says the window started but its page is not confirmed when the browser stays up without loading it', async () => {
+    const { browser, outcome } = await openWith('hangs', { confirmMs: 800 });
+    try {
+      expect(outcome).toEqual({ opened: true, via: 'chromium --app window', confirmed: false });
+    } finally {
+      await browser.dispose();
+    }
+  });
+
+  it('waits for the page when the browser hands the URL to a running instance, and says so when it never comes', async () => {
+    const { browser, outcome, elapsed } = await openWith('hands-over', { confirmMs: 800 });
+    try {
+      expect(outcome).toEqual({ opened: false, reason: 'chromium exited with code 0 before the page loaded' });
+      expect(elapsed).toBeGreaterThanOrEqual(700);
+    } finally {
+      await browser.dispose();
+    }
+  });
+
+  it('counts a handed-over page that loads as opened', async () => {
+    const browser = await fakeBrowser('hands-over');
+    const link = loginLinks(server.ctx).mint();
+    try {
+      const opening = openAppWindow(server.url, {
+        probe: probe({ browser: () => browser.executable }),
+        stateDir: path.join(server.root, '.hangar'),
+        login: { code: link.code, url: loginUrl(server.url, link.code), used: link.used },
+        confirmMs: 10_000,
+      });
+      // The launcher has exited; the already-running browser shows the page a moment later.
+      await eventually(() => browser.record());
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await server.request('/api/login', { method: 'POST', json: { code: link.code } })).status).toBe(200);
+      expect(await opening).toEqual({ opened: true, via: 'chromium --app window', confirmed: true });
+    } finally {
+      await browser.dispose();
+    }
+  });
+
+  it('reports a browser that cannot be started', async () => {
+    const outcome = await openAppWindow(server.url, { probe: probe({ browser: () => path.join(server.root, 'no-such-chromium') }), stateDir: path.join(server.root, '.hangar') });
+    expect(outcome.opened).toBe(false);
+    expect(outcome.opened === false && outcome.reason).toMatch(/^no-such-chromium could not be started: spawn .*ENOENT/);
+  });
+});
+
+describe("the browser's reason for failing", () => {
+  it('skips the wrapper-script and D-Bus noise and drops Chromium\'s log prefix', () => {
+    expect(browserError(ROOT_STDERR)).toBe('Running as root without --no-sandbox is not supported. See https://crbug.com/638180.');
+    const noDisplay = [
+      '/usr/bin/chromium: 9: [: 25276510208: unexpected operator',
+      '[8278:8308:1125/032111.535727:ERROR:dbus/bus.cc:405] Failed to connect to the bus: Failed to connect to socket /run/dbus/system_bus_socket: No such file or directory',
+      '[8278:8278:1125/032111.538016:ERROR:ui/ozone/platform/x11/ozone_platform_x11.cc:257] Missing X server or $DISPLAY',
+      '[8278:8278:1125/032111.538043:ERROR:ui/aura/env.cc:246] The platform failed to initialize.  Exiting.',
+    ].join('\n');
+    expect(browserError(noDisplay)).toBe('Missing X server or $DISPLAY');
+  });
+
+  it('prefers a FATAL line, falls back to the first line, and says nothing for silence', () => {
+    expect(browserError('[1:1:0:ERROR:a.cc:1] first\n[1:1:0:FATAL:b.cc:2] the real one')).toBe('the real one');
+    expect(browserError('Segmentation fault\n')).toBe('Segmentation fault');
+    expect(browserError('')).toBeUndefined();
+  });
 });

@@ -97,7 +97,7 @@ describe('hangar CLI', () => {
   it('says plainly when no window can be opened', async () => {
     const root = await makeWorkspace();
     const proc = run(['--root', root, '--port', '0']);
-    expect(await proc.line(/^window:/)).toMatch(/window: not opened — .+; open http:\/\/127\.0\.0\.1:\d+\/ui\/ in a browser/);
+    expect(await proc.line(/^window:/)).toMatch(/window: not opened — .+; open http:\/\/127\.0\.0\.1:\d+\/ui\/\?login=[0-9a-f]{64} in a browser/);
     proc.child.kill('SIGINT');
     const code = await proc.exited;
     expect(proc.err()).toContain('SIGINT received');

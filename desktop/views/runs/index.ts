@@ -72,7 +72,7 @@ function SessionPrompt({ onDone }: { onDone: () => void }) {
     }}
   >
     <h2>Coding runs need the session token</h2>
-    <p class="muted">It is printed when Hangar starts and stored in <code>.hangar/code-session.json</code> of the workspace.</p>
+    <p class="muted">Open the login link Hangar printed at start (<code>hangar login</code> prints a fresh one), or paste the token stored in <code>.hangar/code-session.json</code> of the workspace.</p>
     <label>Session token <input type="password" autocomplete="off" value=${value} onInput=${(e: Event) => setValue((e.target as HTMLInputElement).value)} /></label>
     <button class="primary" type="submit">Use token</button>
   </form>`;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -44,16 +44,24 @@ function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /**
- * The binary of the optional `electron` package. Its index.js throws when the download of the
- * binary failed or was skipped (offline installs), which is exactly the "missing" case.
+ * The binary of the optional `electron` package, found the way its index.js finds it (`path.txt`
+ * names the executable under `dist/`) but without loading index.js: since Electron 42 that module
+ * downloads the binary when it is missing, and starting Hangar must never reach the network. A
+ * package whose binary was never downloaded (install scripts are denied) is the "missing" case.
  */
 function electronBinary(): string | undefined {
+  let dir: string;
   try {
-    const binary = createRequire(import.meta.url)('electron') as unknown;
-    return typeof binary === 'string' && existsSync(binary) ? binary : undefined;
+    dir = path.dirname(createRequire(import.meta.url).resolve('electron/package.json'));
   } catch {
     return undefined;
   }
+  const pathFile = path.join(dir, 'path.txt');
+  if (!existsSync(pathFile)) return undefined;
+  const executable = readFileSync(pathFile, 'utf8').trim();
+  const dist = process.env.ELECTRON_OVERRIDE_DIST_PATH ?? path.join(dir, 'dist');
+  const binary = path.join(dist, executable);
+  return executable && existsSync(binary) ? binary : undefined;
 }
 
 export const systemProbe: WindowProbe = {

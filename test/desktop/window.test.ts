@@ -1,10 +1,11 @@
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loginUrl } from '../../core/coderun/login.js';
 import { loginLinks } from '../../core/coderun/subsystem.js';
-import { browserError, chooseWindow, openAppWindow, type WindowProbe } from '../../core/kernel/window.js';
+import { browserError, chooseWindow, openAppWindow, systemProbe, type WindowProbe } from '../../core/kernel/window.js';
 import { fakeBrowser, ROOT_STDERR, type FakeBrowserKind } from '../support/fake-browser.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 
@@ -40,6 +41,21 @@ describe('choosing the window', () => {
       opened: false,
       reason: 'no display available (DISPLAY/WAYLAND_DISPLAY unset)',
     });
+  });
+});
+
+describe('finding Electron', () => {
+  it('treats a package without its downloaded binary as missing, without trying to download it', () => {
+    const pkg = path.resolve('node_modules', 'electron');
+    if (!existsSync(pkg) || existsSync(path.join(pkg, 'path.txt'))) return; // only meaningful when the binary is absent
+    const logged = vi.spyOn(console, 'log');
+    try {
+      expect(systemProbe.electron()).toBeUndefined();
+      // Electron's own index.js would print "Downloading Electron binary..." and go online.
+      expect(logged).not.toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+    }
   });
 });
 

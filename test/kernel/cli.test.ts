@@ -1,10 +1,11 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fakeBrowser } from '../support/fake-browser.js';
 import { agentSource, eventually, makeWorkspace } from '../support/server.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -102,6 +103,70 @@ describe('hangar CLI', () => {
     const code = await proc.exited;
     expect(proc.err()).toContain('SIGINT received');
     expect(code).toBe(0);
+  });
+
+  it('prints a one-time login link that signs a browser in once, and `hangar login` prints a fresh one', async () => {
+    const root = await makeWorkspace();
+    const proc = run(['--no-window', '--root', root, '--port', '0']);
+    const line = await proc.line(/^login link:/);
+    expect(line).toMatch(/^login link: http:\/\/127\.0\.0\.1:\d+\/ui\/\?login=[0-9a-f]{64} \(works once; `hangar login` prints another\)$/);
+    const link = new URL(line.split(' ')[2]!);
+    const exchange = (code: string) =>
+      fetch(new URL('/api/login', link), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+    const first = await exchange(link.searchParams.get('login')!);
+    expect(first.status).toBe(200);
+    const session = JSON.parse(readFileSync(path.join(root, '.hangar', 'code-session.json'), 'utf8')) as { token: string; url: string };
+    expect(await first.json()).toEqual({ session: session.token, token: null });
+    // The session file names the server, so `hangar login` finds it on any port.
+    expect(session.url).toBe(link.origin);
+    const second = await exchange(link.searchParams.get('login')!);
+    expect(second.status).toBe(401);
+    expect(((await second.json()) as { detail: string }).detail).toContain('already used');
+
+    const fresh = run(['login', '--root', root]);
+    expect(await fresh.exited).toBe(0);
+    const again = new URL(/^login link: (\S+) \(works once\)$/.exec(fresh.out().trim())![1]!);
+    expect(again.origin).toBe(link.origin);
+    expect((await exchange(again.searchParams.get('login')!)).status).toBe(200);
+  });
+
+  it('`hangar login` says what is wrong when no Hangar runs on the workspace', async () => {
+    const root = await makeWorkspace();
+    const proc = run(['login', '--root', root]);
+    expect(await proc.exited).toBe(1);
+    expect(proc.err().trim()).toBe(`hangar login: cannot read ${path.join(root, '.hangar', 'code-session.json')}; is Hangar running on this workspace? (start it with \`npm start\` or \`hangar --root ${root}\`)`);
+  });
+
+  it('says "not opened" with the browser\'s own reason and the link to open when the browser dies at once', async () => {
+    const root = await makeWorkspace();
+    const browser = await fakeBrowser('dies');
+    try {
+      const proc = run(['--root', root, '--port', '0'], { PATH: `${browser.dir}${path.delimiter}${process.env.PATH}`, DISPLAY: ':99' });
+      const window = await proc.line(/^window:/);
+      const printed = (await proc.line(/^login link:/)).split(' ')[2]!;
+      expect(window).toBe(
+        `window: not opened — chromium exited with code 1 before the page loaded: Running as root without --no-sandbox is not supported. See https://crbug.com/638180.; open ${printed} in a browser`,
+      );
+      // The window had its own profile in the workspace, not the person's.
+      expect((await browser.record()).args).toContain(`--user-data-dir=${path.join(root, '.hangar', 'window-profile')}`);
+    } finally {
+      await browser.dispose();
+    }
+  });
+
+  it('says "opened" when the browser stays up and its page loads', async () => {
+    const root = await makeWorkspace();
+    const browser = await fakeBrowser('loads');
+    try {
+      const proc = run(['--root', root, '--port', '0'], { PATH: `${browser.dir}${path.delimiter}${process.env.PATH}`, DISPLAY: ':99' });
+      expect(await proc.line(/^window:/)).toBe('window: opened with chromium --app window');
+      // The window used a code of its own: the printed link still works.
+      const printed = new URL((await proc.line(/^login link:/)).split(' ')[2]!);
+      const res = await fetch(new URL('/api/login', printed), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: printed.searchParams.get('login') }) });
+      expect(res.status).toBe(200);
+    } finally {
+      await browser.dispose();
+    }
   });
 
   it('fails clearly when the port is taken', async () => {

@@ -164,6 +164,22 @@ describe('desktop shell', () => {
     expect(fake.menu().map((m) => m.label)).toEqual(['Hangar', 'Edit', 'View']);
   });
 
+  it('attached to a running server, opens its first page on the login link the CLI handed over', async () => {
+    server = await startTestServer({ start: { subsystems: WITHOUT_PLUGIN_WORKERS } });
+    const running = server;
+    const fake = fakeElectron();
+    await startShell({
+      electron: fake.electron,
+      preload: '/app/dist/desktop/preload.cjs',
+      argv: ['electron', 'main.mjs', 'hangar://studio/echo'],
+      log: () => {},
+      platform: async () => ({ url: running.url, close: async () => {} }),
+      login: 'a1b2c3',
+    });
+    // The page exchanges the code for the session token the attached shell cannot read itself.
+    expect(fake.windows[0]!.loaded).toEqual([`${running.url}/ui/?login=a1b2c3#/studio/echo`]);
+  });
+
   it('mints a per-launch token the API then requires, and hands it only to the app page', async () => {
     const { fake, shell, server } = await launch();
     expect(server.ctx.runtimeTokens.desktop).toBe(shell.token);

@@ -10,6 +10,7 @@
  * ready_to_dev with fresh attempts.
  */
 import { createHash } from 'node:crypto';
+import { failures, normalizeLine, stripAnsi } from './runner-output.js';
 import type { Task, TaskSpec, TaskState, Ticket } from './schemas.js';
 
 export class BoardError extends Error {
@@ -156,21 +157,31 @@ export interface Defect {
   command: string;
   output: string;
   files: string[];
+  /** Computed from the whole output when the caller has it (`output` may be only its tail). */
+  fingerprint?: string;
 }
 
 /**
- * A defect's identity: the team, the command and the failing lines with numbers, durations and
- * paths of temp folders taken out, so the same failure on a re-run hashes the same.
+ * A defect's identity, the way test runners and CI test analytics group failures: the team, the
+ * command and the failing tests by id with their assertion (`failures`, runner-output.ts), sorted,
+ * with durations, timestamps, temp paths, ports, addresses, ANSI codes and line numbers taken out.
+ * When the output names no failing test (a crash, a build error, a custom script), the failing
+ * lines — else the last lines — stand in, with every number taken out as well.
  */
 export function fingerprint(defect: Pick<Defect, 'team' | 'command' | 'output'>): string {
-  const failing = defect.output
+  return createHash('sha256').update(`${defect.team}\0${defect.command}\0${defectKey(defect.output)}`).digest('hex').slice(0, 16);
+}
+
+/** The text a fingerprint hashes (exported so a test can show what two outputs have in common). */
+export function defectKey(output: string): string {
+  const named = failures(output);
+  if (named.length) return named.map((f) => `${f.id} :: ${f.message}`).join('\n');
+  const lines = stripAnsi(output)
     .split('\n')
-    .filter((l) => /(not ok|fail|error|assert|expected)/i.test(l))
-    .map((l) => l.replace(/\/tmp\/[^\s'"]+/g, '<tmp>').replace(/\d+(\.\d+)?(ms|s)?/g, '#').trim())
-    .filter(Boolean)
-    .slice(0, 20)
-    .join('\n');
-  return createHash('sha256').update(`${defect.team}\0${defect.command}\0${failing || defect.output.slice(-500)}`).digest('hex').slice(0, 16);
+    .map((l) => normalizeLine(l, true))
+    .filter(Boolean);
+  const failing = lines.filter((l) => /(not ok|fail|error|assert|expected|panic|exception|traceback)/i.test(l));
+  return [...new Set(failing.length ? failing : lines.slice(-15))].slice(0, 20).join('\n');
 }
 
 export function tail(text: string, lines = 40, chars = 4000): string {
@@ -186,7 +197,7 @@ export function failureTail(text: string): string {
   const end = tail(text);
   const headlines = text
     .split('\n')
-    .filter((l) => /^\s*(not ok\b|✖|FAIL\b|●)/.test(l) && !end.includes(l))
+    .filter((l) => /^\s*(not ok\b|✖|FAIL\b|FAILED\b|●|--- FAIL:|thread '.*' panicked)/.test(l) && !end.includes(l))
     .slice(0, 10);
   return headlines.length ? `${headlines.join('\n')}\n…\n${end}` : end;
 }
@@ -196,7 +207,7 @@ export function failureTail(text: string): string {
  * bump that ticket instead of raising a second one. Returns the next ticket list and what happened.
  */
 export function raiseDefect(tickets: readonly Ticket[], defect: Defect): { tickets: Ticket[]; ticket: Ticket; action: 'raised' | 'bumped' } {
-  const fp = fingerprint(defect);
+  const fp = defect.fingerprint ?? fingerprint(defect);
   const existing = tickets.find((t) => t.fingerprint === fp);
   if (existing) {
     const bumped: Ticket = { ...existing, count: existing.count + 1, status: existing.status === 'needs_human' ? 'needs_human' : 'open', output_tail: failureTail(defect.output) };

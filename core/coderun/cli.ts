@@ -78,8 +78,16 @@ export function formatEvent(e: RunEvent): string | undefined {
   switch (e.type) {
     case 'run_status':
       return `run ${e.status}${e.detail ? `: ${e.detail}` : ''}`;
-    case 'plan_proposed':
-      return `plan: ${e.tasks} task(s)${e.summary ? ` — ${e.summary}` : ''}`;
+    case 'plan_proposed': {
+      const lines = [`plan: ${e.tasks} task(s)${e.summary ? ` — ${e.summary}` : ''}`];
+      // Older servers send no cap report.
+      if (e.dropped?.length) {
+        lines.push(`  plan size cap ${e.cap}: dropped ${e.dropped.map((t) => `${t.id}${t.team ? ` [${t.team}]` : ''} ${t.title}`).join('; ')}`);
+        if (e.teams_without_work.length) lines.push(`  teams left without work: ${e.teams_without_work.join(', ')}`);
+      }
+      for (const problem of e.problems ?? []) lines.push(`  plan problem: ${problem}`);
+      return lines.join('\n');
+    }
     case 'plan_edited':
       return 'plan edited';
     case 'contract_frozen':
@@ -208,7 +216,11 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
                   if (card.note) io.out(`  (${card.note})`);
                   return api.call('POST', `/api/runs/${run.id}/approve`);
                 })
-                .catch((err: unknown) => io.err(`approval failed: ${(err as Error).message}`));
+                .catch((err: unknown) => {
+                  // Nobody else will approve this run: stop it rather than wait at the gate forever.
+                  io.err(`approval failed: ${(err as Error).message}`);
+                  return api.call('POST', `/api/runs/${run.id}/cancel`).catch(() => undefined);
+                });
             }
           });
         } finally {

@@ -8,7 +8,9 @@ import { formatIssues } from '../http/validate.js';
 import { normalizeRelative, ownersOf } from './ownership.js';
 import { GENERIC_ROLES } from './preselect.js';
 import { assertDisjoint } from './teams.js';
-import { PlanEdit, TaskSpec, TeamSchema, type ContractClause, type Plan, type Team } from './schemas.js';
+import { PlanEdit, TaskSpec, TeamSchema, type ContractClause, type Plan, type PlanCut, type Team } from './schemas.js';
+
+export type { CutTask, PlanCut } from './schemas.js';
 
 /** Plan size cap: tasks a run works on. */
 export const PLAN_SIZE_CAP = 8;
@@ -26,6 +28,7 @@ export interface ShapedPlan {
   dropped: DroppedDependency[];
   /** Tasks beyond the cap, named so the report can say what was left out. */
   cut: string[];
+  report: PlanCut;
 }
 
 /** Roles the harness can staff for these teams: the generic agents plus every roster role. */
@@ -111,7 +114,49 @@ export function shapePlan(raw: Plan, teams: readonly Team[]): ShapedPlan {
   const dropped = repaired.dropped.map((d) => (cut.includes(d.dependency) ? { ...d, reason: `task cut by the plan size cap (${PLAN_SIZE_CAP})` } : d));
   const teamIds = new Set(teams.map((t) => t.id));
   const contract = raw.contract.filter((c) => teamIds.has(c.provider)).map((c) => ({ ...c, consumers: c.consumers.filter((x) => teamIds.has(x)) }));
-  return { plan: { summary: raw.summary, tasks: repaired.tasks, contract }, dropped, cut };
+  const plan = { summary: raw.summary, tasks: repaired.tasks, contract };
+  const report: PlanCut = {
+    cap: PLAN_SIZE_CAP,
+    proposed: cutTasks.length,
+    dropped: cutTasks.slice(PLAN_SIZE_CAP).map((t) => ({ id: t.id, title: t.title, team: t.squad })),
+    teams_without_work: [],
+  };
+  return { plan, dropped, cut, report: refreshCut(report, plan) };
+}
+
+/**
+ * The cap report against the plan as it is now: a dropped task added back at the approval gate is
+ * no longer dropped, and a team given work again is no longer without it.
+ */
+export function refreshCut(report: PlanCut, plan: Plan): PlanCut {
+  const ids = new Set(plan.tasks.map((t) => t.id));
+  const working = new Set(plan.tasks.map((t) => t.squad));
+  const dropped = report.dropped.filter((t) => !ids.has(t.id));
+  const teams = [...new Set(report.dropped.map((t) => t.team).filter((t): t is string => t !== null))];
+  return { ...report, dropped, teams_without_work: teams.filter((t) => !working.has(t)).sort() };
+}
+
+/**
+ * Problems that must be solved before a plan may start: a pinned team the cap left without any
+ * task would otherwise get no gate and its half would silently not be done.
+ */
+export function planProblems(report: PlanCut | null | undefined, plan: Plan, teams: readonly Team[], pins: readonly string[]): string[] {
+  if (!report) return [];
+  const current = refreshCut(report, plan);
+  return current.teams_without_work
+    .filter((team) => pins.includes(team) && teams.some((t) => t.id === team))
+    .map((team) => {
+      const lost = report.dropped.filter((t) => t.team === team).map((t) => t.id);
+      return `team '${team}' is pinned but the plan size cap (${report.cap}) dropped all its tasks (${lost.join(', ')}): remove other tasks and add one of its tasks back, or remove the team from the plan`;
+    });
+}
+
+/** One line for the summary and the CLI: what the cap dropped and who it left without work. */
+export function describeCut(report: PlanCut | null | undefined): string | null {
+  if (!report?.dropped.length) return null;
+  const tasks = report.dropped.map((t) => `${t.id}${t.team ? ` [${t.team}]` : ''}`).join(', ');
+  const idle = report.teams_without_work.length ? `; teams left without work: ${report.teams_without_work.join(', ')}` : '';
+  return `plan size cap ${report.cap}: dropped ${report.dropped.length} of ${report.proposed} tasks (${tasks})${idle}`;
 }
 
 /** Rule 1 as a check: the squad the task's files demand, or a refusal naming the owner. */

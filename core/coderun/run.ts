@@ -18,7 +18,7 @@ import { runGate } from './gates.js';
 import { ownedBy } from './ownership.js';
 import { RunWorkspace } from './git.js';
 import { jsonFromText, type Message, type ModelGate, type ToolSpec } from './model.js';
-import { approvalCard, shapePlan } from './plan.js';
+import { approvalCard, describeCut, planProblems, shapePlan } from './plan.js';
 import { planWithModel, MALFORMED_RETRIES } from './planner.js';
 import type { AgentPool } from './pool.js';
 import { staffingOf } from './preselect.js';
@@ -70,6 +70,8 @@ export class CodeRun {
    * ran is that task's work, not a violation.
    */
   private readonly fencedWrites = new Map<string, { task: string; at: number }>();
+  /** Notes said while a task stayed in its state, for its next `task_update`. */
+  private readonly pendingNotes = new Map<string, string>();
   /** Fix tasks whose result a gate has already judged. */
   private readonly gatedFixes = new Set<string>();
   private readonly limits: BoardLimits;
@@ -103,9 +105,23 @@ export class CodeRun {
     return t;
   }
 
+  /**
+   * Store a task and announce it with one `task_update` per state change. Changes within a state
+   * (files written, the commit sha, an escalation) are stored silently; a note said meanwhile
+   * (an escalation) travels with the next state change.
+   */
   private setTask(next: Task, note?: string): Task {
+    const before = this.record.tasks.find((t) => t.id === next.id);
     this.update({ tasks: this.record.tasks.map((t) => (t.id === next.id ? next : t)) });
-    this.deps.emit({ type: 'task_update', run: this.record.id, task: next.id, team: next.squad, state: next.state, ...(note ?? next.note ? { note: note ?? next.note! } : {}) });
+    const said = note ?? next.note ?? undefined;
+    if (before && before.state === next.state) {
+      if (note) this.pendingNotes.set(next.id, [this.pendingNotes.get(next.id), note].filter(Boolean).join('; '));
+      return next;
+    }
+    const pending = this.pendingNotes.get(next.id);
+    this.pendingNotes.delete(next.id);
+    const text = [pending, said].filter(Boolean).join('; ');
+    this.deps.emit({ type: 'task_update', run: this.record.id, task: next.id, team: next.squad, state: next.state, ...(text ? { note: text } : {}) });
     return next;
   }
 
@@ -132,6 +148,9 @@ export class CodeRun {
   async start(requireApproval: boolean): Promise<void> {
     try {
       await this.plan();
+      const problems = this.record.plan_problems ?? [];
+      // Without an approval gate nobody can fix the plan: it fails before any work starts.
+      if (problems.length && !requireApproval) throw new Error(`the plan cannot start: ${problems.join('; ')}`);
       if (requireApproval) {
         this.setStatus('awaiting_approval');
         await new Promise<void>((resolve, reject) => (this.approval = { resolve, reject }));
@@ -148,9 +167,21 @@ export class CodeRun {
     const files = await listRepository(this.record.repo, 300);
     const outcome = await planWithModel(this.deps.gate, this.record.request, this.record.teams, files, this.signal);
     const shaped = shapePlan(outcome.plan, this.record.teams);
-    this.update({ plan: shaped.plan });
+    const problems = planProblems(shaped.report, shaped.plan, this.record.teams, this.record.pins);
+    this.update({ plan: shaped.plan, plan_cut: shaped.report, plan_problems: problems });
     const card = approvalCard(shaped.plan);
-    this.deps.emit({ type: 'plan_proposed', run: this.record.id, tasks: card.total, shown: card.shown, summary: shaped.plan.summary });
+    this.deps.emit({
+      type: 'plan_proposed',
+      run: this.record.id,
+      tasks: card.total,
+      shown: card.shown,
+      summary: shaped.plan.summary,
+      proposed: shaped.report.proposed,
+      cap: shaped.report.cap,
+      dropped: shaped.report.dropped,
+      teams_without_work: shaped.report.teams_without_work,
+      problems,
+    });
     for (const d of shaped.dropped) this.deps.emit({ type: 'dependency_dropped', run: this.record.id, ...d });
   }
 
@@ -439,7 +470,7 @@ export class CodeRun {
       const lane = this.record.tasks.filter((t) => t.squad === team.id);
       if (!lane.length || lane.some((t) => t.state !== 'done' && t.state !== 'to_scope')) continue;
       const last = [...this.record.gates].reverse().find((g) => g.team === team.id);
-      const openTicket = this.record.tickets.find((t) => t.team === team.id && t.status === 'open');
+      const openTicket = this.record.tickets.find((t) => t.team === team.id && t.status !== 'resolved');
       // A lane is gated once when it finishes, and again only after a fix task settled since.
       if (last && !lane.some((t) => t.ticket && !this.gatedFixes.has(t.id))) continue;
       const runs = (this.gateRuns.get(team.id) ?? 0) + 1;
@@ -457,27 +488,31 @@ export class CodeRun {
   }
 
 
+  /** The team's check passed: every ticket it raised is resolved (each defect was that check failing). */
   private resolveTickets(team: string): void {
-    const tickets = this.record.tickets.map((t) => (t.team === team && t.status === 'open' ? { ...t, status: 'resolved' as const } : t));
-    for (const t of tickets) {
-      if (t.team === team && t.status === 'resolved' && this.record.tickets.find((o) => o.id === t.id)?.status === 'open') {
-        this.deps.emit({ type: 'ticket', run: this.record.id, team, ticket: t.id, action: 'resolved', count: t.count });
-      }
-    }
-    this.update({ tickets });
+    const resolving = this.record.tickets.filter((t) => t.team === team && t.status !== 'resolved');
+    this.update({ tickets: this.record.tickets.map((t) => (resolving.includes(t) ? { ...t, status: 'resolved' as const } : t)) });
+    for (const t of resolving) this.deps.emit({ type: 'ticket', run: this.record.id, team, ticket: t.id, action: 'resolved', count: t.count });
   }
 
   /** Raise (or bump) the ticket of a RED gate and queue its fix task; false when no fix is allowed. */
   private ticketFor(team: Team, result: GateResult, lane: Task[]): boolean {
     const laneFiles = [...new Set(lane.flatMap((t) => [...t.files, ...t.changed]))];
-    const { tickets, ticket, action } = raiseDefect(this.record.tickets, { team: team.id, command: result.command, output: result.output_tail, files: implicatedFiles(result.output_tail, laneFiles) });
+    const { tickets, ticket, action } = raiseDefect(this.record.tickets, {
+      team: team.id,
+      command: result.command,
+      output: result.output_tail,
+      files: implicatedFiles(result.output_tail, laneFiles),
+      fingerprint: result.fingerprint,
+    });
     this.update({ tickets });
     this.deps.emit({ type: 'ticket', run: this.record.id, team: team.id, ticket: ticket.id, action, count: ticket.count });
-    // Other open tickets of this lane that did not recur are fixed.
-    for (const t of this.record.tickets) {
-      if (t.team === team.id && t.status === 'open' && t.id !== ticket.id) this.setTicket({ ...t, status: 'resolved' });
-    }
-    if (ticket.staffed >= MAX_TICKET_STAFFING) {
+    // Other open tickets of this lane stay open: a defect that did not show this time may be
+    // hidden behind the new one. A ticket is resolved only when its check passes.
+    // A fix no gate will judge (the lane's gate runs are used up) would be reported as unproved
+    // work: the ticket goes to a person instead.
+    const gateLeft = (this.gateRuns.get(team.id) ?? 0) < MAX_GATE_RUNS;
+    if (ticket.staffed >= MAX_TICKET_STAFFING || !gateLeft) {
       this.setTicket({ ...ticket, status: 'needs_human' });
       this.deps.emit({ type: 'ticket', run: this.record.id, team: team.id, ticket: ticket.id, action: 'needs_human', count: ticket.count });
       return false;
@@ -533,7 +568,13 @@ export class CodeRun {
       // Every team's half passed alone but not together: no single lane owns the defect, so the
       // ticket goes to a person instead of being staffed.
       const files = [...new Set(this.record.tasks.flatMap((t) => t.changed))];
-      const { tickets, ticket, action } = raiseDefect(this.record.tickets, { team: 'integration', command: result.command, output: result.output_tail, files: implicatedFiles(result.output_tail, files) });
+      const { tickets, ticket, action } = raiseDefect(this.record.tickets, {
+        team: 'integration',
+        command: result.command,
+        output: result.output_tail,
+        files: implicatedFiles(result.output_tail, files),
+        fingerprint: result.fingerprint,
+      });
       this.update({ tickets: tickets.map((t) => (t.id === ticket.id ? { ...t, status: 'needs_human' as const } : t)) });
       this.deps.emit({ type: 'ticket', run: this.record.id, team: 'integration', ticket: ticket.id, action, count: ticket.count });
       this.deps.emit({ type: 'ticket', run: this.record.id, team: 'integration', ticket: ticket.id, action: 'needs_human', count: ticket.count });
@@ -547,13 +588,20 @@ export class CodeRun {
     return [...last.values()];
   }
 
+  /**
+   * `needs_human` counts problems, not attempts: a ticket left unresolved is one problem however
+   * many of its fix tasks gave up, and a stuck task without a ticket is one more.
+   */
   private repairs(): RunRecord['repairs'] {
     const t = this.record.tickets;
+    const problems = new Set<string>();
+    for (const ticket of t) if (ticket.status !== 'resolved') problems.add(ticket.id);
+    for (const task of this.record.tasks) if (task.needs_human && !this.superseded(task)) problems.add(task.ticket ?? task.id);
     return {
       found: t.length,
       resolved: t.filter((x) => x.status === 'resolved').length,
       restaffed: t.reduce((n, x) => n + Math.max(0, x.staffed - 1), 0),
-      needs_human: t.filter((x) => x.status === 'needs_human').length + this.record.tasks.filter((x) => x.needs_human && !this.superseded(x)).length,
+      needs_human: problems.size,
     };
   }
 
@@ -573,6 +621,8 @@ export class CodeRun {
       `UNVERIFIED: ${by('UNVERIFIED').join(', ') || 'none'}`,
       `integration: ${this.record.integration?.outcome ?? 'skipped'}`,
     ];
+    const cut = describeCut(this.record.plan_cut);
+    if (cut) parts.push(cut);
     return parts.join('; ');
   }
 

@@ -144,6 +144,10 @@ export const GateResult = z.object({
   reason: z.string(),
   output_tail: z.string(),
   ms: z.number(),
+  /** The `CHECK_SIGNATURES` row (gates.ts) that made a failing command UNVERIFIED. */
+  signature: z.string().optional(),
+  /** A RED result's defect fingerprint, taken from the whole output (board.ts `fingerprint`). */
+  fingerprint: z.string().optional(),
 });
 export type GateResult = z.output<typeof GateResult>;
 
@@ -167,6 +171,27 @@ export type Ticket = z.output<typeof Ticket>;
 export const Repairs = z.object({ found: z.number(), resolved: z.number(), restaffed: z.number(), needs_human: z.number() });
 export type Repairs = z.output<typeof Repairs>;
 
+/** A task the plan size cap dropped. */
+export interface CutTask {
+  id: string;
+  title: string;
+  team: string | null;
+}
+
+/**
+ * What the plan size cap did to a proposal: every dropped task and the teams it left without work.
+ * Reported on `plan_proposed`, kept on the run record (`plan_cut`), named in the summary and shown
+ * in the run view, so a cut is never silent.
+ */
+export interface PlanCut {
+  cap: number;
+  /** Tasks proposed (after cutting along team boundaries), before the cap. */
+  proposed: number;
+  dropped: CutTask[];
+  /** Teams of the run that had proposed tasks and have none left. */
+  teams_without_work: string[];
+}
+
 export const RUN_STATUSES = ['planning', 'awaiting_approval', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
@@ -181,6 +206,10 @@ export interface RunRecord {
   pins: string[];
   teams: Team[];
   plan: Plan | null;
+  /** What the plan size cap dropped (absent on runs recorded before it was reported). */
+  plan_cut?: PlanCut | null;
+  /** Problems that keep the plan from being approved (a pinned team left without tasks). */
+  plan_problems?: string[];
   tasks: Task[];
   tickets: Ticket[];
   gates: GateResult[];
@@ -271,7 +300,20 @@ export const TaskPatch = z
 
 export type RunEvent =
   | { type: 'run_status'; run: string; status: RunStatus; detail?: string }
-  | { type: 'plan_proposed'; run: string; tasks: number; shown: number; summary: string }
+  | {
+      type: 'plan_proposed';
+      run: string;
+      /** Tasks the run will work on (after the cap); `proposed` is before it. */
+      tasks: number;
+      shown: number;
+      summary: string;
+      proposed: number;
+      cap: number;
+      dropped: CutTask[];
+      teams_without_work: string[];
+      /** Problems to solve before approval (the run cannot start while any is left). */
+      problems: string[];
+    }
   | { type: 'plan_edited'; run: string }
   | { type: 'contract_frozen'; run: string; name: string; provider: string; consumers: string[]; file: string }
   | { type: 'dependency_dropped'; run: string; task: string; dependency: string; reason: string }

@@ -26,7 +26,7 @@ import type { Collection, Store } from '../storage/store.js';
 import { BoardError, transition } from './board.js';
 import { calibrate, type Calibration } from './calibration.js';
 import { ModelGate, type EndpointSettings } from './model.js';
-import { applyPlanEdit, approvalCard, assertStaffable, checkSquad } from './plan.js';
+import { applyPlanEdit, approvalCard, assertStaffable, checkSquad, planProblems, refreshCut } from './plan.js';
 import { AgentPool } from './pool.js';
 import { compose, effectiveManager, preselect, type Composition, type PreselectReport } from './preselect.js';
 import { CodeRun } from './run.js';
@@ -346,7 +346,9 @@ export class CodeRunService {
       status: 'planning',
       created_at: new Date().toISOString(),
       finished_at: null,
-      pins: input.teams ?? [],
+      // Every pin that chose this run's teams (the run's own, activated or configured): a pinned
+      // team the plan size cap leaves without work is a problem to solve before approval.
+      pins: report.mode === 'pinned' ? report.teams.map((t) => t.id) : [],
       teams: library.filter((t) => report.teams.some((s) => s.id === t.id)),
       plan: null,
       tasks: [],
@@ -447,7 +449,14 @@ export class CodeRunService {
     const run = this.live.get(id);
     const plan = run?.record.plan;
     if (!plan) throw conflict(`run '${id}' has no plan yet`);
-    return { status: run.record.status, teams: run.record.teams, contract: plan.contract, ...approvalCard(plan) };
+    return {
+      status: run.record.status,
+      teams: run.record.teams,
+      contract: plan.contract,
+      ...approvalCard(plan),
+      plan_cut: run.record.plan_cut ?? null,
+      problems: run.record.plan_problems ?? [],
+    };
   }
 
   /** Rule 3: edit the proposed plan at the approval gate; a refused edit changes nothing. */
@@ -457,6 +466,9 @@ export class CodeRunService {
     const next = applyPlanEdit(run.record.plan!, run.record.teams, edit);
     run.record.plan = next.plan;
     run.record.teams = next.teams;
+    // A dropped task added back, or the pinned team removed, clears what the cap left unsolved.
+    if (run.record.plan_cut) run.record.plan_cut = refreshCut(run.record.plan_cut, next.plan);
+    run.record.plan_problems = planProblems(run.record.plan_cut, next.plan, next.teams, run.record.pins);
     this.save(run.record);
     this.emit({ type: 'plan_edited', run: id });
     for (const d of next.dropped) this.emit({ type: 'dependency_dropped', run: id, ...d });
@@ -466,6 +478,8 @@ export class CodeRunService {
   approve(id: string): RunRecord {
     const run = this.liveRun(id);
     if (run.record.status !== 'awaiting_approval') throw conflict(`run '${id}' is ${run.record.status}, not awaiting approval`);
+    const problems = run.record.plan_problems ?? [];
+    if (problems.length) throw conflict(`the plan cannot be approved yet: ${problems.join('; ')}`);
     run.approve();
     return structuredClone(run.record);
   }

@@ -65,7 +65,7 @@ describe('hangar code run (CLI)', () => {
     const planLine = at(/^ {2}T1 \[api\] health route — files src\/api\/health\.mjs, test\/api\/health\.test\.mjs$/);
     const wave = at(/^wave 1: T1 \[teams api\]$/);
     const done = at(/^ {2}T1 → done$/);
-    const gate = at(/^gate api: green — .* \(`node --test test\/api\/`\)$/);
+    const gate = at(/^gate api: green — .* \(`node --test "test\/api\/\*\*\/\*\.test\.mjs"`\)$/);
     const integration = at(/^integration: green/);
     const finished = at(/^run succeeded: /);
     expect(at(/^plan: 1 task\(s\) — health route$/)).toBeLessThan(gateStop);

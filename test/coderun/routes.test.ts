@@ -240,7 +240,7 @@ describe('hangar code CLI', () => {
       expect(code).toBe(0);
       const text = out.join('\n');
       expect(text).toMatch(/^wave 1: T1 \[teams api\]$/m);
-      expect(text).toMatch(/^gate api: green — passed, 1 test \(`node --test test\/api\/`\)$/m);
+      expect(text).toMatch(/^gate api: green — passed, 1 test \(`node --test "test\/api\/\*\*\/\*\.test\.mjs"`\)$/m);
       expect(text).toMatch(/^run succeeded: 1\/1 tasks done; green: api/m);
       expect(text).toMatch(/^branch hangar\/run-\S+; repairs found 0, resolved 0, restaffed 0, needs_human 0$/m);
       expect(await codeCli(['frobnicate', '--root', workspace], io)).toBe(2);

@@ -266,7 +266,7 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
       if (c.kind === 'reviewer') return approve;
       return agentScript([write('src/api/a.mjs', 'export {};\n')], c);
     });
-    server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { integration_command: 'node --test test/api/ && node -e "console.error(\'not ok - wiring\'); process.exit(2)"' } });
+    server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { integration_command: 'node --test "test/api/**/*.test.mjs" && node -e "console.error(\'not ok - wiring\'); process.exit(2)"' } });
     const run = await server.settle((await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo } })).body.id);
     expect(run.gates.map((g: any) => g.outcome)).toEqual(['green']);
     expect(run.integration).toMatchObject({ outcome: 'RED', exit_code: 2 });

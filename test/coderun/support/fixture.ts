@@ -41,13 +41,13 @@ export async function makeRepo(files: Record<string, string>, links: Record<stri
 export const API_TEAM = {
   charter: 'HTTP API',
   owns: ['src/api/**', 'test/api/**'],
-  acceptance: 'node --test test/api/',
+  acceptance: 'node --test "test/api/**/*.test.mjs"',
   match: { keywords: ['route', 'health'] },
 };
 export const WEB_TEAM = {
   charter: 'Web pages',
   owns: ['src/web/**', 'test/web/**'],
-  acceptance: 'node --test test/web/',
+  acceptance: 'node --test "test/web/**/*.test.mjs"',
   match: { keywords: ['page'] },
 };
 

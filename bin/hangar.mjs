@@ -4,7 +4,14 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
+import { unsupportedNodeMessage } from './node-version.mjs';
 import { distIsStale } from '../scripts/stale.mjs';
+
+const unsupported = unsupportedNodeMessage(process.versions.node);
+if (unsupported) {
+  process.stderr.write(`${unsupported}\n`);
+  process.exit(1);
+}
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // Checked here rather than by spawning the build script every time: a node process costs ~70 ms.

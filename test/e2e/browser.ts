@@ -2,14 +2,16 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, inject } from 'vitest';
 
 /**
- * Debian's Chromium driven by playwright-core, with a fresh profile per launch. The flags keep
- * the browser off the network and quiet (no component updates, sync or QUIC probes), since the
- * tests must pass offline. A persistent context because Playwright reserves --user-data-dir.
+ * Chromium driven by playwright-core, with a fresh profile per launch. Which Chromium is resolved
+ * once per run (test/support/test-browser.ts: HANGAR_TEST_BROWSER, a system one, else the one
+ * the `@sparticuz/chromium` package ships). The flags keep the browser off the network and quiet
+ * (no component updates, sync or QUIC probes), since the tests must pass offline. A persistent
+ * context because Playwright reserves --user-data-dir.
  */
-export const CHROMIUM = process.env.HANGAR_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM = inject('testBrowser').executablePath;
 export const OUTPUT = path.resolve('test-output');
 
 export interface Browser {

@@ -4,7 +4,7 @@ import http from 'node:http';
 import { copyFile, mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { notebookCli, type CliIo } from '../../core/notebook/cli.js';
 import { validateIpynb } from '../../core/notebook/formats.js';
 import { startNotebookServer } from '../../core/notebook/server.js';
@@ -186,11 +186,21 @@ describe('hangar notebook export', () => {
     }
   });
 
-  // CI installs Debian's chromium (the browser tests need it); without one only the test above applies.
-  it.skipIf(!existsSync('/usr/bin/chromium'))('pdf: prints the HTML report with the machine\'s Chromium', async () => {
+  // The run's test browser (test/support/test-browser.ts) as CHROME_PATH. Not the bundled
+  // @sparticuz/chromium: that headless shell never exits after `--print-to-pdf` from the command
+  // line (tried: --headless, =new, =shell), so it can drive pages but not stand in for a user's Chrome here.
+  it.skipIf(inject('testBrowser').source === 'bundled')('pdf: prints the HTML report with Chromium from CHROME_PATH', async () => {
+    const saved = process.env.CHROME_PATH;
+    process.env.CHROME_PATH = inject('testBrowser').executablePath;
     const out = join(dir, 'report.pdf');
-    const r = await cli(['export', example, '--format', 'pdf', '-o', out]);
-    expect(r.code).toBe(0);
+    try {
+      const r = await cli(['export', example, '--format', 'pdf', '-o', out]);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+    } finally {
+      if (saved === undefined) delete process.env.CHROME_PATH;
+      else process.env.CHROME_PATH = saved;
+    }
     const pdf = await readFile(out);
     expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
     expect(pdf.length).toBeGreaterThan(10_000);

@@ -40,18 +40,21 @@ export function normalizeLine(line: string, counts = false): string {
     .replace(/(?:\/private)?\/var\/folders\/[^\s/]+\/[^\s/]+\/T\/[^\s/'"`:)\]]+/g, '<tmp>')
     .replace(/\/(?:var\/)?tmp\/[^\s/'"`:)\]]+/g, '<tmp>')
     .replace(/\/\.hangar\/worktrees\/[^\s/'"`:)\]]+/g, '/<worktree>')
+    // pytest numbers its base temp folder per session (pytest-of-<user>/pytest-7/…).
+    .replace(/\bpytest-\d+\b/g, 'pytest-#')
     // UUIDs, memory addresses and long hex ids (object reprs, pointers, build hashes).
     .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<uuid>')
     .replace(/\b0x[0-9a-f]+\b/gi, '0x<addr>')
     .replace(/\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b/gi, '<hex>')
+    // Line and column numbers of source locations (a fix moves them; the failure is the same).
+    // Before hosts: "a.mjs:12" is a file and a line, and a host's port goes either way.
+    .replace(/(\.[a-z][a-z0-9]{0,5}):\d+(?::\d+)?\b/gi, '$1')
     // Hosts with ports: IPv4, IPv6 in brackets, names.
     .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b/g, '<addr>')
     .replace(/\[[0-9a-f:]*:[0-9a-f:]*\](?::\d{1,5})?/gi, '<addr>')
     .replace(/\b(localhost|[a-z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b/gi, '$1:<port>')
     .replace(/\bport\s+\d{2,5}\b/gi, 'port <port>')
     .replace(/\bpid[ :=]+\d+\b/gi, 'pid <pid>')
-    // Line and column numbers of source locations (a fix moves them; the failure is the same).
-    .replace(/(\.[a-z][a-z0-9]{0,5}):\d+(?::\d+)?\b/gi, '$1')
     .replace(/\bline \d+\b/gi, 'line <n>')
     // Durations: "12ms", "(0.76s)", "in 1.2 seconds", "duration_ms: 3.2", go's "(0.00s)".
     .replace(/\bduration_ms:?\s*[\d.]+/gi, 'duration_ms <dur>')

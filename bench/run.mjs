@@ -29,7 +29,7 @@ for (const file of files) {
       bundle: true,
       format: 'esm',
       platform: 'node',
-      target: 'node20',
+      target: 'node22',
       packages: 'external',
       alias: { hangar: path.join(dir, '..', 'core', 'sdk.ts') },
       logLevel: 'warning',

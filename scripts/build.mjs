@@ -20,7 +20,7 @@ const result = await esbuild.build({
   splitting: true,
   format: 'esm',
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   packages: 'external',
   sourcemap: 'linked',
   logLevel: 'warning',

@@ -73,7 +73,7 @@ export async function bundleDropIn(file: string, { root, provided }: BundleOptio
       metafile: true,
       format: 'cjs',
       platform: 'node',
-      target: 'node20',
+      target: 'node22',
       sourcemap: 'external',
       sourcesContent: false,
       outfile: path.join(root, '.hangar', 'build', path.basename(file) + '.cjs'),

@@ -264,7 +264,7 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
   const dependencies = Object.fromEntries(RUNTIME_PACKAGES.filter((p) => rootPackage.dependencies[p]).map((p) => [p, rootPackage.dependencies[p]]));
   await writeFile(join(outDir, 'package.json'), `${JSON.stringify({ name: `notebook-${notebook.name}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'), private: true, type: 'module', dependencies }, null, 2)}\n`);
   await writeFile(join(outDir, 'notebook.nb.ts'), serializeNbTs(notebook));
-  const common = { bundle: true, platform: 'node' as const, format: 'esm' as const, target: 'node20', packages: 'external' as const, logLevel: 'silent' as const };
+  const common = { bundle: true, platform: 'node' as const, format: 'esm' as const, target: 'node22', packages: 'external' as const, logLevel: 'silent' as const };
   await build({ ...common, entryPoints: [join(here, 'cli.ts')], outfile: join(outDir, 'runner.mjs'),
     // The CLI module only exports notebookCli; the runner calls it with the container's arguments.
     footer: { js: 'notebookCli(process.argv.slice(2)).then((code) => process.exit(code));' } });
@@ -274,7 +274,7 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
   await copyFile(join(here, 'nbformat.v4.schema.json'), join(outDir, 'nbformat.v4.schema.json'));
   await copyFile(join(here, 'NBFORMAT-LICENSE'), join(outDir, 'NBFORMAT-LICENSE'));
   await writeFile(join(outDir, 'Dockerfile'), `# Runs the notebook "${notebook.name}" headlessly; exits non-zero if a cell fails.
-FROM node:20-slim
+FROM node:24-slim
 WORKDIR /app
 COPY package.json ./
 RUN npm install --omit=dev --no-audit --no-fund

@@ -48,7 +48,7 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
     bundle: true,
     platform: 'node',
     format,
-    target: 'node20',
+    target: 'node22',
     packages: 'external',
     write: false,
     outfile: `worker.${format === 'cjs' ? 'cjs' : 'mjs'}`,

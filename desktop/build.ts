@@ -24,7 +24,8 @@ export interface Asset {
 
 /**
  * Every file of the UI by its path under /ui/: `index.html`, `app.js`, `app.css` and their source
- * maps (linked, not inline: an inline map would triple what every page load parses).
+ * maps (linked, not inline: an inline map would triple what every page load parses), and
+ * `output-frame.html`, the sandboxed frame notebook outputs with scripts run in.
  */
 export async function buildViews(root = repositoryRoot()): Promise<Map<string, Asset>> {
   const views = path.join(root, 'desktop', 'views');
@@ -56,12 +57,13 @@ export async function buildViews(root = repositoryRoot()): Promise<Map<string, A
     assets.set(name, { body: Buffer.from(file.contents), type: types[path.extname(name)]! });
   }
   assets.set('index.html', { body: await readFile(path.join(views, 'index.html')), type: 'text/html; charset=utf-8' });
+  assets.set('output-frame.html', { body: await readFile(path.join(views, 'output-frame.html')), type: 'text/html; charset=utf-8' });
   return assets;
 }
 
 /** Bundles the Electron main process (ESM) and the sandboxed preload (CommonJS) into `outdir`. */
 export async function buildShell(root = repositoryRoot(), outdir = path.join(root, 'dist', 'desktop')): Promise<{ main: string; preload: string }> {
-  const common: esbuild.BuildOptions = { bundle: true, platform: 'node', target: 'node20', logLevel: 'warning', sourcemap: 'linked', external: ['electron'] };
+  const common: esbuild.BuildOptions = { bundle: true, platform: 'node', target: 'node22', logLevel: 'warning', sourcemap: 'linked', external: ['electron'] };
   const main = path.join(outdir, 'main.mjs');
   const preload = path.join(outdir, 'preload.cjs');
   await Promise.all([

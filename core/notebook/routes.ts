@@ -13,7 +13,7 @@
  * | POST | /api/notebooks/:nb/save | write the file |
  * | GET, POST | /api/notebooks/:nb/cells | list / add a cell |
  * | GET, PATCH, DELETE | /api/notebooks/:nb/cells/:cell | read / edit / delete a cell |
- * | GET | /api/notebooks/:nb/cells/:cell/outputs.html | the cell's outputs rendered as in the HTML export |
+ * | GET | /api/notebooks/:nb/cells/:cell/outputs.html | the cell's outputs rendered as in the HTML export, sandboxed (CSP) |
  * | PUT | /api/notebooks/:nb/order | reorder `{order: [ids]}` |
  * | POST | /api/notebooks/:nb/cells/:cell/run | run a cell and its dependents |
  * | POST | /api/notebooks/:nb/run, /run-stale, /interrupt, /restart | kernel control |
@@ -30,6 +30,7 @@ import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { parseInput } from '../http/validate.js';
 import { param, queryOf } from '../http/request.js';
+import { untrustedHtmlHeaders } from '../ui/csp.js';
 import { renderMarkdown } from './export.js';
 import { outputToHtml } from './render.js';
 import { CreateCellBody, CreateNotebookBody, ReorderBody, RunDocumentBody, SettingsBody, UpdateCellBody } from './schemas.js';
@@ -134,9 +135,11 @@ export function notebookRoutes(app: FastifyInstance, ctx: NotebookRoutesContext)
   }));
 
   // Outputs as HTML, rendered exactly as the HTML export renders them (tables, charts, markdown).
+  // They are whatever the notebook (or an .ipynb someone sent) says, so they are served sandboxed:
+  // their scripts run in an opaque origin and cannot read the API (see OUTPUT_SANDBOX_POLICY).
   app.get('/api/notebooks/:nb/cells/:cell/outputs.html', notebookRoute(async (req, reply) => {
     const cell = (await session(req)).cell(param(req, 'cell'));
-    return reply.type('text/html; charset=utf-8').send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
+    return reply.headers(untrustedHtmlHeaders).send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
   }));
 
   app.patch('/api/notebooks/:nb/cells/:cell', notebookRoute(async (req) => {

@@ -31,6 +31,7 @@ import { reportHtml, type Layout } from './export.js';
 import { attachNotebookSocket, notebookRoutes } from './routes.js';
 import { NotebookService, runNotebook } from './service.js';
 import { editorPageHtml } from './ui.js';
+import { untrustedHtmlHeaders } from '../ui/csp.js';
 
 export interface RunningNotebookServer {
   url: string;
@@ -241,6 +242,11 @@ export async function startUiServer(options: {
 /**
  * A notebook as an app: run it once at start, serve the outputs (code hidden) in the chosen
  * layout. `POST /rerun` runs it again (reading the file afresh) and the page reloads.
+ *
+ * The report is the notebook's own HTML, so `/` is a small page of ours (the Re-run button and a
+ * frame) and the report itself is `/report`, served sandboxed (`OUTPUT_SANDBOX_POLICY`) and framed
+ * with `sandbox="allow-scripts"`: its scripts run, but in an opaque origin that can neither read
+ * this server's answers nor press Re-run.
  */
 export async function startAppServer(options: { file: string; port: number; host?: string; layout: Layout }): Promise<RunningNotebookServer> {
   const host = options.host ?? '127.0.0.1';
@@ -251,8 +257,10 @@ export async function startAppServer(options: { file: string; port: number; host
   };
   let page = await render();
   const { app, server } = createNotebookApp({ root: dirname(options.file), host });
-  app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').send(page.replace('</body>', `<form method="post" action="rerun" style="position:fixed;right:1rem;bottom:1rem"><button>Re-run</button></form></body>`)));
-  app.post('/rerun', async (_req, reply) => {
+  app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').header('Content-Security-Policy', APP_SHELL_POLICY).send(APP_SHELL));
+  app.get('/report', (_req, reply) => reply.headers(untrustedHtmlHeaders).send(page));
+  // A plain HTML form can only post a form body; the cross-site guard still checks its Origin.
+  app.post('/rerun', { config: { bodyTypes: ['application/x-www-form-urlencoded'] } }, async (_req, reply) => {
     page = await render();
     return reply.redirect('/', 303);
   });
@@ -260,3 +268,9 @@ export async function startAppServer(options: { file: string; port: number; host
   return { url: `http://${host}:${port}`, port, close: () => closeApp(app, server) };
 }
 
+const APP_SHELL_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const APP_SHELL = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>Notebook app</title>
+<style>html,body{margin:0;height:100%}iframe{display:block;border:0;width:100%;height:100%}form{position:fixed;right:1rem;bottom:1rem}</style></head>
+<body><iframe src="report" sandbox="allow-scripts" title="Notebook"></iframe><form method="post" action="rerun"><button>Re-run</button></form></body></html>
+`;

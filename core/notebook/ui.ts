@@ -3,6 +3,11 @@
  * build step, no CDN) that lists notebooks, edits cells, runs them and follows states and outputs
  * over the ws channel. Outputs are rendered by the server (`outputs.html`) with the same code as
  * the HTML export. The desktop app's richer notebook view lives in `desktop/views/`.
+ *
+ * Outputs are the notebook's own markup, so they never enter this page's DOM: each cell's outputs
+ * are a frame with `sandbox="allow-scripts"` (no `allow-same-origin`) and `srcdoc`, as Jupyter and
+ * marimo isolate rich outputs. Their scripts run in an opaque origin that cannot reach this page
+ * or read the API; the frame reports its height with postMessage and nothing else is accepted.
  */
 import { escapeHtml } from './render.js';
 
@@ -30,8 +35,7 @@ main{flex:1;overflow:auto;padding:1rem 2rem}
 .cell[data-state=stale]{border-left-color:#9a6700;opacity:.8}
 textarea{width:100%;font:13px/1.45 ui-monospace,monospace;border:1px solid #e5e7eb;border-radius:4px;padding:.4rem;min-height:3em}
 .meta{font:12px ui-monospace,monospace;color:#57606a}
-.out pre{white-space:pre-wrap;font:13px ui-monospace,monospace}.out .output-error{color:#cf222e}
-table.hangar-table{border-collapse:collapse;font-size:13px}table.hangar-table td,table.hangar-table th{border:1px solid #d0d7de;padding:.2rem .4rem}
+.out iframe{width:100%;height:2em;border:0;display:block}
 </style></head><body>
 <nav><strong>Notebooks</strong><div id="list"></div><p><button id="new">New notebook</button></p></nav>
 <main><div class="toolbar"><strong id="title"></strong>
@@ -48,9 +52,22 @@ async function loadList() {
   const list = document.getElementById('list'); list.textContent = '';
   for (const n of notebooks) { const a = document.createElement('a'); a.textContent = n.id; a.onclick = () => open(n.id); list.append(a); }
 }
+const SIZE_REPORTER = '<script>new ResizeObserver(() => parent.postMessage({ hangarOutputHeight: document.body.scrollHeight }, "*")).observe(document.body)<\\/script>';
+addEventListener('message', (e) => {
+  for (const frame of document.querySelectorAll('iframe.out-frame')) {
+    if (frame.contentWindow === e.source && typeof e.data?.hangarOutputHeight === 'number') frame.style.height = Math.min(Math.ceil(e.data.hangarOutputHeight), 5000) + 'px';
+  }
+});
 async function refreshOutputs(id) {
   const el = document.querySelector('[data-id="' + id + '"] .out'); if (!el) return;
-  el.innerHTML = await fetch(config.api + nb() + '/cells/' + id + '/outputs.html').then((r) => r.text());
+  const markup = await fetch(config.api + nb() + '/cells/' + id + '/outputs.html').then((r) => r.text());
+  el.textContent = '';
+  if (!markup) return;
+  const frame = document.createElement('iframe');
+  frame.className = 'out-frame'; frame.title = 'cell output';
+  frame.setAttribute('sandbox', 'allow-scripts');
+  frame.srcdoc = '<!doctype html><meta charset="utf-8"><style>body{margin:0;display:flow-root;font:13px system-ui,sans-serif}pre{white-space:pre-wrap;font:13px ui-monospace,monospace}.output-error{color:#cf222e}table.hangar-table{border-collapse:collapse}table.hangar-table td,table.hangar-table th{border:1px solid #d0d7de;padding:.2rem .4rem}</style>' + markup + SIZE_REPORTER;
+  el.append(frame);
 }
 function cellView(cell) {
   const div = document.createElement('div'); div.className = 'cell'; div.dataset.id = cell.id; div.dataset.state = cell.state;

@@ -17,4 +17,4 @@ export function uiAssets(): Promise<Map<string, Asset>> {
 }
 
 /** The files served at /ui/<name>; anything else under /ui/ is the single-page app's index. */
-export const UI_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map', 'app.css.map'] as const;
+export const UI_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map', 'app.css.map', 'output-frame.html'] as const;

@@ -23,9 +23,31 @@ export function uiContentSecurityPolicy(origin?: string, styleNonce?: string): s
     "img-src 'self' data: blob:",
     "font-src 'self'",
     `connect-src 'self'${ws}`,
+    // Cell HTML with scripts runs in frames of /ui/output-frame.html (sandboxed, see below).
+    "frame-src 'self'",
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
     "object-src 'none'",
   ].join('; ');
 }
+
+/**
+ * The policy of every response that carries HTML a notebook or a user made — a cell's outputs
+ * (`outputs.html`), the `notebook app` report, the UI's output frame — served on the API's origin.
+ *
+ * `sandbox` without `allow-same-origin` gives the document an opaque origin of its own, as
+ * Jupyter Server does for the files it serves: its scripts run (a chart library works), but any
+ * request they make to the API is cross-origin, so no response can be read (Hangar sends no CORS
+ * headers) and a state-changing one carries `Origin: null`, which the cross-site guard refuses.
+ * Forms, popups, top-level navigation and storage shared with the app are all withheld.
+ */
+export const OUTPUT_SANDBOX_POLICY = 'sandbox allow-scripts';
+
+/** Headers for a response of untrusted HTML (see `OUTPUT_SANDBOX_POLICY`). */
+export const untrustedHtmlHeaders = {
+  'Content-Type': 'text/html; charset=utf-8',
+  'Content-Security-Policy': OUTPUT_SANDBOX_POLICY,
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+} as const;

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sentPathOf } from '../http/request.js';
 import type { Subsystem } from '../kernel/context.js';
 import { uiAssets, UI_FILES } from './assets.js';
-import { uiContentSecurityPolicy } from './csp.js';
+import { OUTPUT_SANDBOX_POLICY, uiContentSecurityPolicy } from './csp.js';
 import { eventChannel, type EventChannel } from './events.js';
 
 /**
@@ -48,7 +48,8 @@ export const uiSubsystem: Subsystem = {
         .code(200)
         .type(asset.type)
         .headers({
-          'Content-Security-Policy': uiContentSecurityPolicy(origin, nonce),
+          // The output frame holds a cell's markup: sandboxed, never the UI's own policy.
+          'Content-Security-Policy': name === 'output-frame.html' ? OUTPUT_SANDBOX_POLICY : uiContentSecurityPolicy(origin, nonce),
           'X-Content-Type-Options': 'nosniff',
           'Referrer-Policy': 'no-referrer',
           'Cross-Origin-Opener-Policy': 'same-origin',

@@ -25,7 +25,7 @@ describe('desktop build', () => {
 
   it('bundles the views into a page, a script and a style sheet (with maps), loading nothing from elsewhere', async () => {
     const assets = await buildViews();
-    expect([...assets.keys()].sort()).toEqual(['app.css', 'app.css.map', 'app.js', 'app.js.map', 'index.html']);
+    expect([...assets.keys()].sort()).toEqual(['app.css', 'app.css.map', 'app.js', 'app.js.map', 'index.html', 'output-frame.html']);
     const js = assets.get('app.js')!.body.toString();
     expect(js).toMatch(/\/\/# sourceMappingURL=app\.js\.map\s*$/);
     // Minified, with the map kept out of the script.

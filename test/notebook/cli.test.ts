@@ -232,7 +232,9 @@ describe('hangar notebook export', () => {
 describe('hangar notebook app / start / dev', () => {
   it('app serves the outputs only, in the chosen layout', async () => {
     const { servers, io, stop } = await serveWith(['app', example, '--port', '0', '--layout', 'tabs', '--no-browser']);
-    const page = await (await fetch(servers[0].url)).text();
+    // The page is ours; the report (the notebook's own HTML) is a sandboxed frame of it.
+    expect(await (await fetch(servers[0].url)).text()).toContain('<iframe src="report" sandbox="allow-scripts"');
+    const page = await (await fetch(`${servers[0].url}/report`)).text();
     expect(page).toContain('class="layout-tabs"');
     expect(page).toContain('<table class="hangar-table">');
     expect(page).not.toContain('aq.fromCSV'); // code hidden

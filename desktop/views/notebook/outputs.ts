@@ -1,16 +1,22 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { marked } from 'marked';
 
 /**
  * Rich outputs of notebook cells (nbformat 4 shapes): streams, results and displays by their
  * richest mime type (HTML tables, SVG charts, PNG/JPEG images, Markdown, JSON, text), and errors.
  *
- * HTML from a cell is the user's own code's output, but it is still cleaned before it is inserted:
- * scripts, frames, forms, styles and event-handler attributes are dropped and only http(s)/data
- * URLs survive, so a pasted snippet cannot act in the app. (The page's CSP would block inline
- * scripts anyway; this keeps the markup itself inert.) SVG is shown through <img>, where scripts
- * never run.
+ * HTML from a cell is whatever the notebook says — an .ipynb someone sent can carry any script —
+ * so it never acts in the app:
+ * - Inert markup (tables, text, images: nothing the cleaner below would remove) is inserted into
+ *   the page, where it is styled and searchable like the rest of the view.
+ * - Active markup (scripts, styles, handlers, frames, forms) runs in a frame of
+ *   /ui/output-frame.html with `sandbox="allow-scripts"` and no `allow-same-origin`, as Jupyter and
+ *   marimo isolate rich outputs: a chart library works, but in an opaque origin that can neither
+ *   touch this page nor read the API. Not an `srcdoc` frame: srcdoc inherits the UI's CSP, which
+ *   allows no inline script, so the markup is posted to the frame page instead.
+ * Markdown is always cleaned and inserted. SVG is shown through <img>, where scripts never run.
  */
 export type Output =
   | { output_type: 'stream'; name: 'stdout' | 'stderr'; text: string }
@@ -19,12 +25,15 @@ export type Output =
 
 const DROP = new Set(['SCRIPT', 'IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FORM', 'STYLE', 'LINK', 'META', 'BASE', 'TEMPLATE']);
 
-export function sanitizeHtml(markup: string): string {
+/** The markup with everything that could act removed, and whether anything was. */
+export function inspectHtml(markup: string): { clean: string; active: boolean } {
   const doc = new DOMParser().parseFromString(`<body>${markup}</body>`, 'text/html');
+  let active = false;
   const walk = (node: Element) => {
     for (const child of Array.from(node.children)) {
       if (DROP.has(child.tagName)) {
         child.remove();
+        active = true;
         continue;
       }
       for (const attr of Array.from(child.attributes)) {
@@ -32,6 +41,7 @@ export function sanitizeHtml(markup: string): string {
         const url = ['href', 'src', 'xlink:href', 'action', 'formaction'].includes(name);
         if (name.startsWith('on') || name === 'style' || name === 'srcdoc' || (url && !/^(https?:|data:image\/|#)/i.test(attr.value.trim()))) {
           child.removeAttribute(attr.name);
+          active = true;
         }
       }
       if (child.tagName === 'A') child.setAttribute('rel', 'noopener noreferrer');
@@ -39,7 +49,57 @@ export function sanitizeHtml(markup: string): string {
     }
   };
   walk(doc.body);
-  return doc.body.innerHTML;
+  return { clean: doc.body.innerHTML, active };
+}
+
+export function sanitizeHtml(markup: string): string {
+  return inspectHtml(markup).clean;
+}
+
+/** Tallest a frame grows before it scrolls: a runaway output must not make the page endless. */
+const MAX_FRAME_HEIGHT = 4000;
+
+/**
+ * Active cell HTML in a sandboxed frame (see the file's comment). The frame page takes the
+ * markup once it has loaded and answers with its height; messages from any other window, or of
+ * another shape, are ignored.
+ */
+function OutputFrame({ markup }: { markup: string }) {
+  const frame = useRef<HTMLIFrameElement>(null);
+  const [height, setHeight] = useState(24);
+  useEffect(() => {
+    const onMessage = (event: MessageEvent) => {
+      if (!frame.current || event.source !== frame.current.contentWindow) return;
+      const data = event.data as { type?: unknown; height?: unknown } | null;
+      if (data?.type === 'hangar-output-size' && typeof data.height === 'number' && Number.isFinite(data.height)) {
+        setHeight(Math.min(Math.max(Math.ceil(data.height), 16), MAX_FRAME_HEIGHT));
+      }
+    };
+    window.addEventListener('message', onMessage);
+    return () => window.removeEventListener('message', onMessage);
+  }, []);
+  const send = () => {
+    const target = frame.current;
+    if (!target?.contentWindow) return;
+    // The frame's origin is opaque, so '*' is the only target origin that reaches it.
+    target.contentWindow.postMessage({ type: 'hangar-output', html: markup, color: getComputedStyle(target).color }, '*');
+  };
+  return html`<iframe
+    ref=${frame}
+    class="out-frame"
+    title="HTML output"
+    sandbox="allow-scripts"
+    src="output-frame.html"
+    style=${{ height: `${height}px` }}
+    onLoad=${send}
+  ></iframe>`;
+}
+
+function HtmlOutput({ markup }: { markup: string }) {
+  const { clean, active } = inspectHtml(markup);
+  // A new frame per markup: the frame page renders once, so a changed output gets a fresh one.
+  if (active) return html`<${OutputFrame} markup=${markup} key=${markup} />`;
+  return html`<div class="out-html" dangerouslySetInnerHTML=${{ __html: clean }}></div>`;
 }
 
 export function renderMarkdown(source: string): string {
@@ -51,7 +111,7 @@ const ANSI = /\u001b\[[0-9;]*m/g;
 const text = (value: unknown) => (Array.isArray(value) ? value.join('') : typeof value === 'string' ? value : JSON.stringify(value, null, 2));
 
 function MimeBundle({ data }: { data: Record<string, unknown> }) {
-  if ('text/html' in data) return html`<div class="out-html" dangerouslySetInnerHTML=${{ __html: sanitizeHtml(text(data['text/html'])) }}></div>`;
+  if ('text/html' in data) return html`<${HtmlOutput} markup=${text(data['text/html'])} />`;
   if ('image/svg+xml' in data) {
     const svg = text(data['image/svg+xml']);
     return html`<img class="out-image" alt="chart" src=${`data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`} />`;

@@ -56,12 +56,79 @@ export function staffingOf(team: Team): Staffing {
   };
 }
 
-/** Path-like tokens of a request: `src/api/health.ts`, `README.md`, `./lib/`. */
+/** Letters, digits, `_`, `.`, `@`, `-`: what a path segment is made of. */
+function isPathChar(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 46 || c === 64 || c === 45;
+}
+
+const SLASH = 47;
+const COLON = 58;
+
+/** `name.ext` with a 1–6 letter or digit extension: `README.md`, `health.test.ts`. */
+function isFileName(word: string): boolean {
+  const dot = word.lastIndexOf('.');
+  if (dot <= 0 || word.length - dot - 1 < 1 || word.length - dot - 1 > 6 || word.charCodeAt(0) === 46) return false;
+  for (let i = dot + 1; i < word.length; i++) {
+    const c = word.charCodeAt(i);
+    if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122))) return false;
+  }
+  return true;
+}
+
+/** A `/`-joined run with at least one non-empty segment after a slash: `src/api`, `/etc/hosts`, `./lib/`. */
+function isSlashPath(part: string): boolean {
+  for (let i = part.indexOf('/'); i >= 0; i = part.indexOf('/', i + 1)) {
+    if (i + 1 < part.length && part.charCodeAt(i + 1) !== SLASH) return true;
+  }
+  return false;
+}
+
+/** Trailing sentence punctuation and a leading `./` are not part of the path. */
+function tidy(candidate: string): string {
+  let end = candidate.length;
+  while (end > 0 && candidate.charCodeAt(end - 1) === 46) end--;
+  const start = candidate.startsWith('./') ? 2 : 0;
+  return candidate.slice(start, end);
+}
+
+/**
+ * Path-like tokens of a request: `src/api/health.ts`, `README.md`, `./lib/`.
+ *
+ * One left-to-right pass over maximal runs of path characters and slashes, so the time is linear in
+ * the request's length. (It replaced a regular expression whose leading `[\w.@-]*` backtracked over
+ * every start position: 64,000 letters without a slash blocked the server for 23 s.) Within a run,
+ * a doubled slash separates two mentions; a run right after `scheme:` is a URL, not a path; a run
+ * without a slash counts when it is a file name, and `@` splits words (`me@example.com`).
+ */
 export function mentionedPaths(request: string): string[] {
   const out = new Set<string>();
-  for (const m of request.matchAll(/[\w.@-]*(?:\/[\w.@-]+)+\/?|[\w-]+\.[a-z0-9]{1,6}\b/gi)) {
-    const p = m[0].replace(/^\.\//, '').replace(/[.,;:]+$/, '');
-    if (p && !/^https?:/.test(p)) out.add(p);
+  const add = (candidate: string) => {
+    const p = tidy(candidate);
+    if (p) out.add(p);
+  };
+  const n = request.length;
+  let i = 0;
+  while (i < n) {
+    const c = request.charCodeAt(i);
+    if (!isPathChar(c) && c !== SLASH) {
+      i++;
+      continue;
+    }
+    let j = i + 1;
+    while (j < n && (isPathChar(request.charCodeAt(j)) || request.charCodeAt(j) === SLASH)) j++;
+    const run = request.slice(i, j);
+    const isUrl = i > 0 && request.charCodeAt(i - 1) === COLON && run.startsWith('//');
+    if (!isUrl) {
+      if (run.includes('/')) {
+        for (const part of run.split(/\/{2,}/)) if (isSlashPath(part)) add(part);
+      } else {
+        for (const word of run.split('@')) {
+          const name = tidy(word);
+          if (isFileName(name)) out.add(name);
+        }
+      }
+    }
+    i = j;
   }
   return [...out];
 }

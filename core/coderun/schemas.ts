@@ -264,8 +264,15 @@ export type CodeConfig = z.output<typeof CodeConfigSchema>;
 
 // ---- HTTP bodies -----------------------------------------------------------------------------
 
+/**
+ * The longest request text accepted (about 3,000 words): past it 422, before any matching or model
+ * call. A longer brief belongs in a file the request names.
+ */
+export const MAX_REQUEST_CHARS = 20_000;
+const RequestText = z.string().min(1).max(MAX_REQUEST_CHARS, `at most ${MAX_REQUEST_CHARS} characters; put a longer brief in a file and name it`);
+
 export const StartRunRequest = z.object({
-  request: z.string().min(1),
+  request: RequestText,
   repo: z.string().min(1).optional(),
   /** Team pins, for this run only. */
   teams: z.array(z.string()).optional(),
@@ -273,7 +280,7 @@ export const StartRunRequest = z.object({
 });
 
 export const PreselectRequest = z.object({
-  request: z.string().min(1),
+  request: RequestText,
   repo: z.string().optional(),
   teams: z.array(z.string()).optional(),
 });

@@ -4,6 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from '../coderun/support/scripted-model.js';
 import { API_TEAM, makeRepo } from '../coderun/support/fixture.js';
+import { loginLinks } from '../../core/coderun/subsystem.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { OUTPUT, useUiBrowser } from './browser.js';
 
@@ -54,7 +55,12 @@ afterAll(async () => {
   if (repo) await rm(repo, { recursive: true, force: true });
 });
 
-/** Every new page is a new tab: the session token is asked for once per tab. */
+/** Opens a view through a one-time login link, as the window and the printed link do. */
+function openSignedIn(route: string): Promise<Page> {
+  return open(`?login=${loginLinks(server.ctx).mint().code}${route}`);
+}
+
+/** Every new page is a new tab: without a login link the session token is asked for once per tab. */
 async function giveSession(p: Page) {
   await p.getByRole('heading', { name: 'Coding runs need the session token' }).waitFor();
   await p.getByLabel('Session token').fill(server.token);
@@ -64,6 +70,7 @@ async function giveSession(p: Page) {
 describe('coding-run views', () => {
   it('starts a run, approves its plan and follows it on the board to green', async () => {
     const p = await open('#/runs');
+    // Pasting the token (from .hangar/code-session.json) still works.
     await giveSession(p);
     await p.getByLabel('What should the teams build?').fill('add a health route');
     await p.getByRole('button', { name: 'Start run' }).click();
@@ -97,8 +104,7 @@ describe('coding-run views', () => {
   });
 
   it('edits the plan at the approval gate, shows a refused edit, then approves the edited plan', async () => {
-    const p = await open('#/runs');
-    await giveSession(p);
+    const p = await openSignedIn('#/runs');
     await p.getByLabel('What should the teams build?').fill('add a health route again');
     await p.getByRole('button', { name: 'Start run' }).click();
     await p.locator('[data-testid="run-status"]', { hasText: 'awaiting_approval' }).waitFor({ timeout: 15_000 });
@@ -159,8 +165,7 @@ describe('coding-run views', () => {
   });
 
   it('shows the teams', async () => {
-    const p = await open('#/teams');
-    await giveSession(p);
+    const p = await openSignedIn('#/teams');
     const team = p.getByTestId('teams').locator('li', { hasText: 'api' }).first();
     await team.waitFor();
     expect(await team.textContent()).toContain('HTTP API');
@@ -168,8 +173,7 @@ describe('coding-run views', () => {
   });
 
   it('edits settings, with the keys the server keeps read-only shown read-only', async () => {
-    const p = await open('#/settings');
-    await giveSession(p);
+    const p = await openSignedIn('#/settings');
     const readOnly = p.getByLabel(/^mcp_servers/);
     await readOnly.waitFor();
     expect(await readOnly.getAttribute('readonly')).not.toBeNull();

@@ -39,7 +39,7 @@ export function loginLinks(ctx: HangarContext): LoginLinks {
 
 /**
  * Adds the server's URL to the session file once it listens (setup runs before), so `hangar login`
- * and `hangar code --url` find a server started on another port without being told.
+ * finds a server started on another port without being told.
  */
 export async function recordServerUrl(ctx: HangarContext, url: string): Promise<void> {
   const file = path.join(ctx.paths.state, SESSION_FILE);

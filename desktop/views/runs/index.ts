@@ -45,6 +45,9 @@ interface Run {
   error: string | null;
   branch: string | null;
   plan: { summary: string; tasks: { id: string; title: string; role: string; squad: string | null }[] } | null;
+  /** What the plan size cap dropped (absent on runs recorded before it was reported). */
+  plan_cut?: { cap: number; proposed: number; dropped: { id: string; title: string; team: string | null }[]; teams_without_work: string[] } | null;
+  plan_problems?: string[];
   tasks: Task[];
   tickets: { id: string; team: string; status: string; count: number; command: string; output_tail: string; files: string[] }[];
   gates: { team: string; command: string; outcome: string; reason: string }[];
@@ -209,12 +212,19 @@ function RunPage({ id }: { id: string }) {
     <div class="card">
       <p><span class=${`pill ${run.status}`} data-testid="run-status">${run.status}</span> ${run.request}</p>
       ${run.plan?.summary && html`<p class="muted">Plan: ${run.plan.summary}</p>`}
+      ${run.plan_cut && run.plan_cut.dropped.length > 0 &&
+      html`<div class="notice" data-testid="plan-cut">
+        <p>The plan size cap (${run.plan_cut.cap}) dropped ${run.plan_cut.dropped.length} of ${run.plan_cut.proposed} proposed tasks:</p>
+        <ul class="plain">${run.plan_cut.dropped.map((t) => html`<li><strong>${t.id}</strong> ${t.title} <small class="muted">${t.team ?? 'no team'}</small></li>`)}</ul>
+        ${run.plan_cut.teams_without_work.length > 0 && html`<p>Teams left without work: ${run.plan_cut.teams_without_work.join(', ')}</p>`}
+      </div>`}
+      ${(run.plan_problems ?? []).map((p) => html`<p class="alert" role="alert" data-testid="plan-problem">${p}</p>`)}
       ${run.summary && html`<p data-testid="run-summary">${run.summary}</p>`}
       ${run.error && html`<p class="alert">${run.error}</p>`}
       ${run.branch && html`<p class="muted">Branch <code>${run.branch}</code></p>`}
       <div class="actions">
         ${run.status === 'awaiting_approval' &&
-        html`<button class="primary" disabled=${planDirty} title=${planDirty ? 'save or discard the plan edits first' : ''} onClick=${() => act(`${base}/approve`)}>Approve plan and start</button>`}
+        html`<button class="primary" disabled=${planDirty || (run.plan_problems ?? []).length > 0} title=${planDirty ? 'save or discard the plan edits first' : (run.plan_problems ?? []).length > 0 ? 'solve the plan problems first' : ''} onClick=${() => act(`${base}/approve`)}>Approve plan and start</button>`}
         ${active && html`<button class="danger" onClick=${() => act(`${base}/cancel`)}>Cancel run</button>`}
         ${planDirty && html`<small class="muted">Save or discard the plan edits before approving.</small>`}
       </div>

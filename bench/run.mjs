@@ -1,24 +1,52 @@
 // `npm run bench`: runs every benchmark in bench/ in its own process, one after another.
 // Benchmarks named *.bench.ts or *.bench.mjs import the code under test from core/ directly and
 // are bundled with esbuild first; any other *.mjs (one that only drives the built CLI) runs as is.
-// Each prints its figures as medians and as a ratio against a baseline measured in the same run.
-// `npm run bench -- reload` runs only the benchmarks whose file name contains "reload".
+// Each prints its figures as medians and as a ratio against a baseline measured in the same run,
+// and records them through bench/lib/figures.mjs into a file this runner names.
+//
+//   npm run bench                     every benchmark
+//   npm run bench -- reload           only those whose file name contains "reload"
+//   npm run bench -- --profile agents those, with a .cpuprofile of their server(s)
+//   --dir <folder>  (HANGAR_BENCH_DIR)  where the benchmarks are (default: bench/)
+//   --out <folder>  (HANGAR_BENCH_OUT)  where results go (default: .hangar/bench/)
+//
+// At the end: a summary table, runs/<date>.json with this run's figures, results.json with the
+// latest figure of every benchmark ever run here (bench/lib/results.mjs). The exit code is 1 when
+// any figure missed its target, a benchmark crashed or one recorded no figure, as Node's own
+// benchmark tooling fails on a broken benchmark: a run that says MISS must not look green.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
+import { FIGURES_ENV, PROFILE_ENV } from './lib/figures.mjs';
+import { machine, mergeResults, readResults, SCHEMA, summaryTable } from './lib/results.mjs';
 
-const dir = path.dirname(fileURLToPath(import.meta.url));
-const out = path.join(dir, '..', '.hangar', 'bench');
-mkdirSync(out, { recursive: true });
-const filter = process.argv[2];
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { profile: { type: 'string' }, dir: { type: 'string' }, out: { type: 'string' } },
+});
+const dir = path.resolve(values.dir ?? process.env.HANGAR_BENCH_DIR ?? path.join(repo, 'bench'));
+const out = path.resolve(values.out ?? process.env.HANGAR_BENCH_OUT ?? path.join(repo, '.hangar', 'bench'));
+const filter = values.profile ?? positionals[0];
+mkdirSync(path.join(out, 'runs'), { recursive: true });
+
 const files = readdirSync(dir)
   .filter((f) => (f.endsWith('.bench.ts') || f.endsWith('.mjs')) && f !== 'run.mjs')
   .filter((f) => !filter || f.includes(filter))
   .sort();
+if (files.length === 0) {
+  console.log(`no benchmark in ${dir} matches ${JSON.stringify(filter)}`);
+  process.exit(1);
+}
 
-let failed = 0;
+const date = new Date().toISOString();
+const shown = (file) => (file.startsWith(process.cwd() + path.sep) ? path.relative(process.cwd(), file) : file);
+const stamp = date.replace(/[:.]/g, '-');
+const profileDir = values.profile ? path.join(out, 'profiles', stamp) : null;
+const figures = [];
 for (const file of files) {
   let script = path.join(dir, file);
   if (/\.bench\.m?[jt]s$/.test(file)) {
@@ -31,15 +59,61 @@ for (const file of files) {
       platform: 'node',
       target: 'node22',
       packages: 'external',
-      alias: { hangar: path.join(dir, '..', 'core', 'sdk.ts') },
+      alias: { hangar: path.join(repo, 'core', 'sdk.ts') },
       logLevel: 'warning',
     });
   }
   console.log(`\n=== ${file}`);
-  const result = spawnSync(process.execPath, ['--expose-gc', script], { stdio: 'inherit', cwd: path.join(dir, '..') });
+  const figuresFile = path.join(out, `${file}.figures.jsonl`);
+  rmSync(figuresFile, { force: true });
+  const env = { ...process.env, [FIGURES_ENV]: figuresFile };
+  // The benchmark process itself is profiled too: several benchmarks run their server in-process.
+  const nodeArgs = ['--expose-gc'];
+  if (profileDir) {
+    const own = path.join(profileDir, file);
+    mkdirSync(own, { recursive: true });
+    nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${own}`);
+    env[PROFILE_ENV] = own;
+  }
+  const started = machine();
+  const result = spawnSync(process.execPath, [...nodeArgs, script], { stdio: 'inherit', cwd: repo, env });
+  const recorded = existsSync(figuresFile)
+    ? readFileSync(figuresFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+    : [];
+  const stamped = (f) => ({ bench: file, ...f, machine: started, date });
+  figures.push(...recorded.map(stamped));
   if (result.status !== 0) {
-    failed++;
-    console.log(`!!! ${file} exited with ${result.status}`);
+    console.log(`!!! ${file} exited with ${result.status ?? result.signal}`);
+    figures.push(stamped(broken(`${file} exited with ${result.status ?? result.signal}`, result.status ?? -1)));
+  } else if (recorded.length === 0) {
+    figures.push(stamped(broken(`${file} recorded no figure`, 0)));
   }
 }
-process.exit(failed ? 1 : 0);
+
+/** A crashed or silent benchmark, as a figure that fails: it must show in the summary and the JSON. */
+function broken(name, code) {
+  return { name, value: code, unit: 'exit code', baseline: null, ratio: null, target: { on: 'value', op: '=', limit: 0, text: 'exits 0 with figures' }, also: [], pass: false, detail: null };
+}
+
+const runFile = path.join(out, 'runs', `${stamp}.json`);
+const resultsFile = path.join(out, 'results.json');
+const run = { schema: SCHEMA, date, benches: files, argv: process.argv.slice(2), figures };
+writeFileSync(runFile, `${JSON.stringify(run, null, 2)}\n`);
+const merged = mergeResults(readResults(resultsFile), run);
+writeFileSync(`${resultsFile}.tmp`, `${JSON.stringify(merged, null, 2)}\n`);
+copyFileSync(`${resultsFile}.tmp`, resultsFile);
+rmSync(`${resultsFile}.tmp`);
+
+const misses = figures.filter((f) => f.pass === false);
+console.log(`\n=== summary (${figures.length} figures, ${misses.length} missed)\n${summaryTable(figures)}\n`);
+console.log(`this run:      ${shown(runFile)}`);
+console.log(`all latest:    ${shown(resultsFile)}  (npm run bench:table writes it into the README)`);
+if (profileDir) {
+  const profiles = readdirSync(profileDir, { recursive: true }).filter((f) => String(f).endsWith('.cpuprofile'));
+  console.log(`CPU profiles:  ${profiles.length ? profiles.map((f) => shown(path.join(profileDir, String(f)))).join('\n               ') : 'none written'}`);
+  console.log('               (open in Chrome DevTools → Performance, or VS Code)');
+}
+process.exit(misses.length ? 1 : 0);

@@ -10,6 +10,7 @@ import type { RouteDoc } from '../http/openapi.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import { param, queryOf } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
+import { viewerOf } from '../kernel/ownership.js';
 import { OptimizeInvokeRequest, OptimizeInvokeResponse } from '../feedback/schemas.js';
 import { listAgents } from '../platform/service.js';
 import { runtimeOf } from './runtime.js';
@@ -44,15 +45,18 @@ const threadOf = (req: FastifyRequest) => param(req, 'thread_id');
 
 export function agentRoutes(app: FastifyInstance, ctx: HangarContext): void {
   const { service } = runtimeOf(ctx);
+  // Records (threads, checkpoints, approvals) are owned per `viewerOf`; replayable streams stay
+  // bound to the exact principal, as before.
+  const viewer = (req: FastifyRequest) => viewerOf(req, ctx.settings);
 
   app.post('/api/v1/:agent/invoke', async (req, reply) => {
     const body = parseInput(InvokeRequest, req.body, 'body');
-    return service.invoke(agentOf(req), body, clientGone(reply), undefined, req.principal);
+    return service.invoke(agentOf(req), body, clientGone(reply), undefined, viewer(req));
   });
 
   app.post('/api/v1/:agent/invoke/stream', async (req, reply) => {
     const body = parseInput(InvokeRequest, req.body, 'body');
-    const { id, log } = await service.startStream(agentOf(req), body, req.principal);
+    const { id, log } = await service.startStream(agentOf(req), body, req.principal, viewer(req));
     await serveSse(reply, log, { headers: { 'X-Agent': agentOf(req), 'X-Stream-Id': id } });
   });
 
@@ -64,26 +68,26 @@ export function agentRoutes(app: FastifyInstance, ctx: HangarContext): void {
 
   app.post('/api/v1/:agent/chat', async (req) => {
     const body = parseInput(ChatRequest, req.body, 'body');
-    return service.chat(agentOf(req), body, undefined, req.principal);
+    return service.chat(agentOf(req), body, undefined, viewer(req));
   });
 
   app.post('/api/v1/:agent/optimize/invoke', async (req) => {
     const body = parseInput(OptimizeInvokeRequest, req.body, 'body');
-    return service.optimize(agentOf(req), body, req.principal);
+    return service.optimize(agentOf(req), body, viewer(req));
   });
 
   app.get('/api/v1/:agent/threads/:thread_id/pending', async (req) => {
-    return service.pending(agentOf(req), threadOf(req), req.principal);
+    return service.pending(agentOf(req), threadOf(req), viewer(req));
   });
 
   app.post('/api/v1/:agent/threads/:thread_id/approve', async (req) => {
     const body = parseInput(ApproveRequest, req.body, 'body');
-    return service.approve(agentOf(req), threadOf(req), body, req.principal);
+    return service.approve(agentOf(req), threadOf(req), body, viewer(req));
   });
 
   app.post('/api/v1/:agent/threads/:thread_id/reject', async (req) => {
     const body = parseInput(RejectRequest, req.body, 'body');
-    return service.reject(agentOf(req), threadOf(req), body, req.principal);
+    return service.reject(agentOf(req), threadOf(req), body, viewer(req));
   });
 }
 

@@ -136,9 +136,9 @@ export class AgentService {
    * the frames stay replayable). Validation errors (unknown agent, prompt, no model) throw before
    * any stream exists, so they are ordinary JSON errors.
    */
-  async startStream(agentName: string, request: InvokeRequest, principal: string): Promise<{ id: string; log: EventLog<InvokeFrame> }> {
-    const plan = this.plan(agentName, request, [], principal);
-    if (request.thread_id) await this.claimThread(plan.agent.name, request.thread_id, principal);
+  async startStream(agentName: string, request: InvokeRequest, principal: string, owner: string = principal): Promise<{ id: string; log: EventLog<InvokeFrame> }> {
+    const plan = this.plan(agentName, request, [], owner);
+    if (request.thread_id) await this.claimThread(plan.agent.name, request.thread_id, owner);
     const { id, log } = this.streams.open(plan.agent.name, principal);
     let response = '';
     let steps: string[] = [];

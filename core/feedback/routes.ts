@@ -7,6 +7,7 @@ import type { HangarContext } from '../kernel/context.js';
 import type { RouteDoc } from '../http/openapi.js';
 import { param } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
+import { viewerOf } from '../kernel/ownership.js';
 import { findAgent } from '../agents/kind.js';
 import { runtimeOf } from '../agents/runtime.js';
 import { listAgents } from '../platform/service.js';
@@ -18,16 +19,16 @@ export function feedbackRoutes(app: FastifyInstance, ctx: HangarContext): void {
 
   app.post('/api/v1/:agent/feedback', async (req) => {
     const agent = agentOf(req);
-    const record = await feedback.record(agent, parseInput(S.FeedbackRequest, req.body, 'body'), req.principal);
+    const record = await feedback.record(agent, parseInput(S.FeedbackRequest, req.body, 'body'), viewerOf(req, ctx.settings));
     return { status: 'recorded', feedback_id: record.id };
   });
   app.get('/api/v1/:agent/feedback/export', async (req) => {
-    return feedback.export(agentOf(req), req.principal);
+    return feedback.export(agentOf(req), viewerOf(req, ctx.settings));
   });
   app.get('/api/v1/:agent/feedback', async (req) => {
     const agent = agentOf(req);
     const { limit } = parseInput(S.FeedbackListQuery, req.query, 'query');
-    const records = await feedback.list(agent, limit, req.principal);
+    const records = await feedback.list(agent, limit, viewerOf(req, ctx.settings));
     return { agent, feedback: records, count: records.length };
   });
 }

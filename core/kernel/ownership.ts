@@ -20,6 +20,16 @@
 /** The principal of every caller of a server with no tokens configured. */
 export const LOCAL_PRINCIPAL = 'local';
 
+/**
+ * Who a request acts as for record ownership. Without `auth.tokens` the server has one user, so
+ * every caller is `local` — also the desktop window and login-link tabs, whose run-time tokens
+ * only keep other local programs out (they name `desktop` or `browser` in the logs, but they are
+ * the same person who used the server tokenless yesterday and must see those threads).
+ */
+export function viewerOf(req: { principal: string }, settings: { auth: { tokens: Record<string, string> } }): string {
+  return Object.keys(settings.auth.tokens).length === 0 ? LOCAL_PRINCIPAL : req.principal;
+}
+
 export interface Owned {
   principal?: string;
 }

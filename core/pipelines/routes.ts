@@ -16,13 +16,22 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { notImplemented } from '../http/errors.js';
 import { param, queryOf } from '../http/request.js';
+import { viewerOf } from '../kernel/ownership.js';
 import type { PipelineService } from './service.js';
 import type { PipelineJobs } from './tasks.js';
 
 const PREFIX = '/api/v1/pipelines';
 const principalOf = (req: FastifyRequest) => req.principal || 'local';
 
-export function pipelineRoutes(app: FastifyInstance, service: PipelineService, jobs: () => PipelineJobs | undefined = () => undefined): void {
+export function pipelineRoutes(
+  app: FastifyInstance,
+  service: PipelineService,
+  jobs: () => PipelineJobs | undefined,
+  settings: { auth: { tokens: Record<string, string> } },
+): void {
+  // Runs are stamped with the exact principal (their task-board tasks are that principal's);
+  // who may read them follows `viewerOf`.
+  const viewer = (req: FastifyRequest) => viewerOf(req, settings);
   const board = () => {
     const found = jobs();
     if (!found) throw notImplemented('async and batch runs need the task subsystem (tasks.enabled)');
@@ -67,9 +76,9 @@ export function pipelineRoutes(app: FastifyInstance, service: PipelineService, j
     return task;
   });
   app.get(`${PREFIX}/:name/runs`, async (req) => {
-    return { runs: await service.runs(param(req, 'name'), 50, principalOf(req)) };
+    return { runs: await service.runs(param(req, 'name'), 50, viewer(req)) };
   });
   app.get(`${PREFIX}/:name/runs/:id`, async (req) => {
-    return service.getRun(param(req, 'name'), param(req, 'id'), principalOf(req));
+    return service.getRun(param(req, 'name'), param(req, 'id'), viewer(req));
   });
 }

@@ -134,5 +134,5 @@ export const pipelinesSubsystem: Subsystem = {
     ctx.openapi.add(...DOCS);
     if (!jobsOf(ctx)) ctx.registry.once('change', () => jobsOf(ctx));
   },
-  routes: (app, ctx) => pipelineRoutes(app, pipelineServiceOf(ctx), () => jobsOf(ctx)),
+  routes: (app, ctx) => pipelineRoutes(app, pipelineServiceOf(ctx), () => jobsOf(ctx), ctx.settings),
 };

@@ -14,6 +14,7 @@ import type { RouteDoc } from '../http/openapi.js';
 import { param, queryOf } from '../http/request.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import { parseInput } from '../http/validate.js';
+import { viewerOf } from '../kernel/ownership.js';
 import { runEventSource } from './events.js';
 import type { Execution, StudioService } from './service.js';
 import * as S from './schemas.js';
@@ -30,7 +31,8 @@ async function streamExecution(reply: FastifyReply, execution: Execution): Promi
   });
 }
 
-export function studioRoutes(app: FastifyInstance, service: StudioService): void {
+export function studioRoutes(app: FastifyInstance, service: StudioService, settings: HangarContext['settings']): void {
+  const viewer = (req: FastifyRequest) => viewerOf(req, settings);
   app.get('/studio/info', async () => {
     return service.info();
   });
@@ -53,54 +55,54 @@ export function studioRoutes(app: FastifyInstance, service: StudioService): void
 
   app.post('/studio/agents/:name/runs', async (req, reply) => {
     const body = parseInput(S.StudioRunRequest, req.body, 'body');
-    const execution = await service.startRun(nameOf(req), body, req.principal);
+    const execution = await service.startRun(nameOf(req), body, viewer(req));
     reply.header('X-Studio-Run-Id', execution.run.run_id);
     return service.outcome(execution);
   });
 
   app.post('/studio/agents/:name/runs/stream', async (req, reply) => {
     const body = parseInput(S.StudioRunRequest, req.body, 'body');
-    const execution = await service.startRun(nameOf(req), body, req.principal);
+    const execution = await service.startRun(nameOf(req), body, viewer(req));
     await streamExecution(reply, execution);
   });
 
   app.get('/studio/agents/:name/runs', async (req) => {
     const query = parseInput(S.RunsQuery, req.query, 'query');
-    return service.listRuns(nameOf(req), query, req.principal);
+    return service.listRuns(nameOf(req), query, viewer(req));
   });
 
   app.get('/studio/agents/:name/runs/:run_id', async (req) => {
-    return service.getRun(nameOf(req), runOf(req), req.principal);
+    return service.getRun(nameOf(req), runOf(req), viewer(req));
   });
 
   app.get('/studio/agents/:name/runs/:run_id/stream', async (req, reply) => {
     const since = resumePoint(req, queryOf(req));
-    const source = await service.runEvents(nameOf(req), runOf(req), req.principal);
+    const source = await service.runEvents(nameOf(req), runOf(req), viewer(req));
     await serveSse(reply, source, { since, headers: { 'X-Studio-Run-Id': runOf(req) } });
   });
 
   app.post('/studio/agents/:name/runs/:run_id/cancel', async (req) => {
-    return service.cancel(nameOf(req), runOf(req), req.principal);
+    return service.cancel(nameOf(req), runOf(req), viewer(req));
   });
 
   app.get('/studio/agents/:name/threads/:thread_id/state', async (req) => {
     const query = parseInput(S.StateQuery, req.query, 'query');
-    return service.threadState(nameOf(req), threadOf(req), query.checkpoint_id, req.principal);
+    return service.threadState(nameOf(req), threadOf(req), query.checkpoint_id, viewer(req));
   });
 
   app.post('/studio/agents/:name/threads/:thread_id/state', async (req) => {
     const body = parseInput(S.StudioStateUpdate, req.body, 'body');
-    return service.updateState(nameOf(req), threadOf(req), body.updates, req.principal);
+    return service.updateState(nameOf(req), threadOf(req), body.updates, viewer(req));
   });
 
   app.get('/studio/agents/:name/threads/:thread_id/history', async (req) => {
     const query = parseInput(S.HistoryQuery, req.query, 'query');
-    return service.history(nameOf(req), threadOf(req), query.limit, req.principal);
+    return service.history(nameOf(req), threadOf(req), query.limit, viewer(req));
   });
 
   app.post('/studio/agents/:name/threads/:thread_id/resume', async (req, reply) => {
     const body = parseInput(S.StudioResumeRequest, req.body, 'body');
-    const execution = await service.resume(nameOf(req), threadOf(req), body, req.principal);
+    const execution = await service.resume(nameOf(req), threadOf(req), body, viewer(req));
     // Only the continued events: the ones before were streamed (and stored) when the run paused.
     await streamExecution(reply, execution);
   });

@@ -42,7 +42,7 @@ export const studioSubsystem: Subsystem = {
     );
     registerStudioDocs(ctx);
   },
-  routes: (app, ctx) => studioRoutes(app, serviceOf(ctx)),
+  routes: (app, ctx) => studioRoutes(app, serviceOf(ctx), ctx.settings),
   async close(ctx) {
     await services.get(ctx)?.close();
   },

@@ -11,6 +11,7 @@ import { badRequest } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
 import { param } from '../http/request.js';
 import { parseInput } from '../http/validate.js';
+import { viewerOf } from '../kernel/ownership.js';
 import { findAgent } from '../agents/kind.js';
 import { runtimeOf } from '../agents/runtime.js';
 import { listAgents } from '../platform/service.js';
@@ -25,47 +26,48 @@ export function threadRoutes(app: FastifyInstance, ctx: HangarContext): void {
   };
   const agentOf = (req: FastifyRequest) => findAgent(ctx.registry, param(req, 'agent')).name;
   const idOf = (req: FastifyRequest) => param(req, 'thread_id');
+  const viewer = (req: FastifyRequest) => viewerOf(req, ctx.settings);
 
   app.post('/api/v1/:agent/threads', async (req) => {
     const agent = agentOf(req);
-    return threads().create(agent, parseInput(S.CreateThreadRequest, req.body, 'body'), req.principal);
+    return threads().create(agent, parseInput(S.CreateThreadRequest, req.body, 'body'), viewer(req));
   });
   app.get('/api/v1/:agent/threads', async (req) => {
     const agent = agentOf(req);
     const query = parseInput(S.ListThreadsQuery, req.query, 'query');
-    const list = await threads().list(agent, query.user_id, req.principal);
+    const list = await threads().list(agent, query.user_id, viewer(req));
     return { threads: list, count: list.length };
   });
   app.get('/api/v1/:agent/threads/:thread_id', async (req) => {
-    return threads().get(agentOf(req), idOf(req), req.principal);
+    return threads().get(agentOf(req), idOf(req), viewer(req));
   });
   app.patch('/api/v1/:agent/threads/:thread_id', async (req) => {
     const agent = agentOf(req);
-    return threads().update(agent, idOf(req), parseInput(S.UpdateThreadRequest, req.body, 'body'), req.principal);
+    return threads().update(agent, idOf(req), parseInput(S.UpdateThreadRequest, req.body, 'body'), viewer(req));
   });
   app.delete('/api/v1/:agent/threads/:thread_id', async (req) => {
-    await threads().delete(agentOf(req), idOf(req), req.principal);
+    await threads().delete(agentOf(req), idOf(req), viewer(req));
     return { status: 'deleted', thread_id: idOf(req) };
   });
   app.get('/api/v1/:agent/threads/:thread_id/messages', async (req) => {
     const agent = agentOf(req);
     const { limit, offset } = parseInput(S.MessagesQuery, req.query, 'query');
-    return threads().messages(agent, idOf(req), limit, offset, req.principal);
+    return threads().messages(agent, idOf(req), limit, offset, viewer(req));
   });
   app.delete('/api/v1/:agent/threads/:thread_id/messages', async (req) => {
-    await threads().clear(agentOf(req), idOf(req), req.principal);
+    await threads().clear(agentOf(req), idOf(req), viewer(req));
     return { status: 'cleared', thread_id: idOf(req) };
   });
   app.get('/api/v1/:agent/threads/:thread_id/summary', async (req) => {
-    return threads().summary(agentOf(req), idOf(req), req.principal);
+    return threads().summary(agentOf(req), idOf(req), viewer(req));
   });
   app.post('/api/v1/:agent/threads/:thread_id/fork', async (req) => {
     const agent = agentOf(req);
-    const fork = await threads().fork(agent, idOf(req), parseInput(S.ForkThreadRequest, req.body, 'body'), req.principal);
+    const fork = await threads().fork(agent, idOf(req), parseInput(S.ForkThreadRequest, req.body, 'body'), viewer(req));
     return fork;
   });
   app.get('/api/v1/:agent/threads/:thread_id/lineage', async (req) => {
-    return threads().lineage(agentOf(req), idOf(req), req.principal);
+    return threads().lineage(agentOf(req), idOf(req), viewer(req));
   });
 }
 

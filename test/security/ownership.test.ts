@@ -249,4 +249,20 @@ describe('local, on a server without tokens', () => {
     expect((await server.request('/api/v1/pipelines/shout/runs')).body.runs).toHaveLength(1);
     expect((await server.request('/studio/agents/echo/runs')).body.length).toBeGreaterThan(0);
   });
+
+  it('the desktop window (a run-time token, no auth.tokens) is that same local user', async () => {
+    server.ctx.runtimeTokens.desktop = 'window-token';
+    try {
+      const window = { headers: { authorization: 'Bearer window-token' } };
+      expect((await server.request('/api/v1/echo/threads')).status).toBe(401);
+      const threads = (await server.request('/api/v1/echo/threads', window)).body.threads.map((t: { id: string }) => t.id);
+      expect(threads).toEqual(expect.arrayContaining(['alice-1', 'bob-1']));
+      const made = await server.request('/api/v1/echo/chat', { ...window, method: 'POST', json: { thread_id: 'from-window', content: 'hi' } });
+      expect(made.status).toBe(200);
+      expect((await server.request('/api/v1/echo/threads/from-window', window)).body.principal).toBe('local');
+      expect((await server.request('/studio/agents/echo/threads/alice-studio/history', window)).status).toBe(200);
+    } finally {
+      delete server.ctx.runtimeTokens.desktop;
+    }
+  });
 });

@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { marked } from 'marked';
 
 /**
@@ -96,7 +96,7 @@ function OutputFrame({ markup }: { markup: string }) {
 }
 
 function HtmlOutput({ markup }: { markup: string }) {
-  const { clean, active } = inspectHtml(markup);
+  const { clean, active } = useMemo(() => inspectHtml(markup), [markup]);
   // A new frame per markup: the frame page renders once, so a changed output gets a fresh one.
   if (active) return html`<${OutputFrame} markup=${markup} key=${markup} />`;
   return html`<div class="out-html" dangerouslySetInnerHTML=${{ __html: clean }}></div>`;

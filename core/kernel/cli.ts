@@ -135,7 +135,9 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
   await running.discovered;
   await recordServerUrl(running.ctx, running.url);
   const agents = running.ctx.registry.list('agent').length;
-  io.out(`${PLATFORM_NAME} ${VERSION} ready at ${running.url} (workspace ${settings.root}, ${agents} agent${agents === 1 ? '' : 's'})`);
+  // The UI's address, not the API root: a terminal makes it a link, and a browser should land in the
+  // UI (as Vite and Jupyter print the page to open). API clients find the root from it readily.
+  io.out(`${PLATFORM_NAME} ${VERSION} ready at ${running.url}/ui/ (workspace ${settings.root}, ${agents} agent${agents === 1 ? '' : 's'})`);
   const links = loginLinks(running.ctx);
   // The window gets a login code of its own (its exchange is how the page is seen to load), so it
   // never uses up the printed one. The Electron shell mints its token synchronously inside

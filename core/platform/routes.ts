@@ -11,7 +11,11 @@ import { renderStatusPage } from './status-page.js';
 
 /** Root routes and the per-agent inspection routes (health, config, prompts, card). */
 export function platformRoutes(app: FastifyInstance, ctx: HangarContext): void {
-  app.get('/', () => {
+  // A browser opening the bare address (a typed or copied URL) lands in the UI, as Jupyter sends `/`
+  // to `/tree`; programs asking for JSON (or anything, `*/*`) keep the platform info.
+  app.get('/', (req, reply) => {
+    reply.header('vary', 'Accept');
+    if (wantsHtml(req.headers.accept)) return reply.redirect('/ui/', 302);
     return { platform: PLATFORM_NAME, version: ctx.version, agents: listAgents(ctx).length };
   });
   app.get('/health', () => {
@@ -67,11 +71,16 @@ export function platformRoutes(app: FastifyInstance, ctx: HangarContext): void {
   });
 }
 
+/** True when the client names HTML explicitly (browsers do; `fetch` and curl send `*\/*`). */
+function wantsHtml(accept: string | undefined): boolean {
+  return !!accept && /(^|,)\s*text\/html\s*(;|,|$)/i.test(accept);
+}
+
 /** Route docs for /openapi.json: the fixed platform routes, and the per-agent ones for every agent. */
 export function registerPlatformDocs(ctx: HangarContext): void {
   const tags = ['platform'];
   ctx.openapi.add(
-    { method: 'get', path: '/', summary: 'Platform info', tags, responses: { 200: { description: 'OK', schema: S.PlatformInfo } } },
+    { method: 'get', path: '/', summary: 'Platform info (a browser asking for text/html is redirected to /ui/)', tags, responses: { 200: { description: 'OK', schema: S.PlatformInfo }, 302: { description: 'Accept names text/html: redirect to the UI at /ui/' } } },
     { method: 'get', path: '/health', summary: 'Aggregated health of every agent', tags, responses: { 200: { description: 'OK', schema: S.AggregatedHealth } } },
     { method: 'get', path: '/ready', summary: 'Liveness probe', tags },
     { method: 'get', path: '/readiness', summary: 'Readiness probe: 200 once discovery finished, 503 before and while stopping', tags, responses: { 200: { description: 'ready' }, 503: { description: 'not ready' } } },

@@ -68,8 +68,12 @@ describe('hangar CLI', () => {
     const root = await makeWorkspace({ 'agents/hi.ts': agentSource(`{ run: async () => 'hi' }`) });
     const proc = run(['--no-window', '--root', root, '--port', '0']);
     const ready = await proc.line(/ready at/);
-    expect(ready).toMatch(/^Hangar \S+ ready at http:\/\/127\.0\.0\.1:\d+ \(workspace .+, 1 agent\)$/);
+    expect(ready).toMatch(/^Hangar \S+ ready at http:\/\/127\.0\.0\.1:\d+\/ui\/ \(workspace .+, 1 agent\)$/);
     const url = /http:\/\/[\d.:]+/.exec(ready)![0];
+    // The printed address is the UI itself, so a browser following it gets the page, not JSON.
+    const page = await fetch(/http:\/\/\S+/.exec(ready)![0]);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
     expect((await fetch(`${url}/readiness`)).status).toBe(200);
 
     // An upload still in progress when the signal arrives completes with a response. The headers

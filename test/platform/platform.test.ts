@@ -14,6 +14,20 @@ describe('platform routes', () => {
   it('GET / gives platform info', async () => {
     server = await startTestServer({ files });
     expect((await server.request('/')).body).toEqual({ platform: 'Hangar', version: server.ctx.version, agents: 2 });
+    const json = await server.request('/', { headers: { accept: 'application/json' } });
+    expect(json.body).toEqual({ platform: 'Hangar', version: server.ctx.version, agents: 2 });
+  });
+
+  it('GET / from a browser (Accept: text/html) redirects to the UI', async () => {
+    server = await startTestServer({ files });
+    const browserAccept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    const res = await fetch(server.url + '/', { headers: { accept: browserAccept }, redirect: 'manual' });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/ui/');
+    expect(res.headers.get('vary')).toContain('Accept');
+    const followed = await fetch(server.url + '/', { headers: { accept: browserAccept } });
+    expect(followed.url).toBe(server.url + '/ui/');
+    expect(followed.headers.get('content-type')).toContain('text/html');
   });
 
   it('GET /health aggregates per agent', async () => {

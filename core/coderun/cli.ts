@@ -158,7 +158,11 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
       const token = values.session ?? (JSON.parse(readFileSync(path.join(root, '.hangar', SESSION_FILE), 'utf8')) as { token: string }).token;
       api = client(values.url.replace(/\/$/, ''), token);
     } else {
-      const settings = loadSettings({ defaultRoot: root, configFile: values.config, flags: { root, port: 0, window: false, watch: false, logLevel: 'warn' } });
+      const loaded = loadSettings({ defaultRoot: root, configFile: values.config, flags: { root, port: 0, window: false, watch: false, logLevel: 'warn' } });
+      // The server this command starts for itself trusts the folder named on its own command line
+      // (code.repos fences what HTTP callers may name; here the caller is the user at the shell).
+      const repos = [...((loaded.code as { repos?: string[] }).repos ?? []), ...(values.repo ? [path.resolve(values.repo)] : [])];
+      const settings = { ...loaded, code: { ...loaded.code, repos } };
       const server = await startServer(settings, { logger: new Logger('warn', (line) => io.err(line)) });
       await server.discovered;
       api = client(server.url, codeService(server.ctx).sessionToken, server);

@@ -226,7 +226,7 @@ export interface RunRecord {
 // ---- configuration -------------------------------------------------------------------------
 
 /** Keys the HTTP configuration route may not change; they stay loadable from the config file. */
-export const READ_ONLY_CONFIG_KEYS = ['mcp_servers', 'skills_dirs', 'context_role_budget'] as const;
+export const READ_ONLY_CONFIG_KEYS = ['mcp_servers', 'skills_dirs', 'context_role_budget', 'repos'] as const;
 
 export const CodeConfigSchema = z
   .object({
@@ -252,6 +252,11 @@ export const CodeConfigSchema = z
     command_timeout_ms: z.number().int().min(100).default(120_000),
     /** Default repository for team routes and runs without one (else the workspace root). */
     repo: z.string().optional(),
+    /**
+     * Folders besides the workspace that `?repo=` (and a run's `repo`) may name, each with
+     * everything beneath it; relative to the workspace. Read-only over HTTP: it is the fence.
+     */
+    repos: z.array(z.string().min(1)).default([]),
     /** Integration check; default: every team's acceptance command again on the whole branch. */
     integration_command: z.string().optional(),
     /** Stop at the approval gate after planning instead of starting at once. */

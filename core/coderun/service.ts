@@ -13,12 +13,12 @@
  * - Teams routes act on `?repo=` (or body `repo`), else `code.repo`, else the workspace root.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { simpleGit } from 'simple-git';
 import path from 'node:path';
 import { EventLog } from '../http/event-log.js';
-import { conflict, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
+import { conflict, forbidden, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import type { Logger } from '../kernel/log.js';
 import type { AppendLog } from '../storage/append-log.js';
@@ -199,11 +199,31 @@ export class CodeRunService {
     return parsed.data;
   }
 
+  /**
+   * The repository a request names (`?repo=`, a body's `repo`), else `code.repo`, else the
+   * workspace. Only the workspace and the folders in `code.repos` (each with everything beneath it)
+   * may be named, symlinks resolved, or a request could have Hangar write team files and commits
+   * anywhere on the machine: 403, before the folder's existence is even looked at. `code.repo`
+   * written in hangar.config.json counts as listed; set over HTTP it does not.
+   */
   async repoOf(requested?: string): Promise<string> {
     const config = await this.config();
-    const repo = path.resolve(this.options.root, requested ?? config.repo ?? '.');
-    if (!existsSync(repo) || !statSync(repo).isDirectory()) throw unprocessable(`repo: ${repo} is not a folder`);
+    const given = requested ?? config.repo ?? '.';
+    const repo = path.resolve(this.options.root, given);
+    const roots = this.repoRoots();
+    const refused = () => forbidden(`repo: ${given} is outside the workspace and the folders listed in code.repos (hangar.config.json)`);
+    if (!roots.some((root) => isWithin(repo, root))) throw refused();
+    if (!existsSync(repo) || !statSync(repo).isDirectory()) throw unprocessable(`repo: ${given} is not a folder`);
+    const real = realpathSync(repo);
+    if (!roots.some((root) => isWithin(real, root))) throw refused();
     return repo;
+  }
+
+  /** The workspace, `code.repos` and the file's `code.repo`, each as written and with symlinks resolved. */
+  private repoRoots(): string[] {
+    const file = CodeConfigSchema.parse(this.fileConfig);
+    const roots = [this.options.root, ...file.repos, ...(file.repo ? [file.repo] : [])].map((r) => path.resolve(this.options.root, r));
+    return [...new Set(roots.flatMap((r) => (existsSync(r) ? [r, realpathSync(r)] : [r])))];
   }
 
   // ---- teams -----------------------------------------------------------------------------------
@@ -596,4 +616,10 @@ export class CodeRunService {
     await this.saving.get(id);
     return this.get(id);
   }
+}
+
+/** Whether `target` is `root` or lies beneath it (both absolute and resolved). */
+function isWithin(target: string, root: string): boolean {
+  const relative = path.relative(root, target);
+  return relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
 }

@@ -21,9 +21,16 @@ export function git(repo: string, ...args: string[]): string {
   return execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@localhost', '-c', 'commit.gpgsign=false', ...args], { cwd: repo, encoding: 'utf8' }).trim();
 }
 
+/**
+ * Where fixture repositories live: one folder that `startCodeServer` lists in `code.repos`, since
+ * coding-run routes refuse repositories outside the workspace and that list.
+ */
+export const FIXTURE_REPOS = path.join(os.tmpdir(), 'hangar-repos');
+
 /** A git repository with `files` committed on `main`; `links` are symlinks (path → target). */
 export async function makeRepo(files: Record<string, string>, links: Record<string, string> = {}): Promise<string> {
-  const repo = await mkdtemp(path.join(os.tmpdir(), 'hangar-repo-'));
+  await mkdir(FIXTURE_REPOS, { recursive: true });
+  const repo = await mkdtemp(path.join(FIXTURE_REPOS, 'repo-'));
   for (const [rel, content] of Object.entries(files)) {
     await mkdir(path.dirname(path.join(repo, rel)), { recursive: true });
     await writeFile(path.join(repo, rel), content);
@@ -74,7 +81,7 @@ export async function startCodeServer(options: { baseUrl?: string; teams?: Recor
     settings: {
       watch: false,
       model: { baseUrl: options.baseUrl, model: 'small-model', retries: 0, timeoutMs: 10_000 },
-      code: { command_timeout_ms: 20_000, ...options.code },
+      code: { command_timeout_ms: 20_000, repos: [FIXTURE_REPOS], ...options.code },
     } as never,
     start: { subsystems: CODE_SUBSYSTEMS },
   });

@@ -8,12 +8,12 @@
  * GET /api/runs/{id}, GET /api/runs/{id}/events (SSE), GET|PATCH /api/runs/{id}/plan,
  * POST /api/runs/{id}/approve, POST /api/runs/{id}/cancel, GET /api/config.
  */
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { serviceUnavailable, unauthorized } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
 import { param, pathOf, queryOf } from '../http/request.js';
+import { sameSecret } from '../http/security.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
@@ -32,10 +32,7 @@ export function sessionTokenOf(req: { headers: Record<string, string | string[] 
 }
 
 export function sessionMatches(expected: string, presented: string | undefined): boolean {
-  if (!presented) return false;
-  const a = Buffer.from(expected);
-  const b = Buffer.from(presented);
-  return a.length === b.length && timingSafeEqual(a, b);
+  return presented !== undefined && presented !== '' && sameSecret(presented, expected);
 }
 
 /**

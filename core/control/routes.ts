@@ -2,12 +2,12 @@
  * Routes of the control plane, and the gate that applies its state to every other request. Logic
  * is in `service.ts`.
  */
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import { z } from 'zod';
 import { type HttpError, notFound, serviceUnavailable, unauthorized } from '../http/errors.js';
 import type { RouteDoc } from '../http/openapi.js';
 import { pathOf } from '../http/request.js';
+import { sameSecret } from '../http/security.js';
 import { parseInput } from '../http/validate.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { resourceOf } from '../logs/resource-of.js';
@@ -26,12 +26,6 @@ import type { ControlPlane } from './service.js';
 
 export const CONTROL_PREFIX = '/api/v1/control';
 export const CONTROL_TOKEN_HEADER = 'x-control-token';
-
-const sameSecret = (a: string, b: string) => {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-};
 
 /** Routes maintenance mode leaves alone: probes, per-resource health, and the control plane. */
 const isExempt = (path: string, publicPaths: ReadonlySet<string>) =>

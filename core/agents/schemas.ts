@@ -3,14 +3,15 @@
  * AgentInvokeResponse, AgentChatRequest, HITL records).
  */
 import { z } from 'zod';
+import { PrintableString } from '../http/validate.js';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
 export const InvokeRequest = z.object({
   query: z.string(),
-  user_id: z.string().min(1).default('default-user'),
+  user_id: PrintableString.min(1).default('default-user'),
   context: JsonObject.default({}),
-  thread_id: z.string().min(1).max(200).nullish().default(null),
+  thread_id: PrintableString.min(1).max(200).nullish().default(null),
   /** Absent → the agent's active version (which is 'v1' unless the agent says otherwise). */
   prompt_version: z.string().min(1).optional(),
   temperature: z.number().min(0).max(2).nullish().default(null),
@@ -44,8 +45,8 @@ const HistoryMessage = z.object({
 
 export const ChatRequest = z.object({
   content: z.string(),
-  user_id: z.string().min(1).default('default-user'),
-  thread_id: z.string().min(1).max(200).nullish().default(null),
+  user_id: PrintableString.min(1).default('default-user'),
+  thread_id: PrintableString.min(1).max(200).nullish().default(null),
   context: JsonObject.default({}),
   metadata: JsonObject.default({}),
   messages: z.array(HistoryMessage).nullish().default(null),
@@ -74,14 +75,14 @@ export const SuspensionBody = z.object({
 });
 
 export const ApproveRequest = z.object({
-  approval_id: z.string().min(1),
+  approval_id: PrintableString.min(1),
   approved: z.boolean().default(true),
   context: JsonObject.default({}),
 });
 export type ApproveRequest = z.output<typeof ApproveRequest>;
 
 export const RejectRequest = z.object({
-  approval_id: z.string().min(1),
+  approval_id: PrintableString.min(1),
   reason: z.string().nullish().default(null),
 });
 export type RejectRequest = z.output<typeof RejectRequest>;

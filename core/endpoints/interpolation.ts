@@ -47,11 +47,21 @@ export function interpolate(template: string, env: Env, field: string, redactor?
  * Collects the secret values seen during one call and removes them from text.
  * Values shorter than `MIN_SECRET_LENGTH` are ignored: redacting "1" or "us" would mangle every
  * message while protecting nothing worth protecting — an accepted edge case.
+ *
+ * `seed` names values known to be secret before the call resolves any (every `${NAME}` the
+ * endpoint references): a handler may throw with one in its message without having made the
+ * upstream call that would have resolved it. It is read on the first `redact`, so a call that
+ * succeeds never pays for it.
  */
 export class Redactor {
   static readonly MIN_SECRET_LENGTH = 3;
   static readonly MASK = '***';
   readonly #secrets = new Set<string>();
+  #seed: (() => Iterable<string | undefined>) | undefined;
+
+  constructor(seed?: () => Iterable<string | undefined>) {
+    this.#seed = seed;
+  }
 
   add(value: string | undefined): void {
     if (!value || value.length < Redactor.MIN_SECRET_LENGTH) return;
@@ -62,6 +72,11 @@ export class Redactor {
   }
 
   redact(text: string): string {
+    if (this.#seed) {
+      const seed = this.#seed;
+      this.#seed = undefined;
+      for (const value of seed()) this.add(value);
+    }
     if (this.#secrets.size === 0) return text;
     // Longest first, so a secret containing another is masked whole.
     const secrets = [...this.#secrets].sort((a, b) => b.length - a.length);

@@ -246,8 +246,9 @@ export class EndpointService {
       throw err;
     }
 
-    const redactor = new Redactor();
-    const deps: UpstreamDeps = { env: this.#env(), tokens: this.#tokens, metrics: this.#metrics, redactor };
+    const env = this.#env();
+    const redactor = this.#redactorFor(config, env);
+    const deps: UpstreamDeps = { env, tokens: this.#tokens, metrics: this.#metrics, redactor };
     const signal = options.signal ?? new AbortController().signal;
     const call = (upstream: UpstreamDefinition, callSignal: AbortSignal, callInput: unknown, extra: UpstreamCallOptions = {}) =>
       callUpstream(
@@ -335,7 +336,7 @@ export class EndpointService {
         throw this.#failure(config, verb, recorded, requestId);
       }
       observe('handler_error');
-      if (err instanceof HttpError) throw err;
+      if (err instanceof HttpError) throw redactedHttpError(err, redactor);
       throw internalError(redactor.redact(`endpoint '${config.name}' handler failed: ${errorMessage(err)}`));
     }
     if (config.output) {
@@ -362,6 +363,11 @@ export class EndpointService {
     return new HttpError(499, 'client closed the request');
   }
 
+  /** A call's redactor, which knows the value of every `${NAME}` the endpoint references from the start. */
+  #redactorFor(config: EndpointConfig, env: Env): Redactor {
+    return new Redactor(() => requiredVariables(config).map((name) => env[name]));
+  }
+
   #failure(config: EndpointConfig, verb: HttpMethod, upstreams: UpstreamResult[], requestId: string | undefined): EndpointFailure {
     const failed = upstreams.filter((u) => !u.ok && u.outcome !== 'cancelled');
     const reasons = failed.map((u) => `upstream '${u.name}' ${u.outcome}: ${u.error}`).join('; ');
@@ -386,7 +392,8 @@ export class EndpointService {
    */
   async health(name: string, signal: AbortSignal = new AbortController().signal): Promise<EndpointHealth> {
     const config = this.require(name);
-    const deps: UpstreamDeps = { env: this.#env(), tokens: this.#tokens, metrics: this.#metrics, redactor: new Redactor() };
+    const env = this.#env();
+    const deps: UpstreamDeps = { env, tokens: this.#tokens, metrics: this.#metrics, redactor: this.#redactorFor(config, env) };
     const upstreams = await Promise.all(config.upstreams.map((u) => probeUpstream(name, u, deps, signal)));
     const readyCount = upstreams.filter((u) => u.ready).length;
     let ready: boolean;
@@ -471,6 +478,12 @@ function jsonSchemaOf(model: z.ZodType | undefined, io: 'input' | 'output'): unk
   } catch {
     return {};
   }
+}
+
+/** An HttpError a handler threw, with every secret of the call masked in its detail. */
+function redactedHttpError(err: HttpError, redactor: Redactor): HttpError {
+  const detail = typeof err.detail === 'string' ? redactor.redact(err.detail) : (JSON.parse(redactor.redact(JSON.stringify(err.detail))) as Record<string, unknown>);
+  return new HttpError(err.status, detail, err.headers);
 }
 
 /** Names (never values) of every `${NAME}` the endpoint's upstreams use. */

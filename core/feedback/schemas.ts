@@ -2,20 +2,21 @@
  * Request and record schemas of feedback and optimization (spec: Feedback and optimization records).
  */
 import { z } from 'zod';
+import { PrintableString } from '../http/validate.js';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
 export const FEEDBACK_TYPES = ['thumbs', 'rating', 'correction', 'comment'] as const;
 
 export const FeedbackRequest = z.object({
-  user_id: z.string().min(1).default('anonymous'),
+  user_id: PrintableString.min(1).default('anonymous'),
   rating: z.number().int().min(1).max(5).nullish().default(null),
   comment: z.string().nullish().default(null),
   correction: z.string().nullish().default(null),
   feedback_type: z.enum(FEEDBACK_TYPES).default('thumbs'),
   query: z.string().default(''),
   response: z.string().default(''),
-  thread_id: z.string().nullish().default(null),
+  thread_id: PrintableString.nullish().default(null),
   metadata: JsonObject.default({}),
 });
 export type FeedbackRequest = z.output<typeof FeedbackRequest>;
@@ -43,7 +44,7 @@ export const FeedbackExport = z.object({
 export const OptimizeInvokeRequest = z.object({
   query: z.string().min(1),
   system_prompt_override: z.string().nullish().default(null),
-  user_id: z.string().min(1).default('optimizer'),
+  user_id: PrintableString.min(1).default('optimizer'),
   context: JsonObject.default({}),
   include_retrieval_context: z.boolean().default(true),
   include_steps: z.boolean().default(true),

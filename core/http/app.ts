@@ -1,11 +1,15 @@
+import { existsSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import bytes from 'bytes';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from '../kernel/log.js';
 import type { Settings } from '../kernel/settings.js';
 import type { Metrics } from '../platform/metrics.js';
 import { crossSiteGuard } from './cross-site.js';
-import { badRequest, HttpError, toHttpError, unprocessable } from './errors.js';
+import { badRequest, HttpError, pathScrubber, toHttpError, unprocessable } from './errors.js';
 import { hasEncodedControl, normalizeUrl } from './normalize.js';
 import { pathOf } from './request.js';
 import { hostCheck, principalHook, type ReconfigurableRateLimiter } from './security.js';
@@ -86,22 +90,35 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
-  answerWithDetail(app, (req, error, err) => {
-    log.error(`${req.method} ${pathOf(req)} failed: ${error.message}`, {
-      status: error.status,
-      stack: !(err instanceof HttpError) && !(err as FastifyError).statusCode ? err.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
-    });
-  });
+  answerWithDetail(
+    app,
+    (req, error, err) => {
+      log.error(`${req.method} ${pathOf(req)} failed: ${error.message}`, {
+        status: error.status,
+        stack: !(err instanceof HttpError) && !(err as FastifyError).statusCode ? err.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
+      });
+    },
+    pathScrubber({ workspace: path.resolve(settings.root), install: HANGAR_INSTALL, home: os.homedir() }),
+  );
   return { app, server };
 }
 
+/** This checkout or installed package: the nearest folder above this module with a package.json (core/http/ from source, dist/ when bundled). */
+const HANGAR_INSTALL = (() => {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let up = 0; up < 3 && !existsSync(path.join(dir, 'package.json')); up++) dir = path.dirname(dir);
+  return dir;
+})();
+
 /**
  * The 404 and error answers of every Hangar server (this app and the notebook CLI's): `{detail}`
- * with the error's status and headers. `onServerError` hears of 5xx answers.
+ * with the error's status and headers. `onServerError` hears of 5xx answers (the log keeps full
+ * paths); `scrub` rewrites what the client sees.
  */
 export function answerWithDetail(
   app: FastifyInstance,
   onServerError?: (req: FastifyRequest, error: HttpError, err: FastifyError | Error) => void,
+  scrub: (error: HttpError) => HttpError = (error) => error,
 ): void {
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send({ detail: `no route for ${req.method} ${pathOf(req)}` });
@@ -114,6 +131,7 @@ export function answerWithDetail(
       reply.raw.end();
       return;
     }
-    reply.code(error.status).headers(error.headers).send(error.toBody());
+    const shown = scrub(error);
+    reply.code(shown.status).headers(shown.headers).send(shown.toBody());
   });
 }

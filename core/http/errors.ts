@@ -44,6 +44,36 @@ export const badGateway = (detail: ErrorDetail) => new HttpError(502, detail);
 export const serviceUnavailable = (detail: string, retryAfterSeconds?: number) =>
   new HttpError(503, detail, retryAfterSeconds ? { 'Retry-After': String(retryAfterSeconds) } : {});
 
+/**
+ * An error body without the machine's absolute paths: the workspace prefix is dropped (paths read
+ * relative to it, the workspace itself is `.`), Hangar's own installation shows as `<hangar>` and
+ * the home folder as `~`. File names in errors help; where the user keeps them is not the caller's
+ * business. Longest prefix first, so a workspace inside the home folder stays relative.
+ */
+export function pathScrubber(places: { workspace: string; install: string; home: string }): (error: HttpError) => HttpError {
+  const replacements = [
+    [places.workspace, '.'],
+    [places.install, '<hangar>'],
+    [places.home, '~'],
+  ]
+    .filter(([from]) => from && from !== '/' && from.length > 1)
+    .sort((a, b) => b[0]!.length - a[0]!.length) as Array<[string, string]>;
+  const scrub = (text: string) => {
+    let out = text;
+    for (const [from, to] of replacements) {
+      if (!out.includes(from)) continue;
+      out = out.split(`${from}/`).join(to === '.' ? '' : `${to}/`).split(from).join(to);
+    }
+    return out;
+  };
+  return (error) => {
+    const text = typeof error.detail === 'string' ? error.detail : JSON.stringify(error.detail);
+    if (!replacements.some(([from]) => text.includes(from))) return error;
+    const detail = typeof error.detail === 'string' ? scrub(error.detail) : (JSON.parse(scrub(JSON.stringify(error.detail))) as Record<string, unknown>);
+    return new HttpError(error.status, detail, error.headers);
+  };
+}
+
 /** The message of anything thrown, without assuming it is an Error. */
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message || err.name;

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { HttpError } from './errors.js';
 
 /**
@@ -13,6 +13,13 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
   if (result.success) return result.data;
   throw new HttpError(422, formatIssues(result.error.issues, where));
 }
+
+/**
+ * A string a client chooses that ends up in ids, file names, logs or response headers (thread,
+ * user and approval ids): no control characters, which node refuses in a header (a 500) and which
+ * forge log lines.
+ */
+export const PrintableString = z.string().regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters');
 
 export function formatIssues(issues: readonly z.core.$ZodIssue[], where: string): string {
   return issues

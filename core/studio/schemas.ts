@@ -10,13 +10,14 @@
  * - `checkpoint_id` needs `thread_id`: checkpoints belong to a thread.
  */
 import { z } from 'zod';
+import { PrintableString } from '../http/validate.js';
 
 const JsonObject = z.record(z.string(), z.unknown());
 const ThreadId = z.string().min(1).max(200);
 
 export const StudioRunRequest = z.object({
   query: z.string(),
-  user_id: z.string().min(1).default('default-user'),
+  user_id: PrintableString.min(1).default('default-user'),
   thread_id: ThreadId.nullish().default(null),
   context: JsonObject.default({}),
   metadata: JsonObject.default({}),
@@ -63,7 +64,7 @@ export type StudioResumeRequest = z.output<typeof StudioResumeRequest>;
 
 export const RunsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(50),
-  thread_id: z.string().min(1).optional(),
+  thread_id: PrintableString.min(1).optional(),
 });
 export type RunsQuery = z.output<typeof RunsQuery>;
 

@@ -2,12 +2,13 @@
  * Request and record schemas of the Threads routes (spec: Thread records).
  */
 import { z } from 'zod';
+import { PrintableString } from '../http/validate.js';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
 export const CreateThreadRequest = z.object({
-  thread_id: z.string().min(1).max(200).nullish(),
-  user_id: z.string().min(1).default('default-user'),
+  thread_id: PrintableString.min(1).max(200).nullish(),
+  user_id: PrintableString.min(1).default('default-user'),
   title: z.string().nullish().default(null),
   metadata: JsonObject.default({}),
 });
@@ -19,7 +20,7 @@ export const UpdateThreadRequest = z.object({
 });
 export type UpdateThreadRequest = z.output<typeof UpdateThreadRequest>;
 
-export const ListThreadsQuery = z.object({ user_id: z.string().min(1).optional() });
+export const ListThreadsQuery = z.object({ user_id: PrintableString.min(1).optional() });
 
 export const MessagesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(10_000).default(100),
@@ -28,7 +29,7 @@ export const MessagesQuery = z.object({
 
 export const ForkThreadRequest = z.object({
   message_index: z.number().int(),
-  new_thread_id: z.string().min(1).max(200).nullish(),
+  new_thread_id: PrintableString.min(1).max(200).nullish(),
   title: z.string().nullish(),
 });
 export type ForkThreadRequest = z.output<typeof ForkThreadRequest>;

@@ -7,8 +7,8 @@
 //   npm run bench                     every benchmark
 //   npm run bench -- reload           only those whose file name contains "reload"
 //   npm run bench -- --profile agents those, with a .cpuprofile of their server(s)
-//   --dir <folder>  (HANGAR_BENCH_DIR)  where the benchmarks are (default: bench/)
-//   --out <folder>  (HANGAR_BENCH_OUT)  where results go (default: .hangar/bench/)
+//   --dir <folder>  (BENCH_DIR)  where the benchmarks are (default: bench/)
+//   --out <folder>  (BENCH_OUT)  where results go (default: .hangar/bench/)
 //
 // At the end: a summary table, runs/<date>.json with this run's figures, results.json with the
 // latest figure of every benchmark ever run here (bench/lib/results.mjs). The exit code is 1 when
@@ -28,8 +28,8 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: { profile: { type: 'string' }, dir: { type: 'string' }, out: { type: 'string' } },
 });
-const dir = path.resolve(values.dir ?? process.env.HANGAR_BENCH_DIR ?? path.join(repo, 'bench'));
-const out = path.resolve(values.out ?? process.env.HANGAR_BENCH_OUT ?? path.join(repo, '.hangar', 'bench'));
+const dir = path.resolve(values.dir ?? process.env.BENCH_DIR ?? path.join(repo, 'bench'));
+const out = path.resolve(values.out ?? process.env.BENCH_OUT ?? path.join(repo, '.hangar', 'bench'));
 const filter = values.profile ?? positionals[0];
 mkdirSync(path.join(out, 'runs'), { recursive: true });
 

@@ -1,6 +1,6 @@
 /** Types of bench/lib/figures.mjs (plain JavaScript so unbundled benchmarks can import it). */
-export declare const FIGURES_ENV: 'HANGAR_BENCH_FIGURES';
-export declare const PROFILE_ENV: 'HANGAR_BENCH_PROFILE_DIR';
+export declare const FIGURES_ENV: 'BENCH_FIGURES_FILE';
+export declare const PROFILE_ENV: 'BENCH_PROFILE_DIR';
 export declare function profileArgs(): string[];
 
 export interface Target {

@@ -1,14 +1,16 @@
 // How a benchmark reports a figure: one human line on stdout and, when bench/run.mjs started it,
-// one JSON line appended to the file named by HANGAR_BENCH_FIGURES. The runner reads those lines
+// one JSON line appended to the file named by BENCH_FIGURES_FILE. The runner reads those lines
 // back, so PASS/MISS, the summary table, the results JSON and the README table all come from the
 // same record, and the verdict is computed here from the target rather than written by hand.
 //
 // Plain JavaScript so the benchmarks that run unbundled (bench/endpoints.mjs) can import it too.
 import { appendFileSync } from 'node:fs';
 
-export const FIGURES_ENV = 'HANGAR_BENCH_FIGURES';
+// Not HANGAR_*: the CLI reads every HANGAR_* variable as a setting and refuses unknown ones, and
+// the benchmarks pass their environment on to the servers they start.
+export const FIGURES_ENV = 'BENCH_FIGURES_FILE';
 /** Set by `npm run bench -- --profile NAME`: benchmarks add `--cpu-prof` to the servers they start. */
-export const PROFILE_ENV = 'HANGAR_BENCH_PROFILE_DIR';
+export const PROFILE_ENV = 'BENCH_PROFILE_DIR';
 
 /** Node flags that make a server process write a .cpuprofile on exit, when profiling was asked for. */
 export function profileArgs() {

@@ -3,6 +3,9 @@ import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { profileArgs } from './figures.mjs';
+
+export { report } from './figures.mjs';
 
 /** Shared helpers for the benchmarks: medians, a workspace, the real CLI as a child process. */
 
@@ -13,10 +16,6 @@ export const median = (xs: number[]) => {
 };
 export const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-export function report(name: string, figure: string, ratio: number, target: string, pass: boolean): void {
-  console.log(`${name}: ${figure} | ratio ${round(ratio, 3)} | target ${target} | ${pass ? 'PASS' : 'MISS'}`);
-}
 
 export async function workspace(files: Record<string, string>): Promise<string> {
   const root = await mkdtemp(path.join(os.tmpdir(), 'hangar-bench-'));
@@ -31,8 +30,11 @@ export const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname)
 export const agentFile = (reply: string) => `import { defineAgent } from 'hangar';\nexport default defineAgent({ version: ${JSON.stringify(reply)}, run: async () => ${JSON.stringify(reply)} });\n`;
 
 /** Start a process and resolve with its URL once it prints `ready at <url>` (or a bare URL line). */
-export function startProcess(args: string[], pattern = /(http:\/\/127\.0\.0\.1:\d+)/): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'], cwd: repo });
+export function startProcess(args: string[], pattern = /(http:\/\/127\.0\.0\.1:\d+)/, env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: repo, env: { ...process.env, ...env } });
+  // Kept short: a server logs to stderr for as long as it runs; the tail explains an early exit.
+  let err = '';
+  child.stderr!.on('data', (d) => (err = (err + d).slice(-4000)));
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
@@ -40,7 +42,7 @@ export function startProcess(args: string[], pattern = /(http:\/\/127\.0\.0\.1:\
       const m = pattern.exec(out);
       if (m) resolve({ child, url: m[1]! });
     });
-    child.on('exit', (code) => reject(new Error(`process exited ${code} before ready: ${out}`)));
+    child.on('exit', (code) => reject(new Error(`process exited ${code} before ready: ${out}${err}`)));
   });
 }
 
@@ -57,4 +59,51 @@ export async function throughput(url: string, seconds = 5, connections = 32): Pr
   return result.requests.average;
 }
 
+/**
+ * `hangar` through its CLI over `root`, with default settings, as a user starts it. Under
+ * `npm run bench -- --profile NAME` it writes a .cpuprofile when it exits (stop() ends it cleanly).
+ */
+export const hangarArgs = (root: string) => [...profileArgs(), path.join(repo, 'bin', 'hangar.mjs'), '--no-window', '--port', '0', '--root', root];
+
+/** Poll `url` until it answers 200 and `ok(body)` holds. */
+export async function waitFor(url: string, ok: (body: unknown) => boolean = () => true, everyMs = 2): Promise<void> {
+  for (;;) {
+    const res = await fetch(url).catch(() => undefined);
+    if (res?.status === 200 && ok(await res.json().catch(() => null))) return;
+    if (res) await res.body?.cancel().catch(() => undefined);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 export const BARE_SERVER = `require('http').createServer((q, s) => { s.setHeader('content-type', 'application/json'); s.end('{"status":"ok"}'); }).listen(0, '127.0.0.1', function () { console.log('http://127.0.0.1:' + this.address().port); });`;
+
+/**
+ * The fair baseline for a JSON POST: reads the whole body, parses it, answers a JSON object of the
+ * size of Hangar's answer. Not less work (answering before the body is read), not more.
+ */
+export const BARE_JSON_SERVER = `require('http').createServer((q, s) => {
+  let body = ''; q.setEncoding('utf8'); q.on('data', (d) => (body += d));
+  q.on('end', () => {
+    let input; try { input = JSON.parse(body); } catch { s.statusCode = 400; s.end('{"detail":"invalid JSON"}'); return; }
+    s.setHeader('content-type', 'application/json');
+    s.end(JSON.stringify({ response: 'ok', steps_taken: [], thread_id: null, query: input.query, agent: 'noop', duration_ms: 0 }));
+  });
+}).listen(0, '127.0.0.1', function () { console.log('http://127.0.0.1:' + this.address().port); });`;
+
+/**
+ * The baseline for the first SSE frame: parses the JSON body like the JSON server above, sends the
+ * SSE headers and a start frame, then, on the next turn of the event loop (where an agent's run
+ * would produce its first event), a step frame and the end. The client times the step frame.
+ */
+export const BARE_SSE_SERVER = `require('http').createServer((q, s) => {
+  let body = ''; q.setEncoding('utf8'); q.on('data', (d) => (body += d));
+  q.on('end', () => {
+    const input = JSON.parse(body);
+    s.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    s.write('id: 1\\ndata: ' + JSON.stringify({ event: 'start', response: '', steps_taken: [], thread_id: null, agent: 'noop' }) + '\\n\\n');
+    setImmediate(() => {
+      s.write('id: 2\\ndata: ' + JSON.stringify({ event: 'step', node: 'run', response: 'ok', steps_taken: [], query: input.query }) + '\\n\\n');
+      s.end('id: 3\\ndata: ' + JSON.stringify({ event: 'complete', response: 'ok', steps_taken: [] }) + '\\n\\ndata: [DONE]\\n\\n');
+    });
+  });
+}).listen(0, '127.0.0.1', function () { console.log('http://127.0.0.1:' + this.address().port); });`;

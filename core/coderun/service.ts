@@ -21,7 +21,7 @@ import { EventLog } from '../http/event-log.js';
 import { conflict, forbidden, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import type { Logger } from '../kernel/log.js';
-import type { AppendLog } from '../storage/append-log.js';
+import type { KeyedLog } from '../storage/store.js';
 import type { Collection, Store } from '../storage/store.js';
 import { BoardError, transition } from './board.js';
 import { calibrate, type Calibration } from './calibration.js';
@@ -127,7 +127,7 @@ export class CodeRunService {
    * Run events, one key per run: storing is an append of one line, and replaying a past run reads
    * that run's list instead of scanning every event of every run.
    */
-  private readonly events: AppendLog<StoredEvent>;
+  private readonly events: KeyedLog<StoredEvent>;
   /** Where events of runs from before the append log were kept (read only, for those runs). */
   private readonly legacyEvents: Collection<StoredEvent & { run: string }>;
   private eventWrites: Promise<unknown> = Promise.resolve();

@@ -9,7 +9,7 @@ import { OpenApiRegistry } from '../http/openapi.js';
 import { normalizeUrl } from '../http/normalize.js';
 import { DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal, upgradeChecker } from '../http/security.js';
 import { Metrics } from '../platform/metrics.js';
-import { LowdbStore } from '../storage/lowdb-store.js';
+import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
 import type { HangarContext, Subsystem } from './context.js';
 import { Discovery } from './discovery.js';
 import { Logger } from './log.js';
@@ -67,7 +67,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     data: path.join(root, '.hangar', 'data'),
     logs: path.join(root, '.hangar', 'logs'),
   };
-  for (const dir of [paths.data, paths.logs]) mkdirSync(dir, { recursive: true });
+  for (const dir of [paths.state, paths.logs]) mkdirSync(dir, { recursive: true });
 
   const metrics = new Metrics();
   const registry = new Registry();
@@ -92,7 +92,12 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   const ctx: HangarContext = {
     settings,
     paths,
-    store: new LowdbStore(paths.data),
+    // Opened once here; a lowdb data folder from before the move to SQLite is imported on first open.
+    store: new SqliteStore(path.join(paths.state, DATABASE_FILE), {
+      durability: settings.storage.durability,
+      importFrom: paths.data,
+      log: (level, line) => log[level](line),
+    }),
     registry,
     discovery,
     log,

@@ -50,6 +50,15 @@ export const SettingsSchema = z
         max: z.coerce.number().int().positive().default(600),
       })
       .prefault({}),
+    storage: z
+      .object({
+        /**
+         * SQLite's promise for a committed write (core/storage/sqlite-store.ts): `normal` survives
+         * the process being killed; `full` also survives power loss, at an fsync per commit.
+         */
+        durability: z.enum(['normal', 'full']).default('normal'),
+      })
+      .prefault({}),
     tasks: z
       .object({
         enabled: z.boolean().default(true),

@@ -27,6 +27,9 @@ export function platformRoutes(app: FastifyInstance, ctx: HangarContext): void {
   });
   app.get('/readiness', () => {
     if (!ctx.lifecycle.ready) throw serviceUnavailable(ctx.lifecycle.stopping ? 'shutting down' : 'discovery in progress', 1);
+    // Not ready while the store cannot write; the probe retries a write, so it recovers by itself.
+    const store = ctx.store.health();
+    if (!store.ok) throw serviceUnavailable(store.detail, 1);
     return { status: 'ready', agents: listAgents(ctx).length };
   });
   app.get('/status', async (_req, reply) => {

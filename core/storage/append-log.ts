@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { KeyedLog, LogEntry } from './store.js';
 
 /**
  * A keyed, append-only log in one JSON Lines file: each key holds a growing list (a thread's
@@ -24,17 +25,12 @@ type Op<T> =
   | { k: string; v: number; op: 'set'; items: T[] }
   | { k: string; v: number; op: 'del' };
 
-export interface LogEntry<T> {
-  items: T[];
-  /** Bumped by every change of this key. */
-  version: number;
-}
 
 /** Compact when the file holds this many more lines than there are keys (and at least 1000). */
 const GARBAGE_FACTOR = 4;
 const MIN_LINES_BEFORE_COMPACTION = 1000;
 
-export class AppendLog<T> {
+export class AppendLog<T> implements KeyedLog<T> {
   readonly file: string;
   private readonly entries = new Map<string, LogEntry<T>>();
   /** Versions of deleted keys, so a key created again keeps counting upwards. */

@@ -1,5 +1,3 @@
-import type { AppendLog } from './append-log.js';
-
 /**
  * The store interface every subsystem persists through. Records are JSON values keyed by id inside
  * named collections. Reads are served from memory; a mutation resolves only once it is on disk
@@ -50,11 +48,33 @@ export interface StoreStats {
   collections: Record<string, CollectionStats>;
 }
 
+export interface LogEntry<T> {
+  items: T[];
+  /** Bumped by every change of this key. */
+  version: number;
+}
+
+/** Keyed lists (a thread's messages): appends cost the same however much a key or the log holds. */
+export interface KeyedLog<T> {
+  readonly name: string;
+  get(key: string): Promise<LogEntry<T> | undefined>;
+  keys(): Promise<string[]>;
+  /** Add items at the end of the key's list; resolves with the new list and version. */
+  append(key: string, items: T[]): Promise<LogEntry<T>>;
+  /** Replace the key's list (clear, fork). */
+  set(key: string, items: T[]): Promise<LogEntry<T>>;
+  delete(key: string): Promise<boolean>;
+  flush(): Promise<void>;
+  stats(): Promise<CollectionStats>;
+}
+
 export interface Store {
   collection<T>(name: string, options?: CollectionOptions): Collection<T>;
-  /** A keyed append-only log (see append-log.ts): appends cost the same however much it holds. */
-  appendLog<T>(name: string): AppendLog<T>;
+  /** A keyed append-only log: appends cost the same however much it holds. */
+  appendLog<T>(name: string): KeyedLog<T>;
   stats(): Promise<StoreStats>;
   /** Resolves when every pending write is on disk. */
   flush(): Promise<void>;
+  /** Whether writes succeed right now (the last failure, until one succeeds again). */
+  health(): { ok: true } | { ok: false; detail: string };
 }

@@ -20,7 +20,7 @@
 import { timeOrderedId } from '../storage/ids.js';
 import { badRequest, conflict, notFound, unprocessable } from '../http/errors.js';
 import { canSee, ownerFor, ownerOf } from '../kernel/ownership.js';
-import type { AppendLog } from '../storage/append-log.js';
+import type { KeyedLog } from '../storage/store.js';
 import type { Collection, Store } from '../storage/store.js';
 import type { ModelProvider } from '../agents/model.js';
 import type { ChatMessage } from '../agents/types.js';
@@ -60,7 +60,7 @@ const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
 
 export class ThreadService {
   private readonly threads: Collection<Thread>;
-  private readonly messageLog: AppendLog<Message>;
+  private readonly messageLog: KeyedLog<Message>;
   private readonly summaries: Collection<CachedSummary>;
   private readonly parts: ThreadPart[] = [];
 

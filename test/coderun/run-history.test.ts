@@ -9,6 +9,7 @@ import { RUN_EVENTS_LOG } from '../../core/coderun/service.js';
 import { makeWorkspace } from '../support/server.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
 import { API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
+import { DatabaseSync } from 'node:sqlite';
 
 const task = (id: string, file: string) => ({ id, title: `write ${file}`, description: `write ${file}`, role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: [file], dependencies: [] });
 
@@ -46,9 +47,11 @@ describe('run history across a restart', () => {
     }
     await server.stop();
 
-    // One key per run in the log file: a replay reads that run's list, not every run's events.
-    const lines = (await readFile(path.join(root, '.hangar', 'data', '_logs', `${RUN_EVENTS_LOG}.jsonl`), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
-    expect([...new Set(lines.map((l) => l.k))].sort()).toEqual([...ids].sort());
+    // One key per run in the log: a replay reads that run's list, not every run's events.
+    const db = new DatabaseSync(path.join(root, '.hangar', 'hangar.db'), { readOnly: true });
+    const keys = (db.prepare('SELECT key FROM log_keys WHERE log = ?').all(RUN_EVENTS_LOG) as Array<{ key: string }>).map((row) => row.key);
+    db.close();
+    expect(keys.sort()).toEqual([...ids].sort());
 
     server = await startCodeServer({ root, baseUrl: model.baseUrl, teams: { api: API_TEAM } });
     for (const id of ids) {

@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 
@@ -32,14 +33,15 @@ Run the installer.
 Edit the config file.
 `;
 
-/** Every record the store holds in a collection, read from its shard files as another reader would. */
+/** Every record the store holds in a collection, read from the database file as another reader would. */
 function storedRecords(root: string, collection: string): Record<string, any> {
-  const dir = path.join(root, '.hangar', 'data', collection);
-  const out: Record<string, any> = {};
-  for (const file of readdirSync(dir).filter((f) => /^\d+\.json$/.test(f))) {
-    Object.assign(out, JSON.parse(readFileSync(path.join(dir, file), 'utf8')).records);
+  const db = new DatabaseSync(path.join(root, '.hangar', 'hangar.db'), { readOnly: true });
+  try {
+    const rows = db.prepare('SELECT id, value FROM records WHERE collection = ?').all(collection) as Array<{ id: string; value: string }>;
+    return Object.fromEntries(rows.map((row) => [row.id, JSON.parse(row.value)]));
+  } finally {
+    db.close();
   }
-  return out;
 }
 
 describe('ingestion', () => {

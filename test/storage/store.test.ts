@@ -51,8 +51,8 @@ describe('lowdb store', () => {
     server = await startTestServer();
     await server.ctx.store.collection('notes', { shards: 2 }).put('n1', { text: 'hello' });
     const stats = (await server.request('/api/v1/storage/stats')).body;
-    expect(stats.backend).toBe('lowdb');
-    expect(stats.path).toBe(path.join(server.root, '.hangar', 'data'));
+    expect(stats.backend).toBe('sqlite');
+    expect(stats.path).toBe(path.join(server.root, '.hangar', 'hangar.db'));
     expect(stats.collections.notes.records).toBe(1);
     expect(stats.collections.notes.files).toBeGreaterThanOrEqual(1);
     expect(stats.bytes).toBeGreaterThan(0);

@@ -1,0 +1,239 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, open, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import * as esbuild from 'esbuild';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { HttpError } from '../../core/http/errors.js';
+import { LowdbStore } from '../../core/storage/lowdb-store.js';
+import { SqliteStore } from '../../core/storage/sqlite-store.js';
+import type { Store } from '../../core/storage/store.js';
+
+const repo = path.resolve(import.meta.dirname, '..', '..');
+const scratch = () => mkdtemp(path.join(tmpdir(), 'hangar-sqlite-'));
+
+/** The Store contract, the same for both implementations: what every subsystem relies on. */
+const implementations: Array<[string, (dir: string) => Store]> = [
+  ['lowdb', (dir) => new LowdbStore(dir)],
+  ['sqlite', (dir) => new SqliteStore(path.join(dir, 'hangar.db'))],
+];
+
+describe.each(implementations)('store contract: %s', (_name, openStore) => {
+  it('keeps records across a reopen: put, update, delete, deleteWhere, count, entries', async () => {
+    const dir = await scratch();
+    const store = openStore(dir);
+    const things = store.collection<{ n: number }>('things');
+    await things.put('a', { n: 1 });
+    await things.put('b', { n: 2 });
+    await things.put('c', { n: 3 });
+    expect(await things.update('a', (v) => ({ n: (v?.n ?? 0) + 10 }))).toEqual({ n: 11 });
+    expect(await things.update('missing', () => undefined)).toBeUndefined();
+    expect(await things.delete('b')).toBe(true);
+    expect(await things.delete('b')).toBe(false);
+    await store.flush();
+    const again = openStore(dir).collection<{ n: number }>('things');
+    expect(await again.get('a')).toEqual({ n: 11 });
+    expect(await again.has('b')).toBe(false);
+    expect(await again.count()).toBe(2);
+    expect(await again.deleteWhere((v) => v.n > 5)).toBe(1);
+    expect((await again.entries()).sort()).toEqual([['c', { n: 3 }]]);
+  });
+
+  it('loses no update when 100 run at once', async () => {
+    const dir = await scratch();
+    const col = openStore(dir).collection<number>('counter');
+    await Promise.all(Array.from({ length: 100 }, () => col.update('n', (v) => (v ?? 0) + 1)));
+    expect(await openStore(dir).collection<number>('counter').get('n')).toBe(100);
+  });
+
+  it('keyed logs: append, set, delete, and versions that keep rising after a delete', async () => {
+    const dir = await scratch();
+    const log = openStore(dir).appendLog<{ i: number }>('messages');
+    await log.append('t1', [{ i: 0 }, { i: 1 }]);
+    const after = await log.append('t1', [{ i: 2 }]);
+    expect(after.items).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
+    expect(after.version).toBe(2);
+    await log.append('t2', [{ i: 9 }]);
+    expect((await log.set('t2', [{ i: 7 }])).version).toBe(2);
+    expect(await log.delete('t2')).toBe(true);
+    expect(await log.delete('t2')).toBe(false);
+    expect((await log.append('t2', [{ i: 1 }])).version).toBe(4);
+    await log.flush();
+    const reopened = openStore(dir).appendLog<{ i: number }>('messages');
+    expect((await reopened.get('t1'))?.items.map((m) => m.i)).toEqual([0, 1, 2]);
+    expect(await reopened.get('t2')).toEqual({ items: [{ i: 1 }], version: 4 });
+    expect((await reopened.keys()).sort()).toEqual(['t1', 't2']);
+  });
+});
+
+describe('SQLite store', () => {
+  it('an append to a key of 10,000 items writes one row and the key\'s head, nothing else', async () => {
+    const store = new SqliteStore(path.join(await scratch(), 'hangar.db'));
+    const log = store.appendLog<{ text: string }>('messages');
+    await log.set('long', Array.from({ length: 10_000 }, (_, i) => ({ text: `message ${i} ${'x'.repeat(200)}` })));
+    const changes = () => (store.statement('SELECT total_changes() AS n').get() as { n: number }).n;
+    const before = changes();
+    const after = await log.append('long', [{ text: 'one more' }]);
+    expect(changes() - before).toBe(2);
+    expect(after.items).toHaveLength(10_001);
+    expect(after.items.at(-1)).toEqual({ text: 'one more' });
+  });
+
+  it('a failed commit answers 503 naming what was not written, rolls back, reports unhealthy, then recovers', async () => {
+    const file = path.join(await scratch(), 'hangar.db');
+    const store = new SqliteStore(file, { busyTimeoutMs: 50 });
+    const tasks = store.collection<{ status: string }>('tasks');
+    await tasks.put('t1', { status: 'queued' });
+    // Another process holds the write lock past our busy timeout.
+    const other = new DatabaseSync(file);
+    other.exec('BEGIN EXCLUSIVE');
+    const failure = await tasks.put('t2', { status: 'queued' }).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(HttpError);
+    expect((failure as HttpError).status).toBe(503);
+    expect((failure as HttpError).detail).toMatch(/^the store could not write tasks\/t2: database is locked/);
+    const health = store.health();
+    expect(health.ok).toBe(false);
+    other.exec('ROLLBACK');
+    other.close();
+    expect(await tasks.has('t2')).toBe(false);
+    expect(store.health()).toEqual({ ok: true });
+    await tasks.put('t2', { status: 'queued' });
+    expect(await tasks.count()).toBe(2);
+  });
+
+  it('a value JSON cannot hold is refused before anything is written', async () => {
+    const store = new SqliteStore(path.join(await scratch(), 'hangar.db'));
+    await expect(store.collection('c').put('x', undefined as never)).rejects.toThrow('JSON values only');
+    expect(await store.collection('c').count()).toBe(0);
+  });
+
+  it('a damaged database file is moved aside with a timestamp, named in the log, and never silently emptied', async () => {
+    const dir = await scratch();
+    const file = path.join(dir, 'hangar.db');
+    const first = new SqliteStore(file);
+    for (let i = 0; i < 200; i++) await first.collection('notes').put(`n${i}`, { text: 'y'.repeat(500) });
+    first.close();
+    // Scribble over the middle of the file (past the header, into the b-tree pages).
+    const handle = await open(file, 'r+');
+    await handle.write(Buffer.alloc(8192, 0xab), 0, 8192, 8192);
+    await handle.close();
+    const lines: string[] = [];
+    const reopened = new SqliteStore(file, { log: (_level, line) => lines.push(line) });
+    expect(reopened.recovered?.movedTo).toMatch(/hangar\.db\.damaged-\d{4}-\d\d-\d\dT/);
+    expect(existsSync(reopened.recovered!.movedTo)).toBe(true);
+    expect(lines.join('\n')).toMatch(/store: hangar\.db is damaged \(.+\); moved it to hangar\.db\.damaged-.+ and started an empty store/);
+    expect(await reopened.collection('notes').count()).toBe(0);
+    await reopened.collection('notes').put('fresh', { text: 'ok' });
+  });
+
+  it('imports a workspace lowdb data folder once, in one transaction per collection, keeping the old files', async () => {
+    const dir = await scratch();
+    const data = path.join(dir, 'data');
+    const old = new LowdbStore(data);
+    for (let i = 0; i < 50; i++) await old.collection('threads', { shards: 4 }).put(`t${i}`, { id: `t${i}`, title: `thread ${i}` });
+    await old.collection('tasks').put('task-1', { status: 'completed' });
+    await old.appendLog('thread_messages').append('t1', [{ role: 'user', content: 'hi' }]);
+    await old.appendLog('thread_messages').append('t1', [{ role: 'assistant', content: 'hello' }]);
+    await old.flush();
+    // A torn last line, as a crash mid-append leaves one: skipped, as the old log skipped it.
+    await writeFile(path.join(data, '_logs', 'thread_messages.jsonl'), '{"k":"t1","v":3,"op":"ad', { flag: 'a' });
+
+    const lines: string[] = [];
+    const store = new SqliteStore(path.join(dir, 'hangar.db'), { importFrom: data, log: (_l, line) => lines.push(line) });
+    expect(await store.collection('threads').count()).toBe(50);
+    expect(await store.collection('tasks').get('task-1')).toEqual({ status: 'completed' });
+    expect(await store.appendLog('thread_messages').get('t1')).toEqual({
+      items: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }],
+      version: 2,
+    });
+    expect(lines).toContain('store: imported threads: 50 record(s)');
+    expect(lines).toContain('store: imported thread_messages: 1 key(s)');
+    expect(existsSync(data)).toBe(false);
+    const kept = readdirSync(dir).find((f) => f.startsWith('data.imported-'));
+    expect(kept).toBeDefined();
+    expect(existsSync(path.join(dir, kept!, 'threads', 'meta.json'))).toBe(true);
+
+    // Running it again — even with the old folder put back — changes nothing.
+    await store.collection('threads').delete('t0');
+    store.close();
+    const { rename } = await import('node:fs/promises');
+    await rename(path.join(dir, kept!), data);
+    const twice = new SqliteStore(path.join(dir, 'hangar.db'), { importFrom: data });
+    expect(await twice.collection('threads').count()).toBe(49);
+    expect(existsSync(data)).toBe(true);
+  });
+});
+
+/**
+ * Other processes on the same database file, running the real store bundled once with esbuild.
+ * Each writer prints `ack <n>` only after its write returned; the parent checks what the file holds.
+ */
+describe('SQLite store across processes', () => {
+  let writer = '';
+  beforeAll(async () => {
+    const dir = await scratch();
+    writer = path.join(dir, 'writer.mjs');
+    const entry = path.join(dir, 'writer-entry.ts');
+    await writeFile(
+      entry,
+      `import { SqliteStore } from ${JSON.stringify(path.join(repo, 'core', 'storage', 'sqlite-store.ts'))};
+const [file, name, count, mode] = process.argv.slice(2);
+const store = new SqliteStore(file, { busyTimeoutMs: 10_000, durability: 'normal' });
+for (let i = 0; i < Number(count); i++) {
+  if (mode === 'counter') await store.collection('counters').update('n', (v) => (v ?? 0) + 1);
+  else await store.appendLog('acks').append(name, [i]);
+  process.stdout.write('ack ' + i + '\\n');
+}
+`,
+    );
+    await esbuild.build({ entryPoints: [entry], outfile: writer, bundle: true, platform: 'node', format: 'esm', target: 'node22', logLevel: 'silent' });
+  }, 60_000);
+
+  function run(file: string, name: string, count: number, mode: 'counter' | 'log') {
+    const child = spawn(process.execPath, [writer, file, name, String(count), mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let acked = -1;
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      for (const match of chunk.matchAll(/ack (\d+)/g)) acked = Math.max(acked, Number(match[1]));
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    return { child, exited, acked: () => acked, stderr: () => stderr };
+  }
+
+  it('two processes updating one record lose nothing (SQLite locking, no second copy in memory)', async () => {
+    const file = path.join(await scratch(), 'hangar.db');
+    const a = run(file, 'a', 300, 'counter');
+    const b = run(file, 'b', 300, 'counter');
+    expect([await a.exited, await b.exited]).toEqual([0, 0]);
+    expect(await new SqliteStore(file).collection<number>('counters').get('n')).toBe(600);
+  }, 60_000);
+
+  it('kill -9 in the middle of writing, five rounds with two writers: every acknowledged write survives', async () => {
+    const file = path.join(await scratch(), 'hangar.db');
+    for (let round = 0; round < 5; round++) {
+      const writers = [run(file, `r${round}a`, 100_000, 'log'), run(file, `r${round}b`, 100_000, 'log')];
+      // Let them write for a while, then kill both without warning.
+      await new Promise((resolve) => setTimeout(resolve, 300 + round * 100));
+      for (const w of writers) w.child.kill('SIGKILL');
+      await Promise.all(writers.map((w) => w.exited));
+      const store = new SqliteStore(file);
+      for (const [i, w] of writers.entries()) {
+        const acked = w.acked();
+        expect(acked, `writer ${i} of round ${round} wrote something (${w.stderr()})`).toBeGreaterThan(0);
+        const items = (await store.appendLog<number>('acks').get(`r${round}${i ? 'b' : 'a'}`))?.items ?? [];
+        // Every acknowledged append is there, in order; at most the one in flight beyond it.
+        expect(items.length).toBeGreaterThanOrEqual(acked + 1);
+        expect(items.slice(0, acked + 1)).toEqual(Array.from({ length: acked + 1 }, (_, n) => n));
+      }
+      store.close();
+    }
+    // And the file is sound afterwards.
+    const check = new DatabaseSync(file, { readOnly: true });
+    expect(check.prepare('PRAGMA quick_check').get()).toEqual({ quick_check: 'ok' });
+    check.close();
+    expect((await readFile(file)).length).toBeGreaterThan(0);
+  }, 120_000);
+});

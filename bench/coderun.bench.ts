@@ -74,9 +74,21 @@ for (let i = 0; i < 3; i++) {
   calls = s.modelCalls;
 }
 const speedup = median(serial) / median(parallel);
-report('wave parallelism (4 tasks, model 500 ms/answer)', `max_parallel 1: ${round(median(serial), 0)} ms, max_parallel 4: ${round(median(parallel), 0)} ms`, speedup, '>= 1.8x', speedup >= 1.8);
+report({
+  name: 'wave parallelism (4 tasks, model 500 ms/answer): speed-up of max_parallel 4 over 1',
+  value: speedup,
+  unit: '×',
+  target: { on: 'value', op: '>=', limit: 1.8, unit: '×' },
+  detail: `max_parallel 1: ${round(median(serial), 0)} ms, max_parallel 4: ${round(median(parallel), 0)} ms`,
+});
 const overhead = (median(serial) - calls * MODEL_MS) / TASKS;
-report('harness overhead per task (serial run minus model wait)', `${round(overhead, 0)} ms/task over ${calls} model calls`, overhead / MODEL_MS, '< 1000 ms/task', overhead < 1000);
+report({
+  name: 'harness overhead per task (serial run minus model wait)',
+  value: overhead,
+  unit: 'ms/task',
+  target: { on: 'value', op: '<', limit: 1000, unit: 'ms/task' },
+  detail: `${round(overhead, 0)} ms/task over ${calls} model calls`,
+});
 
 const root = realpathSync(await workspace({ 'src/api/x.mjs': '' }));
 const teams = [
@@ -91,5 +103,12 @@ t0 = performance.now();
 let hits = 0;
 for (let i = 0; i < N; i++) if (path.resolve(root, `src/api/deep/dir/file${i % 50}.mjs`).startsWith(root + '/src/api/')) hits++;
 const bareUs = ((performance.now() - t0) * 1000) / N;
-report('write-fence check (realpath + globs)', `${round(fenceUs, 1)} µs/check vs bare resolve ${round(bareUs, 2)} µs (${hits} hits)`, fenceUs / bareUs, '< 100 µs/check', fenceUs < 100);
+report({
+  name: 'write-fence check (realpath + globs)',
+  value: fenceUs,
+  unit: 'µs/check',
+  baseline: { label: 'bare path.resolve + prefix', value: bareUs },
+  target: { on: 'value', op: '<', limit: 100, unit: 'µs/check' },
+  detail: `${round(fenceUs, 1)} µs/check vs bare resolve ${round(bareUs, 2)} µs (${hits} hits)`,
+});
 await rm(root, { recursive: true, force: true });

@@ -1,36 +1,67 @@
 /**
- * Kernel benchmarks (issue 2): cold start, request overhead, hot reload latency, discovery at scale.
- * Every figure is measured against a baseline taken in the same run on the same machine.
+ * Kernel benchmarks (issues 2, 27): cold start at 1, 100 and 1,000 agents, request overhead, hot
+ * reload latency. Every figure is measured against a baseline taken in the same run on the same
+ * machine.
+ *
+ * Cold start is timed from spawning `hangar` (its CLI, default settings) to the moment the server
+ * is of use: `/readiness` 200, `/health` healthy with every generated agent listed, and every ML
+ * plugin (the bundled iris plugin, copied into the workspace) reporting `ready` — not to the first
+ * 200 of `/readiness`, which discovery answers before the plugins have loaded.
  */
-import { writeFile } from 'node:fs/promises';
+import { cp, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { agentFile, BARE_SERVER, median, repo, report, round, startProcess, stop, throughput, workspace } from './lib/measure.js';
-
-const hangarArgs = (root: string) => [path.join(repo, 'bin', 'hangar.mjs'), '--no-window', '--port', '0', '--root', root];
+import { agentFile, BARE_SERVER, hangarArgs, median, repo, report, round, startProcess, stop, throughput, waitFor, workspace } from './lib/measure.js';
 
 async function timeToReady(args: string[], probe: string): Promise<number> {
   const started = performance.now();
   const { child, url } = await startProcess(args);
-  for (;;) {
-    const res = await fetch(url + probe).catch(() => undefined);
-    if (res?.status === 200) break;
-    await new Promise((r) => setTimeout(r, 2));
-  }
+  await waitFor(url + probe);
   const ms = performance.now() - started;
   await stop(child);
   return ms;
 }
 
+/** Spawn to serving: readiness, every agent healthy and listed, every plugin ready. */
+async function timeToHealthy(root: string, agents: number): Promise<number> {
+  const started = performance.now();
+  const { child, url } = await startProcess(hangarArgs(root));
+  try {
+    await waitFor(`${url}/readiness`);
+    await waitFor(`${url}/health`, (b) => {
+      const health = b as { status: string; agents: Record<string, unknown> };
+      return health.status === 'healthy' && Object.keys(health.agents).length === agents;
+    });
+    await waitFor(`${url}/api/v1/plugins`, (b) => {
+      const { plugins } = b as { plugins: Array<{ status: string }> };
+      return plugins.length > 0 && plugins.every((p) => p.status === 'ready');
+    });
+    return performance.now() - started;
+  } finally {
+    await stop(child);
+  }
+}
+
 async function coldStart() {
   const bare: number[] = [];
-  const hangar: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    bare.push(await timeToReady(['-e', BARE_SERVER], '/'));
-    hangar.push(await timeToReady(hangarArgs(repo), '/readiness'));
-  }
-  const h = median(hangar);
+  for (let i = 0; i < 5; i++) bare.push(await timeToReady(['-e', BARE_SERVER], '/'));
   const b = median(bare);
-  report('cold start (example workspace) to /readiness 200', `${round(h)} ms median vs bare node:http ${round(b)} ms`, h / b, '≤ 1000 ms', h <= 1000);
+  for (const agents of [1, 100, 1_000]) {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < agents; i++) files[`agents/gen-${String(i).padStart(4, '0')}.ts`] = agentFile(`g${i}`);
+    const root = await workspace(files);
+    await cp(path.join(repo, 'plugins', 'iris'), path.join(root, 'plugins', 'iris'), { recursive: true });
+    const runs: number[] = [];
+    for (let i = 0; i < 3; i++) runs.push(await timeToHealthy(root, agents));
+    const h = median(runs);
+    report({
+      name: `cold start, ${agents.toLocaleString('en')} generated agent${agents === 1 ? '' : 's'} + the iris plugin, to every agent and plugin healthy`,
+      value: h,
+      unit: 'ms',
+      baseline: { label: 'bare node:http process to its first 200', value: b },
+      target: { on: 'value', op: '<=', limit: 1000, unit: 'ms' },
+      detail: `${round(h)} ms median of 3 (runs ${runs.map((r) => round(r, 0)).join(', ')} ms) vs bare node:http ${round(b)} ms`,
+    });
+  }
 }
 
 // The framework's own ceiling, for context: Fastify answering the same route with no hooks.
@@ -51,14 +82,14 @@ async function requestOverhead() {
     h.push(await throughput(hangar.url + route, 3));
   }
   for (const p of [bare, fastify, hangar]) await stop(p.child);
-  const ratio = median(h) / median(b);
-  report(
-    'GET /api/v1/{agent}/health throughput',
-    `${round(median(h), 0)} req/s vs bare node:http ${round(median(b), 0)} req/s (bare Fastify: ${round(median(e), 0)} req/s, hangar/Fastify ${round(median(h) / median(e), 2)})`,
-    ratio,
-    '≥ 0.5×',
-    ratio >= 0.5,
-  );
+  report({
+    name: 'GET /api/v1/{agent}/health throughput',
+    value: median(h),
+    unit: 'req/s',
+    baseline: { label: 'bare node:http', value: median(b) },
+    target: { on: 'ratio', op: '>=', limit: 0.5 },
+    detail: `${round(median(h), 0)} req/s vs bare node:http ${round(median(b), 0)} req/s (bare Fastify: ${round(median(e), 0)} req/s, hangar/Fastify ${round(median(h) / median(e), 2)})`,
+  });
 }
 
 async function hotReload() {
@@ -79,25 +110,16 @@ async function hotReload() {
   await stop(child);
   const restart = await timeToReady(hangarArgs(root), '/readiness');
   const m = median(samples);
-  report('hot reload: write → new version answering', `${round(m)} ms median (p90 ${round(samples.sort((a, b) => a - b)[26]!)} ms) vs process restart ${round(restart)} ms`, m / restart, '≤ 150 ms', m <= 150);
-}
-
-async function discoveryAtScale() {
-  const files: Record<string, string> = {};
-  for (let i = 0; i < 200; i++) files[`agents/gen-${String(i).padStart(3, '0')}.ts`] = agentFile(`g${i}`);
-  const big = await workspace(files);
-  const small = await workspace({ 'agents/one.ts': agentFile('one') });
-  const bigRuns: number[] = [];
-  const smallRuns: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    smallRuns.push(await timeToReady(hangarArgs(small), '/readiness'));
-    bigRuns.push(await timeToReady(hangarArgs(big), '/readiness'));
-  }
-  const m = median(bigRuns);
-  report('200 generated agents discovered and ready', `${round(m)} ms median vs 1 agent ${round(median(smallRuns))} ms`, m / median(smallRuns), '≤ 3000 ms', m <= 3000);
+  report({
+    name: 'hot reload: write → new version answering',
+    value: m,
+    unit: 'ms',
+    baseline: { label: 'process restart', value: restart },
+    target: { on: 'value', op: '<=', limit: 150, unit: 'ms' },
+    detail: `${round(m)} ms median (p90 ${round(samples.sort((a, b) => a - b)[26]!)} ms) vs process restart ${round(restart)} ms`,
+  });
 }
 
 await coldStart();
 await requestOverhead();
 await hotReload();
-await discoveryAtScale();

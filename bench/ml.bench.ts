@@ -105,20 +105,22 @@ async function batchPrediction() {
     const p99 = delay.percentile(99) / 1e6;
     const pool = median(trips);
     const label = threads ? `${threads} pool threads` : `default pool (${Math.max(1, os.availableParallelism() - 1)} thread(s) on ${os.availableParallelism()} cores)`;
-    report(
-      `batch of ${ROWS} predictions over HTTP, ${label}`,
-      `${round(pool)} ms round trip (${round(median(served))} ms in the service) vs in-process loop ${round(base)} ms`,
-      pool / base,
-      'report the ratio',
-      true,
-    );
-    report(
-      `  HTTP thread event-loop delay during the batch, ${label}`,
-      `p99 ${round(p99)} ms, max ${round(delay.max / 1e6)} ms (in-process loop blocks it: p99 ${round(blocked.percentile(99) / 1e6)} ms)`,
-      p99 / 20,
-      '< 20 ms p99',
-      p99 < 20,
-    );
+    report({
+      name: `batch of ${ROWS} predictions over HTTP, ${label}`,
+      value: pool,
+      unit: 'ms',
+      baseline: { label: 'in-process loop', value: base },
+      detail: `${round(pool)} ms round trip (${round(median(served))} ms in the service) vs in-process loop ${round(base)} ms`,
+    });
+    const p99Blocked = blocked.percentile(99) / 1e6;
+    report({
+      name: `HTTP thread event-loop delay p99 during the batch, ${label}`,
+      value: p99,
+      unit: 'ms',
+      baseline: { label: 'in-process loop blocking it', value: p99Blocked },
+      target: { on: 'value', op: '<', limit: 20, unit: 'ms' },
+      detail: `p99 ${round(p99)} ms, max ${round(delay.max / 1e6)} ms (in-process loop blocks it: p99 ${round(p99Blocked)} ms)`,
+    });
     await server.close();
     rmSync(root, { recursive: true, force: true });
   }
@@ -160,7 +162,14 @@ async function logAnalysis() {
     if (body.total !== N) throw new Error(`analysed ${body.total} records, expected ${N}`);
   }
   const ms = median(analyses);
-  report(`POST /api/v1/logs/analyze over ${N} records`, `${round(ms)} ms median vs one sort of ${N} durations ${round(median(sorts))} ms`, ms / median(sorts), '≤ 1000 ms', ms <= 1000);
+  report({
+    name: `POST /api/v1/logs/analyze over ${N} records`,
+    value: ms,
+    unit: 'ms',
+    baseline: { label: `one sort of ${N} durations`, value: median(sorts) },
+    target: { on: 'value', op: '<=', limit: 1000, unit: 'ms' },
+    detail: `${round(ms)} ms median vs one sort of ${N} durations ${round(median(sorts))} ms`,
+  });
   await server.close();
   rmSync(root, { recursive: true, force: true });
 }

@@ -65,10 +65,11 @@ async function naiveImports(): Promise<number> {
 if (!(globalThis as { gc?: unknown }).gc) throw new Error('run with --expose-gc (npm run bench does)');
 const ours = await hangarReloads();
 const naive = await naiveImports();
-report(
-  `heap growth after ${RELOADS} reloads (forced GC)`,
-  `${round(ours)} MB vs cache-busting import() ${round(naive)} MB`,
-  naive > 0 ? ours / naive : 0,
-  '< 20 MB',
-  ours < 20,
-);
+report({
+  name: `heap growth after ${RELOADS} reloads (forced GC)`,
+  value: ours,
+  unit: 'MB',
+  baseline: { label: 'cache-busting import()', value: naive },
+  target: { on: 'value', op: '<', limit: 20, unit: 'MB' },
+  detail: `${round(ours)} MB vs cache-busting import() ${round(naive)} MB`,
+});

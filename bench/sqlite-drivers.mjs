@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { record } from './lib/figures.mjs';
 
 const require = createRequire(import.meta.url);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -122,6 +123,10 @@ for (const [name, load] of Object.entries(drivers)) {
 const base = results['node:sqlite'];
 for (const [name, figures] of Object.entries(results)) {
   const parts = Object.entries(figures).map(([op, us]) => `${op} ${us.toFixed(1)} µs${name === 'node:sqlite' ? '' : ` (${(us / base[op]).toFixed(2)}×)`}`);
+  // A comparison to choose a driver by, not a promise: recorded as context, no target.
+  for (const [op, us] of Object.entries(figures)) {
+    record({ name: `${name}: ${op}`, value: us, unit: 'µs/op', baseline: name === 'node:sqlite' ? null : { label: 'node:sqlite', value: base[op] } });
+  }
   console.log(`${name.padEnd(15)} ${parts.join(' | ')}`);
 }
 console.log(`(medians of ${ROUNDS} rounds × ${OPS} ops; thread of ${THREAD} messages, board of ${TASKS} tasks; ratio = time vs node:sqlite, lower is faster)`);

@@ -35,7 +35,7 @@ export function targetText(target) {
   if (!target) return 'none (context)';
   const op = OPS[target.op];
   if (!op) throw new Error(`unknown target operator ${JSON.stringify(target.op)}`);
-  const unit = target.on === 'ratio' ? '×' : target.unit ? ` ${target.unit}` : '';
+  const unit = target.on === 'ratio' || target.unit === '×' ? '×' : target.unit ? ` ${target.unit}` : '';
   return `${op.sign} ${target.limit}${unit}`;
 }
 

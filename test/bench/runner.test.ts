@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { evaluate } from '../../bench/lib/figures.mjs';
-import { markdownTable, replaceTable, TABLE_END, TABLE_START } from '../../bench/lib/results.mjs';
+import { markdownTable, replaceTable, TABLE_END, TABLE_START, type Results } from '../../bench/lib/results.mjs';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const fixtures = path.join(repo, 'test', 'fixtures', 'bench');
@@ -88,7 +88,7 @@ describe('a figure', () => {
   });
 });
 
-const sample = {
+const sample: Results = {
   schema: 1,
   updated: '2026-01-02T03:04:05.000Z',
   figures: [

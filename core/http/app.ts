@@ -48,6 +48,20 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
     // One normalised path for the router and every guard (core/http/normalize.ts).
     rewriteUrl: (req) => normalizeUrl(req.url ?? '/'),
+    // A request node's parser refuses (a raw control character, an oversized header) is answered
+    // `{detail}` too, as Fastify's own handler would, but in Hangar's shape.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const [status, text, detail] =
+        err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'the request took too long to arrive']
+          : err.code === 'HPE_HEADER_OVERFLOW'
+            ? [431, 'Request Header Fields Too Large', 'request headers too large']
+            : [400, 'Bad Request', `malformed HTTP request (${err.code ?? 'parse error'})`];
+      const body = JSON.stringify({ detail });
+      if (socket.writable) socket.write(`HTTP/1.1 ${status} ${text}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+      socket.destroy(err);
+    },
     // A target the router cannot decode (`%zz`, broken UTF-8) is the caller's mistake, said as `{detail}`.
     frameworkErrors: (err, req, reply) => {
       const error = err.code === 'FST_ERR_BAD_URL' ? badRequest(`the request path is not valid percent-encoding: ${req.originalUrl}`) : toHttpError(err);

@@ -12,7 +12,9 @@ export function rawRequest(
   body?: string | Buffer,
 ): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string; body: any }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: target, headers: { connection: 'close', ...headers } }, (res) => {
+    // A body always goes with its length (node would send a GET's body unframed).
+    const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
+    const req = http.request({ host: '127.0.0.1', port, method, path: target, headers: { connection: 'close', ...length, ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

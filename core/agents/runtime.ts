@@ -32,6 +32,7 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
     log: ctx.log,
     threads,
     streams: { retain: ctx.settings.streams.retain, ttlMs: ctx.settings.streams.ttlSeconds * 1000 },
+    defaultMaxHistory: ctx.settings.chat.max_history,
     onRun: (agent, route, outcome) => ctx.metrics.agentInvocations.inc({ agent, route, outcome }),
   });
   return { provider, service, threads, feedback: new FeedbackService(ctx.store) };

@@ -49,6 +49,8 @@ export interface AgentServiceOptions {
   log: Logger;
   threads: ThreadService;
   streams: StreamRetention;
+  /** `chat.max_history`: the newest messages a chat loads when the request names no limit (null: all). */
+  defaultMaxHistory?: number | null;
   /** Told of every finished run (metrics: `agent_invocations_total`). */
   onRun?: (agent: string, route: RunRoute, outcome: string) => void;
 }
@@ -191,7 +193,8 @@ export class AgentService {
    * one thread never interleave a question with another's answer.
    *
    * Decision: `history_loaded` counts the history messages the agent received, from the store or
-   * from the caller; `max_history` trims either to the newest N.
+   * from the caller; `max_history` trims either to the newest N. Without it, history from the store
+   * is the newest `chat.max_history` (default 100) — caller-supplied `messages` are not trimmed.
    */
   async chat(agentName: string, request: ChatRequest, signal?: AbortSignal, principal?: string): Promise<ChatResponse> {
     const threads = this.options.threads;
@@ -201,7 +204,10 @@ export class AgentService {
     if (request.thread_id) await this.claimThread(agent.name, threadId, principal);
     let history: ChatMessage[] = [];
     if (request.messages) history = request.messages;
-    else if (request.include_history && request.thread_id) history = await threads.history(agent.name, threadId, null);
+    else if (request.include_history && request.thread_id) {
+      // Bounded by default (chat.max_history): only the newest messages are read from the store.
+      history = await threads.history(agent.name, threadId, request.max_history ?? this.options.defaultMaxHistory ?? null);
+    }
     if (request.max_history != null) history = request.max_history === 0 ? [] : history.slice(-request.max_history);
     const plan = this.plan(agentName, { ...request, query: request.content, thread_id: threadId }, history, principal);
     // A chat's thread is addressable (the response names it), so its checkpoints are kept —

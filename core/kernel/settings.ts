@@ -50,6 +50,15 @@ export const SettingsSchema = z
         max: z.coerce.number().int().positive().default(600),
       })
       .prefault({}),
+    chat: z
+      .object({
+        /**
+         * How many of a thread's newest messages `/chat` hands the agent when the request names no
+         * `max_history` (its own value wins; 0 loads none; null loads all). The thread keeps every message.
+         */
+        max_history: z.coerce.number().int().nonnegative().nullable().default(100),
+      })
+      .prefault({}),
     storage: z
       .object({
         /**

@@ -58,6 +58,13 @@ export class AppendLog<T> implements KeyedLog<T> {
     return [...this.entries.keys()];
   }
 
+  async range(key: string, offset: number, limit: number): Promise<{ items: T[]; total: number }> {
+    await this.load();
+    const items = this.entries.get(key)?.items ?? [];
+    const start = offset < 0 ? Math.max(0, items.length + offset) : offset;
+    return { items: items.slice(start, start + Math.max(0, limit)), total: items.length };
+  }
+
   /** Add items at the end of the key's list; resolves with the new length and version. */
   async append(key: string, items: T[]): Promise<LogEntry<T>> {
     await this.load();

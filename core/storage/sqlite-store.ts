@@ -343,6 +343,16 @@ class SqliteLog<T> implements KeyedLog<T> {
     return { items: rows.map((row) => JSON.parse(row.value) as T), version: head.version };
   }
 
+  async range(key: string, offset: number, limit: number): Promise<{ items: T[]; total: number }> {
+    const total = this.head(key)?.length ?? 0;
+    const start = offset < 0 ? Math.max(0, total + offset) : offset;
+    if (limit <= 0 || start >= total) return { items: [], total };
+    const rows = this.store
+      .statement('SELECT value FROM log_items WHERE log = ? AND key = ? AND position >= ? AND position < ? ORDER BY position')
+      .all(this.name, key, start, start + limit) as Array<{ value: string }>;
+    return { items: rows.map((row) => JSON.parse(row.value) as T), total };
+  }
+
   async keys(): Promise<string[]> {
     return (this.store.statement('SELECT key FROM log_keys WHERE log = ?').all(this.name) as Array<{ key: string }>).map((row) => row.key);
   }

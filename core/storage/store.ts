@@ -59,6 +59,11 @@ export interface KeyedLog<T> {
   readonly name: string;
   get(key: string): Promise<LogEntry<T> | undefined>;
   keys(): Promise<string[]>;
+  /**
+   * Items `offset` … `offset + limit - 1` of the key's list (a negative offset counts from the end,
+   * so `range(k, -100, 100)` is the newest 100) and the list's whole length, without reading the rest.
+   */
+  range(key: string, offset: number, limit: number): Promise<{ items: T[]; total: number }>;
   /** Add items at the end of the key's list; resolves with the new list and version. */
   append(key: string, items: T[]): Promise<LogEntry<T>>;
   /** Replace the key's list (clear, fork). */

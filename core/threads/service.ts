@@ -219,15 +219,16 @@ export class ThreadService {
 
   /** The newest `max` messages (all when `max` is null), oldest first — chat history. */
   async history(agent: string, threadId: string, max: number | null): Promise<Message[]> {
-    const all = await this.allMessages(agent, threadId);
-    return max === null ? all : max <= 0 ? [] : all.slice(-max);
+    if (max === null) return this.allMessages(agent, threadId);
+    if (max <= 0) return [];
+    // Only the newest `max` are read: a turn on a long thread costs what a turn on a short one does.
+    return (await this.messageLog.range(key(agent, threadId), -max, max)).items;
   }
 
   async messages(agent: string, threadId: string, limit: number, offset: number, principal?: string) {
     await this.get(agent, threadId, principal);
-    const all = await this.allMessages(agent, threadId);
-    const page = all.slice(offset, offset + limit);
-    return { thread_id: threadId, messages: page, count: page.length, total: all.length, limit, offset };
+    const { items: page, total } = await this.messageLog.range(key(agent, threadId), offset, limit);
+    return { thread_id: threadId, messages: page, count: page.length, total, limit, offset };
   }
 
   async clear(agent: string, threadId: string, principal?: string): Promise<void> {

@@ -66,6 +66,18 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     expect(await reopened.get('t2')).toEqual({ items: [{ i: 1 }], version: 4 });
     expect((await reopened.keys()).sort()).toEqual(['t1', 't2']);
   });
+
+  it('keyed logs: a range reads a page or the newest items without the rest, with the total', async () => {
+    const log = openStore(await scratch()).appendLog<number>('messages');
+    await log.append('t', Array.from({ length: 50 }, (_, i) => i));
+    expect(await log.range('t', 10, 3)).toEqual({ items: [10, 11, 12], total: 50 });
+    expect(await log.range('t', -3, 3)).toEqual({ items: [47, 48, 49], total: 50 });
+    expect(await log.range('t', -80, 2)).toEqual({ items: [0, 1], total: 50 });
+    expect(await log.range('t', 49, 10)).toEqual({ items: [49], total: 50 });
+    expect(await log.range('t', 50, 10)).toEqual({ items: [], total: 50 });
+    expect(await log.range('t', 0, 0)).toEqual({ items: [], total: 50 });
+    expect(await log.range('missing', -5, 5)).toEqual({ items: [], total: 0 });
+  });
 });
 
 describe('SQLite store', () => {
@@ -215,8 +227,13 @@ for (let i = 0; i < Number(count); i++) {
     const file = path.join(await scratch(), 'hangar.db');
     for (let round = 0; round < 5; round++) {
       const writers = [run(file, `r${round}a`, 100_000, 'log'), run(file, `r${round}b`, 100_000, 'log')];
-      // Let them write for a while, then kill both without warning.
-      await new Promise((resolve) => setTimeout(resolve, 300 + round * 100));
+      // Once both are writing (however slow the machine is to start them), let them go on for a
+      // while that differs per round, then kill both without warning.
+      while (writers.some((w) => w.acked() < 20)) {
+        if (writers.some((w) => w.child.exitCode !== null)) throw new Error(`a writer exited early: ${writers.map((w) => w.stderr()).join('')}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50 + round * 40));
       for (const w of writers) w.child.kill('SIGKILL');
       await Promise.all(writers.map((w) => w.exited));
       const store = new SqliteStore(file);

@@ -1,21 +1,23 @@
 /**
  * `hangar code …`: the coding-run harness from a terminal. Every command is a client of the HTTP
- * API: with `--url` it talks to a running server (token from `--session` or the workspace's
- * .hangar/code-session.json), otherwise it starts a headless server in-process for the command.
- * Progress (waves, gates, tickets) is printed from the run's SSE stream as it happens.
+ * API: it attaches to the Hangar running on its workspace (found through its runtime file,
+ * core/kernel/attach.ts), or to `--url` (token from `--session` or the workspace's
+ * .hangar/code-session.json); only when none runs does it start a headless server in-process for
+ * the command, and says so on stderr. Progress (waves, gates, tickets) is printed from the run's
+ * SSE stream as it happens.
  *
- * Exit codes: 0 done (a run succeeded), 1 a run failed or was cancelled, 2 usage or settings error.
+ * Exit codes (core/kernel/cli-convention.ts): 0 done (a run succeeded), 1 a run failed or was
+ * cancelled or the server could not be reached, 2 usage or settings error.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createParser } from 'eventsource-parser';
 import type { CliIO } from '../kernel/cli.js';
-import { Logger } from '../kernel/log.js';
-import { startServer, type RunningServer } from '../kernel/server.js';
-import { loadSettings, SettingsError } from '../kernel/settings.js';
+import { attachOrStart, type Attached } from '../kernel/attach.js';
+import { CommandError, report, UsageError } from '../kernel/cli-convention.js';
 import type { RunEvent, RunRecord } from './schemas.js';
-import { codeService, SESSION_FILE } from './subsystem.js';
+import { SESSION_FILE } from './subsystem.js';
 
 export const CODE_HELP = `Usage:
   hangar code run "<request>" [--repo DIR] [--teams a,b] [--approve]   plan and run; prints waves, gates, tickets
@@ -26,8 +28,10 @@ export const CODE_HELP = `Usage:
 Options:
   --root DIR      workspace (default: current folder); settings from DIR/hangar.config.json
   --config FILE   settings file
-  --url URL       use a running server instead of starting one
-  --session TOK   its session token (default: read from <root>/.hangar/${SESSION_FILE})
+  --url URL       the server (default: the Hangar running on the workspace; when none runs, one
+                  is started in this process for the command)
+  --session TOK   its session token (default: from the server's runtime file, else
+                  <root>/.hangar/${SESSION_FILE})
   --approve       stop at the plan-approval gate and approve after printing the plan
   -h, --help
 
@@ -47,17 +51,25 @@ interface Client {
 
 class ApiError extends Error {}
 
-function client(url: string, token: string, server?: RunningServer): Client {
-  const headers = { 'x-hangar-session': token, 'content-type': 'application/json' };
+function client(url: string, token: string, attached?: Attached): Client {
+  const headers: Record<string, string> = { 'x-hangar-session': token, 'content-type': 'application/json' };
+  if (attached?.bearer) headers.authorization = `Bearer ${attached.bearer}`;
+  const reach = async (pathname: string, init: RequestInit) => {
+    try {
+      return await fetch(url + pathname, init);
+    } catch (err) {
+      throw new CommandError(`no Hangar answers at ${url} (${(err as { cause?: Error }).cause?.message ?? (err as Error).message})`, 'is it running? `hangar list` shows the running servers');
+    }
+  };
   return {
     async call(method, pathname, body) {
-      const res = await fetch(url + pathname, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await reach(pathname, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
       const json = (await res.json().catch(() => ({}))) as { detail?: unknown };
       if (!res.ok) throw new ApiError(`${res.status}: ${typeof json.detail === 'string' ? json.detail : JSON.stringify(json.detail)}`);
       return json;
     },
     async events(runId, onEvent) {
-      const res = await fetch(`${url}/api/runs/${runId}/events`, { headers });
+      const res = await reach(`/api/runs/${runId}/events`, { headers });
       if (!res.ok || !res.body) throw new ApiError(`events: ${res.status}`);
       const parser = createParser({
         onEvent: (message) => {
@@ -69,7 +81,7 @@ function client(url: string, token: string, server?: RunningServer): Client {
       const decoder = new TextDecoder();
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
     },
-    close: async () => server?.close(),
+    close: async () => attached?.close(),
   };
 }
 
@@ -138,38 +150,42 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
       strict: true,
     });
   } catch (err) {
-    io.err(`hangar code: ${(err as Error).message}\n${CODE_HELP}`);
-    return 2;
+    return report(io, err, 'hangar code --help');
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
-  if (values.help || !command) {
+  if (values.help) {
     io.out(CODE_HELP);
-    return values.help ? 0 : 2;
+    return 0;
   }
+  if (!command) return report(io, new UsageError('hangar code needs a command: run, teams, preselect or calibrate', 'see hangar code --help'));
   if (!['run', 'teams', 'preselect', 'calibrate'].includes(command)) {
-    io.err(`hangar code: unknown command '${command}'\n${CODE_HELP}`);
-    return 2;
+    return report(io, new UsageError(`unknown command 'hangar code ${command}'`, 'the commands are run, teams, preselect and calibrate; see hangar code --help'));
+  }
+  if (command === 'run' && !rest.join(' ').trim()) {
+    return report(io, new UsageError('hangar code run needs the request', 'e.g. hangar code run "add a /health route with a test" --repo .'));
   }
   const root = path.resolve(values.root ?? process.cwd());
   let api: Client;
   try {
     if (values.url) {
-      const token = values.session ?? (JSON.parse(readFileSync(path.join(root, '.hangar', SESSION_FILE), 'utf8')) as { token: string }).token;
+      let token = values.session;
+      if (!token) {
+        const file = path.join(root, '.hangar', SESSION_FILE);
+        try {
+          token = (JSON.parse(readFileSync(file, 'utf8')) as { token: string }).token;
+        } catch {
+          throw new UsageError(`--url needs the server's session token and ${file} cannot be read`, 'pass --session TOKEN, or --root the workspace that server serves');
+        }
+      }
       api = client(values.url.replace(/\/$/, ''), token);
     } else {
-      const loaded = loadSettings({ defaultRoot: root, configFile: values.config, flags: { root, port: 0, window: false, watch: false, logLevel: 'warn' } });
-      // The server this command starts for itself trusts the folder named on its own command line
-      // (code.repos fences what HTTP callers may name; here the caller is the user at the shell).
-      const repos = [...((loaded.code as { repos?: string[] }).repos ?? []), ...(values.repo ? [path.resolve(values.repo)] : [])];
-      const settings = { ...loaded, code: { ...loaded.code, repos } };
-      const server = await startServer(settings, { logger: new Logger('warn', (line) => io.err(line)) });
-      await server.discovered;
-      api = client(server.url, codeService(server.ctx).sessionToken, server);
+      const trustRepo = values.repo ? path.resolve(values.repo) : undefined;
+      const attached = await attachOrStart({ root, configFile: values.config, command: 'hangar code', io, trustRepo });
+      api = client(attached.url, values.session ?? attached.session, attached);
     }
   } catch (err) {
-    io.err(`hangar code: ${err instanceof SettingsError ? err.message : (err as Error).message}`);
-    return 2;
+    return report(io, err, 'hangar code --help');
   }
   const repo = values.repo ? path.resolve(values.repo) : undefined;
   const teams = values.teams?.split(',').map((t) => t.trim()).filter(Boolean);
@@ -197,10 +213,6 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
       }
       case 'run': {
         const request = rest.join(' ').trim();
-        if (!request) {
-          io.err('hangar code run: give the request, e.g. hangar code run "add a /health route with a test" --repo .');
-          return 2;
-        }
         const run = (await api.call('POST', '/api/runs', { request, repo, teams, require_approval: values.approve ?? false })) as RunRecord;
         io.out(`run ${run.id} on ${run.repo} with teams ${run.teams.map((t) => t.id).join(', ')}`);
         const onSigint = () => {
@@ -222,7 +234,7 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
                 })
                 .catch((err: unknown) => {
                   // Nobody else will approve this run: stop it rather than wait at the gate forever.
-                  io.err(`approval failed: ${(err as Error).message}`);
+                  io.err(`hangar: approval failed: ${(err as Error).message} (the run is cancelled; approve it in the Runs view next time)`);
                   return api.call('POST', `/api/runs/${run.id}/cancel`).catch(() => undefined);
                 });
             }
@@ -237,8 +249,8 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
     }
     return 2;
   } catch (err) {
-    io.err(`hangar code ${command}: ${(err as Error).message}`);
-    return 1;
+    if (err instanceof ApiError) return report(io, new CommandError(`the server answered hangar code ${command} with ${err.message}`));
+    return report(io, err, 'hangar code --help');
   } finally {
     await api.close();
   }

@@ -3,16 +3,20 @@
  * when the printed one was used (another browser, a closed tab) or has expired — as
  * `jupyter server list` prints its URLs again.
  *
- * It proves it may ask by presenting the session token from `.hangar/code-session.json` (readable
- * only by its owner), and finds the server at the URL recorded there; when the server needs API
- * tokens it authenticates with the first configured one, which the link then hands to the browser.
+ * It finds the server through its runtime file (`.hangar/servers/<pid>.json`, readable only by
+ * its owner) and proves it may ask by presenting the session token recorded there; when the server
+ * needs API tokens it authenticates with the first configured one, which the link then hands to
+ * the browser. With several servers on the workspace it asks the newest (`--url` picks another).
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { repositoryRoot } from '../../desktop/build.js';
 import type { CliIO } from '../kernel/cli.js';
-import { loadSettings, resolveSecret, SettingsError } from '../kernel/settings.js';
+import { firstToken } from '../kernel/attach.js';
+import { CommandError, report, UsageError } from '../kernel/cli-convention.js';
+import { listServers } from '../kernel/server-files.js';
+import { loadSettings, SettingsError } from '../kernel/settings.js';
 import { LOGIN_LINKS_PATH } from './login.js';
 import { SESSION_FILE } from './subsystem.js';
 
@@ -24,7 +28,8 @@ workspace \`hangar\` serves). Each link works once and for 24 hours.
 Options:
   --root DIR      workspace folder
   --config FILE   settings file (default: DIR/hangar.config.json)
-  --url URL       the server (default: the URL recorded in DIR/.hangar/${SESSION_FILE})
+  --url URL       the server (default: the newest Hangar running on the workspace, from
+                  DIR/.hangar/servers/)
   -h, --help`;
 
 const defaultIO: CliIO = {
@@ -33,18 +38,20 @@ const defaultIO: CliIO = {
 };
 
 export async function loginCli(argv: string[], io: CliIO = defaultIO): Promise<number> {
-  let values: { root?: string; config?: string; url?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { root: { type: 'string' }, config: { type: 'string' }, url: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-      strict: true,
-      allowPositionals: false,
-    }));
+    return await login(argv, io);
   } catch (err) {
-    io.err(`hangar login: ${(err as Error).message}\n${LOGIN_HELP}`);
-    return 2;
+    return report(io, err, 'hangar login --help');
   }
+}
+
+async function login(argv: string[], io: CliIO): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { root: { type: 'string' }, config: { type: 'string' }, url: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    strict: true,
+    allowPositionals: false,
+  });
   if (values.help) {
     io.out(LOGIN_HELP);
     return 0;
@@ -53,50 +60,35 @@ export async function loginCli(argv: string[], io: CliIO = defaultIO): Promise<n
   try {
     settings = loadSettings({ defaultRoot: repositoryRoot(), configFile: values.config, flags: { root: values.root, window: false } });
   } catch (err) {
-    if (err instanceof SettingsError) {
-      io.err(`hangar login: ${err.message}`);
-      return 2;
-    }
+    if (err instanceof SettingsError) throw new UsageError(err.message, 'fix hangar.config.json or the HANGAR_* variable it names');
     throw err;
   }
-  const file = path.join(settings.root, '.hangar', SESSION_FILE);
-  let session: { token?: string; url?: string };
-  try {
-    session = JSON.parse(await readFile(file, 'utf8')) as typeof session;
-  } catch {
-    io.err(`hangar login: cannot read ${file}; is Hangar running on this workspace? (start it with \`npm start\` or \`hangar --root ${settings.root}\`)`);
-    return 1;
+  const servers = await listServers(settings.root);
+  const chosen = values.url ? servers.find((s) => s.url === values.url!.replace(/\/$/, '')) : servers.at(-1);
+  let session = chosen?.session;
+  const base = (values.url ?? chosen?.url ?? '').replace(/\/$/, '');
+  if (!session) {
+    // A server found only by --url (another host name for it, an older Hangar): the workspace's session file.
+    const file = path.join(settings.root, '.hangar', SESSION_FILE);
+    session = await readFile(file, 'utf8').then((text) => (JSON.parse(text) as { token?: string }).token, () => undefined);
   }
-  const base = (values.url ?? session.url ?? `http://${settings.host}:${settings.port}`).replace(/\/$/, '');
-  const headers: Record<string, string> = { 'x-hangar-session': session.token ?? '' };
+  if (!base || !session) {
+    throw new CommandError(`no Hangar is running on ${settings.root}`, `start it with \`npm start\` or \`hangar --root ${settings.root}\`; \`hangar list\` shows the running servers`);
+  }
+  const headers: Record<string, string> = { 'x-hangar-session': session };
   const bearer = firstToken(settings.auth.tokens);
   if (bearer) headers.authorization = `Bearer ${bearer}`;
   let res: Response;
   try {
     res = await fetch(base + LOGIN_LINKS_PATH, { method: 'POST', headers });
   } catch {
-    io.err(`hangar login: no Hangar answers at ${base} (not running? pass --url)`);
-    return 1;
+    throw new CommandError(`no Hangar answers at ${base}`, 'is it running? `hangar list` shows the running servers; pass --url for another');
   }
   const body = (await res.json().catch(() => ({}))) as { url?: string; detail?: unknown };
   if (res.status !== 201 || !body.url) {
-    const why = res.status === 401 ? `the server refused the session token in ${file} (it changes at every launch: is this the workspace it serves?)` : `${res.status}: ${String(body.detail ?? '')}`;
-    io.err(`hangar login: ${why}`);
-    return 1;
+    if (res.status === 401) throw new CommandError(`the server at ${base} refused the session token`, 'is it serving this workspace? pass --root the workspace it serves');
+    throw new CommandError(`the server at ${base} answered ${res.status}: ${String(body.detail ?? '')}`);
   }
   io.out(`login link: ${body.url} (works once)`);
   return 0;
-}
-
-/** The first configured API token that resolves (`${ENV}` references may be unset here). */
-function firstToken(tokens: Record<string, string>): string | undefined {
-  for (const ref of Object.values(tokens)) {
-    try {
-      const secret = resolveSecret(ref);
-      if (secret) return secret;
-    } catch {
-      // unset variable: try the next
-    }
-  }
-  return undefined;
 }

@@ -43,6 +43,8 @@ export interface CodeRunServiceOptions {
   /** The file layer of the configuration (settings `code`). */
   fileConfig: unknown;
   shippedTeams: () => Team[];
+  /** The session token to require; a fresh one when absent (see core/coderun/subsystem.ts). */
+  sessionToken?: string;
 }
 
 interface StoredEvent {
@@ -115,13 +117,19 @@ function finishedRunDetail(taskId: string, record: RunRecord, action: 'retry' | 
   );
 }
 
+/** Hex, not base64url: see CodeRunService.sessionToken. */
+export function newSessionToken(): string {
+  return randomBytes(24).toString('hex');
+}
+
 export class CodeRunService {
   readonly library: TeamLibrary;
   /**
-   * Generated per launch; every coding-run route requires it. Hex, not base64url: a token that
+   * One per workspace while any server runs on it (core/coderun/subsystem.ts); every coding-run
+   * route requires it. Hex, not base64url: a token that
    * starts with '-' is taken for an option by `hangar code run --session <token>` (1 launch in 64).
    */
-  readonly sessionToken = randomBytes(24).toString('hex');
+  readonly sessionToken: string;
   private readonly runs: Collection<RunRecord>;
   /**
    * Run events, one key per run: storing is an append of one line, and replaying a past run reads
@@ -143,6 +151,7 @@ export class CodeRunService {
   private readonly fileConfig: Record<string, unknown>;
 
   constructor(private readonly options: CodeRunServiceOptions) {
+    this.sessionToken = options.sessionToken ?? newSessionToken();
     this.library = new TeamLibrary(options.shippedTeams);
     this.runs = options.store.collection<RunRecord>('coderun_runs', { shards: 4 });
     this.events = options.store.appendLog<StoredEvent>(RUN_EVENTS_LOG);

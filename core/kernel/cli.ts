@@ -2,6 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { COMMANDS } from './commands.js';
+import { errorLine } from './cli-convention.js';
 import { startServer, StartupError } from './server.js';
 import { loadSettings, SettingsError } from './settings.js';
 import { PLATFORM_NAME, VERSION } from './version.js';
@@ -16,6 +17,7 @@ Usage:
   hangar notebook <command> ...    reactive notebooks (hangar notebook --help)
   hangar code <command> ...        coding runs: run, teams, preselect, calibrate (hangar code --help)
   hangar login [--root DIR]        print a fresh one-time login link for the running server
+  hangar list [--root DIR]         the running servers of a workspace (URL, pid, start time)
 
 Options:
   --no-window        run headless: serve the API and UI, open no window
@@ -27,7 +29,10 @@ Options:
   -v, --version      print the version
 
 Settings come from the config file, then HANGAR_* environment variables
-(HANGAR_PORT, HANGAR_MODEL__BASE_URL, ...), then flags.`;
+(HANGAR_PORT, HANGAR_MODEL__BASE_URL, ...), then flags.
+
+Errors are one line on stderr, \`hangar: <what> (<how to fix>)\`; exit 2 for usage errors, 1 for
+failures, the same in every subcommand.`;
 
 /** The repository folder, which is also the default workspace. */
 function repositoryRoot(): string {
@@ -67,7 +72,7 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
       allowPositionals: false,
     }));
   } catch (err) {
-    io.err(`hangar: ${(err as Error).message} (see hangar --help)`);
+    io.err(errorLine((err as Error).message, 'see hangar --help'));
     return 2;
   }
   if (values.help) {
@@ -93,7 +98,7 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
     });
   } catch (err) {
     if (err instanceof SettingsError) {
-      io.err(`hangar: ${err.message}`);
+      io.err(errorLine(err.message, 'fix hangar.config.json, the HANGAR_* variable or the flag it names'));
       return 2;
     }
     throw err;
@@ -104,7 +109,7 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
     running = await startServer(settings);
   } catch (err) {
     if (err instanceof StartupError) {
-      io.err(`hangar: ${err.message}`);
+      io.err(errorLine(err.message, err.how));
       return 1;
     }
     throw err;
@@ -114,7 +119,7 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {
-        io.err(`hangar: ${signal} again, exiting now`);
+        io.err(errorLine(`${signal} again, exiting now`, 'in-flight requests were cut off'));
         resolve(1);
         return;
       }
@@ -123,7 +128,7 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
       running.close().then(
         () => resolve(0),
         (err: unknown) => {
-          io.err(`hangar: shutdown failed: ${String(err)}`);
+          io.err(errorLine(`shutdown failed: ${String(err)}`, 'the workspace state was flushed as far as it got; start again to recover'));
           resolve(1);
         },
       );

@@ -1,12 +1,18 @@
 /**
  * Sub-commands of `hangar` beyond starting the server (`hangar notebook …`, `hangar code …`,
- * `hangar login`).
+ * `hangar login`, `hangar list`).
  * Each is loaded only when used, so the server's start-up never pays for them.
  */
 export type CommandRunner = (args: string[]) => Promise<number>;
 
 export const COMMANDS: Record<string, () => Promise<CommandRunner>> = {
   code: () => import('../coderun/cli.js').then((m) => m.codeCli),
+  list: () =>
+    Promise.all([import('./list-cli.js'), import('../../desktop/build.js')]).then(
+      ([m, build]) =>
+        (args: string[]) =>
+          m.listCli(args, build.repositoryRoot()),
+    ),
   login: () => import('../coderun/login-cli.js').then((m) => (args: string[]) => m.loginCli(args)),
   notebook: () => import('../notebook/cli.js').then((m) => (args: string[]) => m.notebookCli(args)),
 };

@@ -40,6 +40,11 @@ export interface HangarContext {
   readonly lifecycle: { ready: boolean; stopping: boolean };
   /** principal → token minted at run time (the desktop shell's per-launch token). */
   readonly runtimeTokens: Record<string, string>;
+  /**
+   * Tokens a client on this machine needs to drive this server, recorded in its runtime file
+   * (core/kernel/server-files.ts); the coderun subsystem sets `session` at setup.
+   */
+  readonly clientTokens: { session?: string };
   /** Paths reachable without a token: the probes, plus what subsystems add at setup (UI files). */
   readonly publicPaths: Set<string>;
   /** The per-principal rate limiter of this server; the control plane changes its limits at run time. */

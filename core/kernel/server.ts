@@ -15,6 +15,7 @@ import { Discovery } from './discovery.js';
 import { Logger } from './log.js';
 import { Registry } from './registry.js';
 import { isLoopbackHost, SettingsSchema, type Settings, type SettingsInput } from './settings.js';
+import { removeServerFile, writeServerFile, type ServerInfo } from './server-files.js';
 import { SUBSYSTEMS } from './subsystems.js';
 import { PLATFORM_NAME, VERSION } from './version.js';
 
@@ -36,7 +37,11 @@ export interface RunningServer {
 }
 
 export class StartupError extends Error {
-  constructor(message: string) {
+  /** `how` says how to fix it, printed in parentheses by the CLI (core/kernel/cli-convention.ts). */
+  constructor(
+    message: string,
+    readonly how?: string,
+  ) {
     super(message);
     this.name = 'StartupError';
   }
@@ -56,7 +61,8 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   const settings = Object.freeze(SettingsSchema.parse(input)) as Settings;
   if (!isLoopbackHost(settings.host) && Object.keys(settings.auth.tokens).length === 0) {
     throw new StartupError(
-      `binding to ${settings.host} exposes Hangar beyond this machine: configure a token (auth.tokens in hangar.config.json or HANGAR_AUTH__TOKENS)`,
+      `binding to ${settings.host} exposes Hangar beyond this machine without a token`,
+      'configure one: auth.tokens in hangar.config.json or HANGAR_AUTH__TOKENS',
     );
   }
   const log = options.logger ?? new Logger(settings.logLevel);
@@ -107,6 +113,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     startedAt: new Date(),
     lifecycle: { ready: false, stopping: false },
     runtimeTokens: {},
+    clientTokens: {},
     publicPaths,
     rateLimiter: new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths),
     upgrades: new Map(),
@@ -158,9 +165,9 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') {
-        reject(new StartupError(`port ${settings.port} is already in use on ${settings.host}; choose another with --port or HANGAR_PORT`));
+        reject(new StartupError(`port ${settings.port} is already in use on ${settings.host}`, 'choose another with --port or HANGAR_PORT, or `hangar list` to find a Hangar already running'));
       } else if (err.code === 'EACCES') {
-        reject(new StartupError(`no permission to listen on ${settings.host}:${settings.port}`));
+        reject(new StartupError(`no permission to listen on ${settings.host}:${settings.port}`, 'use a port above 1023 with --port'));
       } else reject(err);
     });
     server.listen(settings.port, settings.host, () => resolve());
@@ -168,6 +175,25 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   const port = (server.address() as AddressInfo).port;
   const shownHost = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   const url = `http://${shownHost}:${port}`;
+  // Loopback clients (hangar code, notebook, login, list) reach a server bound to every interface
+  // through 127.0.0.1; the recorded URL is the one they can always connect to.
+  const localUrl = settings.host === '0.0.0.0' || settings.host === '::' ? `http://127.0.0.1:${port}` : url;
+  const serverInfo: ServerInfo = {
+    pid: process.pid,
+    url: localUrl,
+    port,
+    host: settings.host,
+    workspace: root,
+    started: new Date().toISOString(),
+    version: VERSION,
+    ...(ctx.clientTokens.session ? { session: ctx.clientTokens.session } : {}),
+  };
+  try {
+    await writeServerFile(serverInfo);
+  } catch (err) {
+    // A read-only workspace still serves; only finding the server from other commands is lost.
+    log.warn(`could not write the server file in ${path.join(paths.state, 'servers')}: ${String(err)}`);
+  }
 
   const discovered = (async () => {
     await options.discoveryGate;
@@ -185,11 +211,14 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     (closing ??= (async () => {
       ctx.lifecycle.stopping = true;
       ctx.lifecycle.ready = false;
+      // Unlisted first, so no command attaches to a server that is going away.
+      const unlisted = removeServerFile(serverInfo);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), options.graceMs ?? 3_000);
       await closed;
       clearTimeout(grace);
+      await unlisted;
       await discovered.catch(() => {});
       await discovery.close();
       for (const subsystem of [...subsystems].reverse()) {

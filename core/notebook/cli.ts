@@ -4,7 +4,9 @@
  * SIGINT/SIGTERM.
  *
  * Exit codes: 0 success; 1 the notebook ran but a cell failed (`run`), the notebooks differ
- * (`diff`, like diff(1)), or an export could not be produced; 2 usage errors and unreadable files.
+ * (`diff`, like diff(1)), a server could not be reached, or an export could not be produced; 2
+ * usage errors and unreadable files. Errors are one `hangar: <what> (<how to fix>)` line on stderr
+ * (core/kernel/cli-convention.ts).
  *
  * Decisions where the spec is silent:
  * - `--file` for dev/start is a notebook file (the spec's table says "py file": ours are `.nb.ts`
@@ -17,7 +19,9 @@
  *   core/pipelines/schemas.ts); it is not activated by the export: POST it to /api/v1/pipelines
  *   or write it into the workspace's `pipelines/` folder (`-o pipelines/<name>.json` names the
  *   pipeline after the file, as discovery requires).
- * - `list` without `--server` asks the local default server, http://127.0.0.1:8899.
+ * - `list` without `--server` asks the Hangar running on the current folder's workspace (found
+ *   through its runtime file); when none runs it starts one in this process for the command and
+ *   says so on stderr. `run` without `--server` runs the notebook in this process, no server needed.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -30,10 +34,11 @@ import { convertedPath, formatOf, NotebookFormatError, nameFromPath, readNoteboo
 import { outputToText } from './render.js';
 import type { Cell, CellState } from './schemas.js';
 import { runNotebook, type HeadlessRunResult } from './service.js';
+import { attachOrStart } from '../kernel/attach.js';
+import { report, UsageError as CliUsageError } from '../kernel/cli-convention.js';
 import { startAppServer, startNotebookServer, startUiServer, type RunningNotebookServer } from './server.js';
 
 export const EXPORT_FORMATS = ['pipeline', 'html', 'pdf', 'docker'] as const;
-const DEFAULT_SERVER = 'http://127.0.0.1:8899';
 
 const USAGE = `usage: hangar notebook <command> [options]
 
@@ -43,7 +48,7 @@ commands:
   run      <file> [--server URL] [--timeout MS]     run headless; exit 1 if any cell fails
   export   <file> [--format pipeline|html|pdf|docker] [-o PATH] [--no-run]
   app      <file> [--port 8501] [--layout linear|grid|tabs|sidebar|dashboard] [--no-browser]
-  list     [--server URL]
+  list     [--server URL]                            (default: the Hangar running on this folder)
   convert  <file> [-o PATH]                          .nb.ts <-> .ipynb
   diff     <file_a> <file_b> [--html]
 `;
@@ -100,15 +105,15 @@ export async function notebookCli(args: string[], io: CliIo = defaultIo()): Prom
   try {
     parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (err) {
-    io.err(`${(err as Error).message}\n\n${USAGE}`);
-    return 2;
+    return report(lines(io), err, 'hangar notebook --help');
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
-  if (!command || values.help) {
-    (command ? io.out : io.err)(USAGE);
-    return command ? 0 : 2;
+  if (values.help) {
+    io.out(USAGE);
+    return 0;
   }
+  if (!command) return report(lines(io), new CliUsageError('hangar notebook needs a command', 'see hangar notebook --help'));
   const needFile = (what = 'file') => {
     if (!rest[0]) throw new UsageError(`${command} needs a <${what}>`);
     return resolve(rest[0]);
@@ -136,7 +141,7 @@ export async function notebookCli(args: string[], io: CliIo = defaultIo()): Prom
       case 'export':
         return await exportCommand(needFile(), values.format, values.output, !values['no-run'], io);
       case 'list':
-        return await listCommand(values.server ?? DEFAULT_SERVER, io);
+        return await listCommand(values.server, io);
       case 'app': {
         const file = needFile();
         if (!LAYOUTS.includes(values.layout as Layout)) throw new UsageError(`--layout must be one of ${LAYOUTS.join(', ')}`);
@@ -150,17 +155,15 @@ export async function notebookCli(args: string[], io: CliIo = defaultIo()): Prom
         throw new UsageError(`unknown command "${command}"`);
     }
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`${err.message}\n\n${USAGE}`);
-      return 2;
-    }
-    if (err instanceof NotebookFormatError) {
-      io.err(`error: ${err.message}\n`);
-      return 2;
-    }
-    io.err(`error: ${(err as Error).message}\n`);
-    return 1;
+    if (err instanceof UsageError) return report(lines(io), new CliUsageError(err.message, 'see hangar notebook --help'));
+    if (err instanceof NotebookFormatError) return report(lines(io), new CliUsageError(err.message, 'check the file name and its contents'));
+    return report(lines(io), err, 'hangar notebook --help');
   }
+}
+
+/** The convention's one-line writer over this CLI's text writer. */
+function lines(io: CliIo): { err: (line: string) => void } {
+  return { err: (line) => io.err(`${line}\n`) };
 }
 
 // ---- run ----------------------------------------------------------------------------------------
@@ -236,10 +239,7 @@ async function exportCommand(file: string, format: string, output: string | unde
         try {
           await htmlToPdf(html, target);
         } catch (err) {
-          if (err instanceof MissingBrowserError) {
-            io.err(`error: ${err.message}\n`);
-            return 1;
-          }
+          if (err instanceof MissingBrowserError) return report(lines(io), err);
           throw err;
         }
       }
@@ -258,15 +258,22 @@ async function exportCommand(file: string, format: string, output: string | unde
 
 // ---- list ---------------------------------------------------------------------------------------
 
-async function listCommand(server: string, io: CliIo): Promise<number> {
-  const response = await fetch(new URL('/api/notebooks', server)).catch((err: Error) => {
-    throw new Error(`cannot reach ${server}: ${err.cause instanceof Error ? err.cause.message : err.message}`);
-  });
-  if (!response.ok) throw new Error(`${server} answered ${response.status}`);
-  const { notebooks } = (await response.json()) as { notebooks: Array<{ id: string; format: string; modified: string; open: boolean }> };
-  if (notebooks.length === 0) io.out(`no notebooks on ${server}\n`);
-  for (const n of notebooks) io.out(`${n.id}\t${n.format}\t${n.modified}${n.open ? '\topen' : ''}\n`);
-  return 0;
+async function listCommand(serverFlag: string | undefined, io: CliIo): Promise<number> {
+  const attached = serverFlag ? undefined : await attachOrStart({ root: process.cwd(), command: 'hangar notebook list', io: lines(io) });
+  const server = serverFlag ?? attached!.url;
+  try {
+    const headers: Record<string, string> = attached?.bearer ? { authorization: `Bearer ${attached.bearer}` } : {};
+    const response = await fetch(new URL('/api/notebooks', server), { headers }).catch((err: Error) => {
+      throw new Error(`cannot reach ${server}: ${err.cause instanceof Error ? err.cause.message : err.message} (is it running? \`hangar list\` shows the running servers)`);
+    });
+    if (!response.ok) throw new Error(`${server} answered ${response.status}`);
+    const { notebooks } = (await response.json()) as { notebooks: Array<{ id: string; format: string; modified: string; open: boolean }> };
+    if (notebooks.length === 0) io.out(`no notebooks on ${server}\n`);
+    for (const n of notebooks) io.out(`${n.id}\t${n.format}\t${n.modified}${n.open ? '\topen' : ''}\n`);
+    return 0;
+  } finally {
+    await attached?.close();
+  }
 }
 
 // ---- servers ------------------------------------------------------------------------------------

@@ -138,7 +138,7 @@ describe('hangar CLI', () => {
     const root = await makeWorkspace();
     const proc = run(['login', '--root', root]);
     expect(await proc.exited).toBe(1);
-    expect(proc.err().trim()).toBe(`hangar login: cannot read ${path.join(root, '.hangar', 'code-session.json')}; is Hangar running on this workspace? (start it with \`npm start\` or \`hangar --root ${root}\`)`);
+    expect(proc.err().trim()).toBe(`hangar: no Hangar is running on ${root} (start it with \`npm start\` or \`hangar --root ${root}\`; \`hangar list\` shows the running servers)`);
   });
 
   it('says "not opened" with the browser\'s own reason and the link to open when the browser dies at once', async () => {
@@ -180,7 +180,7 @@ describe('hangar CLI', () => {
     const root = await makeWorkspace();
     const proc = run(['--no-window', '--root', root, '--port', String(port)]);
     expect(await proc.exited).toBe(1);
-    expect(proc.err().trim().split('\n').at(-1)).toBe(`hangar: port ${port} is already in use on 127.0.0.1; choose another with --port or HANGAR_PORT`);
+    expect(proc.err().trim().split('\n').at(-1)).toBe(`hangar: port ${port} is already in use on 127.0.0.1 (choose another with --port or HANGAR_PORT, or \`hangar list\` to find a Hangar already running)`);
     blocker.close();
   });
 

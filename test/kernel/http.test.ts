@@ -77,7 +77,7 @@ describe('HTTP foundation', () => {
   it('refuses to bind beyond loopback without a token', async () => {
     const root = await makeWorkspace();
     await expect(startServer({ root, port: 0, host: '0.0.0.0' })).rejects.toThrow(StartupError);
-    await expect(startServer({ root, port: 0, host: '0.0.0.0' })).rejects.toThrow(/configure a token/);
+    await expect(startServer({ root, port: 0, host: '0.0.0.0' })).rejects.toThrow(/exposes Hangar beyond this machine without a token/);
   });
 
   it('reports a port in use clearly', async () => {

@@ -71,9 +71,9 @@ for (const file of files) {
   const nodeArgs = ['--expose-gc'];
   if (profileDir) {
     const own = path.join(profileDir, file);
-    mkdirSync(own, { recursive: true });
-    nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${own}`);
-    env[PROFILE_ENV] = own;
+    // Node names each file by pid and thread; the folders say which process was the server.
+    nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${path.join(own, 'benchmark-process')}`);
+    env[PROFILE_ENV] = path.join(own, 'server-processes');
   }
   const started = machine();
   const result = spawnSync(process.execPath, [...nodeArgs, script], { stdio: 'inherit', cwd: repo, env });
@@ -112,7 +112,7 @@ console.log(`\n=== summary (${figures.length} figures, ${misses.length} missed)\
 console.log(`this run:      ${shown(runFile)}`);
 console.log(`all latest:    ${shown(resultsFile)}  (npm run bench:table writes it into the README)`);
 if (profileDir) {
-  const profiles = readdirSync(profileDir, { recursive: true }).filter((f) => String(f).endsWith('.cpuprofile'));
+  const profiles = existsSync(profileDir) ? readdirSync(profileDir, { recursive: true }).filter((f) => String(f).endsWith('.cpuprofile')) : [];
   console.log(`CPU profiles:  ${profiles.length ? profiles.map((f) => shown(path.join(profileDir, String(f)))).join('\n               ') : 'none written'}`);
   console.log('               (open in Chrome DevTools → Performance, or VS Code)');
 }

@@ -78,6 +78,21 @@ describe('npm run bench (bench/run.mjs)', () => {
   });
 });
 
+describe('npm run bench -- --profile NAME', () => {
+  it('writes a .cpuprofile of the benchmark process and of each server process it starts', async () => {
+    const out = await temp();
+    await run(process.execPath, [path.join(repo, 'bench', 'run.mjs'), '--dir', fixtures, '--out', out, '--profile', 'starts-server'], { cwd: repo });
+    const [stamp] = await readdir(path.join(out, 'profiles'));
+    const own = path.join(out, 'profiles', stamp!, 'starts-server.mjs');
+    for (const folder of ['benchmark-process', 'server-processes']) {
+      const files = await readdir(path.join(own, folder));
+      expect(files.filter((f) => f.endsWith('.cpuprofile'))).toHaveLength(1);
+      const profile = JSON.parse(await readFile(path.join(own, folder, files[0]!), 'utf8'));
+      expect(profile.nodes.length).toBeGreaterThan(1);
+    }
+  });
+});
+
 describe('a figure', () => {
   it('passes by its target on the value or on the ratio to its baseline, and by every extra condition', () => {
     expect(evaluate({ name: 'a', value: 4, unit: 'ms', target: { on: 'value', op: '<=', limit: 5, unit: 'ms' } }).pass).toBe(true);

@@ -100,17 +100,20 @@ function broken(name, code) {
 
 const runFile = path.join(out, 'runs', `${stamp}.json`);
 const resultsFile = path.join(out, 'results.json');
-const run = { schema: SCHEMA, date, benches: files, argv: process.argv.slice(2), figures };
+const run = { schema: SCHEMA, date, benches: files, argv: process.argv.slice(2), profiled: Boolean(profileDir), figures };
 writeFileSync(runFile, `${JSON.stringify(run, null, 2)}\n`);
-const merged = mergeResults(readResults(resultsFile), run);
-writeFileSync(`${resultsFile}.tmp`, `${JSON.stringify(merged, null, 2)}\n`);
-copyFileSync(`${resultsFile}.tmp`, resultsFile);
-rmSync(`${resultsFile}.tmp`);
+// A profiled run is slowed by the profiler: its figures stay in its own file, out of results.json.
+if (!profileDir) {
+  const merged = mergeResults(readResults(resultsFile), run);
+  writeFileSync(`${resultsFile}.tmp`, `${JSON.stringify(merged, null, 2)}\n`);
+  copyFileSync(`${resultsFile}.tmp`, resultsFile);
+  rmSync(`${resultsFile}.tmp`);
+}
 
 const misses = figures.filter((f) => f.pass === false);
 console.log(`\n=== summary (${figures.length} figures, ${misses.length} missed)\n${summaryTable(figures)}\n`);
 console.log(`this run:      ${shown(runFile)}`);
-console.log(`all latest:    ${shown(resultsFile)}  (npm run bench:table writes it into the README)`);
+console.log(`all latest:    ${shown(resultsFile)}  ${profileDir ? '(not updated: figures of a profiled run)' : '(npm run bench:table writes it into the README)'}`);
 if (profileDir) {
   const profiles = existsSync(profileDir) ? readdirSync(profileDir, { recursive: true }).filter((f) => String(f).endsWith('.cpuprofile')) : [];
   console.log(`CPU profiles:  ${profiles.length ? profiles.map((f) => shown(path.join(profileDir, String(f)))).join('\n               ') : 'none written'}`);

@@ -4,8 +4,8 @@
  *
  * 1. Append a message: 10,000 threads vs 10, and one thread of 10,000 messages vs threads of 10
  *    (the long thread is grown append by append, so the append log's compaction runs on the way).
- * 2. A chat turn (`POST /chat` with the bundled echo agent, the request a new user sends: persist,
- *    whole history) on a thread of 10,000 messages vs on a new thread. The long thread's messages
+ * 2. A chat turn (`POST /chat` with the bundled echo agent, the request a new user sends:
+ *    `{content, thread_id}`, default settings) on a thread of 10,000 messages vs on a new thread. The long thread's messages
  *    are appended through the thread service of the same server, not chatted: 5,000 turns would
  *    take hours on today's store, and what a turn costs at 10,000 messages is the question.
  * 3. `POST /invoke` of a no-op agent vs a bare node:http process that reads and parses the same
@@ -145,7 +145,7 @@ async function longThread() {
       onNew.push((await chat(`new-${i}`)).ms);
     }
     report({
-      name: `chat turn (echo agent, default request) on a thread of ${LONG.toLocaleString('en')} messages vs a new thread`,
+      name: `chat turn (echo agent, default request and settings) on a thread of ${LONG.toLocaleString('en')} messages vs a new thread`,
       value: median(onLong),
       unit: 'ms',
       baseline: { label: 'new thread', value: median(onNew) },

@@ -22,6 +22,8 @@
  * - `list` without `--server` asks the Hangar running on the current folder's workspace (found
  *   through its runtime file); when none runs it starts one in this process for the command and
  *   says so on stderr. `run` without `--server` runs the notebook in this process, no server needed.
+ * - `start` without `--port` opens the notebook in the Hangar running on the workspace when there
+ *   is one (its URL, `/ui/#/notebook/<file>`), and only otherwise serves it on 8899.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -35,6 +37,7 @@ import { outputToText } from './render.js';
 import type { Cell, CellState } from './schemas.js';
 import { runNotebook, type HeadlessRunResult } from './service.js';
 import { attachOrStart } from '../kernel/attach.js';
+import { serverFor } from '../kernel/server-files.js';
 import { report, UsageError as CliUsageError } from '../kernel/cli-convention.js';
 import { startAppServer, startNotebookServer, startUiServer, type RunningNotebookServer } from './server.js';
 
@@ -45,6 +48,7 @@ const USAGE = `usage: hangar notebook <command> [options]
 commands:
   dev      [--name untitled] [--file F] [--server URL] [--frontend-port 3000] [--backend-port 8899] [--no-browser]
   start    [--name untitled] [--file F] [--server URL] [--port 8899] [--no-browser]
+                                                      (default: the Hangar running on the workspace)
   run      <file> [--server URL] [--timeout MS]     run headless; exit 1 if any cell fails
   export   <file> [--format pipeline|html|pdf|docker] [-o PATH] [--no-run]
   app      <file> [--port 8501] [--layout linear|grid|tabs|sidebar|dashboard] [--no-browser]
@@ -338,6 +342,15 @@ async function serveCommand(command: 'start' | 'dev', values: Record<string, str
     return 0;
   }
   const { root, initial } = await workspaceFor(values.file as string | undefined, String(values.name));
+  // A Hangar already serving this workspace has the notebooks in its UI: open it there rather than
+  // a second server on another port (as `jupyter notebook` reuses a running server).
+  const running = command === 'start' && values.port === undefined ? await serverFor(root) : undefined;
+  if (running) {
+    const url = `${running.url}/ui/#/notebook/${encodeURIComponent(initial)}`;
+    io.out(`notebook "${nameFromPath(initial)}" on ${url} (the Hangar running on ${root})\n`);
+    if (!values['no-browser']) openBrowser(url);
+    return 0;
+  }
   if (command === 'start') {
     const server = await startNotebookServer({ root, port: port(values.port as string | undefined, 8899), ui: true, initial });
     return serve([server], 'notebook server', `${server.url}/?notebook=${encodeURIComponent(initial)}`, !values['no-browser'], io);

@@ -102,6 +102,16 @@ describe('server files, as Jupyter keeps them', () => {
     expect(list.stdout).toMatch(/^sales\.nb\.ts\t/m);
   });
 
+  it('`hangar notebook start` opens the notebook in the running server instead of serving another on 8899', async () => {
+    const root = await makeWorkspace();
+    const { url } = await start(root);
+    const opened = await cli(['notebook', 'start', '--name', 'sales', '--no-browser'], { cwd: root });
+    expect(opened.stderr).toBe('');
+    expect(opened.code).toBe(0);
+    expect(opened.stdout.trim()).toBe(`notebook "sales" on ${url}/ui/#/notebook/sales.nb.ts (the Hangar running on ${root})`);
+    expect((await fetch(`${url}/api/notebooks`).then((r) => r.json())).notebooks.map((n: { id: string }) => n.id)).toContain('sales.nb.ts');
+  });
+
   it('a runtime file whose process is gone is ignored and cleaned away', async () => {
     const root = await makeWorkspace();
     const dir = path.join(root, '.hangar', 'servers');

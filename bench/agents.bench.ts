@@ -19,11 +19,8 @@ import http from 'node:http';
 import { cp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { UnconfiguredProvider } from '../core/agents/model.js';
 import { Logger } from '../core/kernel/log.js';
 import { startServer } from '../core/kernel/server.js';
-import { LowdbStore } from '../core/storage/lowdb-store.js';
-import { ThreadService } from '../core/threads/service.js';
 import { BARE_JSON_SERVER, BARE_SSE_SERVER, hangarArgs, median, repo, report, round, startProcess, stop, waitFor, workspace } from './lib/measure.js';
 
 const LONG = 10_000;
@@ -31,7 +28,9 @@ const LONG = 10_000;
 /** Median latency of appending one message to a random existing thread, with `count` threads stored. */
 async function appendLatency(count: number): Promise<number> {
   const root = await workspace({});
-  const threads = new ThreadService(new LowdbStore(root), new UnconfiguredProvider());
+  // The server's own thread service over its own store, whichever store that is.
+  const server = await startServer({ root, port: 0, watch: false, requestLog: false, logLevel: 'error' }, { logger: new Logger('error') });
+  const threads = server.ctx.agents!.threads;
   // Fill in batches: concurrent writes are group-committed, so 10,000 threads load in seconds.
   for (let start = 0; start < count; start += 1000) {
     await Promise.all(
@@ -56,6 +55,7 @@ async function appendLatency(count: number): Promise<number> {
     await threads.append('bench', id, [{ role: 'user', content: `message ${i}` }]);
     samples.push(performance.now() - started);
   }
+  await server.close();
   await rm(root, { recursive: true, force: true });
   return median(samples.slice(20));
 }

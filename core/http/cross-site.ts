@@ -1,6 +1,6 @@
 import type { onRequestHookHandler } from 'fastify';
 import type { Settings } from '../kernel/settings.js';
-import { forbidden, HttpError } from './errors.js';
+import { forbidden, unsupportedMediaType } from './errors.js';
 
 /**
  * Cross-site request protection. Hangar answers no CORS preflight, so a web page on another origin
@@ -40,8 +40,6 @@ declare module 'fastify' {
     bodyTypes?: readonly string[];
   }
 }
-
-export const unsupportedMediaType = (detail: string) => new HttpError(415, detail);
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

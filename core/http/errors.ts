@@ -12,16 +12,20 @@ export class HttpError extends Error {
   /** Extra response headers, e.g. Retry-After on 429/503. */
   readonly headers: Record<string, string>;
 
-  constructor(status: number, detail: ErrorDetail, headers: Record<string, string> = {}) {
+  /** Fields the body carries beside `detail` (where a drop-in failed: file, line, excerpt). */
+  readonly fields: Record<string, unknown>;
+
+  constructor(status: number, detail: ErrorDetail, headers: Record<string, string> = {}, fields: Record<string, unknown> = {}) {
     super(typeof detail === 'string' ? detail : JSON.stringify(detail));
     this.name = 'HttpError';
     this.status = status;
     this.detail = detail;
     this.headers = headers;
+    this.fields = fields;
   }
 
-  toBody(): { detail: ErrorDetail } {
-    return { detail: this.detail };
+  toBody(): { detail: ErrorDetail } & Record<string, unknown> {
+    return { ...this.fields, detail: this.detail };
   }
 }
 
@@ -33,6 +37,7 @@ export const forbidden = (detail: string) => new HttpError(403, detail);
 export const notFound = (detail: string) => new HttpError(404, detail);
 export const conflict = (detail: string) => new HttpError(409, detail);
 export const payloadTooLarge = (detail: string) => new HttpError(413, detail);
+export const unsupportedMediaType = (detail: string) => new HttpError(415, detail);
 export const unprocessable = (detail: string) => new HttpError(422, detail);
 export const tooManyRequests = (retryAfterSeconds: number) =>
   new HttpError(429, `rate limit exceeded; retry after ${retryAfterSeconds}s`, {
@@ -43,6 +48,19 @@ export const notImplemented = (detail: string) => new HttpError(501, detail);
 export const badGateway = (detail: ErrorDetail) => new HttpError(502, detail);
 export const serviceUnavailable = (detail: string, retryAfterSeconds?: number) =>
   new HttpError(503, detail, retryAfterSeconds ? { 'Retry-After': String(retryAfterSeconds) } : {});
+
+/**
+ * A drop-in that exists but does not load: 503 (it is there, it cannot serve until its file is
+ * fixed), not 404, with where and why as Vite's overlay shows it — the error, its file, line and
+ * column, and the code frame.
+ */
+export const dropInUnavailable = (problem: { kind: string; name: string; file: string; line: number | null; column: number | null; message: string; excerpt: string | null }) =>
+  new HttpError(
+    503,
+    `${problem.kind} "${problem.name}" failed to load: ${problem.message} (${problem.file}${problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ''}` : ''}); fix the file and it reloads`,
+    {},
+    { error: problem.message, file: problem.file, line: problem.line, column: problem.column, excerpt: problem.excerpt },
+  );
 
 /**
  * An error body without the machine's absolute paths: the workspace prefix is dropped (paths read
@@ -67,10 +85,11 @@ export function pathScrubber(places: { workspace: string; install: string; home:
     return out;
   };
   return (error) => {
-    const text = typeof error.detail === 'string' ? error.detail : JSON.stringify(error.detail);
+    const text = JSON.stringify(error.toBody());
     if (!replacements.some(([from]) => text.includes(from))) return error;
     const detail = typeof error.detail === 'string' ? scrub(error.detail) : (JSON.parse(scrub(JSON.stringify(error.detail))) as Record<string, unknown>);
-    return new HttpError(error.status, detail, error.headers);
+    const fields = JSON.parse(scrub(JSON.stringify(error.fields))) as Record<string, unknown>;
+    return new HttpError(error.status, detail, error.headers, fields);
   };
 }
 

@@ -482,8 +482,8 @@ function jsonSchemaOf(model: z.ZodType | undefined, io: 'input' | 'output'): unk
 
 /** An HttpError a handler threw, with every secret of the call masked in its detail. */
 function redactedHttpError(err: HttpError, redactor: Redactor): HttpError {
-  const detail = typeof err.detail === 'string' ? redactor.redact(err.detail) : (JSON.parse(redactor.redact(JSON.stringify(err.detail))) as Record<string, unknown>);
-  return new HttpError(err.status, detail, err.headers);
+  const { detail, ...fields } = JSON.parse(redactor.redact(JSON.stringify(err.toBody()))) as { detail: HttpError['detail'] } & Record<string, unknown>;
+  return new HttpError(err.status, detail, err.headers, fields);
 }
 
 /** Names (never values) of every `${NAME}` the endpoint's upstreams use. */

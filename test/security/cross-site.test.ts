@@ -9,6 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Subsystem } from '../../core/kernel/context.js';
+import { SUBSYSTEMS } from '../../core/kernel/subsystems.js';
 import { launchBrowser, type Browser } from '../e2e/browser.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { rawRequest } from './raw.js';
@@ -85,6 +87,21 @@ describe('cross-site protection', () => {
     const json = { 'content-type': 'application/json' };
     expect((await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { origin: 'http://localhost:5173', 'sec-fetch-site': 'same-site', ...json }, '{"query":"a"}')).status).toBe(200);
     expect((await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { origin: 'http://localhost:5174', ...json }, '{"query":"a"}')).status).toBe(403);
+  });
+
+  it('lets a route that lists another content type in config.bodyTypes take it, as a Buffer, and nothing else', async () => {
+    const upload: Subsystem = {
+      name: 'upload-test',
+      routes(app) {
+        app.post('/api/test/upload', { config: { bodyTypes: ['text/csv'] } }, async (req) => ({ bytes: (req.body as Buffer).length, text: String(req.body) }));
+      },
+    };
+    server = await startTestServer({ start: { subsystems: [...SUBSYSTEMS, upload] } });
+    const csv = await rawRequest(server.port, 'POST', '/api/test/upload', { 'content-type': 'text/csv; charset=utf-8' }, 'a,b\n1,2\n');
+    expect([csv.status, csv.body]).toEqual([200, { bytes: 8, text: 'a,b\n1,2\n' }]);
+    expect((await rawRequest(server.port, 'POST', '/api/test/upload', { 'content-type': 'text/plain' }, 'a')).status).toBe(415);
+    // The allow-list is about the body type only: another origin is still refused.
+    expect((await rawRequest(server.port, 'POST', '/api/test/upload', { 'content-type': 'text/csv', origin: 'http://evil.example' }, 'a')).status).toBe(403);
   });
 
   describe('in a browser', () => {

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { Low } from 'lowdb';
 import { DataFile } from 'lowdb/node';
 import { AppendLog } from './append-log.js';
-import type { Collection, CollectionOptions, CollectionStats, Store, StoreStats } from './store.js';
+import type { Collection, CollectionOptions, CollectionStats, RecordQuery, Store, StoreStats } from './store.js';
+import { queryInMemory } from './query.js';
 
 type ShardData<T> = { records: Record<string, T> };
 
@@ -127,6 +128,10 @@ class LowdbCollection<T> implements Collection<T> {
 
   async list(): Promise<T[]> {
     return (await this.entries()).map(([, value]) => value);
+  }
+
+  async query(query: RecordQuery): Promise<{ items: T[]; total: number }> {
+    return queryInMemory(await this.entries(), query);
   }
 
   async count(): Promise<number> {

@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'no
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { serviceUnavailable } from '../http/errors.js';
-import type { Collection, CollectionOptions, CollectionStats, KeyedLog, LogEntry, Store, StoreStats } from './store.js';
+import { checkFields } from './query.js';
+import type { Collection, CollectionOptions, CollectionStats, FieldValue, KeyedLog, LogEntry, RecordQuery, Store, StoreStats } from './store.js';
 
 /**
  * The embedded store: one SQLite database (`.hangar/hangar.db`) through Node's built-in
@@ -196,11 +197,25 @@ export class SqliteStore implements Store {
     }
   }
 
-  collection<T>(name: string, _options: CollectionOptions = {}): Collection<T> {
+  collection<T>(name: string, options: CollectionOptions = {}): Collection<T> {
     if (!SAFE_NAME.test(name)) throw new Error(`invalid collection name "${name}"`);
     let collection = this.collections.get(name);
-    if (!collection) this.collections.set(name, (collection = new SqliteCollection<unknown>(this, name)));
+    if (!collection) {
+      this.collections.set(name, (collection = new SqliteCollection<unknown>(this, name)));
+      for (const fields of options.indexes ?? []) this.ensureIndex(name, fields);
+    }
     return collection as SqliteCollection<T>;
+  }
+
+  /**
+   * A partial expression index over the collection's rows: the same `json_extract` text the
+   * queries use, so SQLite's planner matches them. Names are checked, so they are safe inline.
+   */
+  private ensureIndex(collection: string, fields: readonly string[]): void {
+    checkFields({ orderBy: fields.map((field) => ({ field })) });
+    const name = `ix_${collection}_${fields.join('_')}`.replace(/[^A-Za-z0-9_]/g, '_');
+    const columns = fields.map(fieldExpression).join(', ');
+    this.transaction(() => this.db.exec(`CREATE INDEX IF NOT EXISTS "${name}" ON records (${columns}) WHERE collection = '${collection}'`), `the index ${name}`);
   }
 
   appendLog<T>(name: string): KeyedLog<T> {
@@ -315,7 +330,31 @@ class SqliteCollection<T> implements Collection<T> {
   async count(): Promise<number> {
     return (this.store.statement('SELECT COUNT(*) AS n FROM records WHERE collection = ?').get(this.name) as { n: number }).n;
   }
+
+  /** The semantics of query.ts's queryInMemory, in SQL (the contract tests hold both to it). */
+  async query(query: RecordQuery): Promise<{ items: T[]; total: number }> {
+    checkFields(query);
+    const conditions = [`collection = '${this.name}'`];
+    const params: Array<string | number> = [];
+    for (const [field, wanted] of Object.entries(query.where ?? {})) {
+      const values = (Array.isArray(wanted) ? wanted : [wanted]) as FieldValue[];
+      if (values.length === 0) return { items: [], total: 0 };
+      conditions.push(`${fieldExpression(field)} IN (${values.map(() => '?').join(', ')})`);
+      params.push(...values.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
+    }
+    const where = conditions.join(' AND ');
+    const order = query.orderBy ?? [];
+    const orderSql = [...order.map((o) => `${fieldExpression(o.field)} ${o.desc ? 'DESC' : 'ASC'}`), `id ${order.at(-1)?.desc ? 'DESC' : 'ASC'}`].join(', ');
+    const total = (this.store.statement(`SELECT COUNT(*) AS n FROM records WHERE ${where}`).get(...params) as { n: number }).n;
+    const rows = this.store
+      .statement(`SELECT value FROM records WHERE ${where} ORDER BY ${orderSql} LIMIT ? OFFSET ?`)
+      .all(...params, query.limit ?? -1, query.offset ?? 0) as Array<{ value: string }>;
+    return { items: rows.map((row) => JSON.parse(row.value) as T), total };
+  }
 }
+
+/** How a record's top-level field is read in SQL; queries and indexes must spell it identically. */
+const fieldExpression = (field: string) => `json_extract(value, '$.${field}')`;
 
 /**
  * A keyed list (a thread's messages): each item is one row, so an append inserts rows and never

@@ -23,6 +23,23 @@ export interface Collection<T> {
   list(): Promise<T[]>;
   entries(): Promise<Array<[string, T]>>;
   count(): Promise<number>;
+  /**
+   * One page of the records matching `where`, in `orderBy` order (ties by id, in the direction of
+   * the last key), and how many match in all. Served from an index when the collection declared
+   * one for those fields (`CollectionOptions.indexes`), so a page costs the same at 100 or 100,000.
+   */
+  query(query: RecordQuery): Promise<{ items: T[]; total: number }>;
+}
+
+/** A scalar a record's top-level field is compared with. */
+export type FieldValue = string | number | boolean;
+
+export interface RecordQuery {
+  /** Top-level field → value (equal) or values (any of). */
+  where?: Record<string, FieldValue | readonly FieldValue[]>;
+  orderBy?: ReadonlyArray<{ field: string; desc?: boolean }>;
+  limit?: number;
+  offset?: number;
 }
 
 export interface CollectionOptions {
@@ -32,6 +49,11 @@ export interface CollectionOptions {
    * changing it for an existing collection on disk is refused at open.
    */
   shards?: number;
+  /**
+   * Top-level fields queried together, most selective first, ending with the sort field (e.g.
+   * `['status', 'created_at']`). The SQLite store builds an index for each; lowdb ignores them.
+   */
+  indexes?: ReadonlyArray<readonly string[]>;
 }
 
 export interface CollectionStats {

@@ -54,6 +54,7 @@ import {
   type TaskProgress,
   type TaskResult,
   type TaskStatus,
+  TASK_STATUSES,
   isTerminal,
 } from './schemas.js';
 
@@ -218,7 +219,11 @@ export class TaskService {
     this.recoveryGraceMs = options.recoveryGraceMs ?? 10_000;
     this.store = options.store;
     this.log = options.log ?? { warn: () => {}, error: () => {} };
-    this.tasks = options.store.collection<Task>('tasks', { shards: 8 });
+    // The board's lists: by owner, by status, by what the task runs, each newest first.
+    this.tasks = options.store.collection<Task>('tasks', {
+      shards: 8,
+      indexes: [['created_at'], ['principal', 'created_at'], ['status', 'created_at'], ['target', 'kind', 'created_at']],
+    });
     this.eventStore = options.store.collection<StoredChunk>('task_events', { shards: options.eventShards ?? 32 });
   }
 
@@ -324,23 +329,21 @@ export class TaskService {
   async list(query: Partial<ListTasksQuery> = {}, scope: TaskScope = {}): Promise<TaskPage> {
     this.assertEnabled();
     await this.start();
-    const byId = new Map<string, Task>();
-    for (const task of await this.tasks.list()) byId.set(task.id, task);
-    for (const live of this.live.values()) byId.set(live.task.id, live.task);
-    const statuses = query.status?.length ? new Set<TaskStatus>(query.status) : undefined;
-    const matching = [...byId.values()]
-      .filter(
-        (t) =>
-          this.visible(t, scope) &&
-          (!statuses || statuses.has(t.status)) &&
-          (!query.kind || t.kind === query.kind) &&
-          (!query.target || t.target === query.target),
-      )
-      .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
     const limit = query.limit ?? 50;
     const offset = query.offset ?? 0;
-    const tasks = matching.slice(offset, offset + limit).map(copyTask);
-    return { tasks, count: tasks.length, total: matching.length, limit, offset };
+    // A page comes from the store's index: every status change is on disk before it is announced
+    // (persistNow), so the stored status is the one to filter on; the live copy of a task that is
+    // running has the newest progress.
+    const where: Record<string, string | string[]> = {};
+    for (const [field, a, b] of [['principal', scope.principal, undefined], ['kind', scope.kind, query.kind], ['target', scope.target, query.target]] as const) {
+      if (a !== undefined && b !== undefined && a !== b) return { tasks: [], count: 0, total: 0, limit, offset };
+      const value = a ?? b;
+      if (value !== undefined) where[field] = value;
+    }
+    if (query.status?.length) where.status = [...query.status];
+    const page = await this.tasks.query({ where, orderBy: [{ field: 'created_at', desc: true }], limit, offset });
+    const tasks = page.items.map((stored) => copyTask(this.live.get(stored.id)?.task ?? stored));
+    return { tasks, count: tasks.length, total: page.total, limit, offset };
   }
 
   /** The outcome of a finished task; 409 (with Retry-After) while it is still queued or working. */
@@ -756,9 +759,8 @@ export class TaskService {
   }
 
   private async recover(): Promise<void> {
-    const unfinished = (await this.tasks.list())
-      .filter((t) => !isTerminal(t.status) && !this.live.has(t.id))
-      .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+    const open = TASK_STATUSES.filter((status) => !isTerminal(status));
+    const unfinished = (await this.tasks.query({ where: { status: open }, orderBy: [{ field: 'created_at' }] })).items.filter((t) => !this.live.has(t.id));
     for (const stored of unfinished) {
       if (this.kinds.has(stored.kind)) await this.recoverOne(stored);
       else this.awaitingKind.set(stored.id, stored);

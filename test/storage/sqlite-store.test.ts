@@ -67,6 +67,34 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     expect((await reopened.keys()).sort()).toEqual(['t1', 't2']);
   });
 
+  it('query: equality and any-of filters, ordering with ties by id, pages and the total', async () => {
+    const store = openStore(await scratch());
+    const tasks = store.collection<{ status: string; kind: string; created_at: string; urgent: boolean }>('tasks', {
+      indexes: [['status', 'created_at'], ['created_at']],
+    });
+    const statuses = ['queued', 'working', 'done'];
+    for (let i = 0; i < 30; i++) {
+      // Three records share each timestamp, so the order of ties is visible.
+      await tasks.put(`t${String(i).padStart(2, '0')}`, { status: statuses[i % 3]!, kind: i < 15 ? 'a' : 'b', created_at: `2026-01-01T00:00:${String(Math.floor(i / 3)).padStart(2, '0')}Z`, urgent: i % 5 === 0 });
+    }
+    const ids = async (q: Parameters<typeof tasks.query>[0]) => {
+      const page = await tasks.query(q);
+      return { ids: page.items.map((t) => `${t.status}@${t.created_at.slice(17, 19)}`), total: page.total };
+    };
+    const newestDone = await tasks.query({ where: { status: 'done' }, orderBy: [{ field: 'created_at', desc: true }], limit: 3 });
+    expect(newestDone.total).toBe(10);
+    expect(newestDone.items.map((t) => t.created_at.slice(17, 19))).toEqual(['09', '08', '07']);
+    expect(await ids({ where: { status: ['queued', 'working'], kind: 'b' }, orderBy: [{ field: 'created_at', desc: true }], limit: 4, offset: 1 })).toEqual({
+      ids: ['queued@09', 'working@08', 'queued@08', 'working@07'],
+      total: 10,
+    });
+    expect((await tasks.query({ where: { urgent: true } })).total).toBe(6);
+    expect(await tasks.query({ where: { status: [] } })).toEqual({ items: [], total: 0 });
+    // Ascending with ties by id ascending: the oldest first.
+    expect((await tasks.query({ orderBy: [{ field: 'created_at' }], limit: 2 })).items.map((t) => t.status)).toEqual(['queued', 'working']);
+    await expect(tasks.query({ where: { 'x; DROP TABLE records': 1 } })).rejects.toThrow('invalid field name');
+  });
+
   it('keyed logs: a range reads a page or the newest items without the rest, with the total', async () => {
     const log = openStore(await scratch()).appendLog<number>('messages');
     await log.append('t', Array.from({ length: 50 }, (_, i) => i));
@@ -113,6 +141,15 @@ describe('SQLite store', () => {
     expect(store.health()).toEqual({ ok: true });
     await tasks.put('t2', { status: 'queued' });
     expect(await tasks.count()).toBe(2);
+  });
+
+  it('a query with declared indexes is answered from an index, not by reading every record', async () => {
+    const store = new SqliteStore(path.join(await scratch(), 'hangar.db'));
+    store.collection('tasks', { indexes: [['status', 'created_at']] });
+    const plan = store
+      .statement("EXPLAIN QUERY PLAN SELECT value FROM records WHERE collection = 'tasks' AND json_extract(value, '$.status') IN (?) ORDER BY json_extract(value, '$.created_at') DESC, id DESC LIMIT 20")
+      .all('done') as Array<{ detail: string }>;
+    expect(plan.map((row) => row.detail).join(' | ')).toMatch(/USING INDEX ix_tasks_status_created_at/);
   });
 
   it('a value JSON cannot hold is refused before anything is written', async () => {

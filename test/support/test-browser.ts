@@ -37,7 +37,7 @@ async function bundledBrowser(): Promise<string> {
 
 function versionOf(executable: string): string {
   try {
-    return execFileSync(executable, ['--version'], { encoding: 'utf8', timeout: 10_000 }).trim();
+    return execFileSync(executable, ['--version'], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   } catch (err) {
     throw new Error(`browser tests: ${executable} does not run (${(err as Error).message.split('\n')[0]})`);
   }

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { LowdbStore } from '../../core/storage/lowdb-store.js';
+import { SqliteStore } from '../../core/storage/sqlite-store.js';
 import { TaskService, type TaskServiceOptions } from '../../core/tasks/service.js';
 import type { Task, TaskStatus } from '../../core/tasks/schemas.js';
 
@@ -11,8 +11,9 @@ export function tempDir(prefix = 'hangar-tasks-'): { dir: string; cleanup: () =>
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** The board on the workspace store Hangar uses (SQLite), in `dir`. */
 export function openService(dir: string, options: Partial<TaskServiceOptions> = {}): TaskService {
-  return new TaskService({ store: new LowdbStore(dir), ...options });
+  return new TaskService({ store: new SqliteStore(path.join(dir, 'hangar.db')), ...options });
 }
 
 /** Poll until the task reaches one of `statuses` (the runner is asynchronous by design). */

@@ -191,8 +191,9 @@ describe('TaskService', () => {
     const task = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: (ctx) => { for (let i = 0; i < 1000; i++) ctx.emit(i); } });
     await waitForStatus(() => tasks.get(task.id), ['completed']);
     await tasks.stop();
-    const { LowdbStore } = await import('../../core/storage/lowdb-store.js');
-    const stats = await new LowdbStore(dir).stats();
+    const { SqliteStore } = await import('../../core/storage/sqlite-store.js');
+    const { join } = await import('node:path');
+    const stats = await new SqliteStore(join(dir, 'hangar.db')).stats();
     // ≤ eventsPerTask + EVENT_CHUNK − 1 events on disk means at most 2 chunk records.
     expect(stats.collections.task_events!.records).toBeLessThanOrEqual(2);
   });
@@ -264,7 +265,15 @@ describe('TaskService', () => {
   });
 
   it('a delete that lands while a finished task is still writing its status is not undone by that write', async () => {
-    const { tasks } = service();
+    // lowdb's asynchronous writes hold the window open long enough to land a delete in it; on
+    // SQLite it lasts a few microtasks. The rule is the service's (delete waits for the finish),
+    // whatever the store.
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const { LowdbStore } = await import('../../core/storage/lowdb-store.js');
+    const { TaskService } = await import('../../core/tasks/service.js');
+    const tasks = new TaskService({ store: new LowdbStore(dir) });
+    cleanups.push(() => tasks.stop());
     const task = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: async () => ({ ok: 1 }) });
     // The window: the task chose `completed` and its record is on its way to disk.
     const live = (tasks as unknown as { live: Map<string, { finishing: boolean }> }).live;

@@ -1,0 +1,45 @@
+import type { FieldValue, RecordQuery } from './store.js';
+
+/** Field names a query may name: plain identifiers, so they can be written into SQL safely. */
+export const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function checkFields(query: RecordQuery): void {
+  for (const field of [...Object.keys(query.where ?? {}), ...(query.orderBy ?? []).map((o) => o.field)]) {
+    if (!FIELD.test(field)) throw new Error(`invalid field name "${field}" in a store query`);
+  }
+}
+
+const compare = (a: unknown, b: unknown): number => {
+  if (a === b) return 0;
+  if (a === undefined || a === null) return -1;
+  if (b === undefined || b === null) return 1;
+  return (a as FieldValue) < (b as FieldValue) ? -1 : 1;
+};
+
+/**
+ * The reference semantics of `Collection.query`, over records in memory: the lowdb store uses it,
+ * and the SQLite store's SQL must agree with it (the store contract tests run both).
+ */
+export function queryInMemory<T>(entries: Array<[string, T]>, query: RecordQuery): { items: T[]; total: number } {
+  checkFields(query);
+  const where = Object.entries(query.where ?? {});
+  const matching = entries.filter(([, value]) =>
+    where.every(([field, wanted]) => {
+      const actual = (value as Record<string, unknown>)[field];
+      return Array.isArray(wanted) ? wanted.includes(actual as FieldValue) : actual === wanted;
+    }),
+  );
+  const order = query.orderBy ?? [];
+  const tieDesc = order.at(-1)?.desc ?? false;
+  matching.sort(([idA, a], [idB, b]) => {
+    for (const { field, desc } of order) {
+      const c = compare((a as Record<string, unknown>)[field], (b as Record<string, unknown>)[field]);
+      if (c !== 0) return desc ? -c : c;
+    }
+    const c = compare(idA, idB);
+    return tieDesc ? -c : c;
+  });
+  const offset = query.offset ?? 0;
+  const end = query.limit === undefined ? undefined : offset + query.limit;
+  return { items: matching.slice(offset, end).map(([, value]) => value), total: matching.length };
+}

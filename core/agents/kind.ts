@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { notFound } from '../http/errors.js';
+import { dropInUnavailable, notFound } from '../http/errors.js';
 import type { DropInKind, Registry } from '../kernel/registry.js';
 import type { AgentConfig, AgentDefinition } from './types.js';
 
@@ -104,9 +104,15 @@ export const agentKind: DropInKind<Agent> = {
   nameOf: (agent) => agent.name,
 };
 
-/** The live agent called `name`, or a 404 `{detail}` naming it. */
+/**
+ * The live agent called `name`; a 503 with the load error when its file exists but does not load
+ * (and no earlier version serves), else a 404 `{detail}` naming it.
+ */
 export function findAgent(registry: Registry, name: string): Agent {
   const entry = registry.get<Agent>('agent', name);
-  if (!entry) throw notFound(`agent "${name}" not found`);
+  if (!entry) {
+    const problem = registry.problemNamed('agent', name);
+    throw problem ? dropInUnavailable(problem) : notFound(`agent "${name}" not found`);
+  }
   return entry.definition;
 }

@@ -24,6 +24,7 @@ import { timeOrderedId } from '../storage/ids.js';
 import { HttpError, errorMessage, internalError, notFound } from '../http/errors.js';
 import type { EventLog } from '../http/event-log.js';
 import type { Logger } from '../kernel/log.js';
+import { cleanStack } from '../kernel/stack.js';
 import type { Store } from '../storage/store.js';
 import type { ThreadService } from '../threads/service.js';
 import { ApprovalStore, type PendingApproval } from './approvals.js';
@@ -420,14 +421,27 @@ export class AgentService {
     return { status: 'rejected' as const, approval_id: record.id, reason };
   }
 
+  /**
+   * A run's throw as the person can act on it: the 500 names the line of their file that threw
+   * (`file`, `line`, `column`) and carries the stack mapped to their sources, without Hangar's own
+   * frames unless HANGAR_DEBUG=1 (core/kernel/stack.ts); the terminal gets the same stack.
+   */
   private normalise(agentName: string, err: unknown): HttpError {
     const cause = err instanceof NodeError ? err.cause : err;
     if (cause instanceof HttpError) return cause;
     const node = err instanceof NodeError ? ` at node '${err.node}'` : '';
-    this.options.log.error(`agent ${agentName} failed${node}: ${errorMessage(cause)}`, {
-      stack: cause instanceof Error ? cause.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
+    const message = errorMessage(cause);
+    const clean = cause instanceof Error && cause.stack ? cleanStack(cause.stack) : undefined;
+    const top = clean?.top;
+    this.options.log.error(`agent ${agentName} failed${node}: ${message}${clean?.frames.length ? `\n    ${clean.frames.join('\n    ')}` : ''}`);
+    // `detail` stays the message alone: tasks and A2A record it as their error text.
+    return new HttpError(500, `agent '${agentName}' failed${node}: ${message}`, {}, {
+      error: message,
+      file: top?.file ?? null,
+      line: top?.line ?? null,
+      column: top?.column ?? null,
+      stack: clean?.frames ?? [],
     });
-    return internalError(`agent '${agentName}' failed${node}: ${errorMessage(cause)}`);
   }
 }
 

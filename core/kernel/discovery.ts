@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync, watch as fsWatch } from 'node:fs';
 import path from 'node:path';
 import { glob } from 'tinyglobby';
+import { codeFrame } from './code-frame.js';
 import { bundleDropIn, DropInError, evaluateModule, type BuiltModule } from './evaluator.js';
 import type { Logger } from './log.js';
 import { watchTree } from './watch-tree.js';
@@ -220,6 +221,7 @@ export class Discovery {
     const { registry, root, log } = this.options;
     const relative = this.relative(file);
     const previous = this.files.get(file);
+    const started = performance.now();
     try {
       let exported: unknown;
       let version: string;
@@ -264,14 +266,30 @@ export class Discovery {
       registry.set({ kind: kind.kind, name, file: relative, definition, version });
       registry.clearProblem(kind.kind, relative);
       this.options.onReload?.(kind.kind, 'ok');
-      log.debug('drop-in loaded', { kind: kind.kind, name, file: relative, version });
+      // After the first scan every load is a reload the person caused by saving: one line says it
+      // was picked up (as Vite's "hmr update"); the first scan's loads stay at debug.
+      const ms = Math.round(performance.now() - started);
+      if (this.ready) log.info(`${previous?.name ? 'reloaded' : 'loaded'} ${relative} in ${ms} ms`);
+      else log.debug('drop-in loaded', { kind: kind.kind, name, file: relative, version });
     } catch (err) {
       const error = err instanceof DropInError ? err : new DropInError(String(err), { file: relative });
       if (!this.files.has(file)) this.files.set(file, { kind: kind.kind, inputs: [file] });
-      registry.setProblem(kind.kind, relative, error);
+      const excerpt = this.excerptOf(error);
+      registry.setProblem(kind.kind, relative, error, { name: this.files.get(file)?.name ?? entry.defaultName, excerpt });
       this.options.onReload?.(kind.kind, 'error');
       const where = error.line ? `${error.file}:${error.line}${error.column ? ':' + error.column : ''}` : error.file;
-      log.error(`drop-in error in ${where}: ${error.message}`, { kind: kind.kind, entry: relative });
+      // One record whose text carries the code frame, so the terminal shows the failing lines.
+      log.error(`drop-in error in ${where}: ${error.message}${excerpt ? `\n${excerpt}` : ''}`);
+    }
+  }
+
+  /** The code frame of an error's location, read from the file it names (an entry or a helper). */
+  private excerptOf(error: DropInError): string | null {
+    if (!error.line) return null;
+    try {
+      return codeFrame(readFileSync(path.resolve(this.options.root, error.file), 'utf8'), error.line, error.column) || null;
+    } catch {
+      return null;
     }
   }
 

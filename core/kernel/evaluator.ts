@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { createRequire, SourceMap, type SourceMapPayload } from 'node:module';
+import { createRequire, type SourceMapPayload } from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
 import * as esbuild from 'esbuild';
+import { originalLocation, rememberBuild, virtualName as virtualNameOf, WRAPPER_HEAD } from './stack.js';
 
 /**
  * Turns one drop-in entry into a live module object: esbuild bundles it (TypeScript or
@@ -102,10 +103,7 @@ export async function bundleDropIn(file: string, { root, provided }: BundleOptio
   };
 }
 
-const WRAPPER_HEAD = '(function (exports, require, module, __filename, __dirname) {';
-
-/** The name evaluated code runs under; stack frames with it are mapped back to the source. */
-const virtualName = (built: BuiltModule) => `hangar-dropin:${built.file}?v=${built.hash}`;
+const virtualName = (built: BuiltModule) => virtualNameOf(built.file, built.hash);
 
 /**
  * Evaluate a bundle and return its exports. A throw at import time becomes a `DropInError`
@@ -118,6 +116,8 @@ export function evaluateModule(
   const hostRequire = createRequire(built.file);
   const requireFn = (id: string) => (Object.hasOwn(provided, id) ? provided[id] : hostRequire(id));
   const module = { exports: {} as Record<string, unknown> };
+  // Known before evaluating: a throw at import time, and every later run error, is mapped with it.
+  rememberBuild(built.file, built.hash, root, built.map);
   try {
     const script = new vm.Script(`${WRAPPER_HEAD}${built.code}\n})`, { filename: virtualName(built) });
     const fn = script.runInThisContext() as (...args: unknown[]) => void;
@@ -136,15 +136,6 @@ export function locateError(err: unknown, built: BuiltModule, root: string): Dro
   const name = virtualName(built).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const frame = new RegExp(`${name}:(\\d+):(\\d+)`).exec(stack);
   if (!frame) return { file: rel(root, built.file) };
-  let line = Number(frame[1]);
-  let column = Number(frame[2]);
-  if (line === 1) column -= WRAPPER_HEAD.length;
-  const entry = new SourceMap(built.map).findEntry(line - 1, column - 1) as {
-    originalSource?: string;
-    originalLine?: number;
-    originalColumn?: number;
-  };
-  if (!entry.originalSource) return { file: rel(root, built.file) };
-  const source = path.resolve(path.dirname(path.join(root, '.hangar', 'build', 'x')), entry.originalSource);
-  return { file: rel(root, source), line: (entry.originalLine ?? 0) + 1, column: (entry.originalColumn ?? 0) + 1 };
+  rememberBuild(built.file, built.hash, root, built.map);
+  return originalLocation(built.file, built.hash, Number(frame[1]), Number(frame[2])) ?? { file: rel(root, built.file) };
 }

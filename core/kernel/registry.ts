@@ -37,6 +37,11 @@ export interface RegistryEntry<T = unknown> {
 
 export interface DropInProblem {
   kind: string;
+  /**
+   * The name a call would use: the loaded name of its last good version, else the one its file
+   * gives (`agents/broken.ts` → `broken`), since a module that does not evaluate names nothing.
+   */
+  name: string;
   /** The drop-in entry that failed to load (relative path). */
   entry: string;
   /** Where the error is: the entry itself or a file it imports. */
@@ -44,6 +49,8 @@ export interface DropInProblem {
   line: number | null;
   column: number | null;
   message: string;
+  /** The lines around `line` with a caret under `column` (core/kernel/code-frame.ts), when known. */
+  excerpt: string | null;
   at: string;
 }
 
@@ -92,14 +99,20 @@ export class Registry extends EventEmitter<{ change: [RegistryChange] }> {
     return true;
   }
 
-  setProblem(kind: string, entry: string, error: DropInError): void {
-    const problem: DropInProblem = { kind, entry, ...error.toJSON(), at: new Date().toISOString() };
+  setProblem(kind: string, entry: string, error: DropInError, about: { name: string; excerpt?: string | null }): void {
+    const problem: DropInProblem = { kind, name: about.name, entry, ...error.toJSON(), excerpt: about.excerpt ?? null, at: new Date().toISOString() };
     this.problems.set(`${kind}:${entry}`, problem);
     this.emit('change', { type: 'error', kind, file: entry, error: problem });
   }
 
   clearProblem(kind: string, file: string): void {
     if (this.problems.delete(`${kind}:${file}`)) this.emit('change', { type: 'error-cleared', kind, file });
+  }
+
+  /** The problem of the drop-in a call names, when it has one (see DropInProblem.name). */
+  problemNamed(kind: string, name: string): DropInProblem | undefined {
+    for (const problem of this.problems.values()) if (problem.kind === kind && problem.name === name) return problem;
+    return undefined;
   }
 
   problemsOf(kind?: string): DropInProblem[] {

@@ -3,8 +3,20 @@ import { z } from 'zod';
 export const PlatformInfo = z.object({ platform: z.string(), version: z.string(), agents: z.number().int() });
 
 export const AggregatedHealth = z.object({
-  status: z.string().describe('healthy when every agent is healthy, else degraded'),
+  status: z.string().describe('healthy when every agent is healthy and every drop-in loads, else degraded'),
   agents: z.record(z.string(), z.object({ status: z.string() })),
+  errors: z
+    .array(
+      z.object({
+        kind: z.string(),
+        name: z.string(),
+        file: z.string(),
+        line: z.number().int().nullable(),
+        column: z.number().int().nullable(),
+        error: z.string(),
+      }),
+    )
+    .describe('Each drop-in whose file does not load, with its error (the code frame is in /api/v1/status and in the 503 a call gets)'),
 });
 
 export const AgentSummary = z.object({
@@ -38,11 +50,13 @@ export const DiscoveryDocument = z.object({
 
 export const DropInProblemSchema = z.object({
   kind: z.string(),
+  name: z.string(),
   entry: z.string(),
   file: z.string(),
   line: z.number().int().nullable(),
   column: z.number().int().nullable(),
   message: z.string(),
+  excerpt: z.string().nullable(),
   at: z.string(),
 });
 

@@ -19,11 +19,19 @@ export function listAgents(ctx: HangarContext): Agent[] {
   return ctx.registry.list<Agent>('agent').map((e) => e.definition);
 }
 
+/**
+ * Degraded as soon as any drop-in fails to load — also one that never loaded and so has no agent
+ * entry to mark — with each failing drop-in named. The code frame is left out: /health is public
+ * (probes carry no token), the frame is source code.
+ */
 export function aggregatedHealth(ctx: HangarContext): z.infer<typeof AggregatedHealth> {
   const agents: Record<string, { status: string }> = {};
   for (const agent of listAgents(ctx)) agents[agent.name] = { status: agentStatus(ctx, agent.name) };
-  const status = Object.values(agents).every((a) => a.status === 'healthy') ? 'healthy' : 'degraded';
-  return { status, agents };
+  const errors = ctx.registry
+    .problemsOf()
+    .map((p) => ({ kind: p.kind, name: p.name, file: p.file, line: p.line, column: p.column, error: p.message }));
+  const status = errors.length === 0 && Object.values(agents).every((a) => a.status === 'healthy') ? 'healthy' : 'degraded';
+  return { status, agents, errors };
 }
 
 export async function requestCounts(ctx: HangarContext): Promise<{ total: number; by_status: Record<string, number> }> {

@@ -58,7 +58,10 @@ describe('discovery and hot reload', () => {
     // Waits for the settled state: under load the watcher may first see the file half-written.
     const problem = await eventually(async () => (await status()).errors.find((p: { message: string }) => p.message === 'kaboom at import'));
     expect(problem).toMatchObject({ file: 'agents/boom.ts', line: 3, message: 'kaboom at import' });
-    expect((await health('boom')).status).toBe(404);
+    // It exists but cannot serve: 503 with where it failed (#29), not 404 as for an unknown agent.
+    const answer = await health('boom');
+    expect(answer.status).toBe(503);
+    expect(answer.body).toMatchObject({ error: 'kaboom at import', file: 'agents/boom.ts', line: 3 });
   });
 
   it('rejects an invalid definition with a message naming what is wrong', async () => {

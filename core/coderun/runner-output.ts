@@ -36,6 +36,8 @@ export function normalizeLine(line: string, counts = false): string {
     // ISO timestamps and clock times.
     .replace(/\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?/g, '<time>')
     .replace(/\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b/g, '<time>')
+    // Unix times in seconds or milliseconds (2017-2033): Date.now() in a message.
+    .replace(/\b1[5-9]\d{8}(?:\d{3})?\b/g, '<time>')
     // Temp folders (Linux, macOS) with their random names; a run's worktree folder.
     .replace(/(?:\/private)?\/var\/folders\/[^\s/]+\/[^\s/]+\/T\/[^\s/'"`:)\]]+/g, '<tmp>')
     .replace(/\/(?:var\/)?tmp\/[^\s/'"`:)\]]+/g, '<tmp>')
@@ -126,6 +128,13 @@ export function tally(raw: string): Tally {
     // Without -v go names no count: a passing package proves at least one test ran.
     if (okPkgs + failPkgs > 0) push(okPkgs + failPkgs, failPkgs);
     else if (none > 0) push(0, 0);
+  }
+  // JUnit XML (node --test-reporter=junit, jest-junit, pytest --junitxml, surefire): producers
+  // disagree on the suite attributes (node writes none), so the test cases themselves are counted.
+  const cases = junitCases(text);
+  if (cases.length) {
+    const run = cases.filter((c) => !/<skipped\b/.test(c.body));
+    push(run.length, run.filter((c) => c.problem).length);
   }
   if (!ran.length && !failed.length) {
     // Vitest and jest with nothing to run; generic "N tests passed/ok".
@@ -279,13 +288,46 @@ function unittestFailures(lines: string[]): Failure[] {
   return out;
 }
 
+const XML_ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+const unescapeXml = (text: string) => text.replace(/&(lt|gt|amp|quot|apos|#\d+|#x[0-9a-f]+);/gi, (_, e: string) =>
+  e.startsWith('#x') || e.startsWith('#X') ? String.fromCodePoint(parseInt(e.slice(2), 16)) : e.startsWith('#') ? String.fromCodePoint(Number(e.slice(1))) : XML_ENTITIES[e.toLowerCase()]!,
+);
+
+interface JunitCase {
+  attrs: string;
+  body: string;
+  problem: RegExpExecArray | null;
+}
+
+/** Every <testcase> of JUnit XML in the text, self-closing or not (attribute values may hold `>`). */
+function junitCases(text: string): JunitCase[] {
+  const cases: JunitCase[] = [];
+  for (const m of text.matchAll(/<testcase\b((?:[^>"]|"[^"]*")*?)(?:\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const body = m[2] ?? '';
+    cases.push({ attrs: m[1]!, body, problem: /<(failure|error)\b((?:[^>"]|"[^"]*")*?)(?:\/>|>([\s\S]*?)<\/\1>)/.exec(body) });
+  }
+  return cases;
+}
+
+/** JUnit XML: each <testcase> holding a <failure> or <error>, by classname and name, with its message. */
+function junitFailures(text: string): Failure[] {
+  const attr = (source: string, name: string) => unescapeXml(new RegExp(`\\b${name}="([^"]*)"`).exec(source)?.[1] ?? '');
+  return junitCases(text)
+    .filter((c) => c.problem)
+    .map((c) => {
+      const id = [attr(c.attrs, 'classname'), attr(c.attrs, 'name')].filter(Boolean).join(' > ');
+      const message = attr(c.problem![2]!, 'message') || unescapeXml(c.problem![3] ?? '');
+      return { id: normalizeLine(id), message: messageFrom(message.split('\n')) };
+    });
+}
+
 /**
  * The failing tests an output names, each once, in a stable order (a parallel runner may print
  * them in any order). Empty when the output names none (a crash, a build error, a custom script).
  */
 export function failures(raw: string): Failure[] {
   const lines = stripAnsi(raw).split('\n');
-  const found = [...tapFailures(lines), ...nodeSpecFailures(lines), ...pytestFailures(lines), ...goFailures(lines), ...cargoFailures(lines), ...jsRunnerFailures(lines), ...unittestFailures(lines)];
+  const found = [...junitFailures(stripAnsi(raw)), ...tapFailures(lines), ...nodeSpecFailures(lines), ...pytestFailures(lines), ...goFailures(lines), ...cargoFailures(lines), ...jsRunnerFailures(lines), ...unittestFailures(lines)];
   const seen = new Map<string, Failure>();
   for (const f of found) {
     const key = `${f.id}\0${f.message}`;

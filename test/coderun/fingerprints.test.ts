@@ -169,4 +169,23 @@ describe('the same defect run twice for real', () => {
     expect(failures(outputs[0]!).map((f) => f.id)).toEqual([expect.stringMatching(/test\/api\.test\.mjs > calls the api$/)]);
     expect(fp(outputs[0]!)).toBe(fp(outputs[1]!));
   });
+
+  it('JUnit XML (node --test-reporter=junit): counted by test case, failures by classname and name, stable across ports and clocks', async () => {
+    const test =
+      "import test from 'node:test';\nimport assert from 'node:assert';\n" +
+      "test('adds', () => assert.equal(1 + 1, 2));\n" +
+      "test('reaches the api', () => assert.fail(`connect ECONNREFUSED 127.0.0.1:${40000 + Math.floor(Math.random() * 9000)} at ${Date.now()}`));\n" +
+      "test('later', { skip: true }, () => {});\n";
+    const command = 'node --test --test-reporter=junit "test/**/*.test.mjs"';
+    const outputs: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const dir = await folder({ 'package.json': '{"type":"module"}', 'test/api.test.mjs': test });
+      outputs.push((await runCommand(command, { cwd: dir, timeoutMs: 60_000 })).output);
+    }
+    expect(outputs[0]).toContain('<testsuites>');
+    expect(outputs[0]).not.toBe(outputs[1]);
+    expect(tally(outputs[0]!)).toEqual({ ran: 2, failed: 1 });
+    expect(failures(outputs[0]!)).toEqual([{ id: 'test > reaches the api', message: 'connect ECONNREFUSED <addr> at <time>' }]);
+    expect(fp(outputs[0]!, command)).toBe(fp(outputs[1]!, command));
+  });
 });

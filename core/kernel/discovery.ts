@@ -269,7 +269,7 @@ export class Discovery {
       // After the first scan every load is a reload the person caused by saving: one line says it
       // was picked up (as Vite's "hmr update"); the first scan's loads stay at debug.
       const ms = Math.round(performance.now() - started);
-      if (this.ready) log.info(`${previous?.name ? 'reloaded' : 'loaded'} ${relative} in ${ms} ms`);
+      if (this.ready) log.info(`${previous ? 'reloaded' : 'loaded'} ${relative} in ${ms} ms`);
       else log.debug('drop-in loaded', { kind: kind.kind, name, file: relative, version });
     } catch (err) {
       const error = err instanceof DropInError ? err : new DropInError(String(err), { file: relative });

@@ -58,6 +58,9 @@ describe('errors where users look', () => {
     expect(lines.slice(1, 3)).toEqual(["  1 | import { defineAgent } from 'hangar';", "> 2 | export default defineAgent({ run: async () => 'x' ;"]);
     expect(lines[3]).toMatch(/^ {4}\| +\^$/);
     expect(server.logs.filter((l) => l.includes('reloaded agents/echo.ts'))).toHaveLength(1);
+    // Fixing it is a reload too: the person sees the save that made it work again.
+    await server.write('agents/echo.ts', agentSource(`{ run: async () => 'three' }`));
+    await eventually(() => server.logs.filter((l) => l.includes('reloaded agents/echo.ts')).length === 2);
   });
 
   it('a run error points at the line of the user\'s file that threw, without build suffixes or Hangar frames', async () => {

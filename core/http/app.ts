@@ -94,8 +94,14 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
   // Other content types only get past the cross-site guard on routes that list them in
   // `config.bodyTypes`; those routes get the body as a Buffer.
   app.removeAllContentTypeParsers();
+  const depthLimit = settings.bodyDepthLimit;
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
     if (text === '') return done(null, undefined);
+    // Before parsing: a value nested thousands deep parses, then overflows the stack of whatever
+    // walks it next (validation, the store's serialiser) — refused here, with the limit named.
+    if (nestsDeeperThan(text as string, depthLimit)) {
+      return done(badRequest(`request body nests arrays and objects deeper than ${depthLimit} levels (setting bodyDepthLimit)`), undefined);
+    }
     try {
       done(null, JSON.parse(text as string));
     } catch (err) {
@@ -148,4 +154,21 @@ export function answerWithDetail(
     const shown = scrub(error);
     reply.code(shown.status).headers(shown.headers).send(shown.toBody());
   });
+}
+
+/** Whether JSON text nests `[`/`{` deeper than `limit`, in one pass that skips string contents. */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
 }

@@ -124,6 +124,8 @@ export const SettingsSchema = z
     requestLog: z.boolean().default(true),
     /** Maximum JSON request body. */
     bodyLimit: z.string().default('1mb'),
+    /** Deepest nesting of arrays and objects a JSON body may have (checked before parsing). */
+    bodyDepthLimit: z.coerce.number().int().positive().default(64),
   })
   .strict();
 

@@ -11,9 +11,19 @@
  *   reference servers do.
  * - `contextId` is the agent's thread: a message naming one continues that thread; without one a
  *   new context id is minted and the run is stateless.
- * - Task states map one to one; a task that ended in a HITL suspension shows as `input-required`.
- *   Continuing a task by `taskId` is refused (unsupported operation): approvals go through the
- *   thread's approve route.
+ * - Task states map one to one. A task waiting for a human approval is `input-required`; its
+ *   status message carries the prompt as text and the approval (id, thread id, node, links) as a
+ *   data part. The client answers by sending a message with the same `taskId` (and no or the same
+ *   `contextId`), which continues the same task:
+ *     - a data part `{"approved": true, "context": {...}}` or `{"approved": false, "reason": "..."}`
+ *       decides it (a data part wins over text), or
+ *     - text whose first word is approve / approved / yes / y / ok, or reject / rejected / no / n /
+ *       deny (any case); the rest of a rejecting text is the reason, the rest of an approving text
+ *       goes into the approval context as `comment`.
+ *   Approved, the task works again and ends completed (or input-required at the next approval);
+ *   rejected, it ends `canceled` with the reason. A reply to a task that waits for nothing is
+ *   UnsupportedOperation (-32004), as the SDK's own server answers a reply to a finished task; an
+ *   unknown or foreign task is TaskNotFound; a reply that decides nothing is InvalidParams.
  * - Protocol streams carry JSON-RPC responses only, so unlike the spec's own event routes they
  *   end by closing the stream after the `final: true` status update, not with `[DONE]`.
  * - tasks/cancel on a finished task answers the protocol's TaskNotCancelable error (-32002); the
@@ -33,10 +43,11 @@ import { findAgent } from '../agents/kind.js';
 import { runtimeOf } from '../agents/runtime.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import type { HangarContext } from '../kernel/context.js';
-import { isTerminal, type Task, type TaskEvent } from '../tasks/schemas.js';
+import type { ApprovalDecision } from '../agents/service.js';
+import { isSettled, isTerminal, type Task, type TaskEvent } from '../tasks/schemas.js';
 import type { TaskScope, TaskService } from '../tasks/service.js';
 import { messageText } from './schemas.js';
-import { AGENT_TASK_KIND, TRACKING_NEEDS_STORAGE, type SuspendedResult } from './service.js';
+import { AGENT_TASK_KIND, TRACKING_NEEDS_STORAGE, awaitedApproval, continueTask } from './service.js';
 
 export const A2A_PROTOCOL_VERSION = '0.3.0';
 
@@ -124,9 +135,6 @@ interface WireTask {
   metadata: Record<string, unknown>;
 }
 
-const isSuspended = (result: unknown): result is SuspendedResult =>
-  typeof result === 'object' && result !== null && (result as SuspendedResult).detail?.status === 'suspended';
-
 function contextOf(task: Task): string {
   const context = task.metadata.context_id;
   return typeof context === 'string' ? context : task.id;
@@ -138,9 +146,11 @@ function agentMessage(task: Task, text: string): WireMessage {
 
 function wireStatus(task: Task): WireStatus {
   const status: WireStatus = { state: task.status, timestamp: task.updated_at };
-  if (task.status === 'completed' && isSuspended(task.result)) {
-    status.state = 'input-required';
-    status.message = agentMessage(task, task.result.detail.message);
+  const awaited = awaitedApproval(task);
+  if (awaited) {
+    const { status: _suspended, ...approval } = awaited;
+    status.message = agentMessage(task, awaited.message);
+    status.message.parts.push({ kind: 'data', data: { approval } });
   } else if (task.status === 'completed') {
     status.message = agentMessage(task, (task.result as InvokeResponse).response);
   } else if (task.status === 'failed' || task.status === 'canceled') {
@@ -150,7 +160,7 @@ function wireStatus(task: Task): WireStatus {
 }
 
 function artifacts(task: Task): WireTask['artifacts'] {
-  if (task.status !== 'completed' || isSuspended(task.result)) return [];
+  if (task.status !== 'completed') return [];
   const result = task.result as InvokeResponse;
   return [{ artifactId: `${task.id}:response`, name: 'response', parts: [{ kind: 'text', text: result.response }, { kind: 'data', data: result }] }];
 }
@@ -273,12 +283,44 @@ export class A2AJsonRpc {
     }
   }
 
+  /**
+   * A message naming a `taskId`: the answer to the approval that task waits for. Takes the
+   * approval and continues the task with the decision; resolves once it is working again.
+   */
+  private async reply(agent: string, message: z.output<typeof RpcMessage>, principal: string): Promise<Task> {
+    const tasks = this.requireTasks();
+    const task = await this.find(agent, message.taskId!, principal);
+    if (message.contextId && message.contextId !== contextOf(task)) {
+      throw new RpcError(RpcCode.invalidRequest, `contextId mismatch: message contextId '${message.contextId}' does not match task '${task.id}' contextId '${contextOf(task)}'`);
+    }
+    const awaited = awaitedApproval(task);
+    if (!awaited) {
+      throw new RpcError(
+        RpcCode.unsupported,
+        isTerminal(task.status)
+          ? `Task ${task.id} is in a terminal state (${task.status}) and cannot be modified.`
+          : `Task ${task.id} is ${task.status}; it takes a reply only while input-required.`,
+      );
+    }
+    const decision = decisionOf(message);
+    const service = runtimeOf(this.ctx).service;
+    let record;
+    try {
+      record = await service.takeApproval(agent, awaited.thread_id, awaited.approval_id, principal);
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 404) throw new RpcError(RpcCode.unsupported, `approval ${awaited.approval_id} of task ${task.id} was already decided`);
+      throw err;
+    }
+    const continued = await continueTask(this.ctx, record, decision);
+    if (continued.task) return continued.task;
+    // The task could not be continued (it went away meanwhile): the decision still ran.
+    await continued.outcome.catch(() => {});
+    return tasks.get(task.id, this.scope(agent, principal));
+  }
+
   /** Check the message and build the invoke input; the agent never runs on an empty query. */
   private prepare(agent: string, raw: unknown, principal: string) {
     const { message, configuration, metadata } = params(SendParams, raw);
-    if (message.taskId) {
-      throw new RpcError(RpcCode.unsupported, 'continuing an existing task is not supported: send a new message with the same contextId');
-    }
     const text = messageText(message);
     if (text === undefined) throw new RpcError(RpcCode.invalidParams, 'params.message: no readable text (expected a text part)');
     const named = message.contextId || undefined;
@@ -294,6 +336,13 @@ export class A2AJsonRpc {
   }
 
   private async send(agent: string, raw: unknown, principal: string, res: ServerResponse): Promise<WireTask | WireMessage> {
+    const { message, configuration } = params(SendParams, raw);
+    if (message.taskId) {
+      const tasks = this.requireTasks();
+      let task = await this.reply(agent, message, principal);
+      if (configuration?.blocking !== false) task = await tasks.waitFor(task.id, this.scope(agent, principal), closedSignal(res));
+      return toWireTask(task);
+    }
     const plan = this.prepare(agent, raw, principal);
     const tasks = this.tasks;
     if (!tasks) return this.runUntracked(agent, plan.input, plan.contextId, principal);
@@ -308,6 +357,11 @@ export class A2AJsonRpc {
   }
 
   private async stream(agent: string, raw: unknown, principal: string, id: RpcId, reply: FastifyReply): Promise<void> {
+    const { message } = params(SendParams, raw);
+    if (message.taskId) {
+      const task = await this.reply(agent, message, principal);
+      return this.follow(this.requireTasks(), task, this.scope(agent, principal), id, reply);
+    }
     const plan = this.prepare(agent, raw, principal);
     const tasks = this.tasks;
     if (!tasks) {
@@ -350,14 +404,14 @@ export class A2AJsonRpc {
       emit({ kind: 'status-update', taskId: done.id, contextId, status: wire.status, final: true });
       finish();
     };
-    if (isTerminal(task.status)) return sendFinal();
+    if (isSettled(task.status)) return sendFinal();
 
     let lastSeq = task.last_sequence;
     const onEvent = async (event: TaskEvent) => {
       if (event.sequence <= lastSeq || connection.closed) return;
       lastSeq = event.sequence;
       if (event.type !== 'status') return;
-      if (isTerminal(event.status)) return sendFinal();
+      if (isSettled(event.status)) return sendFinal();
       emit({ kind: 'status-update', taskId: task.id, contextId, status: { state: event.status, timestamp: event.timestamp }, final: false });
     };
     // Events are handled one after another (the final one reads the store), in sequence order.
@@ -386,6 +440,35 @@ export class A2AJsonRpc {
     if (endedWhileReplaying) handle(finish);
     await chain;
   }
+}
+
+const APPROVE_WORDS = new Set(['approve', 'approved', 'yes', 'y', 'ok']);
+const REJECT_WORDS = new Set(['reject', 'rejected', 'no', 'n', 'deny']);
+
+const DataDecision = z.object({
+  approved: z.boolean(),
+  context: z.record(z.string(), z.unknown()).optional(),
+  reason: z.string().nullish(),
+});
+
+/** The decision a reply carries: its data part, else the first word of its text (see the header). */
+function decisionOf(message: z.output<typeof RpcMessage>): ApprovalDecision {
+  for (const part of message.parts) {
+    if ((part.kind ?? part.type) !== 'data') continue;
+    const parsed = DataDecision.safeParse((part as { data?: unknown }).data);
+    if (!parsed.success) throw new RpcError(RpcCode.invalidParams, `params.message.parts: a data part must be {"approved": boolean, "context"?: object, "reason"?: string}; ${formatIssues(parsed.error.issues, 'data')}`);
+    const { approved, context, reason } = parsed.data;
+    return approved ? { approved: true, context: context ?? {} } : { approved: false, reason: reason ?? null };
+  }
+  const text = (messageText(message) ?? '').trim();
+  const [, word = '', rest = ''] = /^([A-Za-z]+)\b[\s:,.!-]*([\s\S]*)$/.exec(text) ?? [];
+  const keyword = word.toLowerCase();
+  if (APPROVE_WORDS.has(keyword)) return { approved: true, context: rest ? { comment: rest } : {} };
+  if (REJECT_WORDS.has(keyword)) return { approved: false, reason: rest || null };
+  throw new RpcError(
+    RpcCode.invalidParams,
+    'params.message: the task waits for an approval; answer with a data part {"approved": true|false} or text starting with approve/yes or reject/no',
+  );
 }
 
 /** Aborts when the client goes away, to stop waiting on its behalf (the task itself goes on). */

@@ -16,6 +16,13 @@
  * - A tool call runs the agent like /invoke; its answer is the text content and the whole
  *   AgentInvokeResponse is the structured content. An agent error is a tool error (`isError`), not
  *   a protocol error, as MCP asks; the client's cancellation aborts the agent's signal.
+ * - A run that suspends for a human approval is not an error: the result's structured content is
+ *   `{status: 'input-required', approval: {approval_id, thread_id, node_name, message, links}}`
+ *   and its text says what to approve. The decision is made over MCP too, with the tool
+ *   `hangar.decide_approval` (`agent`, `thread_id`, `approval_id`, `approved`, `context`,
+ *   `reason`), whose result has the same shapes as an agent tool's. Its name has a dot, which
+ *   agent names cannot, so it never shadows an agent. Elicitation is not used: a stateless server
+ *   cannot hold the run open across the client's answer.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -26,8 +33,51 @@ import { runtimeOf } from '../agents/runtime.js';
 import { HttpError, errorMessage } from '../http/errors.js';
 import { allowedHostNames } from '../http/security.js';
 import type { HangarContext } from '../kernel/context.js';
+import { viewerOf } from '../kernel/ownership.js';
+import type { SuspensionDetail } from '../agents/service.js';
 
 export const MCP_PATH = '/mcp';
+
+/** The MCP tool that decides approvals (a dot: no agent can be called that). */
+export const DECIDE_TOOL = 'hangar.decide_approval';
+
+const decideInput = {
+  agent: z.string().min(1).describe('The agent whose run waits'),
+  thread_id: z.string().min(1).describe('The thread named by the suspension'),
+  approval_id: z.string().min(1).describe('The approval to decide'),
+  approved: z.boolean().describe('true continues the run, false discards it'),
+  context: z.record(z.string(), z.unknown()).optional().describe('Merged into the run state when approved'),
+  reason: z.string().optional().describe('Why it was rejected'),
+};
+
+/** A tool result for what a run produced: its answer, or the approval it now waits for. */
+function runResult(run: () => Promise<unknown>) {
+  return run().then(
+    (response) => {
+      const text = (response as { response?: unknown }).response;
+      return {
+        content: [{ type: 'text' as const, text: typeof text === 'string' ? text : JSON.stringify(response) }],
+        structuredContent: response as Record<string, unknown>,
+      };
+    },
+    (err: unknown) => {
+      if (err instanceof HttpError && err.status === 202) {
+        const { status: _suspended, ...approval } = err.detail as unknown as SuspensionDetail;
+        return {
+          content: [
+            {
+              type: 'text' as const,
+              text: `Waiting for a human approval: ${approval.message} (approval ${approval.approval_id} on thread ${approval.thread_id}; decide with hangar.decide_approval or POST ${approval.links.approve})`,
+            },
+          ],
+          structuredContent: { status: 'input-required', approval },
+        };
+      }
+      const text = err instanceof HttpError && typeof err.detail !== 'string' ? JSON.stringify(err.detail) : errorMessage(err);
+      return { content: [{ type: 'text' as const, text }], isError: true };
+    },
+  );
+}
 
 const toolInput = {
   message: z.string().min(1).describe('What to ask the agent'),
@@ -42,7 +92,7 @@ let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/mcp.js'), type
 const loadSdk = () => (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/mcp.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
 
 /** An MCP server exposing the agents registered right now. */
-export async function buildMcpServer(ctx: HangarContext, principal?: string): Promise<McpServer> {
+export async function buildMcpServer(ctx: HangarContext, principal?: string, viewer: string | undefined = principal): Promise<McpServer> {
   const [{ McpServer }] = await loadSdk();
   const server = new McpServer({ name: 'hangar', version: ctx.version });
   for (const { definition: agent } of ctx.registry.list<Agent>('agent')) {
@@ -54,9 +104,9 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string): Pr
         description: card.description || `Run the Hangar agent ${agent.name}`,
         inputSchema: toolInput,
       },
-      async ({ message, thread_id }, extra) => {
-        try {
-          const response = await runtimeOf(ctx).service.invoke(
+      ({ message, thread_id }, extra) =>
+        runResult(() =>
+          runtimeOf(ctx).service.invoke(
             agent.name,
             {
               query: message,
@@ -70,15 +120,26 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string): Pr
             extra.signal,
             undefined,
             principal,
-          );
-          return { content: [{ type: 'text' as const, text: response.response }], structuredContent: response as unknown as Record<string, unknown> };
-        } catch (err) {
-          const text = err instanceof HttpError && typeof err.detail !== 'string' ? JSON.stringify(err.detail) : errorMessage(err);
-          return { content: [{ type: 'text' as const, text }], isError: true };
-        }
-      },
+            { source: 'mcp' },
+          ),
+        ),
     );
   }
+  server.registerTool(
+    DECIDE_TOOL,
+    {
+      title: 'Decide a human approval',
+      description: 'Approve or reject a Hangar agent run that waits for a human approval (named by a tool result with status input-required)',
+      inputSchema: decideInput,
+    },
+    ({ agent, thread_id, approval_id, approved, context, reason }) =>
+      runResult(() => {
+        const service = runtimeOf(ctx).service;
+        return approved
+          ? service.approve(agent, thread_id, { approval_id, approved: true, context: context ?? {} }, viewer)
+          : service.reject(agent, thread_id, { approval_id, reason: reason ?? null }, viewer);
+      }),
+  );
   return server;
 }
 
@@ -120,7 +181,7 @@ export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: 
     return;
   }
   const [, { StreamableHTTPServerTransport }] = await loadSdk();
-  const server = await buildMcpServer(ctx, req.principal);
+  const server = await buildMcpServer(ctx, req.principal, viewerOf(req, ctx.settings));
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   // From here the SDK owns the node response (JSON or an SSE stream).
   reply.hijack();

@@ -55,12 +55,22 @@ export function messageText(message: A2AMessage): string | undefined {
   return text.trim() ? text : undefined;
 }
 
+/** The approval an `input-required` agent task waits for. */
+export interface A2AAwaitedApproval {
+  id: string;
+  thread_id: string;
+  node_name: string;
+  message: string;
+  links: { approve: string; reject: string; pending: string };
+}
+
 export interface A2ASubmitResponse {
   task_id: string;
   status: string;
-  /** The agent's answer once completed; '' while the task is queued or running. */
+  /** The agent's answer once completed, the approval prompt while input-required; '' while queued or running. */
   result: string;
   message: string;
+  approval?: A2AAwaitedApproval;
 }
 
 export interface A2AStatusResponse {
@@ -68,6 +78,7 @@ export interface A2AStatusResponse {
   status: string;
   message: string;
   result?: string;
+  approval?: A2AAwaitedApproval;
   progress?: { percent: number; message: string };
   error?: string | null;
   created_at?: string;

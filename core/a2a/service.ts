@@ -8,16 +8,20 @@
  * - With the task subsystem off, an A2A submit runs the agent synchronously and answers
  *   `completed` with the result (there is nothing to track it with); status answers `unknown` with
  *   a message saying tracking needs a storage backend; events and cancel answer 501.
- * - A HITL suspension inside an agent task ends the task `completed` with the spec's suspension
- *   body (`{detail: {status: 'suspended', approval_id, node_name, message}}`) as its result: the
- *   work did all it can, and the run continues through the thread's approve route.
+ * - A HITL suspension inside an agent task settles the task `input-required` with the spec's
+ *   suspension body as its result (`{detail: {status: 'suspended', approval_id, thread_id,
+ *   node_name, message, links}}`), so a client polling the board or A2A learns what to approve
+ *   where. Deciding the approval — on the thread's approve/reject routes, or by replying to the
+ *   A2A task — continues the same task (`continueTask`): approved, it works again and ends
+ *   completed (or input-required at the next approval); rejected, it ends `canceled` with the
+ *   reason. Cancelling the waiting task rejects its approval.
  * - An agent task is not idempotent (agents call tools and models), so a restart fails the ones
  *   that were running and re-queues only those that had not started.
  * - A2A metadata `thread_id`, `user_id` and `context` are passed to the agent as the invoke fields
  *   of the same names, so A2A conversations can continue a thread.
  */
 import { randomUUID } from 'node:crypto';
-import { HttpError, unprocessable } from '../http/errors.js';
+import { HttpError, errorMessage, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import { findAgent } from '../agents/kind.js';
 import { modelNotConfigured } from '../agents/model.js';
@@ -25,19 +29,35 @@ import { runtimeOf } from '../agents/runtime.js';
 import type { RunEvent } from '../agents/events.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import type { HangarContext } from '../kernel/context.js';
+import type { PendingApproval } from '../agents/approvals.js';
+import type { ApprovalDecision, RejectedRun, SuspensionDetail } from '../agents/service.js';
 import type { Task } from '../tasks/schemas.js';
-import { tasksDisabled, type TaskContext, type TaskKind, type TaskScope, type TaskService } from '../tasks/service.js';
+import { SettleAs, tasksDisabled, type TaskContext, type TaskKind, type TaskScope, type TaskService } from '../tasks/service.js';
 import { type A2AStatusResponse, type A2ASubmitResponse, type A2ATaskRequest, messageText } from './schemas.js';
 
 export const AGENT_TASK_KIND = 'agent';
 
-/** What a suspended agent task holds as its result: the spec's HTTP 202 body. */
+/** What an agent task waiting in `input-required` holds as its result: the spec's HTTP 202 body. */
 export interface SuspendedResult {
-  detail: { status: 'suspended'; approval_id: string; node_name: string; message: string };
+  detail: SuspensionDetail;
 }
 
-const isSuspended = (result: unknown): result is SuspendedResult =>
+export const isSuspended = (result: unknown): result is SuspendedResult =>
   typeof result === 'object' && result !== null && (result as SuspendedResult).detail?.status === 'suspended';
+
+/** The approval an agent task waits for, when it waits for one. */
+export const awaitedApproval = (task: Task): SuspensionDetail | undefined =>
+  task.status === 'input-required' && isSuspended(task.result) ? task.result.detail : undefined;
+
+/** Run agent work for a task; a suspension settles the task `input-required` with its 202 body. */
+async function asTaskWork<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 202) throw new SettleAs('input-required', { result: { detail: err.detail } });
+    throw err;
+  }
+}
 
 /**
  * Turns the run's events into the frames /invoke/stream sends — every frame carries the response
@@ -78,22 +98,81 @@ export function agentTaskKind(ctx: HangarContext): TaskKind {
       if (agent.definition.requiresModel && !runtimeOf(ctx).provider.configured) throw modelNotConfigured(agent.name);
       return { target: agent.name, input: parsed.data };
     },
-    async run(task: TaskContext) {
+    run(task: TaskContext) {
       const request = InvokeRequest.parse(task.task.input);
+      const source = typeof task.task.metadata.source === 'string' ? task.task.metadata.source : 'tasks';
+      return asTaskWork(() =>
+        runtimeOf(ctx).service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit), task.task.principal, { source, task_id: task.task.id }),
+      );
+    },
+    async release(task) {
+      // The task was canceled while it waited: its run is discarded, as a rejection would.
+      const detail = isSuspended(task.result) ? task.result.detail : undefined;
+      if (!detail) return;
+      const service = runtimeOf(ctx).service;
+      let record: PendingApproval;
       try {
-        return await runtimeOf(ctx).service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit), task.task.principal);
+        record = await service.takeApproval(task.target, detail.thread_id, detail.approval_id);
       } catch (err) {
-        if (err instanceof HttpError && err.status === 202) return { detail: err.detail } as SuspendedResult;
+        if (err instanceof HttpError && err.status === 404) return; // decided meanwhile
         throw err;
       }
+      await service.decide(record, { approved: false, reason: 'the task was canceled' });
     },
   };
 }
 
-/** The answer text of a finished agent task ('' until then). */
+/**
+ * Decide a taken approval of a task-made run by continuing its task with the decision as work.
+ * Resolves once the task is working again, with `outcome`: what the decision produced (the
+ * response, the rejection, or the next suspension's 202 / an error, as a rejection), for the
+ * caller that decided. A task that can no longer be continued (deleted, canceled) does not stop
+ * the decision: the run is then decided without it.
+ */
+export async function continueTask(
+  ctx: HangarContext,
+  record: PendingApproval,
+  decision: ApprovalDecision,
+): Promise<{ task?: Task; outcome: Promise<InvokeResponse | RejectedRun> }> {
+  const service = runtimeOf(ctx).service;
+  const tasks = ctx.tasks?.enabled ? ctx.tasks : undefined;
+  if (!tasks || !record.task_id) return { outcome: service.decide(record, decision) };
+  let settle!: (value: InvokeResponse | RejectedRun) => void;
+  let fail!: (err: unknown) => void;
+  const outcome = new Promise<InvokeResponse | RejectedRun>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  // Nobody may be waiting for it (an A2A reply that does not block): never an unhandled rejection.
+  outcome.catch(() => {});
+  try {
+    const { task } = await tasks.resume(record.task_id, {}, async (work) => {
+      try {
+        const body = await asTaskWork(() => service.decide(record, decision, agentFrameEmitter(work.emit)));
+        settle(body);
+        if ('status' in body && body.status === 'rejected') {
+          throw new SettleAs('canceled', { error: `rejected at approval ${record.id}${body.reason ? `: ${body.reason}` : ''}` });
+        }
+        return body;
+      } catch (err) {
+        if (err instanceof SettleAs && err.status === 'input-required') fail(new HttpError(202, (err.fields.result as SuspendedResult).detail as unknown as Record<string, unknown>, { 'X-Thread-Id': record.thread_id }));
+        else if (!(err instanceof SettleAs)) fail(err);
+        throw err;
+      }
+    });
+    return { task, outcome };
+  } catch (err) {
+    if (!(err instanceof HttpError) || (err.status !== 404 && err.status !== 409)) throw err;
+    ctx.log.warn(`approval ${record.id} is decided without its task ${record.task_id}: ${errorMessage(err)}`);
+    return { outcome: service.decide(record, decision) };
+  }
+}
+
+/** The answer text of a finished agent task, or what a waiting one asks ('' until then). */
 function resultText(task: Task): string {
+  const awaited = awaitedApproval(task);
+  if (awaited) return awaited.message;
   if (task.status !== 'completed') return '';
-  if (isSuspended(task.result)) return task.result.detail.message;
   const response = (task.result as Partial<InvokeResponse> | null)?.response;
   return typeof response === 'string' ? response : task.result == null ? '' : JSON.stringify(task.result);
 }
@@ -103,10 +182,14 @@ function statusMessage(task: Task): string {
     case 'submitted':
     case 'working':
       return task.progress.message;
+    case 'input-required': {
+      const awaited = awaitedApproval(task);
+      return awaited
+        ? `waiting at node '${awaited.node_name}' for approval ${awaited.approval_id} on thread ${awaited.thread_id}: ${awaited.message}`
+        : 'waiting for input';
+    }
     case 'completed':
-      return isSuspended(task.result)
-        ? `suspended at node '${task.result.detail.node_name}' awaiting approval ${task.result.detail.approval_id}`
-        : 'completed';
+      return 'completed';
     case 'failed':
     case 'canceled':
       return task.error ?? task.status;
@@ -115,6 +198,13 @@ function statusMessage(task: Task): string {
       return never;
     }
   }
+}
+
+/** The approval a waiting task names in the A2A REST answers: what to decide, and where. */
+function approvalOf(task: Task) {
+  const awaited = awaitedApproval(task);
+  if (!awaited) return undefined;
+  return { id: awaited.approval_id, thread_id: awaited.thread_id, node_name: awaited.node_name, message: awaited.message, links: awaited.links };
 }
 
 export const TRACKING_NEEDS_STORAGE =
@@ -160,7 +250,8 @@ export class A2AService {
     }
     let task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input, principal, metadata: { source: 'a2a' } });
     if (options.wait) task = await tasks.waitFor(task.id, this.scope(agent, principal), options.signal);
-    return { task_id: task.id, status: task.status, result: resultText(task), message: statusMessage(task) };
+    const approval = approvalOf(task);
+    return { task_id: task.id, status: task.status, result: resultText(task), message: statusMessage(task), ...(approval ? { approval } : {}) };
   }
 
   async status(agentName: string, id: string, principal: string): Promise<A2AStatusResponse> {
@@ -168,11 +259,13 @@ export class A2AService {
     const tasks = this.tasks;
     if (!tasks) return { task_id: id, status: 'unknown', message: TRACKING_NEEDS_STORAGE };
     const task = await tasks.get(id, this.scope(agent, principal));
+    const approval = approvalOf(task);
     return {
       task_id: task.id,
       status: task.status,
       message: statusMessage(task),
       result: resultText(task),
+      ...(approval ? { approval } : {}),
       progress: task.progress,
       error: task.error,
       created_at: task.created_at,

@@ -6,8 +6,9 @@
  * when a task runs, so its place relative to the agents subsystem does not matter.
  */
 import type { Subsystem } from '../kernel/context.js';
+import { runtimeOf } from '../agents/runtime.js';
 import { a2aRoutes } from './routes.js';
-import { AGENT_TASK_KIND, agentTaskKind } from './service.js';
+import { AGENT_TASK_KIND, agentTaskKind, continueTask } from './service.js';
 
 export const a2aSubsystem: Subsystem = {
   name: 'a2a',
@@ -27,5 +28,10 @@ export const a2aSubsystem: Subsystem = {
     // (resumableStreams); there is no webhook delivery, so pushNotifications stays false.
     Object.assign(ctx.agentSurface.capabilities, { a2a: true, stateTransitionHistory: true, resumableStreams: true });
   },
-  routes: (app, ctx) => a2aRoutes(app, ctx),
+  routes: (app, ctx) => {
+    // Every subsystem is set up by now, the agent runtime included: approvals of runs an agent
+    // task made are decided by continuing that task, whichever route decides them.
+    runtimeOf(ctx).service.routeTaskDecisions(async (record, decision) => (await continueTask(ctx, record, decision)).outcome);
+    a2aRoutes(app, ctx);
+  },
 };

@@ -29,7 +29,17 @@ export interface PendingApproval extends Owned {
   persistent: boolean;
   /** Set when the run came from /chat with persist: the answer is saved to the thread on completion. */
   chat?: { persist: boolean; history_loaded: number };
+  /** Which route started the run (see `RunOrigin`); absent on records from before it was kept. */
+  source?: string;
+  /** The board task that ran the agent and now waits in `input-required` for this decision. */
+  task_id?: string;
   created_at: string;
+}
+
+/** Where a pending approval is decided: its thread's routes (the ids are URL-safe). */
+export function approvalLinks(record: Pick<PendingApproval, 'agent' | 'thread_id'>) {
+  const base = `/api/v1/${record.agent}/threads/${encodeURIComponent(record.thread_id)}`;
+  return { approve: `${base}/approve`, reject: `${base}/reject`, pending: `${base}/pending` };
 }
 
 export class ApprovalStore {
@@ -50,6 +60,13 @@ export class ApprovalStore {
     return (await this.records.list())
       .filter((r) => r.agent === agent && r.thread_id === threadId && canSee(principal, r))
       .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  }
+
+  /** Across threads (and agents, unless `agent` is given), newest first; only what `principal` may see. */
+  async listAll(principal: string | undefined, agent?: string): Promise<PendingApproval[]> {
+    return (await this.records.list())
+      .filter((r) => (agent === undefined || r.agent === agent) && canSee(principal, r))
+      .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
   }
 
   /** Remove and return the record; unknown, or another agent's, thread's or principal's → 404. */

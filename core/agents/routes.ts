@@ -15,6 +15,8 @@ import { OptimizeInvokeRequest, OptimizeInvokeResponse } from '../feedback/schem
 import { listAgents } from '../platform/service.js';
 import { runtimeOf } from './runtime.js';
 import {
+  ApprovalList,
+  ApprovalListQuery,
   ApproveRequest,
   ChatRequest,
   ChatResponse,
@@ -89,6 +91,27 @@ export function agentRoutes(app: FastifyInstance, ctx: HangarContext): void {
     const body = parseInput(RejectRequest, req.body, 'body');
     return service.reject(agentOf(req), threadOf(req), body, viewer(req));
   });
+
+  // Every pending approval the caller may see, whichever route started its run.
+  app.get('/api/v1/approvals', async (req) => {
+    const query = parseInput(ApprovalListQuery, queryOf(req), 'query');
+    return service.listApprovals(viewer(req), query);
+  });
+
+  app.get('/api/v1/:agent/approvals', async (req) => {
+    const query = parseInput(ApprovalListQuery, queryOf(req), 'query');
+    return service.listApprovals(viewer(req), { ...query, agent: agentOf(req) });
+  });
+
+  ctx.openapi.add({
+    method: 'get',
+    path: '/api/v1/approvals',
+    summary: 'Pending human approvals of every agent the caller may see, newest first, with links to approve and reject',
+    description: 'Runs started by any route (invoke, chat, streams, /invoke/async, A2A, MCP) are listed; `task_id` names the board task waiting in input-required.',
+    tags: ['agents'],
+    query: ApprovalListQuery,
+    responses: { 200: { description: 'OK', schema: ApprovalList } },
+  });
 }
 
 /** OpenAPI docs of the routes above, for every registered agent. */
@@ -148,6 +171,14 @@ export function registerAgentDocs(ctx: HangarContext): void {
           summary: 'Pending human approvals of a thread',
           tags,
           responses: { 200: { description: 'OK', schema: PendingList } },
+        },
+        {
+          method: 'get',
+          path: `${base}/approvals`,
+          summary: `Pending human approvals of ${agent.name} across threads, newest first`,
+          tags,
+          query: ApprovalListQuery,
+          responses: { 200: { description: 'OK', schema: ApprovalList } },
         },
         {
           method: 'post',

@@ -65,13 +65,48 @@ export const ChatResponse = InvokeResponse.omit({ output: true, thread_id: true 
 });
 export type ChatResponse = z.output<typeof ChatResponse>;
 
+/** Where to decide an approval: its thread's approve, reject and pending routes. */
+export const ApprovalLinks = z.object({ approve: z.string(), reject: z.string(), pending: z.string() });
+
 export const SuspensionBody = z.object({
   detail: z.object({
     status: z.literal('suspended'),
     approval_id: z.string(),
+    /** Beside the spec's fields: the thread to approve on (also in X-Thread-Id) and the links. */
+    thread_id: z.string(),
     node_name: z.string(),
     message: z.string(),
+    links: ApprovalLinks,
   }),
+});
+
+/** One pending approval in the cross-thread lists, newest first. */
+export const ApprovalSummary = z.object({
+  id: z.string(),
+  agent: z.string(),
+  thread_id: z.string(),
+  node_name: z.string(),
+  message: z.string(),
+  payload: JsonObject,
+  /** Which route started the run: invoke, stream, chat, invoke/async, a2a, a2a-jsonrpc, mcp, studio… */
+  source: z.string(),
+  /** The board task waiting in `input-required` for this approval, when a task ran the agent. */
+  task_id: z.string().nullable(),
+  created_at: z.string(),
+  links: ApprovalLinks.extend({ task: z.string().optional() }),
+});
+
+export const ApprovalListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+export const ApprovalList = z.object({
+  approvals: z.array(ApprovalSummary),
+  count: z.number().int(),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
 });
 
 export const ApproveRequest = z.object({

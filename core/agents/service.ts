@@ -11,6 +11,11 @@
  * - An agent that throws → 500 `agent '<name>' failed: <message>` (logged); errors the agent or
  *   runtime raise as `HttpError` (503 no model configured, 502 model endpoint failed) keep status.
  * - `approved: false` on approve is a rejection: the run is discarded, as with /reject.
+ * - A suspension is findable whichever route started the run: the 202 body names the thread and
+ *   links to approve and reject, the pending record keeps the route (`source`) and, for a run a
+ *   board task made, the task, and `listApprovals()` lists them across threads. Deciding an approval
+ *   of a task's run — by any route — continues the task (`routeTaskDecisions`), so the task and
+ *   the thread never disagree about how the run ended.
  *
  * Ownership (core/kernel/ownership.ts): every run knows the principal it runs for. The
  * checkpoints it starts and the approval it leaves belong to that principal; a run that names a
@@ -27,7 +32,7 @@ import type { Logger } from '../kernel/log.js';
 import { cleanStack } from '../kernel/stack.js';
 import type { Store } from '../storage/store.js';
 import type { ThreadService } from '../threads/service.js';
-import { ApprovalStore, type PendingApproval } from './approvals.js';
+import { ApprovalStore, approvalLinks, type PendingApproval } from './approvals.js';
 import { StoreCheckpointer, UNRETAINED, ownedBy, type Checkpoint, type Checkpointer } from './checkpointer.js';
 import { ownerFor } from '../kernel/ownership.js';
 import { Engine, NodeError, type RunOutcome, type RunRequest } from './engine.js';
@@ -62,8 +67,25 @@ export type RunRoute = 'invoke' | 'stream' | 'chat' | 'approve' | 'optimize' | '
 export interface SuspensionDetail {
   status: 'suspended';
   approval_id: string;
+  thread_id: string;
   node_name: string;
   message: string;
+  links: ReturnType<typeof approvalLinks>;
+}
+
+/** How a run came to be: the route (for the approvals list) and the board task that ran it. */
+export interface RunOrigin {
+  source: string;
+  task_id?: string;
+}
+
+/** A person's answer to a pending approval. */
+export type ApprovalDecision = { approved: true; context: Record<string, unknown> } | { approved: false; reason: string | null };
+
+export interface RejectedRun {
+  status: 'rejected';
+  approval_id: string;
+  reason: string | null;
 }
 
 /**
@@ -82,6 +104,7 @@ interface RunPlan {
   persistent: boolean;
   /** Who the run is for; undefined for the platform's own runs (owned by `local`). */
   principal?: string;
+  origin: RunOrigin;
 }
 
 export class AgentService {
@@ -90,6 +113,8 @@ export class AgentService {
   readonly streams: InvokeStreams;
   /** Persistent checkpoints (threads named by the caller, chats, studio runs). */
   readonly checkpoints: Checkpointer;
+  /** Decides approvals of task-made runs through their task (set by the A2A subsystem). */
+  private taskDecisions: ((record: PendingApproval, decision: ApprovalDecision) => Promise<InvokeResponse | RejectedRun>) | undefined;
 
   constructor(private readonly options: AgentServiceOptions) {
     this.engine = new Engine({
@@ -126,8 +151,15 @@ export class AgentService {
   }
 
   /** Invoke and wait. Resolves to the response; a HITL suspension throws the 202 `suspended`. */
-  async invoke(agentName: string, request: InvokeRequest, signal?: AbortSignal, onEvent?: (event: RunEvent) => void, principal?: string): Promise<InvokeResponse> {
-    const plan = this.plan(agentName, request, [], principal);
+  async invoke(
+    agentName: string,
+    request: InvokeRequest,
+    signal?: AbortSignal,
+    onEvent?: (event: RunEvent) => void,
+    principal?: string,
+    origin: RunOrigin = { source: 'invoke' },
+  ): Promise<InvokeResponse> {
+    const plan = this.plan(agentName, request, [], principal, origin);
     if (request.thread_id) await this.claimThread(plan.agent.name, request.thread_id, principal);
     const outcome = await this.execute('invoke', plan, { signal, onEvent });
     return this.respond(plan, outcome);
@@ -140,7 +172,7 @@ export class AgentService {
    * any stream exists, so they are ordinary JSON errors.
    */
   async startStream(agentName: string, request: InvokeRequest, principal: string, owner: string = principal): Promise<{ id: string; log: EventLog<InvokeFrame> }> {
-    const plan = this.plan(agentName, request, [], owner);
+    const plan = this.plan(agentName, request, [], owner, { source: 'stream' });
     if (request.thread_id) await this.claimThread(plan.agent.name, request.thread_id, owner);
     const { id, log } = this.streams.open(plan.agent.name, principal);
     let response = '';
@@ -210,7 +242,7 @@ export class AgentService {
       history = await threads.history(agent.name, threadId, request.max_history ?? this.options.defaultMaxHistory ?? null);
     }
     if (request.max_history != null) history = request.max_history === 0 ? [] : history.slice(-request.max_history);
-    const plan = this.plan(agentName, { ...request, query: request.content, thread_id: threadId }, history, principal);
+    const plan = this.plan(agentName, { ...request, query: request.content, thread_id: threadId }, history, principal, { source: 'chat' });
     // A chat's thread is addressable (the response names it), so its checkpoints are kept —
     // unless nothing about it is stored and the caller named no thread.
     plan.persistent = request.persist || request.thread_id !== null;
@@ -245,19 +277,66 @@ export class AgentService {
   }
 
   /**
+   * The caller's pending approvals across threads, newest first (of one agent when named), each
+   * with where it is decided.
+   */
+  async listApprovals(principal: string | undefined, options: { agent?: string; limit: number; offset: number }) {
+    const agent = options.agent === undefined ? undefined : this.options.findAgent(options.agent).name;
+    const records = await this.approvals.listAll(principal, agent);
+    const page = records.slice(options.offset, options.offset + options.limit).map((r) => ({
+      id: r.id,
+      agent: r.agent,
+      thread_id: r.thread_id,
+      node_name: r.node_name,
+      message: r.message,
+      payload: r.payload,
+      source: r.source ?? 'invoke',
+      task_id: r.task_id ?? null,
+      created_at: r.created_at,
+      links: { ...approvalLinks(r), ...(r.task_id ? { task: `/api/v1/tasks/${r.task_id}` } : {}) },
+    }));
+    return { approvals: page, count: page.length, total: records.length, limit: options.limit, offset: options.offset };
+  }
+
+  /**
    * Approve a suspended run: the pending record is taken (deleted), the context merged into
    * `state.metadata` with `hitl_approved: true`, and the run resumed from its snapshot. It may
    * suspend again (a new 202 with a new id).
    */
-  async approve(
-    agentName: string,
-    threadId: string,
-    request: ApproveRequest,
-    principal?: string,
-  ): Promise<InvokeResponse | { status: 'rejected'; approval_id: string; reason: string | null }> {
+  async approve(agentName: string, threadId: string, request: ApproveRequest, principal?: string): Promise<InvokeResponse | RejectedRun> {
+    const record = await this.takeApproval(agentName, threadId, request.approval_id, principal);
+    return this.settle(record, request.approved ? { approved: true, context: request.context } : { approved: false, reason: null });
+  }
+
+  async reject(agentName: string, threadId: string, request: RejectRequest, principal?: string): Promise<RejectedRun> {
+    const record = await this.takeApproval(agentName, threadId, request.approval_id, principal);
+    return (await this.settle(record, { approved: false, reason: request.reason ?? null })) as RejectedRun;
+  }
+
+  /** Take (delete) a pending approval the caller may see; anything else is the 404 of an unknown id. */
+  takeApproval(agentName: string, threadId: string, approvalId: string, principal?: string): Promise<PendingApproval> {
     const agent = this.options.findAgent(agentName);
-    const record = await this.approvals.take(agent.name, threadId, request.approval_id, principal);
-    if (!request.approved) return this.discard(agent, record, null);
+    return this.approvals.take(agent.name, threadId, approvalId, principal);
+  }
+
+  /** Have the approvals of task-made runs decided through `decide`-as-task-work by `route`. */
+  routeTaskDecisions(route: (record: PendingApproval, decision: ApprovalDecision) => Promise<InvokeResponse | RejectedRun>): void {
+    this.taskDecisions = route;
+  }
+
+  /** Decide a taken approval: through its task when a task made the run, else here. */
+  settle(record: PendingApproval, decision: ApprovalDecision): Promise<InvokeResponse | RejectedRun> {
+    if (record.task_id && this.taskDecisions) return this.taskDecisions(record, decision);
+    return this.decide(record, decision);
+  }
+
+  /**
+   * Continue (approved) or discard (rejected) the run of a taken approval. The continued run
+   * keeps its origin, so a further suspension is again its task's.
+   */
+  async decide(record: PendingApproval, decision: ApprovalDecision, onEvent?: (event: RunEvent) => void): Promise<InvokeResponse | RejectedRun> {
+    const agent = this.options.findAgent(record.agent);
+    if (!decision.approved) return this.discard(agent, record, decision.reason);
     const plan: RunPlan = {
       agent,
       input: record.checkpoint.metadata.input,
@@ -266,19 +345,14 @@ export class AgentService {
       persistent: record.persistent,
       // The resumed run stays the suspended run's owner's, even when `local` approves it.
       principal: ownerFor(record.principal),
+      origin: { source: record.source ?? 'invoke', ...(record.task_id ? { task_id: record.task_id } : {}) },
     };
-    const outcome = await this.execute('approve', plan, { resume: { checkpoint: record.checkpoint, action: 'approve', value: request.context } }, record.chat);
+    const outcome = await this.execute('approve', plan, { onEvent, resume: { checkpoint: record.checkpoint, action: 'approve', value: decision.context } }, record.chat);
     const body = await this.respond(plan, outcome);
     if (record.chat?.persist) {
-      await this.options.threads.append(agent.name, threadId, [{ role: 'assistant', content: body.response, timestamp: new Date().toISOString() }]);
+      await this.options.threads.append(agent.name, record.thread_id, [{ role: 'assistant', content: body.response, timestamp: new Date().toISOString() }]);
     }
     return body;
-  }
-
-  async reject(agentName: string, threadId: string, request: RejectRequest, principal?: string) {
-    const agent = this.options.findAgent(agentName);
-    const record = await this.approvals.take(agent.name, threadId, request.approval_id, principal);
-    return this.discard(agent, record, request.reason ?? null);
   }
 
   /**
@@ -290,7 +364,7 @@ export class AgentService {
     request: { query: string; system_prompt_override: string | null; user_id: string; context: Record<string, unknown>; include_retrieval_context: boolean; include_steps: boolean },
     principal?: string,
   ) {
-    const plan = this.plan(agentName, { query: request.query, user_id: request.user_id, context: request.context }, [], principal);
+    const plan = this.plan(agentName, { query: request.query, user_id: request.user_id, context: request.context }, [], principal, { source: 'optimize' });
     if (request.system_prompt_override != null) plan.prompt = request.system_prompt_override;
     const outcome = await this.execute('optimize', plan, {});
     const body = await this.respond(plan, outcome);
@@ -330,7 +404,8 @@ export class AgentService {
     agentName: string,
     request: Partial<Omit<InvokeRequest, 'query'>> & { query: string },
     history: ChatMessage[],
-    principal?: string,
+    principal: string | undefined,
+    origin: RunOrigin,
   ): RunPlan {
     const agent = this.options.findAgent(agentName);
     const prompt = resolvePrompt(agent, request.prompt_version);
@@ -347,7 +422,7 @@ export class AgentService {
       max_tokens: request.max_tokens ?? null,
       history,
     };
-    return { agent, input, promptVersion: prompt.version, prompt: prompt.text, persistent: !!request.thread_id, principal };
+    return { agent, input, promptVersion: prompt.version, prompt: prompt.text, persistent: !!request.thread_id, principal, origin };
   }
 
   /** Run the engine; a suspension becomes a pending approval and the 202. */
@@ -385,8 +460,18 @@ export class AgentService {
         persistent: plan.persistent,
         chat,
         principal: ownerFor(plan.principal),
+        source: plan.origin.source,
+        ...(plan.origin.task_id ? { task_id: plan.origin.task_id } : {}),
       });
-      throw suspended({ status: 'suspended', approval_id: record.id, node_name: paused.node, message: paused.message }, outcome.thread_id);
+      const detail: SuspensionDetail = {
+        status: 'suspended',
+        approval_id: record.id,
+        thread_id: outcome.thread_id,
+        node_name: paused.node,
+        message: paused.message,
+        links: approvalLinks(record),
+      };
+      throw suspended(detail, outcome.thread_id);
     }
     if (outcome.status === 'cancelled') throw new HttpError(499, 'the request was cancelled before the agent finished');
     return outcome;
@@ -408,7 +493,7 @@ export class AgentService {
     };
   }
 
-  private async discard(agent: Agent, record: PendingApproval, reason: string | null) {
+  private async discard(agent: Agent, record: PendingApproval, reason: string | null): Promise<RejectedRun> {
     // Kept in the thread's checkpoint history so the studio can show how the run ended.
     const checkpoints = record.persistent ? ownedBy(this.checkpoints, ownerFor(record.principal)) : UNRETAINED;
     await this.engine.run({

@@ -5,13 +5,19 @@
  */
 import { z } from 'zod';
 
-export const TASK_STATUSES = ['submitted', 'working', 'completed', 'failed', 'canceled'] as const;
+export const TASK_STATUSES = ['submitted', 'working', 'input-required', 'completed', 'failed', 'canceled'] as const;
 export const TaskStatus = z.enum(TASK_STATUSES);
 export type TaskStatus = z.infer<typeof TaskStatus>;
 
 /** Statuses a task never leaves. */
 export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'canceled']);
 export const isTerminal = (status: TaskStatus): boolean => TERMINAL_STATUSES.has(status);
+
+/**
+ * Statuses in which nothing runs: the terminal ones, and `input-required` (A2A's interrupted
+ * state), where the work stopped for a person's answer and `TaskService.resume` may continue it.
+ */
+export const isSettled = (status: TaskStatus): boolean => status === 'input-required' || TERMINAL_STATUSES.has(status);
 
 export interface TaskProgress {
   /** 0–100. */

@@ -12,6 +12,12 @@
  * - Lifecycle: submitted → working → completed | failed | canceled. A queued task can also go
  *   submitted → canceled. The only backwards move is working → submitted, when a restart re-queues
  *   the work of an idempotent kind.
+ * - `input-required` (A2A's interrupted state): work that stops for a person's answer throws
+ *   `SettleAs('input-required', result)`; the task settles there with that result (what is asked,
+ *   and how to answer) and nothing runs. `resume` continues it (→ working → any end again);
+ *   `cancel` ends it `canceled` and lets its kind release what it waited on. It is settled like a
+ *   terminal status — its result is readable, event streams end with [DONE], a restart leaves it
+ *   waiting — but not terminal, since it can move on.
  * - Work comes either from a kind registered with `registerKind` (the board's HTTP submit and
  *   restart recovery can only use these) or from an ad-hoc `run` passed to `submit` for a kind
  *   nobody registered. A registered kind cannot be overridden per task, so recovery always knows
@@ -55,7 +61,7 @@ import {
   type TaskResult,
   type TaskStatus,
   TASK_STATUSES,
-  isTerminal,
+  isSettled,
 } from './schemas.js';
 
 /** Consecutive sequences stored together in one event record. */
@@ -94,6 +100,26 @@ export interface TaskKind {
    */
   prepare?(submission: Submission): Promise<{ target?: string; input: unknown }> | { target?: string; input: unknown };
   run: TaskWork;
+  /**
+   * A task of this kind waiting in `input-required` was cancelled: release what it waited on
+   * (an agent task's pending approval). Errors are logged; the task is canceled regardless.
+   */
+  release?(task: Readonly<Task>): Promise<void> | void;
+}
+
+/**
+ * Thrown by work to settle its task in a status other than `completed` / `failed`: to wait for
+ * input (`input-required`, with a result saying what is asked) or to end `canceled` (work a
+ * person told not to go on).
+ */
+export class SettleAs extends Error {
+  constructor(
+    readonly status: 'input-required' | 'canceled',
+    readonly fields: { result?: unknown; error?: string },
+  ) {
+    super(`task settles as ${status}`);
+    this.name = 'SettleAs';
+  }
 }
 
 export interface SubmitOptions {
@@ -206,6 +232,8 @@ export class TaskService {
   private stopped = false;
   /** Unfinished tasks found at start whose kind has not been registered yet. */
   private readonly awaitingKind = new Map<string, Task>();
+  /** Tasks between `resume` being called and their in-memory state existing. */
+  private readonly resuming = new Set<string>();
   private readonly recoveryGraceMs: number;
   /** Serialised frame payloads, shared by every subscriber of the same event. */
   private readonly wireCache = new WeakMap<TaskEvent, string>();
@@ -353,7 +381,7 @@ export class TaskService {
     // A task that just chose its terminal status is still writing it; the answer waits for the disk.
     const settling = this.live.get(id)?.settled;
     if (settling) await settling.catch(() => {});
-    if (!isTerminal(task.status)) {
+    if (!isSettled(task.status)) {
       throw new HttpError(409, `task ${id} is ${task.status}; its result is available once it finishes`, { 'Retry-After': '1' });
     }
     return { id: task.id, status: task.status, result: task.result, error: task.error };
@@ -369,6 +397,17 @@ export class TaskService {
       const adopted = await this.adopt(awaiting);
       await this.finish(adopted, 'canceled', { error: reason });
       return { canceled: true, message: 'task canceled before it was resumed after a restart', task: copyTask(adopted.task) };
+    }
+    if (task.status === 'input-required' && !this.live.has(id) && !this.resuming.has(id)) {
+      // Nothing runs; the task ends here and its kind lets go of what it waited on.
+      const waiting = await this.adopt(task);
+      await this.finish(waiting, 'canceled', { error: reason });
+      try {
+        await this.kinds.get(task.kind)?.release?.(waiting.task);
+      } catch (err) {
+        this.log.warn('releasing a canceled input-required task failed', { task: id, error: errorMessage(err) });
+      }
+      return { canceled: true, message: 'task canceled while it waited for input', task: copyTask(waiting.task) };
     }
     const live = this.live.get(id);
     if (!live || live.finishing) {
@@ -473,6 +512,39 @@ export class TaskService {
     return this.get(id, scope);
   }
 
+  /**
+   * Continue a task waiting in `input-required` with `run` (the answer's work). Resolves once the
+   * task is `working` again and on disk, with `done`: the task once `run` has settled it again.
+   * The work starts at once rather than queueing — the person who answered is waiting for it —
+   * and counts as running load. 409 for a task in any other status (or already being resumed).
+   */
+  async resume(id: string, scope: TaskScope, run: TaskWork): Promise<{ task: Task; done: Promise<Task> }> {
+    this.assertEnabled();
+    const stored = await this.find(id, scope);
+    if (stored.status !== 'input-required' || this.live.has(id) || this.resuming.has(id)) {
+      throw new HttpError(409, `task ${id} is ${this.live.get(id)?.task.status ?? stored.status}, not waiting for input`);
+    }
+    this.resuming.add(id);
+    let live: LiveTask;
+    try {
+      live = await this.adopt(stored);
+      live.work = run;
+      this.begin(live);
+      await this.persistNow(live);
+    } finally {
+      this.resuming.delete(id);
+    }
+    const task = copyTask(live.task);
+    this.running++;
+    const done = this.perform(live, run)
+      .finally(() => {
+        this.running--;
+        this.pump();
+      })
+      .then(() => this.get(id));
+    return { task, done };
+  }
+
   /** Tasks waiting for a runner slot, and tasks running now. */
   load(): { queued: number; running: number; concurrency: number } {
     return { queued: this.queue.length, running: this.running, concurrency: this.concurrency };
@@ -539,30 +611,46 @@ export class TaskService {
         await this.finish(live, 'failed', { error: `no task handler is registered for kind "${task.kind}"` });
         return;
       }
-      const startedAt = nowIso();
-      task.status = 'working';
-      task.started_at = startedAt;
+      task.started_at = nowIso();
       task.attempts += 1;
-      task.progress = { percent: task.progress.percent, message: 'working' };
-      this.append(live, 'status');
+      this.begin(live);
       // `working` is on disk before the work runs: after a crash, recovery must not mistake work
       // that may have had effects for work that never started.
       await this.persistNow(live);
-      if (live.finishing || this.stopped) return;
+      await this.perform(live, work);
+    } catch (err) {
+      // Only the store can land here (a failed write); the runner must survive it.
+      this.log.error('task runner could not record a task outcome', { task: task.id, error: errorMessage(err) });
+    }
+  }
 
+  private begin(live: LiveTask): void {
+    live.task.status = 'working';
+    live.task.progress = { percent: live.task.progress.percent, message: 'working' };
+    this.append(live, 'status');
+  }
+
+  /** Run the work of a `working` task and settle it by the outcome. Never rejects. */
+  private async perform(live: LiveTask, work: TaskWork): Promise<void> {
+    try {
+      if (live.finishing || this.stopped) return;
       let result: unknown;
       try {
         result = toJson(await work(this.contextFor(live)), 'task result');
       } catch (err) {
         if (live.finishing || this.stopped) return;
+        if (err instanceof SettleAs) {
+          await this.finish(live, err.status, { result: toJson(err.fields.result, 'task result'), error: err.fields.error ?? null });
+          return;
+        }
         await this.finish(live, 'failed', { error: errorMessage(err) });
         return;
       }
       if (live.finishing || this.stopped) return;
-      await this.finish(live, 'completed', { result, progress: { percent: 100, message: 'completed' } });
+      // A resumed task's earlier result (what it waited for) is replaced, and no error lingers.
+      await this.finish(live, 'completed', { result, error: null, progress: { percent: 100, message: 'completed' } });
     } catch (err) {
-      // Only the store can land here (a failed write); the runner must survive it.
-      this.log.error('task runner could not record a task outcome', { task: task.id, error: errorMessage(err) });
+      this.log.error('task runner could not record a task outcome', { task: live.task.id, error: errorMessage(err) });
     }
   }
 
@@ -709,7 +797,8 @@ export class TaskService {
     if (fields.result !== undefined) task.result = fields.result;
     if (fields.error !== undefined) task.error = fields.error;
     task.progress = fields.progress ?? { percent: task.progress.percent, message: status === 'failed' ? (fields.error ?? 'failed') : status };
-    this.append(live, 'status', status === 'completed' ? { result: task.result } : { error: task.error });
+    // input-required has a result too: what the task is waiting for.
+    this.append(live, 'status', status === 'completed' || status === 'input-required' ? { result: task.result } : { error: task.error });
     try {
       await this.persistNow(live);
     } finally {
@@ -759,7 +848,7 @@ export class TaskService {
   }
 
   private async recover(): Promise<void> {
-    const open = TASK_STATUSES.filter((status) => !isTerminal(status));
+    const open = TASK_STATUSES.filter((status) => !isSettled(status));
     const unfinished = (await this.tasks.query({ where: { status: open }, orderBy: [{ field: 'created_at' }] })).items.filter((t) => !this.live.has(t.id));
     for (const stored of unfinished) {
       if (this.kinds.has(stored.kind)) await this.recoverOne(stored);

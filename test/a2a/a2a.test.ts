@@ -202,11 +202,11 @@ describe('agents on the task board (tasks enabled)', () => {
     expect(since.frames.map((f) => Number(f.id))).toEqual([total]);
   });
 
-  it('a HITL suspension completes the task with the suspension body as its result', async () => {
+  it('a HITL suspension leaves the task input-required with the suspension body as its result', async () => {
     const { body } = await server.request(a2a('gatekeeper', '?wait=true'), { method: 'POST', json: { message: { text: 'post' } } });
-    expect(body.status).toBe('completed');
+    expect(body.status).toBe('input-required');
     expect(body.result).toBe('Publish it?');
-    expect(body.message).toMatch(/^suspended at node 'approve' awaiting approval /);
+    expect(body.message).toMatch(/^waiting at node 'approve' for approval /);
     const board = await server.request(`/api/v1/tasks/${body.task_id}/result`);
     expect(board.body.result.detail).toMatchObject({ status: 'suspended', node_name: 'approve', message: 'Publish it?' });
   });

@@ -49,7 +49,8 @@ describe('MCP at /mcp with the official SDK client', () => {
     expect(echo.inputSchema.properties).toHaveProperty('message');
     expect(echo.inputSchema.properties).toHaveProperty('thread_id');
     expect(echo.inputSchema.required).toEqual(['message']);
-    expect(tools.map((t) => t.name).sort()).toEqual(['boom', 'echo']);
+    // Beside the agents, the tool that decides human approvals (see approvals.test.ts).
+    expect(tools.map((t) => t.name).sort()).toEqual(['boom', 'echo', 'hangar.decide_approval']);
   });
 
   it('calls an agent as a tool', async () => {

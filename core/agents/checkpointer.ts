@@ -79,57 +79,122 @@ export function ownedBy(checkpointer: Checkpointer, principal: string | undefine
 const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
 
 /**
- * Persistent checkpoints: one record per agent+thread holding its chain, in a sharded collection
- * so a step rewrites one shard. Only the newest `maxPerThread` are kept — a long chat thread would
- * otherwise grow without bound; older steps cannot be resumed from (accepted: the studio shows
- * recent history, and the newest checkpoint is what resume and thread state use).
+ * Persistent checkpoints: one record per step (`checkpoint_steps`, keyed by chain and step number)
+ * and one small record per chain (`checkpoint_chains`: owner and next step number). A step writes
+ * its own record and bumps the chain's counter, so its cost is that of its own state, whatever the
+ * thread's length — one record holding the whole chain was rewritten on every step (100 full
+ * states at a time). The newest and the history are indexed reads.
+ *
+ * Only the newest `maxPerThread` steps are kept — a long chat thread would otherwise grow without
+ * bound; older steps cannot be resumed from (accepted: the studio shows recent history, and the
+ * newest checkpoint is what resume and thread state use). Older steps are pruned every
+ * `PRUNE_EVERY` steps, so a step does not pay for a delete.
+ *
+ * Chains stored by earlier versions as one record per thread (`checkpoints`) are moved to this
+ * layout the first time they are touched.
  */
-interface Chain {
-  checkpoints: Checkpoint[];
+interface ChainRecord {
+  /** The step number the next checkpoint gets. */
+  next: number;
   /** Absent on chains written before owners were stored: those belong to `local`. */
   principal?: string;
 }
 
+interface StepRecord {
+  chain: string;
+  seq: number;
+  checkpoint: Checkpoint;
+}
+
+/** The layout before one record per step: the whole chain in one record. */
+interface LegacyChain {
+  checkpoints: Checkpoint[];
+  principal?: string;
+}
+
+const PRUNE_EVERY = 20;
+
 export class StoreCheckpointer implements Checkpointer {
-  private readonly records: Collection<Chain>;
+  private readonly chains: Collection<ChainRecord>;
+  private readonly steps: Collection<StepRecord>;
+  private readonly legacy: Collection<LegacyChain>;
 
   constructor(
     store: Store,
     private readonly maxPerThread = 100,
   ) {
-    this.records = store.collection('checkpoints', { shards: 32 });
+    this.chains = store.collection('checkpoint_chains');
+    this.steps = store.collection('checkpoint_steps', { indexes: [['chain', 'seq']] });
+    this.legacy = store.collection('checkpoints', { shards: 32 });
+  }
+
+  private stepId = (chain: string, seq: number) => `${chain}#${String(seq).padStart(12, '0')}`;
+
+  /** Moves a chain kept in the old one-record layout into this one (once). */
+  private async upgrade(chain: string): Promise<void> {
+    const old = await this.legacy.get(chain);
+    if (!old) return;
+    let first = 0;
+    await this.chains.update(chain, (current) => {
+      first = current?.next ?? 0;
+      const owner = current?.principal ?? old.principal;
+      return { next: first + old.checkpoints.length, ...(owner !== undefined ? { principal: owner } : {}) };
+    });
+    for (const [i, checkpoint] of old.checkpoints.entries()) await this.steps.put(this.stepId(chain, first + i), { chain, seq: first + i, checkpoint });
+    await this.legacy.delete(chain);
   }
 
   async put(agent: string, checkpoint: Checkpoint, principal?: string): Promise<void> {
-    await this.records.update(key(agent, checkpoint.thread_id), (current) => {
-      const checkpoints = [...(current?.checkpoints ?? []), checkpoint];
+    const chain = key(agent, checkpoint.thread_id);
+    await this.upgrade(chain);
+    let seq = 0;
+    await this.chains.update(chain, (current) => {
+      seq = current?.next ?? 0;
       const owner = current ? current.principal : ownerFor(principal);
-      return { checkpoints: checkpoints.slice(-this.maxPerThread), ...(owner !== undefined ? { principal: owner } : {}) };
+      return { next: seq + 1, ...(owner !== undefined ? { principal: owner } : {}) };
     });
+    await this.steps.put(this.stepId(chain, seq), { chain, seq, checkpoint });
+    if (seq % PRUNE_EVERY === 0 && seq >= this.maxPerThread) await this.prune(chain, seq);
+  }
+
+  /** Drops the steps older than the newest `maxPerThread`. */
+  private async prune(chain: string, newest: number): Promise<void> {
+    const { items } = await this.steps.query({ where: { chain }, orderBy: [{ field: 'seq', desc: true }], offset: this.maxPerThread });
+    for (const step of items) if (step.seq <= newest - this.maxPerThread) await this.steps.delete(this.stepId(chain, step.seq));
+  }
+
+  /** Newest first, at most the kept number. */
+  private async newest(chain: string, limit = this.maxPerThread): Promise<Checkpoint[]> {
+    await this.upgrade(chain);
+    const { items } = await this.steps.query({ where: { chain }, orderBy: [{ field: 'seq', desc: true }], limit });
+    return items.map((step) => step.checkpoint);
   }
 
   async owner(agent: string, threadId: string): Promise<string | undefined> {
-    const record = await this.records.get(key(agent, threadId));
+    const chain = key(agent, threadId);
+    await this.upgrade(chain);
+    const record = await this.chains.get(chain);
     return record ? ownerFor(record.principal) : undefined;
   }
 
   async delete(agent: string, threadId: string): Promise<void> {
-    await this.records.delete(key(agent, threadId));
+    const chain = key(agent, threadId);
+    await this.legacy.delete(chain);
+    const { items } = await this.steps.query({ where: { chain } });
+    for (const step of items) await this.steps.delete(this.stepId(chain, step.seq));
+    await this.chains.delete(chain);
   }
 
   async list(agent: string, threadId: string): Promise<Checkpoint[]> {
-    const record = await this.records.get(key(agent, threadId));
-    return [...(record?.checkpoints ?? [])].reverse();
+    return this.newest(key(agent, threadId));
   }
 
   async get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined> {
-    const record = await this.records.get(key(agent, threadId));
-    return record?.checkpoints.find((c) => c.id === checkpointId);
+    return (await this.newest(key(agent, threadId))).find((c) => c.id === checkpointId);
   }
 
   async latest(agent: string, threadId: string): Promise<Checkpoint | undefined> {
-    const record = await this.records.get(key(agent, threadId));
-    return record?.checkpoints.at(-1);
+    return (await this.newest(key(agent, threadId), 1))[0];
   }
 }
 

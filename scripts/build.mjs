@@ -1,6 +1,7 @@
 // Bundles the CLI and server into dist/ with esbuild. `--if-stale` skips the build when dist is
 // newer than every source file, so `npm start` and `hangar` stay instant after the first run.
-import { readdirSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -13,7 +14,9 @@ if (args.has('--if-stale') && !distIsStale(repo)) process.exit(0);
 
 const started = Date.now();
 const result = await esbuild.build({
-  entryPoints: { cli: path.join(repo, 'core', 'kernel', 'cli.ts') },
+  // sdk: what `import ... from 'hangar'` loads outside drop-ins (package.json exports); drop-ins
+  // get the host's own copy at evaluation (core/kernel/evaluator.ts).
+  entryPoints: { cli: path.join(repo, 'core', 'kernel', 'cli.ts'), sdk: path.join(repo, 'core', 'sdk.ts') },
   outdir: path.join(repo, 'dist'),
   outExtension: { '.js': '.mjs' },
   bundle: true,
@@ -35,3 +38,29 @@ for (const entry of readdirSync(path.join(repo, 'dist'), { withFileTypes: true }
   if (entry.isFile() && /\.mjs(\.map)?$/.test(entry.name) && !written.has(full)) rmSync(full);
 }
 if (!args.has('--quiet')) console.log(`built dist/cli.mjs in ${Date.now() - started} ms`);
+buildTypes();
+
+/**
+ * The SDK's declarations in dist/types (package.json `exports` → `types`), so an editor resolves
+ * `import { defineAgent } from 'hangar'` in a workspace `hangar init` wrote. Emitted by the
+ * TypeScript devDependency (~1 s), only when a source is newer than the last emit, so repeated
+ * builds stay at esbuild's speed. Without TypeScript (a production install) the shipped ones stay.
+ */
+function buildTypes() {
+  const tsc = path.join(repo, 'node_modules', '.bin', process.platform === 'win32' ? 'tsc.cmd' : 'tsc');
+  const config = path.join(repo, 'tsconfig.sdk.json');
+  const out = path.join(repo, 'dist', 'types', 'core', 'sdk.d.ts');
+  if (!existsSync(tsc) || !existsSync(config)) return;
+  if (existsSync(out) && statSync(out).mtimeMs >= newestIn(path.join(repo, 'core'))) return;
+  const emitted = spawnSync(tsc, ['-p', config], { cwd: repo, encoding: 'utf8', shell: process.platform === 'win32' });
+  if (emitted.status !== 0) console.warn(`hangar: the SDK's type declarations were not emitted (${(emitted.stdout || emitted.stderr || '').trim().split('\n')[0]})`);
+}
+
+function newestIn(dir) {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newestIn(full) : statSync(full).mtimeMs);
+  }
+  return latest;
+}

@@ -18,6 +18,7 @@ Usage:
   hangar code <command> ...        coding runs: run, teams, preselect, calibrate (hangar code --help)
   hangar login [--root DIR]        print a fresh one-time login link for the running server
   hangar list [--root DIR]         the running servers of a workspace (URL, pid, start time)
+  hangar init [DIR]                write a new workspace (package.json, tsconfig.json, examples)
 
 Options:
   --no-window        run headless: serve the API and UI, open no window

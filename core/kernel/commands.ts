@@ -1,12 +1,18 @@
 /**
  * Sub-commands of `hangar` beyond starting the server (`hangar notebook …`, `hangar code …`,
- * `hangar login`, `hangar list`).
+ * `hangar login`, `hangar list`, `hangar init`).
  * Each is loaded only when used, so the server's start-up never pays for them.
  */
 export type CommandRunner = (args: string[]) => Promise<number>;
 
 export const COMMANDS: Record<string, () => Promise<CommandRunner>> = {
   code: () => import('../coderun/cli.js').then((m) => m.codeCli),
+  init: () =>
+    Promise.all([import('./init-cli.js'), import('../../desktop/build.js')]).then(
+      ([m, build]) =>
+        (args: string[]) =>
+          m.initCli(args, build.repositoryRoot()),
+    ),
   list: () =>
     Promise.all([import('./list-cli.js'), import('../../desktop/build.js')]).then(
       ([m, build]) =>

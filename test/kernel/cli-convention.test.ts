@@ -10,7 +10,7 @@ beforeAll(() => {
 afterEach(stopAll);
 
 /** Every command the `hangar` binary has, as typed. */
-const SUBCOMMANDS = [[], ['code'], ['notebook'], ['login'], ['list']].map((sub) => ({ name: ['hangar', ...sub].join(' '), sub }));
+const SUBCOMMANDS = [[], ['code'], ['notebook'], ['login'], ['list'], ['init']].map((sub) => ({ name: ['hangar', ...sub].join(' '), sub }));
 
 /** One error line in the convention: `hangar: <what> (<how to fix>)`. */
 const ERROR_LINE = /^hangar: \S.* \(.+\)$/;

@@ -44,7 +44,7 @@ async function runOnce(maxParallel: number): Promise<{ ms: number; modelCalls: n
   git('commit', '-q', '-m', 'init');
   const root = await workspace({ 'teams/api.json': JSON.stringify({ charter: 'api', owns: ['src/api/**', 'test/api/**'], acceptance: 'node --test "test/api/**/*.test.mjs"' }) });
   const server = await startServer(
-    { root, port: 0, watch: false, window: false, logLevel: 'silent', model: { baseUrl: model.baseUrl, model: 'm', retries: 0 }, code: { max_parallel: maxParallel } } as never,
+    { root, port: 0, watch: false, window: false, logLevel: 'silent', model: { baseUrl: model.baseUrl, model: 'm', retries: 0 }, code: { max_parallel: maxParallel, repos: [repo] } } as never,
     { subsystems: [coderunSubsystem], logger: new Logger('silent') },
   );
   await server.discovered;

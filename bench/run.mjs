@@ -43,6 +43,13 @@ if (files.length === 0) {
 }
 
 const date = new Date().toISOString();
+/** The code measured: HEAD, and whether tracked files differed from it (figures of a dirty tree). */
+function revision() {
+  const git = (...args) => spawnSync('git', args, { cwd: repo, encoding: 'utf8' });
+  const head = git('rev-parse', '--short', 'HEAD');
+  if (head.status !== 0) return null;
+  return { commit: head.stdout.trim(), dirty: git('status', '--porcelain', '--untracked-files=no').stdout.trim() !== '' };
+}
 const shown = (file) => (file.startsWith(process.cwd() + path.sep) ? path.relative(process.cwd(), file) : file);
 const stamp = date.replace(/[:.]/g, '-');
 const profileDir = values.profile ? path.join(out, 'profiles', stamp) : null;
@@ -76,6 +83,7 @@ for (const file of files) {
     env[PROFILE_ENV] = path.join(own, 'server-processes');
   }
   const started = machine();
+  const code = revision();
   const result = spawnSync(process.execPath, [...nodeArgs, script], { stdio: 'inherit', cwd: repo, env });
   const recorded = existsSync(figuresFile)
     ? readFileSync(figuresFile, 'utf8')
@@ -83,7 +91,7 @@ for (const file of files) {
         .filter(Boolean)
         .map((line) => JSON.parse(line))
     : [];
-  const stamped = (f) => ({ bench: file, ...f, machine: started, date });
+  const stamped = (f) => ({ bench: file, ...f, machine: started, date, revision: code });
   figures.push(...recorded.map(stamped));
   if (result.status !== 0) {
     console.log(`!!! ${file} exited with ${result.status ?? result.signal}`);

@@ -14,6 +14,8 @@ export interface StoredFigure extends Figure {
   bench: string;
   machine?: Machine;
   date?: string;
+  /** HEAD when measured; dirty when tracked files differed from it. */
+  revision?: { commit: string; dirty: boolean } | null;
 }
 export interface Results {
   schema: 1;

@@ -64,13 +64,14 @@ export function markdownTable(results) {
     const result = f.pass === null ? 'context' : f.pass ? 'PASS' : `**MISS**${f.also?.some((c) => !c.pass) ? ` (${f.also.filter((c) => !c.pass).map((c) => c.label).join('; ')})` : ''}`;
     const baseline = f.baseline ? `${md(f.baseline.label)}: ${withUnit(f.baseline.value, f.unit)}` : '';
     const load = f.machine?.loadavg ? `, load ${f.machine.loadavg[0]}` : '';
+    const code = f.revision ? `, ${f.revision.commit}${f.revision.dirty ? '+' : ''}` : '';
     lines.push(
-      `| ${md(f.bench.replace(/\.(bench\.)?(ts|mjs)$/, ''))} | ${md(f.name)} | ${md(withUnit(f.value, f.unit))} | ${baseline} | ${f.ratio == null ? '' : show(f.ratio)} | ${md(f.target?.text ?? 'none (context)')} | ${result} | ${(f.date ?? '').slice(0, 10)}${load} |`,
+      `| ${md(f.bench.replace(/\.(bench\.)?(ts|mjs)$/, ''))} | ${md(f.name)} | ${md(withUnit(f.value, f.unit))} | ${baseline} | ${f.ratio == null ? '' : show(f.ratio)} | ${md(f.target?.text ?? 'none (context)')} | ${result} | ${(f.date ?? '').slice(0, 10)}${load}${code} |`,
     );
   }
   const machines = [...new Set(results.figures.filter((f) => f.machine).map((f) => machineText(f.machine)))];
   const misses = results.figures.filter((f) => f.pass === false).length;
-  lines.push('', `${results.figures.length} figures, ${misses} missing their target. Measured on ${machines.join('; ') || 'no machine recorded'}; "load" is the 1-minute load average when that benchmark started.`);
+  lines.push('', `${results.figures.length} figures, ${misses} missing their target. Measured on ${machines.join('; ') || 'no machine recorded'}; "load" is the 1-minute load average when that benchmark started, then the commit measured (+: with uncommitted changes in the work tree).`);
   return lines.join('\n');
 }
 

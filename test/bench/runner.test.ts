@@ -45,6 +45,7 @@ describe('npm run bench (bench/run.mjs)', () => {
     expect(miss).toMatchObject({ bench: 'misses-target.mjs', value: 20, unit: 'req/s', baseline: { label: 'bare', value: 10 }, ratio: 2, pass: false, target: { text: '≤ 1×' } });
     expect(miss.machine).toMatchObject({ cpus: os.availableParallelism(), node: process.version });
     expect(Date.parse(miss.date)).toBeGreaterThan(Date.now() - 60_000);
+    expect(miss.revision.commit).toMatch(/^[0-9a-f]{7,}$/);
     expect(runs).toHaveLength(1);
     const own = JSON.parse(await readFile(path.join(out, 'runs', runs[0]!), 'utf8'));
     expect(own.figures.map((f: { pass: boolean }) => f.pass)).toEqual([true, false]);
@@ -123,6 +124,7 @@ const sample: Results = {
       detail: null,
       machine: { cpus: 2, cpu_model: 'AMD EPYC', memory_gb: 8, node: 'v24.1.0', platform: 'linux-x64', loadavg: [3.5, 2, 1] },
       date: '2026-01-02T03:04:05.000Z',
+      revision: { commit: 'abc1234', dirty: true },
     },
     {
       bench: 'endpoints.mjs',
@@ -147,7 +149,7 @@ describe('the README table (scripts/bench-table.mjs)', () => {
     expect(table.split('\n').slice(0, 4)).toEqual([
       '| bench | what | figure | baseline (same run) | ratio | target | result | measured |',
       '|---|---|---|---|---|---|---|---|',
-      '| agents | POST /invoke (no-op agent) throughput | 9748 req/s | bare node:http, same JSON: 37811 req/s | 0.258 | ≥ 0.4× | **MISS** | 2026-01-02, load 3.5 |',
+      '| agents | POST /invoke (no-op agent) throughput | 9748 req/s | bare node:http, same JSON: 37811 req/s | 0.258 | ≥ 0.4× | **MISS** | 2026-01-02, load 3.5, abc1234+ |',
       '| endpoints | OAuth2: 1000 concurrent calls \\| expired token | 1 token requests |  |  | = 1 token requests | PASS | 2026-01-01, load 0.5 |',
     ]);
     expect(table).toContain('2 figures, 1 missing their target. Measured on 2 CPUs (AMD EPYC), 8 GB, Node v24.1.0, linux-x64');

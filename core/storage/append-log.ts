@@ -66,14 +66,14 @@ export class AppendLog<T> implements KeyedLog<T> {
   }
 
   /** Add items at the end of the key's list; resolves with the new length and version. */
-  async append(key: string, items: T[]): Promise<LogEntry<T>> {
+  async append(key: string, items: T[]): Promise<{ length: number; version: number }> {
     await this.load();
     const entry = this.entries.get(key) ?? { items: [], version: this.tombstones.get(key) ?? 0 };
     entry.items.push(...items);
     entry.version++;
     this.entries.set(key, entry);
     await this.write({ k: key, v: entry.version, op: 'add', items });
-    return entry;
+    return { length: entry.items.length, version: entry.version };
   }
 
   /** Replace the key's list (clear, fork). */

@@ -396,15 +396,16 @@ class SqliteLog<T> implements KeyedLog<T> {
     return (this.store.statement('SELECT key FROM log_keys WHERE log = ?').all(this.name) as Array<{ key: string }>).map((row) => row.key);
   }
 
-  async append(key: string, items: T[]): Promise<LogEntry<T>> {
+  async append(key: string, items: T[]): Promise<{ length: number; version: number }> {
     const texts = items.map(encode);
-    this.store.transaction(() => {
+    return this.store.transaction(() => {
       const head = this.head(key) ?? { version: this.tombstone(key), length: 0 };
       const insert = this.store.statement('INSERT INTO log_items (log, key, position, value) VALUES (?, ?, ?, ?)');
       texts.forEach((text, i) => insert.run(this.name, key, head.length + i, text));
-      this.writeHead(key, head.version + 1, head.length + texts.length);
+      const next = { length: head.length + texts.length, version: head.version + 1 };
+      this.writeHead(key, next.version, next.length);
+      return next;
     }, `${this.name}/${key}`);
-    return (await this.get(key))!;
   }
 
   async set(key: string, items: T[]): Promise<LogEntry<T>> {

@@ -86,8 +86,11 @@ export interface KeyedLog<T> {
    * so `range(k, -100, 100)` is the newest 100) and the list's whole length, without reading the rest.
    */
   range(key: string, offset: number, limit: number): Promise<{ items: T[]; total: number }>;
-  /** Add items at the end of the key's list; resolves with the new list and version. */
-  append(key: string, items: T[]): Promise<LogEntry<T>>;
+  /**
+   * Add items at the end of the key's list; resolves with its new length and version (not the list:
+   * an append must not read what the key already holds).
+   */
+  append(key: string, items: T[]): Promise<{ length: number; version: number }>;
   /** Replace the key's list (clear, fork). */
   set(key: string, items: T[]): Promise<LogEntry<T>>;
   delete(key: string): Promise<boolean>;

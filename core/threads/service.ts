@@ -209,7 +209,7 @@ export class ThreadService {
       timestamp: m.timestamp ?? now,
       ...('metadata' in m && m.metadata ? { metadata: m.metadata } : {}),
     }));
-    return (await this.messageLog.append(key(agent, threadId), stamped)).items.length;
+    return (await this.messageLog.append(key(agent, threadId), stamped)).length;
   }
 
   /** Every message, oldest first (no thread check: a missing thread has none). */

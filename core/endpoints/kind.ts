@@ -26,5 +26,6 @@ export function registryCatalog(registry: Registry): EndpointCatalog {
   return {
     get: (name) => registry.get<EndpointConfig>('endpoint', name)?.definition,
     list: () => registry.list<EndpointConfig>('endpoint').map((entry) => entry.definition),
+    problem: (name) => registry.problemNamed('endpoint', name),
   };
 }

@@ -20,7 +20,8 @@
 import { performance } from 'node:perf_hooks';
 import { Registry as PromRegistry } from 'prom-client';
 import { z } from 'zod';
-import { HttpError, errorMessage, internalError, notFound } from '../http/errors.js';
+import { dropInUnavailable, HttpError, errorMessage, internalError, notFound } from '../http/errors.js';
+import type { DropInProblem } from '../kernel/registry.js';
 import { formatIssues, parseInput } from '../http/validate.js';
 import { publicResult, runAggregation } from './aggregate.js';
 import { TokenCache } from './auth.js';
@@ -53,6 +54,8 @@ export function parseEndpointDefinition(definition: unknown): EndpointConfig {
 export interface EndpointCatalog {
   get(name: string): EndpointConfig | undefined;
   list(): EndpointConfig[];
+  /** The load error of an endpoint whose file does not load, when the catalog knows it. */
+  problem?(name: string): DropInProblem | undefined;
 }
 
 export interface EndpointLogger {
@@ -190,10 +193,13 @@ export class EndpointService {
     }));
   }
 
-  /** The endpoint or a 404 naming it. */
+  /** The endpoint; a 503 with the load error when its file does not load; else a 404 naming it. */
   require(name: string): EndpointConfig {
     const config = this.get(name);
-    if (!config) throw notFound(`endpoint '${name}' not found`);
+    if (!config) {
+      const problem = this.#catalog?.problem?.(name);
+      throw problem ? dropInUnavailable(problem) : notFound(`endpoint '${name}' not found`);
+    }
     return config;
   }
 

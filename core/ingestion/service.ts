@@ -15,7 +15,7 @@
  * - The latest run of each ingestor is kept in the `ingestion_runs` collection and shown in its info.
  */
 import { createHash } from 'node:crypto';
-import { errorMessage, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
+import { dropInUnavailable, errorMessage, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import type { Registry } from '../kernel/registry.js';
 import { noRecorder, type InvocationRecorder } from '../logs/recorder.js';
@@ -80,7 +80,10 @@ export class IngestionService {
 
   definition(name: string): LoadedIngestor {
     const entry = this.options.registry.get<LoadedIngestor>('ingestor', name);
-    if (!entry) throw notFound(`ingestor ${name} not found`);
+    if (!entry) {
+      const problem = this.options.registry.problemNamed('ingestor', name);
+      throw problem ? dropInUnavailable(problem) : notFound(`ingestor ${name} not found`);
+    }
     return entry.definition;
   }
 

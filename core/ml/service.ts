@@ -20,7 +20,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { errorMessage, HttpError, notFound, serviceUnavailable } from '../http/errors.js';
+import { dropInUnavailable, errorMessage, HttpError, notFound, serviceUnavailable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import { bundleDropIn } from '../kernel/evaluator.js';
 import type { Logger } from '../kernel/log.js';
@@ -130,7 +130,10 @@ export class PluginService {
 
   private definition(name: string): { definition: LoadedPlugin; file: string; version: string } {
     const entry = this.options.registry.get<LoadedPlugin>('plugin', name);
-    if (!entry) throw notFound(`plugin ${name} not found`);
+    if (!entry) {
+      const problem = this.options.registry.problemNamed('plugin', name);
+      throw problem ? dropInUnavailable(problem) : notFound(`plugin ${name} not found`);
+    }
     return entry;
   }
 

@@ -30,6 +30,18 @@ describe('errors where users look', () => {
     await eventually(async () => (await invoke('broken')).status === 200);
   });
 
+  it.each([
+    ['endpoint', 'endpoints/quote.ts', "import { defineEndpoint } from 'hangar';\nexport default defineEndpoint({ handler: async () => 1 ;\n", '/api/v1/endpoints/quote'],
+    ['plugin', 'plugins/double.ts', "import { definePlugin } from 'hangar';\nexport default definePlugin({ load: () => 1 ;\n", '/api/v1/plugins/double/predict'],
+    ['ingestor', 'ingestors/notes.ts', "import { defineIngestor } from 'hangar';\nexport default defineIngestor({ collection: 'n' ;\n", '/api/v1/ingestion/notes/run'],
+  ])('a %s that fails to load answers 503 with where it failed too', async (kind, file, source, route) => {
+    server = await startTestServer({ files: { [file]: source } });
+    const res = await server.request(route, { method: 'POST', json: {} });
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({ file, line: 2, error: expect.stringMatching(/Expected/), excerpt: expect.stringContaining('> 2 |') });
+    expect(res.body.detail).toMatch(new RegExp(`^${kind} "\\w+" failed to load: `));
+  });
+
   it('/health is degraded and names each failing drop-in with its error, and healthy again once fixed', async () => {
     server = await startTestServer({ files: { 'agents/ok.ts': agentSource(`{ run: async () => 'ok' }`), 'agents/broken.ts': BROKEN } });
     const health = await server.request('/health');

@@ -34,7 +34,7 @@ describe('errors where users look', () => {
     ['endpoint', 'endpoints/quote.ts', "import { defineEndpoint } from 'hangar';\nexport default defineEndpoint({ handler: async () => 1 ;\n", '/api/v1/endpoints/quote'],
     ['plugin', 'plugins/double.ts', "import { definePlugin } from 'hangar';\nexport default definePlugin({ load: () => 1 ;\n", '/api/v1/plugins/double/predict'],
     ['ingestor', 'ingestors/notes.ts', "import { defineIngestor } from 'hangar';\nexport default defineIngestor({ collection: 'n' ;\n", '/api/v1/ingestion/notes/run'],
-  ])('a %s that fails to load answers 503 with where it failed too', async (kind, file, source, route) => {
+  ])('an %s drop-in that fails to load answers 503 with where it failed too', async (kind, file, source, route) => {
     server = await startTestServer({ files: { [file]: source } });
     const res = await server.request(route, { method: 'POST', json: {} });
     expect(res.status).toBe(503);

@@ -76,6 +76,30 @@ export class RpcError extends Error {
 
 type RpcId = string | number | null;
 
+interface RpcResponse {
+  jsonrpc: '2.0';
+  id: RpcId;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** A streamed call: its request id, and the last response frame written (for the log). */
+interface StreamNote {
+  id: RpcId;
+  last?: RpcResponse;
+}
+
+/**
+ * Why a body is not a JSON-RPC request, naming the problem rather than zod's view of it: no body,
+ * a batch (the A2A binding takes none), a non-object, or the field that is wrong.
+ */
+function invalidRequestMessage(body: unknown, issues: z.core.$ZodIssue[]): string {
+  if (body === undefined || body === null || body === '') return 'the request has no body: expected a JSON-RPC 2.0 request object';
+  if (Array.isArray(body)) return 'batch requests are not supported: send one JSON-RPC 2.0 request object';
+  if (typeof body !== 'object') return `the request is a JSON ${typeof body}, not a JSON-RPC 2.0 request object`;
+  return `not a JSON-RPC 2.0 request: ${formatIssues(issues, 'request')}`;
+}
+
 const Envelope = z.object({
   jsonrpc: z.literal('2.0'),
   id: z.union([z.string(), z.number(), z.null()]).optional(),
@@ -228,29 +252,53 @@ export class A2AJsonRpc {
    */
   async handle(agentName: string, body: unknown, principal: string, reply: FastifyReply): Promise<void> {
     const agent = findAgent(this.ctx.registry, agentName).name;
+    const started = Date.now();
+    // Each call is one invocation-log record, as a REST call is: the method is the operation; a
+    // stream is recorded when it closes, with its last frame.
+    const record = (method: string, response: RpcResponse | undefined) => {
+      const error = response?.error;
+      this.ctx.invocations?.record({
+        resource: 'agent',
+        name: agent,
+        operation: `a2a:${method}`,
+        principal,
+        started,
+        ok: response !== undefined && !error,
+        http_status: 200,
+        input: body,
+        output: error ? undefined : response?.result,
+        error: error ? `${error.code} ${error.message}` : response ? null : 'the client closed the stream before it ended',
+      });
+    };
+    const answer = (method: string, response: RpcResponse) => {
+      record(method, response);
+      sendJson(reply, response);
+    };
     const envelope = Envelope.safeParse(body);
     if (!envelope.success) {
-      const id = typeof body === 'object' && body !== null ? ((body as { id?: RpcId }).id ?? null) : null;
-      return sendJson(reply, { jsonrpc: '2.0', id, error: { code: RpcCode.invalidRequest, message: formatIssues(envelope.error.issues, 'request') } });
+      const id = typeof body === 'object' && body !== null && !Array.isArray(body) ? ((body as { id?: RpcId }).id ?? null) : null;
+      return answer('invalid', { jsonrpc: '2.0', id, error: { code: RpcCode.invalidRequest, message: invalidRequestMessage(body, envelope.error.issues) } });
     }
     const { id = null, method } = envelope.data;
+    const stream: StreamNote = { id };
+    if (method === 'message/stream' || method === 'tasks/resubscribe') reply.raw.once('close', () => record(method, stream.last));
     try {
       switch (method) {
         case 'message/send':
-          return sendJson(reply, { jsonrpc: '2.0', id, result: await this.send(agent, envelope.data.params, principal, reply.raw) });
+          return answer(method, { jsonrpc: '2.0', id, result: await this.send(agent, envelope.data.params, principal, reply.raw) });
         case 'message/stream':
-          return await this.stream(agent, envelope.data.params, principal, id, reply);
+          return await this.stream(agent, envelope.data.params, principal, stream, reply);
         case 'tasks/get': {
           const { id: taskId, historyLength } = params(TaskIdParams, envelope.data.params);
           const task = await this.find(agent, taskId, principal);
-          return sendJson(reply, { jsonrpc: '2.0', id, result: toWireTask(task, historyLength) });
+          return answer(method, { jsonrpc: '2.0', id, result: toWireTask(task, historyLength) });
         }
         case 'tasks/cancel':
-          return sendJson(reply, { jsonrpc: '2.0', id, result: await this.cancel(agent, params(TaskIdParams, envelope.data.params).id, principal) });
+          return answer(method, { jsonrpc: '2.0', id, result: await this.cancel(agent, params(TaskIdParams, envelope.data.params).id, principal) });
         case 'tasks/resubscribe': {
           const { id: taskId } = params(TaskIdParams, envelope.data.params);
           const task = await this.find(agent, taskId, principal);
-          return await this.follow(this.requireTasks(), task, this.scope(agent, principal), id, reply);
+          return await this.follow(this.requireTasks(), task, this.scope(agent, principal), stream, reply);
         }
         case 'tasks/pushNotificationConfig/set':
         case 'tasks/pushNotificationConfig/get':
@@ -267,10 +315,16 @@ export class A2AJsonRpc {
       const res = reply.raw;
       if (reply.sent || res.headersSent) {
         // Mid-stream (the reply is hijacked): report as a final JSON-RPC error frame and close.
-        if (!res.writableEnded) res.end(formatFrame(undefined, { jsonrpc: '2.0', id, error }));
+        stream.last = { jsonrpc: '2.0', id, error };
+        if (!res.writableEnded) res.end(formatFrame(undefined, stream.last));
         return;
       }
-      sendJson(reply, { jsonrpc: '2.0', id, error });
+      if (method === 'message/stream' || method === 'tasks/resubscribe') {
+        // Refused before any stream opened: a plain JSON answer, recorded by the close above.
+        stream.last = { jsonrpc: '2.0', id, error };
+        return sendJson(reply, stream.last);
+      }
+      answer(method, { jsonrpc: '2.0', id, error });
     }
   }
 
@@ -356,23 +410,25 @@ export class A2AJsonRpc {
     return { kind: 'message', messageId: randomUUID(), role: 'agent', parts: [{ kind: 'text', text: response.response }, { kind: 'data', data: response }], contextId };
   }
 
-  private async stream(agent: string, raw: unknown, principal: string, id: RpcId, reply: FastifyReply): Promise<void> {
+  private async stream(agent: string, raw: unknown, principal: string, note: StreamNote, reply: FastifyReply): Promise<void> {
+    const { id } = note;
     const { message } = params(SendParams, raw);
     if (message.taskId) {
       const task = await this.reply(agent, message, principal);
-      return this.follow(this.requireTasks(), task, this.scope(agent, principal), id, reply);
+      return this.follow(this.requireTasks(), task, this.scope(agent, principal), note, reply);
     }
     const plan = this.prepare(agent, raw, principal);
     const tasks = this.tasks;
     if (!tasks) {
       const message = await this.runUntracked(agent, plan.input, plan.contextId, principal);
       const connection = openSse(reply);
-      connection.write(formatFrame(undefined, { jsonrpc: '2.0', id, result: message }));
+      note.last = { jsonrpc: '2.0', id, result: message };
+      connection.write(formatFrame(undefined, note.last));
       connection.close();
       return;
     }
     const task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: plan.input, principal, metadata: plan.taskMetadata });
-    await this.follow(tasks, task, this.scope(agent, principal), id, reply);
+    await this.follow(tasks, task, this.scope(agent, principal), note, reply);
   }
 
   async cancel(agent: string, taskId: string, principal: string): Promise<WireTask> {
@@ -387,12 +443,16 @@ export class A2AJsonRpc {
    * (and an artifact-update with the answer before the final one), closing after `final: true`.
    * A finished task gets its final status at once.
    */
-  private async follow(tasks: TaskService, task: Task, scope: TaskScope, id: RpcId, reply: FastifyReply): Promise<void> {
+  private async follow(tasks: TaskService, task: Task, scope: TaskScope, note: StreamNote, reply: FastifyReply): Promise<void> {
+    const { id } = note;
     const connection = openSse(reply);
     const finish = connection.close;
     let unsubscribe = () => {};
     connection.onClose(() => unsubscribe());
-    const emit = (result: unknown) => connection.write(formatFrame(undefined, { jsonrpc: '2.0', id, result }));
+    const emit = (result: unknown) => {
+      note.last = { jsonrpc: '2.0', id, result };
+      connection.write(formatFrame(undefined, note.last));
+    };
 
     emit(toWireTask(task));
     const contextId = contextOf(task);
@@ -418,7 +478,8 @@ export class A2AJsonRpc {
     let chain = Promise.resolve();
     const handle = (work: () => Promise<void> | void) => {
       chain = chain.then(work).catch((err: unknown) => {
-        connection.write(formatFrame(undefined, { jsonrpc: '2.0', id, error: toRpcError(err) }));
+        note.last = { jsonrpc: '2.0', id, error: toRpcError(err) };
+        connection.write(formatFrame(undefined, note.last));
         finish();
       });
     };

@@ -50,9 +50,21 @@ const decideInput = {
   reason: z.string().optional().describe('Why it was rejected'),
 };
 
-/** A tool result for what a run produced: its answer, or the approval it now waits for. */
-function runResult(run: () => Promise<unknown>) {
-  return run().then(
+interface ToolCallLog {
+  ctx: HangarContext;
+  agent: string;
+  operation: string;
+  principal: string | undefined;
+  input: unknown;
+}
+
+/**
+ * A tool result for what a run produced: its answer, or the approval it now waits for. Each call
+ * is one invocation-log record, as a REST call is (an agent error is a failed record).
+ */
+function runResult(log: ToolCallLog, run: () => Promise<unknown>) {
+  const started = Date.now();
+  const result = run().then(
     (response) => {
       const text = (response as { response?: unknown }).response;
       return {
@@ -74,9 +86,25 @@ function runResult(run: () => Promise<unknown>) {
         };
       }
       const text = err instanceof HttpError && typeof err.detail !== 'string' ? JSON.stringify(err.detail) : errorMessage(err);
-      return { content: [{ type: 'text' as const, text }], isError: true };
+      return { content: [{ type: 'text' as const, text }], isError: true as const };
     },
   );
+  return result.then((outcome) => {
+    const failed = 'isError' in outcome;
+    log.ctx.invocations?.record({
+      resource: 'agent',
+      name: log.agent,
+      operation: log.operation,
+      principal: log.principal ?? 'anonymous',
+      started,
+      ok: !failed,
+      http_status: 200,
+      input: log.input,
+      output: failed ? undefined : outcome.structuredContent,
+      error: failed ? outcome.content[0]!.text : null,
+    });
+    return outcome;
+  });
 }
 
 const toolInput = {
@@ -105,7 +133,7 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
         inputSchema: toolInput,
       },
       ({ message, thread_id }, extra) =>
-        runResult(() =>
+        runResult({ ctx, agent: agent.name, operation: 'mcp', principal, input: { message, thread_id } }, () =>
           runtimeOf(ctx).service.invoke(
             agent.name,
             {
@@ -133,7 +161,7 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
       inputSchema: decideInput,
     },
     ({ agent, thread_id, approval_id, approved, context, reason }) =>
-      runResult(() => {
+      runResult({ ctx, agent, operation: approved ? 'mcp:approve' : 'mcp:reject', principal, input: { thread_id, approval_id, approved, context, reason } }, () => {
         const service = runtimeOf(ctx).service;
         return approved
           ? service.approve(agent, thread_id, { approval_id, approved: true, context: context ?? {} }, viewer)

@@ -12,7 +12,7 @@ import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
 import { streamTaskEvents } from '../tasks/routes.js';
 import { A2ATaskRequest, SubmitQuery } from './schemas.js';
-import { A2AJsonRpc, a2aAgentCard } from './jsonrpc.js';
+import { A2AJsonRpc, RpcCode, a2aAgentCard } from './jsonrpc.js';
 import { MCP_PATH, handleMcp, mcpHostValidation } from './mcp.js';
 import { A2AService } from './service.js';
 
@@ -33,7 +33,7 @@ function clientGone(reply: FastifyReply): AbortSignal {
 
 export function a2aRoutes(app: FastifyInstance, ctx: HangarContext, a2a = new A2AService(ctx), rpc = new A2AJsonRpc(ctx)): void {
   // The public A2A protocol binding (JSON-RPC) and its standard card; see jsonrpc.ts.
-  app.post('/api/v1/:agent/a2a', async (req, reply) => {
+  app.post('/api/v1/:agent/a2a', { errorHandler: rpcBodyErrors(app, ctx, 200) }, async (req, reply) => {
     await rpc.handle(agentOf(req), req.body, req.principal, reply);
     return reply;
   });
@@ -45,7 +45,7 @@ export function a2aRoutes(app: FastifyInstance, ctx: HangarContext, a2a = new A2
 
   // Model Context Protocol: every agent as a tool (see mcp.ts). The DNS-rebinding guard runs
   // before the body is read.
-  app.all(MCP_PATH, { onRequest: mcpHostValidation(ctx) }, async (req, reply) => {
+  app.all(MCP_PATH, { onRequest: mcpHostValidation(ctx), errorHandler: rpcBodyErrors(app, ctx, 400) }, async (req, reply) => {
     await handleMcp(ctx, req, reply);
     return reply;
   });
@@ -79,6 +79,36 @@ export function a2aRoutes(app: FastifyInstance, ctx: HangarContext, a2a = new A2
   });
 
   ctx.openapi.add(...a2aRouteDocs());
+}
+
+/**
+ * A body the JSON-RPC endpoint cannot read is answered as JSON-RPC says, not with `{detail}`:
+ * HTTP 200 with `id: null` and -32700 (parse error) for JSON that does not parse, -32600 (invalid
+ * request) naming the problem for another media type, a body nested past the depth limit or too
+ * large — as the A2A SDK's own server answers (it sends -32005 for the media type; the issue asks
+ * for -32600, which JSON-RPC itself defines). MCP gets the same errors with HTTP 400, the status
+ * the MCP SDK's transport answers them with. Nothing runs either way. Refusals that are not about
+ * the body (401, 403, 429, the unknown agent's 404) keep their HTTP answers: a JSON-RPC client
+ * reports those as transport errors.
+ */
+function rpcBodyErrors(app: FastifyInstance, ctx: HangarContext, httpStatus: 200 | 400) {
+  return function rpcBodyError(this: FastifyInstance, err: Error, req: FastifyRequest, reply: FastifyReply) {
+    const status = err instanceof HttpError ? err.status : (err as { statusCode?: number }).statusCode;
+    if (reply.sent || reply.raw.headersSent || (status !== 400 && status !== 413 && status !== 415 && status !== 422)) {
+      return app.errorHandler.call(this, err as never, req, reply);
+    }
+    const detail = err instanceof HttpError && typeof err.detail === 'string' ? err.detail : err.message;
+    const parse = status === 422 && detail.startsWith('request body is not valid JSON');
+    const error = parse
+      ? { code: -32700, message: `Parse error: ${detail}` }
+      : { code: RpcCode.invalidRequest, message: status === 415 ? `${detail}; a JSON-RPC request is sent as application/json` : detail };
+    const named = (req.params as { agent?: string }).agent;
+    const agent = named === undefined ? undefined : (ctx.registry.get('agent', named)?.definition as { name: string } | undefined);
+    if (agent) {
+      ctx.invocations?.record({ resource: 'agent', name: agent.name, operation: 'a2a:invalid', principal: req.principal ?? 'anonymous', started: Date.now(), ok: false, http_status: httpStatus, error: `${error.code} ${error.message}` });
+    }
+    reply.code(httpStatus).type('application/json; charset=utf-8').send(JSON.stringify({ jsonrpc: '2.0', id: null, error }));
+  };
 }
 
 function a2aRouteDocs(): RouteDoc[] {

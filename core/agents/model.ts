@@ -12,7 +12,7 @@ type OpenAISdk = typeof import('openai');
 let sdk: Promise<OpenAISdk> | undefined;
 /** The client library is loaded by the first model call, not at every start (~60 ms of it). */
 export const loadOpenAI = (): Promise<OpenAISdk> => (sdk ??= import('openai'));
-import { HttpError, badGateway, errorMessage } from '../http/errors.js';
+import { HttpError, badGateway, errorMessage, gatewayTimeout } from '../http/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
 import type { ChatMessage } from './types.js';
 
@@ -139,7 +139,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
 function mapModelError(err: unknown, openai: OpenAISdk, signal?: AbortSignal): Error {
   if (err instanceof HttpError) return err;
   if (err instanceof openai.APIUserAbortError || signal?.aborted) return new ModelCallAborted();
-  if (err instanceof openai.APIConnectionTimeoutError) return badGateway('model endpoint timed out');
+  if (err instanceof openai.APIConnectionTimeoutError) return gatewayTimeout('model endpoint timed out');
   if (err instanceof openai.APIError) {
     return badGateway(
       err.status ? `model endpoint answered ${err.status}: ${err.message}` : `model endpoint unreachable: ${err.message}`,

@@ -83,6 +83,7 @@ export function endpointRouteDocs(service: EndpointService): RouteDoc[] {
           200: { description: 'Aggregated answer with per-upstream results', schema: envelope },
           422: { description: 'Input fails the request model (the field is named)', schema: ErrorModel },
           502: { description: 'Aggregation failed; per-upstream errors, secrets redacted', schema: FailureModel },
+          504: { description: 'Every upstream that failed timed out; per-upstream errors', schema: FailureModel },
         },
       });
     }

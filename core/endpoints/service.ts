@@ -12,6 +12,8 @@
  * - aggregation failed (ALL: any upstream failed; FIRST_SUCCESS/MAJORITY: none succeeded) → 502
  *   with body `{detail, success: false, aggregated: null, upstreams: [...]}`; `detail` names each
  *   failed upstream and why; every text is redacted of the secrets resolved during the call;
+ *   504 with the same body when every upstream that failed timed out (gateways answer a silent
+ *   upstream so: retrying later may help, unlike a wrong answer);
  * - an unknown endpoint → 404, a method it does not declare → 405 with `Allow`;
  * - a custom handler that lets an `UpstreamCallError` escape → the same 502; that throws an
  *   `HttpError` → that error; that throws anything else, or returns a value failing its `output`
@@ -125,11 +127,15 @@ function describeEndpoint(config: EndpointConfig) {
   };
 }
 
-/** A 502 whose body also carries the per-upstream results. */
+/**
+ * A 502 whose body also carries the per-upstream results; 504 when every upstream that failed
+ * timed out (no answer in time, as a gateway reports it) rather than answering wrong.
+ */
 export class EndpointFailure extends HttpError {
   readonly upstreams: UpstreamResult[];
   constructor(detail: string, upstreams: UpstreamResult[]) {
-    super(502, detail);
+    const failed = upstreams.filter((u) => !u.ok && u.outcome !== 'cancelled');
+    super(failed.length > 0 && failed.every((u) => u.outcome === 'timeout') ? 504 : 502, detail);
     this.name = 'EndpointFailure';
     this.upstreams = upstreams;
   }

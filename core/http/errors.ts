@@ -46,6 +46,8 @@ export const tooManyRequests = (retryAfterSeconds: number) =>
 export const internalError = (detail: string) => new HttpError(500, detail);
 export const notImplemented = (detail: string) => new HttpError(501, detail);
 export const badGateway = (detail: ErrorDetail) => new HttpError(502, detail);
+/** An upstream (endpoint, model) or a run step gave no answer in time, as gateways answer it. */
+export const gatewayTimeout = (detail: string) => new HttpError(504, detail);
 export const serviceUnavailable = (detail: string, retryAfterSeconds?: number) =>
   new HttpError(503, detail, retryAfterSeconds ? { 'Retry-After': String(retryAfterSeconds) } : {});
 

@@ -157,10 +157,16 @@ export class InvalidPipeline extends HttpError {
   }
 }
 
-/** A run that failed at a step: 502 with the run record. */
+/**
+ * A run that failed at a step: 502 with the run record; 504 when the step failed by running out
+ * of time (its own `timeout_ms`, or an upstream or model that did not answer in time).
+ */
 export class PipelineRunFailed extends HttpError {
-  constructor(readonly run: RunRecord) {
-    super(502, `pipeline '${run.pipeline}' failed at step '${run.failed_step}': ${run.error}`);
+  constructor(
+    readonly run: RunRecord,
+    timedOut = false,
+  ) {
+    super(timedOut ? 504 : 502, `pipeline '${run.pipeline}' failed at step '${run.failed_step}': ${run.error}`);
     this.name = 'PipelineRunFailed';
   }
   override toBody() {
@@ -326,6 +332,8 @@ export class PipelineService {
     const controller = new AbortController();
     const forward = () => controller.abort();
     options.signal?.addEventListener('abort', forward, { once: true });
+    // Whether the step that failed the run ran out of time (the run answers 504, not 502).
+    let failedByTimeout = false;
 
     await new Promise<void>((resolve) => {
       let running = 0;
@@ -370,6 +378,7 @@ export class PipelineService {
             // An endpoint step's 502 carries the per-upstream results: keep them with the step.
             const upstreams = (err as { upstreams?: unknown }).upstreams;
             if (Array.isArray(upstreams)) rec.upstreams = upstreams;
+            if (!record.failed_step) failedByTimeout = err instanceof StepTimedOut || (err instanceof HttpError && err.status === 504);
             record.failed_step ??= step.name;
             record.error ??= rec.error;
             controller.abort();
@@ -404,17 +413,23 @@ export class PipelineService {
     }
     await this.#runs.put(record.id, record);
     if (record.status === 'failed') {
-      if (record.failed_step) throw new PipelineRunFailed(record);
+      if (record.failed_step) throw new PipelineRunFailed(record, failedByTimeout);
       throw new HttpError(502, `pipeline '${record.pipeline}' ${record.error}`);
     }
     if (record.status === 'canceled') throw new HttpError(499, 'pipeline run canceled');
     return record;
   }
 
-  /** Newest first, only the runs `principal` may see (core/kernel/ownership.ts). */
+  /**
+   * Newest first, only the runs `principal` may see (core/kernel/ownership.ts). A name that is no
+   * pipeline (loaded or broken) and has no runs is the 404 of an unknown pipeline, as its other
+   * routes answer; the runs of a pipeline whose file was deleted stay readable.
+   */
   async runs(name: string, limit = 50, principal?: string): Promise<RunRecord[]> {
     this.fileOf(name);
     const all = (await this.#runs.list()).filter((r) => r.pipeline === name && canSee(principal, r));
+    const known = this.#registry.get(PIPELINE_KIND, name) !== undefined || this.#registry.problemsOf(PIPELINE_KIND).some((p) => nameOfFile(p.entry) === name);
+    if (!known && all.length === 0) throw notFound(`pipeline '${name}' not found`);
     return all.sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id)).slice(0, limit);
   }
 

@@ -119,7 +119,7 @@ const DOCS: RouteDoc[] = [
   { method: 'get', path: '/api/v1/pipelines/{name}', summary: 'Inspect a pipeline: definition, validation, graph', tags: TAGS },
   { method: 'delete', path: '/api/v1/pipelines/{name}', summary: 'Delete a pipeline definition', tags: TAGS },
   { method: 'get', path: '/api/v1/pipelines/{name}/graph', summary: 'Step graph as JSON (nodes, edges, waves, mermaid); ?format=mermaid for text', tags: TAGS },
-  { method: 'post', path: '/api/v1/pipelines/{name}/run', summary: 'Run and wait for the run record', tags: TAGS, responses: { 200: { description: 'completed run record' }, 502: { description: 'a step failed; the body names it and holds the run record' } } },
+  { method: 'post', path: '/api/v1/pipelines/{name}/run', summary: 'Run and wait for the run record', tags: TAGS, responses: { 200: { description: 'completed run record' }, 502: { description: 'a step failed; the body names it and holds the run record' }, 504: { description: 'a step ran out of time (its timeout_ms, or an upstream or model that did not answer in time); the same body' } } },
   { method: 'post', path: '/api/v1/pipelines/{name}/run/async', summary: 'Run on the task board', tags: TAGS, responses: { 202: { description: 'task', schema: Task }, 501: { description: 'no task board' } } },
   { method: 'post', path: '/api/v1/pipelines/{name}/run/batch', summary: 'Run once per input on the task board', tags: TAGS, body: z.object({ inputs: z.array(z.unknown()).min(1) }), responses: { 202: { description: 'task', schema: Task }, 501: { description: 'no task board' } } },
   { method: 'get', path: '/api/v1/pipelines/{name}/runs', summary: 'Recent runs, newest first', tags: TAGS },

@@ -44,12 +44,12 @@ describe('OpenAI-compatible provider (against a loopback chat-completions server
     expect(String((err as HttpError).detail)).toMatch(/answered 500/);
   });
 
-  it('times out a slow endpoint as a 502', async () => {
+  it('times out a slow endpoint as a 504, as gateways answer an upstream that does not answer in time', async () => {
     fake.enqueue({ content: 'late', delayMs: 500 });
     const err = await createModelProvider({ ...settings(), timeoutMs: 100, retries: 0 })
       .complete({ messages: [{ role: 'user', content: 'q' }] })
       .catch((e: unknown) => e);
-    expect((err as HttpError).status).toBe(502);
+    expect((err as HttpError).status).toBe(504);
     expect(String((err as HttpError).detail)).toMatch(/timed out/);
   });
 

@@ -75,6 +75,7 @@ describe('retries', () => {
     expect(err.upstreams[0]).toMatchObject({ attempts: 3, status: 500 });
     expect(err.upstreams[0].error).toMatch(/^HTTP 500: .* \(after 3 attempts\)$/);
     expect(up.received).toHaveLength(3);
+    expect(err.status).toBe(502); // an upstream that answered wrong: not a timeout
   });
 
   it('waits as long as Retry-After asks (seconds form) before retrying', async () => {
@@ -126,6 +127,8 @@ describe('timeouts and bad answers', () => {
     expect(elapsed).toBeLessThan(5_000); // the upstream never answers: only the timeout ends this
     expect(err.upstreams[0]).toMatchObject({ outcome: 'timeout', status: null, attempts: 2 });
     expect(err.upstreams[0].error).toBe('timed out after 150 ms (after 2 attempts)');
+    // Every failed upstream timed out: a gateway timeout, not a bad answer.
+    expect(err.status).toBe(504);
   });
 
   it('cuts an upstream that sends headers and then stalls the body', async () => {

@@ -172,7 +172,7 @@ export default defineAgent({ run: async (input) => ({ response: input.query + ' 
     const draft = { name: 'spinner', steps: [{ name: 'spin', notebook: 'spin.nb.ts', cell: 'spin', timeout_ms: 300 }] };
     expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: draft })).status).toBe(201);
     const run = await server!.request('/api/v1/pipelines/spinner/run', { method: 'POST', json: {} });
-    expect(run.status).toBe(502);
+    expect(run.status).toBe(504);
     expect(run.body.detail).toBe("pipeline 'spinner' failed at step 'spin': timed out after 300 ms");
     expect(run.body.run.steps[0]).toMatchObject({ name: 'spin', status: 'failed', error: 'timed out after 300 ms' });
     // The busy loop was interrupted, not left spinning: another run of the notebook works.

@@ -202,6 +202,10 @@ describe('pipeline input', () => {
     expect(short.status).toBe(422);
     expect(short.body.detail).toMatch(/^body\.inputs\.1\.city: must NOT have fewer than 2 characters/);
     expect((await server!.request('/api/v1/pipelines/typed/runs')).body.runs).toEqual([]);
+    // A pipeline that does not exist has no runs to list: its 404, as its other routes answer.
+    const nosuch = await server!.request('/api/v1/pipelines/nosuch/runs');
+    expect(nosuch.status).toBe(404);
+    expect(nosuch.body).toEqual({ detail: "pipeline 'nosuch' not found" });
 
     // `$.input.*` passes the whole input on.
     const ok = await server!.request('/api/v1/pipelines/typed/run', { method: 'POST', json: { city: 'Oslo' } });
@@ -239,7 +243,8 @@ export default defineAgent({ run: () => new Promise((resolve) => setTimeout(() =
     expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: draft })).status).toBe(201);
     const started = Date.now();
     const res = await server!.request('/api/v1/pipelines/deadline/run', { method: 'POST', json: {} });
-    expect(res.status).toBe(502);
+    // A step that ran out of time is a gateway timeout, not a bad answer.
+    expect(res.status).toBe(504);
     expect(res.body.detail).toBe("pipeline 'deadline' failed at step 'deaf': timed out after 200 ms");
     expect(res.body.run.steps).toMatchObject([
       { name: 'deaf', status: 'failed', error: 'timed out after 200 ms' },

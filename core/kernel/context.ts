@@ -12,6 +12,7 @@ import type { Discovery } from './discovery.js';
 import type { Logger } from './log.js';
 import type { DropInKind, Registry } from './registry.js';
 import type { Settings } from './settings.js';
+import type { TypeChecker } from './typecheck.js';
 
 export interface WorkspacePaths {
   root: string;
@@ -45,6 +46,8 @@ export interface HangarContext {
    * (core/kernel/server-files.ts); the coderun subsystem sets `session` at setup.
    */
   readonly clientTokens: { session?: string };
+  /** Background type check of the workspace's drop-ins (core/kernel/typecheck.ts): warnings only. */
+  readonly typeCheck: TypeChecker;
   /** Paths reachable without a token: the probes, plus what subsystems add at setup (UI files). */
   readonly publicPaths: Set<string>;
   /** The per-principal rate limiter of this server; the control plane changes its limits at run time. */

@@ -17,6 +17,7 @@ import { Registry } from './registry.js';
 import { isLoopbackHost, SettingsSchema, type Settings, type SettingsInput } from './settings.js';
 import { removeServerFile, writeServerFile, type ServerInfo } from './server-files.js';
 import { SUBSYSTEMS } from './subsystems.js';
+import { TypeChecker } from './typecheck.js';
 import { PLATFORM_NAME, VERSION } from './version.js';
 
 /**
@@ -77,12 +78,14 @@ export async function startServer(input: Settings | SettingsInput, options: Star
 
   const metrics = new Metrics();
   const registry = new Registry();
+  const typeCheck = new TypeChecker({ root, log });
   const discovery = new Discovery({
     root,
     registry,
     log,
     provided: { hangar: sdk, zod, 'zod/v4': zod },
     onReload: (kind, outcome) => {
+      if (discovery.ready) typeCheck.schedule();
       metrics.dropinReloads.inc({ kind, outcome });
       metrics.dropinErrors.set({ kind }, registry.problemsOf(kind).length);
     },
@@ -114,6 +117,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     lifecycle: { ready: false, stopping: false },
     runtimeTokens: {},
     clientTokens: {},
+    typeCheck,
     publicPaths,
     rateLimiter: new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths),
     upgrades: new Map(),
@@ -203,6 +207,8 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     }
     if (settings.watch) await discovery.watch();
     ctx.lifecycle.ready = true;
+    // A one-shot server (`hangar code` with none running) has no one to warn while it runs.
+    if (settings.watch) typeCheck.schedule();
   })();
   discovered.catch((err: unknown) => log.error('discovery failed', { error: String(err) }));
 
@@ -221,6 +227,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
       await unlisted;
       await discovered.catch(() => {});
       await discovery.close();
+      typeCheck.close();
       for (const subsystem of [...subsystems].reverse()) {
         try {
           await subsystem.close?.(ctx);

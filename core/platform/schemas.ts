@@ -17,6 +17,9 @@ export const AggregatedHealth = z.object({
       }),
     )
     .describe('Each drop-in whose file does not load, with its error (the code frame is in /api/v1/status and in the 503 a call gets)'),
+  warnings: z
+    .array(z.object({ kind: z.literal('type'), file: z.string(), line: z.number().int(), column: z.number().int(), error: z.string() }))
+    .describe("Type errors in the workspace's drop-ins, from a background tsc over its tsconfig.json; they do not stop a drop-in loading, nor make the status degraded"),
 });
 
 export const AgentSummary = z.object({
@@ -81,6 +84,7 @@ export const PlatformStatus = z.object({
   ),
   dropins: z.record(z.string(), z.number().int()).describe('registered drop-ins per kind'),
   errors: z.array(DropInProblemSchema),
+  type_errors: z.array(z.object({ file: z.string(), line: z.number().int(), column: z.number().int(), message: z.string() })),
   requests: z.object({ total: z.number(), by_status: z.record(z.string(), z.number()) }),
   tasks: z.object({ enabled: z.boolean() }),
 });

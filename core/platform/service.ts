@@ -31,7 +31,8 @@ export function aggregatedHealth(ctx: HangarContext): z.infer<typeof AggregatedH
     .problemsOf()
     .map((p) => ({ kind: p.kind, name: p.name, file: p.file, line: p.line, column: p.column, error: p.message }));
   const status = errors.length === 0 && Object.values(agents).every((a) => a.status === 'healthy') ? 'healthy' : 'degraded';
-  return { status, agents, errors };
+  const warnings = ctx.typeCheck.problems().map((p) => ({ kind: 'type' as const, file: p.file, line: p.line, column: p.column, error: p.message }));
+  return { status, agents, errors, warnings };
 }
 
 export async function requestCounts(ctx: HangarContext): Promise<{ total: number; by_status: Record<string, number> }> {
@@ -70,6 +71,7 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
     })),
     dropins,
     errors: registry.problemsOf(),
+    type_errors: ctx.typeCheck.problems(),
     requests: await requestCounts(ctx),
     tasks: { enabled: ctx.settings.tasks.enabled },
   };

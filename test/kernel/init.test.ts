@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cli, repo } from '../support/cli.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { eventually, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -84,6 +84,32 @@ describe('hangar init', () => {
     expect((await server.request('/api/v1/endpoints/greeting', { method: 'POST', json: { name: 'Ada' } })).body).toMatchObject({ success: true, aggregated: { greeting: 'Hello, Ada!' } });
     expect((await server.request('/api/v1/plugins/double/predict', { method: 'POST', json: { input: { x: 21 } } })).body).toMatchObject({ output: { y: 42 } });
     expect((await server.request('/api/notebooks')).body.notebooks.map((n: { id: string }) => n.id)).toEqual(['first.nb.ts']);
+  });
+
+  it('type errors in its drop-ins are warnings in the terminal, /health and /api/v1/status, and the drop-in still serves', async () => {
+    const dir = await init();
+    install(dir);
+    const agent = path.join(dir, 'agents', 'hello.ts');
+    const original = readFileSync(agent, 'utf8');
+    // Wrong only for the checker: at run time it is a string in a variable nobody reads.
+    writeFileSync(agent, original.replace("ctx.step('greet');", "ctx.step('greet');\n    const count: number = 'one';"));
+    server = await startTestServer({ root: dir });
+    const warnings = await eventually(async () => {
+      const health = await server!.request('/health');
+      return health.body.warnings.length > 0 && health.body;
+    }, 60_000);
+    expect(warnings.errors).toEqual([]);
+    expect(warnings.status).toBe('healthy');
+    expect(warnings.warnings).toEqual([
+      { kind: 'type', file: 'agents/hello.ts', line: 9, column: 11, error: "TS2322: Type 'string' is not assignable to type 'number'." },
+    ]);
+    expect((await server.request('/api/v1/status')).body.type_errors).toMatchObject([{ file: 'agents/hello.ts', line: 9 }]);
+    expect(server.logs.some((l) => / warn  type error in agents\/hello\.ts:9:11: TS2322: .+ \(the drop-in still loads\)$/.test(l))).toBe(true);
+    // It loaded regardless: esbuild strips types, as in Vite.
+    expect((await server.request('/api/v1/hello/invoke', { method: 'POST', json: { query: 'Ada' } })).body.response).toBe('Hello, Ada!');
+
+    await server.write('agents/hello.ts', original);
+    await eventually(async () => (await server!.request('/health')).body.warnings.length === 0, 60_000);
   });
 
   it('refuses a folder that is not empty, with one hangar: line (exit 1), writing nothing', async () => {

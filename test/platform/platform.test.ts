@@ -32,7 +32,7 @@ describe('platform routes', () => {
 
   it('GET /health aggregates per agent', async () => {
     server = await startTestServer({ files });
-    expect((await server.request('/health')).body).toEqual({ status: 'healthy', agents: { alpha: { status: 'healthy' }, beta: { status: 'healthy' } }, errors: [] });
+    expect((await server.request('/health')).body).toEqual({ status: 'healthy', agents: { alpha: { status: 'healthy' }, beta: { status: 'healthy' } }, errors: [], warnings: [] });
   });
 
   it('GET /readiness is 503 until discovery finished, then 200; /ready answers throughout', async () => {

@@ -89,9 +89,22 @@ export function staticAuthHeaders(auth: Exclude<ResolvedAuth, ResolvedOAuth2>, r
   }
 }
 
+/**
+ * The token could not be obtained. `transient` says the way to the token server failed (no
+ * connection, no answer in time, or an HTTP status that says "try again": 408, 425, 429, 5xx) —
+ * worth a retry, unlike credentials the server refused or an answer without a token.
+ */
 export class TokenRequestError extends Error {
   override name = 'TokenRequestError';
+  constructor(
+    message: string,
+    readonly transient: 'network' | 'timeout' | null = null,
+  ) {
+    super(message);
+  }
 }
+
+const TRANSIENT_TOKEN_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 interface CachedToken {
   token: string;
@@ -165,7 +178,7 @@ export class TokenCache {
       });
     } catch (err) {
       onRequest?.('error');
-      throw new TokenRequestError(`token request failed: ${describeNetworkError(err)}`);
+      throw new TokenRequestError(`token request failed: ${describeNetworkError(err)}`, (err as { name?: string })?.name === 'TimeoutError' ? 'timeout' : 'network');
     }
     const text = await response.text().catch(() => '');
     let body: { access_token?: unknown; expires_in?: unknown; error?: unknown; token_type?: unknown } = {};
@@ -179,7 +192,7 @@ export class TokenCache {
       // The OAuth error code (e.g. invalid_client) helps and is not secret; the body might be, so it stays out.
       const code = typeof body.error === 'string' ? ` (${body.error.slice(0, 64)})` : '';
       const why = response.ok ? 'answer has no access_token' : `HTTP ${response.status}${code}`;
-      throw new TokenRequestError(`token request failed: ${why}`);
+      throw new TokenRequestError(`token request failed: ${why}`, !response.ok && TRANSIENT_TOKEN_STATUS.has(response.status) ? 'network' : null);
     }
     onRequest?.('success');
     const lifetimeMs =

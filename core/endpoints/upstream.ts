@@ -14,7 +14,11 @@
  * - the per-attempt timeout covers reading the body too (a server that sends headers and stalls is
  *   cut like one that never answers);
  * - a 401 on an OAuth2 upstream drops the cached token and repeats the request once with a fresh
- *   one; that repeat is not counted as a retry.
+ *   one; that repeat is not counted as a retry;
+ * - an OAuth2 token server that cannot be reached (refused, reset, timed out, or 408/425/429/5xx)
+ *   is a `network_error` (`timeout`) of the upstream, retried up to `retries` whatever the method,
+ *   since nothing reached the upstream; a token request the server refuses (bad credentials) is a
+ *   `config_error`, not retried.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -23,7 +27,7 @@ import type { z } from 'zod';
 import { formatIssues } from '../http/validate.js';
 import { errorMessage } from '../http/errors.js';
 import { REQUEST_ID_HEADER } from '../http/request.js';
-import { describeNetworkError, resolveAuth, staticAuthHeaders, type ResolvedAuth, type ResolvedOAuth2, type TokenCache } from './auth.js';
+import { TokenRequestError, describeNetworkError, resolveAuth, staticAuthHeaders, type ResolvedAuth, type ResolvedOAuth2, type TokenCache } from './auth.js';
 import { interpolate, MissingEnvError, type Env, type Redactor } from './interpolation.js';
 import type { EndpointMetrics } from './metrics.js';
 import { IDEMPOTENT_METHODS, QUERY_METHODS, type HttpMethod, type UpstreamDefinition } from './schemas.js';
@@ -100,22 +104,29 @@ export async function callUpstream(req: UpstreamRequest, deps: UpstreamDeps): Pr
   for (;;) {
     if (req.signal.aborted) return finish('cancelled', 'cancelled');
     attempts++;
-    let headers: Record<string, string>;
+    let headers: Record<string, string> = {};
     let token: string | undefined;
+    // A token server that could not be reached is a network failure on the way to the upstream,
+    // retried like one (whatever the method: nothing reached the upstream yet); refused
+    // credentials are configuration, reported at once.
+    let tokenFailure: { outcome: UpstreamOutcome; error: string } | null = null;
     try {
       const authenticated = authenticate(prepared, req, deps);
       ({ headers, token } = authenticated instanceof Promise ? await authenticated : authenticated);
     } catch (err) {
       if (req.signal.aborted) return finish('cancelled', 'cancelled');
-      return finish('config_error', errorMessage(err));
+      if (!(err instanceof TokenRequestError) || !err.transient) return finish('config_error', errorMessage(err));
+      tokenFailure = { outcome: err.transient === 'timeout' ? 'timeout' : 'network_error', error: err.message };
     }
 
-    const attempt = await sendOnce(prepared, headers, method, upstream.timeout_ms, req.signal);
+    const attempt: Attempt | null = tokenFailure ? null : await sendOnce(prepared, headers, method, upstream.timeout_ms, req.signal);
     let retryDelay: number | null = null;
-    let failure: { outcome: UpstreamOutcome; error: string } | null = null;
+    let failure: { outcome: UpstreamOutcome; error: string } | null = tokenFailure;
 
-    if (attempt.kind === 'cancelled') return finish('cancelled', 'cancelled');
-    if (attempt.kind === 'timeout') {
+    if (attempt === null) {
+      // the token failure above
+    } else if (attempt.kind === 'cancelled') return finish('cancelled', 'cancelled');
+    else if (attempt.kind === 'timeout') {
       failure = { outcome: 'timeout', error: `timed out after ${upstream.timeout_ms} ms` };
     } else if (attempt.kind === 'network') {
       failure = { outcome: 'network_error', error: attempt.error };
@@ -143,9 +154,10 @@ export async function callUpstream(req: UpstreamRequest, deps: UpstreamDeps): Pr
     }
 
     const retriesDone = attempts - 1;
-    if (retriesDone >= maxRetries) {
-      const note = maxRetries > 0 ? ` (after ${attempts} attempts)` : '';
-      return finish(failure.outcome, failure.error + note);
+    const allowed = tokenFailure ? upstream.retries : maxRetries;
+    if (retriesDone >= allowed) {
+      const note = allowed > 0 ? ` (after ${attempts} attempts)` : '';
+      return finish(failure!.outcome, failure!.error + note);
     }
     const delay = retryDelay ?? backoff(upstream, retriesDone + 1, deps.random ?? Math.random);
     deps.metrics.upstreamRetries.inc({ endpoint, upstream: upstream.name, method });

@@ -208,6 +208,51 @@ describe('OAUTH2_CLIENT_CREDENTIALS', () => {
     expect(api.received).toHaveLength(0);
   });
 
+  it('a token server that refuses connections is a retried network error of the upstream, not a config error', async () => {
+    const gone = await startLoopback((_req, res) => json(res, 200, {}));
+    const tokenUrl = `${gone.url}/token`;
+    await gone.close(); // the port now refuses connections
+    const api = await track(startLoopback((_req, res) => json(res, 200, {})));
+    const s = service({ CLIENT_SECRET: 'secret' });
+    s.register({
+      name: 'e',
+      upstreams: [
+        {
+          name: 'api',
+          base_url: api.url,
+          retries: 2,
+          retry_backoff_ms: 1,
+          auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: tokenUrl, client_id: 'app', client_secret: '${CLIENT_SECRET}' },
+        },
+      ],
+    });
+    // POST is not retried against the upstream by default, but nothing reached it: the token is.
+    const failure = await s.invoke('e', 'POST', {}).catch((e) => e);
+    expect(failure.status).toBe(502);
+    expect(failure.upstreams[0]).toMatchObject({ outcome: 'network_error', attempts: 3, status: null });
+    expect(failure.upstreams[0].error).toMatch(/^token request failed: .*ECONNREFUSED.* \(after 3 attempts\)$/);
+    expect(api.received).toHaveLength(0);
+  });
+
+  it('a token server that answers 503 once is retried, and the call then succeeds', async () => {
+    let calls = 0;
+    const tokens = await track(
+      startLoopback((_req, res) => (++calls === 1 ? json(res, 503, { error: 'busy' }) : json(res, 200, { access_token: 'fresh', expires_in: 3600 }))),
+    );
+    const api = await track(guarded((h) => h['authorization'] === 'Bearer fresh'));
+    const s = service({ CLIENT_SECRET: 'secret' });
+    s.register({
+      name: 'e',
+      upstreams: [
+        { name: 'api', base_url: api.url, retry_backoff_ms: 1, auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: tokens.url, client_id: 'app', client_secret: '${CLIENT_SECRET}' } },
+      ],
+    });
+    const result = await s.invoke('e', 'POST', {});
+    expect(result.success).toBe(true);
+    expect(result.upstreams[0]).toMatchObject({ outcome: 'success', attempts: 2 });
+    expect(calls).toBe(2);
+  });
+
   it('a token response without expires_in is cached (300 s default) rather than refetched per call', async () => {
     const { tokens, s } = await setup({ expiresIn: null });
     await s.invoke('e', 'POST', {});

@@ -54,6 +54,12 @@ export interface CollectionOptions {
    * `['status', 'created_at']`). The SQLite store builds an index for each; lowdb ignores them.
    */
   indexes?: ReadonlyArray<readonly string[]>;
+  /**
+   * Top-level fields whose combinations the SQLite store counts as records change (in the same
+   * transaction), so the `total` of a query filtering only on them is a sum over the distinct
+   * combinations — a handful — instead of a count of every matching record.
+   */
+  countBy?: readonly string[];
 }
 
 export interface CollectionStats {

@@ -70,6 +70,7 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     const store = openStore(await scratch());
     const tasks = store.collection<{ status: string; kind: string; created_at: string; urgent: boolean }>('tasks', {
       indexes: [['status', 'created_at'], ['created_at']],
+      countBy: ['status', 'kind'],
     });
     const statuses = ['queued', 'working', 'done'];
     for (let i = 0; i < 30; i++) {
@@ -92,6 +93,18 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     // Ascending with ties by id ascending: the oldest first.
     expect((await tasks.query({ orderBy: [{ field: 'created_at' }], limit: 2 })).items.map((t) => t.status)).toEqual(['queued', 'working']);
     await expect(tasks.query({ where: { 'x; DROP TABLE records': 1 } })).rejects.toThrow('invalid field name');
+
+    // Totals stay right through every kind of write (the SQLite store keeps them per group).
+    await tasks.update('t00', (t) => ({ ...t!, status: 'done' }));
+    await tasks.update('t01', () => undefined);
+    await tasks.delete('t02');
+    await tasks.put('t03', { status: 'done', kind: 'b', created_at: '2026-01-02T00:00:00Z', urgent: false });
+    expect(await tasks.deleteWhere((t) => t.kind === 'b' && t.status === 'working')).toBe(5);
+    const all = await tasks.list();
+    for (const where of [{ status: 'done' }, { status: ['queued', 'working'] }, { kind: 'b' }, { status: 'done', kind: 'a' }, {}]) {
+      const expected = all.filter((t) => Object.entries(where).every(([f, v]) => (Array.isArray(v) ? v : [v]).includes((t as Record<string, unknown>)[f]))).length;
+      expect((await tasks.query({ where, limit: 1 })).total, JSON.stringify(where)).toBe(expected);
+    }
   });
 
   it('keyed logs: a range reads a page or the newest items without the rest, with the total', async () => {
@@ -193,6 +206,9 @@ describe('SQLite store', () => {
     const store = new SqliteStore(path.join(dir, 'hangar.db'), { importFrom: data, log: (_l, line) => lines.push(line) });
     expect(await store.collection('threads').count()).toBe(50);
     expect(await store.collection('tasks').get('task-1')).toEqual({ status: 'completed' });
+    // Counts the import did not keep are built when a collection that counts is first opened.
+    expect((await store.collection('counted', { countBy: ['title'] }).query({ where: { title: 'x' } })).total).toBe(0);
+    expect((await store.collection('threads', { countBy: ['title'] }).query({ where: { title: ['thread 1', 'thread 2'] } })).total).toBe(2);
     expect(await store.appendLog('thread_messages').get('t1')).toEqual({
       items: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }],
       version: 2,

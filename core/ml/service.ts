@@ -115,8 +115,12 @@ export class PluginService {
   }
 
   close(): void {
+    this.closed = true;
     this.options.registry.off('change', this.onChange);
   }
+
+  /** Set at shutdown: a load the closing pool cuts short is not the plugin's failure. */
+  private closed = false;
 
   private follow(change: RegistryChange): void {
     if (change.kind !== 'plugin') return;
@@ -192,7 +196,9 @@ export class PluginService {
       state.module = undefined;
       state.status = 'failed';
       state.error = errorMessage(err);
-      this.options.log.error(`plugin ${name} failed to load: ${state.error}`, { plugin: name });
+      // A one-shot server (`hangar code` with none running) stops while models still load: the
+      // terminated worker is no error of the plugin, and a line saying so would mislead.
+      if (!this.closed) this.options.log.error(`plugin ${name} failed to load: ${state.error}`, { plugin: name });
     } finally {
       state.loads += 1;
       state.loadedAt = new Date().toISOString();

@@ -92,6 +92,23 @@ describe('server files, as Jupyter keeps them', () => {
     expect(serverFiles(root)).toEqual([]);
   });
 
+  it('`hangar code` on a server of its own prints no spurious error when it stops while a plugin still loads', async () => {
+    const slowPlugin = `import { definePlugin, z } from 'hangar';
+export default definePlugin({
+  card: { task: 'regression' },
+  input: z.object({ x: z.number() }),
+  load: () => new Promise((resolve) => setTimeout(() => resolve(2), 5_000)),
+  predict: (factor: number, input: { x: number }) => ({ y: factor * input.x }),
+});
+`;
+    const root = await makeWorkspace({ 'plugins/slow.ts': slowPlugin });
+    const code = await cli(['code', 'teams', '--root', root]);
+    expect(code.code).toBe(0);
+    expect(code.stderr.trim().split('\n')).toEqual([
+      `hangar code: no Hangar is running on ${root}; started one in this process for this command (keep one running with \`hangar --root ${root}\` and later commands use it)`,
+    ]);
+  });
+
   it('`hangar notebook list` defaults to the running server of its folder, not port 8899', async () => {
     const root = await makeWorkspace({ 'notebooks/sales.nb.ts': '' });
     const { url } = await start(root);

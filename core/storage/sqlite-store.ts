@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { createRequire } from 'node:module';
+import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
 import { serviceUnavailable } from '../http/errors.js';
 import { checkFields } from './query.js';
 import type { Collection, CollectionOptions, CollectionStats, FieldValue, KeyedLog, LogEntry, RecordQuery, Store, StoreStats } from './store.js';
@@ -76,6 +77,24 @@ const MIGRATIONS: string[] = [
 ];
 
 const SAFE_NAME = /^[a-z0-9][a-z0-9_.-]*$/i;
+
+/**
+ * `node:sqlite` without its ExperimentalWarning: Node 22 prints one to the user's terminal at
+ * load (Node 24 does not), about a module Hangar has chosen deliberately; every other warning passes.
+ */
+const DatabaseSync: typeof DatabaseSyncType = (() => {
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    if (/SQLite is an experimental feature/.test(typeof warning === 'string' ? warning : warning.message)) return;
+    return (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    return (createRequire(import.meta.url)('node:sqlite') as typeof import('node:sqlite')).DatabaseSync;
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+})();
+type DatabaseSync = DatabaseSyncType;
 
 /** The database file's place in a workspace's state folder. */
 export const DATABASE_FILE = 'hangar.db';

@@ -55,6 +55,11 @@ export class ControlPlane {
     return { detail: `${call.resource} ${call.name} is draining and takes no new calls${held.reason ? `: ${held.reason}` : ''}`, retryAfter: held.retryAfter };
   }
 
+  /** How an operator holds a resource back, if at all: its health reports it. */
+  heldState(resource: ControlledResource, name: string): 'disabled' | 'draining' | undefined {
+    return this.held.get(key(resource, name))?.state;
+  }
+
   /** Count a call in flight; the returned function ends it (idempotent). */
   enter(call: ResourceCall): () => void {
     const k = key(call.resource, call.name);

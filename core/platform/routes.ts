@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { findAgent } from '../agents/kind.js';
+import { controlPlaneOf } from '../control/subsystem.js';
 import type { HangarContext } from '../kernel/context.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
 import { serviceUnavailable } from '../http/errors.js';
@@ -30,6 +31,9 @@ export function platformRoutes(app: FastifyInstance, ctx: HangarContext): void {
     // Not ready while the store cannot write; the probe retries a write, so it recovers by itself.
     const store = ctx.store.health();
     if (!store.ok) throw serviceUnavailable(store.detail, 1);
+    // Maintenance refuses every call but probes: a load balancer must stop sending traffic here.
+    const maintenance = controlPlaneOf(ctx)?.maintenanceStatus;
+    if (maintenance?.enabled) throw serviceUnavailable(`in maintenance${maintenance.message ? `: ${maintenance.message}` : ''}`, maintenance.retry_after);
     return { status: 'ready', agents: listAgents(ctx).length };
   });
   app.get('/status', async (_req, reply) => {
@@ -86,7 +90,7 @@ export function registerPlatformDocs(ctx: HangarContext): void {
     { method: 'get', path: '/', summary: 'Platform info (a browser asking for text/html is redirected to /ui/)', tags, responses: { 200: { description: 'OK', schema: S.PlatformInfo }, 302: { description: 'Accept names text/html: redirect to the UI at /ui/' } } },
     { method: 'get', path: '/health', summary: 'Aggregated health of every agent', tags, responses: { 200: { description: 'OK', schema: S.AggregatedHealth } } },
     { method: 'get', path: '/ready', summary: 'Liveness probe', tags },
-    { method: 'get', path: '/readiness', summary: 'Readiness probe: 200 once discovery finished, 503 before and while stopping', tags, responses: { 200: { description: 'ready' }, 503: { description: 'not ready' } } },
+    { method: 'get', path: '/readiness', summary: 'Readiness probe: 200 once discovery finished, 503 before, while stopping, while the store cannot write and in maintenance mode', tags, responses: { 200: { description: 'ready' }, 503: { description: 'not ready' } } },
     { method: 'get', path: '/status', summary: 'Status dashboard (HTML)', tags, responses: { 200: { description: 'OK', contentType: 'text/html' } } },
     { method: 'get', path: '/api/v1/status', summary: 'Platform status', tags, responses: { 200: { description: 'OK', schema: S.PlatformStatus } } },
     { method: 'get', path: '/api/v1/agents', summary: 'Agent summaries', tags, responses: { 200: { description: 'OK', schema: S.AgentList } } },

@@ -3,7 +3,7 @@ import { z } from 'zod';
 export const PlatformInfo = z.object({ platform: z.string(), version: z.string(), agents: z.number().int() });
 
 export const AggregatedHealth = z.object({
-  status: z.string().describe('healthy when every agent is healthy and every drop-in loads, else degraded'),
+  status: z.string().describe('healthy when every agent is healthy and every drop-in loads, maintenance in maintenance mode, else degraded'),
   agents: z.record(z.string(), z.object({ status: z.string() })),
   errors: z
     .array(
@@ -31,7 +31,11 @@ export const AgentSummary = z.object({
 });
 export const AgentList = z.object({ agents: z.record(z.string(), AgentSummary) });
 
-export const AgentHealth = z.object({ status: z.string(), agent: z.string(), framework: z.string() });
+export const AgentHealth = z.object({
+  status: z.string().describe('healthy; degraded (its file is broken, the last good version serves); disabled or draining (held back by an operator)'),
+  agent: z.string(),
+  framework: z.string(),
+});
 export const AgentConfigResponse = z.object({ agent: z.string(), config: z.record(z.string(), z.unknown()) });
 export const AgentPrompts = z.object({ agent: z.string(), versions: z.array(z.string()), active: z.string() });
 

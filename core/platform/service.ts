@@ -1,4 +1,5 @@
 import type { Agent } from '../agents/kind.js';
+import { controlPlaneOf } from '../control/subsystem.js';
 import type { HangarContext } from '../kernel/context.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
 import type { z } from 'zod';
@@ -6,10 +7,14 @@ import type { AggregatedHealth, PlatformStatus } from './schemas.js';
 
 /**
  * Platform-level views over the registry and metrics. An agent is `healthy` when it loaded;
- * `degraded` when its file is currently broken and the last good version is still serving.
+ * `degraded` when its file is currently broken and the last good version is still serving;
+ * `disabled` or `draining` while an operator holds it back (control plane), since it then takes
+ * no new calls — a probe must not route work to it.
  */
 
-export function agentStatus(ctx: HangarContext, name: string): 'healthy' | 'degraded' {
+export function agentStatus(ctx: HangarContext, name: string): 'healthy' | 'degraded' | 'disabled' | 'draining' {
+  const held = controlPlaneOf(ctx)?.heldState('agent', name);
+  if (held) return held;
   const entry = ctx.registry.get('agent', name);
   const broken = entry && ctx.registry.problemsOf('agent').some((p) => p.entry === entry.file);
   return broken ? 'degraded' : 'healthy';
@@ -30,7 +35,8 @@ export function aggregatedHealth(ctx: HangarContext): z.infer<typeof AggregatedH
   const errors = ctx.registry
     .problemsOf()
     .map((p) => ({ kind: p.kind, name: p.name, file: p.file, line: p.line, column: p.column, error: p.message }));
-  const status = errors.length === 0 && Object.values(agents).every((a) => a.status === 'healthy') ? 'healthy' : 'degraded';
+  const maintenance = controlPlaneOf(ctx)?.maintenanceStatus.enabled === true;
+  const status = maintenance ? 'maintenance' : errors.length === 0 && Object.values(agents).every((a) => a.status === 'healthy') ? 'healthy' : 'degraded';
   const warnings = ctx.typeCheck.problems().map((p) => ({ kind: 'type' as const, file: p.file, line: p.line, column: p.column, error: p.message }));
   return { status, agents, errors, warnings };
 }

@@ -117,7 +117,7 @@ describe('control plane, enabled', () => {
     expect(ok.body.output).toEqual({ y: 2 });
   });
 
-  it('maintenance mode: everything but health, readiness and control answers 503', async () => {
+  it('maintenance mode: everything but health, liveness and control answers 503; readiness says not ready', async () => {
     const on = await control('/maintenance', { json: { enabled: true, message: 'upgrading', retry_after: 120 } });
     expect(on.body).toMatchObject({ enabled: true, message: 'upgrading' });
     const blocked = await server.request('/api/v1/agents');
@@ -125,13 +125,38 @@ describe('control plane, enabled', () => {
     expect(blocked.headers.get('retry-after')).toBe('120');
     expect(blocked.body.detail).toContain('maintenance: upgrading');
     expect((await server.request('/api/v1/plugins/double/predict', { method: 'POST', json: { input: { x: 1 } } })).status).toBe(503);
-    for (const path of ['/health', '/ready', '/readiness', '/api/v1/slow/health', '/api/v1/plugins/double/health']) {
+    for (const path of ['/health', '/ready', '/api/v1/slow/health', '/api/v1/plugins/double/health']) {
       expect((await server.request(path)).status, path).toBe(200);
     }
+    // A load balancer's readiness probe must take this server out of rotation.
+    const readiness = await server.request('/readiness');
+    expect(readiness.status).toBe(503);
+    expect(readiness.body.detail).toBe('in maintenance: upgrading');
+    expect(readiness.headers.get('retry-after')).toBe('120');
+    expect((await server.request('/health')).body.status).toBe('maintenance');
     expect((await control('/resources')).status).toBe(200);
     expect((await server.request('/api/v1/logs')).status).toBe(503);
     await control('/maintenance', { json: { enabled: false } });
     expect((await server.request('/api/v1/agents')).status).toBe(200);
+    expect((await server.request('/readiness')).status).toBe(200);
+  });
+
+  it('a disabled or draining agent is not healthy on its /health nor on the root /health', async () => {
+    expect((await server.request('/api/v1/slow/health')).body.status).toBe('healthy');
+    await control('/resources/agent/slow/disable', { json: { reason: 'investigating' } });
+    try {
+      const own = await server.request('/api/v1/slow/health');
+      expect(own.status).toBe(200); // health keeps answering, saying what state it is in
+      expect(own.body).toMatchObject({ status: 'disabled', agent: 'slow' });
+      const root = await server.request('/health');
+      expect(root.body).toMatchObject({ status: 'degraded', agents: { slow: { status: 'disabled' } } });
+      await control('/resources/agent/slow/drain', { json: { retry_after: 1 } });
+      expect((await server.request('/api/v1/slow/health')).body.status).toBe('draining');
+    } finally {
+      await control('/resources/agent/slow/enable', { json: {} });
+    }
+    expect((await server.request('/api/v1/slow/health')).body.status).toBe('healthy');
+    expect((await server.request('/health')).body.agents.slow.status).toBe('healthy');
   });
 
   it('rediscovers drop-ins on demand', async () => {

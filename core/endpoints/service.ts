@@ -24,6 +24,7 @@ import { Registry as PromRegistry } from 'prom-client';
 import { z } from 'zod';
 import { dropInUnavailable, HttpError, errorMessage, internalError, notFound } from '../http/errors.js';
 import type { DropInProblem } from '../kernel/registry.js';
+import { runErrorFields } from '../kernel/stack.js';
 import { formatIssues, parseInput } from '../http/validate.js';
 import { publicResult, runAggregation } from './aggregate.js';
 import { TokenCache } from './auth.js';
@@ -349,7 +350,11 @@ export class EndpointService {
       }
       observe('handler_error');
       if (err instanceof HttpError) throw redactedHttpError(err, redactor);
-      throw internalError(redactor.redact(`endpoint '${config.name}' handler failed: ${errorMessage(err)}`));
+      // Where the handler threw, mapped to the person's file (core/kernel/stack.ts), as agent runs answer.
+      throw new HttpError(500, redactor.redact(`endpoint '${config.name}' handler failed: ${errorMessage(err)}`), {}, {
+        error: redactor.redact(errorMessage(err)),
+        ...runErrorFields(err),
+      });
     }
     if (config.output) {
       const checked = config.output.safeParse(value);

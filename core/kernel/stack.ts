@@ -74,6 +74,16 @@ export interface CleanStack {
   top?: SourceLocation;
 }
 
+/**
+ * Where a drop-in's run threw, for an error body beside `detail`: the innermost frame in the
+ * person's file (`file`, `line`, `column`) and the cleaned stack; nulls when no frame is theirs.
+ */
+export function runErrorFields(err: unknown): { file: string | null; line: number | null; column: number | null; stack: string[] } {
+  const clean = err instanceof Error && err.stack ? cleanStack(err.stack) : undefined;
+  const top = clean?.top;
+  return { file: top?.file ?? null, line: top?.line ?? null, column: top?.column ?? null, stack: clean?.frames ?? [] };
+}
+
 export function cleanStack(stack: string, debug = process.env.HANGAR_DEBUG === '1'): CleanStack {
   const lines = stack.split('\n');
   const isFrame = (line: string) => /^\s+at /.test(line);

@@ -98,6 +98,18 @@ describe('errors where users look', () => {
     const logged = server.logs.find((l) => l.includes("agent crash failed at node 'agent': cannot answer hi"))!;
     expect(logged).toContain('\n    at check (agents/crash.ts:3:9)');
 
+    // An endpoint handler that throws answers the same way.
+    await server.write(
+      'endpoints/fail.ts',
+      "import { defineEndpoint } from 'hangar';\nexport default defineEndpoint({\n  handler: async () => {\n    throw new Error('no stock');\n  },\n});\n",
+    );
+    const failed = await eventually(async () => {
+      const r = await server.request('/api/v1/endpoints/fail', { method: 'POST', json: {} });
+      return r.status === 500 && r;
+    });
+    expect(failed.body).toMatchObject({ error: 'no stock', file: 'endpoints/fail.ts', line: 4, column: 11 });
+    expect(failed.body.stack[0]).toMatch(/\(endpoints\/fail\.ts:4:11\)$/);
+
     // HANGAR_DEBUG=1 asks for Hangar's own frames too.
     process.env.HANGAR_DEBUG = '1';
     const debug = await invoke('crash');

@@ -10,7 +10,9 @@ import { unprocessable } from './errors.js';
  * - each frame is `id: <seq>` + `data: <json>`; the last frame is `data: [DONE]`;
  * - a reader resuming with `since` / `Last-Event-ID` gets frames after that sequence, then live ones;
  * - when the resume point was evicted it first gets `{"event":"truncated",...}` and, if the caller
- *   supplies one, a snapshot frame (the current task) — then whatever is still retained;
+ *   supplies one, a snapshot frame (the current task) — then whatever is still retained. Both
+ *   carry `id: <first retained − 1>`, so a client that reconnects right after them resumes at the
+ *   first retained frame instead of asking for the evicted range (and the marker) again;
  * - comment heartbeats keep proxies and idle timeouts from closing the connection;
  * - a client that disconnects is unsubscribed at once and stops nothing else;
  * - a client that stops reading is cut off once `maxBufferedBytes` pile up for it, so a slow reader
@@ -161,8 +163,11 @@ async function follow<T>(
 
   const replay = await source.replay(since);
   if (replay.truncated) {
-    write(formatFrame(undefined, { event: 'truncated', requested_after: since, first_retained: replay.events[0]?.seq ?? null }));
-    if (snapshot) write(formatFrame(undefined, await snapshot()));
+    const first = replay.events[0]?.seq;
+    const resumeAt = first === undefined ? since : first - 1;
+    write(formatFrame(resumeAt, { event: 'truncated', requested_after: since, first_retained: first ?? null }));
+    if (snapshot) write(formatFrame(resumeAt, await snapshot()));
+    lastSent = Math.max(lastSent, resumeAt);
   }
   for (const event of replay.events) send(event);
   for (const event of pending) send(event);

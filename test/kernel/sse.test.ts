@@ -75,6 +75,8 @@ describe('SSE helper', () => {
     expect(JSON.parse(frames[0]!.data)).toEqual({ event: 'truncated', requested_after: 2, first_retained: 8 });
     expect(JSON.parse(frames[1]!.data)).toEqual({ id: 'task-1', status: 'completed' });
     expect(frames.slice(2).map((f) => f.id ?? f.data)).toEqual(['8', '9', '10', '[DONE]']);
+    // Both carry the id before the first retained frame: a reconnect resumes at frame 8.
+    expect([frames[0]!.id, frames[1]!.id]).toEqual(['7', '7']);
   });
 
   it('sends heartbeats while idle and unsubscribes a client that disconnects', async () => {

@@ -169,11 +169,15 @@ describe('/api/v1/tasks board', () => {
     await eventually(async () => (await server.request(`/api/v1/tasks/${task.id}`)).body.status === 'completed');
     // 1 submitted + 1 working + 20 × (output + progress) + 1 completed = 43 events; 34..43 kept.
     const stream = await readSse(`${server.url}/api/v1/tasks/${task.id}/events`, { headers: { 'Last-Event-ID': '5' } });
-    expect(stream.frames[0]).toEqual({ id: undefined, data: { event: 'truncated', requested_after: 5, first_retained: 34 } });
-    expect(stream.frames[1]!.id).toBeUndefined();
+    // The marker and the snapshot carry the id just before the first retained frame, so a client
+    // that reconnects after them resumes there rather than at the evicted point.
+    expect(stream.frames[0]).toEqual({ id: '33', data: { event: 'truncated', requested_after: 5, first_retained: 34 } });
+    expect(stream.frames[1]!.id).toBe('33');
     expect(stream.frames[1]!.data).toMatchObject({ id: task.id, status: 'completed', last_sequence: 43 });
     expect(stream.frames.slice(2).map((f) => Number(f.id))).toEqual([34, 35, 36, 37, 38, 39, 40, 41, 42, 43]);
     expect(stream.done).toBe(true);
+    const reconnected = await readSse(`${server.url}/api/v1/tasks/${task.id}/events`, { headers: { 'Last-Event-ID': stream.frames[1]!.id! } });
+    expect(reconnected.frames.map((f) => Number(f.id))).toEqual([34, 35, 36, 37, 38, 39, 40, 41, 42, 43]);
     const inside = await readSse(`${server.url}/api/v1/tasks/${task.id}/events?since=40`);
     expect(inside.frames.map((f) => f.id)).toEqual(['41', '42', '43']);
   });

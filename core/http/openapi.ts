@@ -37,6 +37,13 @@ function toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
 
 const errorSchema = { type: 'object', properties: { detail: {} }, required: ['detail'] };
 
+/** Whether a JSON Schema describes an object (or may be one, as a nullable object or a union). */
+function isObjectSchema(schema: JsonSchema): boolean {
+  const s = schema as { type?: unknown; anyOf?: JsonSchema[]; oneOf?: JsonSchema[] };
+  if (s.type === 'object' || (Array.isArray(s.type) && s.type.includes('object'))) return true;
+  return [...(s.anyOf ?? []), ...(s.oneOf ?? [])].some(isObjectSchema);
+}
+
 export class OpenApiRegistry {
   private readonly docs: RouteDoc[] = [];
   private readonly providers: Array<() => RouteDoc[]> = [];
@@ -75,7 +82,10 @@ export class OpenApiRegistry {
       if (doc.query) {
         const query = toSchema(doc.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
         for (const [name, schema] of Object.entries(query.properties ?? {})) {
-          params.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema } as never);
+          const required = query.required?.includes(name) ?? false;
+          // The server reads an object-typed field as URL-encoded JSON text (core/endpoints/query.ts),
+          // not as form-exploded keys: `content` says so, and generated clients then send JSON.
+          params.push((isObjectSchema(schema) ? { name, in: 'query', required, content: { 'application/json': { schema } } } : { name, in: 'query', required, schema }) as never);
         }
       }
       const responses: Record<string, unknown> = {};

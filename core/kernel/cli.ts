@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { COMMANDS } from './commands.js';
 import { errorLine } from './cli-convention.js';
+import { listServers } from './server-files.js';
 import { startServer, StartupError } from './server.js';
 import { loadSettings, SettingsError } from './settings.js';
 import { PLATFORM_NAME, VERSION } from './version.js';
@@ -110,6 +111,13 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
     running = await startServer(settings);
   } catch (err) {
     if (err instanceof StartupError) {
+      // The port is taken by a Hangar of this very workspace: say so, as it is what the person
+      // wants to open (a second `npm start` in another terminal), rather than a bare port clash.
+      const already = (await listServers(settings.root)).find((s) => s.port === settings.port);
+      if (already) {
+        io.err(errorLine(`Hangar is already running on this workspace at ${already.url}/ui/ (pid ${already.pid})`, 'open it; `hangar login` prints a login link; or start another with --port 0'));
+        return 1;
+      }
       io.err(errorLine(err.message, err.how));
       return 1;
     }

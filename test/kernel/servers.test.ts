@@ -68,6 +68,17 @@ describe('server files, as Jupyter keeps them', () => {
     expect(await teams(second.url, token)).toBe(200);
   });
 
+  it('a second start on the port of this workspace\'s running Hangar says where it already runs', async () => {
+    const root = await makeWorkspace();
+    const first = await start(root);
+    const port = new URL(first.url).port;
+    const again = await cli(['--no-window', '--root', root, '--port', port]);
+    expect(again.code).toBe(1);
+    expect(again.stderr.trim().split('\n').at(-1)).toBe(
+      `hangar: Hangar is already running on this workspace at ${first.url}/ui/ (pid ${first.proc.child.pid}) (open it; \`hangar login\` prints a login link; or start another with --port 0)`,
+    );
+  });
+
   it('`hangar code` attaches to the running server and never invalidates its token', async () => {
     const root = await makeWorkspace();
     const { url } = await start(root);

@@ -3,6 +3,7 @@
  * channel at `/api/notebooks/ws`, and every kernel stopped on shutdown.
  */
 import type { HangarContext, Subsystem } from '../kernel/context.js';
+import { NOTEBOOK_DOCS } from './docs.js';
 import { NOTEBOOK_WS_PATH, notebookRoutes, notebookUpgradeHandler } from './routes.js';
 import { NotebookService } from './service.js';
 
@@ -20,6 +21,7 @@ export const notebookSubsystem: Subsystem = {
   name: 'notebook',
   setup(ctx) {
     ctx.upgrades.set(NOTEBOOK_WS_PATH, notebookUpgradeHandler(serviceOf(ctx)));
+    ctx.openapi.add(...NOTEBOOK_DOCS);
   },
   routes: (app, ctx) => notebookRoutes(app, { service: serviceOf(ctx) }),
   async close(ctx) {

@@ -91,4 +91,13 @@ export const PlatformStatus = z.object({
   type_errors: z.array(z.object({ file: z.string(), line: z.number().int(), column: z.number().int(), message: z.string() })),
   requests: z.object({ total: z.number(), by_status: z.record(z.string(), z.number()) }),
   tasks: z.object({ enabled: z.boolean() }),
+  store: z
+    .object({
+      backend: z.string(),
+      path: z.string().describe('relative to the workspace'),
+      writable: z.boolean(),
+      problem: z.string().optional().describe('why the last write failed, while writes fail'),
+      recovered: z.object({ moved_to: z.string(), problem: z.string() }).optional().describe('a damaged database file moved aside at start'),
+    })
+    .describe('the embedded store'),
 });

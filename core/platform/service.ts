@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Agent } from '../agents/kind.js';
 import { controlPlaneOf } from '../control/subsystem.js';
 import type { HangarContext } from '../kernel/context.js';
@@ -58,10 +59,12 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
   const dropins: Record<string, number> = {};
   for (const kind of registry.kinds()) dropins[kind] = registry.list(kind).length;
   const health = aggregatedHealth(ctx);
+  const store = storeStatus(ctx);
+  const storeTrouble = !store.writable || store.recovered !== undefined;
   return {
     platform: PLATFORM_NAME,
     version: ctx.version,
-    status: !ctx.lifecycle.ready ? 'starting' : registry.problemsOf().length ? 'degraded' : health.status,
+    status: !ctx.lifecycle.ready ? 'starting' : registry.problemsOf().length || storeTrouble ? 'degraded' : health.status,
     ready: ctx.lifecycle.ready,
     workspace: ctx.paths.root,
     started_at: ctx.startedAt.toISOString(),
@@ -80,5 +83,20 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
     type_errors: ctx.typeCheck.problems(),
     requests: await requestCounts(ctx),
     tasks: { enabled: ctx.settings.tasks.enabled },
+    store,
+  };
+}
+
+/** The store as the status shows it: paths relative to the workspace, a failing write, a recovery. */
+function storeStatus(ctx: HangarContext) {
+  const { backend, path: file, recovered } = ctx.store.describe();
+  const relative = (p: string) => path.relative(ctx.paths.root, p) || '.';
+  const health = ctx.store.health();
+  return {
+    backend,
+    path: relative(file),
+    writable: health.ok,
+    ...(health.ok ? {} : { problem: health.detail }),
+    ...(recovered ? { recovered: { moved_to: relative(recovered.moved_to), problem: recovered.problem } } : {}),
   };
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Low } from 'lowdb';
 import { DataFile } from 'lowdb/node';
 import { AppendLog } from './append-log.js';
-import type { Collection, CollectionOptions, CollectionStats, RecordQuery, Store, StoreStats } from './store.js';
+import type { Collection, CollectionOptions, CollectionStats, RecordQuery, Store, StoreDescription, StoreStats } from './store.js';
 import { queryInMemory } from './query.js';
 
 type ShardData<T> = { records: Record<string, T> };
@@ -221,6 +221,10 @@ export class LowdbStore implements Store {
       bytes: values.reduce((n, c) => n + c.bytes, 0),
       collections,
     };
+  }
+
+  describe(): StoreDescription {
+    return { backend: 'lowdb', path: this.root };
   }
 
   /** lowdb reports a failed write to its caller only; there is no state to probe. */

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
 import { serviceUnavailable } from '../http/errors.js';
 import { checkFields } from './query.js';
-import type { Collection, CollectionOptions, CollectionStats, FieldValue, KeyedLog, LogEntry, RecordQuery, Store, StoreStats } from './store.js';
+import type { Collection, CollectionOptions, CollectionStats, FieldValue, KeyedLog, LogEntry, RecordQuery, Store, StoreDescription, StoreStats } from './store.js';
 
 /**
  * The embedded store: one SQLite database (`.hangar/hangar.db`) through Node's built-in
@@ -210,6 +210,14 @@ export class SqliteStore implements Store {
     this.failing = { at: new Date(), message: error.message };
     this.log('error', `store: ${error.message}`);
     return error;
+  }
+
+  describe(): StoreDescription {
+    return {
+      backend: 'sqlite',
+      path: this.file,
+      ...(this.recovered ? { recovered: { moved_to: this.recovered.movedTo, problem: this.recovered.problem } } : {}),
+    };
   }
 
   /** Whether the store can write right now (probed with a write when the last one failed). */

@@ -113,4 +113,12 @@ export interface Store {
   flush(): Promise<void>;
   /** Whether writes succeed right now (the last failure, until one succeeds again). */
   health(): { ok: true } | { ok: false; detail: string };
+  /** What the store is, and a damaged file it moved aside at start, if any (status view, /api/v1/status). */
+  describe(): StoreDescription;
+}
+
+export interface StoreDescription {
+  backend: string;
+  path: string;
+  recovered?: { moved_to: string; problem: string };
 }

@@ -20,6 +20,7 @@ interface PlatformStatus {
   dropins: Record<string, number>;
   errors: { kind: string; entry: string; file: string; line: number | null; column: number | null; message: string; at: string }[];
   requests: { total: number; by_status: Record<string, number> };
+  store?: { backend: string; path: string; writable: boolean; problem?: string; recovered?: { moved_to: string; problem: string } };
 }
 
 interface Task {
@@ -104,6 +105,17 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
               <dt>Workspace</dt><dd class="mono">${status.workspace}</dd>
               <dt>Drop-ins</dt><dd>${Object.entries(status.dropins).map(([k, n]) => `${n} ${k}${n === 1 ? '' : 's'}`).join(', ') || 'none'}</dd>
               <dt>Memory</dt><dd>${metrics?.residentMemoryMb != null ? `${fmt(metrics.residentMemoryMb, 1)} MB resident` : '—'}</dd>
+              ${status.store &&
+              html`<dt>Store</dt>
+                <dd data-testid="store">
+                  <span class="mono">${status.store.path}</span> (${status.store.backend})
+                  ${status.store.writable ? '' : html`<div class="bad" role="alert">cannot write: ${status.store.problem}</div>`}
+                  ${status.store.recovered &&
+                  html`<div class="bad" role="alert">
+                    the database was damaged (${status.store.recovered.problem}); it was moved to
+                    <span class="mono">${status.store.recovered.moved_to}</span> and an empty store started
+                  </div>`}
+                </dd>`}
             </dl>`
           : html`<p class="muted">Loading…</p>`}
       </section>

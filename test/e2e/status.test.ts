@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { damagedWorkspace } from '../support/damaged-store.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
 import { OUTPUT, useUiBrowser } from './browser.js';
 
@@ -17,6 +18,14 @@ afterEach(async () => {
 });
 
 describe('status view', () => {
+  it('names a damaged store that was moved aside at start', async () => {
+    server = await startTestServer({ root: await damagedWorkspace(), settings: { watch: false } });
+    const p = await ui.open('');
+    const store = p.getByTestId('store');
+    await store.getByRole('alert').waitFor();
+    expect(await store.textContent()).toMatch(/\.hangar\/hangar\.db \(sqlite\).*the database was damaged .* moved to\s*\.hangar\/hangar\.db\.damaged-/s);
+  });
+
   it('shows resources, drop-in errors with file and line, metrics and the task board', async () => {
     server = await startTestServer({ files: { 'agents/echo.ts': echo, 'agents/broken.ts': broken } });
     // A finished task, so the board has something in a column.

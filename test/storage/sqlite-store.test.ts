@@ -101,8 +101,9 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     await tasks.put('t03', { status: 'done', kind: 'b', created_at: '2026-01-02T00:00:00Z', urgent: false });
     expect(await tasks.deleteWhere((t) => t.kind === 'b' && t.status === 'working')).toBe(5);
     const all = await tasks.list();
-    for (const where of [{ status: 'done' }, { status: ['queued', 'working'] }, { kind: 'b' }, { status: 'done', kind: 'a' }, {}]) {
-      const expected = all.filter((t) => Object.entries(where).every(([f, v]) => (Array.isArray(v) ? v : [v]).includes((t as Record<string, unknown>)[f]))).length;
+    const filters: Array<Record<string, string | string[]>> = [{ status: 'done' }, { status: ['queued', 'working'] }, { kind: 'b' }, { status: 'done', kind: 'a' }, {}];
+    for (const where of filters) {
+      const expected = all.filter((t) => Object.entries(where).every(([f, v]) => (Array.isArray(v) ? v : [v]).includes((t as unknown as Record<string, string>)[f]!))).length;
       expect((await tasks.query({ where, limit: 1 })).total, JSON.stringify(where)).toBe(expected);
     }
   });

@@ -112,8 +112,8 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
                   ${status.store.writable ? '' : html`<div class="bad" role="alert">cannot write: ${status.store.problem}</div>`}
                   ${status.store.recovered &&
                   html`<div class="bad" role="alert">
-                    the database was damaged (${status.store.recovered.problem}); it was moved to
-                    <span class="mono">${status.store.recovered.moved_to}</span> and an empty store started
+                    the database was damaged (${status.store.recovered.problem}); it was moved to <span class="mono">${status.store.recovered.moved_to}</span> and an
+                    empty store started
                   </div>`}
                 </dd>`}
             </dl>`

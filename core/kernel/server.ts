@@ -15,7 +15,7 @@ import { Discovery } from './discovery.js';
 import { Logger } from './log.js';
 import { Registry } from './registry.js';
 import { isLoopbackHost, SettingsSchema, type Settings, type SettingsInput } from './settings.js';
-import { removeServerFile, writeServerFile, type ServerInfo } from './server-files.js';
+import { listServers, removeServerFile, writeServerFile, type ServerInfo } from './server-files.js';
 import { SUBSYSTEMS } from './subsystems.js';
 import { TypeChecker } from './typecheck.js';
 import { PLATFORM_NAME, VERSION } from './version.js';
@@ -192,6 +192,13 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     version: VERSION,
     ...(ctx.clientTokens.session ? { session: ctx.clientTokens.session } : {}),
   };
+  // Allowed, as Jupyter allows two servers on one folder, but the store keeps records in memory
+  // and writes whole shards: said plainly, so records lost between them are not a mystery.
+  for (const other of (await listServers(root)).filter((s) => s.pid !== process.pid)) {
+    log.warn(
+      `another Hangar (pid ${other.pid}, ${other.url}/ui/) already serves this workspace; both write .hangar/data, so a record one writes may be overwritten by the other — stop one unless you only read`,
+    );
+  }
   try {
     await writeServerFile(serverInfo);
   } catch (err) {

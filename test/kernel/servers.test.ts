@@ -48,6 +48,7 @@ describe('server files, as Jupyter keeps them', () => {
     expect(await teams(first.url, token)).toBe(200);
 
     const second = await start(root);
+    expect(second.proc.err()).toContain(`another Hangar (pid ${first.proc.child.pid}, ${first.url}/ui/) already serves this workspace`);
     // The token a person reads from the session file (or the UI holds) keeps working on both.
     expect(await teams(first.url, sessionFile(root).token)).toBe(200);
     expect(await teams(first.url, token)).toBe(200);

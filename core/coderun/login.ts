@@ -10,7 +10,8 @@
  * history, session restore, screenshots and terminal scrollback. A code
  * - works once: the first exchange consumes it, so a leaked URL from history is dead;
  * - expires after 24 hours when unused, so a printed line in an old scrollback or log is dead too;
- * - dies with the server (codes live in memory; the session token changes at every launch).
+ * - dies with the server (codes live in memory, per server; the session token is fresh once no
+ *   server runs on the workspace).
  * A person who opens the printed link a second time (another browser, a closed tab) runs
  * `hangar login` for a fresh link, or pastes the token from `.hangar/code-session.json`; the UI
  * says both. The window Hangar opens gets a code of its own, so it never uses up the printed one.

@@ -10,9 +10,10 @@
  */
 import { cp, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { agentFile, BARE_SERVER, hangarArgs, median, repo, report, round, startProcess, stop, throughput, waitFor, workspace } from './lib/measure.js';
+import { agentFile, BARE_SERVER, freshDist, hangarArgs, median, repo, report, round, startProcess, stop, throughput, waitFor, workspace } from './lib/measure.js';
 
 async function timeToReady(args: string[], probe: string): Promise<number> {
+  freshDist();
   const started = performance.now();
   const { child, url } = await startProcess(args);
   await waitFor(url + probe);
@@ -23,6 +24,7 @@ async function timeToReady(args: string[], probe: string): Promise<number> {
 
 /** Spawn to serving: readiness, every agent healthy and listed, every plugin ready. */
 async function timeToHealthy(root: string, agents: number): Promise<number> {
+  freshDist();
   const started = performance.now();
   const { child, url } = await startProcess(hangarArgs(root));
   try {

@@ -5,8 +5,9 @@
  * `/api/v1/{agent}/.well-known/agent-card.json` (and `agent.json`) whose `url` points there.
  *
  * Decisions:
- * - Protocol version 0.3 (the JSON-RPC method names above). Clients on A2A v1.0 reach it through
- *   their v0.3 compatibility layer (the official JS SDK: `legacyCompat: { enabled: true }`).
+ * - Protocol versions 0.3 (the JSON-RPC method names above) and 1.0 (`SendMessage`, …) on the
+ *   same endpoint: v1.ts translates a v1.0 call to its v0.3 method and the answer back, so the
+ *   official SDK's default (v1.0) client and its `legacyCompat` (v0.3) client both work.
  * - message/send blocks until the task finishes unless `configuration.blocking` is false, as the
  *   reference servers do.
  * - `contextId` is the agent's thread: a message naming one continues that thread; without one a
@@ -44,9 +45,10 @@ import { runtimeOf } from '../agents/runtime.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import type { HangarContext } from '../kernel/context.js';
 import type { ApprovalDecision } from '../agents/service.js';
-import { isSettled, isTerminal, type Task, type TaskEvent } from '../tasks/schemas.js';
+import { TaskStatus, isSettled, isTerminal, type Task, type TaskEvent } from '../tasks/schemas.js';
 import type { TaskScope, TaskService } from '../tasks/service.js';
 import { messageText } from './schemas.js';
+import { V1_METHODS, boardStatusOf, isV1Method, paramsFromV1, resultToV1, supportedInterfaces } from './v1.js';
 import { AGENT_TASK_KIND, TRACKING_NEEDS_STORAGE, awaitedApproval, continueTask } from './service.js';
 
 export const A2A_PROTOCOL_VERSION = '0.3.0';
@@ -83,9 +85,10 @@ interface RpcResponse {
   error?: { code: number; message: string; data?: unknown };
 }
 
-/** A streamed call: its request id, and the last response frame written (for the log). */
+/** A streamed call: its request id, how a result goes on the wire (v0.3 or v1.0), and the last frame written (for the log). */
 interface StreamNote {
   id: RpcId;
+  toWire: (result: unknown) => unknown;
   last?: RpcResponse;
 }
 
@@ -125,6 +128,16 @@ const SendParams = z.object({
   configuration: z.object({ blocking: z.boolean().optional() }).loose().optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
+const ListParams = z
+  .object({
+    contextId: z.string().optional(),
+    status: z.union([z.string(), z.number()]).optional(),
+    pageSize: z.number().int().min(1).max(100).optional(),
+    pageToken: z.string().optional(),
+    historyLength: z.number().int().min(0).optional(),
+    includeArtifacts: z.boolean().optional(),
+  })
+  .loose();
 const TaskIdParams = z.object({ id: z.string().min(1), historyLength: z.number().int().min(0).optional() }).loose();
 
 function params<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
@@ -208,11 +221,18 @@ export function toWireTask(task: Task, historyLength?: number): WireTask {
 
 // ---- the binding -------------------------------------------------------------------------------
 
-/** The standard A2A agent card of one agent; `origin` is how the caller reached this server. */
-export function a2aAgentCard(ctx: HangarContext, agentName: string, origin: string) {
+/**
+ * The standard A2A agent card of one agent; `origin` is how the caller reached this server. The
+ * v1.0 card (`agent-card.json`) lists the JSON-RPC binding in both versions in
+ * `supportedInterfaces` and keeps the v0.3 fields (`url`, `preferredTransport`,
+ * `protocolVersion`) beside them, so a client of either version reads it; `agent.json`, the v0.3
+ * name of the file, is the v0.3 card alone.
+ */
+export function a2aAgentCard(ctx: HangarContext, agentName: string, origin: string, version: '1.0' | '0.3' = '1.0') {
   const agent = findAgent(ctx.registry, agentName);
   const url = `${origin}/api/v1/${agent.name}/a2a`;
   return {
+    ...(version === '1.0' ? { supportedInterfaces: supportedInterfaces(url) } : {}),
     protocolVersion: A2A_PROTOCOL_VERSION,
     name: agent.name,
     description: agent.description || `Hangar agent ${agent.name}`,
@@ -221,7 +241,7 @@ export function a2aAgentCard(ctx: HangarContext, agentName: string, origin: stri
     preferredTransport: 'JSONRPC',
     additionalInterfaces: [{ url, transport: 'JSONRPC' }],
     provider: { organization: 'Hangar', url: origin },
-    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: ctx.settings.tasks.enabled },
+    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: ctx.settings.tasks.enabled, ...(version === '1.0' ? { extendedAgentCard: false } : {}) },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain', 'application/json'],
     skills: [{ id: agent.name, name: agent.slug, description: agent.description || agent.name, tags: [agent.framework] }],
@@ -270,33 +290,42 @@ export class A2AJsonRpc {
         error: error ? `${error.code} ${error.message}` : response ? null : 'the client closed the stream before it ended',
       });
     };
+    // A v1.0 call is served by its v0.3 method; what goes back is translated to v1.0 (v1.ts).
+    let toWire = (result: unknown) => result;
     const answer = (method: string, response: RpcResponse) => {
-      record(method, response);
-      sendJson(reply, response);
+      const sent = 'result' in response ? { ...response, result: toWire(response.result) } : response;
+      record(method, sent);
+      sendJson(reply, sent);
     };
     const envelope = Envelope.safeParse(body);
     if (!envelope.success) {
       const id = typeof body === 'object' && body !== null && !Array.isArray(body) ? ((body as { id?: RpcId }).id ?? null) : null;
       return answer('invalid', { jsonrpc: '2.0', id, error: { code: RpcCode.invalidRequest, message: invalidRequestMessage(body, envelope.error.issues) } });
     }
-    const { id = null, method } = envelope.data;
-    const stream: StreamNote = { id };
-    if (method === 'message/stream' || method === 'tasks/resubscribe') reply.raw.once('close', () => record(method, stream.last));
+    const { id = null, method: called } = envelope.data;
+    const v1 = isV1Method(called);
+    const method = v1 ? V1_METHODS[called]! : called;
+    const rawParams = v1 ? paramsFromV1(called, envelope.data.params) : envelope.data.params;
+    if (v1) toWire = (result) => resultToV1(called, result);
+    const stream: StreamNote = { id, toWire: (result) => toWire(result) };
+    if (method === 'message/stream' || method === 'tasks/resubscribe') reply.raw.once('close', () => record(called, stream.last));
     try {
       switch (method) {
         case 'message/send':
-          return answer(method, { jsonrpc: '2.0', id, result: await this.send(agent, envelope.data.params, principal, reply.raw) });
+          return answer(called, { jsonrpc: '2.0', id, result: await this.send(agent, rawParams, principal, reply.raw) });
         case 'message/stream':
-          return await this.stream(agent, envelope.data.params, principal, stream, reply);
+          return await this.stream(agent, rawParams, principal, stream, reply);
         case 'tasks/get': {
-          const { id: taskId, historyLength } = params(TaskIdParams, envelope.data.params);
+          const { id: taskId, historyLength } = params(TaskIdParams, rawParams);
           const task = await this.find(agent, taskId, principal);
-          return answer(method, { jsonrpc: '2.0', id, result: toWireTask(task, historyLength) });
+          return answer(called, { jsonrpc: '2.0', id, result: toWireTask(task, historyLength) });
         }
+        case 'tasks/list':
+          return answer(called, { jsonrpc: '2.0', id, result: await this.list(agent, rawParams, principal) });
         case 'tasks/cancel':
-          return answer(method, { jsonrpc: '2.0', id, result: await this.cancel(agent, params(TaskIdParams, envelope.data.params).id, principal) });
+          return answer(called, { jsonrpc: '2.0', id, result: await this.cancel(agent, params(TaskIdParams, rawParams).id, principal) });
         case 'tasks/resubscribe': {
-          const { id: taskId } = params(TaskIdParams, envelope.data.params);
+          const { id: taskId } = params(TaskIdParams, rawParams);
           const task = await this.find(agent, taskId, principal);
           return await this.follow(this.requireTasks(), task, this.scope(agent, principal), stream, reply);
         }
@@ -308,7 +337,7 @@ export class A2AJsonRpc {
         case 'agent/getAuthenticatedExtendedCard':
           throw new RpcError(RpcCode.unsupported, 'there is no extended agent card');
         default:
-          throw new RpcError(RpcCode.methodNotFound, `method "${method}" not found`);
+          throw new RpcError(RpcCode.methodNotFound, `method "${called}" not found`);
       }
     } catch (err) {
       const error = toRpcError(err);
@@ -324,7 +353,7 @@ export class A2AJsonRpc {
         stream.last = { jsonrpc: '2.0', id, error };
         return sendJson(reply, stream.last);
       }
-      answer(method, { jsonrpc: '2.0', id, error });
+      answer(called, { jsonrpc: '2.0', id, error });
     }
   }
 
@@ -422,13 +451,37 @@ export class A2AJsonRpc {
     if (!tasks) {
       const message = await this.runUntracked(agent, plan.input, plan.contextId, principal);
       const connection = openSse(reply);
-      note.last = { jsonrpc: '2.0', id, result: message };
+      note.last = { jsonrpc: '2.0', id, result: note.toWire(message) };
       connection.write(formatFrame(undefined, note.last));
       connection.close();
       return;
     }
     const task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: plan.input, principal, metadata: plan.taskMetadata });
     await this.follow(tasks, task, this.scope(agent, principal), note, reply);
+  }
+
+  /**
+   * The caller's tasks of this agent, newest first (v1.0 ListTasks): filtered by `contextId` and
+   * `status` (a v1.0 state or a v0.3 one), `pageSize` (default 50, at most 100) per page,
+   * `pageToken` the opaque offset of the next page.
+   */
+  async list(agent: string, raw: unknown, principal: string) {
+    const query = params(ListParams, raw);
+    const tasks = this.requireTasks();
+    const status = query.status === undefined || query.status === '' || query.status === 'TASK_STATE_UNSPECIFIED' ? undefined : (boardStatusOf(query.status) ?? query.status);
+    if (status !== undefined && !TaskStatus.safeParse(status).success) throw new RpcError(RpcCode.invalidParams, `params.status: unknown task state "${query.status}"`);
+    const offset = query.pageToken ? Number(query.pageToken) : 0;
+    if (!Number.isInteger(offset) || offset < 0) throw new RpcError(RpcCode.invalidParams, 'params.pageToken: not a token this server gave out');
+    const pageSize = query.pageSize ?? 50;
+    // The context filter reads task metadata, so it pages over the agent's whole list.
+    const all = (await tasks.list({ status: status ? [status as TaskStatus] : undefined, limit: 500, offset: 0 }, this.scope(agent, principal))).tasks;
+    const matching = query.contextId ? all.filter((t) => contextOf(t) === query.contextId) : all;
+    const page = matching.slice(offset, offset + pageSize).map((t) => {
+      const wire = toWireTask(t, query.historyLength);
+      return query.includeArtifacts === false ? { ...wire, artifacts: [] } : wire;
+    });
+    const next = offset + page.length;
+    return { tasks: page, nextPageToken: next < matching.length ? String(next) : '', pageSize, totalSize: matching.length };
   }
 
   async cancel(agent: string, taskId: string, principal: string): Promise<WireTask> {
@@ -450,7 +503,7 @@ export class A2AJsonRpc {
     let unsubscribe = () => {};
     connection.onClose(() => unsubscribe());
     const emit = (result: unknown) => {
-      note.last = { jsonrpc: '2.0', id, result };
+      note.last = { jsonrpc: '2.0', id, result: note.toWire(result) };
       connection.write(formatFrame(undefined, note.last));
     };
 

@@ -37,9 +37,9 @@ export function a2aRoutes(app: FastifyInstance, ctx: HangarContext, a2a = new A2
     await rpc.handle(agentOf(req), req.body, req.principal, reply);
     return reply;
   });
-  for (const file of ['agent-card.json', 'agent.json']) {
+  for (const [file, version] of [['agent-card.json', '1.0'], ['agent.json', '0.3']] as const) {
     app.get(`/api/v1/:agent/.well-known/${file}`, async (req) => {
-      return a2aAgentCard(ctx, agentOf(req), `${req.protocol}://${req.headers.host}`);
+      return a2aAgentCard(ctx, agentOf(req), `${req.protocol}://${req.headers.host}`, version);
     });
   }
 
@@ -126,14 +126,15 @@ function a2aRouteDocs(): RouteDoc[] {
     {
       method: 'post',
       path: '/api/v1/{agent_name}/a2a',
-      summary: 'A2A protocol v0.3 JSON-RPC: message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe',
+      summary:
+        'A2A JSON-RPC, v1.0 (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask) and v0.3 (message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe), told apart by method name',
       tags,
       responses: { '200': { description: 'a JSON-RPC response, or an SSE stream of them for message/stream and tasks/resubscribe' }, '404': { description: 'unknown agent' } },
     },
     {
       method: 'get',
       path: '/api/v1/{agent_name}/.well-known/agent-card.json',
-      summary: 'Standard A2A agent card (protocol v0.3) pointing at the JSON-RPC endpoint',
+      summary: 'Standard A2A agent card: v1.0 (supportedInterfaces lists the JSON-RPC binding in v1.0 and v0.3) with the v0.3 fields beside; agent.json is the v0.3 card',
       tags,
       responses: { '200': { description: 'A2A AgentCard' }, '404': { description: 'unknown agent' } },
     },

@@ -18,7 +18,7 @@ export const a2aSubsystem: Subsystem = {
     Object.assign(ctx.agentSurface.endpoints, {
       a2a_tasks: '/api/v1/{agent}/a2a/tasks',
       a2a_events: '/api/v1/{agent}/a2a/tasks/{task_id}/events',
-      // The public A2A protocol binding (JSON-RPC, v0.3) and its standard card.
+      // The public A2A protocol binding (JSON-RPC, v1.0 and v0.3) and its standard card.
       a2a_jsonrpc: '/api/v1/{agent}/a2a',
       a2a_card: '/api/v1/{agent}/.well-known/agent-card.json',
       // Only listed when it can answer: without tasks it is a 501.

@@ -26,7 +26,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { timeOrderedId } from '../storage/ids.js';
-import { HttpError, errorMessage, internalError, notFound } from '../http/errors.js';
+import { HttpError, errorMessage, notFound } from '../http/errors.js';
 import type { EventLog } from '../http/event-log.js';
 import type { Logger } from '../kernel/log.js';
 import { cleanStack } from '../kernel/stack.js';

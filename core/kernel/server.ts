@@ -192,11 +192,11 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     version: VERSION,
     ...(ctx.clientTokens.session ? { session: ctx.clientTokens.session } : {}),
   };
-  // Allowed, as Jupyter allows two servers on one folder, but the store keeps records in memory
-  // and writes whole shards: said plainly, so records lost between them are not a mystery.
+  // Allowed, as Jupyter allows two servers on one folder. The SQLite store is shared safely, but
+  // live work and the invocation log's index are per process: said plainly, so it is no mystery.
   for (const other of (await listServers(root)).filter((s) => s.pid !== process.pid)) {
     log.warn(
-      `another Hangar (pid ${other.pid}, ${other.url}/ui/) already serves this workspace; both write .hangar/data, so a record one writes may be overwritten by the other — stop one unless you only read`,
+      `another Hangar (pid ${other.pid}, ${other.url}/ui/) already serves this workspace; the store is shared, but each runs its own task queue, streams and notebook sessions and neither sees the other's live work`,
     );
   }
   try {

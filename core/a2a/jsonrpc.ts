@@ -40,7 +40,8 @@ import { z } from 'zod';
 import { HttpError, errorMessage } from '../http/errors.js';
 import { formatFrame, openSse } from '../http/sse.js';
 import { formatIssues } from '../http/validate.js';
-import { findAgent } from '../agents/kind.js';
+import path from 'node:path';
+import { findAgent, type Agent } from '../agents/kind.js';
 import { runtimeOf } from '../agents/runtime.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import type { HangarContext } from '../kernel/context.js';
@@ -245,6 +246,31 @@ export function a2aAgentCard(ctx: HangarContext, agentName: string, origin: stri
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain', 'application/json'],
     skills: [{ id: agent.name, name: agent.slug, description: agent.description || agent.name, tags: [agent.framework] }],
+  };
+}
+
+/**
+ * The workspace's v1.0 agent card at the host root (`/.well-known/agent-card.json`), where generic
+ * A2A discovery looks. A card describes one agent, so the workspace is described as one: a skill
+ * per agent, and per agent an interface on the host-root endpoint `/a2a` whose `tenant` is the
+ * agent's name (v1.0 requests carry the tenant; that endpoint routes by it). A client that picks
+ * an interface by its own rule reaches one of them (the SDK takes the last 1.0 entry); to address
+ * a given agent choose its interface, or use the agent's own card under /api/v1/{agent}/.
+ */
+export function workspaceAgentCard(ctx: HangarContext, origin: string) {
+  const agents = ctx.registry.list<Agent>('agent').map((e) => e.definition);
+  return {
+    name: `Hangar workspace ${path.basename(ctx.paths.root)}`,
+    description: agents.length
+      ? `Hangar agents, one interface each (tenant = agent name): ${agents.map((a) => a.name).join(', ')}`
+      : 'A Hangar workspace with no agents yet',
+    version: ctx.version,
+    supportedInterfaces: agents.map((agent) => ({ url: `${origin}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: agent.name })),
+    provider: { organization: 'Hangar', url: origin },
+    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain', 'application/json'],
+    skills: agents.map((agent) => ({ id: agent.name, name: agent.slug, description: agent.description || agent.name, tags: [agent.framework] })),
   };
 }
 

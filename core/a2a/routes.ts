@@ -12,7 +12,10 @@ import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
 import { streamTaskEvents } from '../tasks/routes.js';
 import { A2ATaskRequest, SubmitQuery } from './schemas.js';
-import { A2AJsonRpc, RpcCode, a2aAgentCard } from './jsonrpc.js';
+import { A2AJsonRpc, RpcCode, a2aAgentCard, workspaceAgentCard } from './jsonrpc.js';
+
+/** Where generic A2A discovery looks for a host's card. */
+export const ROOT_CARD_PATH = '/.well-known/agent-card.json';
 import { MCP_PATH, handleMcp, mcpHostValidation } from './mcp.js';
 import { A2AService } from './service.js';
 
@@ -35,6 +38,21 @@ export function a2aRoutes(app: FastifyInstance, ctx: HangarContext, a2a = new A2
   // The public A2A protocol binding (JSON-RPC) and its standard card; see jsonrpc.ts.
   app.post('/api/v1/:agent/a2a', { errorHandler: rpcBodyErrors(app, ctx, 200) }, async (req, reply) => {
     await rpc.handle(agentOf(req), req.body, req.principal, reply);
+    return reply;
+  });
+  // The host-root card and endpoint of the workspace (A2A v1.0, one tenant per agent).
+  app.get(ROOT_CARD_PATH, async (req) => workspaceAgentCard(ctx, `${req.protocol}://${req.headers.host}`));
+  app.post('/a2a', { errorHandler: rpcBodyErrors(app, ctx, 200) }, async (req, reply) => {
+    const body = req.body as { id?: unknown; params?: { tenant?: unknown } } | undefined;
+    const tenant = body?.params?.tenant;
+    const agents = ctx.registry.list('agent').map((e) => e.name);
+    const agent = typeof tenant === 'string' && tenant !== '' ? tenant : agents.length === 1 ? agents[0] : undefined;
+    if (agent === undefined || !agents.includes(agent)) {
+      const id = typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
+      const message = `params.tenant: ${agent === undefined ? 'name the agent' : `no agent "${agent}"`} (one of: ${agents.join(', ') || 'none'})`;
+      return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify({ jsonrpc: '2.0', id, error: { code: RpcCode.invalidParams, message } }));
+    }
+    await rpc.handle(agent, req.body, req.principal, reply);
     return reply;
   });
   for (const [file, version] of [['agent-card.json', '1.0'], ['agent.json', '0.3']] as const) {
@@ -130,6 +148,20 @@ function a2aRouteDocs(): RouteDoc[] {
         'A2A JSON-RPC, v1.0 (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask) and v0.3 (message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe), told apart by method name',
       tags,
       responses: { '200': { description: 'a JSON-RPC response, or an SSE stream of them for message/stream and tasks/resubscribe' }, '404': { description: 'unknown agent' } },
+    },
+    {
+      method: 'get',
+      path: ROOT_CARD_PATH,
+      summary: "The workspace's A2A v1.0 agent card: a skill and an interface (tenant = agent name, on /a2a) per agent",
+      tags,
+      responses: { '200': { description: 'A2A AgentCard' } },
+    },
+    {
+      method: 'post',
+      path: '/a2a',
+      summary: 'A2A JSON-RPC (v1.0) for every agent of the workspace: params.tenant names the agent (optional with one agent)',
+      tags,
+      responses: { '200': { description: 'a JSON-RPC response, or an SSE stream of them' } },
     },
     {
       method: 'get',

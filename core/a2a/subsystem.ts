@@ -7,7 +7,7 @@
  */
 import type { Subsystem } from '../kernel/context.js';
 import { runtimeOf } from '../agents/runtime.js';
-import { a2aRoutes } from './routes.js';
+import { ROOT_CARD_PATH, a2aRoutes } from './routes.js';
 import { AGENT_TASK_KIND, agentTaskKind, continueTask } from './service.js';
 
 export const a2aSubsystem: Subsystem = {
@@ -27,6 +27,8 @@ export const a2aSubsystem: Subsystem = {
     // Every status change is an event (stateTransitionHistory) and events resume by sequence
     // (resumableStreams); there is no webhook delivery, so pushNotifications stays false.
     Object.assign(ctx.agentSurface.capabilities, { a2a: true, stateTransitionHistory: true, resumableStreams: true });
+    // Discovery documents are public, as /.well-known/agent.json is.
+    ctx.publicPaths.add(ROOT_CARD_PATH);
   },
   routes: (app, ctx) => {
     // Every subsystem is set up by now, the agent runtime included: approvals of runs an agent

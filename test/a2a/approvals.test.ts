@@ -275,4 +275,9 @@ describe('approvals of several principals', () => {
     expect(reply.body.error.code).toBe(-32001);
     expect((await alice.get(`/api/v1/tasks/${submitted.body.id}`)).body.status).toBe('input-required');
   });
+
+  it('the host-root A2A card is public, as the discovery document is', async () => {
+    expect((await server.request('/.well-known/agent-card.json')).status).toBe(200);
+    expect((await server.request('/api/v1/approvals')).status).toBe(401);
+  });
 });

@@ -146,6 +146,25 @@ describe('A2A v1.0 with the official SDK client in its default configuration', (
     expect(answers((await either.sendMessage(request(message('either way')))) as Task)).toEqual(['echo: either way']);
   });
 
+  it('serves the workspace card at the host root; the default client created from the host reaches an agent through /a2a by tenant', async () => {
+    const card = (await server.request('/.well-known/agent-card.json')).body;
+    expect(card.skills.map((s: { id: string }) => s.id).sort()).toEqual(['echo', 'gatekeeper', 'waiter']);
+    expect(card.supportedInterfaces).toContainEqual({ url: `${server.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: 'echo' });
+    // The SDK picks the last 1.0 interface; whichever agent that is answers through the root endpoint.
+    const chosen = card.supportedInterfaces.at(-1).tenant as string;
+    const client = await new ClientFactory().createFromUrl(server.url);
+    const task = (await client.sendMessage(request(message('from the root'), true))) as Task;
+    const board = await server.request(`/api/v1/tasks/${task.id}`);
+    expect(board.body.target).toBe(chosen);
+    await client.cancelTask({ id: task.id, tenant: '', metadata: undefined } as never).catch(() => undefined); // whatever it is, leave nothing running
+
+    const rpc = (params: unknown) => server.request('/a2a', { method: 'POST', json: { jsonrpc: '2.0', id: 5, method: 'SendMessage', params } });
+    const viaTenant = await rpc({ tenant: 'echo', message: { messageId: 'r1', role: 'ROLE_USER', parts: [{ text: 'by tenant' }] } });
+    expect(viaTenant.body.result.task.artifacts[0].parts[0]).toEqual({ text: 'echo: by tenant' });
+    const unknown = await rpc({ tenant: 'ghost', message: { messageId: 'r2', role: 'ROLE_USER', parts: [{ text: 'x' }] } });
+    expect(unknown.body).toMatchObject({ jsonrpc: '2.0', id: 5, error: { code: -32602, message: expect.stringMatching(/^params\.tenant: no agent "ghost" \(one of: /) } });
+  });
+
   it('answers v1.0 and v0.3 method names on the wire in their own shapes', async () => {
     const rpc = (method: string, params: unknown) => server.request('/api/v1/echo/a2a', { method: 'POST', json: { jsonrpc: '2.0', id: 1, method, params } });
     const v1 = await rpc('SendMessage', { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'wire' }] } });

@@ -73,6 +73,11 @@ export const SettingsSchema = z
         enabled: z.boolean().default(true),
         concurrency: z.coerce.number().int().positive().default(4),
         eventsPerTask: z.coerce.number().int().positive().default(1000),
+        /** Finished tasks older than this are deleted in the background: `30d`, `12h`; `0` keeps all. */
+        retention: z
+          .string()
+          .regex(/^(0|\d+[smhd])$/, 'expected a duration such as 30d, 12h or 90m, or 0 to keep every task')
+          .default('30d'),
       })
       .prefault({}),
     streams: z

@@ -62,6 +62,7 @@ import {
   type TaskStatus,
   TASK_STATUSES,
   isSettled,
+  isTerminal,
 } from './schemas.js';
 
 /** Consecutive sequences stored together in one event record. */
@@ -160,6 +161,12 @@ export interface TaskServiceOptions {
    * is failed as interrupted.
    */
   recoveryGraceMs?: number;
+  /**
+   * `tasks.retention`: finished tasks older than this (by `finished_at`) are deleted with their
+   * events, in the background, once shortly after start and then every `pruneEveryMs`. 0: never.
+   */
+  retentionMs?: number;
+  pruneEveryMs?: number;
   log?: TaskLogger;
 }
 
@@ -230,6 +237,9 @@ export class TaskService {
   private running = 0;
   private started: Promise<void> | undefined;
   private stopped = false;
+  private readonly retentionMs: number;
+  private readonly pruneEveryMs: number;
+  private pruneTimer: NodeJS.Timeout | undefined;
   /** Unfinished tasks found at start whose kind has not been registered yet. */
   private readonly awaitingKind = new Map<string, Task>();
   /** Tasks between `resume` being called and their in-memory state existing. */
@@ -250,11 +260,13 @@ export class TaskService {
     // The board's lists: by owner, by status, by what the task runs, each newest first.
     this.tasks = options.store.collection<Task>('tasks', {
       shards: 8,
-      indexes: [['created_at'], ['principal', 'created_at'], ['status', 'created_at'], ['target', 'kind', 'created_at']],
+      indexes: [['created_at'], ['principal', 'created_at'], ['status', 'created_at'], ['status', 'finished_at'], ['target', 'kind', 'created_at']],
       // The list's `total` over these filters is a sum over a few groups, not a count of 100,000 rows.
       countBy: ['principal', 'status', 'kind', 'target'],
     });
-    this.eventStore = options.store.collection<StoredChunk>('task_events', { shards: options.eventShards ?? 32 });
+    this.eventStore = options.store.collection<StoredChunk>('task_events', { shards: options.eventShards ?? 32, indexes: [['task_id']] });
+    this.retentionMs = options.retentionMs ?? 0;
+    this.pruneEveryMs = options.pruneEveryMs ?? 3_600_000;
   }
 
   /**
@@ -283,8 +295,49 @@ export class TaskService {
    */
   start(): Promise<void> {
     if (!this.enabled) return Promise.resolve();
-    this.started ??= this.recover();
+    if (!this.started) {
+      this.started = this.recover();
+      if (this.retentionMs > 0) this.schedulePrune(Math.min(10_000, this.pruneEveryMs));
+    }
     return this.started;
+  }
+
+  /** Background pruning never holds up serving or stopping (unref'd, one pass at a time). */
+  private schedulePrune(delayMs: number): void {
+    this.pruneTimer = setTimeout(() => {
+      void this.pruneFinished(new Date(Date.now() - this.retentionMs))
+        .catch((err: unknown) => this.log.warn('pruning finished tasks failed', { error: errorMessage(err) }))
+        .finally(() => {
+          if (!this.stopped) this.schedulePrune(this.pruneEveryMs);
+        });
+    }, delayMs);
+    this.pruneTimer.unref();
+  }
+
+  /**
+   * Deletes finished tasks that finished before `before`, with their events, oldest first, in pages
+   * from the (status, finished_at) index; answers how many went.
+   */
+  async pruneFinished(before: Date): Promise<number> {
+    const cutoff = before.toISOString();
+    const finished = TASK_STATUSES.filter((status) => isTerminal(status));
+    let removed = 0;
+    for (;;) {
+      const { items } = await this.tasks.query({ where: { status: finished }, orderBy: [{ field: 'finished_at' }], limit: 200 });
+      const old = items.filter((t) => t.finished_at !== null && t.finished_at < cutoff && !this.live.has(t.id));
+      for (const task of old) {
+        await this.tasks.delete(task.id);
+        await this.deleteEvents(task.id);
+      }
+      removed += old.length;
+      if (this.stopped || old.length < items.length || items.length === 0) return removed;
+    }
+  }
+
+  /** Every stored event chunk of one task, found through the task_id index. */
+  private async deleteEvents(id: string): Promise<void> {
+    const { items } = await this.eventStore.query({ where: { task_id: id } });
+    for (const chunk of items) await this.eventStore.delete(chunkKey(id, chunk.chunk));
   }
 
   /**
@@ -293,6 +346,7 @@ export class TaskService {
    */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.pruneTimer);
     this.queue.length = 0;
     const writes: Promise<unknown>[] = [];
     for (const live of this.live.values()) {
@@ -437,7 +491,7 @@ export class TaskService {
     await this.find(id, scope);
     if (this.live.has(id) || this.awaitingKind.has(id)) await this.cancel(id, scope, 'task deleted');
     await this.tasks.delete(id);
-    await this.eventStore.deleteWhere((chunk) => chunk.task_id === id);
+    await this.deleteEvents(id);
   }
 
   /**

@@ -10,6 +10,10 @@ import type { Subsystem } from '../kernel/context.js';
 import { taskRoutes } from './routes.js';
 import { TaskService } from './service.js';
 
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** `30d` → milliseconds; `0` → 0 (the settings schema checked the form). */
+const durationMs = (text: string): number => (text === '0' ? 0 : Number(text.slice(0, -1)) * UNIT_MS[text.at(-1) as keyof typeof UNIT_MS]);
+
 export const tasksSubsystem: Subsystem = {
   name: 'tasks',
   setup(ctx) {
@@ -18,6 +22,7 @@ export const tasksSubsystem: Subsystem = {
       enabled: ctx.settings.tasks.enabled,
       concurrency: ctx.settings.tasks.concurrency,
       eventsPerTask: ctx.settings.tasks.eventsPerTask,
+      retentionMs: durationMs(ctx.settings.tasks.retention),
       log: ctx.log,
     });
     // Recovery does not wait for other subsystems: stored tasks of a kind registered later are

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
@@ -238,6 +239,34 @@ describe('human approval over every protocol', () => {
       expect(again.isError).toBe(true);
       expect((again.content as Array<{ text: string }>)[0]!.text).toMatch(/no pending approval/);
     });
+  });
+});
+
+describe('approvals across a restart', () => {
+  it('a task waiting for approval still waits after a restart, and approving it then completes it', async () => {
+    const first = await startTestServer({ files, settings: { watch: false } });
+    const root = first.root;
+    const submitted = await first.request('/api/v1/gatekeeper/invoke/async', { method: 'POST', json: { query: 'survive' } });
+    const waiting = await eventually(async () => {
+      const r = await first.request(`/api/v1/tasks/${submitted.body.id}`);
+      return r.body.status === 'input-required' && r.body;
+    });
+    await first.close();
+
+    const second = await startTestServer({ root, settings: { watch: false } });
+    try {
+      // Recovery leaves it alone: nothing was running, it waits for a person.
+      expect((await second.request(`/api/v1/tasks/${submitted.body.id}`)).body.status).toBe('input-required');
+      const { approval_id, links } = waiting.result.detail;
+      const first_ = await second.request(links.approve, { method: 'POST', json: { approval_id } });
+      expect(first_.status).toBe(202);
+      const done = await second.request(links.approve, { method: 'POST', json: { approval_id: first_.body.detail.approval_id } });
+      expect(done.body.response).toBe('published and archived');
+      expect((await second.request(`/api/v1/tasks/${submitted.body.id}`)).body.status).toBe('completed');
+    } finally {
+      await second.stop();
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 

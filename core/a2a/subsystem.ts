@@ -33,7 +33,13 @@ export const a2aSubsystem: Subsystem = {
   routes: (app, ctx) => {
     // Every subsystem is set up by now, the agent runtime included: approvals of runs an agent
     // task made are decided by continuing that task, whichever route decides them.
-    runtimeOf(ctx).service.routeTaskDecisions(async (record, decision) => (await continueTask(ctx, record, decision)).outcome);
+    runtimeOf(ctx).service.routeTaskDecisions(
+      async (record, decision) => (await continueTask(ctx, record, decision)).outcome,
+      async (record, reason) => {
+        // Its approval is gone already, so the kind's release finds nothing more to discard.
+        await ctx.tasks?.cancel(record.task_id!, {}, reason).catch((err: unknown) => ctx.log.warn(`task ${record.task_id} could not be ended: ${String(err)}`));
+      },
+    );
     a2aRoutes(app, ctx);
   },
 };

@@ -115,6 +115,8 @@ export class AgentService {
   readonly checkpoints: Checkpointer;
   /** Decides approvals of task-made runs through their task (set by the A2A subsystem). */
   private taskDecisions: ((record: PendingApproval, decision: ApprovalDecision) => Promise<InvokeResponse | RejectedRun>) | undefined;
+  /** Ends the task of an approval taken without a decision (set by the A2A subsystem). */
+  private taskRelease: ((record: PendingApproval, reason: string) => Promise<void>) | undefined;
 
   constructor(private readonly options: AgentServiceOptions) {
     this.engine = new Engine({
@@ -319,9 +321,21 @@ export class AgentService {
     return this.approvals.take(agent.name, threadId, approvalId, principal);
   }
 
-  /** Have the approvals of task-made runs decided through `decide`-as-task-work by `route`. */
-  routeTaskDecisions(route: (record: PendingApproval, decision: ApprovalDecision) => Promise<InvokeResponse | RejectedRun>): void {
+  /**
+   * Have the approvals of task-made runs decided through their task by `route`, and the task of
+   * an approval used up otherwise (a studio resume from its checkpoint) ended by `release`.
+   */
+  routeTaskDecisions(
+    route: (record: PendingApproval, decision: ApprovalDecision) => Promise<InvokeResponse | RejectedRun>,
+    release: (record: PendingApproval, reason: string) => Promise<void>,
+  ): void {
     this.taskDecisions = route;
+    this.taskRelease = release;
+  }
+
+  /** A taken approval whose run continues elsewhere: its task, if any, stops waiting for it. */
+  async releaseTask(record: PendingApproval, reason: string): Promise<void> {
+    if (record.task_id) await this.taskRelease?.(record, reason);
   }
 
   /** Decide a taken approval: through its task when a task made the run, else here. */

@@ -542,11 +542,16 @@ export class StudioService {
     };
   }
 
-  /** Pending HITL approvals (from /invoke or /chat) parked on this checkpoint are used up by a studio resume. */
+  /**
+   * Pending HITL approvals (from /invoke or /chat) parked on this checkpoint are used up by a studio
+   * resume; a board task waiting for one ends (canceled, saying why), as the run goes on here.
+   */
   private async takeApprovals(agent: string, threadId: string, checkpointId: string): Promise<void> {
-    const approvals = this.options.runtime.service.approvals;
-    for (const record of await approvals.list(agent, threadId)) {
-      if (record.checkpoint.id === checkpointId) await approvals.take(agent, threadId, record.id).catch(() => undefined);
+    const service = this.options.runtime.service;
+    for (const record of await service.approvals.list(agent, threadId)) {
+      if (record.checkpoint.id !== checkpointId) continue;
+      const taken = await service.approvals.take(agent, threadId, record.id).catch(() => undefined);
+      if (taken) await service.releaseTask(taken, `approval ${taken.id} was used up by a studio resume of its checkpoint`);
     }
   }
 

@@ -114,6 +114,16 @@ describe('human approval over every protocol', () => {
     expect((await post(`/api/v1/gatekeeper/threads/${thread_id}/approve`, { approval_id })).status).toBe(404);
   });
 
+  it('a studio resume of the checkpoint a task waits on ends the task, saying so', async () => {
+    const submitted = await post('/api/v1/gatekeeper/invoke/async', { query: 'studio', thread_id: 'studio-kept' });
+    const waiting = await waitSettled(submitted.body.id);
+    expect(waiting.status).toBe('input-required');
+    const resumed = await post('/studio/agents/gatekeeper/threads/studio-kept/resume', { action: 'approve', value: {} });
+    expect(resumed.status).toBeLessThan(300);
+    const ended = await server.request(`/api/v1/tasks/${submitted.body.id}`);
+    expect(ended.body).toMatchObject({ status: 'canceled', error: `approval ${waiting.result.detail.approval_id} was used up by a studio resume of its checkpoint` });
+  });
+
   it('lists pending approvals of every route newest first, per agent too, and 404s an unknown agent', async () => {
     const first = await post('/api/v1/gatekeeper/invoke', { query: 'one', thread_id: 'list-1' });
     const second = await post('/api/v1/gatekeeper/chat', { content: 'two', thread_id: 'list-2' });

@@ -36,6 +36,8 @@ interface Task {
 const TASK_COLUMNS = [
   { status: 'submitted', label: 'Submitted' },
   { status: 'working', label: 'Working' },
+  // Stopped for a person's answer (a human approval); it moves on once decided.
+  { status: 'input-required', label: 'Input required' },
   { status: 'completed', label: 'Completed' },
   { status: 'failed', label: 'Failed' },
   { status: 'canceled', label: 'Canceled' },

@@ -45,13 +45,14 @@ describe('status view', () => {
     await metrics.getByText('Requests').waitFor();
     expect(Number((await metrics.locator('dd').first().textContent())!.replace(/\D/g, ''))).toBeGreaterThan(0);
 
-    // The board has its five columns, and the submitted task lands in one of them.
+    // The board has its six columns, and the submitted task lands in one of them.
     expect(submitted.status).toBe(202);
     const board = p.getByTestId('task-board');
     await board.locator('.task', { hasText: 'echo' }).first().waitFor({ timeout: 10_000 });
     expect((await board.locator('h3').allTextContents()).map((t) => t.replace(/\s*\d+$/, ''))).toEqual([
       'Submitted',
       'Working',
+      'Input required',
       'Completed',
       'Failed',
       'Canceled',

@@ -1,45 +1,19 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fakeBrowser } from '../support/fake-browser.js';
+import { repo, runCli, stopAll } from '../support/cli.js';
 import { agentSource, eventually, makeWorkspace } from '../support/server.js';
-
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.join(repo, 'bin', 'hangar.mjs');
-const children: ChildProcess[] = [];
 
 beforeAll(() => {
   execFileSync(process.execPath, [path.join(repo, 'scripts', 'build.mjs'), '--quiet']);
 });
-afterEach(() => children.splice(0).forEach((c) => c.kill('SIGKILL')));
+afterEach(stopAll);
 
-function run(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [bin, ...args], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? -1)));
-  const line = (pattern: RegExp) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const match = stdout.split('\n').find((l) => pattern.test(l));
-        if (match) resolve(match);
-      };
-      child.stdout!.on('data', check);
-      child.on('exit', () => reject(new Error(`exited before printing ${pattern}: ${stderr}`)));
-      check();
-    });
-  return { child, exited, line, out: () => stdout, err: () => stderr };
-}
+const run = (args: string[], env: Record<string, string> = {}) => runCli(args, { env });
 
 describe('hangar CLI', () => {
   it('prints help and version', async () => {

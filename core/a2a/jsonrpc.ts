@@ -353,6 +353,9 @@ export class A2AJsonRpc {
         case 'tasks/resubscribe': {
           const { id: taskId } = params(TaskIdParams, rawParams);
           const task = await this.find(agent, taskId, principal);
+          // v1.0 refuses to subscribe to a finished task, as the SDK's server does; v0.3 clients
+          // keep getting its final status at once.
+          if (v1 && isTerminal(task.status)) throw new RpcError(RpcCode.unsupported, `Task ${task.id} is in a terminal state (${task.status}) and cannot be subscribed to.`);
           return await this.follow(this.requireTasks(), task, this.scope(agent, principal), stream, reply);
         }
         case 'tasks/pushNotificationConfig/set':

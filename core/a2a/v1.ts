@@ -15,7 +15,9 @@
  *   `final` flag). `returnImmediately` is v0.3's `blocking: false`.
  * - `ListTasks` (v1.0 only) lists the caller's tasks of this agent, newest first, filtered by
  *   `contextId` and `status`; `pageToken` is an opaque offset.
- * - Error codes are the same numbers in both versions.
+ * - Error codes are the same numbers in both versions. `SubscribeToTask` on a finished task is
+ *   UnsupportedOperation, as the SDK's server answers (v0.3 resubscribe still sends the final
+ *   status at once).
  */
 /** v1.0 JSON-RPC method → the v0.3 method that implements it. */
 export const V1_METHODS: Readonly<Record<string, string>> = {

@@ -116,6 +116,13 @@ describe('A2A v1.0 with the official SDK client in its default configuration', (
     const canceled = await client.cancelTask({ id: second.id, tenant: '', metadata: undefined } as never);
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await expect(client.getTask({ id: 'no-such-task', tenant: '', historyLength: undefined })).rejects.toThrow(/not found/);
+    // A finished task cannot be subscribed to (v1.0, as the SDK's own server answers).
+    const subscribe = async () => {
+      for await (const _event of client.resubscribeTask({ id: second.id, tenant: '' })) {
+        // nothing arrives
+      }
+    };
+    await expect(subscribe()).rejects.toThrow(/terminal state \(canceled\) and cannot be subscribed to/);
   });
 
   it('an approval: the task is input-required, and a reply with its taskId continues it', async () => {

@@ -14,28 +14,18 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { rawRequest } from './raw.js';
+import { seededRandom } from '../../core/kernel/seeded-random.js';
 
 const SEED = 0x18_2026;
 const CASES_PER_ROUTE = 14;
 
-/** mulberry32: small, seedable, good enough to pick cases. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; items?: Schema; enum?: unknown[]; anyOf?: Schema[]; oneOf?: Schema[]; $ref?: string };
 
 let server: TestServer;
 let session: string;
 let openapi: { paths: Record<string, Record<string, { parameters?: Array<{ name: string; in: string }>; requestBody?: { content: Record<string, { schema: Schema }> } }>> };
-const random = prng(SEED);
+const random = seededRandom(SEED);
 const pick = <T,>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 
 const CONTROL = ['\u0000', '\u0001', '\n', '\r\nX-Injected: 1', '\u001b[31m', '\u007f'];

@@ -27,6 +27,7 @@ import MLR from 'ml-regression-multivariate-linear';
 import { AnalysisError, checkTarget, isMissing, profileColumn, toFrame, type ColumnProfile } from './frame.js';
 import { MAX_CLASSES, isClassTarget } from './smartprep.js';
 import { ENCODER_SOURCE, type EncoderSpec, type FeatureSpec } from './encoder.js';
+import { seededRandom } from '../../../kernel/seeded-random.js';
 
 export type TaskType = 'classification' | 'regression' | 'clustering';
 type Level = 'fast' | 'medium' | 'slow';
@@ -63,17 +64,6 @@ const MAX_LEVELS = 10;
  */
 const FOREST_SHARE = 20;
 
-/** mulberry32: a tiny seeded generator, so samples and folds are the same on every call. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function shuffle<T>(xs: T[], random: () => number): T[] {
   for (let i = xs.length - 1; i > 0; i--) {
@@ -302,7 +292,7 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
   const budget = args.budget_ms ?? DEFAULT_BUDGET_MS;
   const frame = toFrame(value, variable);
   checkTarget(frame, target, variable);
-  const random = rng(42);
+  const random = seededRandom(42);
   const targetValues = target !== undefined ? frame.column(target) : undefined;
   // Rows whose target is known; a model can neither learn from nor be scored on the others.
   const usable: number[] = [];

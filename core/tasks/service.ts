@@ -22,9 +22,12 @@
  *   restart recovery can only use these) or from an ad-hoc `run` passed to `submit` for a kind
  *   nobody registered. A registered kind cannot be overridden per task, so recovery always knows
  *   which function a stored task belongs to.
- * - Cancel is cooperative: the work's `signal` aborts and the task ends `canceled` at once; whatever
- *   the work returns or throws afterwards is discarded. Its concurrency slot stays taken until the
- *   function really returns, so work that ignores its signal is visible as load rather than hidden.
+ * - Cancel: the work's `signal` aborts and the task ends `canceled` at once; whatever the work
+ *   returns or throws afterwards is discarded, never recorded. Its concurrency slot is free at once
+ *   too, whether or not the function ever returns: a hung run must not starve the board (as a
+ *   Jupyter kernel interrupt frees the kernel for the next cell). Work that ignores its signal goes
+ *   on in the background until it returns — nothing here can stop a function on this thread — and
+ *   is counted by `load().abandoned` meanwhile.
  *   Cancelling a finished task changes nothing and says so (`canceled: false`).
  * - Restart (`start()` on a store that holds unfinished tasks): a task still `submitted` never
  *   started, so it is queued again when its kind is registered. A task that was `working` is queued
@@ -199,6 +202,9 @@ interface LiveTask {
   flushQueued: boolean;
 }
 
+/** What `untilEnded` answers for work whose task ended before it did. */
+const ENDED = Symbol('ended');
+
 const chunkOf = (sequence: number): number => Math.floor((sequence - 1) / EVENT_CHUNK);
 const chunkKey = (taskId: string, chunk: number): string => `${taskId}.${chunk}`;
 const nowIso = (): string => new Date().toISOString();
@@ -235,6 +241,7 @@ export class TaskService {
   private readonly live = new Map<string, LiveTask>();
   private readonly queue: string[] = [];
   private running = 0;
+  private abandoned = 0;
   private started: Promise<void> | undefined;
   private stopped = false;
   private readonly retentionMs: number;
@@ -601,9 +608,12 @@ export class TaskService {
     return { task, done };
   }
 
-  /** Tasks waiting for a runner slot, and tasks running now. */
-  load(): { queued: number; running: number; concurrency: number } {
-    return { queued: this.queue.length, running: this.running, concurrency: this.concurrency };
+  /**
+   * Tasks waiting for a runner slot, tasks running now, and work of cancelled tasks that ignored
+   * its signal and has not returned yet (it holds no slot).
+   */
+  load(): { queued: number; running: number; concurrency: number; abandoned: number } {
+    return { queued: this.queue.length, running: this.running, concurrency: this.concurrency, abandoned: this.abandoned };
   }
 
   // ---- internals -------------------------------------------------------------------------------
@@ -692,7 +702,9 @@ export class TaskService {
       if (live.finishing || this.stopped) return;
       let result: unknown;
       try {
-        result = toJson(await work(this.contextFor(live)), 'task result');
+        const outcome = await this.untilEnded(live, work);
+        if (outcome === ENDED) return;
+        result = toJson(outcome.value, 'task result');
       } catch (err) {
         if (live.finishing || this.stopped) return;
         if (err instanceof SettleAs) {
@@ -708,6 +720,34 @@ export class TaskService {
     } catch (err) {
       this.log.error('task runner could not record a task outcome', { task: live.task.id, error: errorMessage(err) });
     }
+  }
+
+  /**
+   * The work's outcome, or `ENDED` as soon as the task is cancelled or Hangar stops (its signal
+   * aborts), so the caller frees the slot without waiting for work that may never return.
+   */
+  private untilEnded(live: LiveTask, work: TaskWork): Promise<{ value: unknown } | typeof ENDED> {
+    const signal = live.controller.signal;
+    const running = (async () => ({ value: await work(this.contextFor(live)) }))();
+    if (signal.aborted) return Promise.resolve(ENDED);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        resolve(ENDED);
+        this.abandoned++;
+        void running.catch(() => {}).finally(() => this.abandoned--);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      running.then(
+        (outcome) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        },
+        (err: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      );
+    });
   }
 
   private contextFor(live: LiveTask): TaskContext {

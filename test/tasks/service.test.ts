@@ -97,7 +97,7 @@ describe('TaskService', () => {
     await waitForStatus(() => tasks.get(first.id), ['working']);
     await new Promise((r) => setTimeout(r, 30));
     expect((await tasks.get(second.id)).status).toBe('submitted');
-    expect(tasks.load()).toEqual({ queued: 1, running: 1, concurrency: 1 });
+    expect(tasks.load()).toEqual({ queued: 1, running: 1, concurrency: 1, abandoned: 0 });
     hold.open();
     await waitForStatus(() => tasks.get(second.id), ['completed']);
     expect(order).toEqual(['a', 'b']);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { dropInUnavailable, notFound } from '../http/errors.js';
 import type { DropInKind, Registry } from '../kernel/registry.js';
+import { TimeoutMs } from './schemas.js';
 import type { AgentConfig, AgentDefinition } from './types.js';
 
 /**
@@ -42,6 +43,7 @@ const AgentDefinitionSchema = z
     input: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'expected a zod schema').optional(),
     output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'expected a zod schema').optional(),
     requiresModel: z.boolean().optional(),
+    timeout_ms: TimeoutMs.optional(),
     run: fn.optional(),
     graph: z
       .object({

@@ -33,6 +33,7 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
     threads,
     streams: { retain: ctx.settings.streams.retain, ttlMs: ctx.settings.streams.ttlSeconds * 1000 },
     defaultMaxHistory: ctx.settings.chat.max_history,
+    defaultTimeoutMs: ctx.settings.agents.timeoutMs,
     onRun: (agent, route, outcome) => ctx.metrics.agentInvocations.inc({ agent, route, outcome }),
   });
   return { provider, service, threads, feedback: new FeedbackService(ctx.store) };

@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { PrintableString } from '../http/validate.js';
 
 const JsonObject = z.record(z.string(), z.unknown());
+/** A run deadline in milliseconds: setTimeout's range ends at 2^31 − 1, so 24 h is the most. */
+export const TimeoutMs = z.number().int().positive().max(86_400_000);
 
 export const InvokeRequest = z.object({
   query: z.string(),
@@ -17,6 +19,8 @@ export const InvokeRequest = z.object({
   temperature: z.number().min(0).max(2).nullish().default(null),
   max_tokens: z.number().int().positive().nullish().default(null),
   metadata: JsonObject.default({}),
+  /** This run's deadline; absent → the agent's `timeout_ms`, else `agents.timeoutMs` (see `AgentService`). */
+  timeout_ms: TimeoutMs.optional(),
 });
 export type InvokeRequest = z.output<typeof InvokeRequest>;
 
@@ -56,6 +60,7 @@ export const ChatRequest = z.object({
   prompt_version: z.string().min(1).optional(),
   temperature: z.number().min(0).max(2).nullish().default(null),
   max_tokens: z.number().int().positive().nullish().default(null),
+  timeout_ms: TimeoutMs.optional(),
 });
 export type ChatRequest = z.output<typeof ChatRequest>;
 

@@ -16,6 +16,13 @@
  *   board task made, the task, and `listApprovals()` lists them across threads. Deciding an approval
  *   of a task's run — by any route — continues the task (`routeTaskDecisions`), so the task and
  *   the thread never disagree about how the run ended.
+ * - Deadlines: every run this service starts has one — the request's `timeout_ms`, else the agent's
+ *   `timeout_ms`, else `agents.timeoutMs` (5 min). A request may ask for up to the larger of the
+ *   agent's own deadline and the setting; more is capped, not refused. At the deadline the run's
+ *   signal aborts and the caller is answered at once (504 `agent 'x' did not finish within N ms`,
+ *   a stream's `error` frame, a task `failed`) even if the agent ignores its signal: what it
+ *   does afterwards (events, result, a suspension) is discarded. A resumed approval gets a fresh
+ *   deadline of the agent's own length: the person's thinking time is not the run's.
  *
  * Ownership (core/kernel/ownership.ts): every run knows the principal it runs for. The
  * checkpoints it starts and the approval it leaves belong to that principal; a run that names a
@@ -26,7 +33,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { timeOrderedId } from '../storage/ids.js';
-import { HttpError, errorMessage, notFound } from '../http/errors.js';
+import { HttpError, errorMessage, gatewayTimeout, notFound } from '../http/errors.js';
 import type { EventLog } from '../http/event-log.js';
 import type { Logger } from '../kernel/log.js';
 import { cleanStack } from '../kernel/stack.js';
@@ -57,6 +64,8 @@ export interface AgentServiceOptions {
   streams: StreamRetention;
   /** `chat.max_history`: the newest messages a chat loads when the request names no limit (null: all). */
   defaultMaxHistory?: number | null;
+  /** `agents.timeoutMs`: the deadline of a run whose agent and request name none (default 5 min). */
+  defaultTimeoutMs?: number;
   /** Told of every finished run (metrics: `agent_invocations_total`). */
   onRun?: (agent: string, route: RunRoute, outcome: string) => void;
 }
@@ -105,7 +114,11 @@ interface RunPlan {
   /** Who the run is for; undefined for the platform's own runs (owned by `local`). */
   principal?: string;
   origin: RunOrigin;
+  /** The run's deadline (see the header). */
+  timeoutMs: number;
 }
+
+const DEFAULT_TIMEOUT_MS = 300_000;
 
 export class AgentService {
   readonly engine: Engine;
@@ -360,6 +373,7 @@ export class AgentService {
       // The resumed run stays the suspended run's owner's, even when `local` approves it.
       principal: ownerFor(record.principal),
       origin: { source: record.source ?? 'invoke', ...(record.task_id ? { task_id: record.task_id } : {}) },
+      timeoutMs: this.deadlineOf(agent),
     };
     const outcome = await this.execute('approve', plan, { onEvent, resume: { checkpoint: record.checkpoint, action: 'approve', value: decision.context } }, record.chat);
     const body = await this.respond(plan, outcome);
@@ -400,16 +414,47 @@ export class AgentService {
     return this.run('studio', { ...request, checkpointer: ownedBy(this.checkpoints, principal) });
   }
 
-  /** The one place runs start: counts each finished run by agent, route and outcome. */
-  private async run(route: RunRoute, request: RunRequest): Promise<RunOutcome> {
+  /**
+   * The one place runs start: counts each finished run by agent, route and outcome. With a
+   * deadline, the run's signal aborts at `timeoutMs` and the returned promise rejects with the 504
+   * at that moment, whatever the agent does; a run that ignored its signal is not counted twice.
+   */
+  private async run(route: RunRoute, request: RunRequest, timeoutMs?: number): Promise<RunOutcome> {
+    if (timeoutMs === undefined) return this.counted(route, request, this.engine.run(request));
+    const deadline = new AbortController();
+    const expired = gatewayTimeout(`agent '${request.agent.name}' did not finish within ${timeoutMs} ms`);
+    const timer = setTimeout(() => deadline.abort(expired), timeoutMs);
+    const onEvent = request.onEvent;
+    const running = this.engine.run({
+      ...request,
+      signal: request.signal ? AbortSignal.any([request.signal, deadline.signal]) : deadline.signal,
+      // Past the deadline the caller has its answer; frames after it would contradict that.
+      onEvent: onEvent && ((event) => deadline.signal.aborted || onEvent(event)),
+    });
+    const late = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(expired), { once: true }));
     try {
-      const outcome = await this.engine.run(request);
+      return await this.counted(route, request, Promise.race([running, late]));
+    } finally {
+      clearTimeout(timer);
+      // A run that ignored its signal may still reject later; nobody is waiting for it.
+      running.catch(() => {});
+    }
+  }
+
+  private async counted(route: RunRoute, request: RunRequest, running: Promise<RunOutcome>): Promise<RunOutcome> {
+    try {
+      const outcome = await running;
       this.options.onRun?.(request.agent.name, route, outcome.status);
       return outcome;
     } catch (err) {
-      this.options.onRun?.(request.agent.name, route, 'error');
+      this.options.onRun?.(request.agent.name, route, err instanceof HttpError && err.status === 504 ? 'timeout' : 'error');
       throw err;
     }
+  }
+
+  /** The agent's own deadline: its `timeout_ms`, else `agents.timeoutMs`. */
+  private deadlineOf(agent: Agent): number {
+    return agent.definition.timeout_ms ?? this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
   // ——— internals ———
@@ -436,7 +481,11 @@ export class AgentService {
       max_tokens: request.max_tokens ?? null,
       history,
     };
-    return { agent, input, promptVersion: prompt.version, prompt: prompt.text, persistent: !!request.thread_id, principal, origin };
+    const own = this.deadlineOf(agent);
+    // A caller may shorten a run freely and lengthen it only up to what the workspace allows.
+    const cap = Math.max(own, this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const timeoutMs = request.timeout_ms === undefined ? own : Math.min(request.timeout_ms, cap);
+    return { agent, input, promptVersion: prompt.version, prompt: prompt.text, persistent: !!request.thread_id, principal, origin, timeoutMs };
   }
 
   /** Run the engine; a suspension becomes a pending approval and the 202. */
@@ -456,7 +505,7 @@ export class AgentService {
         // address it. Pass a thread_id to keep one (the studio then shows it).
         checkpointer: plan.persistent ? ownedBy(this.checkpoints, plan.principal) : UNRETAINED,
         ...extra,
-      });
+      }, plan.timeoutMs);
     } catch (err) {
       throw this.normalise(plan.agent.name, err);
     }
@@ -502,7 +551,10 @@ export class AgentService {
       citations: result.citations ?? [],
       steps_taken: result.steps_taken ?? [],
       context: result.context ?? null,
-      metadata: { ...result.metadata, prompt_version: plan.promptVersion, run_id: outcome.run_id },
+      // Only a run that called a model has usage to report (most stateless invokes do not).
+      metadata: outcome.usage.calls.length
+        ? { ...result.metadata, prompt_version: plan.promptVersion, run_id: outcome.run_id, usage: outcome.usage }
+        : { ...result.metadata, prompt_version: plan.promptVersion, run_id: outcome.run_id },
       duration_ms: outcome.duration_ms,
     };
   }

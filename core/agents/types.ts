@@ -190,6 +190,11 @@ export interface AgentDefinition {
   output?: z.ZodType;
   /** Needs a model endpoint to answer. */
   requiresModel?: boolean;
+  /**
+   * A run's deadline in milliseconds (default: the `agents.timeoutMs` setting, 5 minutes). Past it
+   * `ctx.signal` aborts and the caller gets a 504 at once, whether or not the run stops.
+   */
+  timeout_ms?: number;
   run?: AgentRunFn;
   graph?: GraphSpec;
 }

@@ -59,6 +59,16 @@ export const SettingsSchema = z
         max_history: z.coerce.number().int().nonnegative().nullable().default(100),
       })
       .prefault({}),
+    agents: z
+      .object({
+        /**
+         * The deadline of an agent run (invoke, stream, chat, task) whose definition names no
+         * `timeout_ms`; also the most a request's own `timeout_ms` may ask for, unless the
+         * agent's definition allows more. At most 24 h.
+         */
+        timeoutMs: z.coerce.number().int().positive().max(86_400_000).default(300_000),
+      })
+      .prefault({}),
     storage: z
       .object({
         /**

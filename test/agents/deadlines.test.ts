@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
+import { readSse } from '../support/sse.js';
+
+/**
+ * Run deadlines (#17): agents that never answer — one ignoring its signal, one that honours it —
+ * are real drop-ins; what they saw is reported through a global, since drop-ins run in this process.
+ */
+const files = {
+  'agents/stuck.ts': agentSource(`{ description: 'Never answers and ignores its signal', run: () => new Promise(() => {}) }`),
+  'agents/listener.ts': agentSource(`{
+    description: 'Waits until its signal aborts, and says why it did',
+    run: (input, ctx) => new Promise((_, reject) => {
+      ctx.signal.addEventListener('abort', () => {
+        (globalThis as any).__deadlineReason = String(ctx.signal.reason?.message ?? ctx.signal.reason);
+        reject(new Error('stopped'));
+      });
+    }),
+  }`),
+  'agents/patient.ts': agentSource(`{ timeout_ms: 200, run: () => new Promise(() => {}) }`),
+  'agents/roomy.ts': agentSource(`{ timeout_ms: 5000, run: (input) => new Promise((resolve) => setTimeout(() => resolve('late but fine'), 600)) }`),
+  'agents/quick.ts': agentSource(`{ run: async (input) => ({ response: 'quick: ' + input.query }) }`),
+  'agents/slow-talker.ts': agentSource(`{
+    graph: {
+      nodes: {
+        first: () => ({ response: 'first step done' }),
+        hang: () => new Promise(() => {}),
+      },
+      edges: [{ from: 'first', to: 'hang' }],
+      entry: 'first',
+    },
+  }`),
+};
+
+describe('run deadlines', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    // A short workspace default, so the default and the cap are both observable.
+    server = await startTestServer({ files, settings: { watch: false, agents: { timeoutMs: 400 } } });
+  });
+  afterAll(() => server.stop());
+
+  const invoke = (agent: string, json: Record<string, unknown>) => server.request(`/api/v1/${agent}/invoke`, { method: 'POST', json });
+
+  it('an /invoke past its deadline answers 504 {detail} even though the agent ignores its signal', { timeout: 30_000 }, async () => {
+    const res = await invoke('stuck', { query: 'q', timeout_ms: 250 });
+    expect(res.status).toBe(504);
+    expect(res.body).toMatchObject({ detail: "agent 'stuck' did not finish within 250 ms" });
+    // The server goes on serving other runs.
+    expect((await invoke('quick', { query: 'after' })).body.response).toBe('quick: after');
+  });
+
+  it("at the deadline the run's signal aborts with the reason", { timeout: 30_000 }, async () => {
+    const res = await invoke('listener', { query: 'q', timeout_ms: 200 });
+    expect(res.status).toBe(504);
+    await eventually(() => (globalThis as { __deadlineReason?: string }).__deadlineReason);
+    expect((globalThis as { __deadlineReason?: string }).__deadlineReason).toBe("agent 'listener' did not finish within 200 ms");
+  });
+
+  it("the agent's timeout_ms is its default; agents.timeoutMs is the default of the others", { timeout: 30_000 }, async () => {
+    expect((await invoke('patient', { query: 'q' })).body.detail).toBe("agent 'patient' did not finish within 200 ms");
+    expect((await invoke('stuck', { query: 'q' })).body.detail).toBe("agent 'stuck' did not finish within 400 ms");
+    const roomy = await invoke('roomy', { query: 'q' });
+    expect(roomy.status).toBe(200);
+    expect(roomy.body.response).toBe('late but fine');
+  });
+
+  it('a request may shorten a deadline, and lengthen it only up to the setting (capped, not refused)', { timeout: 30_000 }, async () => {
+    expect((await invoke('stuck', { query: 'q', timeout_ms: 60_000 })).body.detail).toBe("agent 'stuck' did not finish within 400 ms");
+    // An agent whose own deadline is longer than the setting may be given up to its own.
+    expect((await invoke('roomy', { query: 'q', timeout_ms: 60_000 })).status).toBe(200);
+    expect((await invoke('roomy', { query: 'q', timeout_ms: 100 })).body.detail).toBe("agent 'roomy' did not finish within 100 ms");
+  });
+
+  it('a bad timeout_ms is a 422 naming the field', async () => {
+    for (const timeout_ms of [-1, 0, 1.5, 'soon', 86_400_001]) {
+      const res = await invoke('quick', { query: 'q', timeout_ms });
+      expect(res.status).toBe(422);
+      expect(res.body.detail).toMatch(/timeout_ms/);
+    }
+  });
+
+  it('a stream past its deadline ends with an error frame carrying the 504, then [DONE]', { timeout: 30_000 }, async () => {
+    const read = await readSse(`${server.url}/api/v1/slow-talker/invoke/stream`, { method: 'POST', json: { query: 'q', timeout_ms: 300 } });
+    expect(read.status).toBe(200);
+    expect(read.done).toBe(true);
+    expect(read.frames.map((f) => f.data.event)).toEqual(['start', 'step', 'error']);
+    expect(read.frames.at(-1)!.data).toMatchObject({
+      event: 'error',
+      status: 504,
+      detail: "agent 'slow-talker' did not finish within 300 ms",
+      response: 'first step done',
+    });
+  });
+
+  it('a chat past its deadline answers 504 and stores no half conversation', { timeout: 30_000 }, async () => {
+    const res = await server.request('/api/v1/stuck/chat', { method: 'POST', json: { content: 'hi', thread_id: 'deadline-chat', timeout_ms: 200 } });
+    expect(res.status).toBe(504);
+    expect(res.body.detail).toBe("agent 'stuck' did not finish within 200 ms");
+    const history = await server.request('/api/v1/stuck/threads/deadline-chat/messages');
+    expect(history.status).toBe(200);
+    expect(history.body.messages).toEqual([]);
+  });
+
+  it('tasks past their deadline end failed with the reason and free their slots', { timeout: 60_000 }, async () => {
+    const ids: string[] = [];
+    // More than the four slots: every one must end by its deadline, the queued ones included.
+    for (let i = 0; i < 6; i++) {
+      const res = await server.request('/api/v1/stuck/invoke/async', { method: 'POST', json: { query: `hang ${i}`, timeout_ms: 300 } });
+      expect(res.status).toBe(202);
+      ids.push(res.body.task_id ?? res.body.id);
+    }
+    for (const id of ids) {
+      const task = await eventually(async () => {
+        const body = (await server.request(`/api/v1/tasks/${id}`)).body;
+        return body.status === 'failed' || body.status === 'completed' ? body : undefined;
+      }, 20_000);
+      expect(task).toMatchObject({ status: 'failed', error: "agent 'stuck' did not finish within 300 ms" });
+    }
+    const res = await server.request('/api/v1/quick/invoke/async', { method: 'POST', json: { query: 'next' } });
+    const id = res.body.task_id ?? res.body.id;
+    const done = await eventually(async () => {
+      const body = (await server.request(`/api/v1/tasks/${id}`)).body;
+      return body.status === 'completed' || body.status === 'failed' ? body : undefined;
+    }, 20_000);
+    expect(done).toMatchObject({ status: 'completed', result: { response: 'quick: next' } });
+  });
+});
+
+describe('a definition with a bad timeout_ms', () => {
+  it('is a load error naming the field, not a crash', { timeout: 30_000 }, async () => {
+    const server = await startTestServer({ settings: { watch: false }, files: { 'agents/odd.ts': agentSource(`{ timeout_ms: 'soon', run: async () => 'x' }`) } });
+    try {
+      const res = await server.request('/api/v1/odd/invoke', { method: 'POST', json: { query: 'q' } });
+      expect(res.status).toBe(503);
+      expect(JSON.stringify(res.body)).toMatch(/timeout_ms/);
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -12,7 +12,7 @@
  *    next to "Cannot find module" is a real failure (a test importing what is not there yet);
  * 3. only then the output signatures of a check that is not there.
  *
- * Decision (#31): `node --test <folder>` fails on Node ≥ 22 with "Cannot find module '<folder>'",
+ * Decision (#31): `node --test <folder>` fails on Node 22 and 24 (not 20, not 26) with "Cannot find module '<folder>'",
  * counted as one failing test. The folder is not a test that failed but a check that is written
  * for Node 20, so the gate is UNVERIFIED and says how to write it; a real failure next to it
  * (more failing tests than folders) stays RED.
@@ -108,7 +108,7 @@ function nodeCouldNotFind(file: string, command: string): string {
 }
 
 /**
- * Node ≥ 22 runs each `node --test` argument as a file; a folder fails as "Cannot find module
+ * Node 22 and 24 run each `node --test` argument as a file; a folder fails as "Cannot find module
  * '<folder>'" and is listed as one failing test. Returns the folder arguments it did that to.
  */
 export function nodeTestFolders(output: string, command: string): string[] {
@@ -175,7 +175,7 @@ function matchSignature(result: CommandResult, failedTests: number): Unverified 
     return {
       signature: 'node-test-folder',
       kind: 'no_such_check',
-      reason: `no such check: \`node --test\` on Node ≥ 22 takes files or globs, not a folder (${folders.join(', ')}); name the files with a glob, e.g. \`node --test "${folders[0]}/**/*.test.mjs"\``,
+      reason: `no such check: \`node --test\` on Node 22 and 24 takes files or globs, not a folder (${folders.join(', ')}); name the files with a glob, e.g. \`node --test "${folders[0]}/**/*.test.mjs"\``,
     };
   }
   // unittest reports a named module that is not there as one erroring pseudo-test too.

@@ -35,6 +35,12 @@ export interface DiscoveryOptions {
   log: Logger;
   /** Modules provided to drop-ins instead of bundled (the SDK as `hangar`, zod). */
   provided: Record<string, unknown>;
+  /**
+   * `dropins.loadTimeoutMs`: how long an entry's top-level code may run. Evaluation is synchronous
+   * on the server's thread, so a loop there would hold every request; past this it is interrupted
+   * and reported like any other load error, and the last good version keeps serving.
+   */
+  loadTimeoutMs?: number;
   onReload?: (kind: string, outcome: 'ok' | 'error') => void;
 }
 
@@ -243,7 +249,7 @@ export class Discovery {
           registry.clearProblem(kind.kind, relative);
           return;
         }
-        const module = evaluateModule(built, { root, provided: this.options.provided });
+        const module = evaluateModule(built, { root, provided: this.options.provided, timeoutMs: this.options.loadTimeoutMs });
         exported = module.default ?? module[kind.kind] ?? module;
         version = built.hash;
       }

@@ -106,12 +106,25 @@ export async function bundleDropIn(file: string, { root, provided }: BundleOptio
 const virtualName = (built: BuiltModule) => virtualNameOf(built.file, built.hash);
 
 /**
+ * Runs whatever `globalThis[EVALUATING]` holds, under a `vm` timeout. The wrapper function itself
+ * is compiled by its own script (so stack lines keep mapping to the drop-in's source); calling it
+ * from this one puts the drop-in's top level inside `runInThisContext`, whose `timeout` watchdog
+ * interrupts even a synchronous `while (true) {}` there.
+ */
+const EVALUATING = Symbol.for('hangar.evaluating');
+const INVOKE = new vm.Script(`globalThis[Symbol.for('hangar.evaluating')]()`, { filename: 'hangar-dropin-evaluate' });
+
+/**
  * Evaluate a bundle and return its exports. A throw at import time becomes a `DropInError`
- * located at the original file and line.
+ * located at the original file and line; top-level code still running after `timeoutMs` is
+ * interrupted and becomes the `DropInError` "top-level code did not finish in N ms".
+ *
+ * Accepted edge case: the interruption lands wherever the top level is, possibly inside a
+ * `require()` of a package it was loading, whose half-initialised module may stay in Node's cache.
  */
 export function evaluateModule(
   built: BuiltModule,
-  { root, provided }: { root: string; provided: Record<string, unknown> },
+  { root, provided, timeoutMs }: { root: string; provided: Record<string, unknown>; timeoutMs?: number },
 ): Record<string, unknown> {
   const hostRequire = createRequire(built.file);
   const requireFn = (id: string) => (Object.hasOwn(provided, id) ? provided[id] : hostRequire(id));
@@ -121,8 +134,20 @@ export function evaluateModule(
   try {
     const script = new vm.Script(`${WRAPPER_HEAD}${built.code}\n})`, { filename: virtualName(built) });
     const fn = script.runInThisContext() as (...args: unknown[]) => void;
-    fn.call(module.exports, module.exports, requireFn, module, built.file, path.dirname(built.file));
+    const run = () => fn.call(module.exports, module.exports, requireFn, module, built.file, path.dirname(built.file));
+    if (timeoutMs === undefined) run();
+    else {
+      (globalThis as Record<symbol, unknown>)[EVALUATING] = run;
+      try {
+        INVOKE.runInThisContext({ timeout: timeoutMs });
+      } finally {
+        delete (globalThis as Record<symbol, unknown>)[EVALUATING];
+      }
+    }
   } catch (err) {
+    if ((err as { code?: unknown })?.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
+      throw new DropInError(`top-level code did not finish in ${timeoutMs} ms`, { file: rel(root, built.file) });
+    }
     const location = locateError(err, built, root);
     const message = err instanceof Error ? `${err.name === 'Error' ? '' : err.name + ': '}${err.message}` : String(err);
     throw new DropInError(message, location);

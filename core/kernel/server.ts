@@ -84,6 +84,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     registry,
     log,
     provided: { hangar: sdk, zod, 'zod/v4': zod },
+    loadTimeoutMs: settings.dropins.loadTimeoutMs,
     onReload: (kind, outcome) => {
       if (discovery.ready) typeCheck.schedule();
       metrics.dropinReloads.inc({ kind, outcome });

@@ -69,6 +69,15 @@ export const SettingsSchema = z
         timeoutMs: z.coerce.number().int().positive().max(86_400_000).default(300_000),
       })
       .prefault({}),
+    dropins: z
+      .object({
+        /**
+         * How long a drop-in's top-level code may run when it is loaded; past it the load is
+         * interrupted and reported ("top-level code did not finish in N ms").
+         */
+        loadTimeoutMs: z.coerce.number().int().positive().max(600_000).default(3_000),
+      })
+      .prefault({}),
     storage: z
       .object({
         /**

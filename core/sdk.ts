@@ -3,7 +3,9 @@
  * Each `define*` only tags and returns the definition; validation happens at discovery, so a
  * mistake shows as a drop-in error in /api/v1/status instead of a crash at import.
  */
+import type { z as zod } from 'zod';
 import type { AgentDefinition } from './agents/types.js';
+import type { ToolDefinition } from './agents/tools.js';
 
 export type {
   AgentConfig,
@@ -24,6 +26,9 @@ export type {
   WorkspaceDocument,
 } from './agents/types.js';
 export { END } from './agents/types.js';
+export type { AnyTool, ToolContext, ToolDefinition } from './agents/tools.js';
+export type { LoopStep, ToolCallResult, ToolLoopOptions, ToolLoopResult } from './agents/tool-loop.js';
+export type { ToolChoice } from './agents/model.js';
 export { z } from 'zod';
 
 export const DEFINITION_KIND = Symbol.for('hangar.kind');
@@ -36,7 +41,8 @@ function tag<T extends object, K extends string>(kind: K, definition: T): Tagged
 }
 
 /**
- * Declare an agent. Give it either `run` (one async function) or `graph` (nodes and edges).
+ * Declare an agent. Give it `run` (one async function), `graph` (nodes and edges), or just
+ * `instructions` and `tools`: the model then answers, calling the tools as it needs (the tool loop).
  *
  * @example
  * export default defineAgent({
@@ -46,6 +52,25 @@ function tag<T extends object, K extends string>(kind: K, definition: T): Tagged
  */
 export function defineAgent(definition: AgentDefinition): Tagged<AgentDefinition, 'agent'> {
   return tag('agent', definition);
+}
+
+/**
+ * Declare a tool a model may call, typed by its zod schemas: `run` receives the parsed arguments.
+ * List it on an agent (`tools: [weather]`); the model gets its name, description and the JSON
+ * Schema of `input`.
+ *
+ * @example
+ * const weather = defineTool({
+ *   name: 'weather',
+ *   description: 'The weather in a city now',
+ *   input: z.object({ city: z.string() }),
+ *   output: z.object({ celsius: z.number() }),
+ *   run: async ({ city }) => ({ celsius: await lookUp(city) }),
+ * });
+ * export default defineAgent({ instructions: 'Answer with the weather.', tools: [weather] });
+ */
+export function defineTool<I extends zod.ZodType, O extends zod.ZodType = zod.ZodType>(definition: ToolDefinition<I, O>): Tagged<ToolDefinition<I, O>, 'tool'> {
+  return tag('tool', definition);
 }
 
 export { defineEndpoint, type EndpointDefinition, type EndpointHandler } from './endpoints/define.js';

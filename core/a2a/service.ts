@@ -27,6 +27,7 @@ import { findAgent } from '../agents/kind.js';
 import { modelNotConfigured } from '../agents/model.js';
 import { runtimeOf } from '../agents/runtime.js';
 import type { RunEvent } from '../agents/events.js';
+import { toolFrame } from '../agents/streams.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import type { HangarContext } from '../kernel/context.js';
 import type { PendingApproval } from '../agents/approvals.js';
@@ -79,6 +80,10 @@ export function agentFrameEmitter(emit: (frame: unknown) => void): (event: RunEv
         emit({ event: 'step', node: event.node, response, steps_taken: steps });
         break;
       }
+      case 'tool_start':
+      case 'tool_end':
+        emit(toolFrame(event, response, steps));
+        break;
       default:
         // Node starts, subagent and planning events are studio detail, not stream frames.
         break;

@@ -20,15 +20,15 @@ import { HttpError, errorMessage } from '../http/errors.js';
 import { UNRETAINED, type Checkpoint, type CheckpointMetadata, type Checkpointer, type PendingInterrupt } from './checkpointer.js';
 import { summariseOutput, type EventSink, type RunEvent, type RunEventBody, type RunStatus } from './events.js';
 import { GraphDefinitionError, compileGraph, nextNode, type CompiledNode } from './graph.js';
-import { ModelCallAborted, modelNotConfigured, type ModelProvider } from './model.js';
+import { ModelCallAborted, type ModelProvider } from './model.js';
+import { createModelClient } from './model-client.js';
+import { UsageMeter, type RunUsage } from './usage.js';
 import type {
   AgentDefinition,
   AgentInput,
   AgentResult,
   AgentState,
   ChatMessage,
-  ModelCallOptions,
-  ModelClient,
   RunContext,
   ToolCall,
   WorkspaceDocument,
@@ -84,6 +84,8 @@ export interface RunOutcome {
   /** Set when status is `interrupted` or `breakpoint`: where the run paused. */
   paused?: { node: string; message: string; payload: Record<string, unknown> };
   tool_calls: ToolCall[];
+  /** Tokens of every model call this execution made (subagents' included). */
+  usage: RunUsage;
   duration_ms: number;
 }
 
@@ -171,6 +173,7 @@ export class Engine {
     const signal = request.signal ?? NEVER_ABORTED;
     const breakpoints: ReadonlySet<string> = request.breakpoints?.length ? new Set(request.breakpoints) : NO_BREAKPOINTS;
     const toolCalls: ToolCall[] = [];
+    const meter = new UsageMeter();
 
     const emit = (body: RunEventBody) => {
       if (!request.onEvent) return;
@@ -220,7 +223,7 @@ export class Engine {
       if (status === 'completed' || status === 'rejected') {
         if (!nested) emit({ type: 'run_complete', status, response: result.response, steps_taken: result.steps_taken ?? [], duration_ms });
       }
-      return { run_id: runId, thread_id: threadId, status, state, result, checkpoint, paused, tool_calls: toolCalls, duration_ms };
+      return { run_id: runId, thread_id: threadId, status, state, result, checkpoint, paused, tool_calls: toolCalls, usage: meter.summary(), duration_ms };
     };
 
     const resume = request.resume;
@@ -272,7 +275,7 @@ export class Engine {
       const scope: InterruptScope = parentScope ?? resumeScope ?? { values: [], next: 0 };
       resumeScope = null;
       const nodeSteps: string[] = [];
-      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit);
+      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter);
 
       let output: Partial<AgentState> | void;
       try {
@@ -350,7 +353,7 @@ export class Engine {
     name: string,
     query: string,
     context: Record<string, unknown>,
-    ctx: RunContext & { emitEvent?: (body: RunEventBody) => void },
+    ctx: RunContext & { emitEvent?: (body: RunEventBody) => void; meter?: UsageMeter },
     scope: InterruptScope,
   ): Promise<AgentResult> {
     const ref = this.options.resolveAgent(name);
@@ -365,11 +368,12 @@ export class Engine {
         signal: ctx.signal,
         // Tokens and planning updates of the subagent show in the parent's stream.
         onEvent: (event) => {
-          if (event.type === 'message_chunk' || event.type === 'task_update') emit(event);
+          if (event.type === 'message_chunk' || event.type === 'task_update' || event.type === 'tool_start' || event.type === 'tool_end') emit(event);
         },
       },
       scope,
     );
+    ctx.meter?.absorb(outcome.usage);
     emit({ type: 'subagent_end', node: name, output: summariseOutput(outcome.result as Partial<AgentState>) });
     return outcome.result;
   }
@@ -382,35 +386,39 @@ export class Engine {
     nodeSteps: string[],
     toolCalls: ToolCall[],
     emit: (body: RunEventBody) => void,
-  ): RunContext & { emitEvent: (body: RunEventBody) => void } {
+    node: string,
+    meter: UsageMeter,
+  ): RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter } {
     const { agent, input } = request;
     const provider = this.options.provider;
-    const config = agent.definition.config ?? {};
-    const model: ModelClient = {
-      configured: provider.configured,
-      name: config.model ?? provider.model,
-      chat: async (messages: ChatMessage[], options: ModelCallOptions = {}) => {
-        if (!provider.configured) throw modelNotConfigured(agent.name);
-        const modelName = options.model ?? config.model ?? provider.model;
-        return provider.complete({
-          messages,
-          model: modelName,
-          temperature: options.temperature ?? input.temperature ?? config.temperature ?? null,
-          max_tokens: options.max_tokens ?? input.max_tokens ?? config.max_tokens ?? null,
-          signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
-          onToken: (token) => emit({ type: 'message_chunk', node: modelName, content: token }),
-        });
+    const documents = (collection: string) => this.options.documents?.(collection) ?? Promise.resolve([]);
+    const model = createModelClient({
+      provider,
+      agent: agent.name,
+      config: agent.definition.config ?? {},
+      input,
+      signal,
+      node,
+      emit,
+      meter,
+      tools: agent.definition.tools ?? [],
+      maxSteps: provider.maxSteps,
+      toolContext: { agent: agent.name, input: { ...input, thread_id: threadId }, threadId, workspace: this.options.workspace, documents },
+      onToolCall: (call) => {
+        toolCalls.push(call);
+        nodeSteps.push(`tool:${call.name}`);
       },
-    };
-    const ctx: RunContext & { emitEvent: (body: RunEventBody) => void } = {
+    });
+    const ctx: RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter } = {
       input: { ...input, thread_id: threadId },
       prompt: request.prompt,
       model,
       signal,
       workspace: this.options.workspace,
-      documents: (collection) => this.options.documents?.(collection) ?? Promise.resolve([]),
+      documents,
       threadId,
       emitEvent: emit,
+      meter,
       step: (name) => nodeSteps.push(String(name)),
       tool: (name, args) => toolCalls.push({ name, args }),
       plan: (tool, args) => {

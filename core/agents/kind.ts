@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { dropInUnavailable, notFound } from '../http/errors.js';
 import type { DropInKind, Registry } from '../kernel/registry.js';
 import { TimeoutMs } from './schemas.js';
+import { toolAgentRun } from './tool-agent.js';
+import { validateTools } from './tools.js';
 import type { AgentConfig, AgentDefinition } from './types.js';
 
 /**
@@ -43,6 +45,8 @@ const AgentDefinitionSchema = z
     input: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'expected a zod schema').optional(),
     output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'expected a zod schema').optional(),
     requiresModel: z.boolean().optional(),
+    instructions: z.string().optional(),
+    tools: z.array(z.unknown()).optional(),
     timeout_ms: TimeoutMs.optional(),
     run: fn.optional(),
     graph: z
@@ -57,7 +61,12 @@ const AgentDefinitionSchema = z
       .optional(),
   })
   .loose()
-  .refine((d) => (d.run === undefined) !== (d.graph === undefined), 'an agent needs exactly one of `run` or `graph`');
+  .refine((d) => d.run === undefined || d.graph === undefined, 'an agent has `run` or `graph`, not both')
+  .refine(
+    (d) => d.run !== undefined || d.graph !== undefined || d.instructions !== undefined || d.tools !== undefined,
+    'an agent needs `run`, `graph`, or `instructions` and `tools` (the model answers with its tools)',
+  )
+  .refine((d) => d.instructions === undefined || d.prompts === undefined, 'give `instructions` or `prompts`, not both (`instructions` is prompt v1)');
 
 /** An agent as the platform sees it: every optional field resolved. */
 export interface Agent {
@@ -71,7 +80,19 @@ export interface Agent {
   definition: AgentDefinition;
 }
 
-export function normaliseAgent(definition: AgentDefinition, defaultName: string): Agent {
+export function normaliseAgent(declared: AgentDefinition, defaultName: string): Agent {
+  if (declared.tools !== undefined) validateTools(declared.tools);
+  // An agent of `instructions` and `tools` alone is the tool loop (tool-agent.ts); made here, once
+  // per loaded definition, so every route runs it as a function agent.
+  const definition: AgentDefinition =
+    declared.run || declared.graph
+      ? declared
+      : {
+          ...declared,
+          ...(declared.instructions !== undefined ? { prompts: { versions: { v1: declared.instructions } } } : {}),
+          requiresModel: declared.requiresModel ?? true,
+          run: toolAgentRun,
+        };
   const name = definition.name ?? defaultName.toLowerCase();
   if (!NAME.test(name)) throw new Error(`name "${name}" is not valid: use lowercase letters, digits, - and _`);
   if (RESERVED_AGENT_NAMES.has(name)) throw new Error(`name "${name}" is reserved by a platform route`);

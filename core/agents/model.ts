@@ -5,6 +5,10 @@
  * The OpenAI-compatible provider speaks /v1/chat/completions through the `openai` client, so it
  * works with OpenAI, Ollama, llama.cpp server, vLLM and LM Studio. The client supplies timeouts,
  * retries with exponential backoff (on connection errors, 408/409/429 and 5xx) and cancellation.
+ *
+ * `turn` is one model call with everything the protocol carries: tools, a tool choice, a response
+ * format, and back the text, the tool calls (whole or assembled from streamed deltas) and the token
+ * usage. `complete` is the text of a turn, for callers that want only that (thread summaries).
  */
 import type OpenAI from 'openai';
 
@@ -23,6 +27,59 @@ export interface ModelSettings {
   model: string;
   timeoutMs: number;
   retries: number;
+  /** Default `maxSteps` of the tool loop (setting `model.maxSteps`). */
+  maxSteps?: number;
+}
+
+/** A tool as the model sees it: a name, what it does, and the JSON Schema of its arguments. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** `auto` (the model decides), `none`, `required` (some tool), or one named tool. */
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+/** A tool call as the model sent it; `arguments` is raw JSON text (maybe malformed). */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** The protocol's messages: chat messages plus the assistant's tool calls and the tools' answers. */
+export type ModelMessage =
+  | ChatMessage
+  | { role: 'assistant'; content: string | null; tool_calls: ModelToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** Token counts as the server reported them; null when it reported none (some local servers). */
+export interface TokenUsage {
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+}
+
+/** What one model call answered. */
+export interface ModelTurn {
+  model: string;
+  content: string;
+  tool_calls: ModelToolCall[];
+  /** The server's `finish_reason`: `stop`, `tool_calls`, `length`, … */
+  finish_reason: string | null;
+  usage: TokenUsage;
+}
+
+export interface ResponseFormat {
+  type: 'json_schema';
+  json_schema: { name: string; schema: Record<string, unknown>; strict?: boolean };
+}
+
+export interface TurnRequest extends Omit<CompletionRequest, 'messages'> {
+  messages: ModelMessage[];
+  tools?: ToolSpec[];
+  tool_choice?: ToolChoice;
+  response_format?: ResponseFormat;
 }
 
 export interface CompletionRequest {
@@ -40,7 +97,10 @@ export interface ModelProvider {
   readonly configured: boolean;
   /** The default model name (what `message_chunk` events carry in `node`). */
   readonly model: string;
+  /** Default `maxSteps` of the tool loop. */
+  readonly maxSteps: number;
   complete(request: CompletionRequest): Promise<string>;
+  turn(request: TurnRequest): Promise<ModelTurn>;
 }
 
 /**
@@ -65,11 +125,19 @@ export class ModelCallAborted extends Error {
   }
 }
 
+/** The setting's default; see `model.maxSteps` in core/kernel/settings.ts. */
+export const DEFAULT_MAX_STEPS = 20;
+
 export class UnconfiguredProvider implements ModelProvider {
   readonly configured = false;
   readonly model = 'none';
+  readonly maxSteps = DEFAULT_MAX_STEPS;
 
   async complete(): Promise<string> {
+    throw modelNotConfigured();
+  }
+
+  async turn(): Promise<ModelTurn> {
     throw modelNotConfigured();
   }
 }
@@ -77,15 +145,21 @@ export class UnconfiguredProvider implements ModelProvider {
 export class OpenAICompatibleProvider implements ModelProvider {
   readonly configured = true;
   readonly model: string;
+  readonly maxSteps: number;
 
   constructor(
     private readonly settings: ModelSettings & { baseUrl: string },
     private readonly env: NodeJS.ProcessEnv = process.env,
   ) {
     this.model = settings.model;
+    this.maxSteps = settings.maxSteps ?? DEFAULT_MAX_STEPS;
   }
 
   async complete(request: CompletionRequest): Promise<string> {
+    return (await this.turn(request)).content;
+  }
+
+  async turn(request: TurnRequest): Promise<ModelTurn> {
     const openai = await loadOpenAI();
     const client = new openai.default({
       baseURL: this.settings.baseUrl,
@@ -95,22 +169,56 @@ export class OpenAICompatibleProvider implements ModelProvider {
       timeout: this.settings.timeoutMs,
       maxRetries: this.settings.retries,
     });
+    const model = request.model ?? this.settings.model;
     const body = {
-      model: request.model ?? this.settings.model,
-      messages: request.messages.map((m) => ({ role: m.role, content: m.content })) as OpenAI.Chat.ChatCompletionMessageParam[],
+      model,
+      messages: request.messages.map(toWire),
       ...(request.temperature != null ? { temperature: request.temperature } : {}),
       ...(request.max_tokens != null ? { max_tokens: request.max_tokens } : {}),
+      ...(request.tools?.length
+        ? {
+            tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),
+            ...(request.tool_choice ? { tool_choice: toolChoiceWire(request.tool_choice) } : {}),
+          }
+        : {}),
+      ...(request.response_format ? { response_format: request.response_format } : {}),
     };
     const options = { signal: request.signal };
     try {
       if (!request.onToken) {
         const completion = await client.chat.completions.create({ ...body, stream: false }, options);
-        return completion.choices[0]?.message?.content ?? '';
+        const choice = completion.choices[0];
+        return {
+          model,
+          content: choice?.message?.content ?? '',
+          tool_calls: (choice?.message?.tool_calls ?? [])
+            .filter((c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function')
+            .map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? '' })),
+          finish_reason: choice?.finish_reason ?? null,
+          usage: usageOf(completion.usage),
+        };
       }
-      const stream = await client.chat.completions.create({ ...body, stream: true }, options);
+      // include_usage: the last chunk then carries the call's token counts (OpenAI, vLLM, Ollama,
+      // llama.cpp and LM Studio all send it); without it a streamed call reports no usage.
+      const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, options);
       let text = '';
+      let finish: string | null = null;
+      let usage: TokenUsage = { prompt_tokens: null, completion_tokens: null };
+      // Streamed tool calls arrive as deltas keyed by `index`: the first names the call, later
+      // ones append to its arguments.
+      const calls: ModelToolCall[] = [];
       for await (const chunk of stream) {
-        const token = chunk.choices[0]?.delta?.content;
+        if (chunk.usage) usage = usageOf(chunk.usage);
+        const choice = chunk.choices[0];
+        if (!choice) continue;
+        if (choice.finish_reason) finish = choice.finish_reason;
+        for (const delta of choice.delta?.tool_calls ?? []) {
+          const call = (calls[delta.index] ??= { id: '', name: '', arguments: '' });
+          if (delta.id) call.id = delta.id;
+          if (delta.function?.name) call.name += delta.function.name;
+          if (delta.function?.arguments) call.arguments += delta.function.arguments;
+        }
+        const token = choice.delta?.content;
         if (!token) continue;
         text += token;
         request.onToken(token);
@@ -118,7 +226,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
       // The client's stream iterator ends quietly when aborted mid-body; a partial answer must not
       // pass for a whole one.
       if (request.signal?.aborted) throw new ModelCallAborted();
-      return text;
+      return { model, content: text, tool_calls: calls.filter(Boolean), finish_reason: finish, usage };
     } catch (err) {
       throw mapModelError(err, openai, request.signal);
     }
@@ -133,6 +241,30 @@ export class OpenAICompatibleProvider implements ModelProvider {
     }
     return key || 'not-needed';
   }
+}
+
+const usageOf = (usage: OpenAI.CompletionUsage | null | undefined): TokenUsage => ({
+  prompt_tokens: usage?.prompt_tokens ?? null,
+  completion_tokens: usage?.completion_tokens ?? null,
+});
+
+function toolChoiceWire(choice: ToolChoice): OpenAI.Chat.ChatCompletionToolChoiceOption {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
+}
+
+/** Our flat messages in the protocol's shape (tool calls nested under `function`). */
+function toWire(message: ModelMessage): OpenAI.Chat.ChatCompletionMessageParam {
+  if (message.role === 'tool') {
+    return { role: 'tool', tool_call_id: 'tool_call_id' in message ? message.tool_call_id : '', content: message.content };
+  }
+  if (message.role === 'assistant' && 'tool_calls' in message && message.tool_calls.length) {
+    return {
+      role: 'assistant',
+      content: message.content,
+      tool_calls: message.tool_calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
+    };
+  }
+  return { role: message.role, content: message.content ?? '' } as OpenAI.Chat.ChatCompletionMessageParam;
 }
 
 /** Library errors mapped onto ours: an upstream failure is a 502 naming the status it gave. */

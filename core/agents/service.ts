@@ -48,7 +48,7 @@ import type { Agent } from './kind.js';
 import { modelNotConfigured, type ModelProvider } from './model.js';
 import { resolvePrompt } from './prompts.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
-import { InvokeStreams, type InvokeFrame, type StreamRetention } from './streams.js';
+import { InvokeStreams, toolFrame, type InvokeFrame, type StreamRetention } from './streams.js';
 import type { AgentInput, AgentResult, ChatMessage, WorkspaceDocument } from './types.js';
 
 export interface AgentServiceOptions {
@@ -198,6 +198,10 @@ export class AgentService {
         case 'message_chunk':
           response += event.content;
           log.append({ event: 'token', delta: event.content, response, steps_taken: steps });
+          break;
+        case 'tool_start':
+        case 'tool_end':
+          log.append(toolFrame(event, response, steps));
           break;
         case 'node_end': {
           const output = event.output as { response?: unknown; steps_taken?: unknown } | null;

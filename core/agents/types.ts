@@ -4,6 +4,8 @@
  * this folder executes both the same way (a function agent is the graph start → agent → end).
  */
 import type { z } from 'zod';
+import type { ToolLoopOptions, ToolLoopResult } from './tool-loop.js';
+import type { AnyTool } from './tools.js';
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
@@ -58,10 +60,15 @@ export interface AgentResult {
   reasoning?: string;
 }
 
-/** A tool call the agent reports through `ctx.tool(...)` (listed by /optimize/invoke). */
+/**
+ * A tool call of the run, listed by /optimize/invoke: one the tool loop made (with its `result`
+ * or `error`), or one the agent reported through `ctx.tool(...)`.
+ */
 export interface ToolCall {
   name: string;
   args: unknown;
+  result?: unknown;
+  error?: string;
 }
 
 export interface ModelCallOptions {
@@ -78,6 +85,19 @@ export interface ModelClient {
   readonly name: string;
   /** One completion; tokens are streamed to the run's event stream as they arrive. */
   chat(messages: ChatMessage[], options?: ModelCallOptions): Promise<string>;
+  /**
+   * The tool loop: the model may call `options.tools` (default: the agent's `tools`) until it
+   * answers, or `maxSteps` model calls (default: setting `model.maxSteps`) were made. Tool calls
+   * show as `tool_start`/`tool_end` events; invalid arguments and tool failures go back to the
+   * model as the call's result instead of throwing.
+   *
+   * @example
+   * const { text, toolResults } = await ctx.model.run(
+   *   [{ role: 'system', content: ctx.prompt }, ...input.history, { role: 'user', content: input.query }],
+   *   { tools: [weather], maxSteps: 5 },
+   * );
+   */
+  run(messages: ChatMessage[], options?: ToolLoopOptions): Promise<ToolLoopResult>;
 }
 
 /** A document in a workspace collection (written by ingestors; see core/ingestion). */
@@ -195,6 +215,14 @@ export interface AgentDefinition {
    * `ctx.signal` aborts and the caller gets a 504 at once, whether or not the run stops.
    */
   timeout_ms?: number;
+  /**
+   * The system prompt of an agent without `run` or `graph`: such an agent is the tool loop over
+   * its `tools`, with the thread's history (as Mastra's `Agent`). Shorthand for
+   * `prompts: { versions: { v1: instructions } }`, so prompt versions and overrides apply.
+   */
+  instructions?: string;
+  /** Tools the model may call (`defineTool`); what `ctx.model.run` offers by default. */
+  tools?: AnyTool[];
   run?: AgentRunFn;
   graph?: GraphSpec;
 }

@@ -113,6 +113,12 @@ export const SettingsSchema = z
         model: z.string().default('gpt-4o-mini'),
         timeoutMs: z.coerce.number().int().positive().default(60_000),
         retries: z.coerce.number().int().nonnegative().default(2),
+        /**
+         * Most model calls in one tool loop (`ctx.model.run`, agents declared by `instructions`)
+         * when the call names no `maxSteps`: the AI SDK's `Agent` default, so a model that never
+         * stops calling tools ends with finish reason `max_steps` instead of running up a bill.
+         */
+        maxSteps: z.coerce.number().int().positive().default(20),
       })
       .prefault({}),
     /** ML plugins (core/ml): worker threads of the prediction pool (default: cores − 1, at least 1) and a heap cap per thread. */

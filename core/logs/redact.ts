@@ -34,7 +34,9 @@ export function createRedactor(options: { maxChars: number; knownSecrets?: () =>
     return out;
   };
   const replacer = (key: string, value: unknown): unknown => {
-    if (key && SECRET_KEY.test(key) && value !== null && typeof value !== 'object') return REDACTED;
+    // `prompt_tokens`, `max_tokens`: a number under a key ending in "tokens" is a count of a model's
+    // tokens, not a credential.
+    if (key && SECRET_KEY.test(key) && value !== null && typeof value !== 'object' && !(typeof value === 'number' && /tokens$/i.test(key))) return REDACTED;
     if (typeof value === 'string') return text(value);
     if (typeof value === 'bigint') return String(value);
     return value;

@@ -1,0 +1,100 @@
+/**
+ * `ctx.model`: the configured provider as one run's agent sees it. Every call gets the run's
+ * defaults (the agent's model pin, the request's sampling overrides, the run's signal), streams its
+ * tokens as `message_chunk` events and adds its token usage to the run's meter.
+ *
+ * Decision: the tool loop is `ctx.model.run(messages, options)`, beside `chat`, rather than an
+ * option of `chat`: `chat` keeps answering a string (every existing agent keeps its types) and
+ * `run` answers what the AI SDK's `generateText` and Mastra's `agent.generate` answer — text,
+ * steps, tool calls and results, finish reason and usage.
+ */
+import type { RunEventBody } from './events.js';
+import { modelNotConfigured, type ModelProvider, type ModelTurn, type TurnRequest } from './model.js';
+import { runToolLoop, type LoopHost, type ToolCallResult, type ToolLoopOptions } from './tool-loop.js';
+import type { AnyTool, ToolContext } from './tools.js';
+import type { UsageMeter } from './usage.js';
+import type { AgentConfig, AgentInput, ChatMessage, ModelCallOptions, ModelClient, ToolCall } from './types.js';
+
+export interface ModelClientOptions {
+  provider: ModelProvider;
+  agent: string;
+  config: AgentConfig;
+  input: AgentInput;
+  signal: AbortSignal;
+  /** The graph node the calls are made in (named by tool events). */
+  node: string;
+  emit: (body: RunEventBody) => void;
+  meter: UsageMeter;
+  /** The agent's declared tools: what `run` offers when the call names none. */
+  tools: readonly AnyTool[];
+  /** Default `maxSteps` (setting `model.maxSteps`). */
+  maxSteps: number;
+  toolContext: Omit<ToolContext, 'toolCallId' | 'signal' | 'messages'>;
+  /** Each finished tool call, for /optimize/invoke's `tool_calls` and `steps_taken`. */
+  onToolCall: (call: ToolCall) => void;
+}
+
+export function createModelClient(options: ModelClientOptions): ModelClient {
+  const { provider, agent, config, input, signal, emit, meter } = options;
+
+  const turn = async (request: Omit<TurnRequest, 'signal' | 'onToken'> & { signal?: AbortSignal | undefined }): Promise<ModelTurn> => {
+    if (!provider.configured) throw modelNotConfigured(agent);
+    const modelName = request.model ?? config.model ?? provider.model;
+    const answer = await provider.turn({
+      ...request,
+      model: modelName,
+      temperature: request.temperature ?? input.temperature ?? config.temperature ?? null,
+      max_tokens: request.max_tokens ?? input.max_tokens ?? config.max_tokens ?? null,
+      signal: request.signal ? AbortSignal.any([request.signal, signal]) : signal,
+      onToken: (token) => emit({ type: 'message_chunk', node: modelName, content: token }),
+    });
+    meter.add(answer.model, answer.usage);
+    return answer;
+  };
+
+  const host: LoopHost = {
+    turn,
+    toolContext: options.toolContext,
+    signal,
+    defaultMaxSteps: options.maxSteps,
+    onToolStart: (call) => emit({ type: 'tool_start', node: options.node, call_id: call.id, name: call.name, arguments: call.args }),
+    onToolEnd: (result: ToolCallResult) => {
+      emit({
+        type: 'tool_end',
+        node: options.node,
+        call_id: result.id,
+        name: result.name,
+        arguments: result.args,
+        ...(result.error !== undefined ? { error: result.error } : { result: jsonSafe(result.result) }),
+        duration_ms: result.duration_ms,
+      });
+    },
+    onStepCalls: (results) => {
+      for (const result of results) {
+        options.onToolCall({
+          name: result.name,
+          args: result.args,
+          ...(result.error !== undefined ? { error: result.error } : { result: jsonSafe(result.result) }),
+        });
+      }
+    },
+  };
+
+  return {
+    configured: provider.configured,
+    name: config.model ?? provider.model,
+    chat: async (messages: ChatMessage[], callOptions: ModelCallOptions = {}) => (await turn({ messages, ...callOptions })).content,
+    run: (messages: ChatMessage[], loopOptions: ToolLoopOptions = {}) =>
+      runToolLoop(host, messages, loopOptions.tools ?? options.tools, loopOptions),
+  };
+}
+
+/** A tool's result as events and responses carry it: JSON, so a Map or a class instance shows as JSON would. */
+function jsonSafe(value: unknown): unknown {
+  if (value === undefined) return null;
+  try {
+    return JSON.parse(JSON.stringify(value)) as unknown;
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * The model's tool loop: call the model with the tools' JSON Schemas; when it asks for tool calls,
+ * run them (a step's calls concurrently), hand the results back and call it again, until it answers
+ * without asking for a tool or `maxSteps` model calls were made.
+ *
+ * A tool call never throws out of the loop: an unknown tool, arguments that are not JSON or do not
+ * match the schema, a tool that throws, times out or returns what its `output` schema refuses — each
+ * becomes the call's result `{"error": "…"}`, which the model reads and can correct, as the AI SDK
+ * and Mastra do. Only a cancelled run or a failing model call ends the loop early.
+ */
+import { z } from 'zod';
+import { errorMessage } from '../http/errors.js';
+import { ModelCallAborted, type ModelMessage, type ModelToolCall, type ModelTurn, type ToolChoice, type TokenUsage, type TurnRequest } from './model.js';
+import { toolSpec, type AnyTool, type ToolContext } from './tools.js';
+import type { ChatMessage } from './types.js';
+
+export interface ToolLoopOptions {
+  /** The tools the model may call; default the agent's own `tools`. */
+  tools?: AnyTool[];
+  toolChoice?: ToolChoice;
+  /** Most model calls in this loop; default the setting `model.maxSteps`. */
+  maxSteps?: number;
+  temperature?: number | null;
+  max_tokens?: number | null;
+  model?: string;
+  signal?: AbortSignal;
+}
+
+/** A finished tool call: what the model asked, and what it got back. */
+export interface ToolCallResult {
+  id: string;
+  name: string;
+  /** The parsed arguments; the raw text when it was not JSON. */
+  args: unknown;
+  /** Set when the call succeeded (the tool's return value, after its `output` schema). */
+  result?: unknown;
+  /** Set when it did not; the model was sent `{"error": error}`. */
+  error?: string;
+  duration_ms: number;
+}
+
+export interface LoopStep {
+  /** The model's text in this step (often empty when it called tools). */
+  text: string;
+  toolCalls: Array<{ id: string; name: string; args: unknown }>;
+  toolResults: ToolCallResult[];
+  /** The server's finish reason for this model call. */
+  finishReason: string | null;
+  usage: TokenUsage;
+}
+
+/**
+ * Why the loop stopped: `stop` (the model answered), `length` (it hit max_tokens), `max_steps`
+ * (it was still calling tools after `maxSteps` model calls; `text` is the last step's).
+ */
+export type LoopFinishReason = 'stop' | 'length' | 'max_steps' | 'content_filter';
+
+export interface ToolLoopResult {
+  text: string;
+  finishReason: LoopFinishReason;
+  steps: LoopStep[];
+  /** Every call of every step, in order. */
+  toolCalls: Array<{ id: string; name: string; args: unknown }>;
+  toolResults: ToolCallResult[];
+  /** Summed over this loop's model calls. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** The conversation as the model last saw it plus its answer (tool calls and results included). */
+  messages: ModelMessage[];
+}
+
+/** What the loop needs from the run it is part of. */
+export interface LoopHost {
+  /** One model call with the run's defaults (model, sampling, signal, token events, usage). */
+  turn(request: Omit<TurnRequest, 'signal' | 'onToken'> & { signal?: AbortSignal }): Promise<ModelTurn>;
+  /** The context handed to a tool's `run`, without the per-call fields. */
+  toolContext: Omit<ToolContext, 'toolCallId' | 'signal' | 'messages'>;
+  signal: AbortSignal;
+  defaultMaxSteps: number;
+  onToolStart(call: { id: string; name: string; args: unknown }): void;
+  onToolEnd(result: ToolCallResult): void;
+  /** A step's finished calls, in the order the model made them (events come as calls end). */
+  onStepCalls(results: readonly ToolCallResult[]): void;
+}
+
+export async function runToolLoop(host: LoopHost, messages: readonly ModelMessage[], tools: readonly AnyTool[], options: ToolLoopOptions = {}): Promise<ToolLoopResult> {
+  const maxSteps = options.maxSteps ?? host.defaultMaxSteps;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new Error(`maxSteps must be a positive integer (got ${maxSteps})`);
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  if (byName.size !== tools.length) throw new Error('two tools given to the model have the same name');
+  if (typeof options.toolChoice === 'object' && !byName.has(options.toolChoice.name)) {
+    throw new Error(`toolChoice names '${options.toolChoice.name}', which is not one of the tools given`);
+  }
+  const specs = tools.map(toolSpec);
+  const conversation: ModelMessage[] = [...messages];
+  const steps: LoopStep[] = [];
+  let finishReason: LoopFinishReason = 'max_steps';
+  let text = '';
+
+  for (let n = 1; n <= maxSteps; n++) {
+    const turn = await host.turn({
+      messages: conversation,
+      ...(specs.length ? { tools: specs, ...(options.toolChoice ? { tool_choice: options.toolChoice } : {}) } : {}),
+      model: options.model,
+      temperature: options.temperature,
+      max_tokens: options.max_tokens,
+      signal: options.signal,
+    });
+    text = turn.content;
+    if (!turn.tool_calls.length) {
+      conversation.push({ role: 'assistant', content: turn.content });
+      steps.push({ text, toolCalls: [], toolResults: [], finishReason: turn.finish_reason, usage: turn.usage });
+      finishReason = turn.finish_reason === 'length' || turn.finish_reason === 'content_filter' ? turn.finish_reason : 'stop';
+      break;
+    }
+    // Ids are the model's; a server that sends none still needs each result matched to its call.
+    const calls = turn.tool_calls.map((c, i) => (c.id ? c : { ...c, id: `call_${n}_${i}` }));
+    conversation.push({ role: 'assistant', content: turn.content || null, tool_calls: calls });
+    const seen = conversation.filter((m): m is ChatMessage => typeof m.content === 'string' && !('tool_calls' in m) && m.role !== 'tool');
+    const results = await Promise.all(calls.map((call) => runCall(host, byName, call, seen, options.signal)));
+    host.onStepCalls(results);
+    for (const result of results) {
+      conversation.push({ role: 'tool', tool_call_id: result.id, content: toolMessage(result) });
+    }
+    steps.push({
+      text,
+      toolCalls: results.map(({ id, name, args }) => ({ id, name, args })),
+      toolResults: results,
+      finishReason: turn.finish_reason,
+      usage: turn.usage,
+    });
+  }
+
+  let prompt = 0;
+  let completion = 0;
+  for (const step of steps) {
+    prompt += step.usage.prompt_tokens ?? 0;
+    completion += step.usage.completion_tokens ?? 0;
+  }
+  const toolResults = steps.flatMap((s) => s.toolResults);
+  return {
+    text,
+    finishReason,
+    steps,
+    toolCalls: steps.flatMap((s) => s.toolCalls),
+    toolResults,
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+    messages: conversation,
+  };
+}
+
+/** The text the model reads as a call's result: a string as is, anything else as JSON. */
+function toolMessage(result: ToolCallResult): string {
+  if (result.error !== undefined) return JSON.stringify({ error: result.error });
+  if (typeof result.result === 'string') return result.result;
+  return JSON.stringify(result.result ?? null);
+}
+
+class ToolTimeout extends Error {}
+
+async function runCall(
+  host: LoopHost,
+  tools: Map<string, AnyTool>,
+  call: ModelToolCall,
+  messages: readonly ChatMessage[],
+  callSignal: AbortSignal | undefined,
+): Promise<ToolCallResult> {
+  const started = performance.now();
+  let args: unknown = call.arguments;
+  const failed = (error: string): ToolCallResult => ({ id: call.id, name: call.name, args, error, duration_ms: performance.now() - started });
+  const end = (result: ToolCallResult) => {
+    host.onToolEnd(result);
+    return result;
+  };
+  try {
+    // An empty argument string is what some servers send for a tool without parameters.
+    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+  } catch (err) {
+    host.onToolStart({ id: call.id, name: call.name, args });
+    return end(failed(`the arguments are not valid JSON (${errorMessage(err)}); send one JSON object matching the tool's parameters`));
+  }
+  host.onToolStart({ id: call.id, name: call.name, args });
+  const tool = tools.get(call.name);
+  if (!tool) return end(failed(`there is no tool named '${call.name}'; the tools are: ${[...tools.keys()].join(', ') || 'none'}`));
+  const parsed = tool.input.safeParse(args);
+  if (!parsed.success) return end(failed(`invalid arguments for '${tool.name}':\n${z.prettifyError(parsed.error)}`));
+
+  const controller = new AbortController();
+  const signal = AbortSignal.any([host.signal, controller.signal, ...(callSignal ? [callSignal] : [])]);
+  const context: ToolContext = { ...host.toolContext, toolCallId: call.id, signal, messages };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const approval = typeof tool.needsApproval === 'function' ? await tool.needsApproval(parsed.data, context) : tool.needsApproval;
+    if (approval) {
+      return end(failed(`'${tool.name}' needs a person's approval, and approving tool calls is not supported yet: it was not run`));
+    }
+    const running = Promise.resolve(tool.run(parsed.data, context));
+    const raced = tool.timeout_ms
+      ? Promise.race([
+          running,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => {
+              // Rejected before the abort: a tool that settles on abort must not win the race.
+              reject(new ToolTimeout(`'${tool.name}' timed out after ${tool.timeout_ms} ms`));
+              controller.abort();
+            }, tool.timeout_ms);
+          }),
+        ])
+      : running;
+    let result: unknown = await raced;
+    if (tool.output) {
+      const checked = tool.output.safeParse(result);
+      if (!checked.success) return end(failed(`'${tool.name}' returned a result its output schema refuses:\n${z.prettifyError(checked.error)}`));
+      result = checked.data;
+    }
+    return end({ id: call.id, name: call.name, args: parsed.data, result, duration_ms: performance.now() - started });
+  } catch (err) {
+    // The run was cancelled: the loop ends as the run does, not with a tool error.
+    if (host.signal.aborted || callSignal?.aborted) throw new ModelCallAborted();
+    return end(failed(err instanceof ToolTimeout ? err.message : `'${tool.name}' failed: ${errorMessage(err)}`));
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}

@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { HangarContext } from '../kernel/context.js';
+import { LOCAL_PRINCIPAL, viewerOf } from '../kernel/ownership.js';
 import type { RouteDoc } from '../http/openapi.js';
 import { param, queryOf } from '../http/request.js';
 import { resumePoint, serveSse } from '../http/sse.js';
@@ -39,6 +40,13 @@ export async function streamTaskEvents(tasks: TaskService, req: FastifyRequest, 
 }
 
 export function taskRoutes(app: FastifyInstance, ctx: HangarContext): void {
+  /**
+   * Whose tasks a request sees: its own on a server with tokens; every task without tokens, where
+   * every caller — curl, the desktop window, a login-link tab — is the one local user (the rule of
+   * core/kernel/ownership.ts). A task still records who submitted it.
+   */
+  const scope = (req: FastifyRequest) => ({ principal: viewerOf(req, ctx.settings) === LOCAL_PRINCIPAL ? undefined : req.principal });
+
   app.post('/api/v1/tasks', async (req, reply) => {
     const tasks = requireTasks(ctx);
     const body = parseInput(SubmitTaskRequest, req.body, 'body');
@@ -50,28 +58,28 @@ export function taskRoutes(app: FastifyInstance, ctx: HangarContext): void {
   app.get('/api/v1/tasks', async (req) => {
     const tasks = requireTasks(ctx);
     const query = parseInput(ListTasksQuery, req.query, 'query');
-    return tasks.list(query, { principal: req.principal });
+    return tasks.list(query, scope(req));
   });
 
   app.get('/api/v1/tasks/:id', async (req) => {
-    return requireTasks(ctx).get(idOf(req), { principal: req.principal });
+    return requireTasks(ctx).get(idOf(req), scope(req));
   });
 
   app.get('/api/v1/tasks/:id/events', async (req, reply) => {
-    await streamTaskEvents(requireTasks(ctx), req, reply, idOf(req), { principal: req.principal });
+    await streamTaskEvents(requireTasks(ctx), req, reply, idOf(req), scope(req));
   });
 
   app.get('/api/v1/tasks/:id/result', async (req) => {
-    return requireTasks(ctx).result(idOf(req), { principal: req.principal });
+    return requireTasks(ctx).result(idOf(req), scope(req));
   });
 
   app.post('/api/v1/tasks/:id/cancel', async (req) => {
-    return requireTasks(ctx).cancel(idOf(req), { principal: req.principal });
+    return requireTasks(ctx).cancel(idOf(req), scope(req));
   });
 
   app.delete('/api/v1/tasks/:id', async (req) => {
     const id = idOf(req);
-    await requireTasks(ctx).delete(id, { principal: req.principal });
+    await requireTasks(ctx).delete(id, scope(req));
     return { status: 'deleted', id };
   });
 

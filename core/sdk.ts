@@ -29,6 +29,7 @@ export { END } from './agents/types.js';
 export type { AnyTool, ToolContext, ToolDefinition } from './agents/tools.js';
 export type { LoopStep, ToolCallResult, ToolLoopOptions, ToolLoopResult } from './agents/tool-loop.js';
 export type { ToolChoice } from './agents/model.js';
+export type { ObjectOptions } from './agents/structured.js';
 export { z } from 'zod';
 
 export const DEFINITION_KIND = Symbol.for('hangar.kind');

@@ -10,6 +10,7 @@
  */
 import type { RunEventBody } from './events.js';
 import { modelNotConfigured, type ModelProvider, type ModelTurn, type TurnRequest } from './model.js';
+import { generateObject } from './structured.js';
 import { runToolLoop, type LoopHost, type ToolCallResult, type ToolLoopOptions } from './tool-loop.js';
 import type { AnyTool, ToolContext } from './tools.js';
 import type { UsageMeter } from './usage.js';
@@ -37,7 +38,7 @@ export interface ModelClientOptions {
 export function createModelClient(options: ModelClientOptions): ModelClient {
   const { provider, agent, config, input, signal, emit, meter } = options;
 
-  const turn = async (request: Omit<TurnRequest, 'signal' | 'onToken'> & { signal?: AbortSignal | undefined }): Promise<ModelTurn> => {
+  const turn = async (request: Omit<TurnRequest, 'signal' | 'onToken'> & { signal?: AbortSignal | undefined }, quiet = false): Promise<ModelTurn> => {
     if (!provider.configured) throw modelNotConfigured(agent);
     const modelName = request.model ?? config.model ?? provider.model;
     const answer = await provider.turn({
@@ -46,7 +47,7 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
       temperature: request.temperature ?? input.temperature ?? config.temperature ?? null,
       max_tokens: request.max_tokens ?? input.max_tokens ?? config.max_tokens ?? null,
       signal: request.signal ? AbortSignal.any([request.signal, signal]) : signal,
-      onToken: (token) => emit({ type: 'message_chunk', node: modelName, content: token }),
+      ...(quiet ? {} : { onToken: (token: string) => emit({ type: 'message_chunk', node: modelName, content: token }) }),
     });
     meter.add(answer.model, answer.usage);
     return answer;
@@ -86,6 +87,11 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     chat: async (messages: ChatMessage[], callOptions: ModelCallOptions = {}) => (await turn({ messages, ...callOptions })).content,
     run: (messages: ChatMessage[], loopOptions: ToolLoopOptions = {}) =>
       runToolLoop(host, messages, loopOptions.tools ?? options.tools, loopOptions),
+    object: (schema, messages, objectOptions = {}) => {
+      if (!provider.configured) throw modelNotConfigured(agent);
+      const modelName = objectOptions.model ?? config.model ?? provider.model;
+      return generateObject(provider, modelName, (request) => turn(request, true), schema, messages, objectOptions);
+    },
   };
 }
 

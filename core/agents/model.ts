@@ -72,7 +72,7 @@ export interface ModelTurn {
 
 export interface ResponseFormat {
   type: 'json_schema';
-  json_schema: { name: string; schema: Record<string, unknown>; strict?: boolean };
+  json_schema: { name: string; description?: string; schema: Record<string, unknown>; strict?: boolean };
 }
 
 export interface TurnRequest extends Omit<CompletionRequest, 'messages'> {
@@ -267,14 +267,26 @@ function toWire(message: ModelMessage): OpenAI.Chat.ChatCompletionMessageParam {
   return { role: message.role, content: message.content ?? '' } as OpenAI.Chat.ChatCompletionMessageParam;
 }
 
+/** The model endpoint refused or failed a call: a 502 that keeps the status it answered. */
+export class ModelEndpointError extends HttpError {
+  constructor(
+    message: string,
+    /** The endpoint's HTTP status; null when it never answered. */
+    readonly upstream: number | null,
+  ) {
+    super(502, message);
+  }
+}
+
 /** Library errors mapped onto ours: an upstream failure is a 502 naming the status it gave. */
 function mapModelError(err: unknown, openai: OpenAISdk, signal?: AbortSignal): Error {
   if (err instanceof HttpError) return err;
   if (err instanceof openai.APIUserAbortError || signal?.aborted) return new ModelCallAborted();
   if (err instanceof openai.APIConnectionTimeoutError) return gatewayTimeout('model endpoint timed out');
   if (err instanceof openai.APIError) {
-    return badGateway(
+    return new ModelEndpointError(
       err.status ? `model endpoint answered ${err.status}: ${err.message}` : `model endpoint unreachable: ${err.message}`,
+      err.status ?? null,
     );
   }
   return badGateway(`model call failed: ${errorMessage(err)}`);

@@ -4,6 +4,7 @@
  * this folder executes both the same way (a function agent is the graph start → agent → end).
  */
 import type { z } from 'zod';
+import type { ObjectOptions } from './structured.js';
 import type { ToolLoopOptions, ToolLoopResult } from './tool-loop.js';
 import type { AnyTool } from './tools.js';
 
@@ -98,6 +99,15 @@ export interface ModelClient {
    * );
    */
   run(messages: ChatMessage[], options?: ToolLoopOptions): Promise<ToolLoopResult>;
+  /**
+   * Structured output: a value of the schema's type, asked for with the schema's JSON Schema (the
+   * response format, or a forced tool call where the server refuses it) and validated by zod, with
+   * one repair round; a second wrong answer throws a 502.
+   *
+   * @example
+   * const plan = await ctx.model.object(z.object({ steps: z.array(z.string()) }), [{ role: 'user', content: input.query }]);
+   */
+  object<S extends z.ZodType>(schema: S, messages: ChatMessage[], options?: ObjectOptions): Promise<z.output<S>>;
 }
 
 /** A document in a workspace collection (written by ingestors; see core/ingestion). */

@@ -55,6 +55,9 @@ describe('run deadlines', () => {
     expect(res.status).toBe(504);
     await eventually(() => (globalThis as { __deadlineReason?: string }).__deadlineReason);
     expect((globalThis as { __deadlineReason?: string }).__deadlineReason).toBe("agent 'listener' did not finish within 200 ms");
+    // Counted once, as a timeout: the cancelled outcome the agent reached after its signal is not.
+    const metrics = (await server.request('/metrics')).text;
+    expect(metrics.match(/agent_invocations_total\{agent="listener",[^}]*\} \d+/g)).toEqual(['agent_invocations_total{agent="listener",route="invoke",outcome="timeout"} 1']);
   });
 
   it("the agent's timeout_ms is its default; agents.timeoutMs is the default of the others", { timeout: 30_000 }, async () => {

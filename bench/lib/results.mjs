@@ -37,7 +37,10 @@ export function readResults(file) {
 export function mergeResults(previous, run) {
   const ran = new Set(run.benches);
   const kept = previous.figures.filter((f) => !ran.has(f.bench));
-  return { schema: SCHEMA, updated: run.date, figures: [...kept, ...run.figures].sort((a, b) => a.bench.localeCompare(b.bench)) };
+  // One figure per name: two runs of one benchmark at once (they share its figures file) would
+  // otherwise leave both in the table; the last recorded wins.
+  const latest = new Map(run.figures.map((f) => [`${f.bench}\0${f.name}`, f]));
+  return { schema: SCHEMA, updated: run.date, figures: [...kept, ...latest.values()].sort((a, b) => a.bench.localeCompare(b.bench)) };
 }
 
 export const verdict = (f) => (f.pass === null ? 'context' : f.pass ? 'PASS' : 'MISS');

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { evaluate } from '../../bench/lib/figures.mjs';
-import { markdownTable, replaceTable, TABLE_END, TABLE_START, type Results } from '../../bench/lib/results.mjs';
+import { markdownTable, mergeResults, replaceTable, TABLE_END, TABLE_START, type Results } from '../../bench/lib/results.mjs';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const fixtures = path.join(repo, 'test', 'fixtures', 'bench');
@@ -77,6 +77,12 @@ describe('npm run bench (bench/run.mjs)', () => {
     await runner('misses', out);
     const { results } = await runner('meets', out);
     expect(results.figures.map((f: { bench: string }) => f.bench)).toEqual(['meets-target.bench.mjs', 'meets-target.bench.mjs', 'misses-target.mjs', 'misses-target.mjs']);
+  });
+
+  it('keeps one figure per name: the last recorded, when a benchmark recorded one twice', () => {
+    const figure = (name: string, value: number) => ({ bench: 'a.bench.ts', name, value }) as never;
+    const merged = mergeResults({ schema: 1, updated: '', figures: [] } as never, { benches: ['a.bench.ts'], date: 'd', figures: [figure('x', 1), figure('y', 2), figure('x', 3)] } as never);
+    expect(merged.figures.map((f: { name: string; value: number }) => [f.name, f.value])).toEqual([['x', 3], ['y', 2]]);
   });
 });
 

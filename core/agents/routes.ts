@@ -121,6 +121,7 @@ export function registerAgentDocs(ctx: HangarContext): void {
       const base = `/api/v1/${agent.name}`;
       const tags = [`agent:${agent.name}`];
       const suspendedDoc = { description: 'suspended at a human-approval step; the X-Thread-Id header names the thread to approve or reject on', schema: SuspensionBody };
+      const deadlineDoc = { description: "the run passed its deadline (`timeout_ms`, the agent's, or agents.timeoutMs): `agent 'x' did not finish within N ms`" };
       return [
         {
           method: 'post',
@@ -129,7 +130,7 @@ export function registerAgentDocs(ctx: HangarContext): void {
           description: agent.description,
           tags,
           body: InvokeRequest,
-          responses: { 200: { description: 'OK', schema: InvokeResponse }, 202: suspendedDoc },
+          responses: { 200: { description: 'OK', schema: InvokeResponse }, 202: suspendedDoc, 504: deadlineDoc },
         },
         {
           method: 'post',
@@ -155,7 +156,7 @@ export function registerAgentDocs(ctx: HangarContext): void {
           summary: `Chat with ${agent.name} over a stored thread`,
           tags,
           body: ChatRequest,
-          responses: { 200: { description: 'OK', schema: ChatResponse }, 202: suspendedDoc },
+          responses: { 200: { description: 'OK', schema: ChatResponse }, 202: suspendedDoc, 504: deadlineDoc },
         },
         {
           method: 'post',

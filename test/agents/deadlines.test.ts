@@ -75,6 +75,15 @@ describe('run deadlines', () => {
     expect((await invoke('roomy', { query: 'q', timeout_ms: 100 })).body.detail).toBe("agent 'roomy' did not finish within 100 ms");
   });
 
+  it('/openapi.json documents timeout_ms and the 504 on invoke and chat', async () => {
+    const { body } = await server.request('/openapi.json');
+    for (const route of ['/api/v1/quick/invoke', '/api/v1/quick/chat']) {
+      const post = body.paths[route].post;
+      expect(Object.keys(post.responses)).toContain('504');
+      expect(JSON.stringify(post.requestBody)).toContain('timeout_ms');
+    }
+  });
+
   it('a bad timeout_ms is a 422 naming the field', async () => {
     for (const timeout_ms of [-1, 0, 1.5, 'soon', 86_400_001]) {
       const res = await invoke('quick', { query: 'q', timeout_ms });

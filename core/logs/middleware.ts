@@ -10,10 +10,31 @@
 import type { ServerResponse } from 'node:http';
 import type { preHandlerHookHandler } from 'fastify';
 import { pathOf } from '../http/request.js';
-import type { InvocationRecorder } from './recorder.js';
+import type { InvocationRecorder, TokenTotals } from './recorder.js';
 import { resourceOf } from './resource-of.js';
 
 const OBSERVED = new Set(['agent', 'endpoint', 'pipeline']);
+
+const TAIL_CHARS = 16_384;
+
+/** The token totals of an agent's answer: a JSON body's `metadata.usage`, or a stream's last `complete` frame's. */
+function usageOf(body: unknown, streamText: string): TokenTotals | null {
+  const from = (value: unknown): TokenTotals | null => {
+    const usage = (value as { metadata?: { usage?: Partial<TokenTotals> } } | null)?.metadata?.usage;
+    if (!usage || typeof usage.prompt_tokens !== 'number' || typeof usage.completion_tokens !== 'number') return null;
+    return { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens ?? usage.prompt_tokens + usage.completion_tokens };
+  };
+  if (body && typeof body === 'object') return from(body);
+  const at = streamText.lastIndexOf('data: {"event":"complete"');
+  if (at < 0) return null;
+  const end = streamText.indexOf('\n', at);
+  const line = streamText.slice(at + 'data: '.length, end < 0 ? undefined : end);
+  try {
+    return from(JSON.parse(line));
+  } catch {
+    return null;
+  }
+}
 
 export function recordInvocations(recorder: InvocationRecorder, captureBytes: number): preHandlerHookHandler {
   return function invocationLog(req, reply, done) {
@@ -25,9 +46,16 @@ export function recordInvocations(recorder: InvocationRecorder, captureBytes: nu
     const started = Date.now();
     const chunks: Buffer[] = [];
     let captured = 0;
+    // A stream's last frames, past the captured head: an invoke stream's `complete` frame carries
+    // the run's token usage.
+    let tail = '';
     const keep = (chunk: unknown, encoding?: unknown) => {
-      if (captured >= captureBytes || chunk === undefined || chunk === null || typeof chunk === 'function') return;
+      if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
       const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk), typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+      if (captured >= captureBytes) {
+        tail = (tail + buffer.toString('utf8')).slice(-TAIL_CHARS);
+        return;
+      }
       chunks.push(buffer.subarray(0, captureBytes - captured));
       captured += Math.min(buffer.length, captureBytes - captured);
     };
@@ -69,6 +97,7 @@ export function recordInvocations(recorder: InvocationRecorder, captureBytes: nu
         http_status: status,
         input: req.body,
         output: ok ? body : undefined,
+        usage: usageOf(body, tail || text),
         error: ok ? null : status === 499 ? 'client closed the connection before the response was complete' : typeof detail === 'string' ? detail : detail !== undefined ? JSON.stringify(detail) : `HTTP ${status}`,
       });
     };

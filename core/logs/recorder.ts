@@ -30,6 +30,15 @@ export interface InvocationEntry {
   error?: string | null;
   /** The task that ran it, for async work. */
   task_id?: string;
+  /** Model tokens the call spent (an agent run that called a model). */
+  usage?: TokenTotals | null;
+}
+
+/** A run's token counts as its response's `metadata.usage` sums them. */
+export interface TokenTotals {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
 }
 
 export interface InvocationRecorder {

@@ -24,6 +24,12 @@ export const InvocationRecord = z.object({
   truncated: z.boolean(),
   error: z.string().nullable(),
   task_id: z.string().nullable(),
+  /**
+   * Model tokens of an agent run, from its response's `metadata.usage` (a stream's `complete`
+   * frame), kept beside `output` so a truncated output does not lose them. Null when the call
+   * used no model; absent from records written before it existed.
+   */
+  usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }).nullable().optional(),
 });
 export type InvocationRecord = z.infer<typeof InvocationRecord>;
 

@@ -118,6 +118,7 @@ export class InvocationLog implements InvocationRecorder {
       truncated: input.truncated || output.truncated || errorCut,
       error,
       task_id: entry.task_id ?? null,
+      usage: entry.usage ?? null,
     };
   }
 

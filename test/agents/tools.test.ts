@@ -336,10 +336,32 @@ describe('tools and the tool loop (real server, scripted model)', () => {
       return page.body.logs?.find((r: any) => r.output?.metadata?.run_id === body.metadata.run_id);
     });
     expect(record.output.metadata.usage).toEqual(body.metadata.usage);
+    // Beside the output too, so a truncated output keeps them.
+    expect(record.usage).toEqual({ prompt_tokens: 24, completion_tokens: 6, total_tokens: 30 });
 
     fake.enqueue({ chunks: ['a ', 'b'], usage: { prompt_tokens: 5, completion_tokens: 2 } }, { chunks: ['c'], usage: { prompt_tokens: 6, completion_tokens: 1 } });
     const read = await readSse(`${server.url}/api/v1/talker/invoke/stream`, { method: 'POST', json: { query: 'q' } });
-    expect(read.frames.at(-1)!.data.metadata.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 });
+    const complete = read.frames.at(-1)!.data;
+    expect(complete.metadata.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 });
+    const streamed = await eventually(async () => {
+      const page = await server.request('/api/v1/logs?resource=agent&name=talker');
+      return page.body.logs?.find((r: any) => r.operation !== 'invoke' && r.usage);
+    });
+    expect(streamed.usage).toEqual({ prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 });
+  });
+
+  it('keeps the usage of a long answer in the log record when its output is cut to a preview', async () => {
+    const long = 'word '.repeat(6000);
+    fake.enqueue({ content: 'short', usage: { prompt_tokens: 3, completion_tokens: 1 } }, { content: long, usage: { prompt_tokens: 6001, completion_tokens: 6000 } });
+    const { body } = await post('/api/v1/talker/invoke', { query: 'long' });
+    const record = await eventually(async () => {
+      const page = await server.request('/api/v1/logs?resource=agent&name=talker&limit=200');
+      return page.body.logs?.find((r: any) => r.usage?.prompt_tokens === 6004);
+    });
+    expect(body.metadata.usage.total_tokens).toBe(12005);
+    expect(record.truncated).toBe(true);
+    expect(typeof record.output).toBe('string');
+    expect(record.usage).toEqual({ prompt_tokens: 6004, completion_tokens: 6001, total_tokens: 12005 });
   });
 });
 

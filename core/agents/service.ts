@@ -413,9 +413,13 @@ export class AgentService {
     };
   }
 
-  /** Run with the studio's knobs (breakpoints, events, a checkpoint to continue from); new checkpoint chains are `principal`'s. */
+  /**
+   * Run with the studio's knobs (breakpoints, events, a checkpoint to continue from); new checkpoint
+   * chains are `principal`'s. Each segment (up to a pause) has the agent's own deadline: time spent
+   * paused at a breakpoint is the person's, not the run's.
+   */
   runForStudio(request: Omit<RunRequest, 'checkpointer'>, principal?: string): Promise<RunOutcome> {
-    return this.run('studio', { ...request, checkpointer: ownedBy(this.checkpoints, principal) });
+    return this.run('studio', { ...request, checkpointer: ownedBy(this.checkpoints, principal) }, this.deadlineOf(request.agent));
   }
 
   /**
@@ -457,7 +461,7 @@ export class AgentService {
   }
 
   /** The agent's own deadline: its `timeout_ms`, else `agents.timeoutMs`. */
-  private deadlineOf(agent: Agent): number {
+  private deadlineOf(agent: Pick<Agent, 'definition'>): number {
     return agent.definition.timeout_ms ?? this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 

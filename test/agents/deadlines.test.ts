@@ -151,3 +151,19 @@ describe('a definition with a bad timeout_ms', () => {
     }
   });
 });
+
+describe('a studio run past its deadline', () => {
+  it("ends error with the reason and a run_error event, the agent's own deadline applying", { timeout: 30_000 }, async () => {
+    const server = await startTestServer({ settings: { watch: false }, files: { 'agents/patient.ts': files['agents/patient.ts'] } });
+    try {
+      const read = await readSse(`${server.url}/studio/agents/patient/runs/stream`, { method: 'POST', json: { query: 'q' } });
+      expect(read.status).toBe(200);
+      const types = read.frames.map((f) => f.data.type);
+      expect(types.slice(-2)).toEqual(['run_error', 'done']);
+      expect(read.frames.at(-2)!.data.error).toBe("agent 'patient' did not finish within 200 ms");
+      expect(read.frames.at(-1)!.data.status).toBe('error');
+    } finally {
+      await server.stop();
+    }
+  });
+});

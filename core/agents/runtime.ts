@@ -35,6 +35,12 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
     defaultMaxHistory: ctx.settings.chat.max_history,
     defaultTimeoutMs: ctx.settings.agents.timeoutMs,
     onRun: (agent, route, outcome) => ctx.metrics.agentInvocations.inc({ agent, route, outcome }),
+    onUsage: (agent, usage) => {
+      for (const call of usage.calls) {
+        if (call.prompt_tokens) ctx.metrics.modelTokens.inc({ agent, model: call.model, kind: 'prompt' }, call.prompt_tokens);
+        if (call.completion_tokens) ctx.metrics.modelTokens.inc({ agent, model: call.model, kind: 'completion' }, call.completion_tokens);
+      }
+    },
   });
   return { provider, service, threads, feedback: new FeedbackService(ctx.store) };
 }

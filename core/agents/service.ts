@@ -50,6 +50,7 @@ import { resolvePrompt } from './prompts.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
 import { InvokeStreams, toolFrame, type InvokeFrame, type StreamRetention } from './streams.js';
 import type { AgentInput, AgentResult, ChatMessage, WorkspaceDocument } from './types.js';
+import type { RunUsage } from './usage.js';
 
 export interface AgentServiceOptions {
   /** The live agent by name, or throw the 404. */
@@ -68,6 +69,8 @@ export interface AgentServiceOptions {
   defaultTimeoutMs?: number;
   /** Told of every finished run (metrics: `agent_invocations_total`). */
   onRun?: (agent: string, route: RunRoute, outcome: string) => void;
+  /** Told of the model calls of every run that made any (metrics: `model_tokens_total`). */
+  onUsage?: (agent: string, usage: RunUsage) => void;
 }
 
 /** Which API a run came through, for metrics. */
@@ -453,6 +456,7 @@ export class AgentService {
     try {
       const outcome = await running;
       this.options.onRun?.(request.agent.name, route, outcome.status);
+      if (outcome.usage.calls.length) this.options.onUsage?.(request.agent.name, outcome.usage);
       return outcome;
     } catch (err) {
       this.options.onRun?.(request.agent.name, route, err instanceof HttpError && err.status === 504 ? 'timeout' : 'error');

@@ -10,6 +10,7 @@ export class Metrics {
   readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly agentInvocations: Counter<'agent' | 'route' | 'outcome'>;
+  readonly modelTokens: Counter<'agent' | 'model' | 'kind'>;
   readonly dropinReloads: Counter<'kind' | 'outcome'>;
   readonly dropinErrors: Gauge<'kind'>;
 
@@ -32,6 +33,12 @@ export class Metrics {
       name: 'agent_invocations_total',
       help: 'Agent invocations by agent, route and outcome',
       labelNames: ['agent', 'route', 'outcome'],
+      registers: [this.registry],
+    });
+    this.modelTokens = new Counter({
+      name: 'model_tokens_total',
+      help: 'Model tokens spent by agent runs, by agent, model and kind (prompt, completion), as the model endpoint reported them',
+      labelNames: ['agent', 'model', 'kind'],
       registers: [this.registry],
     });
     this.dropinReloads = new Counter({

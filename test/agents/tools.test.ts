@@ -350,6 +350,17 @@ describe('tools and the tool loop (real server, scripted model)', () => {
     expect(streamed.usage).toEqual({ prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 });
   });
 
+  it('counts tokens in /metrics per agent, model and kind', async () => {
+    const count = async (kind: string) => {
+      const text = (await server.request('/metrics')).text;
+      return Number(new RegExp(`model_tokens_total\\{agent="forecaster",model="fake-1",kind="${kind}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    };
+    const before = [await count('prompt'), await count('completion')];
+    fake.enqueue({ tool_calls: [toolCall('weather', { city: 'Graz' })], usage: { prompt_tokens: 100, completion_tokens: 10 } }, { content: 'ok', usage: { prompt_tokens: 200, completion_tokens: 20 } });
+    await post('/api/v1/forecaster/invoke', { query: 'Graz?' });
+    expect([(await count('prompt')) - before[0]!, (await count('completion')) - before[1]!]).toEqual([300, 30]);
+  });
+
   it('keeps the usage of a long answer in the log record when its output is cut to a preview', async () => {
     const long = 'word '.repeat(6000);
     fake.enqueue({ content: 'short', usage: { prompt_tokens: 3, completion_tokens: 1 } }, { content: long, usage: { prompt_tokens: 6001, completion_tokens: 6000 } });

@@ -86,7 +86,13 @@ function RunOutput({ run, query }: { run: RunView; query: string }) {
     </ul></section>`}
     ${run.tools.length > 0 &&
     html`<section aria-label="Tool calls"><h3>Tool calls</h3><ol class="plain mono tools" data-testid="tools">
-      ${run.tools.map((t) => html`<li><strong>${t.tool}</strong> <small class="muted">${JSON.stringify(t.args).slice(0, 160)}</small></li>`)}
+      ${run.tools.map(
+        (t) => html`<li class=${t.state ?? ''} data-call=${t.callId ?? ''}><strong>${t.tool}</strong> <small class="muted">${JSON.stringify(t.args ?? null).slice(0, 160)}</small>
+          ${t.state === 'running' && html` <span class="chip">running</span>`}
+          ${t.state === 'ok' && html`<div>→ <span data-testid="tool-result">${(typeof t.result === 'string' ? t.result : JSON.stringify(t.result ?? null)).slice(0, 400)}</span> <small class="muted">${Math.round(t.durationMs ?? 0)} ms</small></div>`}
+          ${t.state === 'error' && html`<div class="alert">✗ <span data-testid="tool-error">${t.error}</span> <small class="muted">${Math.round(t.durationMs ?? 0)} ms</small></div>`}
+        </li>`,
+      )}
     </ol></section>`}
     ${run.subagents.length > 0 &&
     html`<section aria-label="Subagents"><h3>Subagents</h3><ul class="plain">

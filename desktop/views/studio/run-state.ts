@@ -15,6 +15,8 @@ export type StudioEvent =
   | { seq: number; type: 'subagent_start'; run_id: string; node: string; query: string }
   | { seq: number; type: 'subagent_end'; run_id: string; node: string; output: unknown }
   | { seq: number; type: 'task_update'; run_id: string; node: string; tool: string; args: unknown }
+  | { seq: number; type: 'tool_start'; run_id: string; node: string; call_id: string; name: string; arguments: unknown }
+  | { seq: number; type: 'tool_end'; run_id: string; node: string; call_id: string; name: string; arguments: unknown; result?: unknown; error?: string; duration_ms: number }
   | { seq: number; type: 'breakpoint_hit'; run_id: string; node: string; reason: 'breakpoint' | 'interrupt'; checkpoint_id: string; message?: string }
   | { seq: number; type: 'run_complete'; run_id: string; status: RunStatus; response: string; steps_taken: string[]; duration_ms: number }
   | { seq: number; type: 'run_error'; run_id: string; error: string; node: string | null }
@@ -23,6 +25,16 @@ export type StudioEvent =
 export interface Todo {
   content: string;
   status: string;
+}
+
+export interface ToolCallView {
+  tool: string;
+  args: unknown;
+  callId?: string;
+  state?: 'running' | 'ok' | 'error';
+  result?: unknown;
+  error?: string;
+  durationMs?: number;
 }
 
 export interface RunView {
@@ -35,7 +47,11 @@ export interface RunView {
   /** The answer so far: streamed model tokens, or the latest node's `response`. */
   answer: string;
   todos: Todo[];
-  tools: { tool: string; args: unknown }[];
+  /**
+   * Planning updates and the model's tool calls, in the order they started; a tool call has its
+   * id, and once it ends its result or error and how long it took.
+   */
+  tools: ToolCallView[];
   subagents: { name: string; query: string; done: boolean }[];
   paused: { node: string; reason: 'breakpoint' | 'interrupt'; message: string; checkpointId: string } | null;
   error: { message: string; node: string | null } | null;
@@ -93,6 +109,23 @@ export function applyEvent(view: RunView, event: StudioEvent): RunView {
       return { ...next, subagents: view.subagents.map((s) => (s.name === event.node && !s.done ? { ...s, done: true } : s)) };
     case 'task_update':
       return { ...next, tools: [...view.tools, { tool: event.tool, args: event.args }], todos: todosOf(event.args) ?? view.todos };
+    case 'tool_start':
+      return { ...next, tools: [...view.tools, { tool: event.name, args: event.arguments, callId: event.call_id, state: 'running' }] };
+    case 'tool_end': {
+      const ended = (t: ToolCallView): ToolCallView => ({
+        ...t,
+        args: event.arguments,
+        state: event.error !== undefined ? 'error' : 'ok',
+        ...(event.error !== undefined ? { error: event.error } : { result: event.result }),
+        durationMs: event.duration_ms,
+      });
+      // A stored run replayed from the middle may lack the start: the end alone still shows the call.
+      const known = view.tools.some((t) => t.callId === event.call_id && t.state === 'running');
+      const tools = known
+        ? view.tools.map((t) => (t.callId === event.call_id && t.state === 'running' ? ended(t) : t))
+        : [...view.tools, ended({ tool: event.name, args: event.arguments, callId: event.call_id })];
+      return { ...next, tools };
+    }
     case 'breakpoint_hit':
       return {
         ...next,

@@ -30,10 +30,11 @@ export const EndpointSummaryModel = z.object({
   version: z.string(),
   path: z.string(),
   methods: z.array(z.string()),
-  aggregation: z.enum(['ALL', 'FIRST_SUCCESS', 'MAJORITY']),
+  aggregation: z.enum(['ALL', 'FIRST_SUCCESS', 'MAJORITY']).nullable(),
   custom_handler: z.boolean(),
   upstreams: z.array(z.string()),
   url: z.string(),
+  router: z.boolean(),
 });
 
 export const EndpointHealthModel = z.object({

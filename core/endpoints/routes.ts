@@ -7,15 +7,18 @@
  *   GET  /api/v1/endpoints/{name}/info          → metadata without secrets
  *   POST /api/v1/endpoints/{name}{path}/async   → 202 task (see tasks.ts); 501 without the task board
  *   POST /api/v1/endpoints/{name}{path}/batch   → 202 task running every input of {"inputs": [...]}
+ *   *    /api/v1/endpoints/{name}/…               → the express Router/app of a router drop-in (router.ts)
  *
  * One catch-all route dispatches by the endpoint's live definition instead of one route per
  * endpoint, so a hot-reloaded or removed endpoint is served correctly by the very next request.
  * Parsing only: query coercion lives in query.ts, everything else in service.ts.
  */
+import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
 import { HttpError, notFound, notImplemented } from '../http/errors.js';
 import { param, pathOf, queryOf, REQUEST_ID_HEADER, requestIdOf } from '../http/request.js';
 import { coerceQuery } from './query.js';
+import { forwardToRouter } from './router.js';
 import { QUERY_METHODS, type EndpointConfig, type HttpMethod } from './schemas.js';
 import { ENDPOINTS_PREFIX, type EndpointService } from './service.js';
 import type { EndpointJobs } from './tasks.js';
@@ -43,6 +46,14 @@ export function endpointRoutes(app: FastifyInstance, service: EndpointService, j
       // `/api/v1/endpoints/` (trailing slash) is the list; an empty name is no route.
       if (rest === '' && (req.method === 'GET' || req.method === 'HEAD')) return { endpoints: service.list() };
       throw notFound(`no route for ${req.method} ${pathOf(req)}`);
+    }
+    const router = service.router(name);
+    if (router) {
+      // The router owns its whole subtree, /health, /async and /batch included (router.ts).
+      const started = performance.now();
+      return forwardToRouter(router, req, reply, (outcome) =>
+        service.observeRouterCall(name, req.method, outcome, (performance.now() - started) / 1000),
+      );
     }
     const config = service.require(name);
     const sub = normalise(`/${rest}`);

@@ -31,6 +31,7 @@ import { TokenCache } from './auth.js';
 import { Redactor, referencedVariables, type Env } from './interpolation.js';
 import { endpointMetrics, type EndpointMetrics, type EndpointOutcome } from './metrics.js';
 import { EndpointDefinitionSchema, HTTP_METHODS, type EndpointConfig, type HttpMethod, type UpstreamDefinition } from './schemas.js';
+import type { RouterEndpoint, RouterOutcome } from './router.js';
 import { callUpstream, probeUpstream, type UpstreamDeps } from './upstream.js';
 import {
   UpstreamCallError,
@@ -59,6 +60,9 @@ export interface EndpointCatalog {
   list(): EndpointConfig[];
   /** The load error of an endpoint whose file does not load, when the catalog knows it. */
   problem?(name: string): DropInProblem | undefined;
+  /** Endpoint drop-ins that are express routers (router.ts); `get` and `list` never return them. */
+  router?(name: string): RouterEndpoint | undefined;
+  routers?(): RouterEndpoint[];
 }
 
 export interface EndpointLogger {
@@ -91,11 +95,15 @@ export interface EndpointSummary {
   description: string;
   version: string;
   path: string;
+  /** Empty for a router: its routes are its own, not declared to Hangar. */
   methods: HttpMethod[];
-  aggregation: EndpointConfig['aggregation'];
+  /** null for a router. */
+  aggregation: EndpointConfig['aggregation'] | null;
   custom_handler: boolean;
   upstreams: string[];
   url: string;
+  /** An express Router/app drop-in serving everything under `url` (router.ts). */
+  router: boolean;
 }
 
 export interface UpstreamHealth {
@@ -193,17 +201,57 @@ export class EndpointService {
   }
 
   list(): EndpointSummary[] {
-    return this.all().map((config) => ({
+    const summaries: EndpointSummary[] = this.all().map((config) => ({
       ...describeEndpoint(config),
       upstreams: config.upstreams.map((u) => u.name),
       url: routePath(config),
+      router: false,
     }));
+    for (const found of this.#catalog?.routers?.() ?? []) {
+      // A code registration of the same name wins, as it does over a drop-in definition.
+      if (this.#own.has(found.name)) continue;
+      summaries.push({
+        name: found.name,
+        description: '',
+        version: '',
+        path: '/',
+        methods: [],
+        aggregation: null,
+        custom_handler: true,
+        upstreams: [],
+        url: `${ENDPOINTS_PREFIX}/${found.name}`,
+        router: true,
+      });
+    }
+    return summaries.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** The endpoint; a 503 with the load error when its file does not load; else a 404 naming it. */
+  /**
+   * The express router serving endpoint `name`, when that endpoint is a router drop-in (and no
+   * code registration of the name overrides it).
+   */
+  router(name: string): RouterEndpoint | undefined {
+    return this.#own.has(name) ? undefined : this.#catalog?.router?.(name);
+  }
+
+  /** Count a router call in the endpoint metrics, as a declared endpoint's call is counted. */
+  observeRouterCall(name: string, method: string, outcome: RouterOutcome, seconds: number): void {
+    const labels = { endpoint: name, method: method.toUpperCase(), outcome };
+    this.#metrics.endpointCalls.inc(labels);
+    this.#metrics.endpointDuration.observe(labels, seconds);
+  }
+
+  /**
+   * The endpoint; a 503 with the load error when its file does not load; a 409 when it is an
+   * express router (reachable over HTTP only: there is no input model to call it with from a
+   * pipeline, a task or /health); else a 404 naming it.
+   */
   require(name: string): EndpointConfig {
     const config = this.get(name);
     if (!config) {
+      if (this.router(name)) {
+        throw new HttpError(409, `endpoint '${name}' is an express router: call its routes over HTTP (${ENDPOINTS_PREFIX}/${name}/…)`);
+      }
       const problem = this.#catalog?.problem?.(name);
       throw problem ? dropInUnavailable(problem) : notFound(`endpoint '${name}' not found`);
     }

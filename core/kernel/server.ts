@@ -8,6 +8,7 @@ import { createApp } from '../http/app.js';
 import { OpenApiRegistry } from '../http/openapi.js';
 import { normalizeUrl } from '../http/normalize.js';
 import { DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal, upgradeChecker } from '../http/security.js';
+import { loadExpress } from '../endpoints/router.js';
 import { Metrics } from '../platform/metrics.js';
 import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
 import type { HangarContext, Subsystem } from './context.js';
@@ -83,7 +84,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     root,
     registry,
     log,
-    provided: { hangar: sdk, zod, 'zod/v4': zod },
+    provided: dropInModules(),
     loadTimeoutMs: settings.dropins.loadTimeoutMs,
     onReload: (kind, outcome) => {
       if (discovery.ready) typeCheck.schedule();
@@ -247,4 +248,16 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     })());
 
   return { url, port, ctx, server, discovered, close };
+}
+
+/**
+ * Modules drop-ins get from Hangar instead of bundling their own copy: the SDK, zod, and express
+ * for router endpoints (core/endpoints/router.ts). express is shared rather than bundled so each
+ * reload costs no express build, and its instance is the one Hangar mounts routers in; it is
+ * required on first use (a getter), so a workspace without routers never loads it.
+ */
+function dropInModules(): Record<string, unknown> {
+  const modules: Record<string, unknown> = { hangar: sdk, zod, 'zod/v4': zod };
+  Object.defineProperty(modules, 'express', { enumerable: true, get: loadExpress });
+  return modules;
 }

@@ -138,6 +138,7 @@ describe('list, info and health', () => {
         custom_handler: false,
         upstreams: ['echo'],
         url: '/api/v1/endpoints/search/find',
+        router: false,
       },
     ]);
   });

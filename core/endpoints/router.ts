@@ -1,0 +1,191 @@
+/**
+ * express routers as endpoint drop-ins: `endpoints/<name>.ts` whose default export is an express
+ * `Router` (or a whole express app) is served under `/api/v1/endpoints/<name>/…`.
+ *
+ * How it is mounted, and why not with `@fastify/express`: that plugin runs express middleware in
+ * an `onRequest` hook, so a router answering there would skip every `preHandler` hook — the control
+ * gate (maintenance, drain, a disabled endpoint) and the invocation log — and express would have to
+ * parse bodies without Hangar's size and depth limits. Instead the endpoints' one catch-all Fastify
+ * route hands the node request and response (`req.raw`, `reply.raw`) to the router as its handler,
+ * after every hook has run: Host check, cross-site guard, token → principal and rate limit
+ * (onRequest), control gate and invocation log (preHandler), HTTP metrics (onResponse). The router
+ * is looked up in the registry on every request, so a save swaps it and a deletion removes its
+ * routes with no restart and nothing to unregister.
+ *
+ * What the router sees: `req.url` relative to its mount point (`req.baseUrl` is
+ * `/api/v1/endpoints/<name>`, `req.originalUrl` the full path), `req.body` already parsed (JSON
+ * only: the cross-site guard refuses other media types on endpoint routes, so `express.json()` in
+ * the router finds the body read and passes), and `req.principal`, the caller Hangar identified.
+ * A request no route of the router answers, and an error it passes on or throws, come back to
+ * Fastify's error handler: `{detail}` like every other Hangar error, never an HTML page or a stack.
+ */
+import { createRequire } from 'node:module';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { HttpError, errorMessage, notFound } from '../http/errors.js';
+import { pathOf } from '../http/request.js';
+import { runErrorFields } from '../kernel/stack.js';
+import { ENDPOINT_NAME } from './schemas.js';
+
+/** What express calls a handler: `(req, res, next)`; `next(err)` hands an error on. */
+export type ExpressHandler = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+
+/** An endpoint drop-in that is an express router rather than a `defineEndpoint` definition. */
+export interface RouterEndpoint {
+  readonly kind: 'router';
+  readonly name: string;
+  /** The exported Router or app, as the drop-in exported it. */
+  readonly router: ExpressHandler;
+}
+
+/**
+ * Whether a module's export is an express Router or app: both are functions of `(req, res, next)`
+ * carrying `handle` (a Router also a `stack`, an app a `set`). A plain function is not taken for
+ * one, so a typo'd `defineEndpoint` export still gets the definition error.
+ */
+export function isExpressHandler(exported: unknown): exported is ExpressHandler {
+  if (typeof exported !== 'function') return false;
+  const candidate = exported as unknown as { handle?: unknown; stack?: unknown; set?: unknown };
+  return typeof candidate.handle === 'function' && (Array.isArray(candidate.stack) || typeof candidate.set === 'function');
+}
+
+export function routerEndpoint(exported: ExpressHandler, name: string): RouterEndpoint {
+  if (!ENDPOINT_NAME.test(name)) {
+    throw new Error(`name: endpoint name must be lowercase letters, digits, '-' or '_', starting with a letter or digit (got '${name}' from the file name)`);
+  }
+  return Object.freeze({ kind: 'router', name, router: exported });
+}
+
+export function isRouterEndpoint(definition: unknown): definition is RouterEndpoint {
+  return (definition as RouterEndpoint | undefined)?.kind === 'router';
+}
+
+/**
+ * express is loaded on the first router request rather than at start-up: most workspaces have no
+ * router drop-in, and Hangar's cold start stays free of it.
+ */
+const requireHere = createRequire(import.meta.url);
+let expressModule: (() => ExpressApp) | undefined;
+interface ExpressApp extends ExpressHandler {
+  disable(setting: string): void;
+  use(handler: ExpressHandler): void;
+}
+export function loadExpress(): () => ExpressApp {
+  expressModule ??= requireHere('express') as () => ExpressApp;
+  return expressModule;
+}
+
+/**
+ * The app each router runs in. A bare Router has no `res.json`, `req.query` or `res.status`: those
+ * come from the request and response prototypes an express app installs, so the router is mounted
+ * in a small app of its own (an exported app is mounted the same way, as a sub-app). Kept per
+ * router function, so a reload (a new function) gets a new host and the old one is collected.
+ */
+const hosts = new WeakMap<ExpressHandler, ExpressApp>();
+function hostOf(router: ExpressHandler): ExpressApp {
+  let host = hosts.get(router);
+  if (!host) {
+    host = loadExpress()();
+    host.disable('x-powered-by');
+    host.use(router);
+    hosts.set(router, host);
+  }
+  return host;
+}
+
+/** How a router call ended, for the endpoint metrics (`platform_endpoint_calls_total`). */
+export type RouterOutcome = 'success' | 'invalid_input' | 'handler_error' | 'cancelled';
+
+/**
+ * Run one request through the endpoint's router. Resolves once the router has answered; rejects
+ * with the HttpError Fastify's error handler should answer when the router answered nothing (no
+ * route matched: 404) or handed on an error (its status when it carries a 4xx one, else 500).
+ */
+export function forwardToRouter(
+  endpoint: RouterEndpoint,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  onDone: (outcome: RouterOutcome) => void,
+): Promise<void> {
+  const raw = req.raw as IncomingMessage & { body?: unknown; baseUrl?: string; originalUrl?: string; principal?: string };
+  const res = reply.raw;
+  const url = raw.url ?? '/';
+  // `/api/v1/endpoints/<name>` as the client spelled it; the router's part is what follows.
+  const full = pathOf(req);
+  const mount = full.split('/', 5).join('/');
+  const query = url.indexOf('?');
+  const path = full.slice(mount.length) || '/';
+  raw.originalUrl = url;
+  raw.baseUrl = mount;
+  raw.url = query === -1 ? path : path + url.slice(query);
+  raw.body = req.body;
+  raw.principal = req.principal;
+  // Headers Hangar set before the handler (X-Request-Id) live on Fastify's reply until it sends;
+  // the router writes the node response itself, so they move there.
+  for (const [header, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) res.setHeader(header, value as string | number | string[]);
+  }
+
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const settle = (outcome: RouterOutcome, error?: HttpError) => {
+      if (settled) return;
+      settled = true;
+      // Fastify's error answer and log name the path the client called.
+      raw.url = url;
+      onDone(outcome);
+      if (error) reject(error);
+      else resolve();
+    };
+    res.once('finish', () => settle(res.statusCode >= 500 ? 'handler_error' : res.statusCode >= 400 ? 'invalid_input' : 'success'));
+    res.once('close', () => settle(res.writableFinished ? 'success' : 'cancelled'));
+    const done = (err?: unknown) => {
+      if (res.headersSent) {
+        // The router failed mid-answer: the status line is gone, so the response can only be cut.
+        if (err !== undefined) res.destroy();
+        return;
+      }
+      if (err === undefined || err === 'router' || err === 'route') {
+        settle('invalid_input', notFound(`endpoint '${endpoint.name}' has no route for ${req.method} ${path}`));
+        return;
+      }
+      settle(isClientError(err) ? 'invalid_input' : 'handler_error', routerError(endpoint.name, err));
+    };
+    try {
+      hostOf(endpoint.router)(raw, res, done);
+    } catch (err) {
+      done(err);
+    }
+  });
+}
+
+function isClientError(err: unknown): boolean {
+  const status = (err as { status?: unknown; statusCode?: unknown } | null)?.status ?? (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500;
+}
+
+/**
+ * An error the router handed on, as Hangar answers it. A 4xx error (e.g. `http-errors`' `createError(404)`,
+ * body-parser's 400) keeps its status and message; anything else is the router's bug: a 500 naming the
+ * endpoint and the message, with where in the person's file it was thrown (as a failing handler
+ * answers) but no stack: a router is reachable by whoever may call the endpoint.
+ */
+function routerError(name: string, err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (isClientError(err)) {
+    const e = err as { status?: number; statusCode?: number };
+    return new HttpError((e.status ?? e.statusCode)!, errorMessage(err));
+  }
+  const { file, line, column } = runErrorFields(err);
+  return new HttpError(500, `endpoint '${name}' router failed: ${errorMessage(err)}`, {}, { error: errorMessage(err), file, line, column });
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** The caller Hangar identified from its token: a principal's name, `local` or `anonymous`. */
+      principal?: string;
+    }
+  }
+}

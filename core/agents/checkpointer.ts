@@ -3,6 +3,7 @@
  * agent and thread. The studio lists them (history, newest first), reads the latest as the thread
  * state, and resumes from one; the engine writes them.
  */
+import type { ToolJournal } from './journal.js';
 import type { Collection, Store } from '../storage/store.js';
 import { ownerFor } from '../kernel/ownership.js';
 import type { AgentInput, AgentState } from './types.js';
@@ -20,7 +21,7 @@ export interface CheckpointMetadata {
   run_id: string;
   agent: string;
   /** What wrote it: the run's input, a finished node, a pause, a manual state update, the end. */
-  source: 'input' | 'loop' | 'interrupt' | 'breakpoint' | 'update' | 'rejected';
+  source: 'input' | 'loop' | 'interrupt' | 'breakpoint' | 'update' | 'rejected' | 'tool';
   /** The node whose step produced this checkpoint (null for the input checkpoint). */
   node: string | null;
   /** The node a resume runs next; null when the run is finished. */
@@ -28,6 +29,8 @@ export interface CheckpointMetadata {
   /** The request the run was started with, so a resume rebuilds the same run context. */
   input: AgentInput;
   interrupt?: PendingInterrupt;
+  /** A `tool` checkpoint's (and an interrupt's) record of the node's model answers and finished tool calls. */
+  journal?: ToolJournal;
   [key: string]: unknown;
 }
 

@@ -23,6 +23,7 @@ import { GraphDefinitionError, compileGraph, nextNode, type CompiledNode } from 
 import { ModelCallAborted, type ModelProvider } from './model.js';
 import { createModelClient } from './model-client.js';
 import { UsageMeter, type RunUsage } from './usage.js';
+import { NodeJournal, type ToolJournal } from './journal.js';
 import type {
   AgentDefinition,
   AgentInput,
@@ -195,6 +196,8 @@ export class Engine {
     let state: AgentState;
     let current: string | null;
     let resumeScope: InterruptScope | null = null;
+    // The journal a resumed node replays (journal.ts): from a `tool` or interrupt checkpoint of that node.
+    let resumeJournal: ToolJournal | null = null;
     let skipBreakpointAt: string | null = null;
 
     const keeps = checkpointer.retains !== false;
@@ -233,6 +236,8 @@ export class Engine {
       state = structuredClone(resume.checkpoint.state);
       current = resume.checkpoint.metadata.next;
       skipBreakpointAt = current;
+      const recorded = resume.checkpoint.metadata.journal;
+      if (recorded && recorded.node === current) resumeJournal = structuredClone(recorded);
       const pending = resume.checkpoint.metadata.interrupt;
       if (!nested) emit({ type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: resume.checkpoint.id });
       if (pending) {
@@ -275,16 +280,21 @@ export class Engine {
       const scope: InterruptScope = parentScope ?? resumeScope ?? { values: [], next: 0 };
       resumeScope = null;
       const nodeSteps: string[] = [];
-      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter);
+      const nodeName = current;
+      const journal = new NodeJournal(resumeJournal ?? { node: nodeName, turns: [], results: {} }, (recorded) => save('tool', nodeName, nodeName, { journal: recorded }));
+      resumeJournal = null;
+      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter, journal);
 
       let output: Partial<AgentState> | void;
       try {
         output = await (node.kind === 'function' ? node.run(state, ctx) : this.runNode(node, state, ctx, scope));
       } catch (err) {
+        // The checkpoints of calls that finished are written before the run reports how it stopped.
+        await journal.settled().catch(() => {});
         if (err instanceof InterruptSignal) {
           if (nested) throw err;
           const interrupt: PendingInterrupt = { node: current, message: err.message, payload: err.payload, resume_values: err.resumeValues };
-          last = await save('interrupt', current, current, { interrupt });
+          last = await save('interrupt', current, current, journal.hasResults ? { interrupt, journal: journal.snapshot() } : { interrupt });
           emit({ type: 'breakpoint_hit', node: current, reason: 'interrupt', checkpoint_id: last.id, message: err.message, payload: err.payload });
           return finish('interrupted', last, { node: current, message: err.message, payload: err.payload });
         }
@@ -388,6 +398,7 @@ export class Engine {
     emit: (body: RunEventBody) => void,
     node: string,
     meter: UsageMeter,
+    journal: NodeJournal,
   ): RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter } {
     const { agent, input } = request;
     const provider = this.options.provider;
@@ -401,6 +412,7 @@ export class Engine {
       node,
       emit,
       meter,
+      journal,
       tools: agent.definition.tools ?? [],
       maxSteps: provider.maxSteps,
       toolContext: { agent: agent.name, input: { ...input, thread_id: threadId }, threadId, workspace: this.options.workspace, documents },

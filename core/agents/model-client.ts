@@ -14,6 +14,7 @@ import { generateObject } from './structured.js';
 import { runToolLoop, type LoopHost, type ToolCallResult, type ToolLoopOptions } from './tool-loop.js';
 import type { AnyTool, ToolContext } from './tools.js';
 import type { UsageMeter } from './usage.js';
+import type { NodeJournal } from './journal.js';
 import type { AgentConfig, AgentInput, ChatMessage, ModelCallOptions, ModelClient, ToolCall } from './types.js';
 
 export interface ModelClientOptions {
@@ -33,6 +34,8 @@ export interface ModelClientOptions {
   toolContext: Omit<ToolContext, 'toolCallId' | 'signal' | 'messages'>;
   /** Each finished tool call, for /optimize/invoke's `tool_calls` and `steps_taken`. */
   onToolCall: (call: ToolCall) => void;
+  /** The node execution's journal: replays what an earlier execution recorded, checkpoints each finished call. */
+  journal?: NodeJournal;
 }
 
 export function createModelClient(options: ModelClientOptions): ModelClient {
@@ -40,6 +43,8 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
 
   const turn = async (request: Omit<TurnRequest, 'signal' | 'onToken'> & { signal?: AbortSignal | undefined }, quiet = false): Promise<ModelTurn> => {
     if (!provider.configured) throw modelNotConfigured(agent);
+    const recorded = options.journal?.replayTurn();
+    if (recorded) return recorded;
     const modelName = request.model ?? config.model ?? provider.model;
     const answer = await provider.turn({
       ...request,
@@ -50,6 +55,7 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
       ...(quiet ? {} : { onToken: (token: string) => emit({ type: 'message_chunk', node: modelName, content: token }) }),
     });
     meter.add(answer.model, answer.usage);
+    options.journal?.recordTurn(answer);
     return answer;
   };
 
@@ -70,6 +76,9 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
         duration_ms: result.duration_ms,
       });
     },
+    ...(options.journal
+      ? { replayResult: (id: string) => options.journal!.replayResult(id), recordResult: (result: ToolCallResult) => options.journal!.recordResult(result) }
+      : {}),
     onStepCalls: (results) => {
       for (const result of results) {
         options.onToolCall({

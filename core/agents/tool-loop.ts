@@ -80,6 +80,10 @@ export interface LoopHost {
   onToolEnd(result: ToolCallResult): void;
   /** A step's finished calls, in the order the model made them (events come as calls end). */
   onStepCalls(results: readonly ToolCallResult[]): void;
+  /** The result of a call that finished in an earlier execution of this node (journal.ts). */
+  replayResult?(callId: string): ToolCallResult | undefined;
+  /** Checkpoint a finished call; the loop goes on once it is written. */
+  recordResult?(result: ToolCallResult): Promise<unknown>;
 }
 
 export async function runToolLoop(host: LoopHost, messages: readonly ModelMessage[], tools: readonly AnyTool[], options: ToolLoopOptions = {}): Promise<ToolLoopResult> {
@@ -164,11 +168,15 @@ async function runCall(
   messages: readonly ChatMessage[],
   callSignal: AbortSignal | undefined,
 ): Promise<ToolCallResult> {
+  // Finished before a resume: its result stands, and the tool does not run again.
+  const replayed = host.replayResult?.(call.id);
+  if (replayed) return replayed;
   const started = performance.now();
   let args: unknown = call.arguments;
   const failed = (error: string): ToolCallResult => ({ id: call.id, name: call.name, args, error, duration_ms: performance.now() - started });
-  const end = (result: ToolCallResult) => {
+  const end = async (result: ToolCallResult) => {
     host.onToolEnd(result);
+    await host.recordResult?.(result);
     return result;
   };
   try {

@@ -46,9 +46,14 @@ export const RunResult = z.object({
 });
 export type RunResult = z.infer<typeof RunResult>;
 
+/** The result of a `/run/batch` task: per run, in order, and how many succeeded or failed. */
 export const BatchRunResult = z.object({
+  total: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
   results: z.array(z.union([z.object({ index: z.number().int(), ok: z.literal(true), result: RunResult }), z.object({ index: z.number().int(), ok: z.literal(false), status: z.number().int(), error: z.string() })])),
 });
+export type BatchRunResult = z.infer<typeof BatchRunResult>;
 
 /** A document as stored in the collection (the documentation agent reads these). */
 export interface StoredDocument {

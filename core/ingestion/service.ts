@@ -98,9 +98,12 @@ export class IngestionService {
     return { workspace: this.options.workspace, options: options as Record<string, unknown>, signal };
   }
 
-  /** Options as they would be validated, without running anything (async submissions use it). */
-  check(name: string, rawOptions: Record<string, unknown>): void {
-    this.context(this.definition(name), rawOptions, new AbortController().signal);
+  /**
+   * Options as they would be validated, without running anything (async and batch submissions use
+   * it); `where` names the field in a 422 (`body.runs.2.options` for a batch item).
+   */
+  check(name: string, rawOptions: Record<string, unknown>, where = 'body.options'): void {
+    this.context(this.definition(name), rawOptions, new AbortController().signal, where);
   }
 
   async info(name: string) {

@@ -4,10 +4,10 @@
  */
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { ingestorKind } from './kind.js';
-import { INGESTION_DOCS, INGESTION_TASK_KIND, ingestionRoutes } from './routes.js';
-import { RunRequest } from './schemas.js';
+import { INGESTION_BATCH_TASK_KIND, INGESTION_DOCS, INGESTION_TASK_KIND, ingestionRoutes } from './routes.js';
+import { BatchRunRequest, RunRequest, type BatchRunResult } from './schemas.js';
 import { IngestionService } from './service.js';
-import { unprocessable } from '../http/errors.js';
+import { errorMessage, HttpError, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 
 const services = new WeakMap<HangarContext, IngestionService>();
@@ -41,6 +41,35 @@ export const ingestionSubsystem: Subsystem = {
           operation: 'run.async',
           onProgress: (done, total) => task.progress((100 * done) / total, `${done}/${total} resources`),
         }),
+    });
+    ctx.tasks?.registerKind(INGESTION_BATCH_TASK_KIND, {
+      // Each run upserts under stable ids, so replaying the whole batch after a restart is safe.
+      idempotent: true,
+      prepare(submission) {
+        const parsed = BatchRunRequest.safeParse(submission.input);
+        if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body'));
+        // Every run's options up front, as the other batches check every item before a task exists.
+        parsed.data.runs.forEach((run, i) => service.check(submission.target, run.options, `body.runs.${i}.options`));
+        return { input: parsed.data };
+      },
+      run: async (task): Promise<BatchRunResult> => {
+        const { runs } = task.task.input as BatchRunRequest;
+        const results: BatchRunResult['results'] = [];
+        // One after another (runs of an ingestor never overlap anyway); a failing run does not stop
+        // the rest, a cancelled task does (the board discards the outcome then).
+        for (const [index, run] of runs.entries()) {
+          if (task.signal.aborted) break;
+          try {
+            const result = await service.run(task.task.target, run, { principal: task.task.principal, signal: task.signal, taskId: task.task.id, operation: 'run.batch' });
+            results.push({ index, ok: true, result });
+          } catch (err) {
+            results.push({ index, ok: false, status: err instanceof HttpError ? err.status : 500, error: errorMessage(err) });
+          }
+          task.progress((100 * (index + 1)) / runs.length, `${index + 1}/${runs.length} runs`);
+        }
+        const succeeded = results.filter((r) => r.ok).length;
+        return { total: runs.length, succeeded, failed: results.length - succeeded, results };
+      },
     });
     ctx.openapi.add(...INGESTION_DOCS);
   },

@@ -58,17 +58,15 @@ export function pluginRoutes(app: FastifyInstance, ctx: HangarContext, service: 
     return service.predict(plugin, body.input, { principal: req.principal });
   });
 
+  // Like every `…/batch` route: a task on the board (202, Location), its result the BatchResponse.
   app.post('/api/v1/plugins/:name/predict/batch', async (req, reply) => {
     const plugin = name(req);
+    if (!ctx.tasks?.enabled) throw tasksDisabled();
     service.health(plugin);
     const body = parseInput(BatchRequest, req.body, 'body');
-    const { head, parts } = await service.batchEncoded(plugin, body.inputs, { principal: req.principal });
-    // The items are JSON already (serialised in the workers): splice them into the envelope as text
-    // instead of parsing and re-stringifying one big object on the HTTP thread.
-    let text = `${JSON.stringify(head).slice(0, -1)},"results":[`;
-    parts.forEach((part, i) => (text += i === 0 || !part ? part : `,${part}`));
-    text += ']}';
-    return reply.code(200).type('application/json; charset=utf-8').send(text);
+    const task = await ctx.tasks.submit({ kind: PLUGIN_TASK_KIND, target: plugin, input: body, principal: req.principal, metadata: { source: 'predict/batch' } });
+    reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
+    return task;
   });
 
   app.post('/api/v1/plugins/:name/predict/async', async (req, reply) => {
@@ -99,7 +97,7 @@ export const PLUGIN_DOCS: RouteDoc[] = [
   { method: 'get', path: '/api/v1/plugins/{name}/health', summary: 'Plugin health: 200 when ready, 503 while loading or after a failed load', tags, responses: { 200: { description: 'Ready', schema: PluginHealth }, 503: NotReady, 404: { description: 'Unknown plugin' } } },
   { method: 'get', path: '/api/v1/plugins/{name}/model_card', summary: 'Model card: task, input/output JSON Schemas, metrics (computed at load on held-out data), training data, limitations', tags, responses: { 200: { description: 'Model card', schema: ModelCard }, 404: { description: 'Unknown plugin' } } },
   { method: 'post', path: '/api/v1/plugins/{name}/predict', summary: 'Predict one input (runs in the plugin pool, off the HTTP thread)', tags, body: PredictRequest, responses: { 200: { description: 'Prediction', schema: PredictResponse }, 422: { description: 'Input does not match the plugin input model; detail names the field' }, 503: NotReady, 504: { description: 'The prediction timed out; its worker was replaced' }, 500: { description: 'The plugin threw or crashed its worker (only this request fails)' } } },
-  { method: 'post', path: '/api/v1/plugins/{name}/predict/batch', summary: 'Predict many inputs in one call; failures are reported per item (status and error) while the rest succeed', tags, body: BatchRequest, responses: { 200: { description: 'One result per input, in order', schema: BatchResponse }, 503: NotReady } },
+  { method: 'post', path: '/api/v1/plugins/{name}/predict/batch', summary: 'Predict many inputs as one task on the board; follow /api/v1/tasks/{id}. Its result reports failures per item (status and error) while the rest succeed', tags, body: BatchRequest, responses: { 202: { description: `The task (Location: /api/v1/tasks/{id}). Once completed its result is {${Object.keys(BatchResponse.shape).join(', ')}}, one entry of results per input, in order` }, 422: { description: 'The body is not {inputs: [...]} (1 to the limit)' }, 503: NotReady, 501: { description: 'The task subsystem is disabled' } } },
   { method: 'post', path: '/api/v1/plugins/{name}/predict/async', summary: 'Predict in the background on the task board: body `{input}` or `{inputs}`; follow /api/v1/tasks/{id}', tags, body: AsyncPredictRequest, responses: { 202: { description: 'The task (Location: /api/v1/tasks/{id})' }, 501: { description: 'The task subsystem is disabled' } } },
   { method: 'post', path: '/api/v1/plugins/{name}/reload', summary: 'Reload one plugin model (also clears a failed load once the cause is fixed)', tags, responses: { 200: { description: 'Ready', schema: PluginHealth }, 503: NotReady } },
 ];

@@ -44,6 +44,9 @@ export type BatchItem = z.infer<typeof BatchItem>;
 export const BatchResponse = z.object({
   plugin: z.string(),
   version: z.string(),
+  /** The item count, named as in every other batch task's result (endpoint, pipeline, ingestion). */
+  total: z.number().int(),
+  /** The same count, under the name plugin batches always had. */
   count: z.number().int(),
   succeeded: z.number().int(),
   failed: z.number().int(),

@@ -354,8 +354,8 @@ export class PluginService {
   }
 
   /**
-   * A batch with its results left as JSON text (the workers serialised them), so the HTTP thread
-   * only concatenates strings: see `writeBatch` in routes.ts.
+   * A batch with its results left as JSON text, as the workers serialised them: the items cross
+   * the thread boundary as one string per chunk instead of structured-cloned objects.
    */
   async batchEncoded(name: string, inputs: unknown[], call: CallInfo): Promise<EncodedBatch> {
     const started = Date.now();
@@ -380,6 +380,7 @@ export class PluginService {
       const head = {
         plugin: name,
         version: definition.version,
+        total: inputs.length,
         count: inputs.length,
         succeeded: inputs.length - failed,
         failed,

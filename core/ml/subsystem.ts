@@ -73,7 +73,8 @@ export const pluginsSubsystem: Subsystem = {
         if (body.inputs) {
           return service.batch(task.task.target, body.inputs, {
             ...call,
-            operation: 'batch.async',
+            // The invocation log tells the two doors apart: /predict/batch and /predict/async {inputs}.
+            operation: task.task.metadata?.source === 'predict/batch' ? 'batch' : 'batch.async',
             onProgress: (done, total) => task.progress((100 * done) / total, `${done}/${total} predicted`),
           });
         }

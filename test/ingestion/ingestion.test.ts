@@ -170,18 +170,32 @@ describe('ingestion', () => {
     expect(bad.body.detail).toContain('body.options.extensions');
   });
 
-  it('runs a batch of runs, reporting each one', async () => {
-    const { status, body } = await server.request('/api/v1/ingestion/docs-folder/run/batch', {
+  it('runs a batch of runs as a task on the board, whose result reports each run', async () => {
+    const submitted = await server.request('/api/v1/ingestion/docs-folder/run/batch', {
       method: 'POST',
       json: { runs: [{ options: { extensions: ['csv'] } }, { resources: ['docs/nope.md'] }, { options: { extensions: ['md'] } }] },
     });
-    expect(status).toBe(200);
+    expect(submitted.status).toBe(202);
+    expect(submitted.body).toMatchObject({ kind: 'ingestion.batch', target: 'docs-folder' });
+    expect(submitted.headers.get('location')).toBe(`/api/v1/tasks/${submitted.body.id}`);
+    const task = await eventually(async () => {
+      const { body } = await server.request(submitted.headers.get('location')!);
+      return body.status === 'completed' ? body : undefined;
+    });
+    expect(task.progress.percent).toBe(100);
+    const body = task.result;
+    expect(body).toMatchObject({ total: 3, succeeded: 2, failed: 1 });
     expect(body.results).toHaveLength(3);
     expect(body.results[0]).toMatchObject({ index: 0, ok: true, result: { resources: 1, documents: { unchanged: 2 } } });
     expect(body.results[1]).toMatchObject({ index: 1, ok: false, status: 404 });
     expect(body.results[2]).toMatchObject({ index: 2, ok: true, result: { resources: 1 } });
     const info = await server.request('/api/v1/ingestion/docs-folder');
     expect(info.body.last_run.resources).toBe(1);
+
+    // A run whose options fail the ingestor's model is refused before any task exists, naming it.
+    const bad = await server.request('/api/v1/ingestion/docs-folder/run/batch', { method: 'POST', json: { runs: [{}, { options: { extensions: ['exe'] } }] } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail).toContain('body.runs.1.options.extensions');
   });
 
   it('documents its routes in the OpenAPI document', async () => {

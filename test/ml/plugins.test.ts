@@ -95,13 +95,20 @@ describe('ML plugins', () => {
     expect((await server.request('/api/v1/plugins/nope/predict', { method: 'POST', json: { input: {} } })).status).toBe(404);
   });
 
-  it('reports batch failures per item while the other items succeed', async () => {
-    const { status, body } = await server.request('/api/v1/plugins/iris/predict/batch', {
+  it('runs a batch as a task on the board, whose result reports failures per item while the other items succeed', async () => {
+    const submitted = await server.request('/api/v1/plugins/iris/predict/batch', {
       method: 'POST',
       json: { inputs: [setosa, { ...setosa, sepal_length: -1 }, virginica, 'not an object'] },
     });
-    expect(status).toBe(200);
-    expect(body).toMatchObject({ count: 4, succeeded: 2, failed: 2 });
+    expect(submitted.status).toBe(202);
+    expect(submitted.body).toMatchObject({ kind: 'plugin.predict', target: 'iris', metadata: { source: 'predict/batch' } });
+    expect(submitted.headers.get('location')).toBe(`/api/v1/tasks/${submitted.body.id}`);
+    const task = await eventually(async () => {
+      const { body } = await server.request(submitted.headers.get('location')!);
+      return body.status === 'completed' ? body : undefined;
+    });
+    const body = task.result;
+    expect(body).toMatchObject({ plugin: 'iris', count: 4, succeeded: 2, failed: 2 });
     expect(body.results[0]).toMatchObject({ index: 0, ok: true, output: { species: 'setosa' } });
     expect(body.results[1]).toMatchObject({ index: 1, ok: false, status: 422, error: expect.stringContaining('body.inputs.1.sepal_length') });
     expect(body.results[2]).toMatchObject({ index: 2, ok: true, output: { species: 'virginica' } });

@@ -3,6 +3,8 @@
  * failed model call, or after an approval — replays the model's recorded answers and the finished
  * calls' results, so no finished call runs twice. Side-effect counters prove it.
  */
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryCheckpointer } from '../../core/agents/checkpointer.js';
 import { Engine } from '../../core/agents/engine.js';
@@ -11,6 +13,8 @@ import { createModelProvider } from '../../core/agents/model.js';
 import type { AgentInput } from '../../core/agents/types.js';
 import { defineAgent, defineTool, z } from '../../core/sdk.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { makeWorkspace, startTestServer } from '../support/server.js';
+import { readSse } from '../support/sse.js';
 
 const input = (query: string): AgentInput => ({
   query, user_id: 'u', context: {}, thread_id: `t-${Math.random()}`, metadata: {}, prompt_version: 'v1', temperature: null, max_tokens: null, history: [],
@@ -118,5 +122,48 @@ describe('tool calls are checkpointed and never run twice on a resume', () => {
     expect(paused.checkpoint.metadata.journal).toBeUndefined();
     const done = await engine.run({ agent: plain, input: run, prompt: '', checkpointer, resume: { checkpoint: paused.checkpoint, action: 'approve', value: {} } });
     expect(done.result.response).toBe('second');
+  });
+});
+
+describe('a restart after a finished tool call and before the next model step', () => {
+  it('the studio resumes the thread on the new server and the call does not run again', async () => {
+    const fake = await startFakeOpenAI(() => ({ content: 'no script' }));
+    const root = await makeWorkspace({
+      'agents/ledger.ts': `import { appendFileSync } from 'node:fs';
+import path from 'node:path';
+import { defineAgent, defineTool, z } from 'hangar';
+const book = defineTool({
+  name: 'book',
+  description: 'Books an entry (appends a line to ledger.txt: a side effect that survives restarts)',
+  input: z.object({ entry: z.string() }),
+  run: ({ entry }, ctx) => { appendFileSync(path.join(ctx.workspace, 'ledger.txt'), entry + '\\n'); return 'booked ' + entry; },
+});
+export default defineAgent({ instructions: 'Book it.', tools: [book] });`,
+    });
+    const settings = { watch: false, model: { baseUrl: fake.baseUrl, model: 'fake-1', retries: 0 } };
+    try {
+      const first = await startTestServer({ root, settings });
+      fake.enqueue({ tool_calls: [{ id: 'b1', name: 'book', arguments: { entry: 'rent' } }] }, { status: 500, error: 'down for maintenance' });
+      const failed = (await first.request('/studio/agents/ledger/runs', { method: 'POST', json: { query: 'book rent', thread_id: 'books' } })).body;
+      expect(failed.status).toBe('error');
+      await first.stop();
+
+      const second = await startTestServer({ root, settings });
+      try {
+        expect((await second.request('/studio/agents/ledger/threads/books/state')).body).toMatchObject({ next: 'agent' });
+        fake.enqueue({ content: 'Rent is booked.' });
+        const before = fake.requests.length;
+        const resumed = await readSse(`${second.url}/studio/agents/ledger/threads/books/resume`, { json: {} });
+        expect(resumed.frames.at(-1)!.data).toMatchObject({ type: 'done', status: 'completed' });
+        expect(resumed.frames.find((f) => f.data.type === 'run_complete')!.data.response).toBe('Rent is booked.');
+        expect(fake.requests.length - before).toBe(1);
+        expect(await readFile(path.join(root, 'ledger.txt'), 'utf8')).toBe('rent\n');
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await fake.close();
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });

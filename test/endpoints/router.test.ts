@@ -151,3 +151,27 @@ describe('an express Router exported by an endpoint drop-in', () => {
     expect((await get('/api/v1/endpoints')).body.endpoints.map((e: { name: string }) => e.name)).not.toContain('versioned');
   });
 });
+
+describe('a router behind the control plane', () => {
+  const CONTROL = 'router-control-token-123';
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ files: { 'endpoints/notes-router.ts': await example() }, settings: { control: { enabled: true, token: CONTROL } } });
+  });
+  afterAll(() => server?.stop());
+
+  const control = (p: string) => server.request(`/api/v1/control${p}`, { method: 'POST', json: {}, headers: { 'x-control-token': CONTROL } });
+  const add = (text: string) => server.request('/api/v1/endpoints/notes-router/notes', { method: 'POST', json: { text } });
+
+  it('is refused with 503 while an operator disables it, before the router runs', async () => {
+    expect((await control('/resources/endpoint/notes-router/disable')).status).toBe(200);
+    const refused = await add('while disabled');
+    expect(refused.status).toBe(503);
+    expect(refused.body.detail).toContain('disabled');
+    await control('/resources/endpoint/notes-router/enable');
+    const created = await add('after');
+    expect(created.status).toBe(201);
+    // The refused call never reached the router: the first note it stored is this one.
+    expect(created.body.id).toBe(1);
+  });
+});

@@ -54,7 +54,8 @@ export type OptimizeInvokeRequest = z.output<typeof OptimizeInvokeRequest>;
 export const OptimizeInvokeResponse = z.object({
   response: z.string(),
   retrieval_context: z.array(z.string()),
-  tool_calls: z.array(z.object({ name: z.string(), args: z.unknown() })),
+  /** The run's tool calls: the model's (tool loop), with `result` or `error`, and those the agent reported with `ctx.tool()`. */
+  tool_calls: z.array(z.object({ name: z.string(), args: z.unknown(), result: z.unknown().optional(), error: z.string().optional() })),
   steps_taken: z.array(z.string()),
   reasoning: z.string(),
   citations: z.array(z.record(z.string(), z.unknown())),

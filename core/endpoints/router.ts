@@ -137,12 +137,20 @@ export function forwardToRouter(
       if (error) reject(error);
       else resolve();
     };
+    // Before Fastify's own 'finish' listener (onResponse: metrics, the request log), which then
+    // sees the path the client called rather than the router's part of it.
+    res.prependOnceListener('finish', () => {
+      raw.url = url;
+    });
     res.once('finish', () => settle(res.statusCode >= 500 ? 'handler_error' : res.statusCode >= 400 ? 'invalid_input' : 'success'));
     res.once('close', () => settle(res.writableFinished ? 'success' : 'cancelled'));
     const done = (err?: unknown) => {
       if (res.headersSent) {
         // The router failed mid-answer: the status line is gone, so the response can only be cut.
-        if (err !== undefined) res.destroy();
+        if (err !== undefined) {
+          settle('handler_error');
+          res.destroy();
+        }
         return;
       }
       if (err === undefined || err === 'router' || err === 'route') {

@@ -21,6 +21,7 @@ router.get('/version', (_req, res) => { res.json({ version: '${version}' }); });
 router.get('/items/:id', (req, res) => { res.json({ id: req.params.id, q: req.query.q ?? null, base: req.baseUrl, original: req.originalUrl }); });
 router.get('/boom', () => { throw new Error('the router broke'); });
 router.get('/later', (_req, _res, next) => { Promise.resolve().then(() => next(new Error('async failure'))); });
+router.get('/half', (_req, res, next) => { res.status(200).type('json'); res.write('{"partial":'); next(new Error('cut off')); });
 export default router;
 `;
 
@@ -112,6 +113,8 @@ describe('an express Router exported by an endpoint drop-in', () => {
       expect(res.text).not.toMatch(/\n\s+at /);
     }
     expect((await get('/api/v1/endpoints/versioned/boom')).body).toMatchObject({ file: 'endpoints/versioned.ts', line: 6 });
+    // Failing after the status line went out: the only honest answer left is a cut connection.
+    await expect(get('/api/v1/endpoints/versioned/half')).rejects.toThrow();
   });
 
   it('is counted in the endpoint metrics and recorded in the invocation log', async () => {

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { RouteDoc } from '../http/openapi.js';
 import { QUERY_METHODS } from './schemas.js';
+import { routesOf } from './router.js';
 import { MAX_BATCH_ITEMS } from './tasks.js';
 import { ENDPOINTS_PREFIX, UpstreamResultModel, routePath, type EndpointService } from './service.js';
 
@@ -134,6 +135,22 @@ export function endpointRouteDocs(service: EndpointService): RouteDoc[] {
         responses: { 200: { description: 'Definition without secrets, with input and output schemas' } },
       },
     );
+  }
+  // An express router's own routes, as far as express declares them (router.ts `routesOf`).
+  const METHODS = new Set<string>(['get', 'post', 'put', 'patch', 'delete', 'head']);
+  for (const found of service.routers()) {
+    for (const route of routesOf(found.router)) {
+      for (const method of route.methods.filter((m) => METHODS.has(m))) {
+        docs.push({
+          method: method as RouteDoc['method'],
+          path: `${ENDPOINTS_PREFIX}/${found.name}${route.path === '/' ? '' : route.path}`,
+          summary: `${method.toUpperCase()} ${route.path} of the express router ${found.name}`,
+          description: 'Served by an express Router drop-in: its input and answer are the router\'s own and not declared to Hangar.',
+          tags: TAGS,
+          responses: { 200: { description: "The router's answer" } },
+        });
+      }
+    }
   }
   return docs;
 }

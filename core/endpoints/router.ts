@@ -56,6 +56,27 @@ export function routerEndpoint(exported: ExpressHandler, name: string): RouterEn
   return Object.freeze({ kind: 'router', name, router: exported });
 }
 
+/**
+ * The routes a router declares directly (`router.get('/notes/:id', …)`), for the OpenAPI document:
+ * express paths as OpenAPI templates (`/notes/{id}`), with their methods. Routes of nested routers
+ * and middleware, and paths that are patterns or regular expressions, are not listed — express
+ * keeps no declaration of them to read — and no route has a schema.
+ */
+export function routesOf(router: ExpressHandler): Array<{ path: string; methods: string[] }> {
+  type Layer = { route?: { path?: unknown; methods?: Record<string, boolean> } };
+  const holder = router as unknown as { stack?: Layer[]; router?: { stack?: Layer[] } };
+  const stack = holder.stack ?? holder.router?.stack ?? [];
+  const routes: Array<{ path: string; methods: string[] }> = [];
+  for (const layer of stack) {
+    const path = layer.route?.path;
+    if (typeof path !== 'string' || !/^[\w\-./:]*$/.test(path)) continue;
+    const declared = Object.keys(layer.route?.methods ?? {}).filter((m) => m !== '_all');
+    const methods = layer.route?.methods?._all ? ['get', 'post', 'put', 'patch', 'delete'] : declared;
+    routes.push({ path: path.replace(/:(\w+)/g, '{$1}') || '/', methods });
+  }
+  return routes;
+}
+
 export function isRouterEndpoint(definition: unknown): definition is RouterEndpoint {
   return (definition as RouterEndpoint | undefined)?.kind === 'router';
 }

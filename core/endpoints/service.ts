@@ -234,6 +234,11 @@ export class EndpointService {
     return this.#own.has(name) ? undefined : this.#catalog?.router?.(name);
   }
 
+  /** Every router endpoint not overridden by a code registration, sorted by name. */
+  routers(): RouterEndpoint[] {
+    return (this.#catalog?.routers?.() ?? []).filter((found) => !this.#own.has(found.name)).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
   /** Count a router call in the endpoint metrics, as a declared endpoint's call is counted. */
   observeRouterCall(name: string, method: string, outcome: RouterOutcome, seconds: number): void {
     const labels = { endpoint: name, method: method.toUpperCase(), outcome };

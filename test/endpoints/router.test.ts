@@ -130,6 +130,13 @@ describe('an express Router exported by an endpoint drop-in', () => {
     expect(record).toMatchObject({ operation: 'POST /notes', principal: 'alice', status: 'ok', http_status: 201, output: { id: 1, text: 'buy milk' } });
   });
 
+  it('publishes the routes the router declares in /openapi.json, path parameters included', async () => {
+    const { paths } = (await get('/openapi.json')).body;
+    expect(Object.keys(paths['/api/v1/endpoints/notes-router/notes']).sort()).toEqual(['get', 'post']);
+    expect(paths['/api/v1/endpoints/notes-router/notes/{id}'].get.parameters).toEqual([{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }]);
+    expect(paths['/api/v1/endpoints/sum/add'].post).toBeDefined();
+  });
+
   it('is listed, and a declarative endpoint in the same folder works exactly as before', async () => {
     const list = (await get('/api/v1/endpoints')).body.endpoints;
     expect(list.find((e: { name: string }) => e.name === 'versioned')).toMatchObject({ router: true, url: '/api/v1/endpoints/versioned', methods: [] });

@@ -195,13 +195,35 @@ async function runCall(
   const controller = new AbortController();
   const signal = AbortSignal.any([host.signal, controller.signal, ...(callSignal ? [callSignal] : [])]);
   const context: ToolContext = { ...host.toolContext, toolCallId: call.id, signal, messages };
+  return end(await execute(tool, parsed.data, context, controller, host.signal, callSignal, failed, (result) => ({
+    id: call.id,
+    name: call.name,
+    args: parsed.data,
+    result,
+    duration_ms: performance.now() - started,
+  })));
+}
+
+/**
+ * Run one validated call to its result. Kept apart from `runCall` so recording the result (a
+ * checkpoint write that may fail) is outside the try that turns the tool's own failures into
+ * results.
+ */
+async function execute(
+  tool: AnyTool,
+  args: unknown,
+  context: ToolContext,
+  controller: AbortController,
+  runSignal: AbortSignal,
+  callSignal: AbortSignal | undefined,
+  failed: (error: string) => ToolCallResult,
+  succeeded: (result: unknown) => ToolCallResult,
+): Promise<ToolCallResult> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    const approval = typeof tool.needsApproval === 'function' ? await tool.needsApproval(parsed.data, context) : tool.needsApproval;
-    if (approval) {
-      return end(failed(`'${tool.name}' needs a person's approval, and approving tool calls is not supported yet: it was not run`));
-    }
-    const running = Promise.resolve(tool.run(parsed.data, context));
+    const approval = typeof tool.needsApproval === 'function' ? await tool.needsApproval(args, context) : tool.needsApproval;
+    if (approval) return failed(`'${tool.name}' needs a person's approval, and approving tool calls is not supported yet: it was not run`);
+    const running = Promise.resolve(tool.run(args, context));
     const raced = tool.timeout_ms
       ? Promise.race([
           running,
@@ -214,17 +236,15 @@ async function runCall(
           }),
         ])
       : running;
-    let result: unknown = await raced;
-    if (tool.output) {
-      const checked = tool.output.safeParse(result);
-      if (!checked.success) return end(failed(`'${tool.name}' returned a result its output schema refuses:\n${z.prettifyError(checked.error)}`));
-      result = checked.data;
-    }
-    return end({ id: call.id, name: call.name, args: parsed.data, result, duration_ms: performance.now() - started });
+    const result: unknown = await raced;
+    if (!tool.output) return succeeded(result);
+    const checked = tool.output.safeParse(result);
+    if (!checked.success) return failed(`'${tool.name}' returned a result its output schema refuses:\n${z.prettifyError(checked.error)}`);
+    return succeeded(checked.data);
   } catch (err) {
     // The run was cancelled: the loop ends as the run does, not with a tool error.
-    if (host.signal.aborted || callSignal?.aborted) throw new ModelCallAborted();
-    return end(failed(err instanceof ToolTimeout ? err.message : `'${tool.name}' failed: ${errorMessage(err)}`));
+    if (runSignal.aborted || callSignal?.aborted) throw new ModelCallAborted();
+    return failed(err instanceof ToolTimeout ? err.message : `'${tool.name}' failed: ${errorMessage(err)}`);
   } finally {
     if (timer) clearTimeout(timer);
   }

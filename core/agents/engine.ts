@@ -24,6 +24,7 @@ import { ModelCallAborted, type ModelProvider } from './model.js';
 import { createModelClient } from './model-client.js';
 import { UsageMeter, type RunUsage } from './usage.js';
 import { NodeJournal, type ToolJournal } from './journal.js';
+import type { AnyTool } from './tools.js';
 import type {
   AgentDefinition,
   AgentInput,
@@ -49,6 +50,8 @@ export interface EngineOptions {
   documents?: (collection: string) => Promise<WorkspaceDocument[]>;
   /** Runs longer than this many steps fail (a cycle that never exits). */
   maxSteps?: number;
+  /** Looks up `tools/` drop-ins an agent lists by name. */
+  resolveTool?: (name: string) => AnyTool | undefined;
 }
 
 export interface ResumeRequest {
@@ -327,6 +330,16 @@ export class Engine {
     return finish('completed', last);
   }
 
+  /** The agent's tools, names resolved to the live `tools/` drop-ins (a clear error for one that is not loaded). */
+  private toolsOf(agent: AgentRef): AnyTool[] {
+    return (agent.definition.tools ?? []).map((tool) => {
+      if (typeof tool !== 'string') return tool;
+      const found = this.options.resolveTool?.(tool);
+      if (!found) throw new Error(`agent '${agent.name}' lists tool '${tool}', which is not a loaded tool (tools/${tool}.ts)`);
+      return found;
+    });
+  }
+
   private cancelled(
     emit: (body: RunEventBody) => void,
     nested: boolean,
@@ -413,7 +426,7 @@ export class Engine {
       emit,
       meter,
       journal,
-      tools: agent.definition.tools ?? [],
+      tools: () => this.toolsOf(agent),
       maxSteps: provider.maxSteps,
       toolContext: { agent: agent.name, input: { ...input, thread_id: threadId }, threadId, workspace: this.options.workspace, documents },
       onToolCall: (call) => {

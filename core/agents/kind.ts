@@ -14,7 +14,7 @@ import type { AgentConfig, AgentDefinition } from './types.js';
 /** Names that would shadow platform routes under /api/v1/. */
 export const RESERVED_AGENT_NAMES = new Set([
   'agents', 'status', 'storage', 'tasks', 'plugins', 'pipelines', 'ingestors', 'ingestion',
-  'endpoints', 'logs', 'control', 'health', 'openapi', 'docs', 'threads', 'runs', 'teams', 'approvals',
+  'endpoints', 'logs', 'control', 'health', 'openapi', 'docs', 'threads', 'runs', 'teams', 'approvals', 'tools',
 ]);
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;

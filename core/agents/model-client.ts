@@ -27,8 +27,8 @@ export interface ModelClientOptions {
   node: string;
   emit: (body: RunEventBody) => void;
   meter: UsageMeter;
-  /** The agent's declared tools: what `run` offers when the call names none. */
-  tools: readonly AnyTool[];
+  /** The agent's declared tools (resolved when first used): what `run` offers when the call names none. */
+  tools: () => readonly AnyTool[];
   /** Default `maxSteps` (setting `model.maxSteps`). */
   maxSteps: number;
   toolContext: Omit<ToolContext, 'toolCallId' | 'signal' | 'messages'>;
@@ -95,7 +95,7 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     name: config.model ?? provider.model,
     chat: async (messages: ChatMessage[], callOptions: ModelCallOptions = {}) => (await turn({ messages, ...callOptions })).content,
     run: (messages: ChatMessage[], loopOptions: ToolLoopOptions = {}) =>
-      runToolLoop(host, messages, loopOptions.tools ?? options.tools, loopOptions),
+      runToolLoop(host, messages, loopOptions.tools ?? options.tools(), loopOptions),
     object: (schema, messages, objectOptions = {}) => {
       if (!provider.configured) throw modelNotConfigured(agent);
       const modelName = objectOptions.model ?? config.model ?? provider.model;

@@ -9,6 +9,7 @@ import { ThreadService } from '../threads/service.js';
 import { findAgent, type Agent } from './kind.js';
 import { createModelProvider, type ModelProvider } from './model.js';
 import { AgentService } from './service.js';
+import type { AnyTool } from './tools.js';
 import { errorMessage } from '../http/errors.js';
 
 export interface AgentRuntime {
@@ -26,6 +27,7 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
   const service = new AgentService({
     findAgent: (name) => findAgent(ctx.registry, name),
     lookupAgent: (name) => ctx.registry.get<Agent>('agent', name)?.definition,
+    lookupTool: (name) => ctx.registry.get<AnyTool>('tool', name)?.definition,
     store: ctx.store,
     provider,
     workspace: ctx.paths.root,

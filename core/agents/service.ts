@@ -51,12 +51,15 @@ import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeRe
 import { InvokeStreams, toolFrame, type InvokeFrame, type StreamRetention } from './streams.js';
 import type { AgentInput, AgentResult, ChatMessage, WorkspaceDocument } from './types.js';
 import type { RunUsage } from './usage.js';
+import type { AnyTool } from './tools.js';
 
 export interface AgentServiceOptions {
   /** The live agent by name, or throw the 404. */
   findAgent: (name: string) => Agent;
   /** The live agent by name or undefined (subagents). */
   lookupAgent: (name: string) => Agent | undefined;
+  /** The live `tools/` drop-in by name or undefined (agents list tools by name). */
+  lookupTool?: (name: string) => AnyTool | undefined;
   store: Store;
   provider: ModelProvider;
   workspace: string;
@@ -137,6 +140,7 @@ export class AgentService {
   constructor(private readonly options: AgentServiceOptions) {
     this.engine = new Engine({
       resolveAgent: options.lookupAgent,
+      resolveTool: options.lookupTool,
       provider: options.provider,
       workspace: options.workspace,
       documents: (collection) => readDocuments(options.store, collection),
@@ -634,7 +638,7 @@ const COLLECTION_NAME = /^[a-z0-9][a-z0-9_.-]*$/i;
  * A collection's records as documents. Records missing a `content` string are skipped, so an
  * agent can point this at any collection without tripping over foreign records.
  */
-async function readDocuments(store: Store, collection: string): Promise<WorkspaceDocument[]> {
+export async function readDocuments(store: Store, collection: string): Promise<WorkspaceDocument[]> {
   if (!COLLECTION_NAME.test(collection)) throw new Error(`invalid collection name "${collection}"`);
   const records = await store.collection<Record<string, unknown>>(collection).entries();
   return records

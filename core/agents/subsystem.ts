@@ -6,9 +6,12 @@
 import type { Subsystem } from '../kernel/context.js';
 import { agentRoutes, registerAgentDocs } from './routes.js';
 import { createAgentRuntime } from './runtime.js';
+import { toolKind } from './tool-kind.js';
+import { toolRoutes } from './tool-routes.js';
 
 export const agentsSubsystem: Subsystem = {
   name: 'agents',
+  kinds: [toolKind],
   setup(ctx) {
     ctx.agents = createAgentRuntime(ctx);
     Object.assign(ctx.agentSurface.endpoints, {
@@ -20,5 +23,8 @@ export const agentsSubsystem: Subsystem = {
     Object.assign(ctx.agentSurface.capabilities, { invoke: true, chat: true, streaming: true });
     registerAgentDocs(ctx);
   },
-  routes: agentRoutes,
+  routes(app, ctx) {
+    agentRoutes(app, ctx);
+    toolRoutes(app, ctx);
+  },
 };

@@ -8,6 +8,7 @@
  * becomes the call's result `{"error": "…"}`, which the model reads and can correct, as the AI SDK
  * and Mastra do. Only a cancelled run or a failing model call ends the loop early.
  */
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { errorMessage } from '../http/errors.js';
 import { ModelCallAborted, type ModelMessage, type ModelToolCall, type ModelTurn, type ToolChoice, type TokenUsage, type TurnRequest } from './model.js';
@@ -150,6 +151,24 @@ export async function runToolLoop(host: LoopHost, messages: readonly ModelMessag
     usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
     messages: conversation,
   };
+}
+
+/**
+ * One call of `tool` outside a model's loop (POST /api/v1/tools/{name}/try): the same validation,
+ * timeout and output check, the same `{error}` instead of a throw.
+ */
+export function callTool(tool: AnyTool, args: unknown, toolContext: LoopHost['toolContext'], signal: AbortSignal): Promise<ToolCallResult> {
+  const host: LoopHost = {
+    turn: () => Promise.reject(new Error('a tool tried on its own makes no model call')),
+    toolContext,
+    signal,
+    defaultMaxSteps: 1,
+    onToolStart: () => {},
+    onToolEnd: () => {},
+    onStepCalls: () => {},
+  };
+  const call = { id: `try_${randomUUID()}`, name: tool.name, arguments: JSON.stringify(args ?? {}) };
+  return runCall(host, new Map([[tool.name, tool]]), call, [], undefined);
 }
 
 /** The text the model reads as a call's result: a string as is, anything else as JSON. */

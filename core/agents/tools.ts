@@ -69,11 +69,20 @@ const ToolDefinitionSchema = z
   })
   .loose();
 
-/** Check an agent's `tools` list; throws naming the tool and the field that is wrong. */
-export function validateTools(tools: unknown): AnyTool[] {
-  if (!Array.isArray(tools)) throw new Error('tools: expected an array of tools (defineTool)');
+/**
+ * Check an agent's `tools` list — tools, or names of `tools/` drop-ins — and throw naming the tool
+ * and the field that is wrong.
+ */
+export function validateTools(tools: unknown): Array<AnyTool | string> {
+  if (!Array.isArray(tools)) throw new Error('tools: expected an array of tools (defineTool) or tool names');
   const seen = new Set<string>();
   tools.forEach((tool, i) => {
+    if (typeof tool === 'string') {
+      if (!TOOL_NAME.test(tool)) throw new Error(`tools.${i}: '${tool}' is not a tool name (letters, digits, _ and -, at most 64)`);
+      if (seen.has(tool)) throw new Error(`tools: two tools are named '${tool}'`);
+      seen.add(tool);
+      return;
+    }
     const result = ToolDefinitionSchema.safeParse(tool);
     if (!result.success) {
       const issue = result.error.issues[0]!;
@@ -84,7 +93,7 @@ export function validateTools(tools: unknown): AnyTool[] {
     seen.add(result.data.name);
     toolSpec(tool as AnyTool);
   });
-  return tools as AnyTool[];
+  return tools as Array<AnyTool | string>;
 }
 
 const specs = new WeakMap<AnyTool, ToolSpec>();

@@ -231,8 +231,11 @@ export interface AgentDefinition {
    * `prompts: { versions: { v1: instructions } }`, so prompt versions and overrides apply.
    */
   instructions?: string;
-  /** Tools the model may call (`defineTool`); what `ctx.model.run` offers by default. */
-  tools?: AnyTool[];
+  /**
+   * Tools the model may call: `defineTool(...)`s, or names of `tools/` drop-ins (resolved at each
+   * run, so a saved tool serves the next call). What `ctx.model.run` offers by default.
+   */
+  tools?: Array<AnyTool | string>;
   run?: AgentRunFn;
   graph?: GraphSpec;
 }

@@ -64,7 +64,7 @@ const AgentDefinitionSchema = z
   .refine((d) => d.run === undefined || d.graph === undefined, 'an agent has `run` or `graph`, not both')
   .refine(
     (d) => d.run !== undefined || d.graph !== undefined || d.instructions !== undefined || d.tools !== undefined,
-    'an agent needs `run`, `graph`, or `instructions` and `tools` (the model answers with its tools)',
+    'an agent needs `run`, `graph`, or `instructions` (the model answers, calling the agent\'s `tools`)',
   )
   .refine((d) => d.instructions === undefined || d.prompts === undefined, 'give `instructions` or `prompts`, not both (`instructions` is prompt v1)');
 

@@ -67,7 +67,7 @@ describe('discovery and hot reload', () => {
   it('rejects an invalid definition with a message naming what is wrong', async () => {
     server = await startTestServer({ files: { 'agents/bad.ts': agentSource(`{ description: 'no run or graph' }`) } });
     const [problem] = (await status()).errors;
-    expect(problem.message).toBe('invalid agent definition: an agent needs exactly one of `run` or `graph`');
+    expect(problem.message).toBe("invalid agent definition: an agent needs `run`, `graph`, or `instructions` (the model answers, calling the agent's `tools`)");
   });
 
   it('rejects a name reserved by a platform route', async () => {

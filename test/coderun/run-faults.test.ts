@@ -4,22 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../core/coderun/command.js';
-import { agentScript, approve, reject, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
+import { planAnswer, planTask, agentScript, approve, reject, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
 import { API_TEAM, CODE_SUBSYSTEMS, git, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
 import { eventually } from '../support/server.js';
 
-const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) => ({
-  id,
-  title: `task ${id}`,
-  description: '',
-  role: 'developer',
-  squad,
-  criteria: [],
-  files,
-  dependencies: [],
-  ...extra,
-});
-const planAnswer = (plan: Record<string, unknown>): ScriptedAnswer => ({ tool_calls: [{ name: 'submit_plan', arguments: plan }] });
+const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) => planTask(id, squad, files, { description: '', ...extra });
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 
 let model: ScriptedModel | undefined;

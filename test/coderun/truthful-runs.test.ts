@@ -9,21 +9,10 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentScript, approve, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
+import { planAnswer, planTask, agentScript, approve, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
 import { API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
-const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) => ({
-  id,
-  title: `task ${id}`,
-  description: `do ${id}`,
-  role: 'developer',
-  squad,
-  criteria: [],
-  files,
-  dependencies: [],
-  ...extra,
-});
-const planAnswer = (plan: Record<string, unknown>): ScriptedAnswer => ({ tool_calls: [{ name: 'submit_plan', arguments: plan }] });
+const task = planTask;
 
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;

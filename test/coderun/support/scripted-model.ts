@@ -173,3 +173,19 @@ export function barrier(n: number, timeoutMs = 8_000): () => Promise<void> {
     return opened;
   };
 }
+
+/** A planner's task, as `submit_plan` carries it; `extra` sets or overrides fields. */
+export const planTask = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) => ({
+  id,
+  title: `task ${id}`,
+  description: `do ${id}`,
+  role: 'developer',
+  squad,
+  criteria: [],
+  files,
+  dependencies: [],
+  ...extra,
+});
+
+/** The planner's answer submitting `plan`. */
+export const planAnswer = (plan: Record<string, unknown>): ScriptedAnswer => ({ tool_calls: [{ name: 'submit_plan', arguments: plan }] });

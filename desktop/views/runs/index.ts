@@ -375,7 +375,7 @@ export function CodeRunView({ view, id }: { view: string; id?: string }) {
     ${session === undefined
       ? html`<p class="muted">…</p>`
       : session === null
-        ? html`${refused && html`<p class="alert" role="alert">The server refused that session token (it changes at every launch).</p>`}
+        ? html`${refused && html`<p class="alert" role="alert">The server refused that session token: it is the workspace's while a Hangar runs on it, and new once none runs (read <code>.hangar/code-session.json</code> again, or run <code>hangar login</code>).</p>`}
             <${SessionPrompt} onDone=${() => setGeneration((g) => g + 1)} />`
         : view === 'teams'
           ? html`<${Teams} key=${generation} />`

@@ -4,9 +4,12 @@
  * optional thread), so MCP hosts (IDEs, desktop assistants) can call Hangar agents.
  *
  * Decisions:
- * - Stateless transport: a fresh server and transport per request, built from the registry as it
- *   is at that moment, so an agent discovered a second ago is a tool on the next `tools/list` and
- *   nothing is held between requests (GET/DELETE session routes answer 405).
+ * - Sessions, as the streamable-HTTP transport defines them: `initialize` opens one (its id comes
+ *   back in `Mcp-Session-Id`); later requests name it, GET opens its server-to-client stream and
+ *   DELETE ends it; an unknown or another principal's id is a 404, and a session idle for 30 minutes
+ *   is closed. A session's tools follow the registry: an agent discovered a second ago is a tool on
+ *   the next `tools/list` (the client is told with `tools/list_changed`). A POST that names no
+ *   session and is not `initialize` is still answered statelessly, by a server built for it alone.
  * - DNS-rebinding protection checks the Host name (port-agnostic) as the SDK's host validation
  *   middleware does, with the same JSON-RPC 403 answer, fed with the same host names the platform
  *   accepts; it runs as a route `onRequest` hook after the platform's Host and token checks and
@@ -21,9 +24,14 @@
  *   and its text says what to approve. The decision is made over MCP too, with the tool
  *   `hangar.decide_approval` (`agent`, `thread_id`, `approval_id`, `approved`, `context`,
  *   `reason`), whose result has the same shapes as an agent tool's. Its name has a dot, which
- *   agent names cannot, so it never shadows an agent. Elicitation is not used: a stateless server
- *   cannot hold the run open across the client's answer.
+ *   agent names cannot, so it never shadows an agent.
+ * - Elicitation where the client declared it: in a session whose client has the `elicitation`
+ *   capability, a suspended run asks the person through the client (a form with `approved` and
+ *   `reason`) while the tool call stays open; accept with approved continues the run (and asks
+ *   again at its next approval), accept without it or decline rejects it with the reason, cancel
+ *   leaves it waiting and answers the input-required result above.
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
@@ -55,6 +63,8 @@ interface ToolCallLog {
   agent: string;
   operation: string;
   principal: string | undefined;
+  /** Who the caller acts as for records (approvals): see core/kernel/ownership.ts. */
+  viewer?: string;
   input: unknown;
 }
 
@@ -62,9 +72,9 @@ interface ToolCallLog {
  * A tool result for what a run produced: its answer, or the approval it now waits for. Each call
  * is one invocation-log record, as a REST call is (an agent error is a failed record).
  */
-function runResult(log: ToolCallLog, run: () => Promise<unknown>) {
+function runResult(log: ToolCallLog, run: () => Promise<unknown>, elicit?: Elicit) {
   const started = Date.now();
-  const result = run().then(
+  const result = settleApprovals(run, log, elicit).then(
     (response) => {
       const text = (response as { response?: unknown }).response;
       return {
@@ -107,6 +117,42 @@ function runResult(log: ToolCallLog, run: () => Promise<unknown>) {
   });
 }
 
+/** Asks the person about a pending approval through the MCP client; null: they did not decide. */
+type Elicit = (approval: Omit<SuspensionDetail, 'status'>) => Promise<{ approved: true } | { approved: false; reason: string | null } | null>;
+
+/**
+ * Runs `run`; while it suspends for an approval and the client can be asked, asks, and continues
+ * (approve) or ends (reject) the run with the answer. Without an answer the suspension stands.
+ */
+async function settleApprovals(run: () => Promise<unknown>, log: ToolCallLog, elicit?: Elicit): Promise<unknown> {
+  let next = run;
+  for (;;) {
+    try {
+      return await next();
+    } catch (err) {
+      if (!(elicit && err instanceof HttpError && err.status === 202)) throw err;
+      const { status: _suspended, ...approval } = err.detail as unknown as SuspensionDetail;
+      const answer = await elicit(approval);
+      if (!answer) throw err;
+      const service = runtimeOf(log.ctx).service;
+      const agent = log.agent;
+      next = answer.approved
+        ? () => service.approve(agent, approval.thread_id, { approval_id: approval.approval_id, approved: true, context: {} }, log.viewer)
+        : () => service.reject(agent, approval.thread_id, { approval_id: approval.approval_id, reason: answer.reason }, log.viewer);
+    }
+  }
+}
+
+/** The form an approval is asked with (MCP elicitation: a flat object of primitive fields). */
+const APPROVAL_FORM = {
+  type: 'object' as const,
+  properties: {
+    approved: { type: 'boolean' as const, title: 'Approve', description: 'Continue the run (true) or reject it (false)' },
+    reason: { type: 'string' as const, title: 'Reason', description: 'Why it is rejected (optional)' },
+  },
+  required: ['approved'],
+};
+
 const toolInput = {
   message: z.string().min(1).describe('What to ask the agent'),
   thread_id: z.string().min(1).optional().describe('Continue this conversation thread'),
@@ -119,13 +165,30 @@ const toolInput = {
 let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/mcp.js'), typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')]> | undefined;
 const loadSdk = () => (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/mcp.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
 
-/** An MCP server exposing the agents registered right now. */
-export async function buildMcpServer(ctx: HangarContext, principal?: string, viewer: string | undefined = principal): Promise<McpServer> {
+/**
+ * An MCP server exposing the registered agents. `refresh()` brings its tools in line with the
+ * registry (registering and removing tools makes the SDK tell a connected client
+ * `tools/list_changed`).
+ */
+export async function buildMcpServer(ctx: HangarContext, principal?: string, viewer: string | undefined = principal): Promise<McpServer & { refresh(): void }> {
   const [{ McpServer }] = await loadSdk();
-  const server = new McpServer({ name: 'hangar', version: ctx.version });
-  for (const { definition: agent } of ctx.registry.list<Agent>('agent')) {
+  const server = new McpServer({ name: 'hangar', version: ctx.version }) as McpServer & { refresh(): void };
+  // Asked only when the client said it can answer (its `elicitation` capability).
+  const elicit: Elicit = async (approval) => {
+    if (!server.server.getClientCapabilities()?.elicitation) return null;
+    const answer = await server.server.elicitInput({
+      message: `${approval.message} (agent run on thread ${approval.thread_id}, approval ${approval.approval_id})`,
+      requestedSchema: APPROVAL_FORM,
+    });
+    if (answer.action === 'cancel') return null;
+    const content = (answer.content ?? {}) as { approved?: unknown; reason?: unknown };
+    if (answer.action === 'accept' && content.approved === true) return { approved: true };
+    return { approved: false, reason: typeof content.reason === 'string' && content.reason ? content.reason : answer.action === 'decline' ? 'declined in the MCP client' : null };
+  };
+  const tools = new Map<string, { remove(): void }>();
+  const register = (agent: Agent) => {
     const card = buildAgentCard(ctx, agent);
-    server.registerTool(
+    return server.registerTool(
       agent.name,
       {
         title: agent.slug,
@@ -133,26 +196,40 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
         inputSchema: toolInput,
       },
       ({ message, thread_id }, extra) =>
-        runResult({ ctx, agent: agent.name, operation: 'mcp', principal, input: { message, thread_id } }, () =>
-          runtimeOf(ctx).service.invoke(
-            agent.name,
-            {
-              query: message,
-              thread_id: thread_id ?? null,
-              user_id: 'mcp',
-              context: {},
-              metadata: { source: 'mcp' },
-              temperature: null,
-              max_tokens: null,
-            },
-            extra.signal,
-            undefined,
-            principal,
-            { source: 'mcp' },
-          ),
+        runResult(
+          { ctx, agent: agent.name, operation: 'mcp', principal, viewer, input: { message, thread_id } },
+          () =>
+            runtimeOf(ctx).service.invoke(
+              agent.name,
+              {
+                query: message,
+                thread_id: thread_id ?? null,
+                user_id: 'mcp',
+                context: {},
+                metadata: { source: 'mcp' },
+                temperature: null,
+                max_tokens: null,
+              },
+              extra.signal,
+              undefined,
+              principal,
+              { source: 'mcp' },
+            ),
+          elicit,
         ),
     );
-  }
+  };
+  server.refresh = () => {
+    const live = new Map(ctx.registry.list<Agent>('agent').map(({ definition }) => [definition.name, definition]));
+    for (const [name, tool] of tools) {
+      if (!live.has(name)) {
+        tool.remove();
+        tools.delete(name);
+      }
+    }
+    for (const [name, agent] of live) if (!tools.has(name)) tools.set(name, register(agent));
+  };
+  server.refresh();
   server.registerTool(
     DECIDE_TOOL,
     {
@@ -161,7 +238,7 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
       inputSchema: decideInput,
     },
     ({ agent, thread_id, approval_id, approved, context, reason }) =>
-      runResult({ ctx, agent, operation: approved ? 'mcp:approve' : 'mcp:reject', principal, input: { thread_id, approval_id, approved, context, reason } }, () => {
+      runResult({ ctx, agent, operation: approved ? 'mcp:approve' : 'mcp:reject', principal, viewer, input: { thread_id, approval_id, approved, context, reason } }, () => {
         const service = runtimeOf(ctx).service;
         return approved
           ? service.approve(agent, thread_id, { approval_id, approved: true, context: context ?? {} }, viewer)
@@ -202,14 +279,92 @@ export function mcpHostValidation(ctx: HangarContext): onRequestHookHandler {
   };
 }
 
-/** Handle one streamable-HTTP request (POST; GET and DELETE need sessions, which we don't keep). */
+/** A live MCP session: its transport and server, whose principal it serves, when it was last used. */
+interface McpSession {
+  transport: import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+  server: McpServer & { refresh(): void };
+  principal: string | undefined;
+  lastUsed: number;
+}
+
+const SESSION_IDLE_MS = 30 * 60_000;
+const SESSION_HEADER = 'mcp-session-id';
+
+/** The sessions of one server (one Hangar context), kept apart so two servers in a process never mix. */
+const sessionsOf = new WeakMap<HangarContext, Map<string, McpSession>>();
+function sessions(ctx: HangarContext): Map<string, McpSession> {
+  let map = sessionsOf.get(ctx);
+  if (!map) {
+    const created = new Map<string, McpSession>();
+    sessionsOf.set(ctx, (map = created));
+    // Tools follow the registry in every open session.
+    ctx.registry.on('change', () => {
+      for (const session of created.values()) session.server.refresh();
+    });
+    const sweep = setInterval(() => {
+      for (const [id, session] of created) if (Date.now() - session.lastUsed > SESSION_IDLE_MS) void closeSession(created, id, session);
+    }, 60_000);
+    sweep.unref();
+  }
+  return map;
+}
+
+async function closeSession(map: Map<string, McpSession>, id: string, session: McpSession): Promise<void> {
+  map.delete(id);
+  await session.transport.close().catch(() => {});
+  await session.server.close().catch(() => {});
+}
+
+/** Closes every MCP session of a server (at shutdown). */
+export async function closeMcpSessions(ctx: HangarContext): Promise<void> {
+  const map = sessionsOf.get(ctx);
+  if (!map) return;
+  await Promise.all([...map].map(([id, session]) => closeSession(map, id, session)));
+}
+
+const isInitialize = (body: unknown) =>
+  (Array.isArray(body) ? body : [body]).some((m) => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'initialize');
+
+/** Handle one streamable-HTTP request: a session's, one that opens a session, or a stateless POST. */
 export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const sessionId = req.headers[SESSION_HEADER];
+  const open = sessions(ctx);
+  if (typeof sessionId === 'string') {
+    const session = open.get(sessionId);
+    // Someone else's session answers like an unknown one.
+    if (!session || session.principal !== req.principal) {
+      reply.code(404).send({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+      return;
+    }
+    session.lastUsed = Date.now();
+    reply.hijack();
+    await serve(ctx, req, reply.raw, () => session.transport.handleRequest(req.raw, reply.raw, req.body));
+    if (req.method === 'DELETE') await closeSession(open, sessionId, session);
+    return;
+  }
   if (req.method !== 'POST') {
-    reply.code(405).header('Allow', 'POST').send(transportError('this MCP endpoint is stateless: use POST'));
+    reply.code(400).send(transportError('name a session (Mcp-Session-Id) or open one with initialize'));
     return;
   }
   const [, { StreamableHTTPServerTransport }] = await loadSdk();
   const server = await buildMcpServer(ctx, req.principal, viewerOf(req, ctx.settings));
+  if (isInitialize(req.body)) {
+    const principal = req.principal;
+    const transport: McpSession['transport'] = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        open.set(id, { transport, server, principal, lastUsed: Date.now() });
+      },
+    });
+    transport.onclose = () => {
+      const id = transport.sessionId;
+      if (id && open.get(id)?.transport === transport) open.delete(id);
+    };
+    await server.connect(transport);
+    reply.hijack();
+    await serve(ctx, req, reply.raw, () => transport.handleRequest(req.raw, reply.raw, req.body));
+    return;
+  }
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   // From here the SDK owns the node response (JSON or an SSE stream).
   reply.hijack();
@@ -218,9 +373,14 @@ export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: 
     void transport.close();
     void server.close();
   });
+  await server.connect(transport);
+  await serve(ctx, req, res, () => transport.handleRequest(req.raw, res, req.body));
+}
+
+/** Runs the SDK's handling of a hijacked reply; a failure is answered (or the response ended) here. */
+async function serve(ctx: HangarContext, req: FastifyRequest, res: FastifyReply['raw'], handle: () => Promise<void>): Promise<void> {
   try {
-    await server.connect(transport);
-    await transport.handleRequest(req.raw, res, req.body);
+    await handle();
   } catch (err) {
     // A hijacked reply never reaches the error handler: answer (or end) the response here.
     ctx.log.error(`${req.method} ${MCP_PATH} failed: ${errorMessage(err)}`);

@@ -7,6 +7,7 @@
  */
 import type { Subsystem } from '../kernel/context.js';
 import { runtimeOf } from '../agents/runtime.js';
+import { closeMcpSessions } from './mcp.js';
 import { ROOT_CARD_PATH, a2aRoutes } from './routes.js';
 import { AGENT_TASK_KIND, agentTaskKind, continueTask } from './service.js';
 
@@ -41,5 +42,8 @@ export const a2aSubsystem: Subsystem = {
       },
     );
     a2aRoutes(app, ctx);
+  },
+  async close(ctx) {
+    await closeMcpSessions(ctx);
   },
 };

@@ -4,6 +4,7 @@ import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 
@@ -248,6 +249,72 @@ describe('human approval over every protocol', () => {
       const again = await decide({ approval_id: nextContent.approval.approval_id, approved: false, reason: 'late' });
       expect(again.isError).toBe(true);
       expect((again.content as Array<{ text: string }>)[0]!.text).toMatch(/no pending approval/);
+    });
+  });
+
+  describe('MCP elicitation, where the client declares it', () => {
+    /** A client that answers each approval form with the next of `answers`, recording what it was asked. */
+    async function elicitingClient(answers: Array<{ action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> }>) {
+      const asked: string[] = [];
+      const client = new McpClient({ name: 'hangar-test', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.push(request.params.message);
+        return answers.shift() ?? { action: 'cancel' };
+      });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+      return { client, asked };
+    }
+
+    it('asks the person through the client while the call stays open; accepting continues the run to its end', async () => {
+      const { client, asked } = await elicitingClient([
+        { action: 'accept', content: { approved: true } },
+        { action: 'accept', content: { approved: true } },
+      ]);
+      try {
+        const result = await client.callTool({ name: 'gatekeeper', arguments: { message: 'post it' } });
+        expect(result.isError).toBeFalsy();
+        expect(result.structuredContent).toMatchObject({ response: 'published and archived' });
+        expect(asked).toHaveLength(2);
+        expect(asked[0]).toMatch(/^Publish it\? \(agent run on thread .+, approval .+\)$/);
+      } finally {
+        await client.close();
+      }
+    });
+
+    it('a rejection (accept without approved, or decline) ends the run with the reason; cancel leaves it waiting', async () => {
+      const { client } = await elicitingClient([{ action: 'accept', content: { approved: false, reason: 'not today' } }, { action: 'decline' }, { action: 'cancel' }]);
+      try {
+        const rejected = await client.callTool({ name: 'gatekeeper', arguments: { message: 'post it' } });
+        expect(rejected.structuredContent).toMatchObject({ status: 'rejected', reason: 'not today' });
+        const declined = await client.callTool({ name: 'gatekeeper', arguments: { message: 'post it' } });
+        expect(declined.structuredContent).toMatchObject({ status: 'rejected', reason: 'declined in the MCP client' });
+        const waiting = await client.callTool({ name: 'gatekeeper', arguments: { message: 'post it' } });
+        expect(waiting.structuredContent).toMatchObject({ status: 'input-required', approval: { node_name: 'approve' } });
+      } finally {
+        await client.close();
+      }
+    });
+
+    it('sessions: an unknown session id is a 404, and a new agent is a tool in an open session', async () => {
+      // A server that watches its folders, so a saved agent is discovered while the session is open.
+      const watching = await startTestServer({ files });
+      const client = new McpClient({ name: 'hangar-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${watching.url}/mcp`)));
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('latecomer');
+        await watching.write('agents/latecomer.ts', agentSource(`{ run: async () => 'late' }`));
+        await eventually(async () => (await client.listTools()).tools.some((t) => t.name === 'latecomer'));
+        expect((await client.callTool({ name: 'latecomer', arguments: { message: 'hi' } })).structuredContent).toMatchObject({ response: 'late' });
+      } finally {
+        await client.close();
+        await watching.stop();
+      }
+      const res = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': 'no-such-session' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(res.status).toBe(404);
     });
   });
 });

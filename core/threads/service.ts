@@ -209,7 +209,14 @@ export class ThreadService {
       timestamp: m.timestamp ?? now,
       ...('metadata' in m && m.metadata ? { metadata: m.metadata } : {}),
     }));
-    return (await this.messageLog.append(key(agent, threadId), stamped)).length;
+    const { length } = await this.messageLog.append(key(agent, threadId), stamped);
+    await this.touch(agent, threadId, now);
+    return length;
+  }
+
+  /** A thread changes when its conversation does: `updated_at` follows every append and clear. */
+  private async touch(agent: string, threadId: string, at: string): Promise<void> {
+    await this.threads.update(key(agent, threadId), (current) => (current ? { ...current, updated_at: at } : undefined));
   }
 
   /** Every message, oldest first (no thread check: a missing thread has none). */
@@ -234,6 +241,7 @@ export class ThreadService {
   async clear(agent: string, threadId: string, principal?: string): Promise<void> {
     await this.get(agent, threadId, principal);
     await this.messageLog.set(key(agent, threadId), []);
+    await this.touch(agent, threadId, new Date().toISOString());
   }
 
   /**

@@ -185,3 +185,26 @@ describe('thread service', () => {
     expect(extractiveSummary([])).toBe('This thread has no messages yet.');
   });
 });
+
+describe('updated_at', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ files, settings: { watch: false } });
+  });
+  afterAll(() => server?.stop());
+
+  it('follows the conversation: a chat turn and a clear move it, reading does not', async () => {
+    const call = (method: string, p: string, json?: unknown) => server.request(`/api/v1/echo${p}`, { method, json });
+    const created = (await call('POST', '/threads', { thread_id: 'moving' })).body;
+    expect(created.updated_at).toBe(created.created_at);
+    await new Promise((r) => setTimeout(r, 5));
+    await call('POST', '/chat', { content: 'hello', thread_id: 'moving' });
+    const afterChat = (await call('GET', '/threads/moving')).body.updated_at;
+    expect(afterChat > created.updated_at).toBe(true);
+    await call('GET', '/threads/moving/messages');
+    expect((await call('GET', '/threads/moving')).body.updated_at).toBe(afterChat);
+    await new Promise((r) => setTimeout(r, 5));
+    await call('DELETE', '/threads/moving/messages');
+    expect((await call('GET', '/threads/moving')).body.updated_at > afterChat).toBe(true);
+  });
+});

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { foreignChanges, foreignOwner, restore, snapshotForeign } from '../../core/coderun/command-fence.js';
 import { agentScript, approve, startScriptedModel, write, type Classified, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { runFrames, API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 const API = { id: 'api', owns: API_TEAM.owns };
 const WEB = { id: 'web', owns: WEB_TEAM.owns };
@@ -95,10 +95,7 @@ describe('the after-command fence (git snapshot around a command)', () => {
       ['T2', 'done'],
     ]);
 
-    const stream = (await server.api(`/api/runs/${run.id}/events`)).text
-      .split('\n')
-      .filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]')
-      .map((l) => JSON.parse(l.slice(6)));
+    const stream = runFrames((await server.api(`/api/runs/${run.id}/events`)).text);
     expect(stream.filter((e) => e.type === 'fence_violation')).toEqual([
       { type: 'fence_violation', run: run.id, task: 'T1', team: 'api', owner: 'web', file: 'src/web/evil.mjs', command },
       { type: 'fence_violation', run: run.id, task: 'T1', team: 'api', owner: 'web', file: 'src/web/page.mjs', command },

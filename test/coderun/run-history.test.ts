@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { RUN_EVENTS_LOG } from '../../core/coderun/service.js';
 import { makeWorkspace } from '../support/server.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
+import { runFrames, API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
 import { DatabaseSync } from 'node:sqlite';
 
 const task = (id: string, file: string) => ({ id, title: `write ${file}`, description: `write ${file}`, role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: [file], dependencies: [] });
@@ -18,11 +18,7 @@ let server: CodeServer | undefined;
 const cleanup: string[] = [];
 tearDownAfterEach(() => [server, model, ...cleanup.splice(0)]);
 
-const frames = (text: string) =>
-  text
-    .split('\n')
-    .filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]')
-    .map((l) => JSON.parse(l.slice(6)));
+const frames = runFrames;
 
 describe('run history across a restart', () => {
   it("replays each past run's own events from its append-log key after a restart", async () => {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentScript, barrier, approve, startScriptedModel, write, type Classified, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { runFrames, API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;
@@ -32,11 +32,7 @@ let repo: string | undefined;
 tearDownAfterEach(() => [server, model, repo]);
 
 async function events(runId: string): Promise<any[]> {
-  const res = await server!.api(`/api/runs/${runId}/events`);
-  return res.text
-    .split('\n')
-    .filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]')
-    .map((l) => JSON.parse(l.slice(6)));
+  return runFrames((await server!.api(`/api/runs/${runId}/events`)).text);
 }
 
 describe('coding run scenarios (scripted loopback model, fixture git repos)', () => {

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { planAnswer, planTask, agentScript, approve, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { runFrames, API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
 
 const task = planTask;
 
@@ -41,11 +41,7 @@ let marks: string | undefined;
 tearDownAfterEach(() => [server, model, repo, marks]);
 
 async function events(runId: string): Promise<any[]> {
-  const res = await server!.api(`/api/runs/${runId}/events`);
-  return res.text
-    .split('\n')
-    .filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]')
-    .map((l) => JSON.parse(l.slice(6)));
+  return runFrames((await server!.api(`/api/runs/${runId}/events`)).text);
 }
 
 /** Every task's task_update states in order: one per state change, so no state twice in a row. */

@@ -58,6 +58,13 @@ export const WEB_TEAM = {
   match: { keywords: ['page'] },
 };
 
+/** The JSON frames of a run's event stream as `GET /api/runs/{id}/events` answered it (after replay, without `[DONE]`). */
+export const runFrames = (text: string): any[] =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]')
+    .map((l) => JSON.parse(l.slice(6)));
+
 export interface CodeServer extends TestServer {
   token: string;
   /** A request with the session token. */

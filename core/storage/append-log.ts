@@ -112,37 +112,10 @@ export class AppendLog<T> implements KeyedLog<T> {
     this.loaded ??= (async () => {
       await mkdir(path.dirname(this.file), { recursive: true });
       if (!existsSync(this.file)) return;
-      const text = await readFile(this.file, 'utf8');
-      for (const line of text.split('\n')) {
-        if (!line) continue;
-        let op: Op<T>;
-        try {
-          op = JSON.parse(line) as Op<T>;
-        } catch {
-          continue; // a torn last line
-        }
-        this.apply(op);
-        this.lines++;
-      }
+      this.lines += replayLog(await readFile(this.file, 'utf8'), this.entries, this.tombstones);
       if (this.needsCompaction()) await this.compact();
     })();
     return this.loaded;
-  }
-
-  private apply(op: Op<T>): void {
-    const current = this.entries.get(op.k)?.version ?? this.tombstones.get(op.k) ?? 0;
-    if (op.v <= current) return;
-    if (op.op === 'del') {
-      this.entries.delete(op.k);
-      this.tombstones.set(op.k, op.v);
-    } else if (op.op === 'set') {
-      this.entries.set(op.k, { items: [...op.items], version: op.v });
-    } else {
-      const entry = this.entries.get(op.k) ?? { items: [], version: current };
-      entry.items.push(...op.items);
-      entry.version = op.v;
-      this.entries.set(op.k, entry);
-    }
   }
 
   private needsCompaction(): boolean {
@@ -176,4 +149,37 @@ export class AppendLog<T> implements KeyedLog<T> {
     // Tombstones stay in memory: a `del` line written after this snapshot must not outrank a key
     // created again later in this process.
   }
+}
+
+/**
+ * Replays a log file's text into `entries` (and the versions of deleted keys into `tombstones`):
+ * a line whose version is not newer than its key's is skipped, and so is a torn last line.
+ * Answers how many lines applied. AppendLog's load and the SQLite store's import both read with it.
+ */
+export function replayLog<T>(text: string, entries: Map<string, LogEntry<T>>, tombstones: Map<string, number> = new Map()): number {
+  let lines = 0;
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    let op: Op<T>;
+    try {
+      op = JSON.parse(line) as Op<T>;
+    } catch {
+      continue; // a torn last line
+    }
+    lines++;
+    const current = entries.get(op.k)?.version ?? tombstones.get(op.k) ?? 0;
+    if (op.v <= current) continue;
+    if (op.op === 'del') {
+      entries.delete(op.k);
+      tombstones.set(op.k, op.v);
+    } else if (op.op === 'set') {
+      entries.set(op.k, { items: [...op.items], version: op.v });
+    } else {
+      const entry = entries.get(op.k) ?? { items: [], version: current };
+      entry.items.push(...op.items);
+      entry.version = op.v;
+      entries.set(op.k, entry);
+    }
+  }
+  return lines;
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
 import { serviceUnavailable } from '../http/errors.js';
+import { replayLog } from './append-log.js';
 import { checkFields } from './query.js';
 import type { Collection, CollectionOptions, CollectionStats, FieldValue, KeyedLog, LogEntry, RecordQuery, Store, StoreDescription, StoreStats } from './store.js';
 
@@ -618,22 +619,9 @@ function readLowdbCollection(dir: string): Array<[string, unknown]> {
   return records;
 }
 
-/** Replays an append log as append-log.ts does (versions decide; a torn last line is skipped). */
+/** An append log's keys as the old store read them (append-log.ts's own replay). */
 function readAppendLog(file: string): Map<string, LogEntry<unknown>> {
   const entries = new Map<string, LogEntry<unknown>>();
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (!line) continue;
-    let op: { k: string; v: number; op: 'add' | 'set' | 'del'; items?: unknown[] };
-    try {
-      op = JSON.parse(line) as typeof op;
-    } catch {
-      continue;
-    }
-    const current = entries.get(op.k);
-    if (current && op.v <= current.version) continue;
-    if (op.op === 'del') entries.delete(op.k);
-    else if (op.op === 'set') entries.set(op.k, { items: [...(op.items ?? [])], version: op.v });
-    else entries.set(op.k, { items: [...(current?.items ?? []), ...(op.items ?? [])], version: op.v });
-  }
+  replayLog(readFileSync(file, 'utf8'), entries);
   return entries;
 }

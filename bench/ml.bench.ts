@@ -18,7 +18,7 @@ import { startServer, type RunningServer } from '../core/kernel/server.js';
 import { Logger } from '../core/kernel/log.js';
 import { invocationLogOf } from '../core/logs/subsystem.js';
 import type { InvocationEntry } from '../core/logs/recorder.js';
-import { pluginServiceOf } from '../core/ml/subsystem.js';
+import { pluginServiceOf } from '../core/predictors/subsystem.js';
 import iris from '../plugins/iris/index.js';
 import { median, repo, report, round } from './lib/measure.js';
 

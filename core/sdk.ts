@@ -76,7 +76,7 @@ export function defineTool<I extends zod.ZodType, O extends zod.ZodType = zod.Zo
 
 export { defineEndpoint, type EndpointDefinition, type EndpointHandler } from './endpoints/define.js';
 export { UpstreamCallError, type EndpointContext, type FanOutResult, type UpstreamCallOptions, type UpstreamResult } from './endpoints/types.js';
-export { definePlugin, type ModelCardInput, type PluginDefinition, type PluginLoadContext } from './ml/define.js';
+export { definePlugin, type ModelCardInput, type PluginDefinition, type PluginLoadContext } from './predictors/define.js';
 export { defineIngestor, type IngestContext, type IngestDocument, type IngestResource, type IngestorDefinition } from './ingestion/define.js';
 export { defineTeam, type TeamDefinition } from './coderun/define.js';
 export { HangarNotebook } from './notebook/api.js';

@@ -19,7 +19,7 @@ import { errorMessage, notFound } from '../http/errors.js';
 import type { HangarContext } from '../kernel/context.js';
 import type { LogLevel } from '../kernel/log.js';
 import { redactSettings } from '../kernel/settings.js';
-import { nameFromEntry } from '../ml/service.js';
+import { nameFromEntry } from '../predictors/service.js';
 import { pipelineServiceOf } from '../pipelines/subsystem.js';
 import type { ResourceCall } from '../logs/resource-of.js';
 import { CONTROLLED_RESOURCES, type ControlledResource, type MaintenanceStatus, type ResourceState, type ResourceStatus } from './schemas.js';

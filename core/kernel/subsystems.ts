@@ -13,7 +13,7 @@ import { storageRoutes } from '../storage/routes.js';
 import { controlSubsystem } from '../control/subsystem.js';
 import { ingestionSubsystem } from '../ingestion/subsystem.js';
 import { logsSubsystem } from '../logs/subsystem.js';
-import { pluginsSubsystem } from '../ml/subsystem.js';
+import { pluginsSubsystem } from '../predictors/subsystem.js';
 import { tasksSubsystem } from '../tasks/subsystem.js';
 import { threadsSubsystem } from '../threads/subsystem.js';
 import { studioSubsystem } from '../studio/subsystem.js';

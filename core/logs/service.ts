@@ -20,7 +20,7 @@ import path from 'node:path';
 import { notFound, notImplemented } from '../http/errors.js';
 import type { Logger } from '../kernel/log.js';
 import type { Collection, Store } from '../storage/store.js';
-import { analyze } from './analysis.js';
+import { analyze } from './summaries.js';
 import type { InvocationEntry, InvocationRecorder } from './recorder.js';
 import { createRedactor, type Redactor } from './redact.js';
 import type { AnalyzeRequest, Analysis, InvocationRecord, ListLogsQuery, LogPage } from './schemas.js';

@@ -6,7 +6,7 @@
  */
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { resolveSecret } from '../kernel/settings.js';
-import { recordInvocations } from './middleware.js';
+import { recordInvocations } from './hook.js';
 import { LOG_DOCS, logRoutes } from './routes.js';
 import { InvocationLog } from './service.js';
 

@@ -14,7 +14,7 @@ import { endpointServiceOf } from '../endpoints/subsystem.js';
 import { parseInput } from '../http/validate.js';
 import type { RouteDoc } from '../http/openapi.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
-import { pluginServiceOf } from '../ml/subsystem.js';
+import { pluginServiceOf } from '../predictors/subsystem.js';
 import { serviceOf as notebookServiceOf } from '../notebook/subsystem.js';
 import { pipelineKind } from './kind.js';
 import { NotebookSteps } from './notebook.js';

@@ -32,7 +32,7 @@ export function packageRoot(): string {
 }
 
 /**
- * Path of a runnable bundle of `entry` (relative to the package root, e.g. 'core/ml/worker.ts'),
+ * Path of a runnable bundle of `entry` (relative to the package root, e.g. 'core/predictors/worker.ts'),
  * building it once per process. Concurrent processes never see half a file: the bundle is written
  * to a temporary name and renamed.
  *

@@ -2,7 +2,7 @@ import { SUBSYSTEMS } from '../../core/kernel/subsystems.js';
 
 /**
  * The subsystems for desktop tests that start and stop servers every few hundred milliseconds.
- * The ML plugin pool starts a worker thread at setup (core/ml/pool.ts, minThreads 1), and on
+ * The ML plugin pool starts a worker thread at setup (core/predictors/pool.ts, minThreads 1), and on
  * Node 20 terminating a worker that is still loading its ES module aborts the whole test process
  * (FATAL ERROR: v8::Module::IsGraphAsync, from piscina's worker require). These tests have nothing
  * to do with plugins, so their servers run without that subsystem; the browser tests keep it.

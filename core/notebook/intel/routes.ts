@@ -32,7 +32,7 @@ import { param, queryOf } from '../../http/request.js';
 import { parseInput } from '../../http/validate.js';
 import { notebookRoute } from '../routes.js';
 import { z } from 'zod';
-import type { DataIntelligence } from './analysis.js';
+import type { DataIntelligence } from './prep-and-match.js';
 import type { PatternService } from './patterns.js';
 import type { ScheduleService } from './scheduler.js';
 import {

@@ -5,7 +5,7 @@
  */
 import type { HangarContext, Subsystem } from '../../kernel/context.js';
 import { serviceOf } from '../subsystem.js';
-import { DataIntelligence } from './analysis.js';
+import { DataIntelligence } from './prep-and-match.js';
 import { INTEL_DOCS } from './docs.js';
 import { PatternService } from './patterns.js';
 import { intelRoutes, type IntelServices } from './routes.js';

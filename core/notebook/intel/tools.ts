@@ -22,7 +22,7 @@ import { ancestors, descendants } from '../graph.js';
 import type { Notebook, Output } from '../schemas.js';
 import type { NotebookService } from '../service.js';
 import type { CellRunRecord, NotebookSession } from '../session.js';
-import type { DataIntelligence } from './analysis.js';
+import type { DataIntelligence } from './prep-and-match.js';
 import type { Rule } from './worker/validate.js';
 import { SNIPPETS, type Snippet } from './snippets.js';
 

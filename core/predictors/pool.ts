@@ -8,7 +8,7 @@ import type { EncodedChunk, ItemResult, LoadReport, PluginTask } from './worker.
 
 /** Path of the runnable worker module (a CommonJS bundle, see core/workers/bundle.ts). */
 export function pluginWorkerFile(): string {
-  return workerBundle('core/ml/worker.ts');
+  return workerBundle('core/predictors/worker.ts');
 }
 
 export class PluginTimeoutError extends Error {

@@ -10,6 +10,7 @@
  * ready_to_dev with fresh attempts.
  */
 import { createHash } from 'node:crypto';
+import { buildGraph, topologicalOrder } from '../lib/graph.js';
 import { failures, normalizeLine, stripAnsi } from './runner-output.js';
 import type { Task, TaskSpec, TaskState, Ticket } from './schemas.js';
 
@@ -137,17 +138,19 @@ export function nextWave(tasks: readonly Task[], maxTasks = Infinity): Task[] {
   return wave;
 }
 
-/** A task no state change can move without a person: it waits on a dependency that cannot finish. */
+/**
+ * A task no state change can move without a person: it waits, directly or not, on a dependency that
+ * cannot finish (no such task, one set aside in to_scope, or a cycle).
+ */
 export function blocked(tasks: readonly Task[]): Task[] {
+  const done = new Set(tasks.filter((t) => t.state === 'done').map((t) => t.id));
   const byId = new Map(tasks.map((t) => [t.id, t]));
-  const stuck = (t: Task, seen: Set<string>): boolean =>
-    t.dependencies.some((d) => {
-      const dep = byId.get(d);
-      if (!dep || dep.state === 'to_scope') return true;
-      if (seen.has(d)) return true;
-      return dep.state !== 'done' && stuck(dep, new Set([...seen, d]));
-    });
-  return tasks.filter((t) => t.state === 'ready_to_dev' && stuck(t, new Set([t.id])));
+  // Done dependencies are met and drop out; a task in to_scope is left out of the graph, so
+  // depending on it counts as depending on no task: both can never be met.
+  const open = tasks.filter((t) => t.state !== 'done' && t.state !== 'to_scope').map((t) => t.id);
+  const graph = buildGraph(open, (id) => byId.get(id)!.dependencies.filter((d) => !done.has(d)));
+  const stuck = new Set(topologicalOrder(graph).blocked);
+  return tasks.filter((t) => t.state === 'ready_to_dev' && stuck.has(t.id));
 }
 
 // ---- tickets -----------------------------------------------------------------------------------

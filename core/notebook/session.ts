@@ -18,7 +18,7 @@
  */
 import { dirname } from 'node:path';
 import { analyzeNotebook, type CellProblem, type NotebookAnalysis } from './analysis.js';
-import { ancestors, descendants, topologicalOrder } from './graph.js';
+import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
 import { Kernel } from './kernel.js';
 import { writeNotebookFile } from './formats.js';
 import { Cell, newCellId, type CellState, type CellType, type Notebook, type Output } from './schemas.js';

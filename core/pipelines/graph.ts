@@ -9,6 +9,7 @@
 import { PipelineDefinition, STEP_KINDS, type PipelineProblem, type PipelineStep, type StepKind, type ValidationReport } from './schemas.js';
 import { inputValidator } from './input.js';
 import { parseReference, ReferenceError, referencesIn } from './references.js';
+import { buildGraph, cycleThrough, waves, type Graph } from '../lib/graph.js';
 
 /** What the pipeline layer needs to know about the platform's resources. */
 export interface StepTargets {
@@ -75,43 +76,13 @@ export function describeProblems(problems: readonly PipelineProblem[]): string {
   return problems.map((p) => `${p.step ? `step '${p.step}' ` : ''}${p.field}: ${p.message}`).join('; ');
 }
 
-/**
- * Kahn's algorithm in waves. Returns the waves and the steps left over (those on or behind a
- * cycle), which is empty for a valid graph.
- */
-export function waves(steps: readonly PipelineStep[], deps: Map<string, string[]>): { waves: string[][]; blocked: string[] } {
-  const done = new Set<string>();
-  const remaining = steps.map((s) => s.name);
-  const out: string[][] = [];
-  for (;;) {
-    const wave = remaining.filter((name) => !done.has(name) && (deps.get(name) ?? []).every((d) => done.has(d)));
-    if (wave.length === 0) break;
-    wave.forEach((name) => done.add(name));
-    out.push(wave);
-  }
-  return { waves: out, blocked: remaining.filter((n) => !done.has(n)) };
-}
-
-/** One cycle through `start` (as a path ending where it began), or null. */
-function cycleThrough(start: string, deps: Map<string, string[]>): string[] | null {
-  const path: string[] = [];
-  const onPath = new Set<string>();
-  const seen = new Set<string>();
-  const visit = (node: string): string[] | null => {
-    if (onPath.has(node)) return node === start ? [...path, node] : null;
-    if (seen.has(node)) return null;
-    seen.add(node);
-    onPath.add(node);
-    path.push(node);
-    for (const next of deps.get(node) ?? []) {
-      const found = visit(next);
-      if (found) return found;
-    }
-    path.pop();
-    onPath.delete(node);
-    return null;
-  };
-  return visit(start);
+/** The steps as a dependency graph; a reference to no step is an unknown dependency there. */
+function stepGraph(steps: readonly PipelineStep[]): Graph {
+  const deps = dependencies(steps);
+  return buildGraph(
+    steps.map((s) => s.name),
+    (name) => deps.get(name) ?? [],
+  );
 }
 
 /** Check a draft (any JSON) completely; never throws. */
@@ -193,11 +164,11 @@ export function validatePipeline(draft: unknown, targets: StepTargets): Validati
   }
   if (definition.output !== undefined) checkRefs(definition.output, null, 'output');
 
-  const deps = dependencies(definition.steps);
-  const order = waves(definition.steps, deps);
+  const graph = stepGraph(definition.steps);
+  const order = waves(graph);
   const reported = new Set<string>();
   for (const name of order.blocked) {
-    const cycle = cycleThrough(name, deps);
+    const cycle = cycleThrough(graph, name);
     if (cycle && !reported.has(name)) {
       cycle.forEach((n) => reported.add(n));
       const byName = new Map(definition.steps.map((s) => [s.name, s]));
@@ -229,8 +200,7 @@ export interface GraphView {
 
 /** The graph for the UI and as Mermaid text (`flowchart LR`, one node per step, edges labelled by the referenced field). */
 export function graphView(definition: PipelineDefinition): GraphView {
-  const deps = dependencies(definition.steps);
-  const order = waves(definition.steps, deps);
+  const order = waves(stepGraph(definition.steps));
   const waveOf = new Map<string, number>();
   order.waves.forEach((wave, i) => wave.forEach((name) => waveOf.set(name, i)));
   const nodes = definition.steps.map((step) => {

@@ -17,7 +17,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve, sep } from 'node:path';
 import { analyzeNotebook, type NotebookAnalysis } from '../notebook/analysis.js';
 import { isNotebookFile, parseNotebook, readNotebookFile } from '../notebook/formats.js';
-import { ancestors, topologicalOrder } from '../notebook/graph.js';
+import { ancestors, topologicalOrder } from '../lib/graph.js';
 import { Kernel } from '../notebook/kernel.js';
 import type { Cell, Notebook, Output } from '../notebook/schemas.js';
 import type { NotebookService } from '../notebook/service.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { analyzeCell, analyzeCells, analyzeNotebook, decodeLineMap } from '../../core/notebook/analysis.js';
-import { buildTopology, descendants, findCycles, topologicalOrder } from '../../core/notebook/graph.js';
+import { buildTopology } from '../../core/notebook/graph.js';
+import { cycles, descendants, topologicalOrder } from '../../core/lib/graph.js';
 
 const kinds = (problems: { kind: string }[]) => problems.map((p) => p.kind);
 
@@ -201,11 +202,11 @@ describe('graph algorithms', () => {
   });
 
   it('finds no cycles in a DAG and handles a long chain without recursion', () => {
-    expect(findCycles(topo())).toEqual([]);
+    expect(cycles(topo())).toEqual([]);
     const n = 20_000;
     const ids = Array.from({ length: n }, (_, i) => `c${i}`);
     const chain = buildTopology(ids, (id) => [`v${id.slice(1)}`], (id) => (id === 'c0' ? [] : [`v${Number(id.slice(1)) - 1}`]));
-    expect(findCycles(chain)).toEqual([]);
+    expect(cycles(chain)).toEqual([]);
     expect(topologicalOrder(chain).order).toHaveLength(n);
   });
 });

@@ -18,7 +18,7 @@ import { conflict, notFound, unprocessable } from '../../http/errors.js';
 import { packageRoot } from '../assets.js';
 import { diffNotebooks, formatDiffText } from '../diff.js';
 import { convertedPath, formatOf, readNotebookFile, serializeNotebook } from '../formats.js';
-import { ancestors, descendants } from '../graph.js';
+import { ancestors, descendants } from '../../lib/graph.js';
 import type { Notebook, Output } from '../schemas.js';
 import type { NotebookService } from '../service.js';
 import type { CellRunRecord, NotebookSession } from '../session.js';

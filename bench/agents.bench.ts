@@ -20,7 +20,7 @@ import { cp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Logger } from '../core/kernel/log.js';
-import { startServer } from '../core/kernel/server.js';
+import { startServer } from '../core/app/server.js';
 import { BARE_JSON_SERVER, BARE_SSE_SERVER, hangarArgs, median, repo, report, round, startProcess, stop, waitFor, workspace } from './lib/measure.js';
 
 const LONG = 10_000;

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { checkWrite } from '../core/coderun/fence.js';
 import { codeService, coderunSubsystem } from '../core/coderun/subsystem.js';
 import { Logger } from '../core/kernel/log.js';
-import { startServer } from '../core/kernel/server.js';
+import { startServer } from '../core/app/server.js';
 import { agentScript, approve, startScriptedModel, write } from '../test/coderun/support/scripted-model.js';
 import { median, report, round, workspace } from './lib/measure.js';
 

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { startServer, type RunningServer } from '../core/kernel/server.js';
+import { startServer, type RunningServer } from '../core/app/server.js';
 import { Logger } from '../core/kernel/log.js';
 import { invocationLogOf } from '../core/logs/subsystem.js';
 import type { InvocationEntry } from '../core/logs/recorder.js';

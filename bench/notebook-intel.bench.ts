@@ -8,7 +8,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { Logger } from '../core/kernel/log.js';
-import { startServer } from '../core/kernel/server.js';
+import { startServer } from '../core/app/server.js';
 import { notebookIntelSubsystem } from '../core/notebook/intel/subsystem.js';
 import { notebookSubsystem } from '../core/notebook/subsystem.js';
 import { median, report, round, workspace } from './lib/measure.js';

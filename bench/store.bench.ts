@@ -11,7 +11,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Logger } from '../core/kernel/log.js';
-import { startServer } from '../core/kernel/server.js';
+import { startServer } from '../core/app/server.js';
 import { report, round, workspace } from './lib/measure.js';
 
 const echo = `import { defineAgent } from 'hangar';\nexport default defineAgent({ run: async (input) => 'echo: ' + input.query });\n`;

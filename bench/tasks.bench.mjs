@@ -24,7 +24,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Logger } from '../core/kernel/log.ts';
-import { startServer } from '../core/kernel/server.ts';
+import { startServer } from '../core/app/server.ts';
 import { DONE_FRAME, formatFrame, SSE_HEADERS } from '../core/http/sse.ts';
 import { tasksSubsystem } from '../core/tasks/subsystem.ts';
 import { median, repo, report, round } from './lib/measure.ts';

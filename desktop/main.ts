@@ -4,7 +4,7 @@
  * Two modes:
  * - in-process (the default): the shell starts the platform itself and mints the per-launch token;
  * - attached (`HANGAR_DESKTOP_URL` set by `hangar` when its server already runs, see
- *   core/kernel/window.ts): the window shows that server, with the token the CLI minted, handed
+ *   core/app/window.ts): the window shows that server, with the token the CLI minted, handed
  *   over in `HANGAR_DESKTOP_TOKEN` (the environment, not argv, because any local user can read a
  *   process's argv), and a one-time login code in `HANGAR_DESKTOP_LOGIN` that the first page load
  *   exchanges for the coding-run session token. The variables are removed at once so no child
@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startServer } from '../core/kernel/server.js';
+import { startServer } from '../core/app/server.js';
 import { loadSettings } from '../core/kernel/settings.js';
 import type { ElectronMain } from './electron-api.js';
 import { startShell, type PlatformHandle } from './shell.js';

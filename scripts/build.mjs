@@ -16,7 +16,7 @@ const started = Date.now();
 const result = await esbuild.build({
   // sdk: what `import ... from 'hangar'` loads outside drop-ins (package.json exports); drop-ins
   // get the host's own copy at evaluation (core/kernel/evaluator.ts).
-  entryPoints: { cli: path.join(repo, 'core', 'kernel', 'cli.ts'), sdk: path.join(repo, 'core', 'sdk.ts') },
+  entryPoints: { cli: path.join(repo, 'core', 'app', 'cli', 'main.ts'), sdk: path.join(repo, 'core', 'sdk.ts') },
   outdir: path.join(repo, 'dist'),
   outExtension: { '.js': '.mjs' },
   bundle: true,

@@ -11,15 +11,15 @@ import { DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, re
 import { loadExpress } from '../endpoints/router.js';
 import { Metrics } from '../platform/metrics.js';
 import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
-import type { HangarContext, Subsystem } from './context.js';
-import { Discovery } from './discovery.js';
-import { Logger } from './log.js';
-import { Registry } from './registry.js';
-import { isLoopbackHost, SettingsSchema, type Settings, type SettingsInput } from './settings.js';
-import { listServers, removeServerFile, writeServerFile, type ServerInfo } from './server-files.js';
+import type { HangarContext, Subsystem } from '../kernel/context.js';
+import { Discovery } from '../kernel/discovery.js';
+import { Logger } from '../kernel/log.js';
+import { Registry } from '../kernel/registry.js';
+import { isLoopbackHost, SettingsSchema, type Settings, type SettingsInput } from '../kernel/settings.js';
+import { listServers, removeServerFile, writeServerFile, type ServerInfo } from '../kernel/server-files.js';
 import { SUBSYSTEMS } from './subsystems.js';
-import { TypeChecker } from './typecheck.js';
-import { PLATFORM_NAME, VERSION } from './version.js';
+import { TypeChecker } from '../kernel/typecheck.js';
+import { PLATFORM_NAME, VERSION } from '../kernel/version.js';
 
 /**
  * Lifecycle of one server: settings → workspace state folder → shared services → subsystems →
@@ -39,7 +39,7 @@ export interface RunningServer {
 }
 
 export class StartupError extends Error {
-  /** `how` says how to fix it, printed in parentheses by the CLI (core/kernel/cli-convention.ts). */
+  /** `how` says how to fix it, printed in parentheses by the CLI (core/app/cli/convention.ts). */
   constructor(
     message: string,
     readonly how?: string,

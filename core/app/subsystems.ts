@@ -18,7 +18,7 @@ import { tasksSubsystem } from '../tasks/subsystem.js';
 import { threadsSubsystem } from '../threads/subsystem.js';
 import { studioSubsystem } from '../studio/subsystem.js';
 import { uiSubsystem } from '../ui/subsystem.js';
-import type { Subsystem } from './context.js';
+import type { Subsystem } from '../kernel/context.js';
 
 /**
  * Every subsystem of the server. They are set up in this order (a subsystem may use services set up

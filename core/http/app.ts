@@ -38,7 +38,7 @@ export interface AppDeps {
 export function createApp({ settings, log, metrics, extraTokens, publicPaths, rateLimiter }: AppDeps): { app: FastifyInstance; server: http.Server } {
   let server!: http.Server;
   const app = Fastify({
-    // We own the node server (keep-alive, shutdown, websocket upgrades are handled in kernel/server.ts).
+    // We own the node server (keep-alive, shutdown, websocket upgrades are handled in app/server.ts).
     serverFactory: (handler) => (server = http.createServer(handler)),
     bodyLimit: bytes.parse(settings.bodyLimit) ?? 1024 * 1024,
     logger: false,

@@ -76,7 +76,7 @@ export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer
 /**
  * A subsystem plugs into the server the way a Fastify plugin does: it may register drop-in kinds,
  * set up its services, contribute routes (with their OpenAPI docs) and clean up on shutdown.
- * The list in `core/kernel/subsystems.ts` is the whole of the wiring.
+ * The list in `core/app/subsystems.ts` is the whole of the wiring.
  */
 export interface Subsystem {
   name: string;

@@ -1,10 +1,10 @@
 /**
- * `hangar code run` from a terminal: the CLI (core/coderun/cli.ts) as a client of a running server
+ * `hangar code run` from a terminal: the CLI (core/app/cli/code.ts) as a client of a running server
  * (`--url`, token read from the workspace's session file), against a fixture repository and the
  * scripted loopback model.
  */
 import { describe, expect, it } from 'vitest';
-import { codeCli } from '../../core/coderun/cli.js';
+import { codeCli } from '../../core/app/cli/code.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
 import { API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
 

@@ -2,7 +2,7 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { codeCli } from '../../core/coderun/cli.js';
+import { codeCli } from '../../core/app/cli/code.js';
 import { startTestServer } from '../support/server.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
 import { API_TEAM, CODE_SUBSYSTEMS, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';

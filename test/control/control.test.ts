@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer } from '../../core/kernel/server.js';
+import { startServer } from '../../core/app/server.js';
 import { agentSource, eventually, makeWorkspace, startTestServer, type TestServer } from '../support/server.js';
 
 const TOKEN = 'control-secret-token';

@@ -1,4 +1,4 @@
-import { SUBSYSTEMS } from '../../core/kernel/subsystems.js';
+import { SUBSYSTEMS } from '../../core/app/subsystems.js';
 
 /**
  * The subsystems for desktop tests that start and stop servers every few hundred milliseconds.

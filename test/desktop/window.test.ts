@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loginUrl } from '../../core/coderun/login.js';
 import { loginLinks } from '../../core/coderun/subsystem.js';
-import { browserError, chooseWindow, openAppWindow, systemProbe, type WindowProbe } from '../../core/kernel/window.js';
+import { browserError, chooseWindow, openAppWindow, systemProbe, type WindowProbe } from '../../core/app/window.js';
 import { fakeBrowser, ROOT_STDERR, type FakeBrowserKind } from '../support/fake-browser.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserToken, loginUrl } from '../../core/coderun/login.js';
 import { loginLinks } from '../../core/coderun/subsystem.js';
-import { loginLine } from '../../core/kernel/cli.js';
+import { loginLine } from '../../core/app/cli/main.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { useUiBrowser } from './browser.js';
 
@@ -20,7 +20,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => server?.stop());
 
-/** The line the CLI prints at start (core/kernel/cli.ts), and the part of it after `/ui/`. */
+/** The line the CLI prints at start (core/app/cli/main.ts), and the part of it after `/ui/`. */
 function printedLink(s: TestServer): { line: string; route: string } {
   const line = loginLine(loginUrl(s.url, loginLinks(s.ctx).mint(browserToken(s.ctx)).code));
   const link = /^login link: (\S+) /.exec(line)![1]!;

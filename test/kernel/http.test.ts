@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startServer, StartupError } from '../../core/kernel/server.js';
+import { startServer, StartupError } from '../../core/app/server.js';
 import { agentSource, makeWorkspace, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;

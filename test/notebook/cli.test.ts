@@ -5,7 +5,7 @@ import { copyFile, mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { notebookCli, type CliIo } from '../../core/notebook/cli.js';
+import { notebookCli, type CliIo } from '../../core/app/cli/notebook.js';
 import { validateIpynb } from '../../core/notebook/formats.js';
 import { startNotebookServer } from '../../core/notebook/server.js';
 import type { RunningNotebookServer } from '../../core/notebook/server.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { startServer, type RunningServer } from '../../core/kernel/server.js';
+import { startServer, type RunningServer } from '../../core/app/server.js';
 import { Logger } from '../../core/kernel/log.js';
 import { notebookSubsystem } from '../../core/notebook/subsystem.js';
 

@@ -2,7 +2,7 @@ import { copyFile, mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { notebookCli } from '../../core/notebook/cli.js';
+import { notebookCli } from '../../core/app/cli/notebook.js';
 import { makeWorkspace, startTestServer, type TestServer } from '../support/server.js';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer } from '../../core/kernel/server.js';
+import { startServer } from '../../core/app/server.js';
 import { agentSource, makeWorkspace, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Subsystem } from '../../core/kernel/context.js';
-import { SUBSYSTEMS } from '../../core/kernel/subsystems.js';
+import { SUBSYSTEMS } from '../../core/app/subsystems.js';
 import { launchBrowser, type Browser } from '../e2e/browser.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { rawRequest } from './raw.js';

@@ -3,7 +3,7 @@ import { mkdtemp, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Logger } from '../../core/kernel/log.js';
-import { startServer, type RunningServer, type StartOptions } from '../../core/kernel/server.js';
+import { startServer, type RunningServer, type StartOptions } from '../../core/app/server.js';
 import type { SettingsInput } from '../../core/kernel/settings.js';
 
 /**

@@ -5,12 +5,12 @@
  * process for the command, said on stderr so the person knows why it took longer and that nothing
  * stays running.
  */
-import type { CliIO } from './cli.js';
-import { CommandError, UsageError } from './cli-convention.js';
-import { Logger } from './log.js';
-import { serverFor } from './server-files.js';
-import { startServer, StartupError } from './server.js';
-import { loadSettings, resolveSecret, SettingsError, type Settings } from './settings.js';
+import type { CliIO } from './convention.js';
+import { CommandError, UsageError } from './convention.js';
+import { Logger } from '../../kernel/log.js';
+import { serverFor } from '../../kernel/server-files.js';
+import { startServer, StartupError } from '../server.js';
+import { loadSettings, resolveSecret, SettingsError, type Settings } from '../../kernel/settings.js';
 
 export interface Attached {
   url: string;

@@ -1,23 +1,23 @@
 /**
  * `hangar code …`: the coding-run harness from a terminal. Every command is a client of the HTTP
  * API: it attaches to the Hangar running on its workspace (found through its runtime file,
- * core/kernel/attach.ts), or to `--url` (token from `--session` or the workspace's
+ * core/app/cli/attach.ts), or to `--url` (token from `--session` or the workspace's
  * .hangar/code-session.json); only when none runs does it start a headless server in-process for
  * the command, and says so on stderr. Progress (waves, gates, tickets) is printed from the run's
  * SSE stream as it happens.
  *
- * Exit codes (core/kernel/cli-convention.ts): 0 done (a run succeeded), 1 a run failed or was
+ * Exit codes (core/app/cli/convention.ts): 0 done (a run succeeded), 1 a run failed or was
  * cancelled or the server could not be reached, 2 usage or settings error.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createParser } from 'eventsource-parser';
-import type { CliIO } from '../kernel/cli.js';
-import { attachOrStart, type Attached } from '../kernel/attach.js';
-import { CommandError, report, UsageError } from '../kernel/cli-convention.js';
-import type { RunEvent, RunRecord } from './schemas.js';
-import { SESSION_FILE } from './subsystem.js';
+import type { CliIO } from './convention.js';
+import { attachOrStart, type Attached } from './attach.js';
+import { CommandError, report, UsageError } from './convention.js';
+import type { RunEvent, RunRecord } from '../../coderun/schemas.js';
+import { SESSION_FILE } from '../../coderun/subsystem.js';
 
 export const CODE_HELP = `Usage:
   hangar code run "<request>" [--repo DIR] [--teams a,b] [--approve]   plan and run; prints waves, gates, tickets

@@ -6,19 +6,19 @@
 export type CommandRunner = (args: string[]) => Promise<number>;
 
 export const COMMANDS: Record<string, () => Promise<CommandRunner>> = {
-  code: () => import('../coderun/cli.js').then((m) => m.codeCli),
+  code: () => import('./code.js').then((m) => m.codeCli),
   init: () =>
-    Promise.all([import('./init-cli.js'), import('../../desktop/build.js')]).then(
+    Promise.all([import('./init.js'), import('../../../desktop/build.js')]).then(
       ([m, build]) =>
         (args: string[]) =>
           m.initCli(args, build.repositoryRoot()),
     ),
   list: () =>
-    Promise.all([import('./list-cli.js'), import('../../desktop/build.js')]).then(
+    Promise.all([import('./list.js'), import('../../../desktop/build.js')]).then(
       ([m, build]) =>
         (args: string[]) =>
           m.listCli(args, build.repositoryRoot()),
     ),
-  login: () => import('../coderun/login-cli.js').then((m) => (args: string[]) => m.loginCli(args)),
-  notebook: () => import('../notebook/cli.js').then((m) => (args: string[]) => m.notebookCli(args)),
+  login: () => import('./login.js').then((m) => (args: string[]) => m.loginCli(args)),
+  notebook: () => import('./notebook.js').then((m) => (args: string[]) => m.notebookCli(args)),
 };

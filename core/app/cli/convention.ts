@@ -6,7 +6,11 @@
  * - `--help` prints usage on stdout and exits 0.
  * As git and npm do, a usage error does not print the whole usage again: the line says where it is.
  */
-import type { CliIO } from './cli.js';
+/** Where a command writes its lines (tests pass their own). */
+export interface CliIO {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
 
 /** A mistake in how the command was called: exit 2. */
 export class UsageError extends Error {

@@ -18,9 +18,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { CliIO } from './cli.js';
-import { CommandError, report, UsageError } from './cli-convention.js';
-import { VERSION } from './version.js';
+import type { CliIO } from './convention.js';
+import { CommandError, report, UsageError } from './convention.js';
+import { VERSION } from '../../kernel/version.js';
 
 export const INIT_HELP = `Usage: hangar init [DIR]
 

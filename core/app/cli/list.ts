@@ -10,10 +10,10 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { CliIO } from './cli.js';
-import { report, UsageError } from './cli-convention.js';
-import { listServers, workspacesUnder, type ServerInfo } from './server-files.js';
-import { loadSettings, SettingsError } from './settings.js';
+import type { CliIO } from './convention.js';
+import { report, UsageError } from './convention.js';
+import { listServers, workspacesUnder, type ServerInfo } from '../../kernel/server-files.js';
+import { loadSettings, SettingsError } from '../../kernel/settings.js';
 
 export const LIST_HELP = `Usage: hangar list [--root DIR] [--json]
 

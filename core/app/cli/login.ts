@@ -11,14 +11,14 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { repositoryRoot } from '../../desktop/build.js';
-import type { CliIO } from '../kernel/cli.js';
-import { firstToken } from '../kernel/attach.js';
-import { CommandError, report, UsageError } from '../kernel/cli-convention.js';
-import { listServers } from '../kernel/server-files.js';
-import { loadSettings, SettingsError } from '../kernel/settings.js';
-import { LOGIN_LINKS_PATH } from './login.js';
-import { SESSION_FILE } from './subsystem.js';
+import { repositoryRoot } from '../../../desktop/build.js';
+import type { CliIO } from './convention.js';
+import { firstToken } from './attach.js';
+import { CommandError, report, UsageError } from './convention.js';
+import { listServers } from '../../kernel/server-files.js';
+import { loadSettings, SettingsError } from '../../kernel/settings.js';
+import { LOGIN_LINKS_PATH } from '../../coderun/login.js';
+import { SESSION_FILE } from '../../coderun/subsystem.js';
 
 export const LOGIN_HELP = `Usage: hangar login [--root DIR] [--config FILE] [--url URL]
 

@@ -2,14 +2,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { COMMANDS } from './commands.js';
-import { errorLine } from './cli-convention.js';
-import { listServers } from './server-files.js';
-import { startServer, StartupError } from './server.js';
-import { loadSettings, SettingsError } from './settings.js';
-import { PLATFORM_NAME, VERSION } from './version.js';
-import { browserToken, loginUrl } from '../coderun/login.js';
-import { loginLinks, recordServerUrl } from '../coderun/subsystem.js';
-import { openAppWindow, type WindowOutcome } from './window.js';
+import { errorLine, type CliIO } from './convention.js';
+import { listServers } from '../../kernel/server-files.js';
+import { startServer, StartupError } from '../server.js';
+import { loadSettings, SettingsError } from '../../kernel/settings.js';
+import { PLATFORM_NAME, VERSION } from '../../kernel/version.js';
+import { browserToken, loginUrl } from '../../coderun/login.js';
+import { loginLinks, recordServerUrl } from '../../coderun/subsystem.js';
+import { openAppWindow, type WindowOutcome } from '../window.js';
 
 export const HELP = `${PLATFORM_NAME} ${VERSION} — local-first agent platform
 
@@ -38,15 +38,11 @@ failures, the same in every subcommand.`;
 
 /** The repository folder, which is also the default workspace. */
 function repositoryRoot(): string {
-  // Both core/kernel/cli.ts (tests) and dist/cli.mjs (built) sit at a fixed depth below it.
+  // Both core/app/cli/main.ts (tests) and dist/cli.mjs (built) sit at a fixed depth below it.
   const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.basename(here) === 'dist' ? path.dirname(here) : path.resolve(here, '..', '..');
+  return path.basename(here) === 'dist' ? path.dirname(here) : path.resolve(here, '..', '..', '..');
 }
 
-export interface CliIO {
-  out: (line: string) => void;
-  err: (line: string) => void;
-}
 
 const defaultIO: CliIO = {
   out: (line) => process.stdout.write(line + '\n'),

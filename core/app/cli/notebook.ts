@@ -6,7 +6,7 @@
  * Exit codes: 0 success; 1 the notebook ran but a cell failed (`run`), the notebooks differ
  * (`diff`, like diff(1)), a server could not be reached, or an export could not be produced; 2
  * usage errors and unreadable files. Errors are one `hangar: <what> (<how to fix>)` line on stderr
- * (core/kernel/cli-convention.ts).
+ * (core/app/cli/convention.ts).
  *
  * Decisions where the spec is silent:
  * - `--file` for dev/start is a notebook file (the spec's table says "py file": ours are `.nb.ts`
@@ -30,16 +30,16 @@ import { existsSync } from 'node:fs';
 import { writeFile, mkdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { diffNotebooks, formatDiffHtml, formatDiffText } from './diff.js';
-import { exportDocker, htmlToPdf, LAYOUTS, MissingBrowserError, pipelineDefinition, reportHtml, type Layout } from './export.js';
-import { convertedPath, formatOf, NotebookFormatError, nameFromPath, readNotebookFile, writeNotebookFile } from './formats.js';
-import { outputToText } from './render.js';
-import type { Cell, CellState } from './schemas.js';
-import { runNotebook, type HeadlessRunResult } from './service.js';
-import { attachOrStart } from '../kernel/attach.js';
-import { serverFor } from '../kernel/server-files.js';
-import { report, UsageError as CliUsageError } from '../kernel/cli-convention.js';
-import { startAppServer, startNotebookServer, startUiServer, type RunningNotebookServer } from './server.js';
+import { diffNotebooks, formatDiffHtml, formatDiffText } from '../../notebook/diff.js';
+import { exportDocker, htmlToPdf, LAYOUTS, MissingBrowserError, pipelineDefinition, reportHtml, type Layout } from '../../notebook/export.js';
+import { convertedPath, formatOf, NotebookFormatError, nameFromPath, readNotebookFile, writeNotebookFile } from '../../notebook/formats.js';
+import { outputToText } from '../../notebook/render.js';
+import type { Cell, CellState } from '../../notebook/schemas.js';
+import { runNotebook, type HeadlessRunResult } from '../../notebook/service.js';
+import { attachOrStart } from './attach.js';
+import { serverFor } from '../../kernel/server-files.js';
+import { report, UsageError as CliUsageError } from './convention.js';
+import { startAppServer, startNotebookServer, startUiServer, type RunningNotebookServer } from '../../notebook/server.js';
 
 export const EXPORT_FORMATS = ['pipeline', 'html', 'pdf', 'docker'] as const;
 
@@ -327,7 +327,7 @@ async function workspaceFor(file: string | undefined, name: string): Promise<{ r
   const initial = `${name}.nb.ts`;
   const path = join(root, 'notebooks', initial);
   if (!existsSync(path)) {
-    const { Notebook } = await import('./schemas.js');
+    const { Notebook } = await import('../../notebook/schemas.js');
     await writeNotebookFile(Notebook.parse({ name, cells: [{}] }), path);
   }
   return { root, initial };

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { SUBSYSTEMS } from '../../../core/kernel/subsystems.js';
+import { SUBSYSTEMS } from '../../../core/app/subsystems.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import type { ScriptedModel } from './scripted-model.js';
 

@@ -13,6 +13,8 @@ import { Metrics } from '../platform/metrics.js';
 import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { Discovery } from '../kernel/discovery.js';
+import { Services } from '../kernel/services.js';
+import { checkProvided, planSubsystems } from './plan.js';
 import { Logger } from '../kernel/log.js';
 import { Registry } from '../kernel/registry.js';
 import { isLoopbackHost, SettingsSchema, type Settings, type SettingsInput } from '../kernel/settings.js';
@@ -124,9 +126,10 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     rateLimiter: new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths),
     upgrades: new Map(),
     agentSurface: { endpoints: {}, capabilities: {} },
+    services: new Services(),
   };
 
-  const subsystems = options.subsystems ?? SUBSYSTEMS;
+  const subsystems = planSubsystems(options.subsystems ?? SUBSYSTEMS);
   const { app, server } = createApp({
     settings,
     log,
@@ -138,6 +141,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   for (const subsystem of subsystems) {
     for (const kind of subsystem.kinds ?? []) discovery.register(kind);
     await subsystem.setup?.(ctx);
+    checkProvided(subsystem, (name) => ctx.services.has(name));
   }
   for (const subsystem of subsystems) subsystem.routes?.(app, ctx);
   await app.ready();

@@ -11,6 +11,7 @@ import type { InvocationRecorder } from '../logs/recorder.js';
 import type { Discovery } from './discovery.js';
 import type { Logger } from './log.js';
 import type { DropInKind, Registry } from './registry.js';
+import type { ServiceName, Services } from './services.js';
 import type { Settings } from './settings.js';
 import type { TypeChecker } from './typecheck.js';
 
@@ -63,6 +64,8 @@ export interface HangarContext {
    * are built from this, so a card never lists a route this deployment does not serve.
    */
   readonly agentSurface: { endpoints: Record<string, string>; capabilities: Record<string, boolean> };
+  /** Other subsystems' services, typed (core/kernel/services.ts). */
+  readonly services: Services;
   /** The task board (core/tasks), set by its subsystem; its methods answer 501 when `tasks.enabled` is off. */
   tasks?: TaskService;
   /** The agent runtime (core/agents): execution service, engine, threads, feedback; set by its subsystem. */
@@ -80,6 +83,12 @@ export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer
  */
 export interface Subsystem {
   name: string;
+  /** Services this subsystem puts in `ctx.services` at setup (core/kernel/services.ts). */
+  provides?: readonly ServiceName[];
+  /** Services it needs: start-up refuses to run without their providers, and sets it up after them. */
+  depends?: readonly ServiceName[];
+  /** Services it uses when present (set up after them if they are); it works without them. */
+  uses?: readonly ServiceName[];
   kinds?: DropInKind<any>[];
   setup?(ctx: HangarContext): void | Promise<void>;
   /** Adds its routes (and any hooks) to the one app; called once, after every subsystem's setup. */

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { RouteDoc } from '../http/openapi.js';
 import { QUERY_METHODS } from './schemas.js';
 import { routesOf } from './router.js';
-import { MAX_BATCH_ITEMS } from './tasks.js';
+import { MAX_BATCH_ITEMS } from '../tasks/batch.js';
 import { ENDPOINTS_PREFIX, UpstreamResultModel, routePath, type EndpointService } from './service.js';
 
 const TAGS = ['endpoints'];

@@ -20,6 +20,7 @@
  * - Cancelling the task aborts the upstream calls in flight.
  */
 import { HttpError, errorMessage, unprocessable } from '../http/errors.js';
+import { batchInputs, runBatch, type BatchOutcome } from '../tasks/batch.js';
 import type { TaskService } from '../tasks/service.js';
 import type { HttpMethod } from './schemas.js';
 import { EndpointFailure, type EndpointService } from './service.js';
@@ -27,7 +28,6 @@ import type { UpstreamResult } from './types.js';
 
 export const ENDPOINT_CALL_TASK = 'endpoint.call';
 export const ENDPOINT_BATCH_TASK = 'endpoint.batch';
-export const MAX_BATCH_ITEMS = 1_000;
 export const BATCH_CONCURRENCY = 4;
 
 interface CallInput {
@@ -49,12 +49,7 @@ export interface BatchItemResult {
   error: string | null;
 }
 
-export interface BatchResult {
-  total: number;
-  succeeded: number;
-  failed: number;
-  results: BatchItemResult[];
-}
+export type BatchResult = BatchOutcome<BatchItemResult>;
 
 /** Submits endpoint runs to the board; what the `/async` and `/batch` routes call. */
 export class EndpointJobs {
@@ -75,7 +70,15 @@ export class EndpointJobs {
     if (!tasks.hasKind(ENDPOINT_BATCH_TASK)) {
       tasks.registerKind(ENDPOINT_BATCH_TASK, {
         prepare: ({ target, input }) => ({ target, input: this.#checkBatch(target, input, 'body.input') }),
-        run: (ctx) => this.#runBatch(ctx.task.target, ctx.task.input as BatchInput, ctx.signal, ctx.progress),
+        run: (ctx): Promise<BatchResult> => {
+          const { method, inputs } = ctx.task.input as BatchInput;
+          return runBatch(ctx, inputs, {
+            concurrency: BATCH_CONCURRENCY,
+            unit: 'inputs',
+            item: (input, index) => this.#item(ctx.task.target, method, input, index, ctx.signal),
+            succeeded: (result) => result.success,
+          });
+        },
       });
     }
   }
@@ -113,36 +116,9 @@ export class EndpointJobs {
   #checkBatch(name: string, raw: unknown, where: string): BatchInput {
     const batch = (raw ?? {}) as Partial<BatchInput>;
     const method = this.#method(name, batch.method);
-    if (!Array.isArray(batch.inputs)) throw unprocessable(`${where}.inputs: expected an array of inputs`);
-    if (batch.inputs.length === 0) throw unprocessable(`${where}.inputs: at least one input is needed`);
-    if (batch.inputs.length > MAX_BATCH_ITEMS) {
-      throw unprocessable(`${where}.inputs: at most ${MAX_BATCH_ITEMS} inputs per batch (got ${batch.inputs.length})`);
-    }
-    batch.inputs.forEach((item, i) => this.endpoints.checkInput(name, item, `${where}.inputs.${i}`));
-    return { method, inputs: batch.inputs };
-  }
-
-  async #runBatch(
-    name: string,
-    batch: BatchInput,
-    signal: AbortSignal,
-    progress: (percent: number, message?: string) => void,
-  ): Promise<BatchResult> {
-    const results: BatchItemResult[] = new Array(batch.inputs.length);
-    let next = 0;
-    let done = 0;
-    const worker = async () => {
-      while (next < batch.inputs.length && !signal.aborted) {
-        const index = next++;
-        results[index] = await this.#item(name, batch.method, batch.inputs[index], index, signal);
-        done++;
-        progress((done / batch.inputs.length) * 100, `${done}/${batch.inputs.length} inputs`);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(BATCH_CONCURRENCY, batch.inputs.length) }, worker));
-    if (signal.aborted) throw new Error('batch cancelled');
-    const succeeded = results.filter((r) => r.success).length;
-    return { total: results.length, succeeded, failed: results.length - succeeded, results };
+    const inputs = batchInputs(batch, where);
+    inputs.forEach((item, i) => this.endpoints.checkInput(name, item, `${where}.inputs.${i}`));
+    return { method, inputs };
   }
 
   async #item(name: string, method: HttpMethod, input: unknown, index: number, signal: AbortSignal): Promise<BatchItemResult> {

@@ -9,14 +9,14 @@
  * at a time and always completes, listing each run's status, output, error and run id (every run
  * is also stored as usual). Neither kind is idempotent: steps may call upstreams that act.
  */
-import { errorMessage, unprocessable } from '../http/errors.js';
+import { errorMessage } from '../http/errors.js';
+import { batchInputs, runBatch, type BatchOutcome } from '../tasks/batch.js';
 import type { TaskService } from '../tasks/service.js';
 import { checkRunInput } from './input.js';
 import { PipelineRunFailed, type PipelineService } from './service.js';
 
 export const PIPELINE_RUN_TASK = 'pipeline.run';
 export const PIPELINE_BATCH_TASK = 'pipeline.batch';
-export const MAX_BATCH_ITEMS = 1_000;
 export const BATCH_CONCURRENCY = 2;
 
 export interface PipelineBatchItem {
@@ -46,26 +46,15 @@ export class PipelineJobs {
       tasks.registerKind(PIPELINE_BATCH_TASK, {
         prepare: async ({ target, input }) => {
           await this.pipelines.runnable(target);
-          return { input: { inputs: checkInputs(input, 'body.input') } };
+          return { input: { inputs: batchInputs(input, 'body.input') } };
         },
-        run: async (ctx) => {
-          const inputs = (ctx.task.input as { inputs: unknown[] }).inputs;
-          const results: PipelineBatchItem[] = new Array(inputs.length);
-          let next = 0;
-          let done = 0;
-          const worker = async () => {
-            while (next < inputs.length && !ctx.signal.aborted) {
-              const index = next++;
-              results[index] = await this.#item(ctx.task.target, inputs[index], index, ctx.task.principal, ctx.signal, ctx.task.id);
-              done++;
-              ctx.progress((done / inputs.length) * 100, `${done}/${inputs.length} runs`);
-            }
-          };
-          await Promise.all(Array.from({ length: Math.min(BATCH_CONCURRENCY, inputs.length) }, worker));
-          if (ctx.signal.aborted) throw new Error('batch cancelled');
-          const succeeded = results.filter((r) => r.status === 'completed').length;
-          return { total: inputs.length, succeeded, failed: inputs.length - succeeded, results };
-        },
+        run: (ctx): Promise<BatchOutcome<PipelineBatchItem>> =>
+          runBatch(ctx, (ctx.task.input as { inputs: unknown[] }).inputs, {
+            concurrency: BATCH_CONCURRENCY,
+            unit: 'runs',
+            item: (input, index) => this.#item(ctx.task.target, input, index, ctx.task.principal, ctx.signal, ctx.task.id),
+            succeeded: (item) => item.status === 'completed',
+          }),
       });
     }
   }
@@ -77,7 +66,7 @@ export class PipelineJobs {
 
   async submitBatch(name: string, body: unknown, principal: string) {
     const definition = await this.pipelines.runnable(name);
-    const inputs = checkInputs(body, 'body');
+    const inputs = batchInputs(body, 'body');
     inputs.forEach((input, i) => checkRunInput(definition.input_schema, input ?? {}, `body.inputs.${i}`));
     return this.tasks.submit({ kind: PIPELINE_BATCH_TASK, target: name, input: { inputs }, principal });
   }
@@ -93,12 +82,4 @@ export class PipelineJobs {
       return { index, status: signal.aborted ? 'canceled' : 'failed', run_id: null, output: null, error: errorMessage(err), failed_step: null };
     }
   }
-}
-
-function checkInputs(body: unknown, where: string): unknown[] {
-  const inputs = (body as { inputs?: unknown })?.inputs;
-  if (!Array.isArray(inputs)) throw unprocessable(`${where}.inputs: expected an array of inputs`);
-  if (inputs.length === 0) throw unprocessable(`${where}.inputs: at least one input is needed`);
-  if (inputs.length > MAX_BATCH_ITEMS) throw unprocessable(`${where}.inputs: at most ${MAX_BATCH_ITEMS} inputs per batch (got ${inputs.length})`);
-  return inputs;
 }

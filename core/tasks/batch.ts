@@ -1,0 +1,68 @@
+/**
+ * A batch as one task on the board: many inputs run through the same work a few at a time, each
+ * item ending in a result of its own, so one bad input does not sink the rest. The endpoints',
+ * pipelines' and ingestors' batch kinds all run this way; what an item is and how it reports its
+ * failure stays with them.
+ */
+import { unprocessable } from '../http/errors.js';
+import type { TaskContext } from './service.js';
+
+/** Inputs one batch may hold: past that, a caller should split its work into several tasks. */
+export const MAX_BATCH_ITEMS = 1_000;
+
+/** The task result of a batch: the counts, then every item's own result in input order. */
+export interface BatchOutcome<Result> {
+  total: number;
+  succeeded: number;
+  failed: number;
+  results: Result[];
+}
+
+export interface BatchWork<Input, Result> {
+  /** Items in flight at once; they start in input order. */
+  concurrency: number;
+  /** What progress messages count (`3/10 inputs`). */
+  unit: string;
+  /** Run one item. It should not throw: a failed item is a result too (`succeeded` says which). */
+  item(input: Input, index: number): Promise<Result>;
+  succeeded(result: Result): boolean;
+}
+
+/**
+ * The `inputs` array of a batch submission, refused with a 422 naming the field (`where` is the
+ * path of the object holding it, `body` or `body.input`) unless it holds 1 to `MAX_BATCH_ITEMS` items.
+ */
+export function batchInputs(body: unknown, where: string): unknown[] {
+  const inputs = (body as { inputs?: unknown } | null | undefined)?.inputs;
+  if (!Array.isArray(inputs)) throw unprocessable(`${where}.inputs: expected an array of inputs`);
+  if (inputs.length === 0) throw unprocessable(`${where}.inputs: at least one input is needed`);
+  if (inputs.length > MAX_BATCH_ITEMS) throw unprocessable(`${where}.inputs: at most ${MAX_BATCH_ITEMS} inputs per batch (got ${inputs.length})`);
+  return inputs;
+}
+
+/**
+ * Run every input through `work.item`, reporting progress after each item. A cancelled task starts
+ * no further item, waits for those in flight (they got the task's signal) and then fails, since the
+ * board discards a cancelled task's outcome anyway.
+ */
+export async function runBatch<Input, Result>(
+  ctx: Pick<TaskContext, 'signal' | 'progress'>,
+  inputs: readonly Input[],
+  work: BatchWork<Input, Result>,
+): Promise<BatchOutcome<Result>> {
+  const results: Result[] = new Array(inputs.length);
+  let next = 0;
+  let done = 0;
+  const lane = async () => {
+    while (next < inputs.length && !ctx.signal.aborted) {
+      const index = next++;
+      results[index] = await work.item(inputs[index], index);
+      done++;
+      ctx.progress((done / inputs.length) * 100, `${done}/${inputs.length} ${work.unit}`);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(work.concurrency, inputs.length) }, lane));
+  if (ctx.signal.aborted) throw new Error('batch cancelled');
+  const succeeded = results.filter((r) => work.succeeded(r)).length;
+  return { total: inputs.length, succeeded, failed: inputs.length - succeeded, results };
+}

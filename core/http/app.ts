@@ -65,7 +65,7 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     // A target the router cannot decode (`%zz`, broken UTF-8) is the caller's mistake, said as `{detail}`.
     frameworkErrors: (err, req, reply) => {
       const error = err.code === 'FST_ERR_BAD_URL' ? badRequest(`the request path is not valid percent-encoding: ${req.originalUrl}`) : toHttpError(err);
-      void (reply as FastifyReply).code(error.status).headers(error.headers).send(error.toBody());
+      void (reply as FastifyReply).code(error.status).headers(error.headers).send({ ...error.toBody(), code: error.code });
     },
   });
   app.decorateRequest('principal', '');
@@ -152,7 +152,7 @@ export function answerWithDetail(
       return;
     }
     const shown = scrub(error);
-    reply.code(shown.status).headers(shown.headers).send(shown.toBody());
+    reply.code(shown.status).headers(shown.headers).send({ ...shown.toBody(), code: shown.code });
   });
 }
 

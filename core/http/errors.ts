@@ -4,30 +4,12 @@
  * turns them into responses. Anything else thrown is normalised by `toHttpError` into a 500.
  */
 
-export type ErrorDetail = string | Record<string, unknown>;
-
-export class HttpError extends Error {
-  readonly status: number;
-  readonly detail: ErrorDetail;
-  /** Extra response headers, e.g. Retry-After on 429/503. */
-  readonly headers: Record<string, string>;
-
-  /** Fields the body carries beside `detail` (where a drop-in failed: file, line, excerpt). */
-  readonly fields: Record<string, unknown>;
-
-  constructor(status: number, detail: ErrorDetail, headers: Record<string, string> = {}, fields: Record<string, unknown> = {}) {
-    super(typeof detail === 'string' ? detail : JSON.stringify(detail));
-    this.name = 'HttpError';
-    this.status = status;
-    this.detail = detail;
-    this.headers = headers;
-    this.fields = fields;
-  }
-
-  toBody(): { detail: ErrorDetail } & Record<string, unknown> {
-    return { ...this.fields, detail: this.detail };
-  }
-}
+/**
+ * Until every call site names its catalogue code, `HttpError` is the same class as the kernel's
+ * `HangarError` (a status without a code gets a generic code by status).
+ */
+export { HangarError as HttpError, type ErrorDetail } from '../kernel/errors.js';
+import { HangarError as HttpError, errorMessage, fail, type ErrorDetail } from '../kernel/errors.js';
 
 // The catalogue: one constructor per status the spec uses, so call sites read as the spec does.
 export const badRequest = (detail: string) => new HttpError(400, detail);
@@ -57,11 +39,10 @@ export const serviceUnavailable = (detail: string, retryAfterSeconds?: number) =
  * column, and the code frame.
  */
 export const dropInUnavailable = (problem: { kind: string; name: string; file: string; line: number | null; column: number | null; message: string; excerpt: string | null }) =>
-  new HttpError(
-    503,
-    `${problem.kind} "${problem.name}" failed to load: ${problem.message} (${problem.file}${problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ''}` : ''}); fix the file and it reloads`,
-    {},
-    { error: problem.message, file: problem.file, line: problem.line, column: problem.column, excerpt: problem.excerpt },
+  fail(
+    'HANGAR_DROPIN_UNAVAILABLE',
+    { kind: problem.kind, name: problem.name, problem: problem.message, where: `${problem.file}${problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ''}` : ''}` },
+    { fields: { error: problem.message, file: problem.file, line: problem.line, column: problem.column, excerpt: problem.excerpt } },
   );
 
 /**
@@ -91,20 +72,11 @@ export function pathScrubber(places: { workspace: string; install: string; home:
     if (!replacements.some(([from]) => text.includes(from))) return error;
     const detail = typeof error.detail === 'string' ? scrub(error.detail) : (JSON.parse(scrub(JSON.stringify(error.detail))) as Record<string, unknown>);
     const fields = JSON.parse(scrub(JSON.stringify(error.fields))) as Record<string, unknown>;
-    return new HttpError(error.status, detail, error.headers, fields);
+    return new HttpError(error.status, detail, error.headers, fields, error.code);
   };
 }
 
-/** The message of anything thrown, without assuming it is an Error. */
-export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message || err.name;
-  if (typeof err === 'string') return err;
-  try {
-    return JSON.stringify(err);
-  } catch {
-    return String(err);
-  }
-}
+export { errorMessage } from '../kernel/errors.js';
 
 /**
  * Normalise anything thrown at a boundary (HTTP handler, task runner, SSE stream, worker).

@@ -33,7 +33,8 @@ import type { HangarContext } from '../kernel/context.js';
 import type { PendingApproval } from '../agents/approvals.js';
 import type { ApprovalDecision, RejectedRun, SuspensionDetail } from '../agents/service.js';
 import type { Task } from '../tasks/schemas.js';
-import { SettleAs, tasksDisabled, type TaskContext, type TaskKind, type TaskScope, type TaskService } from '../tasks/service.js';
+import { tasksDisabled, type TaskKind, type TaskScope, type TaskService } from '../tasks/service.js';
+import { SettleAs, type TaskContext } from '../tasks/work.js';
 import { type A2AStatusResponse, type A2ASubmitResponse, type A2ATaskRequest, messageText } from './schemas.js';
 
 export const AGENT_TASK_KIND = 'agent';

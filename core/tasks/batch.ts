@@ -5,7 +5,7 @@
  * failure stays with them.
  */
 import { unprocessable } from '../http/errors.js';
-import type { TaskContext } from './service.js';
+import type { TaskContext } from './work.js';
 
 /** Inputs one batch may hold: past that, a caller should split its work into several tasks. */
 export const MAX_BATCH_ITEMS = 1_000;

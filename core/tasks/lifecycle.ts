@@ -1,0 +1,121 @@
+/**
+ * The live tasks and their status changes, with when each change is on disk: a status change is
+ * written (its event first, then the record) before the caller goes on, progress is written behind
+ * the work, and a settled task leaves memory only once its whole log is stored.
+ */
+import type { SequencedEvent } from '../http/event-log.js';
+import type { Collection } from '../storage/store.js';
+import { type TaskEventStore, chunkOf } from './event-store.js';
+import { type LiveTask, type TaskLogger, copyTask, nowIso, trackWrite } from './live-task.js';
+import type { Task, TaskEvent, TaskStatus } from './schemas.js';
+import type { TaskWork } from './work.js';
+
+type SettleFields = Partial<Pick<Task, 'result' | 'error' | 'progress'>>;
+
+export class TaskLifecycle {
+  /** Tasks that have not settled yet, by id. */
+  readonly live = new Map<string, LiveTask>();
+
+  constructor(
+    private readonly records: Collection<Task>,
+    readonly events: TaskEventStore,
+    private readonly log: TaskLogger,
+  ) {}
+
+  track(task: Task, tail: SequencedEvent<TaskEvent>[], work?: TaskWork): LiveTask {
+    const live: LiveTask = {
+      task,
+      tail,
+      listeners: new Set(),
+      controller: new AbortController(),
+      work,
+      finishing: false,
+      firstChunk: tail.length ? chunkOf(tail[0]!.seq) : 0,
+      writes: new Set(),
+      saveQueued: false,
+      unwritten: [],
+      flushQueued: false,
+    };
+    this.live.set(task.id, live);
+    return live;
+  }
+
+  /** Rebuild the in-memory state of a stored unfinished task, its retained events included. */
+  async adopt(stored: Task): Promise<LiveTask> {
+    const last = await this.events.lastStoredSequence(stored);
+    const { events } = await this.events.replayStored(stored.id, last, 0);
+    return this.track({ ...stored, last_sequence: last }, events);
+  }
+
+  /** The move to `working` (not yet on disk: the caller persists it before the work runs). */
+  begin(live: LiveTask): void {
+    live.task.status = 'working';
+    live.task.progress = { percent: live.task.progress.percent, message: 'working' };
+    this.events.append(live, 'status');
+  }
+
+  /**
+   * A status change: its event, then the record, on disk before the caller goes on. The log goes
+   * first so a record never claims a sequence (or a terminal status) its log does not hold yet.
+   */
+  async persistNow(live: LiveTask): Promise<void> {
+    this.events.flush(live);
+    await Promise.all([...live.writes]);
+    await this.save(live);
+  }
+
+  /** Persist the record after a burst of progress events, once, on the next turn of the loop. */
+  saveSoon(live: LiveTask): void {
+    if (live.saveQueued) return;
+    live.saveQueued = true;
+    setImmediate(() => {
+      live.saveQueued = false;
+      if (live.finishing || !this.live.has(live.task.id)) return;
+      trackWrite(live, this.save(live), this.log);
+    });
+  }
+
+  /**
+   * Move to a terminal status: record it, wait until the log and the record are on disk, then end
+   * every subscriber's stream (they send [DONE]) and drop the in-memory state.
+   */
+  finish(live: LiveTask, status: TaskStatus, fields: SettleFields): Promise<void> {
+    if (live.finishing) return live.settled ?? Promise.resolve();
+    live.finishing = true;
+    live.settled = this.settle(live, status, fields);
+    return live.settled;
+  }
+
+  /** Abort every live task's work and wait for what is being written (Hangar is stopping). */
+  async abortAll(reason: string): Promise<void> {
+    const writes: Promise<unknown>[] = [];
+    for (const live of this.live.values()) {
+      if (!live.controller.signal.aborted) live.controller.abort(new Error(reason));
+      this.events.flush(live);
+      writes.push(...live.writes);
+    }
+    await Promise.allSettled(writes);
+  }
+
+  private async save(live: LiveTask): Promise<void> {
+    await this.records.put(live.task.id, copyTask(live.task));
+  }
+
+  private async settle(live: LiveTask, status: TaskStatus, fields: SettleFields): Promise<void> {
+    const { task } = live;
+    task.status = status;
+    task.finished_at = nowIso();
+    if (fields.result !== undefined) task.result = fields.result;
+    if (fields.error !== undefined) task.error = fields.error;
+    task.progress = fields.progress ?? { percent: task.progress.percent, message: status === 'failed' ? (fields.error ?? 'failed') : status };
+    // input-required has a result too: what the task is waiting for.
+    this.events.append(live, 'status', status === 'completed' || status === 'input-required' ? { result: task.result } : { error: task.error });
+    try {
+      await this.persistNow(live);
+    } finally {
+      this.live.delete(task.id);
+      for (const listener of live.listeners) listener.onEnd();
+      live.listeners.clear();
+    }
+  }
+}

@@ -9,7 +9,7 @@
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { analyzeNotebook } from '../core/notebook/analysis.ts';
-import { Kernel } from '../core/notebook/kernel.ts';
+import { NotebookRuntime } from '../core/notebook/runtime.ts';
 import { Notebook } from '../core/notebook/schemas.ts';
 import { NotebookSession } from '../core/notebook/session.ts';
 import { record } from './lib/figures.mjs';
@@ -115,7 +115,7 @@ console.log(`${'engine / baseline'.padEnd(58)} ${(perCellEngine / perCellBaselin
 // ---- 3. kernel start, interrupt-to-ready --------------------------------------------------------
 const starts = [];
 for (let i = 0; i < 10; i++) {
-  const kernel = new Kernel({ baseDir: repo });
+  const kernel = new NotebookRuntime({ baseDir: repo });
   const started = performance.now();
   await kernel.start();
   starts.push(performance.now() - started);

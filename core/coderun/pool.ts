@@ -1,18 +1,11 @@
 /**
- * The piscina pool agent loops run in, and the bridge serving their model calls on the server
- * thread. The worker is bundled by core/workers/bundle.ts (CommonJS, see why there).
+ * The worker pool agent loops run in, and the bridge serving their model calls on the server
+ * thread.
  */
-import { MessageChannel } from 'node:worker_threads';
-import { Piscina } from 'piscina';
-import { workerBundle } from '../workers/bundle.js';
+import { TaskChannel, WorkerPool } from '../lib/worker-pool.js';
 import type { AgentJob, AgentOutcome, MainToWorker, WorkerToMain } from './agent-worker.js';
 import type { ModelGate } from './model.js';
 import type { CommandWrites } from './tools.js';
-
-/** Path of the runnable worker module (a CommonJS bundle, see core/workers/bundle.ts). */
-export function agentWorkerFile(): string {
-  return workerBundle('core/coderun/agent-worker.ts');
-}
 
 export type AgentJobInput = Omit<AgentJob, 'port'>;
 
@@ -22,22 +15,15 @@ export type AgentJobInput = Omit<AgentJob, 'port'>;
  * next run, and two runs on different repositories each get their own width.
  */
 export class AgentPool {
-  private readonly pool: Piscina<AgentJob, AgentOutcome>;
-  private closing: Promise<void> | undefined;
+  private readonly pool: WorkerPool<AgentJobInput, AgentOutcome>;
   /** Most agent loops this pool runs at once. */
   readonly threads: number;
 
   constructor(threads: number) {
     this.threads = Math.max(1, threads);
-    this.pool = new Piscina<AgentJob, AgentOutcome>({
-      filename: agentWorkerFile(),
-      minThreads: 0,
-      maxThreads: this.threads,
-      idleTimeout: 30_000,
-      // An agent loop mostly waits on the model: one loop per thread at a time keeps cancellation
-      // and crash isolation per task simple.
-      concurrentTasksPerWorker: 1,
-    });
+    // An agent loop mostly waits on the model: one loop per thread at a time (the pool's rule)
+    // keeps cancellation and crash isolation per task simple.
+    this.pool = new WorkerPool({ entry: 'core/coderun/agent-worker.ts', maxThreads: this.threads, idleTimeoutMs: 30_000 });
   }
 
   /**
@@ -53,16 +39,8 @@ export class AgentPool {
     /** Which of a command's foreign writes to revert (default: all of them). */
     judgeCommandWrites: (writes: CommandWrites) => string[] = (w) => w.changes.map((c) => c.path),
   ): Promise<AgentOutcome> {
-    const { port1, port2 } = new MessageChannel();
     const calls = new AbortController();
-    const send = (msg: MainToWorker) => {
-      try {
-        port1.postMessage(msg);
-      } catch {
-        // The worker is gone; nothing is waiting for the answer.
-      }
-    };
-    port1.on('message', (msg: WorkerToMain) => {
+    const channel: TaskChannel<WorkerToMain, MainToWorker> = new TaskChannel((msg: WorkerToMain) => {
       if (msg.type === 'tool') return onTool(msg);
       if (msg.type === 'command_writes') {
         let revert: string[];
@@ -72,24 +50,24 @@ export class AgentPool {
           // A judge that fails must not leave the worker waiting: the fence's default is to revert.
           revert = msg.writes.changes.map((c) => c.path);
         }
-        return send({ type: 'command_verdict', id: msg.id, revert });
+        return channel.send({ type: 'command_verdict', id: msg.id, revert });
       }
       gate.chat({ ...msg.call, signal: calls.signal }).then(
-        (reply) => send({ type: 'model_result', id: msg.id, reply }),
-        (err: unknown) => send({ type: 'model_result', id: msg.id, error: err instanceof Error ? err.message : String(err), cancelled: calls.signal.aborted }),
+        (reply) => channel.send({ type: 'model_result', id: msg.id, reply }),
+        (err: unknown) => channel.send({ type: 'model_result', id: msg.id, error: err instanceof Error ? err.message : String(err), cancelled: calls.signal.aborted }),
       );
     });
     const hardStop = new AbortController();
     let killTimer: NodeJS.Timeout | undefined;
     const onAbort = () => {
       calls.abort();
-      send({ type: 'cancel' });
+      channel.send({ type: 'cancel' });
       killTimer = setTimeout(() => hardStop.abort(), 1000);
     };
     if (signal.aborted) onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      return await this.pool.run({ ...job, port: port2 } as AgentJob, { transferList: [port2] as never, signal: hardStop.signal });
+      return await this.pool.run(job, { channel, signal: hardStop.signal });
     } catch (err) {
       if (signal.aborted) return { status: 'cancelled', summary: '', written: [], steps: 0, refused_writes: 0, error: 'cancelled' };
       throw err;
@@ -97,14 +75,11 @@ export class AgentPool {
       clearTimeout(killTimer);
       signal.removeEventListener('abort', onAbort);
       calls.abort();
-      port1.close();
     }
   }
 
   /** Stop the threads; safe to call again (the run's end and the server's close both call it). */
   close(): Promise<void> {
-    this.closing ??= this.pool.destroy();
-    return this.closing;
+    return this.pool.close();
   }
 }
-

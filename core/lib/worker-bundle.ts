@@ -1,5 +1,5 @@
 /**
- * Worker-thread entry points are TypeScript, which Node 20 worker threads cannot load, so each is
+ * Worker-thread entry points are TypeScript, which worker threads cannot load as they are, so each is
  * bundled by esbuild on first use into `node_modules/.cache/hangar-workers/<name>.<hash>.cjs` —
  * inside the package, so the worker's bare imports (zod, arquero, …) resolve to Hangar's own
  * dependencies. The hash is of the bundle itself, so any change to the worker or a module it
@@ -22,7 +22,7 @@ const built = new Map<string, string>();
 
 /**
  * The repository (package) root: the nearest folder above this module with `core/` and a
- * package.json. From source this module is core/workers/; bundled it is dist/ or a build folder.
+ * package.json. From source this module is core/lib/; bundled it is dist/ or a build folder.
  */
 export function packageRoot(): string {
   for (let dir = here; ; dir = dirname(dir)) {

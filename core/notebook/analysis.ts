@@ -81,7 +81,7 @@ export interface CellAnalysis {
 }
 
 /**
- * Helpers the kernel puts in every cell's scope (see `kernel-worker.ts`). They are treated as
+ * Helpers the kernel puts in every cell's scope (see `runtime-worker.ts`). They are treated as
  * globals so using them creates no dependency.
  */
 export const KERNEL_HELPERS = ['display', 'html', 'svg', 'md', 'chart', 'table', 'image', 'notebookPath'] as const;

@@ -269,8 +269,8 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
     // The CLI module only exports notebookCli; the runner calls it with the container's arguments.
     footer: { js: 'notebookCli(process.argv.slice(2)).then((code) => process.exit(code));' } });
   // The kernel worker and the nbformat schema are files the runner loads from its own folder.
-  // CommonJS, for the reason given in core/workers/bundle.ts.
-  await build({ ...common, format: 'cjs', entryPoints: [join(here, 'kernel-worker.ts')], outfile: join(outDir, 'kernel-worker.cjs') });
+  // CommonJS, for the reason given in core/lib/worker-bundle.ts.
+  await build({ ...common, format: 'cjs', entryPoints: [join(here, 'runtime-worker.ts')], outfile: join(outDir, 'runtime-worker.cjs') });
   await copyFile(join(here, 'nbformat.v4.schema.json'), join(outDir, 'nbformat.v4.schema.json'));
   await copyFile(join(here, 'NBFORMAT-LICENSE'), join(outDir, 'NBFORMAT-LICENSE'));
   await writeFile(join(outDir, 'Dockerfile'), `# Runs the notebook "${notebook.name}" headlessly; exits non-zero if a cell fails.
@@ -282,5 +282,5 @@ COPY . .
 CMD ["node", "runner.mjs", "run", "notebook.nb.ts"]
 `);
   await writeFile(join(outDir, '.dockerignore'), 'node_modules\n');
-  return ['Dockerfile', '.dockerignore', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'kernel-worker.cjs', 'nbformat.v4.schema.json', 'NBFORMAT-LICENSE'];
+  return ['Dockerfile', '.dockerignore', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'runtime-worker.cjs', 'nbformat.v4.schema.json', 'NBFORMAT-LICENSE'];
 }

@@ -1,5 +1,6 @@
 /**
- * The kernel: runs inside a piscina worker thread, one thread per open notebook. Module-level state
+ * The notebook runtime's worker (what Jupyter calls the kernel): runs inside a worker thread, one
+ * thread per open notebook (see `runtime.ts`). Module-level state
  * here *is* the notebook's memory: `scope` holds every shared top-level name the cells defined, so
  * values persist between runs until the thread is terminated (interrupt/restart/crash).
  *
@@ -8,9 +9,9 @@
  * distinct program with `vm.runInThisContext` under the file name `cell:<id>`, so stack frames
  * point at the cell and can be mapped back to its source lines.
  *
- * Outputs are both streamed over a MessagePort (for live UIs) and returned with the task result
- * (authoritative; the two channels are not ordered relative to each other). Known edge case:
- * output from timers a cell leaves running is attributed to whichever cell runs when it fires.
+ * Outputs are both streamed over the run's `port`, when it has one (for live UIs), and returned
+ * with the task result (authoritative). Known edge case: output from timers a cell leaves running
+ * is attributed to whichever cell runs when it fires.
  */
 import { createRequire } from 'node:module';
 import { Console } from 'node:console';
@@ -22,8 +23,8 @@ import type { MessagePort } from 'node:worker_threads';
 import { helpers, renderValue } from './render.js';
 import type { Output } from './schemas.js';
 
-export type KernelTask =
-  | { op: 'init'; port: MessagePort; baseDir: string; fallbackDir: string }
+export type RuntimeTask =
+  | { op: 'init'; baseDir: string; fallbackDir: string }
   | { op: 'ping' }
   | { op: 'delete'; names: string[] }
   /**
@@ -35,7 +36,6 @@ export type KernelTask =
   | { op: 'call'; module: string; fn: string; name?: string; args: unknown }
   | {
       op: 'run';
-      runId: number;
       cellId: string;
       program: string;
       reads: string[];
@@ -43,6 +43,8 @@ export type KernelTask =
       lineMap: number[];
       segmentMap?: Array<Array<[number, number]>>;
       executionCount: number;
+      /** Where each output is posted as it is produced (absent: nobody watches live). */
+      port?: MessagePort;
     };
 
 export interface RunResult {
@@ -58,12 +60,6 @@ export interface RunResult {
 /** Answer to a `call` task: the function's value, or the name that is not defined. */
 export type CallResult = { value: unknown } | { missing: string; names: string[] };
 
-export interface StreamedOutput {
-  runId: number;
-  seq: number;
-  output: Output;
-}
-
 const scope: Record<string, unknown> = Object.create(null);
 /** Which cell defined each name, so a re-run first removes what the cell defined last time. */
 const owners = new Map<string, string>();
@@ -71,21 +67,17 @@ const defined = new Map<string, string[]>();
 const compiled = new Map<string, (hangar: unknown, scope: unknown) => Promise<Record<string, unknown>>>();
 const COMPILED_LIMIT = 2000;
 
-let port: MessagePort | undefined;
 let baseDir = process.cwd();
 let fallbackDir = process.cwd();
 
 /** The run in progress: where console output and display() calls go. */
-let current: { runId: number; outputs: Output[]; seq: number } | undefined;
+let current: { outputs: Output[]; port: MessagePort | undefined } | undefined;
 
-/**
- * Record an output and stream it. The task result carries every output in emission order (index =
- * `seq`), so the server can deliver any the port has not delivered yet when the result arrives.
- */
+/** Record an output and stream it. */
 function emit(output: Output): void {
   if (!current) return;
   current.outputs.push(output);
-  port?.postMessage({ runId: current.runId, seq: current.seq++, output } satisfies StreamedOutput);
+  current.port?.postMessage(output);
 }
 
 const streamTo = (name: 'stdout' | 'stderr') =>
@@ -176,10 +168,9 @@ function errorOutput(
   return { output: { output_type: 'error', ename, evalue, traceback: [`${ename}: ${evalue}`, ...frames] }, line };
 }
 
-export default async function kernel(task: KernelTask): Promise<RunResult | CallResult | null> {
+export default async function runtime(task: RuntimeTask): Promise<RunResult | CallResult | null> {
   switch (task.op) {
     case 'init':
-      port = task.port;
       baseDir = task.baseDir;
       fallbackDir = task.fallbackDir;
       return null;
@@ -197,12 +188,12 @@ export default async function kernel(task: KernelTask): Promise<RunResult | Call
       return call(task);
     default: {
       const never: never = task;
-      throw new Error(`unknown kernel task ${JSON.stringify(never)}`);
+      throw new Error(`unknown runtime task ${JSON.stringify(never)}`);
     }
   }
 }
 
-async function call(task: Extract<KernelTask, { op: 'call' }>): Promise<CallResult> {
+async function call(task: Extract<RuntimeTask, { op: 'call' }>): Promise<CallResult> {
   if (task.name !== undefined && !(task.name in scope)) return { missing: task.name, names: Object.keys(scope).sort() };
   const mod = (await import(pathToFileURL(task.module).href)) as Record<string, unknown>;
   const fn = mod[task.fn];
@@ -210,10 +201,10 @@ async function call(task: Extract<KernelTask, { op: 'call' }>): Promise<CallResu
   return { value: await fn(task.name === undefined ? undefined : scope[task.name], task.args, Object.keys(scope)) };
 }
 
-async function run(task: Extract<KernelTask, { op: 'run' }>): Promise<RunResult> {
+async function run(task: Extract<RuntimeTask, { op: 'run' }>): Promise<RunResult> {
   const started = performance.now();
   const heapBefore = process.memoryUsage().heapUsed;
-  current = { runId: task.runId, outputs: [], seq: 0 };
+  current = { outputs: [], port: task.port };
   const outputs = current.outputs;
   const finish = (status: RunResult['status'], errorLine?: number): RunResult => {
     current = undefined;

@@ -1,44 +1,36 @@
 /**
- * A notebook's kernel as seen from the server thread: a piscina pool of exactly one worker thread
- * (see `kernel-worker.ts`), so cells run in order, off the main thread, against state that lives as
- * long as the thread.
+ * A notebook's runtime (what Jupyter calls its kernel) as seen from the server thread: a worker
+ * pool of exactly one thread (see `runtime-worker.ts`), so cells run in order, off the main
+ * thread, against state that lives as long as the thread.
  *
  * Interrupting a cell stuck in a loop cannot be done politely from outside a thread, so interrupt
- * = terminate the thread and start a fresh one (piscina `destroy()` + a new pool). Every value is
+ * = terminate the thread and start a fresh one (close the pool, make a new one). Every value is
  * lost; the caller marks cells stale. The same happens on a per-cell timeout and when the thread
  * dies on its own (`process.exit()` in a cell, out of memory): the run reports the crash and the
- * next run gets a fresh kernel. `generation` counts kernels so callers can tell.
+ * next run gets a fresh runtime. `generation` counts runtimes so callers can tell.
  *
- * The worker is TypeScript, bundled to CommonJS by core/workers/bundle.ts into node_modules/.cache,
- * where bare imports in cells still resolve to Hangar's own dependencies.
+ * The worker is bundled by the pool into node_modules/.cache, where bare imports in cells still
+ * resolve to Hangar's own dependencies.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { Piscina } from 'piscina';
-import { workerBundle } from '../workers/bundle.js';
+import { TaskChannel, WorkerDeadlineError, WorkerPool } from '../lib/worker-pool.js';
 import { moduleDir, packageRoot } from './assets.js';
-import type { CallResult, KernelTask, RunResult, StreamedOutput } from './kernel-worker.js';
+import type { CallResult, RunResult, RuntimeTask } from './runtime-worker.js';
 import type { Output } from './schemas.js';
 
-export type { CallResult, RunResult } from './kernel-worker.js';
+export type { CallResult, RunResult } from './runtime-worker.js';
 
-let workerFile: string | undefined;
-
-/**
- * Path of the runnable worker module: the one a Docker export ships next to its runner, else a
- * CommonJS bundle built on first use (core/workers/bundle.ts).
- */
-export function kernelWorkerFile(): string {
-  if (workerFile) return workerFile;
-  const prebuilt = join(moduleDir, 'kernel-worker.cjs');
-  return (workerFile = existsSync(prebuilt) ? prebuilt : workerBundle('core/notebook/kernel-worker.ts'));
+/** The worker module: the bundle a Docker export ships next to its runner, else the source. */
+function runtimeWorkerEntry(): string {
+  const prebuilt = join(moduleDir, 'runtime-worker.cjs');
+  return existsSync(prebuilt) ? prebuilt : 'core/notebook/runtime-worker.ts';
 }
 
-export interface KernelOptions {
+export interface NotebookRuntimeOptions {
   /** Folder relative imports in cells resolve against (the notebook's folder). */
   baseDir: string;
-  /** Heap limit for the worker, in MB; exceeding it crashes the kernel, not the server. */
+  /** Heap limit for the worker, in MB; exceeding it crashes the runtime, not the server. */
   maxHeapMb?: number;
 }
 
@@ -52,11 +44,11 @@ export interface CellRun {
   executionCount: number;
   /** 0 or undefined = no limit. */
   timeoutMs?: number;
-  /** Called for each output as it is produced (may be called before run() resolves). */
+  /** Called for each output as it is produced; every call comes before run() resolves. */
   onOutput?: (output: Output) => void;
 }
 
-export type KernelEndReason = 'interrupted' | 'timeout' | 'crashed';
+export type RuntimeEndReason = 'interrupted' | 'timeout' | 'crashed';
 
 /** Adjacent chunks of the same stream become one output, as Jupyter front-ends show them. */
 export function mergeStreams(outputs: Output[]): Output[] {
@@ -70,18 +62,15 @@ export function mergeStreams(outputs: Output[]): Output[] {
   return merged;
 }
 
-export class Kernel {
-  #pool: Piscina<KernelTask, RunResult | CallResult | null> | undefined;
-  #port: MessagePort | undefined;
+export class NotebookRuntime {
+  #pool: WorkerPool<RuntimeTask, RunResult | CallResult | null> | undefined;
   #starting: Promise<void> | undefined;
   #generation = 0;
-  #runId = 0;
-  #listeners = new Map<number, (streamed: StreamedOutput) => void>();
-  /** Why a pool was torn down on purpose, so a run it rejected can say why. */
-  #endReasons = new WeakMap<object, KernelEndReason>();
-  readonly #options: KernelOptions;
+  /** Why a pool was closed on purpose, so a run it rejected can say why. */
+  #endReasons = new WeakMap<object, RuntimeEndReason>();
+  readonly #options: NotebookRuntimeOptions;
 
-  constructor(options: KernelOptions) {
+  constructor(options: NotebookRuntimeOptions) {
     this.#options = options;
   }
 
@@ -101,73 +90,50 @@ export class Kernel {
   }
 
   async #boot(): Promise<void> {
-    const pool = new Piscina<KernelTask, RunResult | CallResult | null>({
-      filename: kernelWorkerFile(),
-      minThreads: 1,
+    const pool = new WorkerPool<RuntimeTask, RunResult | CallResult | null>({
+      entry: runtimeWorkerEntry(),
       maxThreads: 1,
-      idleTimeout: Infinity,
+      // The thread is the notebook's memory: it must never be stopped for being idle.
+      idleTimeoutMs: Infinity,
       // The worker's event loop must keep turning between tasks (timers, pending promises a cell
-      // left behind), which Atomics-based waiting would freeze.
+      // left behind).
       atomics: 'disabled',
-      ...(this.#options.maxHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb } } : {}),
+      maxHeapMb: this.#options.maxHeapMb,
     });
-    // A dying worker also emits 'error' on the pool; the failing run() reports it, so just swallow.
-    pool.on('error', () => {});
-    const { port1, port2 } = new MessageChannel();
-    port1.on('message', (streamed: StreamedOutput) => this.#listeners.get(streamed.runId)?.(streamed));
-    port1.unref();
     this.#pool = pool;
-    this.#port = port1;
     this.#generation++;
-    await pool.run(
-      { op: 'init', port: port2, baseDir: this.#options.baseDir, fallbackDir: packageRoot() },
-      { transferList: [port2] },
-    );
+    await pool.run({ op: 'init', baseDir: this.#options.baseDir, fallbackDir: packageRoot() });
   }
 
   /**
    * Run one cell. Resolves with the outputs and status; never rejects for user-code failures.
    * A timeout, interrupt or crash resolves with an error output explaining what happened.
    */
-  async run(cell: CellRun): Promise<RunResult & { ended?: KernelEndReason }> {
+  async run(cell: CellRun): Promise<RunResult & { ended?: RuntimeEndReason }> {
     await this.start();
     const pool = this.#pool!;
-    const runId = ++this.#runId;
-    const seen = new Set<number>();
-    if (cell.onOutput) {
-      const onOutput = cell.onOutput;
-      this.#listeners.set(runId, (streamed) => {
-        seen.add(streamed.seq);
-        onOutput(streamed.output);
-      });
-    }
     const started = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    if (cell.timeoutMs) {
-      timer = setTimeout(() => void this.#end('timeout'), cell.timeoutMs);
-    }
+    // Every output the worker streamed is delivered before the result arrives (see TaskChannel),
+    // so the result's outputs need not be delivered again.
+    const channel = cell.onOutput ? new TaskChannel<Output>(cell.onOutput) : undefined;
     try {
-      const result = (await pool.run({
-        op: 'run',
-        runId,
-        cellId: cell.cellId,
-        program: cell.program,
-        reads: cell.reads,
-        writes: cell.writes,
-        lineMap: cell.lineMap,
-        ...(cell.segmentMap ? { segmentMap: cell.segmentMap } : {}),
-        executionCount: cell.executionCount,
-      })) as RunResult;
-      // The port and the task result are separate channels: outputs still in flight on the port are
-      // delivered from the result instead, and late port messages are ignored (listener removed).
-      this.#listeners.delete(runId);
-      result.outputs.forEach((output, seq) => {
-        if (!seen.has(seq)) cell.onOutput?.(output);
-      });
+      const result = (await pool.run(
+        {
+          op: 'run',
+          cellId: cell.cellId,
+          program: cell.program,
+          reads: cell.reads,
+          writes: cell.writes,
+          lineMap: cell.lineMap,
+          ...(cell.segmentMap ? { segmentMap: cell.segmentMap } : {}),
+          executionCount: cell.executionCount,
+        },
+        { deadlineMs: cell.timeoutMs, channel },
+      )) as RunResult;
       return { ...result, outputs: mergeStreams(result.outputs) };
     } catch (err) {
-      const reason = this.#endReasons.get(pool) ?? 'crashed';
-      if (reason === 'crashed' && this.#pool === pool) await this.#end('crashed');
+      const reason = this.#endReasons.get(pool) ?? (err instanceof WorkerDeadlineError ? 'timeout' : 'crashed');
+      if (reason !== 'interrupted' && this.#pool === pool) await this.#end(reason);
       const message =
         reason === 'timeout' ? `cell timed out after ${cell.timeoutMs} ms; the kernel was restarted and all values were lost`
         : reason === 'interrupted' ? 'interrupted; the kernel was restarted and all values were lost'
@@ -180,29 +146,26 @@ export class Kernel {
       };
       cell.onOutput?.(output);
       return { status: 'error', outputs: [output], durationMs: performance.now() - started, ended: reason };
-    } finally {
-      if (timer) clearTimeout(timer);
-      this.#listeners.delete(runId);
     }
   }
 
   /**
-   * Call `fn` of the ES module `module` inside the kernel's thread on the value named `name` (or
-   * on nothing when `name` is undefined). Queued behind running cells like any kernel task.
-   * Rejects when the function throws; the kernel keeps running.
+   * Call `fn` of the ES module `module` inside the runtime's thread on the value named `name` (or
+   * on nothing when `name` is undefined). Queued behind running cells like any runtime task.
+   * Rejects when the function throws; the runtime keeps running.
    */
   async call(task: { module: string; fn: string; name?: string; args?: unknown }): Promise<CallResult> {
     await this.start();
     return (await this.#pool!.run({ op: 'call', module: task.module, fn: task.fn, ...(task.name !== undefined ? { name: task.name } : {}), args: task.args ?? null })) as CallResult;
   }
 
-  /** Remove names from the kernel's globals (a deleted cell's definitions). */
+  /** Remove names from the runtime's globals (a deleted cell's definitions). */
   async deleteNames(names: string[]): Promise<void> {
     if (!this.#pool || names.length === 0) return;
     await this.#pool.run({ op: 'delete', names });
   }
 
-  /** Stop whatever runs and start a fresh worker. Resolves when the new kernel is ready. */
+  /** Stop whatever runs and start a fresh worker. Resolves when the new runtime is ready. */
   interrupt(): Promise<void> {
     return this.#end('interrupted');
   }
@@ -211,14 +174,13 @@ export class Kernel {
     return this.#end('interrupted');
   }
 
-  async #end(reason: KernelEndReason): Promise<void> {
+  async #end(reason: RuntimeEndReason): Promise<void> {
     const pool = this.#pool;
     if (!pool) return;
     this.#endReasons.set(pool, reason);
     this.#pool = undefined;
     this.#starting = undefined;
-    this.#port?.close();
-    await pool.destroy();
+    await pool.close();
     // Boot the replacement now so the next run does not pay for it.
     await this.start();
   }
@@ -228,7 +190,6 @@ export class Kernel {
     const pool = this.#pool;
     this.#pool = undefined;
     this.#starting = undefined;
-    this.#port?.close();
-    if (pool) await pool.destroy();
+    if (pool) await pool.close();
   }
 }

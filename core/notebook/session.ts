@@ -19,7 +19,7 @@
 import { dirname } from 'node:path';
 import { analyzeNotebook, type CellProblem, type NotebookAnalysis } from './analysis.js';
 import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
-import { Kernel } from './kernel.js';
+import { NotebookRuntime } from './runtime.js';
 import { writeNotebookFile } from './formats.js';
 import { Cell, newCellId, type CellState, type CellType, type Notebook, type Output } from './schemas.js';
 
@@ -87,7 +87,7 @@ export class NotebookSession {
   readonly notebook: Notebook;
   /** Every cell run of this session, oldest first (at most the last 5000). */
   readonly history: CellRunRecord[] = [];
-  readonly kernel: Kernel;
+  readonly kernel: NotebookRuntime;
   cellTimeoutMs: number;
   #filePath: string | undefined;
   #states = new Map<string, CellState>();
@@ -102,7 +102,7 @@ export class NotebookSession {
     this.notebook = notebook;
     this.#filePath = options.filePath ?? notebook.file_path;
     this.cellTimeoutMs = options.cellTimeoutMs ?? 0;
-    this.kernel = new Kernel({
+    this.kernel = new NotebookRuntime({
       baseDir: this.#filePath ? dirname(this.#filePath) : process.cwd(),
       ...(options.maxHeapMb ? { maxHeapMb: options.maxHeapMb } : {}),
     });

@@ -18,7 +18,7 @@ import { dirname, resolve, sep } from 'node:path';
 import { analyzeNotebook, type NotebookAnalysis } from '../notebook/analysis.js';
 import { isNotebookFile, parseNotebook, readNotebookFile } from '../notebook/formats.js';
 import { ancestors, topologicalOrder } from '../lib/graph.js';
-import { Kernel } from '../notebook/kernel.js';
+import { NotebookRuntime } from '../notebook/runtime.js';
 import type { Cell, Notebook, Output } from '../notebook/schemas.js';
 import type { NotebookService } from '../notebook/service.js';
 import type { NotebookStepOutput } from './schemas.js';
@@ -120,7 +120,7 @@ class NotebookRun {
     readonly id: string,
     readonly notebook: Notebook,
     readonly analysis: NotebookAnalysis,
-    readonly kernel: Kernel,
+    readonly kernel: NotebookRuntime,
   ) {}
 
   /** Run `cellId` (after the ancestors it still needs) with `input` as `pipelineInput`. */
@@ -289,7 +289,7 @@ export class NotebookSteps {
         const file = await this.notebooks.resolvePath(id);
         const notebook = await readNotebookFile(file);
         const analysis = await analyzeNotebook(notebook.cells);
-        const kernel = new Kernel({ baseDir: dirname(file) });
+        const kernel = new NotebookRuntime({ baseDir: dirname(file) });
         scope.defer(() => kernel.close());
         return new NotebookRun(id, notebook, analysis, kernel);
       })();

@@ -1,15 +1,9 @@
 /**
- * The plugin pool: one piscina pool shared by every plugin, so CPU-heavy predictions never run on
+ * The plugin pool: one worker pool shared by every plugin, so CPU-heavy predictions never run on
  * the HTTP thread.
  */
-import { Piscina } from 'piscina';
-import { workerBundle } from '../workers/bundle.js';
+import { WorkerDeadlineError, WorkerPool } from '../lib/worker-pool.js';
 import type { EncodedChunk, ItemResult, LoadReport, PluginTask } from './worker.js';
-
-/** Path of the runnable worker module (a CommonJS bundle, see core/workers/bundle.ts). */
-export function pluginWorkerFile(): string {
-  return workerBundle('core/predictors/worker.ts');
-}
 
 export class PluginTimeoutError extends Error {
   constructor(ms: number) {
@@ -25,24 +19,17 @@ export interface PluginPoolOptions {
 }
 
 export class PluginPool {
-  private readonly pool: Piscina<PluginTask, LoadReport | ItemResult[] | EncodedChunk>;
+  private readonly pool: WorkerPool<PluginTask, LoadReport | ItemResult[] | EncodedChunk>;
 
   constructor(options: PluginPoolOptions) {
-    this.pool = new Piscina({
-      filename: pluginWorkerFile(),
-      minThreads: 1,
+    this.pool = new WorkerPool({
+      entry: 'core/predictors/worker.ts',
       maxThreads: options.threads,
-      idleTimeout: 60_000,
-      resourceLimits: options.maxHeapMb ? { maxOldGenerationSizeMb: options.maxHeapMb } : undefined,
+      // Once a plugin has been used, one thread stays with its model loaded.
+      minThreads: 1,
+      idleTimeoutMs: 60_000,
+      maxHeapMb: options.maxHeapMb,
     });
-  }
-
-  get threads(): number {
-    return this.pool.threads.length;
-  }
-
-  get queued(): number {
-    return this.pool.queueSize;
   }
 
   load(task: Extract<PluginTask, { op: 'load' }>, timeoutMs: number): Promise<LoadReport> {
@@ -57,24 +44,16 @@ export class PluginPool {
     return this.run(task, timeoutMs) as Promise<EncodedChunk>;
   }
 
-  /**
-   * Run one task with a deadline. Aborting a running piscina task terminates its thread, which is
-   * the only way to stop a model stuck in a loop; piscina replaces the thread.
-   */
+  /** A missed deadline stops the thread, the only way to stop a model stuck in a loop. */
   private async run(task: PluginTask, timeoutMs: number): Promise<LoadReport | ItemResult[] | EncodedChunk> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new PluginTimeoutError(timeoutMs)), timeoutMs);
     try {
-      return await this.pool.run(task, { signal: controller.signal });
+      return await this.pool.run(task, { deadlineMs: timeoutMs });
     } catch (err) {
-      if (controller.signal.aborted) throw controller.signal.reason;
-      throw err;
-    } finally {
-      clearTimeout(timer);
+      throw err instanceof WorkerDeadlineError ? new PluginTimeoutError(timeoutMs) : err;
     }
   }
 
-  async close(): Promise<void> {
-    await this.pool.destroy();
+  close(): Promise<void> {
+    return this.pool.close();
   }
 }

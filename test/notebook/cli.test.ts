@@ -210,7 +210,7 @@ describe('hangar notebook export', () => {
     const out = join(dir, 'docker');
     const r = await cli(['export', example, '--format', 'docker', '-o', out]);
     expect(r.code).toBe(0);
-    for (const f of ['Dockerfile', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'kernel-worker.cjs', 'nbformat.v4.schema.json']) {
+    for (const f of ['Dockerfile', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'runtime-worker.cjs', 'nbformat.v4.schema.json']) {
       expect(existsSync(join(out, f)), f).toBe(true);
     }
     expect(await readFile(join(out, 'Dockerfile'), 'utf8')).toContain('CMD ["node", "runner.mjs", "run", "notebook.nb.ts"]');

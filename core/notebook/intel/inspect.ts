@@ -7,7 +7,7 @@
 import { HttpError, conflict, notFound } from '../../http/errors.js';
 import type { NotebookService } from '../service.js';
 import type { NotebookSession } from '../session.js';
-import { workerBundle } from '../../workers/bundle.js';
+import { workerBundle } from '../../lib/worker-bundle.js';
 import type { WorkerAnswer } from './worker/entry.js';
 
 export type IntelFunction = 'smartprepCall' | 'algorithmMatchCall' | 'validateCall' | 'presentCall';

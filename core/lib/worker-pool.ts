@@ -1,0 +1,193 @@
+/**
+ * The one wrapper around piscina that every worker-thread pool stands on. It owns what each pool
+ * used to repeat: bundling the entry, a deadline and an AbortSignal per task, a message channel
+ * per task, a heap cap per thread, and clear errors for the three ways a task is cut short.
+ *
+ * Nothing starts before the first task, not even the bundling: a server sets up its pools at
+ * start-up and most of them may never be used in a session.
+ */
+import { isAbsolute } from 'node:path';
+import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { workerBundle } from './worker-bundle.js';
+
+export interface WorkerPoolOptions {
+  /**
+   * The worker module, whose default export runs one task: a path relative to the package root
+   * (e.g. 'core/predictors/worker.ts'), bundled on the first task (see worker-bundle.ts), or an
+   * absolute path of a runnable CommonJS file, used as it is.
+   */
+  entry: string;
+  /** Most threads at once (default 1). A thread runs one task at a time. */
+  maxThreads?: number;
+  /**
+   * Threads kept once the pool has started (default 0). Nothing starts before the first task
+   * whatever this says; past it, this many stay warm (a model loaded in a thread stays loaded),
+   * and one that dies is replaced.
+   */
+  minThreads?: number;
+  /** How long a thread beyond `minThreads` may sit idle before it is stopped (default 30 s; Infinity: never). */
+  idleTimeoutMs?: number;
+  /**
+   * Heap cap per thread in MB (V8's old generation): a task that passes it fails with
+   * WorkerOutOfMemoryError, and only its thread dies.
+   */
+  maxHeapMb?: number;
+  /**
+   * 'disabled' keeps a thread's event loop turning between tasks (timers and promises a task left
+   * behind), which piscina's default Atomics-based wait for the next task would freeze.
+   */
+  atomics?: 'sync' | 'async' | 'disabled';
+  /**
+   * A thread failed while no task ran on it (a timer a task left behind threw). A task's own
+   * failure rejects its run() instead. Without this, such failures are dropped: the thread is
+   * replaced when needed.
+   */
+  onIdleError?: (error: Error) => void;
+}
+
+export interface RunOptions {
+  /**
+   * Fail with WorkerDeadlineError when the task has not finished this many ms after run() was
+   * called (queueing included). 0 or undefined: no deadline.
+   */
+  deadlineMs?: number;
+  /**
+   * Aborting rejects run() with the signal's reason. A queued task is dropped; a running one has
+   * its thread terminated, the only way to stop code stuck in a loop.
+   */
+  signal?: AbortSignal;
+  /** Messages between the caller and the task while it runs; the task gets its worker end as `port`. */
+  channel?: TaskChannel<never, never>;
+}
+
+/** The task did not finish by its deadline; its thread (if it had started) was terminated. */
+export class WorkerDeadlineError extends Error {
+  constructor(readonly deadlineMs: number) {
+    super(`the task did not finish within its ${deadlineMs} ms deadline; its worker thread was stopped`);
+    this.name = 'WorkerDeadlineError';
+  }
+}
+
+/** The task's thread passed its heap cap and was terminated by V8. */
+export class WorkerOutOfMemoryError extends Error {
+  constructor(readonly maxHeapMb: number | undefined, options?: ErrorOptions) {
+    super(`out of memory: the worker thread passed its ${maxHeapMb ? `${maxHeapMb} MB ` : ''}heap cap and was stopped`, options);
+    this.name = 'WorkerOutOfMemoryError';
+  }
+}
+
+/**
+ * Messages to and from one running task, over a MessageChannel whose worker end reaches the task
+ * as its `port` (transferred, not copied). Every message the worker posted before its task
+ * returned is delivered, in order, before run() settles; none is delivered after. The two ends
+ * are separate from the one piscina returns results on, so without that drain a result could
+ * overtake the last messages.
+ */
+export class TaskChannel<FromWorker = unknown, ToWorker = unknown> {
+  readonly #ports = new MessageChannel();
+  readonly #onMessage: (message: FromWorker) => void;
+  #handedOver = false;
+  #open = true;
+
+  constructor(onMessage: (message: FromWorker) => void) {
+    this.#onMessage = onMessage;
+    this.#ports.port1.on('message', (message: FromWorker) => {
+      if (this.#open) onMessage(message);
+    });
+    // The running task keeps the process alive; this end must not, should the channel never be used.
+    this.#ports.port1.unref();
+  }
+
+  /** Post to the worker (also before the task starts: it waits on the port). Dropped once the task ended. */
+  send(message: ToWorker): void {
+    if (!this.#open) return;
+    try {
+      this.#ports.port1.postMessage(message);
+    } catch {
+      // The worker's end is gone (its thread died); nothing is waiting for the message.
+    }
+  }
+
+  /** The worker's end, for the one run() that carries it. */
+  handOver(): MessagePort {
+    if (this.#handedOver) throw new Error('a TaskChannel serves one task; make a new one per run()');
+    this.#handedOver = true;
+    return this.#ports.port2;
+  }
+
+  /** Deliver what is still queued, then close: the task has settled. */
+  close(): void {
+    if (!this.#open) return;
+    for (let queued = receiveMessageOnPort(this.#ports.port1); queued; queued = receiveMessageOnPort(this.#ports.port1)) {
+      this.#onMessage(queued.message as FromWorker);
+    }
+    this.#open = false;
+    this.#ports.port1.close();
+  }
+}
+
+export class WorkerPool<Task extends object, Result> {
+  readonly #options: WorkerPoolOptions;
+  #pool: Piscina<Task, Result> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: WorkerPoolOptions) {
+    this.#options = options;
+  }
+
+  /** Threads alive now (0 until the first task). */
+  get threads(): number {
+    return this.#pool?.threads.length ?? 0;
+  }
+
+  /**
+   * Run one task on a free thread (queued until one is free). Rejects with WorkerDeadlineError,
+   * the abort signal's reason, WorkerOutOfMemoryError, or whatever the task threw or its thread
+   * died of; the pool keeps serving the next task either way.
+   */
+  async run(task: Task, options: RunOptions = {}): Promise<Result> {
+    if (this.#closing) throw new Error('the worker pool is closed');
+    const pool = (this.#pool ??= this.#start());
+    const stop = new AbortController();
+    const forwardAbort = () => stop.abort(options.signal!.reason);
+    if (options.signal?.aborted) forwardAbort();
+    options.signal?.addEventListener('abort', forwardAbort, { once: true });
+    const deadlineMs = options.deadlineMs;
+    const timer = deadlineMs ? setTimeout(() => stop.abort(new WorkerDeadlineError(deadlineMs)), deadlineMs) : undefined;
+    try {
+      const port = options.channel?.handOver();
+      const withPort = port ? ({ ...task, port } as Task) : task;
+      return await pool.run(withPort, { signal: stop.signal, ...(port ? { transferList: [port] as never } : {}) });
+    } catch (err) {
+      if (stop.signal.aborted) throw stop.signal.reason;
+      if ((err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY') throw new WorkerOutOfMemoryError(this.#options.maxHeapMb, { cause: err });
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', forwardAbort);
+      options.channel?.close();
+    }
+  }
+
+  /** Terminate every thread (running and queued tasks reject); safe to call again. */
+  close(): Promise<void> {
+    this.#closing ??= this.#pool?.destroy() ?? Promise.resolve();
+    return this.#closing;
+  }
+
+  #start(): Piscina<Task, Result> {
+    const { entry, maxThreads = 1, minThreads = 0, idleTimeoutMs = 30_000, maxHeapMb, atomics, onIdleError } = this.#options;
+    const pool = new Piscina<Task, Result>({
+      filename: isAbsolute(entry) ? entry : workerBundle(entry),
+      maxThreads,
+      minThreads: Math.min(minThreads, maxThreads),
+      idleTimeout: idleTimeoutMs,
+      ...(maxHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: maxHeapMb } } : {}),
+      ...(atomics ? { atomics } : {}),
+    });
+    // Piscina emits 'error' for a thread that fails between tasks; unheard, it would crash the process.
+    pool.on('error', (err: Error) => onIdleError?.(err));
+    return pool;
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The shared worker pool against a real worker thread (test/fixtures/worker-pool/worker.ts, bundled
+ * by the pool like every production entry): results, streamed messages, deadlines, aborts, heap
+ * caps, lazy start and close.
+ */
+import type { Worker } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { workerBundle } from '../../core/lib/worker-bundle.js';
+import { TaskChannel, WorkerDeadlineError, WorkerOutOfMemoryError, WorkerPool } from '../../core/lib/worker-pool.js';
+import type { FixtureTask } from '../fixtures/worker-pool/worker.js';
+
+const ENTRY = 'test/fixtures/worker-pool/worker.ts';
+const pools: Array<WorkerPool<FixtureTask, unknown>> = [];
+
+function makePool(options: { maxHeapMb?: number } = {}): WorkerPool<FixtureTask, unknown> {
+  const pool = new WorkerPool<FixtureTask, unknown>({ entry: ENTRY, ...options });
+  pools.push(pool);
+  return pool;
+}
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((pool) => pool.close()));
+});
+
+describe('worker pool', () => {
+  it('creates no thread before the first task, then runs it and returns its result', async () => {
+    // Node announces a new thread on the next tick; a turn of the event loop lets any show up.
+    const aTurn = () => new Promise((resolve) => setImmediate(resolve));
+    // Bundled first: esbuild's synchronous API runs in a worker thread of its own, not the pool's.
+    workerBundle(ENTRY);
+    await aTurn();
+    const created: Worker[] = [];
+    const onWorker = (worker: Worker) => created.push(worker);
+    process.on('worker', onWorker);
+    try {
+      const pool = makePool();
+      await aTurn();
+      expect(created).toHaveLength(0);
+      expect(pool.threads).toBe(0);
+      expect(await pool.run({ op: 'echo', value: [1, 'two'] })).toEqual({ echoed: [1, 'two'] });
+      expect(created).toHaveLength(1);
+      expect(pool.threads).toBe(1);
+    } finally {
+      process.off('worker', onWorker);
+    }
+  });
+
+  it('delivers every message the task streamed, in order, before its result', async () => {
+    const pool = makePool();
+    const received: number[] = [];
+    const result = await pool.run({ op: 'stream', count: 500 }, { channel: new TaskChannel<number>((n) => received.push(n)) });
+    expect(result).toBe('streamed');
+    expect(received).toEqual(Array.from({ length: 500 }, (_, i) => i));
+  });
+
+  it('stops a task past its deadline with an error naming the deadline, and serves the next task', async () => {
+    const pool = makePool();
+    const late = pool.run({ op: 'spin' }, { deadlineMs: 300 });
+    await expect(late).rejects.toBeInstanceOf(WorkerDeadlineError);
+    await expect(late).rejects.toThrow(/300 ms deadline/);
+    expect(await pool.run({ op: 'echo', value: 'after' })).toEqual({ echoed: 'after' });
+  });
+
+  it('rejects an aborted running task with the abort reason, and serves the next task', async () => {
+    const pool = makePool();
+    const controller = new AbortController();
+    const reason = new Error('the caller gave up');
+    const channel = new TaskChannel<string>((message) => {
+      if (message === 'started') controller.abort(reason);
+    });
+    await expect(pool.run({ op: 'spin' }, { signal: controller.signal, channel })).rejects.toBe(reason);
+    expect(await pool.run({ op: 'echo', value: 'after' })).toEqual({ echoed: 'after' });
+  });
+
+  it('rejects a task whose signal is already aborted without running it', async () => {
+    const pool = makePool();
+    await expect(pool.run({ op: 'echo', value: 1 }, { signal: AbortSignal.abort(new Error('too late')) })).rejects.toThrow('too late');
+  });
+
+  it('reports a thread killed by its heap cap as out of memory, and serves the next task', async () => {
+    const pool = makePool({ maxHeapMb: 32 });
+    const hoard = pool.run({ op: 'hoard' });
+    await expect(hoard).rejects.toBeInstanceOf(WorkerOutOfMemoryError);
+    await expect(hoard).rejects.toThrow(/out of memory.*32 MB heap cap/);
+    expect(await pool.run({ op: 'echo', value: 'after' })).toEqual({ echoed: 'after' });
+  });
+
+  it('closes idempotently, ending its threads, and refuses tasks afterwards', async () => {
+    const pool = makePool();
+    await pool.run({ op: 'echo', value: 1 });
+    await Promise.all([pool.close(), pool.close()]);
+    expect(pool.threads).toBe(0);
+    await expect(pool.run({ op: 'echo', value: 2 })).rejects.toThrow(/closed/);
+    // A pool that never ran closes without starting anything.
+    await makePool().close();
+  });
+});

@@ -2,21 +2,17 @@
  * Model providers: the one way agents reach a chat model. The runtime wraps a provider into the
  * `ModelClient` an agent sees (`ctx.model`), adding token events and the request's overrides.
  *
- * The OpenAI-compatible provider speaks /v1/chat/completions through the `openai` client, so it
- * works with OpenAI, Ollama, llama.cpp server, vLLM and LM Studio. The client supplies timeouts,
- * retries with exponential backoff (on connection errors, 408/409/429 and 5xx) and cancellation.
+ * The OpenAI-compatible provider speaks /v1/chat/completions through core/lib/model-client.ts, so
+ * it works with OpenAI, Ollama, llama.cpp server, vLLM and LM Studio, with the client's timeouts,
+ * retries and cancellation.
  *
  * `turn` is one model call with everything the protocol carries: tools, a tool choice, a response
  * format, and back the text, the tool calls (whole or assembled from streamed deltas) and the token
  * usage. `complete` is the text of a turn, for callers that want only that (thread summaries).
  */
 import type OpenAI from 'openai';
-
-type OpenAISdk = typeof import('openai');
-let sdk: Promise<OpenAISdk> | undefined;
-/** The client library is loaded by the first model call, not at every start (~60 ms of it). */
-export const loadOpenAI = (): Promise<OpenAISdk> => (sdk ??= import('openai'));
 import { HttpError, badGateway, errorMessage, gatewayTimeout } from '../http/errors.js';
+import { endpointClient, loadOpenAI, toolCallsOf, toWireMessage, toWireTools, type ModelToolCall, type OpenAISdk, type ToolSpec } from '../lib/model-client.js';
 import { resolveSecret } from '../kernel/settings.js';
 import type { ChatMessage } from './types.js';
 
@@ -31,22 +27,8 @@ export interface ModelSettings {
   maxSteps?: number;
 }
 
-/** A tool as the model sees it: a name, what it does, and the JSON Schema of its arguments. */
-export interface ToolSpec {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
-
 /** `auto` (the model decides), `none`, `required` (some tool), or one named tool. */
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
-
-/** A tool call as the model sent it; `arguments` is raw JSON text (maybe malformed). */
-export interface ModelToolCall {
-  id: string;
-  name: string;
-  arguments: string;
-}
 
 /** The protocol's messages: chat messages plus the assistant's tool calls and the tools' answers. */
 export type ModelMessage =
@@ -161,23 +143,17 @@ export class OpenAICompatibleProvider implements ModelProvider {
 
   async turn(request: TurnRequest): Promise<ModelTurn> {
     const openai = await loadOpenAI();
-    const client = new openai.default({
-      baseURL: this.settings.baseUrl,
-      // Local servers (Ollama, llama.cpp) need no key, but the client insists on one; a dummy
-      // value is sent as the bearer token and ignored by them.
-      apiKey: this.apiKey(),
-      timeout: this.settings.timeoutMs,
-      maxRetries: this.settings.retries,
-    });
+    // The key is resolved on every call, so a changed `${ENV}` secret takes effect at once.
+    const client = await endpointClient({ baseUrl: this.settings.baseUrl, apiKey: this.apiKey(), timeoutMs: this.settings.timeoutMs, retries: this.settings.retries });
     const model = request.model ?? this.settings.model;
     const body = {
       model,
-      messages: request.messages.map(toWire),
+      messages: request.messages.map(toWireMessage),
       ...(request.temperature != null ? { temperature: request.temperature } : {}),
       ...(request.max_tokens != null ? { max_tokens: request.max_tokens } : {}),
       ...(request.tools?.length
         ? {
-            tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),
+            tools: toWireTools(request.tools),
             ...(request.tool_choice ? { tool_choice: toolChoiceWire(request.tool_choice) } : {}),
           }
         : {}),
@@ -191,9 +167,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
         return {
           model,
           content: choice?.message?.content ?? '',
-          tool_calls: (choice?.message?.tool_calls ?? [])
-            .filter((c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function')
-            .map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? '' })),
+          tool_calls: toolCallsOf(choice?.message),
           finish_reason: choice?.finish_reason ?? null,
           usage: usageOf(completion.usage),
         };
@@ -239,7 +213,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
     } catch (err) {
       throw new HttpError(503, `model.apiKey: ${errorMessage(err)}`);
     }
-    return key || 'not-needed';
+    return key ?? '';
   }
 }
 
@@ -250,21 +224,6 @@ const usageOf = (usage: OpenAI.CompletionUsage | null | undefined): TokenUsage =
 
 function toolChoiceWire(choice: ToolChoice): OpenAI.Chat.ChatCompletionToolChoiceOption {
   return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
-}
-
-/** Our flat messages in the protocol's shape (tool calls nested under `function`). */
-function toWire(message: ModelMessage): OpenAI.Chat.ChatCompletionMessageParam {
-  if (message.role === 'tool') {
-    return { role: 'tool', tool_call_id: 'tool_call_id' in message ? message.tool_call_id : '', content: message.content };
-  }
-  if (message.role === 'assistant' && 'tool_calls' in message && message.tool_calls.length) {
-    return {
-      role: 'assistant',
-      content: message.content,
-      tool_calls: message.tool_calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
-    };
-  }
-  return { role: message.role, content: message.content ?? '' } as OpenAI.Chat.ChatCompletionMessageParam;
 }
 
 /** The model endpoint refused or failed a call: a 502 that keeps the status it answered. */

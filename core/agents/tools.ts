@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import type { AgentInput, ChatMessage, WorkspaceDocument } from './types.js';
-import type { ToolSpec } from './model.js';
+import type { ToolSpec } from '../lib/model-client.js';
 
 /** What a tool's `run` receives beside its arguments. */
 export interface ToolContext {

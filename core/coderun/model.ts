@@ -1,6 +1,6 @@
 /**
- * How the harness talks to a chat model: OpenAI-compatible chat completions with tool calls
- * (the agent runtime's provider in core/agents/model.ts speaks text only, so this one adds tools).
+ * How the harness talks to a chat model: OpenAI-compatible chat completions with tool calls,
+ * through the client of core/lib/model-client.ts (the one the agent runtime's provider uses too).
  *
  * One `ModelGate` per run holds the run-wide `max_parallel` bound: every model call of the run —
  * planner, agent loops in workers, reviewers, calibration — waits for a slot here, so the bound is
@@ -8,33 +8,21 @@
  * pin, else the task's rung of `model_escalation` when it has been escalated, else `model_roles`
  * for the role, else the configured default.
  */
-import type OpenAI from 'openai';
-import { loadOpenAI } from '../agents/model.js';
 import { errorMessage } from '../http/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
+import { endpointClient, loadOpenAI, toolCallsOf, toWireMessage, toWireTools, type ModelToolCall, type ToolSpec } from '../lib/model-client.js';
 
-export interface ToolSpec {
-  name: string;
-  description: string;
-  /** JSON schema of the arguments. */
-  parameters: Record<string, unknown>;
-}
-
-export interface ToolCall {
-  id: string;
-  name: string;
-  /** Raw JSON text as the model sent it (may be malformed; the caller parses). */
-  arguments: string;
-}
+// core/coderun/run.ts still takes ToolSpec from here; it imports core/lib/model-client.ts directly once its split lands.
+export type { ToolSpec } from '../lib/model-client.js';
 
 export type Message =
   | { role: 'system' | 'user'; content: string }
-  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'assistant'; content: string | null; tool_calls?: ModelToolCall[] }
   | { role: 'tool'; tool_call_id: string; content: string };
 
 export interface ModelReply {
   content: string | null;
-  tool_calls: ToolCall[];
+  tool_calls: ModelToolCall[];
   model: string;
   ms: number;
   completion_tokens: number | null;
@@ -110,8 +98,6 @@ export class Semaphore {
 
 export class ModelGate {
   readonly slots: Semaphore;
-  /** Made by the first call: the client library is not loaded until a model is really used. */
-  private client: Promise<OpenAI> | undefined;
   private readonly apiKey: string;
   calls = 0;
 
@@ -120,25 +106,12 @@ export class ModelGate {
     private readonly options: { maxParallel: number; modelRoles: Record<string, string>; escalation: string[] },
   ) {
     this.slots = new Semaphore(options.maxParallel);
-    // Local servers need no key but the client insists on one. Resolved now, so a missing secret
-    // is reported when the gate is made, as before the client became lazy.
-    this.apiKey = endpoint.baseUrl ? resolveSecret(endpoint.apiKey) || 'not-needed' : '';
+    // Resolved now, so a missing secret is reported when the gate is made, not at the first call.
+    this.apiKey = endpoint.baseUrl ? (resolveSecret(endpoint.apiKey) ?? '') : '';
   }
 
   get configured(): boolean {
     return Boolean(this.endpoint.baseUrl);
-  }
-
-  private openClient(): Promise<OpenAI> {
-    return (this.client ??= loadOpenAI().then(
-      (openai) =>
-        new openai.default({
-          baseURL: this.endpoint.baseUrl,
-          apiKey: this.apiKey,
-          timeout: this.endpoint.timeoutMs,
-          maxRetries: this.endpoint.retries,
-        }),
-    ));
   }
 
   /** Rungs above the role's model a task can still climb. */
@@ -163,25 +136,21 @@ export class ModelGate {
       const started = performance.now();
       const openai = await loadOpenAI();
       try {
-        const client = await this.openClient();
+        // The client library is not loaded until a model is really used.
+        const client = await endpointClient({ baseUrl: this.endpoint.baseUrl!, apiKey: this.apiKey, timeoutMs: this.endpoint.timeoutMs, retries: this.endpoint.retries });
         const completion = await client.chat.completions.create(
           {
             model,
-            messages: call.messages.map(toWire),
-            ...(call.tools?.length
-              ? { tools: call.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })) }
-              : {}),
+            messages: call.messages.map(toWireMessage),
+            ...(call.tools?.length ? { tools: toWireTools(call.tools) } : {}),
             ...(call.max_tokens ? { max_tokens: call.max_tokens } : {}),
           },
           { signal: call.signal },
         );
         const message = completion.choices[0]?.message;
-        const toolCalls = (message?.tool_calls ?? [])
-          .filter((c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function')
-          .map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? '' }));
         return {
           content: message?.content ?? null,
-          tool_calls: toolCalls,
+          tool_calls: toolCallsOf(message),
           model,
           ms: performance.now() - started,
           completion_tokens: completion.usage?.completion_tokens ?? null,
@@ -195,19 +164,6 @@ export class ModelGate {
       }
     }, call.signal);
   }
-}
-
-/** Our flat tool calls in the protocol's nested shape. */
-function toWire(message: Message): OpenAI.Chat.ChatCompletionMessageParam {
-  if (message.role === 'assistant' && message.tool_calls?.length) {
-    return {
-      role: 'assistant',
-      content: message.content,
-      tool_calls: message.tool_calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
-    };
-  }
-  if (message.role === 'assistant') return { role: 'assistant', content: message.content ?? '' };
-  return message;
 }
 
 /**

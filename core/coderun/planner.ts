@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { formatIssues } from '../http/validate.js';
-import { jsonFromText, ModelError, type Message, type ModelGate, type ToolSpec } from './model.js';
+import type { ToolSpec } from '../lib/model-client.js';
+import { jsonFromText, ModelError, type Message, type ModelGate } from './model.js';
 import { PlanSchema, type Plan, type Team } from './schemas.js';
 
 export const MALFORMED_RETRIES = 2;

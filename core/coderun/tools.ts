@@ -9,7 +9,7 @@ import path from 'node:path';
 import { runCommand } from './command.js';
 import { foreignChanges, restore, snapshotForeign, type CommandSnapshot, type ForeignChange } from './command-fence.js';
 import { checkWrite, resolveInside, type FenceTeam } from './fence.js';
-import type { ToolSpec } from './model.js';
+import type { ToolSpec } from '../lib/model-client.js';
 
 export interface ToolContext {
   /** Real path of the repository (the run's worktree). */

@@ -24,10 +24,11 @@ const LAYERS = 'lib|kernel|http|storage|app';
 /** One subsystem's folder, captured as $1: core/notebook/intel is a subsystem of its own inside core/notebook. */
 const SUBSYSTEM = `^core/(notebook/intel|(?!(?:${LAYERS})/)[^/]+)/`;
 /**
- * The modules another subsystem may import: its service, its data shapes, its coded errors and its drop-in
- * kind (to look its definitions up in the registry). define.ts is for drop-ins, which reach it through the SDK.
+ * The modules another subsystem may import: its service (or its type, for the service map), its data shapes
+ * and its drop-in kind (to look its definitions up in the registry). Errors need no module of their own: codes
+ * live in the kernel's catalogue (core/kernel/error-catalogue.ts); define.ts is for drop-ins, through the SDK.
  */
-const PUBLIC = 'service|schemas|types|errors|kind';
+const PUBLIC = 'service|schemas|types|kind';
 const PUBLIC_MODULE = `^core/(?:notebook/intel|[^/]+)/(?:${PUBLIC})\\.ts$`;
 /** Packages and node builtins: every layer may use them. */
 const OUTSIDE_THE_REPO = { dependencyTypesNot: ['core', 'npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-bundled', 'npm-no-pkg'] };

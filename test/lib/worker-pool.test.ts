@@ -48,9 +48,10 @@ describe('worker pool', () => {
   it('delivers every message the task streamed, in order, before its result', async () => {
     const pool = makePool();
     const received: number[] = [];
-    const result = await pool.run({ op: 'stream', count: 500 }, { channel: new TaskChannel<number>((n) => received.push(n)) });
+    // Enough messages that the result, on a channel of its own, would overtake about half of them.
+    const result = await pool.run({ op: 'stream', count: 20000 }, { channel: new TaskChannel<number>((n) => received.push(n)) });
     expect(result).toBe('streamed');
-    expect(received).toEqual(Array.from({ length: 500 }, (_, i) => i));
+    expect(received).toEqual(Array.from({ length: 20000 }, (_, i) => i));
   });
 
   it('stops a task past its deadline with an error naming the deadline, and serves the next task', async () => {

@@ -138,6 +138,8 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     publicPaths: ctx.publicPaths,
     rateLimiter: ctx.rateLimiter,
   });
+  // /openapi.json lists every route the app has, from its declaration (core/http/route.ts).
+  app.addHook('onRoute', (route) => openapi.addRoute(route));
   for (const subsystem of subsystems) {
     for (const kind of subsystem.kinds ?? []) discovery.register(kind);
     await subsystem.setup?.(ctx);

@@ -1,4 +1,6 @@
+import type { RouteOptions } from 'fastify';
 import { z } from 'zod';
+import type { DeclaredRouteConfig, ResponseSpec, RouteMethod } from './route.js';
 
 /**
  * The OpenAPI 3.1 document, built live. Subsystems describe their routes with zod schemas, either
@@ -10,6 +12,49 @@ import { z } from 'zod';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head';
 
+const DOCUMENTED_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']);
+
+/** `/api/v1/:agent/threads/:thread_id` → `/api/v1/{agent}/threads/{thread_id}`; a wildcard becomes `{path}`. */
+export function openApiPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{path}');
+}
+
+function responseDoc(spec: ResponseSpec): { description: string; schema?: z.ZodType; contentType?: string } {
+  if (typeof spec === 'string') return { description: spec };
+  if (spec instanceof z.ZodType) return { description: 'OK', schema: spec };
+  return spec;
+}
+
+/**
+ * The docs of a route as Fastify registers it (`onRoute`): a route declared with `defineRoute`
+ * (core/http/route.ts) brings its summary and schemas; any other route (an express router's mount,
+ * a plain `app.get`) is still listed, by method and path, so /openapi.json never misses one. HEAD
+ * routes Fastify adds beside GET, and routes marked `hidden`, are left out.
+ */
+export function docsOfRoute(route: RouteOptions): RouteDoc[] {
+  const config = (route.config ?? {}) as DeclaredRouteConfig;
+  if (config.hidden) return [];
+  const declared = config.declaration;
+  const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter((m) => DOCUMENTED_METHODS.has(m));
+  const declaredMethods = declared ? new Set(Array.isArray(declared.method) ? declared.method : [declared.method]) : undefined;
+  return methods
+    // Fastify adds a HEAD route beside each GET; only a route that declares HEAD documents it.
+    .filter((method) => (declaredMethods ? declaredMethods.has(method as RouteMethod) : method !== 'HEAD'))
+    .map((method) => ({
+      method: method.toLowerCase() as HttpMethod,
+      path: openApiPath(route.url),
+      summary: declared?.summary ?? `${method} ${route.url}`,
+      ...(declared ? {} : { inferred: true }),
+      ...(declared?.description ? { description: declared.description } : {}),
+      ...(declared?.tags ? { tags: declared.tags } : {}),
+      ...(declared?.schema?.body ? { body: declared.schema.body } : {}),
+      ...(declared?.schema?.querystring ? { query: declared.schema.querystring } : {}),
+      ...(declared?.schema?.response
+        ? { responses: Object.fromEntries(Object.entries(declared.schema.response).map(([status, spec]) => [status, responseDoc(spec)])) }
+        : {}),
+    }));
+}
+
 export interface RouteDoc {
   method: HttpMethod;
   /** OpenAPI path template: `/api/v1/{agent_name}/invoke`. */
@@ -19,6 +64,8 @@ export interface RouteDoc {
   tags?: string[];
   body?: z.ZodType;
   query?: z.ZodType;
+  /** Listed from the route alone (no declaration): a documented route of the same method and path wins. */
+  inferred?: boolean;
   /** status → description and optional schema; default `200: OK`. */
   responses?: Record<string, { description: string; schema?: z.ZodType; contentType?: string }>;
 }
@@ -47,12 +94,27 @@ function isObjectSchema(schema: JsonSchema): boolean {
 export class OpenApiRegistry {
   private readonly docs: RouteDoc[] = [];
   private readonly providers: Array<() => RouteDoc[]> = [];
+  private readonly paramValues = new Map<string, () => string[]>();
   private cached: Record<string, unknown> | undefined;
 
   constructor(private readonly info: { title: string; version: string; description?: string }) {}
 
   add(...docs: RouteDoc[]): void {
     this.docs.push(...docs);
+    this.invalidate();
+  }
+
+  /** The routes Fastify registers: `app.addHook('onRoute', (route) => openapi.addRoute(route))`. */
+  addRoute(route: RouteOptions): void {
+    this.add(...docsOfRoute(route));
+  }
+
+  /**
+   * The current values of a path parameter (the agents' names for `{agent}`), listed as its enum
+   * when the document is built, so a client sees which agents exist without one path per agent.
+   */
+  describeParam(name: string, values: () => string[]): void {
+    this.paramValues.set(name, values);
     this.invalidate();
   }
 
@@ -72,13 +134,14 @@ export class OpenApiRegistry {
 
   private build(): Record<string, unknown> {
     const paths: Record<string, Record<string, unknown>> = {};
-    for (const doc of [...this.docs, ...this.providers.flatMap((p) => p())]) {
-      const params = [...doc.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
-        name: m[1],
-        in: 'path',
-        required: true,
-        schema: { type: 'string' },
-      }));
+    const all = [...this.docs, ...this.providers.flatMap((p) => p())];
+    const documented = new Set(all.filter((d) => !d.inferred).map((d) => `${d.method} ${d.path.replace(/\{[^}]+\}/g, '{}')}`));
+    for (const doc of all) {
+      if (doc.inferred && documented.has(`${doc.method} ${doc.path.replace(/\{[^}]+\}/g, '{}')}`)) continue;
+      const params = [...doc.path.matchAll(/\{([^}]+)\}/g)].map((m) => {
+        const values = this.paramValues.get(m[1]!)?.();
+        return { name: m[1], in: 'path', required: true, schema: values?.length ? { type: 'string', enum: values } : { type: 'string' } };
+      });
       if (doc.query) {
         const query = toSchema(doc.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
         for (const [name, schema] of Object.entries(query.properties ?? {})) {

@@ -1,0 +1,154 @@
+/**
+ * Routes declared as data. A route is its method, URL, zod schemas, summary and `config` — what it
+ * calls (`resource`) and who may call it (`guard`) — plus its handler:
+ *
+ * ```ts
+ * export const getThread = defineRoute({
+ *   method: 'GET',
+ *   url: '/api/v1/:agent/threads/:thread_id',
+ *   summary: 'Get a thread',
+ *   tags: ['threads'],
+ *   schema: { response: { 200: Thread, 404: 'unknown thread, or a thread of another principal' } },
+ *   handler: ({ params, req }) => threads.get(params.agent, params.thread_id, viewerOf(req)),
+ * });
+ * ```
+ *
+ * `mountRoutes` adds them to the Fastify app; /openapi.json is built from what the app's `onRoute`
+ * hook sees (core/http/openapi.ts), so a route cannot exist without being documented. Guards and the
+ * invocation log read `req.routeOptions.config` (`resourceCallOf`) instead of parsing the URL again.
+ *
+ * Inputs are parsed with zod when the handler first reads them (`body`, `query`, `params` are
+ * getters), so a handler that checks the agent exists before reading the body answers 404 before
+ * 422, as it did when each handler called `parseInput` itself.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { z } from 'zod';
+import { parseInput } from './validate.js';
+
+export type RouteMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
+
+/** A response: its schema, or just what it means, or both (with a content type other than JSON). */
+export type ResponseSpec = z.ZodType | string | { description: string; schema?: z.ZodType; contentType?: string };
+
+export interface RouteSchema<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> {
+  params?: P;
+  querystring?: Q;
+  body?: B;
+  /** Status → response. A route without one documents `200: OK`. */
+  response?: Record<number, ResponseSpec>;
+}
+
+/** The kinds of resources whose calls are logged, gated by the control plane and counted. */
+export type ResourceKind = 'agent' | 'endpoint' | 'plugin' | 'ingestor' | 'pipeline';
+
+export interface ResourceConfig {
+  kind: ResourceKind;
+  /** The path parameter holding the resource's name. */
+  param: string;
+  /** What the call does ('invoke', 'predict', 'run.async', 'health'); a function for routes that serve many. */
+  operation: string | ((req: FastifyRequest) => string);
+  /** True for calls that do work (logged, drained, disabled by the control plane); false for health and cards. */
+  invocation: boolean;
+}
+
+export interface RouteConfig {
+  resource?: ResourceConfig;
+  /** Reachable without the API token (probes, discovery documents, the UI's files). */
+  public?: boolean;
+  /** Kept out of /openapi.json (the catch-all 404, the UI's static files). */
+  hidden?: boolean;
+}
+
+export interface RouteInput<P, Q, B> {
+  readonly params: P;
+  readonly query: Q;
+  readonly body: B;
+  readonly req: FastifyRequest;
+  readonly reply: FastifyReply;
+}
+
+type Out<S, Fallback> = S extends z.ZodType ? z.output<S> : Fallback;
+
+export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+  method: RouteMethod | RouteMethod[];
+  /** Fastify's syntax: `/api/v1/:agent/threads/:thread_id`. */
+  url: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  schema?: RouteSchema<P, Q, B>;
+  config?: RouteConfig;
+  /** Body parsing off (the handler reads the raw stream), for proxies and uploads. */
+  rawBody?: boolean;
+  handler(input: RouteInput<Out<P, Record<string, string>>, Out<Q, Record<string, unknown>>, Out<B, unknown>>): unknown;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a list of routes holds routes of every input type
+export type AnyRoute = RouteDefinition<any, any, any>;
+
+/** A route, typed from its schemas (the identity; it exists for inference, as tRPC's procedures do). */
+export function defineRoute<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType>(
+  route: RouteDefinition<P, Q, B>,
+): RouteDefinition<P, Q, B> {
+  return route;
+}
+
+/** What `onRoute` finds in a declared route's config: the declaration, for the OpenAPI document. */
+export interface DeclaredRouteConfig extends RouteConfig {
+  declaration?: AnyRoute;
+}
+
+export function mountRoutes(app: FastifyInstance, routes: readonly AnyRoute[]): void {
+  for (const route of routes) {
+    const { schema } = route;
+    app.route({
+      method: route.method as HTTPMethods | HTTPMethods[],
+      url: route.url,
+      config: { ...route.config, declaration: route } satisfies DeclaredRouteConfig,
+      handler(req, reply) {
+        let params: unknown;
+        let query: unknown;
+        let body: unknown;
+        let parsed = 0;
+        const input = {
+          req,
+          reply,
+          get params() {
+            if (!(parsed & 1)) (params = schema?.params ? parseInput(schema.params, req.params, 'params') : req.params), (parsed |= 1);
+            return params;
+          },
+          get query() {
+            if (!(parsed & 2)) (query = schema?.querystring ? parseInput(schema.querystring, req.query, 'query') : req.query), (parsed |= 2);
+            return query;
+          },
+          get body() {
+            if (!(parsed & 4)) (body = schema?.body ? parseInput(schema.body, req.body, 'body') : req.body), (parsed |= 4);
+            return body;
+          },
+        };
+        return route.handler(input as never);
+      },
+    });
+  }
+}
+
+/** The resource a request calls, from the matched route's config; undefined for every other route. */
+export interface ResourceCall {
+  resource: ResourceKind;
+  name: string;
+  operation: string;
+  invocation: boolean;
+}
+
+export function resourceCallOf(req: FastifyRequest): ResourceCall | undefined {
+  const resource = (req.routeOptions.config as RouteConfig | undefined)?.resource;
+  if (!resource) return undefined;
+  const name = (req.params as Record<string, string | undefined>)[resource.param];
+  if (!name) return undefined;
+  return {
+    resource: resource.kind,
+    name,
+    operation: typeof resource.operation === 'function' ? resource.operation(req) : resource.operation,
+    invocation: resource.invocation,
+  };
+}

@@ -12,7 +12,7 @@
 import { timeOrderedId } from '../storage/ids.js';
 import { notFound } from '../http/errors.js';
 import { canSee, ownerOf, type Owned } from '../kernel/ownership.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import type { Checkpoint } from './checkpointer.js';
 
 export interface PendingApproval extends Owned {

@@ -4,7 +4,7 @@
  * state, and resumes from one; the engine writes them.
  */
 import type { ToolJournal } from './journal.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import { ownerFor } from '../kernel/ownership.js';
 import type { AgentInput, AgentState } from './types.js';
 

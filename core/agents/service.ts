@@ -37,7 +37,7 @@ import { HttpError, errorMessage, gatewayTimeout, notFound } from '../http/error
 import type { EventLog } from '../http/event-log.js';
 import type { Logger } from '../kernel/log.js';
 import { cleanStack } from '../kernel/stack.js';
-import type { Store } from '../storage/store.js';
+import type { Store } from '../kernel/store.js';
 import type { ThreadService } from '../threads/service.js';
 import { ApprovalStore, approvalLinks, type PendingApproval } from './approvals.js';
 import { StoreCheckpointer, UNRETAINED, ownedBy, type Checkpoint, type Checkpointer } from './checkpointer.js';

@@ -9,7 +9,7 @@ import { OpenApiRegistry } from '../http/openapi.js';
 import { normalizeUrl } from '../http/normalize.js';
 import { DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal, upgradeChecker } from '../http/security.js';
 import { loadExpress } from '../endpoints/router.js';
-import { Metrics } from '../platform/metrics.js';
+import { Metrics } from '../kernel/metrics.js';
 import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { Discovery } from '../kernel/discovery.js';

@@ -5,7 +5,7 @@
  * that gave it; lists and exports show a principal only its own (core/kernel/ownership.ts).
  */
 import { timeOrderedId } from '../storage/ids.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import { canSee, ownerFor } from '../kernel/ownership.js';
 import type { FeedbackRecord, FeedbackRequest } from './schemas.js';
 

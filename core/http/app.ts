@@ -7,7 +7,7 @@ import bytes from 'bytes';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from '../kernel/log.js';
 import type { Settings } from '../kernel/settings.js';
-import type { Metrics } from '../platform/metrics.js';
+import type { Metrics } from '../kernel/metrics.js';
 import { crossSiteGuard } from './cross-site.js';
 import { badRequest, HttpError, pathScrubber, toHttpError, unprocessable } from './errors.js';
 import { hasEncodedControl, normalizeUrl } from './normalize.js';

@@ -19,7 +19,7 @@ import { dropInUnavailable, errorMessage, HttpError, notFound, serviceUnavailabl
 import { formatIssues } from '../http/validate.js';
 import type { Registry } from '../kernel/registry.js';
 import { noRecorder, type InvocationRecorder } from '../logs/recorder.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import type { IngestContext, IngestDocument, IngestResource } from './define.js';
 import type { LoadedIngestor } from './kind.js';
 import type { RunRequest, RunResult, StoredDocument } from './schemas.js';

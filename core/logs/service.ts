@@ -19,7 +19,7 @@ import { appendFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { notFound, notImplemented } from '../http/errors.js';
 import type { Logger } from '../kernel/log.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import { analyze } from './summaries.js';
 import type { InvocationEntry, InvocationRecorder } from './recorder.js';
 import { createRedactor, type Redactor } from './redact.js';

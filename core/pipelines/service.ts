@@ -33,7 +33,7 @@ import path from 'node:path';
 import { HttpError, conflict, errorMessage, notFound, unprocessable } from '../http/errors.js';
 import type { DropInProblem, Registry, RegistryEntry } from '../kernel/registry.js';
 import { jsonDropInVersion } from '../kernel/discovery.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import { dependencies, describeProblems, graphView, kindOf, validatePipeline, type GraphView, type StepTargets } from './graph.js';
 import { checkRunInput } from './input.js';
 import { PIPELINE_KIND, RESERVED_PIPELINE_NAMES, loadPipelineFile } from './kind.js';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { KeyedLog, LogEntry } from './store.js';
+import type { KeyedLog, LogEntry } from '../kernel/store.js';
 
 /**
  * A keyed, append-only log in one JSON Lines file: each key holds a growing list (a thread's

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Low } from 'lowdb';
 import { DataFile } from 'lowdb/node';
 import { AppendLog } from './append-log.js';
-import type { Collection, CollectionOptions, CollectionStats, RecordQuery, Store, StoreDescription, StoreStats } from './store.js';
+import type { Collection, CollectionOptions, CollectionStats, RecordQuery, Store, StoreDescription, StoreStats } from '../kernel/store.js';
 import { queryInMemory } from './query.js';
 
 type ShardData<T> = { records: Record<string, T> };

@@ -1,4 +1,4 @@
-import type { FieldValue, RecordQuery } from './store.js';
+import type { FieldValue, RecordQuery } from '../kernel/store.js';
 
 /** Field names a query may name: plain identifiers, so they can be written into SQL safely. */
 export const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;

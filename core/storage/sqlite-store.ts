@@ -5,7 +5,7 @@ import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlit
 import { serviceUnavailable } from '../http/errors.js';
 import { replayLog } from './append-log.js';
 import { checkFields } from './query.js';
-import type { Collection, CollectionOptions, CollectionStats, FieldValue, KeyedLog, LogEntry, RecordQuery, Store, StoreDescription, StoreStats } from './store.js';
+import type { Collection, CollectionOptions, CollectionStats, FieldValue, KeyedLog, LogEntry, RecordQuery, Store, StoreDescription, StoreStats } from '../kernel/store.js';
 
 /**
  * The embedded store: one SQLite database (`.hangar/hangar.db`) through Node's built-in

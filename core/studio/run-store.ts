@@ -17,7 +17,7 @@
  * deleted when a new run starts. A run's events are not capped (accepted: a debugging run with a
  * six-figure token count is the exception, and the record is what the studio shows).
  */
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import type { StudioEvent, StudioRunStatus } from './events.js';
 
 export interface StudioRun {

@@ -5,7 +5,7 @@
  */
 import type { Replay, SequencedEvent } from '../http/event-log.js';
 import { errorMessage } from '../http/errors.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import { type LiveTask, type TaskLogger, nowIso, trackWrite } from './live-task.js';
 import type { Task, TaskEvent, TaskEventType } from './schemas.js';
 

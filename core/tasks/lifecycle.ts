@@ -4,7 +4,7 @@
  * the work, and a settled task leaves memory only once its whole log is stored.
  */
 import type { SequencedEvent } from '../http/event-log.js';
-import type { Collection } from '../storage/store.js';
+import type { Collection } from '../kernel/store.js';
 import { type TaskEventStore, chunkOf } from './event-store.js';
 import { type LiveTask, type TaskLogger, copyTask, nowIso, trackWrite } from './live-task.js';
 import type { Task, TaskEvent, TaskStatus } from './schemas.js';

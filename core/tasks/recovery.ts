@@ -5,7 +5,7 @@
  * setup, in any order, so a task whose kind is not registered yet waits for it — up to a grace period.
  */
 import { errorMessage } from '../http/errors.js';
-import type { Collection } from '../storage/store.js';
+import type { Collection } from '../kernel/store.js';
 import type { TaskLifecycle } from './lifecycle.js';
 import type { TaskLogger } from './live-task.js';
 import type { TaskRunner } from './runner.js';

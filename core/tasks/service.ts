@@ -55,7 +55,7 @@
 import type { Replay, ReplayableSource, SequencedEvent } from '../http/event-log.js';
 import { HttpError, errorMessage, notFound, notImplemented, unprocessable } from '../http/errors.js';
 import { timeOrderedId } from '../storage/ids.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import { TaskEventStore } from './event-store.js';
 import { TaskLifecycle } from './lifecycle.js';
 import { type LiveTask, type TaskListener, type TaskLogger, copyTask, nowIso, toJson } from './live-task.js';

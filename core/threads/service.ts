@@ -20,8 +20,8 @@
 import { timeOrderedId } from '../storage/ids.js';
 import { badRequest, conflict, notFound, unprocessable } from '../http/errors.js';
 import { canSee, ownerFor, ownerOf } from '../kernel/ownership.js';
-import type { KeyedLog } from '../storage/store.js';
-import type { Collection, Store } from '../storage/store.js';
+import type { KeyedLog } from '../kernel/store.js';
+import type { Collection, Store } from '../kernel/store.js';
 import type { ModelProvider } from '../agents/model.js';
 import type { ChatMessage } from '../agents/types.js';
 import type { CreateThreadRequest, ForkThreadRequest, Message, Thread, UpdateThreadRequest } from './schemas.js';

@@ -9,7 +9,7 @@ import { createApp } from '../../core/http/app.js';
 import { ReconfigurableRateLimiter } from '../../core/http/security.js';
 import { Logger } from '../../core/kernel/log.js';
 import { SettingsSchema } from '../../core/kernel/settings.js';
-import { Metrics } from '../../core/platform/metrics.js';
+import { Metrics } from '../../core/kernel/metrics.js';
 import { endpointRoutes } from '../../core/endpoints/routes.js';
 import type { EndpointService } from '../../core/endpoints/service.js';
 

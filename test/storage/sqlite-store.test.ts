@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { HttpError } from '../../core/http/errors.js';
 import { LowdbStore } from '../../core/storage/lowdb-store.js';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
-import type { Store } from '../../core/storage/store.js';
+import type { Store } from '../../core/kernel/store.js';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const scratch = () => mkdtemp(path.join(tmpdir(), 'hangar-sqlite-'));

@@ -8,7 +8,7 @@
  * may delete or replace them like any other pattern.
  */
 import { conflict, notFound, unprocessable } from '../../http/errors.js';
-import type { Collection, Store } from '../../storage/store.js';
+import type { Collection, Store } from '../../kernel/store.js';
 import type { NotebookService } from '../service.js';
 import type { Cell } from '../schemas.js';
 import type { PatternCreateBody } from './schemas.js';

@@ -16,7 +16,7 @@
 import { stat } from 'node:fs/promises';
 import { Cron } from 'croner';
 import { notFound, unprocessable } from '../../http/errors.js';
-import type { Collection, Store } from '../../storage/store.js';
+import type { Collection, Store } from '../../kernel/store.js';
 import { readNotebookFile } from '../formats.js';
 import type { Output } from '../schemas.js';
 import type { NotebookService } from '../service.js';

@@ -54,7 +54,13 @@ export class AgentPool {
       }
       gate.chat({ ...msg.call, signal: calls.signal }).then(
         (reply) => channel.send({ type: 'model_result', id: msg.id, reply }),
-        (err: unknown) => channel.send({ type: 'model_result', id: msg.id, error: err instanceof Error ? err.message : String(err), cancelled: calls.signal.aborted }),
+        (err: unknown) =>
+          channel.send({
+            type: 'model_result',
+            id: msg.id,
+            error: err instanceof Error ? err.message : String(err),
+            cancelled: calls.signal.aborted,
+          }),
       );
     });
     const hardStop = new AbortController();

@@ -55,7 +55,10 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
     logLevel: 'silent',
   });
   const code = result.outputFiles[0]!.text;
-  const name = entry.replace(/^core\//, '').replace(/\.ts$/, '').replace(/[/\\]/g, '-');
+  const name = entry
+    .replace(/^core\//, '')
+    .replace(/\.ts$/, '')
+    .replace(/[/\\]/g, '-');
   const hash = createHash('sha256').update(code).digest('hex').slice(0, 12);
   const ext = format === 'cjs' ? 'cjs' : 'mjs';
   const cache = join(root, 'node_modules', '.cache', 'hangar-workers');

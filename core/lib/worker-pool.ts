@@ -71,7 +71,10 @@ export class WorkerDeadlineError extends Error {
 
 /** The task's thread passed its heap cap and was terminated by V8. */
 export class WorkerOutOfMemoryError extends Error {
-  constructor(readonly maxHeapMb: number | undefined, options?: ErrorOptions) {
+  constructor(
+    readonly maxHeapMb: number | undefined,
+    options?: ErrorOptions,
+  ) {
     super(`out of memory: the worker thread passed its ${maxHeapMb ? `${maxHeapMb} MB ` : ''}heap cap and was stopped`, options);
     this.name = 'WorkerOutOfMemoryError';
   }
@@ -161,7 +164,8 @@ export class WorkerPool<Task extends object, Result> {
       return await pool.run(withPort, { signal: stop.signal, ...(port ? { transferList: [port] as never } : {}) });
     } catch (err) {
       if (stop.signal.aborted) throw stop.signal.reason;
-      if ((err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY') throw new WorkerOutOfMemoryError(this.#options.maxHeapMb, { cause: err });
+      if ((err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY')
+        throw new WorkerOutOfMemoryError(this.#options.maxHeapMb, { cause: err });
       throw err;
     } finally {
       clearTimeout(timer);

@@ -157,7 +157,10 @@ function errorOutput(
   for (const frame of (e.stack ?? '').split('\n').slice(1)) {
     const at = frame.indexOf(marker);
     if (at < 0) continue;
-    const [programLine, column] = frame.slice(at + marker.length).split(':').map((n) => Number.parseInt(n, 10));
+    const [programLine, column] = frame
+      .slice(at + marker.length)
+      .split(':')
+      .map((n) => Number.parseInt(n, 10));
     const sourceLine = sourceLineOf(programLine, column);
     if (sourceLine === undefined) continue;
     line ??= sourceLine;

@@ -135,9 +135,11 @@ export class NotebookRuntime {
       const reason = this.#endReasons.get(pool) ?? (err instanceof WorkerDeadlineError ? 'timeout' : 'crashed');
       if (reason !== 'interrupted' && this.#pool === pool) await this.#end(reason);
       const message =
-        reason === 'timeout' ? `cell timed out after ${cell.timeoutMs} ms; the kernel was restarted and all values were lost`
-        : reason === 'interrupted' ? 'interrupted; the kernel was restarted and all values were lost'
-        : `the kernel crashed (${(err as Error).message}); it was restarted and all values were lost`;
+        reason === 'timeout'
+          ? `cell timed out after ${cell.timeoutMs} ms; the kernel was restarted and all values were lost`
+          : reason === 'interrupted'
+            ? 'interrupted; the kernel was restarted and all values were lost'
+            : `the kernel crashed (${(err as Error).message}); it was restarted and all values were lost`;
       const output: Output = {
         output_type: 'error',
         ename: reason === 'timeout' ? 'TimeoutError' : reason === 'interrupted' ? 'InterruptError' : 'KernelCrash',
@@ -156,7 +158,13 @@ export class NotebookRuntime {
    */
   async call(task: { module: string; fn: string; name?: string; args?: unknown }): Promise<CallResult> {
     await this.start();
-    return (await this.#pool!.run({ op: 'call', module: task.module, fn: task.fn, ...(task.name !== undefined ? { name: task.name } : {}), args: task.args ?? null })) as CallResult;
+    return (await this.#pool!.run({
+      op: 'call',
+      module: task.module,
+      fn: task.fn,
+      ...(task.name !== undefined ? { name: task.name } : {}),
+      args: task.args ?? null,
+    })) as CallResult;
   }
 
   /** Remove names from the runtime's globals (a deleted cell's definitions). */

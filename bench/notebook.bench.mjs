@@ -8,7 +8,7 @@
 // each is recorded for the runner's summary with its budget as the target.
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { analyzeNotebook } from '../core/notebook/analysis.ts';
+import { analyzeNotebook } from '../core/notebook/analysis/index.ts';
 import { NotebookRuntime } from '../core/notebook/runtime.ts';
 import { Notebook } from '../core/notebook/schemas.ts';
 import { NotebookSession } from '../core/notebook/session.ts';

@@ -12,7 +12,7 @@ import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
 import { marked } from 'marked';
-import { analyzeNotebook } from './analysis.js';
+import { analyzeNotebook } from './analysis/index.js';
 import { assetDir, packageRoot } from './assets.js';
 import { serializeNbTs } from './formats.js';
 import { escapeHtml, outputToHtml } from './render.js';

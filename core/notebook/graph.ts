@@ -33,6 +33,3 @@ export function buildTopology(
     }
   });
 }
-
-// core/notebook/analysis.ts still takes these from here; it imports core/lib/graph.ts directly once its split lands.
-export { cycles as findCycles, topologicalOrder } from '../lib/graph.js';

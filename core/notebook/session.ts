@@ -17,7 +17,8 @@
  * updates), so two clicks on "run" never interleave in the kernel. Interrupt bypasses the queue.
  */
 import { dirname } from 'node:path';
-import { analyzeNotebook, type CellProblem, type NotebookAnalysis } from './analysis.js';
+import { analyzeNotebook, type NotebookAnalysis } from './analysis/index.js';
+import type { CellProblem } from './analysis/visitor.js';
 import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
 import { NotebookRuntime } from './runtime.js';
 import { writeNotebookFile } from './formats.js';

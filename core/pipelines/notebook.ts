@@ -15,7 +15,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve, sep } from 'node:path';
-import { analyzeNotebook, type NotebookAnalysis } from '../notebook/analysis.js';
+import { analyzeNotebook, type NotebookAnalysis } from '../notebook/analysis/index.js';
 import { isNotebookFile, parseNotebook, readNotebookFile } from '../notebook/formats.js';
 import { ancestors, topologicalOrder } from '../lib/graph.js';
 import { NotebookRuntime } from '../notebook/runtime.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { analyzeCell, analyzeCells, analyzeNotebook, decodeLineMap } from '../../core/notebook/analysis.js';
+import { analyzeCell, analyzeCells, analyzeNotebook } from '../../core/notebook/analysis/index.js';
+import { decodeLineMap } from '../../core/notebook/analysis/sourcemap.js';
 import { buildTopology } from '../../core/notebook/graph.js';
 import { cycles, descendants, topologicalOrder } from '../../core/lib/graph.js';
 

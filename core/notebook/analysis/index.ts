@@ -1,0 +1,181 @@
+/**
+ * Static analysis of notebook cells: what each code cell defines (writes) and uses (reads), plus
+ * the JavaScript the kernel runs for it. A real parser does the work — esbuild strips TypeScript,
+ * acorn parses, and a scoped visitor over acorn-walk resolves every identifier against the scopes
+ * around it, the way Observable Framework's `src/javascript/references.ts` and marimo's
+ * `_ast/visitor.py` do. This module is the pipeline and the notebook-level rules; its stages are
+ * `transpile.ts` (source → AST), `visitor.ts` (names and cell-level rules), `codegen.ts` (the
+ * program the kernel runs) and `sourcemap.ts` (lines back to the cell's source).
+ *
+ * ## Rules (what users of marimo and Observable expect; each broken rule is a problem on the cell)
+ * - **Writes** are the cell's top-level declarations: `const`/`let`/`var` (with destructuring),
+ *   `function`, `class`, `enum`, `import` bindings. Names starting with `_` are **private** to the
+ *   cell: they are neither shared nor visible to other cells (marimo's convention), so two cells
+ *   may both use `_tmp`. Reading another cell's `_name` is an error.
+ * - **Reads** are free identifiers — not declared in the cell or any scope around the use — minus
+ *   JavaScript/Node globals and the kernel helpers (`display`, `html`, ...). A global shadowed by a
+ *   cell (`const fetch = ...`) is a read again, resolved at the notebook level.
+ * - **Defined twice**: a shared name written by two cells is an error on both; neither runs until
+ *   one is renamed (running either would silently pick a winner).
+ * - **Cycles** (`a` reads `b`, `b` reads `a`) are an error on every cell of the cycle; cells
+ *   downstream of a cycle are not run either.
+ * - **Reassignment** of a name the cell did not declare (`x = x + 1`, `x++`, `x += 1`, or
+ *   `for (x of ...)`) is an error: it would change another cell's value behind the graph's back.
+ *   Declare a new name instead (`const x2 = x + 1`).
+ * - **Self-reference** in a declaration (`const x = x + 1`) is an error: inside the cell `x` means
+ *   the cell's own, not-yet-initialised `x` (JavaScript's temporal dead zone). Recursion inside a
+ *   function (`const f = (n) => f(n - 1)`) is fine.
+ * - **Mutations** of another cell's value (`df.col = ...`, `arr.push(...)`, `delete o.k`) are a
+ *   warning, not an error: they run, but the graph cannot see them, so readers of `arr` are not
+ *   re-run and re-running the defining cell undoes them. Mutate in the defining cell instead.
+ * - `export` is an error: every top-level name is already shared.
+ *
+ * Analysis never throws for bad user code: syntax errors become a `syntax` problem carrying the
+ * line and column in the cell's own source.
+ */
+import { cycles, topologicalOrder } from '../../lib/graph.js';
+import { buildTopology, type Topology } from '../graph.js';
+import { type CellProgram, endsInValue, generateProgram } from './codegen.js';
+import { type Parsed, parsePlain, stripTypeScript } from './transpile.js';
+import { type CellProblem, type CellScope, analyzeScopes } from './visitor.js';
+
+/** One code cell analysed; `program`, `lineMap` and `segmentMap` are absent when the cell has an error. */
+export interface CellAnalysis extends CellScope, Partial<CellProgram> {
+  /** Whether the last top-level statement is an expression whose value is the cell's output. */
+  hasValue: boolean;
+}
+
+const cache = new Map<string, CellAnalysis>();
+const CACHE_LIMIT = 5000;
+
+/**
+ * Analyse one code cell. Results are cached by source: re-analysing an unchanged notebook after one
+ * edit costs one parse. The returned object is shared; treat it as read-only.
+ */
+export async function analyzeCell(source: string): Promise<CellAnalysis> {
+  return (await analyzeCells([source]))[0];
+}
+
+/**
+ * Analyse many cells at once. Plain JavaScript goes straight to acorn; TypeScript cells are
+ * stripped by esbuild in one batch (one call instead of one per cell — a round trip to esbuild's
+ * service costs more than stripping a cell), falling back to one call per cell when the batch fails.
+ */
+export async function analyzeCells(sources: readonly string[]): Promise<CellAnalysis[]> {
+  const results: CellAnalysis[] = new Array(sources.length);
+  const pending: number[] = [];
+  const typescript: number[] = [];
+  sources.forEach((source, i) => {
+    const hit = cache.get(source);
+    if (hit) {
+      results[i] = hit;
+      return;
+    }
+    const plain = parsePlain(source);
+    if (plain) results[i] = fromParsed(plain);
+    else typescript.push(i);
+    pending.push(i);
+  });
+  const stripped = await stripTypeScript(typescript.map((i) => sources[i]));
+  typescript.forEach((i, k) => (results[i] = fromParsed(stripped[k])));
+  for (const i of pending) {
+    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+    cache.set(sources[i], results[i]);
+  }
+  return results;
+}
+
+function fromParsed(parsed: Parsed): CellAnalysis {
+  if ('problem' in parsed) {
+    return { writes: [], reads: [], globals: [], privates: [], problems: [parsed.problem], hasValue: false };
+  }
+  const { writes, reads, globals, privates, problems } = analyzeScopes(parsed.ast, parsed.lineMap);
+  const hasValue = endsInValue(parsed.ast);
+  // A cell with an error is not run, so it gets no program.
+  const runnable = !problems.some((p) => p.severity === 'error');
+  return {
+    writes,
+    reads,
+    globals,
+    privates,
+    problems,
+    hasValue,
+    ...(runnable ? generateProgram(parsed.js, parsed.ast, { reads, writes }, parsed.lineMap, parsed.segments) : {}),
+  };
+}
+
+export interface AnalyzedCell extends CellAnalysis {
+  id: string;
+  /** Cell-level problems plus the notebook-level ones (defined twice, cycles). */
+  problems: CellProblem[];
+  /** Effective reads: `reads` plus globals that another cell shadows. */
+  dependsOn: string[];
+}
+
+export interface NotebookAnalysis {
+  cells: Map<string, AnalyzedCell>;
+  topology: Topology;
+  /** Execution order of every runnable code cell (ties broken by notebook order). */
+  order: string[];
+  /** Cells that cannot be ordered: on or downstream of a cycle. */
+  blocked: string[];
+  cycles: string[][];
+}
+
+export interface CellInput {
+  id: string;
+  cell_type: string;
+  source: string;
+  name?: string;
+}
+
+/**
+ * Analyse every code cell, then the graph: who depends on whom, names defined twice, cycles and
+ * the execution order. Markdown and raw cells are nodes with no edges so ids stay aligned.
+ */
+export async function analyzeNotebook(cells: readonly CellInput[]): Promise<NotebookAnalysis> {
+  const codeCells = cells.filter((cell) => cell.cell_type === 'code');
+  const analysed = await analyzeCells(codeCells.map((cell) => cell.source));
+  const byCell = new Map(codeCells.map((cell, i) => [cell, analysed[i]]));
+  const empty: CellAnalysis = { writes: [], reads: [], globals: [], privates: [], problems: [], hasValue: false };
+  const results = cells.map((cell) => byCell.get(cell) ?? empty);
+  const label = (cell: CellInput) => (cell.name ? `"${cell.name}" (${cell.id})` : cell.id);
+  const byId = new Map<string, AnalyzedCell>();
+  const definedBy = new Map<string, CellInput[]>();
+  cells.forEach((cell, i) => {
+    const result = results[i];
+    for (const name of result.writes) {
+      const list = definedBy.get(name);
+      if (list) list.push(cell);
+      else definedBy.set(name, [cell]);
+    }
+  });
+  cells.forEach((cell, i) => {
+    const result = results[i];
+    const dependsOn = [...result.reads, ...result.globals.filter((name) => definedBy.has(name))];
+    const problems = [...result.problems];
+    for (const name of result.writes) {
+      const others = definedBy.get(name)!.filter((other) => other !== cell);
+      if (others.length > 0) {
+        problems.push({
+          kind: 'multiple-definitions', severity: 'error', name,
+          message: `\`${name}\` is also defined by cell ${others.map(label).join(', ')}; a name may be defined by one cell only`,
+        });
+      }
+    }
+    byId.set(cell.id, { ...result, id: cell.id, problems, dependsOn });
+  });
+  const ids = cells.map((c) => c.id);
+  const topology = buildTopology(ids, (id) => byId.get(id)!.writes, (id) => byId.get(id)!.dependsOn);
+  const found = cycles(topology);
+  const cellById = new Map(cells.map((c) => [c.id, c]));
+  for (const cycle of found) {
+    const path = [...cycle, cycle[0]].map((id) => label(cellById.get(id)!)).join(' → ');
+    for (const id of cycle) {
+      byId.get(id)!.problems.push({ kind: 'cycle', severity: 'error', message: `cells form a cycle: ${path}` });
+    }
+  }
+  const codeIds = new Set(cells.filter((c) => c.cell_type === 'code').map((c) => c.id));
+  const { order, blocked } = topologicalOrder(topology, codeIds);
+  return { cells: byId, topology, order, blocked, cycles: found };
+}

@@ -16,7 +16,8 @@ import { resumePoint, serveSse } from '../http/sse.js';
 import { parseInput } from '../http/validate.js';
 import { viewerOf } from '../kernel/ownership.js';
 import { runEventSource } from './events.js';
-import type { Execution, StudioService } from './service.js';
+import type { Execution } from './launch.js';
+import type { StudioService } from './service.js';
 import * as S from './schemas.js';
 
 const nameOf = (req: FastifyRequest) => param(req, 'name');

@@ -225,8 +225,8 @@ export interface RunRecord {
 
 // ---- configuration -------------------------------------------------------------------------
 
-/** Keys the HTTP configuration route may not change; they stay loadable from the config file. */
-export const READ_ONLY_CONFIG_KEYS = ['mcp_servers', 'skills_dirs', 'context_role_budget', 'repos'] as const;
+// core/coderun/service.ts still takes it from here; it imports ./config-keys.js directly once its split lands.
+export { READ_ONLY_CONFIG_KEYS } from './config-keys.js';
 
 export const CodeConfigSchema = z
   .object({

@@ -2,6 +2,9 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { WorkspaceSnapshot } from '../../core/ui/workspace.js';
+import type { z } from 'zod';
+import type { PlatformStatus as PlatformStatusSchema } from '../../core/platform/schemas.js';
+import type { Task } from '../../core/tasks/schemas.js';
 import { ApiError, getJson, getText } from './api.js';
 import { glance, parsePrometheus, type Glance } from './metrics.js';
 
@@ -11,27 +14,8 @@ import { glance, parsePrometheus, type Glance } from './metrics.js';
  * and every few seconds for the counters.
  */
 
-interface PlatformStatus {
-  version: string;
-  status: string;
-  ready: boolean;
-  workspace: string;
-  uptime_seconds: number;
-  dropins: Record<string, number>;
-  errors: { kind: string; entry: string; file: string; line: number | null; column: number | null; message: string; at: string }[];
-  requests: { total: number; by_status: Record<string, number> };
-  store?: { backend: string; path: string; writable: boolean; problem?: string; recovered?: { moved_to: string; problem: string } };
-}
-
-interface Task {
-  id: string;
-  kind: string;
-  target: string;
-  status: string;
-  progress: { percent: number; message: string };
-  error: string | null;
-  created_at: string;
-}
+/** GET /api/v1/status. */
+type PlatformStatus = z.output<typeof PlatformStatusSchema>;
 
 const TASK_COLUMNS = [
   { status: 'submitted', label: 'Submitted' },

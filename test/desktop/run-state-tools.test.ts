@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyEvent, idleRun, type StudioEvent } from '../../desktop/views/studio/run-state.js';
+import type { StudioEvent } from '../../core/studio/events.js';
+import { applyEvent, idleRun } from '../../desktop/views/studio/run-state.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { WITHOUT_PLUGIN_WORKERS } from './servers.js';

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyEvent, idleRun, type StudioEvent } from '../../desktop/views/studio/run-state.js';
+import type { StudioEvent } from '../../core/studio/events.js';
+import { applyEvent, idleRun } from '../../desktop/views/studio/run-state.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { WITHOUT_PLUGIN_WORKERS } from './servers.js';
 
@@ -65,9 +66,9 @@ describe('run view from studio events', () => {
   });
 
   it('starts a fresh answer for each node that streams tokens', () => {
-    const base = { run_id: 'r', thread_id: 't' };
+    const base = { run_id: 'r', thread_id: 't', timestamp: '2026-01-01T00:00:00.000Z' };
     const events: StudioEvent[] = [
-      { ...base, seq: 1, type: 'run_start', resumed_from: null },
+      { ...base, seq: 1, type: 'run_start', agent: 'demo', input: { query: 'hi', user_id: 'u' }, resumed_from: null },
       { ...base, seq: 2, type: 'node_start', node: 'a', step: 1 },
       { ...base, seq: 3, type: 'message_chunk', node: 'm', content: 'Hel' },
       { ...base, seq: 4, type: 'message_chunk', node: 'm', content: 'lo' },

@@ -2,7 +2,8 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { arrangeApp, type AppCell, type Layout } from './app-layout.js';
-import { Outputs, renderMarkdown, type Output } from './outputs.js';
+import type { Output } from '../../../core/notebook/schemas.js';
+import { Outputs, renderMarkdown } from './outputs.js';
 
 /** The notebook as an app: outputs and prose only, in one of the five layouts. */
 type Cell = AppCell & { outputs: Output[] };

@@ -7,7 +7,9 @@ import { href } from '../router.js';
 import { LAYOUTS, type Layout } from './app-layout.js';
 import { AppPreview } from './app-preview.js';
 import { CodeEditor } from './editor.js';
-import { Outputs, renderMarkdown, type Output } from './outputs.js';
+import { Outputs, renderMarkdown } from './outputs.js';
+import type { Cell as StoredCell, CellState } from '../../../core/notebook/schemas.js';
+import type { DependencyReport, SessionEvent } from '../../../core/notebook/session.js';
 import { ToolsPanel } from './tools-panel.js';
 
 /**
@@ -17,17 +19,8 @@ import { ToolsPanel } from './tools-panel.js';
  * while cells run.
  */
 
-type CellState = 'idle' | 'queued' | 'running' | 'success' | 'error' | 'stale';
-
-interface Cell {
-  id: string;
-  cell_type: 'code' | 'markdown' | 'raw';
-  name: string;
-  source: string;
-  outputs: Output[];
-  execution_count: number;
-  state: CellState;
-}
+/** A cell as the session answers it: the stored cell and its run state. */
+type Cell = StoredCell & { state: CellState };
 
 interface NotebookDoc {
   id: string;
@@ -36,23 +29,11 @@ interface NotebookDoc {
   cells: Cell[];
 }
 
-interface Dependencies {
-  cells: { id: string; name: string; reads: string[]; writes: string[]; problems?: unknown[] }[];
-  edges: { from: string; to: string; names: string[] }[];
-  order: string[];
-  stale: string[];
-  cycles: string[][];
-  /** Set by the view when the analysis could not be fetched. */
-  error?: string;
-}
+/** GET /dependencies, or why it could not be fetched. */
+type Dependencies = DependencyReport & { error?: string };
 
-type NotebookEvent =
-  | { type: 'hello'; cells: { id: string; state: CellState }[] }
-  | { type: 'cell-state'; cellId: string; state: CellState }
-  | { type: 'output'; cellId: string; output: Output }
-  | { type: 'outputs-cleared'; cellId: string }
-  | { type: 'cells-changed' }
-  | { type: 'kernel'; status: 'restarted' | 'timeout' | 'crashed'; generation: number };
+/** What the notebook's ws channel sends: the current states on connecting, then the session's events. */
+type NotebookEvent = { type: 'hello'; cells: { id: string; state: CellState }[] } | SessionEvent;
 
 const STATE_LABEL: Record<CellState, string> = { idle: 'not run', queued: 'queued', running: 'running', success: 'ok', error: 'error', stale: 'stale' };
 const SAVE_DELAY_MS = 400;

@@ -2,6 +2,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { marked } from 'marked';
+import type { Output } from '../../../core/notebook/schemas.js';
 
 /**
  * Rich outputs of notebook cells (nbformat 4 shapes): streams, results and displays by their
@@ -18,10 +19,6 @@ import { marked } from 'marked';
  *   allows no inline script, so the markup is posted to the frame page instead.
  * Markdown is always cleaned and inserted. SVG is shown through <img>, where scripts never run.
  */
-export type Output =
-  | { output_type: 'stream'; name: 'stdout' | 'stderr'; text: string }
-  | { output_type: 'display_data' | 'execute_result'; data: Record<string, unknown> }
-  | { output_type: 'error'; ename: string; evalue: string; traceback: string[] };
 
 const DROP = new Set(['SCRIPT', 'IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FORM', 'STYLE', 'LINK', 'META', 'BASE', 'TEMPLATE']);
 

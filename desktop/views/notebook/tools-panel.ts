@@ -2,6 +2,8 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, getJson, request } from '../api.js';
+import type { z } from 'zod';
+import type { AlgorithmMatchResponse, SmartPrepResponse } from '../../../core/notebook/intel/docs.js';
 
 /**
  * The notebook's tools panel (spec 3, Part A, data intelligence; routes in
@@ -14,22 +16,11 @@ import { ApiError, getJson, request } from '../api.js';
  * shown as it is.
  */
 
-/** GET /api/smartprep/{var} (core/notebook/intel/docs.ts SmartPrepResponse). */
-interface SmartPrep {
-  variable: string;
-  rows: number;
-  columns: number;
-  total_issues: number;
-  suggestions: { type: string; severity: 'high' | 'medium' | 'low'; column: string | null; title: string; reason: string; code: string; fixed_as: string }[];
-}
+/** GET /api/smartprep/{var}. */
+type SmartPrep = z.output<typeof SmartPrepResponse>;
 
-/** GET /api/algorithm-match/{var} (core/notebook/intel/docs.ts AlgorithmMatchResponse). */
-interface AlgorithmMatch {
-  variable: string;
-  task_type: 'classification' | 'regression' | 'clustering';
-  data_characteristics: { n_samples: number; n_features: number; not_scored?: unknown };
-  recommendations: { name: string; score: number; speed: string; interpretability: string; reasons: string[]; code: string }[];
-}
+/** GET /api/algorithm-match/{var}. */
+type AlgorithmMatch = z.output<typeof AlgorithmMatchResponse>;
 
 const SCORE_NAME: Record<AlgorithmMatch['task_type'], string> = { classification: 'accuracy', regression: 'R²', clustering: 'silhouette' };
 

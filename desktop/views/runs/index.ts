@@ -4,6 +4,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, codeSession, getJson, getStream, request, setCodeSession } from '../api.js';
 import { href } from '../router.js';
 import { PlanEditor } from './plan-editor.js';
+import { READ_ONLY_CONFIG_KEYS } from '../../../core/coderun/config-keys.js';
+import type { RunEvent, RunRecord, Task, Team } from '../../../core/coderun/schemas.js';
 
 /**
  * The coding-run views on /api/runs, /api/teams and /api/config: the runs with a start form; one
@@ -20,46 +22,8 @@ const TASK_COLUMNS = [
   { state: 'done', label: 'Done' },
 ] as const;
 
-/** Keys PUT /api/config refuses (core/coderun/schemas.ts READ_ONLY_CONFIG_KEYS). */
-const READ_ONLY_KEYS = ['mcp_servers', 'skills_dirs', 'context_role_budget'];
-
-interface Task {
-  id: string;
-  title: string;
-  state: string;
-  squad: string | null;
-  role: string;
-  assignee: string | null;
-  attempts: number;
-  needs_human: boolean;
-  findings: string[];
-  ticket: string | null;
-}
-
-interface Run {
-  id: string;
-  request: string;
-  status: string;
-  created_at: string;
-  summary: string | null;
-  error: string | null;
-  branch: string | null;
-  plan: { summary: string; tasks: { id: string; title: string; role: string; squad: string | null }[] } | null;
-  /** What the plan size cap dropped (absent on runs recorded before it was reported). */
-  plan_cut?: { cap: number; proposed: number; dropped: { id: string; title: string; team: string | null }[]; teams_without_work: string[] } | null;
-  plan_problems?: string[];
-  tasks: Task[];
-  tickets: { id: string; team: string; status: string; count: number; command: string; output_tail: string; files: string[] }[];
-  gates: { team: string; command: string; outcome: string; reason: string }[];
-  integration: { outcome: string; reason: string } | null;
-  repairs: { found: number; resolved: number; restaffed: number; needs_human: number };
-}
-
-type RunEvent =
-  | { type: 'wave'; wave: number; tasks: string[]; teams: string[] }
-  | { type: 'review_pending'; task: string; reviewer: string }
-  | { type: 'task_update'; task: string; state: string; note?: string }
-  | { type: string; [key: string]: unknown };
+/** A card on the board: a task of the run, or one of the plan waiting for approval. */
+type Card = Pick<Task, 'id' | 'title' | 'state' | 'squad' | 'role' | 'assignee' | 'attempts' | 'needs_human' | 'ticket'> & { planned?: boolean };
 
 const describe = (err: unknown) => (err instanceof ApiError ? `${err.status}: ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail)}` : String(err));
 
@@ -82,17 +46,17 @@ function SessionPrompt({ onDone }: { onDone: () => void }) {
 }
 
 function RunList() {
-  const [runs, setRuns] = useState<Run[] | null>(null);
+  const [runs, setRuns] = useState<RunRecord[] | null>(null);
   const [text, setText] = useState('');
   const [approval, setApproval] = useState(true);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    getJson<{ runs: Run[] }>('/api/runs').then((r) => setRuns(r.runs), (err: unknown) => setError(describe(err)));
+    getJson<{ runs: RunRecord[] }>('/api/runs').then((r) => setRuns(r.runs), (err: unknown) => setError(describe(err)));
   }, []);
   const start = async (e: Event) => {
     e.preventDefault();
     try {
-      const run = await request<Run>('POST', '/api/runs', { request: text, require_approval: approval });
+      const run = await request<RunRecord>('POST', '/api/runs', { request: text, require_approval: approval });
       location.hash = href('runs', run.id);
     } catch (err) {
       setError(describe(err));
@@ -130,12 +94,12 @@ function RunList() {
  * The board's cards: the run's tasks, or — while the plan waits for approval and no task exists
  * yet — the planned ones, in "ready to dev" where they will start.
  */
-function boardTasks(run: Run): (Task & { planned?: boolean })[] {
+function boardTasks(run: RunRecord): Card[] {
   if (run.tasks.length > 0 || !run.plan) return run.tasks;
-  return run.plan.tasks.map((t) => ({ ...t, state: 'ready_to_dev', assignee: null, attempts: 0, needs_human: false, findings: [], ticket: null, planned: true }));
+  return run.plan.tasks.map((t) => ({ ...t, state: 'ready_to_dev', assignee: null, attempts: 0, needs_human: false, ticket: null, planned: true }));
 }
 
-function Board({ run, pendingReviews }: { run: Run; pendingReviews: Map<string, string> }) {
+function Board({ run, pendingReviews }: { run: RunRecord; pendingReviews: Map<string, string> }) {
   const all = boardTasks(run);
   return html`<div class="board" data-testid="run-board">
     ${TASK_COLUMNS.map((column) => {
@@ -164,7 +128,7 @@ function Board({ run, pendingReviews }: { run: Run; pendingReviews: Map<string, 
 }
 
 function RunPage({ id }: { id: string }) {
-  const [run, setRun] = useState<Run | null>(null);
+  const [run, setRun] = useState<RunRecord | null>(null);
   const [waves, setWaves] = useState<{ wave: number; tasks: string[]; teams: string[] }[]>([]);
   const [pendingReviews, setPendingReviews] = useState(new Map<string, string>());
   const [error, setError] = useState<string | null>(null);
@@ -172,7 +136,7 @@ function RunPage({ id }: { id: string }) {
   const refresh = useRef<number | undefined>(undefined);
   const base = `/api/runs/${encodeURIComponent(id)}`;
 
-  const load = () => getJson<Run>(base).then(setRun, (err: unknown) => setError(describe(err)));
+  const load = () => getJson<RunRecord>(base).then(setRun, (err: unknown) => setError(describe(err)));
   useEffect(() => {
     void load();
     const abort = new AbortController();
@@ -181,14 +145,11 @@ function RunPage({ id }: { id: string }) {
       `${base}/events`,
       (event) => {
         if (event.type === 'wave') {
-          const wave = event as Extract<RunEvent, { type: 'wave' }>;
-          setWaves((list) => [...list.filter((w) => w.wave !== wave.wave), { wave: wave.wave, tasks: wave.tasks, teams: wave.teams }]);
+          setWaves((list) => [...list.filter((w) => w.wave !== event.wave), { wave: event.wave, tasks: event.tasks, teams: event.teams }]);
         } else if (event.type === 'review_pending') {
-          const review = event as Extract<RunEvent, { type: 'review_pending' }>;
-          setPendingReviews((m) => new Map(m).set(review.task, review.reviewer));
+          setPendingReviews((m) => new Map(m).set(event.task, event.reviewer));
         } else if (event.type === 'task_update') {
-          const update = event as Extract<RunEvent, { type: 'task_update' }>;
-          if (update.state !== 'in_review') setPendingReviews((m) => (m.has(update.task) ? (m.delete(update.task), new Map(m)) : m));
+          if (event.state !== 'in_review') setPendingReviews((m) => (m.has(event.task) ? (m.delete(event.task), new Map(m)) : m));
         }
         // The record is the truth for the board; events only say when to read it again.
         clearTimeout(refresh.current);
@@ -274,7 +235,7 @@ function RunPage({ id }: { id: string }) {
 }
 
 function Teams() {
-  const [data, setData] = useState<{ repo: string; teams: { id: string; charter: string; owns: string[]; acceptance: string; source: string; agents: { name: string; role: string }[] }[] } | null>(null);
+  const [data, setData] = useState<{ repo: string; teams: (Team & { source: string })[] } | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     getJson<typeof data & object>('/api/teams').then(setData, (err: unknown) => setError(describe(err)));
@@ -321,7 +282,7 @@ function Settings() {
   };
   return html`<form class="card settings" onSubmit=${save} data-testid="settings">
     ${Object.keys(config).sort().map((key) => {
-      const readOnly = READ_ONLY_KEYS.includes(key);
+      const readOnly = (READ_ONLY_CONFIG_KEYS as readonly string[]).includes(key);
       const value = config[key];
       const id = `setting-${key}`;
       return html`<div class="setting">

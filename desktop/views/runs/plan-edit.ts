@@ -4,19 +4,10 @@
  * applyPlanEdit). Only the fields that differ from the server's copy are sent, because the PATCH
  * treats every sent key as an edit and an omitted one as "leave it".
  */
+import type { TaskSpec } from '../../../core/coderun/schemas.js';
 
-/** A task of the plan as GET /api/runs/{id}/plan answers it (core/coderun/schemas.ts TaskSpec, the fields edited here). */
-export interface PlanTask {
-  id: string;
-  title: string;
-  description: string;
-  role: string;
-  squad: string | null;
-  acceptance: string;
-  priority: number;
-  files: string[];
-  dependencies: string[];
-}
+/** A task of the plan as GET /api/runs/{id}/plan answers it: the fields edited here. */
+export type PlanTask = Pick<TaskSpec, 'id' | 'title' | 'description' | 'role' | 'squad' | 'acceptance' | 'priority' | 'files' | 'dependencies'>;
 
 /** A row as edited: list fields as the text typed, so half-typed commas are not rewritten. */
 export interface Draft {

@@ -1,6 +1,8 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
+import type { z } from 'zod';
+import type { LineageResponse, Message, Thread } from '../../../core/threads/schemas.js';
 import { getJson, postJson } from '../api.js';
 import { describeError } from './errors.js';
 
@@ -10,24 +12,7 @@ import { describeError } from './errors.js';
  * the lineage (ancestors and forks) of the one shown. These are the persisted chat threads; the run
  * panel's threads are the checkpointed run threads of the debug routes.
  */
-interface Thread {
-  id: string;
-  title: string | null;
-  created_at: string;
-  parent_thread_id?: string;
-  fork_message_index?: number;
-}
-
-interface Message {
-  role: string;
-  content: string;
-  timestamp: string;
-}
-
-interface Lineage {
-  ancestors: { id: string; title: string | null }[];
-  descendants: { id: string; title: string | null }[];
-}
+type Lineage = z.output<typeof LineageResponse>;
 
 export function Conversations({ agent }: { agent: string }) {
   const base = `/api/v1/${encodeURIComponent(agent)}`;

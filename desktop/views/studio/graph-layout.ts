@@ -8,19 +8,11 @@
  * order) and are centred. Small graphs are the norm (a handful of nodes), so this simple
  * Sugiyama-style pass without crossing minimisation reads well and stays predictable.
  */
-export interface GraphNode {
-  id: string;
-  name: string;
-  type: string;
-  metadata: Record<string, unknown>;
-}
+import type { GraphView } from '../../../core/agents/graph.js';
 
-export interface GraphEdge {
-  id: string;
-  source: string;
-  target: string;
-  condition: string | null;
-}
+/** A node and an edge as GET /studio/agents/{name}/graph sends them. */
+export type GraphNode = GraphView['nodes'][number];
+export type GraphEdge = GraphView['edges'][number];
 
 export interface LaidOutNode extends GraphNode {
   x: number;

@@ -1,7 +1,8 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useMemo, useState } from 'preact/hooks';
-import { layoutGraph, type GraphEdge, type GraphNode } from './graph-layout.js';
+import type { GraphView as GraphViewData } from '../../../core/agents/graph.js';
+import { layoutGraph, type GraphNode } from './graph-layout.js';
 import { idleRun, type RunView } from './run-state.js';
 
 /**
@@ -9,13 +10,8 @@ import { idleRun, type RunView } from './run-state.js';
  * a paused node is outlined, a failed one is red. Clicking a node (or Enter/Space on it) toggles a
  * breakpoint there; the start and end markers take none.
  */
-export interface AgentGraph {
-  agent_name: string;
-  nodes: GraphNode[];
-  edges: GraphEdge[];
-  entry_point: string;
-  end_points: string[];
-}
+/** GET /studio/agents/{name}/graph. */
+export type AgentGraph = GraphViewData & { agent_name: string };
 
 const TERMINAL = new Set(['start', 'end']);
 

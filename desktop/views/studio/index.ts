@@ -1,14 +1,18 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { z } from 'zod';
+import type { AgentEntry, RunSummary as RunSummarySchema } from '../../../core/studio/schemas.js';
 import type { WorkspaceSnapshot } from '../../../core/ui/workspace.js';
 import { getJson, postJson, postStream } from '../api.js';
 import { href } from '../router.js';
 import { Conversations } from './conversations.js';
 import { describeError } from './errors.js';
 import { GraphView, SubagentGraphs, type AgentGraph } from './graph.js';
-import { applyEvent, idleRun, type RunView, type StudioEvent } from './run-state.js';
-import { Timeline, type Checkpoint } from './timeline.js';
+import type { StudioEvent } from '../../../core/studio/events.js';
+import { applyEvent, idleRun, type RunView } from './run-state.js';
+import { Timeline } from './timeline.js';
+import type { Checkpoint } from '../../../core/agents/checkpointer.js';
 
 /**
  * The studio, on the /studio debug routes: the agents with what each supports; for one agent its
@@ -17,22 +21,7 @@ import { Timeline, type Checkpoint } from './timeline.js';
  * re-run from any checkpoint, recent threads, and feedback on answers.
  */
 
-interface AgentEntry {
-  name: string;
-  description: string;
-  version: string;
-  capabilities: string[];
-  has_graph: boolean;
-  graph_error: string | null;
-}
-
-interface RunSummary {
-  run_id: string;
-  thread_id: string;
-  status: string;
-  input: { query: string };
-  updated_at: string;
-}
+type RunSummary = z.output<typeof RunSummarySchema>;
 
 const newThreadId = () => `studio-${crypto.randomUUID().slice(0, 8)}`;
 

@@ -3,24 +3,10 @@
  * (core/studio/events.ts: the engine's RunEvent union plus `done`). A pure reducer, so replaying a
  * stored run (GET /runs/{id}) and following a live stream give the same picture.
  */
+import type { StudioEvent, StudioRunStatus } from '../../../core/studio/events.js';
 
-export type RunStatus = 'idle' | 'running' | 'completed' | 'interrupted' | 'breakpoint' | 'rejected' | 'cancelled' | 'error';
-
-/** The fields of a studio event the UI reads (the server sends more). */
-export type StudioEvent =
-  | { seq: number; type: 'run_start'; run_id: string; thread_id: string; resumed_from: string | null }
-  | { seq: number; type: 'node_start'; run_id: string; node: string; step: number }
-  | { seq: number; type: 'node_end'; run_id: string; node: string; step: number; output: unknown; checkpoint_id: string }
-  | { seq: number; type: 'message_chunk'; run_id: string; node: string; content: string }
-  | { seq: number; type: 'subagent_start'; run_id: string; node: string; query: string }
-  | { seq: number; type: 'subagent_end'; run_id: string; node: string; output: unknown }
-  | { seq: number; type: 'task_update'; run_id: string; node: string; tool: string; args: unknown }
-  | { seq: number; type: 'tool_start'; run_id: string; node: string; call_id: string; name: string; arguments: unknown }
-  | { seq: number; type: 'tool_end'; run_id: string; node: string; call_id: string; name: string; arguments: unknown; result?: unknown; error?: string; duration_ms: number }
-  | { seq: number; type: 'breakpoint_hit'; run_id: string; node: string; reason: 'breakpoint' | 'interrupt'; checkpoint_id: string; message?: string }
-  | { seq: number; type: 'run_complete'; run_id: string; status: RunStatus; response: string; steps_taken: string[]; duration_ms: number }
-  | { seq: number; type: 'run_error'; run_id: string; error: string; node: string | null }
-  | { seq: number; type: 'done'; run_id: string; status: RunStatus };
+/** A run's status as the panel shows it: the server's, or `idle` before any run. */
+export type RunStatus = 'idle' | StudioRunStatus;
 
 export interface Todo {
   content: string;

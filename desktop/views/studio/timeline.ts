@@ -1,6 +1,7 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
+import type { Checkpoint } from '../../../core/agents/checkpointer.js';
 import { getJson, postJson } from '../api.js';
 import { describeError } from './errors.js';
 
@@ -9,15 +10,6 @@ import { describeError } from './errors.js';
  * be re-run from (a new branch of the thread: its checkpoints name that one as parent, which the
  * timeline shows as "from step N"); the latest state can be edited before resuming a paused run.
  */
-export interface Checkpoint {
-  id: string;
-  thread_id: string;
-  step: number;
-  state: Record<string, unknown>;
-  metadata: { source?: string; node?: string | null; next?: string | null; run_id?: string; input?: { query?: string } };
-  parent_id: string | null;
-  timestamp: string;
-}
 
 export function Timeline({
   agent,

@@ -2,7 +2,9 @@ import { existsSync, readFileSync, statSync, watch as fsWatch } from 'node:fs';
 import path from 'node:path';
 import { glob } from 'tinyglobby';
 import { codeFrame } from './code-frame.js';
-import { bundleDropIn, DropInError, evaluateModule, type BuiltModule } from './evaluator.js';
+import * as esbuild from 'esbuild';
+import { BuildCache } from './build-cache.js';
+import { BUNDLE_FORMAT, bundleDropIn, DropInError, evaluateModule, type BuiltModule } from './evaluator.js';
 import type { Logger } from './log.js';
 import { watchTree } from './watch-tree.js';
 import type { DropInKind, Registry } from './registry.js';
@@ -86,9 +88,12 @@ export class Discovery {
     // Bundle in parallel (esbuild does the heavy lifting off-thread), then register in path order
     // so that of two files claiming one name, the first by path deterministically keeps it.
     const builds = new Map<string, Promise<BuiltModule>>();
+    let cachedBuilds = 0;
     for (const file of entries) {
       if (this.entryOf(file)?.json) continue;
-      const build = this.bundle(file);
+      const cached = this.buildCache.read(file);
+      if (cached) cachedBuilds++;
+      const build = cached ? Promise.resolve(cached) : this.bundle(file);
       build.catch(() => {});
       builds.set(file, build);
     }
@@ -96,6 +101,7 @@ export class Discovery {
     this.ready = true;
     this.options.log.info('discovery finished', {
       entries: this.files.size,
+      cached: cachedBuilds,
       ms: Date.now() - started,
     });
   }
@@ -215,9 +221,18 @@ export class Discovery {
     return path.relative(this.options.root, file).split(path.sep).join('/');
   }
 
-  private bundle(file: string): Promise<BuiltModule> {
-    return bundleDropIn(file, { root: this.options.root, provided: Object.keys(this.options.provided) });
+  private async bundle(file: string): Promise<BuiltModule> {
+    const built = await bundleDropIn(file, { root: this.options.root, provided: Object.keys(this.options.provided) });
+    this.buildCache.write(built);
+    return built;
   }
+
+  /** Last start's bundles, for the cold scan (core/kernel/build-cache.ts). */
+  private get buildCache(): BuildCache {
+    this.#buildCache ??= new BuildCache(path.join(this.options.root, '.hangar'), `${esbuild.version} ${BUNDLE_FORMAT} ${Object.keys(this.options.provided).sort().join(',')}`);
+    return this.#buildCache;
+  }
+  #buildCache: BuildCache | undefined;
 
   private async load(file: string, prebuilt?: Promise<BuiltModule>): Promise<void> {
     const entry = this.entryOf(file);

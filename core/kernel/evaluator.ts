@@ -63,6 +63,9 @@ export interface BundleOptions {
 
 const rel = (root: string, file: string) => path.relative(root, file) || file;
 
+/** What decides a bundle besides its inputs; part of the build cache's key (core/kernel/build-cache.ts). */
+export const BUNDLE_FORMAT = 'cjs node22 external-map v1';
+
 export async function bundleDropIn(file: string, { root, provided }: BundleOptions): Promise<BuiltModule> {
   let result: esbuild.BuildResult<{ write: false; metafile: true }>;
   try {

@@ -12,7 +12,7 @@ import { errorMessage } from '../http/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { endpointClient, loadOpenAI, toolCallsOf, toWireMessage, toWireTools, type ModelToolCall, type ToolSpec } from '../lib/model-client.js';
 
-// core/coderun/run.ts still takes ToolSpec from here; it imports core/lib/model-client.ts directly once its split lands.
+// core/coderun/review.ts (mid-split) still takes ToolSpec from here; once it imports core/lib/model-client.ts directly, this line goes.
 export type { ToolSpec } from '../lib/model-client.js';
 
 export type Message =

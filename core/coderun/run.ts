@@ -3,26 +3,30 @@
  * frozen → waves of tasks (agent loops in workers, review ladder, commits) → one gate per team as
  * its lane finishes → correction tickets and their fixes → integration check → report.
  *
+ * This class drives the phases and the work of each task; the review of a task is `review.ts`, the
+ * gates, tickets and integration check are `gating.ts`, and the closing numbers are `report.ts`.
+ *
  * Locking: a run is driven by one async flow; waves run tasks concurrently, and every mutation of
  * the record goes through `setTask` / `update`, which are synchronous, so no two tasks interleave
  * inside a mutation. Git commits are serialised by `RunWorkspace`.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
-import { blocked, BoardError, implicatedFiles, newTask, nextWave, raiseDefect, transition, type BoardLimits } from './board.js';
+import { blocked, BoardError, newTask, nextWave, transition, type BoardLimits } from './board.js';
 import type { AgentOutcome } from './agent-worker.js';
-import { runCommand } from './command.js';
 import type { FenceTeam } from './fence.js';
-import { runGate } from './gates.js';
+import { RunGating } from './gating.js';
 import { ownedBy } from './ownership.js';
 import { RunWorkspace } from './git.js';
-import { jsonFromText, type Message, type ModelGate, type ToolSpec } from './model.js';
-import { approvalCard, describeCut, planProblems, shapePlan } from './plan.js';
+import type { ModelGate } from './model.js';
+import { approvalCard, planProblems, shapePlan } from './plan.js';
 import { planWithModel, MALFORMED_RETRIES } from './planner.js';
 import type { AgentPool } from './pool.js';
 import { staffingOf } from './preselect.js';
-import type { CodeConfig, GateResult, RunEvent, RunRecord, Task, Team, Ticket } from './schemas.js';
+import { repairsOf, succeeded, summaryOf } from './report.js';
+import { reviewTask, type Verdict } from './review.js';
+import type { CodeConfig, RunEvent, RunRecord, Task, Team } from './schemas.js';
 import { listRepository, type CommandWrites } from './tools.js';
 
 export interface RunDeps {
@@ -41,27 +45,12 @@ export interface RunDeps {
 }
 
 export const CONTRACT_FILE = '.hangar/contract.json';
-/** Gate runs per team: first run plus re-runs after fixes (bounds a lane that keeps finding new defects). */
-const MAX_GATE_RUNS = 3;
-/** Each ticket is staffed once and re-staffed at most once. */
-const MAX_TICKET_STAFFING = 2;
-
-const REVIEW_TOOL: ToolSpec = {
-  name: 'review',
-  description: 'Give your verdict on the change: approve, or reject with findings the developer must address.',
-  parameters: {
-    type: 'object',
-    properties: { verdict: { type: 'string', enum: ['approve', 'reject'] }, findings: { type: 'array', items: { type: 'string' } } },
-    required: ['verdict'],
-  },
-};
 
 export class CodeRun {
   readonly record: RunRecord;
   private readonly controller = new AbortController();
   private workspace: RunWorkspace | undefined;
   private approval: { resolve: () => void; reject: (e: Error) => void } | undefined;
-  private readonly gateRuns = new Map<string, number>();
   /** Tasks between dispatch and settling (their files may be written but not yet committed). */
   private readonly working = new Set<string>();
   /**
@@ -72,13 +61,21 @@ export class CodeRun {
   private readonly fencedWrites = new Map<string, { task: string; at: number }>();
   /** Notes said while a task stayed in its state, for its next `task_update`. */
   private readonly pendingNotes = new Map<string, string>();
-  /** Fix tasks whose result a gate has already judged. */
-  private readonly gatedFixes = new Set<string>();
   private readonly limits: BoardLimits;
+  private readonly gating: RunGating;
 
   constructor(record: RunRecord, private readonly deps: RunDeps) {
     this.record = record;
     this.limits = { reviewRounds: deps.config.review_rounds, attemptCeiling: deps.config.attempt_ceiling };
+    this.gating = new RunGating({
+      record,
+      config: deps.config,
+      signal: this.controller.signal,
+      dir: () => this.workspace!.dir,
+      update: (patch) => this.update(patch),
+      emit: (event) => deps.emit(event),
+      throwIfCancelled: () => this.throwIfCancelled(),
+    });
   }
 
   get signal(): AbortSignal {
@@ -194,10 +191,10 @@ export class CodeRun {
 
     for (;;) {
       await this.runWaves();
-      const pending = await this.gateFinishedLanes();
+      const pending = await this.gating.gateFinishedLanes();
       if (!pending) break;
     }
-    await this.integrate();
+    await this.gating.integrate();
     await this.finish();
   }
 
@@ -231,7 +228,7 @@ export class CodeRun {
       if (failed) throw failed.reason;
       // Gate each lane as soon as it finishes, between waves (nothing else writes meanwhile);
       // fix tasks it queues join the next waves.
-      await this.gateFinishedLanes();
+      await this.gating.gateFinishedLanes();
     }
     for (const t of blocked(this.record.tasks)) {
       this.move(t.id, { type: 'give_up', reason: `a dependency cannot finish (${t.dependencies.join(', ')})` });
@@ -400,241 +397,25 @@ export class CodeRun {
     }
   }
 
-  /**
-   * The tester seat runs the task's criteria commands; the reviewer seat (a model) reads the
-   * change and gives a verdict. Failing criteria reject without asking the reviewer.
-   */
-  private async review(task: Task, outcome: AgentOutcome): Promise<{ approve: boolean; findings: string[] }> {
+  /** Announce the review, then let the team's tester and reviewer seats judge the change (review.ts). */
+  private async review(task: Task, outcome: AgentOutcome): Promise<Verdict> {
     const team = this.teamOf(task);
     const reviewer = team ? staffingOf(team).reviewer : 'reviewer';
     this.deps.emit({ type: 'review_pending', run: this.record.id, task: task.id, team: task.squad, reviewer });
-    const failures: string[] = [];
-    for (const criterion of task.criteria) {
-      const result = await runCommand(criterion.command, { cwd: this.workspace!.dir, timeoutMs: this.deps.config.command_timeout_ms, signal: this.signal });
-      if (result.exit_code !== 0) failures.push(`criterion "${criterion.text}" failed: \`${criterion.command}\` ${result.timed_out ? 'timed out' : `exit ${result.exit_code}`}\n${result.output.split('\n').slice(-15).join('\n')}`);
-    }
-    if (failures.length) return { approve: false, findings: failures };
-    const diffs: string[] = [];
-    for (const file of task.changed.slice(0, 10)) {
-      const quoted = `'${file.replace(/'/g, `'\\''`)}'`;
-      const shown = await runCommand(`git diff --no-color HEAD -- ${quoted}`, { cwd: this.workspace!.dir, timeoutMs: 10_000 });
-      // A new file has no diff against HEAD: the reviewer reads it whole.
-      const text = shown.output.trim() ? shown.output : `new file ${file}:\n${await readFile(path.join(this.workspace!.dir, file), 'utf8').catch(() => '(deleted)')}`;
-      diffs.push(text.slice(0, 6000));
-    }
-    const messages: Message[] = [
-      {
-        role: 'system',
-        content: `You are ${reviewer}, reviewer of team '${task.squad ?? 'none'}'. Review the change for task ${task.id}. Approve only if it does what the task asks. Call review once.`,
-      },
-      {
-        role: 'user',
-        content: `Task ${task.id}: ${task.title}\n${task.description}\nAcceptance: ${task.acceptance || '(none)'}\nDeveloper summary: ${outcome.summary}\nFiles changed: ${task.changed.join(', ') || '(none)'}\n\n${diffs.join('\n')}`,
-      },
-    ];
-    let lastError = '';
-    for (let attempt = 0; attempt <= MALFORMED_RETRIES; attempt++) {
-      let reply;
-      try {
-        reply = await this.deps.gate.chat({ role: 'reviewer', messages, tools: [REVIEW_TOOL], rung: task.escalation, signal: this.signal });
-      } catch (err) {
-        lastError = (err as Error).message;
-        break;
-      }
-      const call = reply.tool_calls.find((c) => c.name === 'review');
-      let args: unknown;
-      try {
-        args = call ? JSON.parse(call.arguments) : jsonFromText(reply.content);
-      } catch {
-        args = undefined;
-      }
-      const verdict = (args as { verdict?: unknown })?.verdict;
-      if (verdict === 'approve' || verdict === 'reject') {
-        const findings = Array.isArray((args as { findings?: unknown }).findings) ? ((args as { findings: unknown[] }).findings.map(String)) : [];
-        return { approve: verdict === 'approve', findings: verdict === 'reject' && !findings.length ? ['rejected without findings'] : findings };
-      }
-      lastError = 'the reviewer gave no verdict';
-      messages.push({ role: 'user', content: 'Call the review tool with verdict "approve" or "reject".' });
-    }
-    // Decision: no verdict is not an approval — the harness never claims a review it did not get.
-    return { approve: false, findings: [`review unavailable: ${lastError}`] };
-  }
-
-  /**
-   * Gate every team whose lane has finished and is not yet proved; raise or bump tickets for RED
-   * gates and queue their fix tasks. Returns true when new work was queued (waves run again).
-   */
-  private async gateFinishedLanes(): Promise<boolean> {
-    let queued = false;
-    for (const team of this.record.teams) {
-      const lane = this.record.tasks.filter((t) => t.squad === team.id);
-      if (!lane.length || lane.some((t) => t.state !== 'done' && t.state !== 'to_scope')) continue;
-      const last = [...this.record.gates].reverse().find((g) => g.team === team.id);
-      const openTicket = this.record.tickets.find((t) => t.team === team.id && t.status !== 'resolved');
-      // A lane is gated once when it finishes, and again only after a fix task settled since.
-      if (last && !lane.some((t) => t.ticket && !this.gatedFixes.has(t.id))) continue;
-      const runs = (this.gateRuns.get(team.id) ?? 0) + 1;
-      if (runs > MAX_GATE_RUNS) continue;
-      this.gateRuns.set(team.id, runs);
-      const result = await runGate(team.id, team.acceptance, this.workspace!.dir, this.deps.config.command_timeout_ms, this.signal);
-      this.throwIfCancelled();
-      lane.filter((t) => t.ticket).forEach((t) => this.gatedFixes.add(t.id));
-      this.update({ gates: [...this.record.gates, result] });
-      this.deps.emit({ type: 'gate', run: this.record.id, team: team.id, outcome: result.outcome, command: result.command, reason: result.reason });
-      if (result.outcome === 'RED') queued = this.ticketFor(team, result, lane) || queued;
-      else if (openTicket && result.outcome === 'green') this.resolveTickets(team.id);
-    }
-    return queued;
-  }
-
-
-  /** The team's check passed: every ticket it raised is resolved (each defect was that check failing). */
-  private resolveTickets(team: string): void {
-    const resolving = this.record.tickets.filter((t) => t.team === team && t.status !== 'resolved');
-    this.update({ tickets: this.record.tickets.map((t) => (resolving.includes(t) ? { ...t, status: 'resolved' as const } : t)) });
-    for (const t of resolving) this.deps.emit({ type: 'ticket', run: this.record.id, team, ticket: t.id, action: 'resolved', count: t.count });
-  }
-
-  /** Raise (or bump) the ticket of a RED gate and queue its fix task; false when no fix is allowed. */
-  private ticketFor(team: Team, result: GateResult, lane: Task[]): boolean {
-    const laneFiles = [...new Set(lane.flatMap((t) => [...t.files, ...t.changed]))];
-    const { tickets, ticket, action } = raiseDefect(this.record.tickets, {
-      team: team.id,
-      command: result.command,
-      output: result.output_tail,
-      files: implicatedFiles(result.output_tail, laneFiles),
-      fingerprint: result.fingerprint,
+    return reviewTask(task, outcome, {
+      reviewer,
+      dir: this.workspace!.dir,
+      gate: this.deps.gate,
+      commandTimeoutMs: this.deps.config.command_timeout_ms,
+      signal: this.signal,
     });
-    this.update({ tickets });
-    this.deps.emit({ type: 'ticket', run: this.record.id, team: team.id, ticket: ticket.id, action, count: ticket.count });
-    // Other open tickets of this lane stay open: a defect that did not show this time may be
-    // hidden behind the new one. A ticket is resolved only when its check passes.
-    // A fix no gate will judge (the lane's gate runs are used up) would be reported as unproved
-    // work: the ticket goes to a person instead.
-    const gateLeft = (this.gateRuns.get(team.id) ?? 0) < MAX_GATE_RUNS;
-    if (ticket.staffed >= MAX_TICKET_STAFFING || !gateLeft) {
-      this.setTicket({ ...ticket, status: 'needs_human' });
-      this.deps.emit({ type: 'ticket', run: this.record.id, team: team.id, ticket: ticket.id, action: 'needs_human', count: ticket.count });
-      return false;
-    }
-    const staffed = ticket.staffed + 1;
-    this.setTicket({ ...ticket, staffed });
-    const id = `${ticket.id}-FIX${staffed}`;
-    const fix = newTask(
-      {
-        id,
-        title: `Fix: \`${ticket.command}\` fails (${ticket.id})`,
-        description: `The acceptance command of team '${team.id}' failed${ticket.count > 1 ? ` again (found ${ticket.count} times)` : ''}. Output tail:\n${ticket.output_tail}`,
-        role: 'developer',
-        squad: team.id,
-        acceptance: ticket.acceptance,
-        criteria: [{ text: ticket.acceptance, command: ticket.command }],
-        priority: 0,
-        files: ticket.files,
-        dependencies: [],
-      },
-      ticket.id,
-    );
-    this.update({ tasks: [...this.record.tasks, fix] });
-    this.deps.emit({ type: 'task_update', run: this.record.id, task: id, team: team.id, state: fix.state, note: `correction for ${ticket.id}` });
-    return true;
-  }
-
-  private setTicket(ticket: Ticket): void {
-    this.update({ tickets: this.record.tickets.map((t) => (t.id === ticket.id ? ticket : t)) });
-  }
-
-  /** Integration check: skipped when any team's final gate is RED. */
-  private async integrate(): Promise<void> {
-    const finals = this.finalGates();
-    const red = finals.filter((g) => g.outcome === 'RED');
-    if (red.length) {
-      this.deps.emit({ type: 'integration', run: this.record.id, outcome: 'skipped', reason: `RED gate: ${red.map((g) => g.team).join(', ')}` });
-      return;
-    }
-    const commands = this.deps.config.integration_command
-      ? [this.deps.config.integration_command]
-      : [...new Set(this.record.teams.filter((t) => this.record.tasks.some((x) => x.squad === t.id)).map((t) => t.acceptance).filter(Boolean))];
-    if (!commands.length) {
-      const result: GateResult = { team: '*', command: '', outcome: 'UNVERIFIED', exit_code: null, tests: null, reason: 'no integration command and no acceptance commands', output_tail: '', ms: 0 };
-      this.update({ integration: result });
-      this.deps.emit({ type: 'integration', run: this.record.id, outcome: result.outcome, reason: result.reason });
-      return;
-    }
-    const result = await runGate('*', commands.join(' && '), this.workspace!.dir, this.deps.config.command_timeout_ms, this.signal);
-    this.update({ integration: result });
-    this.deps.emit({ type: 'integration', run: this.record.id, outcome: result.outcome, reason: result.reason });
-    if (result.outcome === 'RED') {
-      // Every team's half passed alone but not together: no single lane owns the defect, so the
-      // ticket goes to a person instead of being staffed.
-      const files = [...new Set(this.record.tasks.flatMap((t) => t.changed))];
-      const { tickets, ticket, action } = raiseDefect(this.record.tickets, {
-        team: 'integration',
-        command: result.command,
-        output: result.output_tail,
-        files: implicatedFiles(result.output_tail, files),
-        fingerprint: result.fingerprint,
-      });
-      this.update({ tickets: tickets.map((t) => (t.id === ticket.id ? { ...t, status: 'needs_human' as const } : t)) });
-      this.deps.emit({ type: 'ticket', run: this.record.id, team: 'integration', ticket: ticket.id, action, count: ticket.count });
-      this.deps.emit({ type: 'ticket', run: this.record.id, team: 'integration', ticket: ticket.id, action: 'needs_human', count: ticket.count });
-    }
-  }
-
-  /** The last gate result of every gated team. */
-  finalGates(): GateResult[] {
-    const last = new Map<string, GateResult>();
-    for (const g of this.record.gates) last.set(g.team, g);
-    return [...last.values()];
-  }
-
-  /**
-   * `needs_human` counts problems, not attempts: a ticket left unresolved is one problem however
-   * many of its fix tasks gave up, and a stuck task without a ticket is one more.
-   */
-  private repairs(): RunRecord['repairs'] {
-    const t = this.record.tickets;
-    const problems = new Set<string>();
-    for (const ticket of t) if (ticket.status !== 'resolved') problems.add(ticket.id);
-    for (const task of this.record.tasks) if (task.needs_human && !this.superseded(task)) problems.add(task.ticket ?? task.id);
-    return {
-      found: t.length,
-      resolved: t.filter((x) => x.status === 'resolved').length,
-      restaffed: t.reduce((n, x) => n + Math.max(0, x.staffed - 1), 0),
-      needs_human: problems.size,
-    };
-  }
-
-  /** A fix task that gave up while a later fix resolved its ticket: nothing is left for a person. */
-  private superseded(task: Task): boolean {
-    return task.ticket !== null && this.record.tickets.some((t) => t.id === task.ticket && t.status === 'resolved');
-  }
-
-  private summarise(): string {
-    const finals = this.finalGates();
-    const by = (o: string) => finals.filter((g) => g.outcome === o).map((g) => g.team);
-    const done = this.record.tasks.filter((t) => t.state === 'done').length;
-    const parts = [
-      `${done}/${this.record.tasks.length} tasks done`,
-      `green: ${by('green').join(', ') || 'none'}`,
-      `RED: ${by('RED').join(', ') || 'none'}`,
-      `UNVERIFIED: ${by('UNVERIFIED').join(', ') || 'none'}`,
-      `integration: ${this.record.integration?.outcome ?? 'skipped'}`,
-    ];
-    const cut = describeCut(this.record.plan_cut);
-    if (cut) parts.push(cut);
-    return parts.join('; ');
   }
 
   private async finish(): Promise<void> {
-    const finals = this.finalGates();
-    const ok =
-      this.record.tasks.every((t) => t.state === 'done' || this.superseded(t)) &&
-      !finals.some((g) => g.outcome === 'RED') &&
-      this.record.integration?.outcome !== 'RED';
+    const ok = succeeded(this.record);
     await this.closeWorkspace();
-    const summary = this.summarise();
-    this.update({ status: ok ? 'succeeded' : 'failed', finished_at: new Date().toISOString(), repairs: this.repairs(), summary });
+    const summary = summaryOf(this.record);
+    this.update({ status: ok ? 'succeeded' : 'failed', finished_at: new Date().toISOString(), repairs: repairsOf(this.record), summary });
     this.deps.emit({ type: 'run_finished', run: this.record.id, status: this.record.status, summary });
   }
 
@@ -643,8 +424,8 @@ export class CodeRun {
     await this.closeWorkspace();
     const status = cancelled ? 'cancelled' : 'failed';
     const error = cancelled ? null : err instanceof Error ? err.message : String(err);
-    const summary = cancelled ? `cancelled; ${this.summarise()}` : `failed: ${error}`;
-    this.update({ status, finished_at: new Date().toISOString(), error, repairs: this.repairs(), summary });
+    const summary = cancelled ? `cancelled; ${summaryOf(this.record)}` : `failed: ${error}`;
+    this.update({ status, finished_at: new Date().toISOString(), error, repairs: repairsOf(this.record), summary });
     this.deps.emit({ type: 'run_finished', run: this.record.id, status, summary });
   }
 

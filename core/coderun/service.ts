@@ -3,34 +3,36 @@
  * edit, cancel, retry), their event logs, configuration and calibration. No HTTP here; routes call
  * these methods and refusals are `HttpError`s naming the cause.
  *
+ * The run itself is `run.ts`, its events `run-events.ts`, the configuration and which repositories
+ * may be named `config.ts`, the team files `teams.ts`.
+ *
  * Decisions where the spec is silent:
- * - Configuration: `code` in hangar.config.json (or HANGAR_CODE__*) is the file layer; PUT
- *   /api/config patches an overlay kept in the store. Read-only keys are refused there (422) but
- *   load from the file.
+ * - Configuration: layered file + stored overlay, some keys read-only over HTTP (see `config.ts`).
  * - A run works in a git worktree under the workspace state folder on branch `hangar/run-<id>`.
  * - One active run per repository (a second is refused with 409, naming the running one); runs
  *   on different repositories may run at once, each with its own `max_parallel` bound.
  * - Teams routes act on `?repo=` (or body `repo`), else `code.repo`, else the workspace root.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { simpleGit } from 'simple-git';
 import path from 'node:path';
-import { EventLog } from '../http/event-log.js';
-import { conflict, forbidden, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
+import type { EventLog } from '../http/event-log.js';
+import { conflict, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import type { Logger } from '../kernel/log.js';
-import type { KeyedLog } from '../kernel/store.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { BoardError, transition } from './board.js';
 import { calibrate, type Calibration } from './calibration.js';
+import { CodeRunConfig } from './config.js';
 import { ModelGate, type EndpointSettings } from './model.js';
 import { applyPlanEdit, approvalCard, assertStaffable, checkSquad, planProblems, refreshCut } from './plan.js';
 import { AgentPool } from './pool.js';
 import { compose, effectiveManager, preselect, type Composition, type PreselectReport } from './preselect.js';
 import { CodeRun } from './run.js';
-import { CodeConfigSchema, READ_ONLY_CONFIG_KEYS, TaskPatch, type CodeConfig, type RunEvent, type RunRecord, type Team } from './schemas.js';
+import { RunEventLogs, classify, teamsOfEvent } from './run-events.js';
+import { TaskPatch, type CodeConfig, type RunEvent, type RunRecord, type Team } from './schemas.js';
 import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
 
 export interface CodeRunServiceOptions {
@@ -45,57 +47,6 @@ export interface CodeRunServiceOptions {
   shippedTeams: () => Team[];
   /** The session token to require; a fresh one when absent (see core/coderun/subsystem.ts). */
   sessionToken?: string;
-}
-
-interface StoredEvent {
-  seq: number;
-  at: string;
-  event: RunEvent;
-}
-
-/** Name of the append log holding each run's events under the run's id. */
-export const RUN_EVENTS_LOG = 'coderun_run_events';
-
-/** Classification of run events on the teams page. */
-export function classify(event: RunEvent): string {
-  switch (event.type) {
-    case 'task_update':
-    case 'tool':
-      return 'work';
-    case 'review_pending':
-      return 'review';
-    case 'fence_violation':
-      return 'fence';
-    case 'gate':
-    case 'integration':
-      return 'gate';
-    case 'ticket':
-      return 'ticket';
-    case 'wave':
-      return 'wave';
-    case 'contract_frozen':
-      return 'contract';
-    case 'dependency_dropped':
-    case 'plan_proposed':
-    case 'plan_edited':
-      return 'plan';
-    case 'run_status':
-    case 'run_finished':
-      return 'run';
-    default: {
-      const never: never = event;
-      return String(never);
-    }
-  }
-}
-
-function teamsOfEvent(event: RunEvent): string[] {
-  // Both sides of a fence violation see it: the trespassing team and the owner.
-  if (event.type === 'fence_violation') return [...new Set([...(event.team ? [event.team] : []), event.owner])];
-  if ('team' in event && typeof event.team === 'string') return [event.team];
-  if (event.type === 'wave') return event.teams;
-  if (event.type === 'contract_frozen') return [event.provider, ...event.consumers];
-  return [];
 }
 
 function holdsTask(record: RunRecord, taskId: string): boolean {
@@ -131,35 +82,21 @@ export class CodeRunService {
    */
   readonly sessionToken: string;
   private readonly runs: Collection<RunRecord>;
-  /**
-   * Run events, one key per run: storing is an append of one line, and replaying a past run reads
-   * that run's list instead of scanning every event of every run.
-   */
-  private readonly events: KeyedLog<StoredEvent>;
-  /** Where events of runs from before the append log were kept (read only, for those runs). */
-  private readonly legacyEvents: Collection<StoredEvent & { run: string }>;
-  private eventWrites: Promise<unknown> = Promise.resolve();
-  private readonly configs: Collection<Record<string, unknown>>;
-  private readonly logs = new Map<string, EventLog<RunEvent>>();
+  private readonly events: RunEventLogs;
+  private readonly configuration: CodeRunConfig;
   private readonly live = new Map<string, CodeRun>();
   private readonly saving = new Map<string, Promise<unknown>>();
-  private readonly listeners = new Set<(event: RunEvent) => void>();
   /** One agent pool per active run (see AgentPool for why not one per server). */
   private readonly pools = new Set<AgentPool>();
   private nextRunPins: string[] = [];
   private lastCalibration: Calibration | undefined;
-  private readonly fileConfig: Record<string, unknown>;
 
   constructor(private readonly options: CodeRunServiceOptions) {
     this.sessionToken = options.sessionToken ?? newSessionToken();
     this.library = new TeamLibrary(options.shippedTeams);
     this.runs = options.store.collection<RunRecord>('coderun_runs', { shards: 4 });
-    this.events = options.store.appendLog<StoredEvent>(RUN_EVENTS_LOG);
-    this.legacyEvents = options.store.collection<StoredEvent & { run: string }>('coderun_events', { shards: 16 });
-    this.configs = options.store.collection<Record<string, unknown>>('coderun_config');
-    const parsed = CodeConfigSchema.safeParse(options.fileConfig ?? {});
-    if (!parsed.success) throw new Error(`invalid setting ${formatIssues(parsed.error.issues, 'code')}`);
-    this.fileConfig = (options.fileConfig ?? {}) as Record<string, unknown>;
+    this.events = new RunEventLogs(options.store, options.log);
+    this.configuration = new CodeRunConfig(options.store, options.fileConfig, options.root);
   }
 
   /**
@@ -189,50 +126,18 @@ export class CodeRunService {
 
   // ---- configuration ---------------------------------------------------------------------------
 
-  async config(): Promise<CodeConfig> {
-    const overlay = (await this.configs.get('overlay')) ?? {};
-    return CodeConfigSchema.parse({ ...this.fileConfig, ...overlay });
+  config(): Promise<CodeConfig> {
+    return this.configuration.current();
   }
 
   /** Patch the configuration over HTTP; read-only keys are refused, naming the key. */
-  async patchConfig(patch: unknown): Promise<CodeConfig> {
-    if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw unprocessable('body: expected an object of configuration keys');
-    const readOnly = Object.keys(patch).filter((k) => (READ_ONLY_CONFIG_KEYS as readonly string[]).includes(k));
-    if (readOnly.length) {
-      throw unprocessable(`${readOnly.join(', ')} ${readOnly.length > 1 ? 'are' : 'is'} read-only over HTTP; set ${readOnly.length > 1 ? 'them' : 'it'} under "code" in hangar.config.json`);
-    }
-    const overlay = { ...((await this.configs.get('overlay')) ?? {}), ...(patch as Record<string, unknown>) };
-    const parsed = CodeConfigSchema.safeParse({ ...this.fileConfig, ...overlay });
-    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body'));
-    await this.configs.put('overlay', overlay);
-    return parsed.data;
+  patchConfig(patch: unknown): Promise<CodeConfig> {
+    return this.configuration.patch(patch);
   }
 
-  /**
-   * The repository a request names (`?repo=`, a body's `repo`), else `code.repo`, else the
-   * workspace. Only the workspace and the folders in `code.repos` (each with everything beneath it)
-   * may be named, symlinks resolved, or a request could have Hangar write team files and commits
-   * anywhere on the machine: 403, before the folder's existence is even looked at. `code.repo`
-   * written in hangar.config.json counts as listed; set over HTTP it does not.
-   */
-  async repoOf(requested?: string): Promise<string> {
-    const config = await this.config();
-    const given = requested ?? config.repo ?? '.';
-    const repo = path.resolve(this.options.root, given);
-    const roots = this.repoRoots();
-    const refused = () => forbidden(`repo: ${given} is outside the workspace and the folders listed in code.repos (hangar.config.json)`);
-    if (!roots.some((root) => isWithin(repo, root))) throw refused();
-    if (!existsSync(repo) || !statSync(repo).isDirectory()) throw unprocessable(`repo: ${given} is not a folder`);
-    const real = realpathSync(repo);
-    if (!roots.some((root) => isWithin(real, root))) throw refused();
-    return repo;
-  }
-
-  /** The workspace, `code.repos` and the file's `code.repo`, each as written and with symlinks resolved. */
-  private repoRoots(): string[] {
-    const file = CodeConfigSchema.parse(this.fileConfig);
-    const roots = [this.options.root, ...file.repos, ...(file.repo ? [file.repo] : [])].map((r) => path.resolve(this.options.root, r));
-    return [...new Set(roots.flatMap((r) => (existsSync(r) ? [r, realpathSync(r)] : [r])))];
+  /** The repository a request names, if it may be named (see `CodeRunConfig.repoOf`). */
+  repoOf(requested?: string): Promise<string> {
+    return this.configuration.repoOf(requested);
   }
 
   // ---- teams -----------------------------------------------------------------------------------
@@ -290,27 +195,9 @@ export class CodeRunService {
 
   // ---- runs ------------------------------------------------------------------------------------
 
-  private log(run: string): EventLog<RunEvent> {
-    let log = this.logs.get(run);
-    if (!log) this.logs.set(run, (log = new EventLog<RunEvent>(20_000)));
-    return log;
-  }
-
   private emit(event: RunEvent): void {
-    const log = this.log(event.run);
-    // A straggler after run_finished (a tool event racing a cancel) has nowhere to go.
-    if (log.ended) return;
-    const { seq } = log.append(event);
-    // Events are kept for the activity page of past runs; a lost write is logged, not fatal.
-    // Appends keep their call order (the log writes lines in order), so a replay needs no sort.
-    this.eventWrites = this.events.append(event.run, [{ seq, at: new Date().toISOString(), event }]).catch((err: unknown) => {
-      this.options.log.warn('coding-run event not stored', { error: String(err) });
-    });
-    for (const listener of this.listeners) listener(event);
-    if (event.type === 'run_finished') {
-      log.end();
-      this.evictFinished();
-    }
+    if (!this.events.record(event)) return;
+    if (event.type === 'run_finished') this.evictFinished();
   }
 
   /**
@@ -324,7 +211,7 @@ export class CodeRunService {
       // Only once its last write is on disk, so a read in between never misses the record.
       void (this.saving.get(id) ?? Promise.resolve()).then(() => {
         this.live.delete(id);
-        this.logs.delete(id);
+        this.events.forget(id);
         this.saving.delete(id);
       });
     }
@@ -332,8 +219,7 @@ export class CodeRunService {
 
   /** Follow every run's events (the UI's websocket). */
   onEvent(listener: (event: RunEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.subscribe(listener);
   }
 
   private save(record: RunRecord): void {
@@ -410,7 +296,7 @@ export class CodeRunService {
       libraryTeams: library.map((t) => ({ id: t.id, owns: t.owns })),
     });
     this.live.set(id, run);
-    this.log(id);
+    this.events.open(id);
     this.save(record);
     run
       .start(input.require_approval ?? config.require_approval)
@@ -444,16 +330,10 @@ export class CodeRunService {
 
   /** Events of a run: the live log, or a log rebuilt from the store for a past run. */
   async eventSource(id: string): Promise<EventLog<RunEvent>> {
-    const existing = this.logs.get(id);
+    const existing = this.events.liveLog(id);
     if (existing) return existing;
     await this.get(id);
-    let stored: StoredEvent[] = (await this.events.get(id))?.items ?? [];
-    // A run from before events were kept per run: the one case that still scans the old collection.
-    if (!stored.length) stored = (await this.legacyEvents.list()).filter((e) => e.run === id).sort((a, b) => a.seq - b.seq);
-    const log = new EventLog<RunEvent>(20_000);
-    for (const e of stored) log.append(e.event);
-    log.end();
-    return log;
+    return this.events.fromStore(id);
   }
 
   async activity(filter: { team?: string; run?: string }) {
@@ -610,7 +490,6 @@ export class CodeRunService {
     const deadline = Date.now() + 5000;
     while ([...this.live.values()].some((r) => r.active) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await Promise.all(this.saving.values());
-    await this.eventWrites;
     await this.events.flush();
     await Promise.all([...this.pools].map((p) => p.close().catch(() => undefined)));
   }
@@ -625,10 +504,4 @@ export class CodeRunService {
     await this.saving.get(id);
     return this.get(id);
   }
-}
-
-/** Whether `target` is `root` or lies beneath it (both absolute and resolved). */
-function isWithin(target: string, root: string): boolean {
-  const relative = path.relative(root, target);
-  return relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
 }

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RUN_EVENTS_LOG } from '../../core/coderun/service.js';
+import { RUN_EVENTS_LOG } from '../../core/coderun/run-events.js';
 import { makeWorkspace } from '../support/server.js';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
 import { runFrames, API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';

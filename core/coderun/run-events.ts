@@ -1,0 +1,141 @@
+/**
+ * The event logs of coding runs: a live log per run in memory (what streams and the UI's websocket
+ * follow) and, behind it, every event stored for the activity page of past runs — one append-log
+ * key per run, so storing is an append of one line and replaying a past run reads that run's list
+ * instead of scanning every event of every run.
+ */
+import { EventLog } from '../http/event-log.js';
+import type { Logger } from '../kernel/log.js';
+import type { Collection, KeyedLog, Store } from '../kernel/store.js';
+import type { RunEvent } from './schemas.js';
+
+interface StoredEvent {
+  seq: number;
+  at: string;
+  event: RunEvent;
+}
+
+/** Name of the append log holding each run's events under the run's id. */
+export const RUN_EVENTS_LOG = 'coderun_run_events';
+
+/** Events a live run's log keeps in memory. */
+const LIVE_EVENTS = 20_000;
+
+/** Classification of run events on the teams page. */
+export function classify(event: RunEvent): string {
+  switch (event.type) {
+    case 'task_update':
+    case 'tool':
+      return 'work';
+    case 'review_pending':
+      return 'review';
+    case 'fence_violation':
+      return 'fence';
+    case 'gate':
+    case 'integration':
+      return 'gate';
+    case 'ticket':
+      return 'ticket';
+    case 'wave':
+      return 'wave';
+    case 'contract_frozen':
+      return 'contract';
+    case 'dependency_dropped':
+    case 'plan_proposed':
+    case 'plan_edited':
+      return 'plan';
+    case 'run_status':
+    case 'run_finished':
+      return 'run';
+    default: {
+      const never: never = event;
+      return String(never);
+    }
+  }
+}
+
+/** The teams an event concerns, for the teams page's per-team filter. */
+export function teamsOfEvent(event: RunEvent): string[] {
+  // Both sides of a fence violation see it: the trespassing team and the owner.
+  if (event.type === 'fence_violation') return [...new Set([...(event.team ? [event.team] : []), event.owner])];
+  if ('team' in event && typeof event.team === 'string') return [event.team];
+  if (event.type === 'wave') return event.teams;
+  if (event.type === 'contract_frozen') return [event.provider, ...event.consumers];
+  return [];
+}
+
+export class RunEventLogs {
+  private readonly stored: KeyedLog<StoredEvent>;
+  /** Where events of runs from before the append log were kept (read only, for those runs). */
+  private readonly legacy: Collection<StoredEvent & { run: string }>;
+  private writes: Promise<unknown> = Promise.resolve();
+  private readonly live = new Map<string, EventLog<RunEvent>>();
+  private readonly listeners = new Set<(event: RunEvent) => void>();
+
+  constructor(
+    store: Store,
+    private readonly log: Logger,
+  ) {
+    this.stored = store.appendLog<StoredEvent>(RUN_EVENTS_LOG);
+    this.legacy = store.collection<StoredEvent & { run: string }>('coderun_events', { shards: 16 });
+  }
+
+  /** The live log of a run, opened on first use. */
+  open(run: string): EventLog<RunEvent> {
+    let log = this.live.get(run);
+    if (!log) this.live.set(run, (log = new EventLog<RunEvent>(LIVE_EVENTS)));
+    return log;
+  }
+
+  /** The live log of a run still in memory, if any. */
+  liveLog(run: string): EventLog<RunEvent> | undefined {
+    return this.live.get(run);
+  }
+
+  /** Drop a finished run's live log; its events are served from the store from now on. */
+  forget(run: string): void {
+    this.live.delete(run);
+  }
+
+  /**
+   * Append an event to its run's live log, store it, and tell every listener; `run_finished` ends
+   * the log. False when the log had ended already: a straggler after run_finished (a tool event
+   * racing a cancel) has nowhere to go.
+   */
+  record(event: RunEvent): boolean {
+    const log = this.open(event.run);
+    if (log.ended) return false;
+    const { seq } = log.append(event);
+    // Events are kept for the activity page of past runs; a lost write is logged, not fatal.
+    // Appends keep their call order (the log writes lines in order), so a replay needs no sort.
+    this.writes = this.stored.append(event.run, [{ seq, at: new Date().toISOString(), event }]).catch((err: unknown) => {
+      this.log.warn('coding-run event not stored', { error: String(err) });
+    });
+    for (const listener of this.listeners) listener(event);
+    if (event.type === 'run_finished') log.end();
+    return true;
+  }
+
+  /** Follow every run's events (the UI's websocket). */
+  subscribe(listener: (event: RunEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** A past run's events as an ended log, rebuilt from the store. */
+  async fromStore(run: string): Promise<EventLog<RunEvent>> {
+    let stored: StoredEvent[] = (await this.stored.get(run))?.items ?? [];
+    // A run from before events were kept per run: the one case that still scans the old collection.
+    if (!stored.length) stored = (await this.legacy.list()).filter((e) => e.run === run).sort((a, b) => a.seq - b.seq);
+    const log = new EventLog<RunEvent>(LIVE_EVENTS);
+    for (const e of stored) log.append(e.event);
+    log.end();
+    return log;
+  }
+
+  /** Wait until every event appended so far is on disk. */
+  async flush(): Promise<void> {
+    await this.writes;
+    await this.stored.flush();
+  }
+}

@@ -225,9 +225,6 @@ export interface RunRecord {
 
 // ---- configuration -------------------------------------------------------------------------
 
-// core/coderun/service.ts still takes it from here; it imports ./config-keys.js directly once its split lands.
-export { READ_ONLY_CONFIG_KEYS } from './config-keys.js';
-
 export const CodeConfigSchema = z
   .object({
     team_library: z.boolean().default(true),

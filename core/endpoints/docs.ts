@@ -8,7 +8,8 @@ import type { RouteDoc } from '../http/openapi.js';
 import { QUERY_METHODS } from './schemas.js';
 import { routesOf } from './router.js';
 import { MAX_BATCH_ITEMS } from '../tasks/batch.js';
-import { ENDPOINTS_PREFIX, UpstreamResultModel, routePath, type EndpointService } from './service.js';
+import { ENDPOINTS_PREFIX, UpstreamResultModel, routePath } from './describe.js';
+import type { EndpointService } from './service.js';
 
 const TAGS = ['endpoints'];
 

@@ -20,7 +20,8 @@ import { param, pathOf, queryOf, REQUEST_ID_HEADER, requestIdOf } from '../http/
 import { coerceQuery } from './query.js';
 import { forwardToRouter } from './router.js';
 import { QUERY_METHODS, type EndpointConfig, type HttpMethod } from './schemas.js';
-import { ENDPOINTS_PREFIX, type EndpointService } from './service.js';
+import { ENDPOINTS_PREFIX } from './describe.js';
+import type { EndpointService } from './service.js';
 import type { EndpointJobs } from './tasks.js';
 
 const READ_ONLY = 'GET, HEAD';

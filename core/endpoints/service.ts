@@ -2,6 +2,8 @@
  * Custom endpoints as a service (no HTTP here): the catalogue of endpoints, the call of one endpoint
  * (validate input → custom handler or default fan-out → validate output), `/health` and `/info`.
  * Routes, pipelines and the task board all call `invoke`.
+ * A custom handler's call is `handler.ts`; what an endpoint shows of itself (list, /info, OpenAPI
+ * models, masked upstreams) is `describe.ts`.
  *
  * Where endpoints come from: drop-ins found by discovery (through `catalog`, which reads the
  * kernel's registry on every call, so a hot reload is seen by the next request) and definitions
@@ -22,27 +24,19 @@
 import { performance } from 'node:perf_hooks';
 import { Registry as PromRegistry } from 'prom-client';
 import { z } from 'zod';
-import { dropInUnavailable, HttpError, errorMessage, internalError, notFound } from '../http/errors.js';
+import { dropInUnavailable, HttpError, notFound } from '../http/errors.js';
 import type { DropInProblem } from '../kernel/registry.js';
-import { runErrorFields } from '../kernel/stack.js';
 import { formatIssues, parseInput } from '../http/validate.js';
-import { publicResult, runAggregation } from './aggregate.js';
+import { runAggregation } from './aggregate.js';
 import { TokenCache } from './auth.js';
-import { Redactor, referencedVariables, type Env } from './interpolation.js';
+import { Redactor, type Env } from './interpolation.js';
+import { ENDPOINTS_PREFIX, describeEndpoint, endpointInfo, envelopeModelOf, outputModelOf, requiredVariables, routePath } from './describe.js';
+import { runHandler } from './handler.js';
 import { endpointMetrics, type EndpointMetrics, type EndpointOutcome } from './metrics.js';
 import { EndpointDefinitionSchema, HTTP_METHODS, type EndpointConfig, type HttpMethod, type UpstreamDefinition } from './schemas.js';
 import type { RouterEndpoint, RouterOutcome } from './router.js';
 import { callUpstream, probeUpstream, type UpstreamDeps } from './upstream.js';
-import {
-  UpstreamCallError,
-  type EndpointContext,
-  type FanOutResult,
-  type UpstreamCallOptions,
-  type UpstreamCallResult,
-  type UpstreamResult,
-} from './types.js';
-
-export const ENDPOINTS_PREFIX = '/api/v1/endpoints';
+import type { FanOutResult, UpstreamCallOptions, UpstreamResult } from './types.js';
 
 /** Definitions are frozen, so what they allow is worked out once per definition (see `allowedMethods`). */
 const allowedByConfig = new WeakMap<EndpointConfig, readonly HttpMethod[]>();
@@ -121,19 +115,6 @@ export interface EndpointHealth {
   rule: string;
   checked_at: string;
   upstreams: UpstreamHealth[];
-}
-
-/** What an endpoint is, as the list and `/info` both show it. */
-function describeEndpoint(config: EndpointConfig) {
-  return {
-    name: config.name,
-    description: config.description,
-    version: config.version,
-    path: config.path,
-    methods: config.methods,
-    aggregation: config.aggregation,
-    custom_handler: config.handler !== undefined,
-  };
 }
 
 /**
@@ -332,7 +313,13 @@ export class EndpointService {
         deps,
       );
 
-    if (config.handler) return this.#runHandler(config, verb, input, signal, call, redactor, observe, options.requestId);
+    if (config.handler) {
+      return runHandler(config, verb, input, signal, call, redactor, {
+        observe,
+        clientGone: () => this.#clientGone(observe),
+        upstreamFailure: (recorded) => this.#failure(config, verb, recorded, options.requestId),
+      });
+    }
 
     const result = await runAggregation(config.aggregation, config.upstreams, (u, s) => call(u, s, input), signal);
     if (signal.aborted) throw this.#clientGone(observe);
@@ -353,74 +340,6 @@ export class EndpointService {
     }
     observe('success');
     return result;
-  }
-
-  async #runHandler(
-    config: EndpointConfig,
-    verb: HttpMethod,
-    input: unknown,
-    signal: AbortSignal,
-    call: (u: UpstreamDefinition, s: AbortSignal, i: unknown, extra?: UpstreamCallOptions) => Promise<UpstreamCallResult>,
-    redactor: Redactor,
-    observe: (outcome: EndpointOutcome) => void,
-    requestId: string | undefined,
-  ): Promise<FanOutResult> {
-    // Results of every upstream call the handler makes, in the order they finish.
-    const recorded: UpstreamResult[] = [];
-    const find = (upstream: string) => {
-      const found = config.upstreams.find((u) => u.name === upstream);
-      if (!found) {
-        throw new Error(`unknown upstream '${upstream}' (declared: ${config.upstreams.map((u) => u.name).join(', ') || 'none'})`);
-      }
-      return found;
-    };
-    const ctx: EndpointContext = {
-      endpoint: config.name,
-      method: verb,
-      upstreams: config.upstreams.map((u) => u.name),
-      signal,
-      call: async <T>(upstream: string, options: UpstreamCallOptions = {}): Promise<T> => {
-        const result = await call(find(upstream), signal, 'input' in options ? options.input : input, options);
-        recorded.push(publicResult(result));
-        if (!result.ok) throw new UpstreamCallError(publicResult(result));
-        return result.data as T;
-      },
-      fanOut: async <T>(fanInput: unknown = input, only?: readonly string[]): Promise<FanOutResult<T>> => {
-        const upstreams = only ? only.map(find) : config.upstreams;
-        const result = await runAggregation(config.aggregation, upstreams, (u, s) => call(u, s, fanInput), signal);
-        recorded.push(...result.upstreams);
-        return result as FanOutResult<T>;
-      },
-    };
-    let value: unknown;
-    try {
-      value = await config.handler!(input as never, ctx as never);
-    } catch (err) {
-      if (signal.aborted) throw this.#clientGone(observe);
-      if (err instanceof UpstreamCallError) {
-        observe('upstream_failure');
-        throw this.#failure(config, verb, recorded, requestId);
-      }
-      observe('handler_error');
-      if (err instanceof HttpError) throw redactedHttpError(err, redactor);
-      // Where the handler threw, mapped to the person's file (core/kernel/stack.ts), as agent runs answer.
-      throw new HttpError(500, redactor.redact(`endpoint '${config.name}' handler failed: ${errorMessage(err)}`), {}, {
-        error: redactor.redact(errorMessage(err)),
-        ...runErrorFields(err),
-      });
-    }
-    if (config.output) {
-      const checked = config.output.safeParse(value);
-      if (!checked.success) {
-        observe('handler_error');
-        throw internalError(
-          redactor.redact(`endpoint '${config.name}' handler returned a value failing its output model: ${formatIssues(checked.error.issues, 'output')}`),
-        );
-      }
-      value = checked.data;
-    }
-    observe('success');
-    return { success: true, aggregated: value ?? null, upstreams: recorded };
   }
 
   /**
@@ -481,144 +400,18 @@ export class EndpointService {
     return { name, ready, rule, checked_at: new Date().toISOString(), upstreams };
   }
 
-  /**
-   * Metadata for `/info`: what the endpoint is, its routes, its upstreams without any credential
-   * (not even the template), the names of the environment variables it needs, and its schemas.
-   */
+  /** Metadata for `/info` (see `endpointInfo`). */
   info(name: string): Record<string, unknown> {
-    const config = this.require(name);
-    return {
-      ...describeEndpoint(config),
-      routes: {
-        main: routePath(config),
-        health: `${ENDPOINTS_PREFIX}/${config.name}/health`,
-        info: `${ENDPOINTS_PREFIX}/${config.name}/info`,
-      },
-      env: requiredVariables(config),
-      upstreams: config.upstreams.map(describeUpstream),
-      input_schema: jsonSchemaOf(config.request, 'input'),
-      output_schema: jsonSchemaOf(this.outputModel(config), 'output'),
-    };
+    return endpointInfo(this.require(name));
   }
 
-  /**
-   * The model of `aggregated`: `output` when given; otherwise, for the default handler, derived
-   * from `response` (ALL → one field per upstream; FIRST_SUCCESS/MAJORITY → `response`), and
-   * anything for a custom handler.
-   */
+  /** The model of `aggregated` (see `outputModelOf`). */
   outputModel(config: EndpointConfig): z.ZodType {
-    if (config.output) return config.output;
-    if (config.handler) return z.unknown();
-    const one = config.response ?? z.unknown();
-    if (config.aggregation === 'ALL') return z.object(Object.fromEntries(config.upstreams.map((u) => [u.name, one])));
-    return one;
+    return outputModelOf(config);
   }
 
   /** The route's response body: the fan-out envelope around the output model. */
   envelopeModel(config: EndpointConfig): z.ZodType {
-    return z.object({
-      success: z.boolean(),
-      aggregated: this.outputModel(config).nullable(),
-      upstreams: z.array(UpstreamResultModel),
-    });
+    return envelopeModelOf(config);
   }
-}
-
-/** Published in OpenAPI and /info; mirrors `UpstreamResult`. */
-export const UpstreamResultModel = z.object({
-  name: z.string(),
-  ok: z.boolean(),
-  outcome: z.enum(['success', 'http_error', 'timeout', 'network_error', 'invalid_response', 'config_error', 'cancelled']),
-  status: z.number().int().nullable(),
-  duration_ms: z.number(),
-  attempts: z.number().int(),
-  error: z.string().nullable(),
-});
-
-export function routePath(config: EndpointConfig): string {
-  return `${ENDPOINTS_PREFIX}/${config.name}${config.path === '/' ? '' : config.path}`;
-}
-
-function jsonSchemaOf(model: z.ZodType | undefined, io: 'input' | 'output'): unknown {
-  if (!model) return {};
-  try {
-    const schema = z.toJSONSchema(model, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-    delete schema.$schema;
-    return schema;
-  } catch {
-    return {};
-  }
-}
-
-/** An HttpError a handler threw, with every secret of the call masked in its detail. */
-function redactedHttpError(err: HttpError, redactor: Redactor): HttpError {
-  const { detail, ...fields } = JSON.parse(redactor.redact(JSON.stringify(err.toBody()))) as { detail: HttpError['detail'] } & Record<string, unknown>;
-  return new HttpError(err.status, detail, err.headers, fields);
-}
-
-/** Names (never values) of every `${NAME}` the endpoint's upstreams use. */
-export function requiredVariables(config: EndpointConfig): string[] {
-  const names = new Set<string>();
-  const visit = (value: unknown) => {
-    if (typeof value === 'string') referencedVariables(value).forEach((n) => names.add(n));
-  };
-  for (const u of config.upstreams) {
-    // Only the template fields: a zod model in `response` is no place to look (and may be cyclic).
-    [u.base_url, u.path, u.health_path, ...Object.values(u.headers)].forEach(visit);
-    if (u.auth) Object.values(u.auth).forEach(visit);
-  }
-  return [...names].sort();
-}
-
-/**
- * An upstream as /info shows it. Credentials are left out entirely; URL templates are shown as
- * written (the values of `${NAME}` are not known here) with any inline userinfo or query value
- * masked, since a literal key in a URL is as secret as one in `auth`.
- */
-function describeUpstream(u: UpstreamDefinition): Record<string, unknown> {
-  const auth = u.auth;
-  let authInfo: Record<string, unknown> | null = null;
-  if (auth) {
-    switch (auth.type) {
-      case 'API_KEY':
-        authInfo = { type: auth.type, header_name: auth.header_name, header_prefix: auth.header_prefix };
-        break;
-      case 'BEARER':
-      case 'BASIC':
-        authInfo = { type: auth.type };
-        break;
-      case 'OAUTH2_CLIENT_CREDENTIALS':
-        authInfo = {
-          type: auth.type,
-          token_url: maskUrl(auth.token_url),
-          scope: auth.scope ?? null,
-          audience: auth.audience ?? null,
-          token_leeway_ms: auth.token_leeway,
-          client_auth: auth.client_auth,
-        };
-        break;
-    }
-  }
-  return {
-    name: u.name,
-    base_url: maskUrl(u.base_url),
-    path: maskUrl(u.path),
-    method: u.method ?? null,
-    weight: u.weight,
-    timeout_ms: u.timeout_ms,
-    retries: u.retries,
-    retry_backoff_ms: u.retry_backoff_ms,
-    retry_max_backoff_ms: u.retry_max_backoff_ms,
-    retry_non_idempotent: u.retry_non_idempotent,
-    header_names: Object.keys(u.headers),
-    health_path: u.health_path ?? null,
-    auth: authInfo,
-  };
-}
-
-/** `https://user:pw@h/p?key=abc&v=${V}` → `https://***@h/p?key=***&v=${V}`. */
-export function maskUrl(template: string): string {
-  return template
-    .replace(/\/\/[^/@]+@/, '//***@')
-    .replace(/([?&][^=&#]+=)([^&#]*)/g, (_, key: string, value: string) => (/^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value) ? key + value : `${key}***`));
 }

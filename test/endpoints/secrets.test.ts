@@ -3,7 +3,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { interpolate, MissingEnvError, Redactor, referencedVariables } from '../../core/endpoints/interpolation.js';
-import { EndpointService, maskUrl } from '../../core/endpoints/service.js';
+import { maskUrl } from '../../core/endpoints/describe.js';
+import { EndpointService } from '../../core/endpoints/service.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { json, startLoopback, startTokenServer, type Loopback } from './loopback.js';
 

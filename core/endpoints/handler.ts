@@ -1,0 +1,109 @@
+/**
+ * A custom handler's call: the context it gets (`call` one upstream by name, `fanOut` to several
+ * under the endpoint's aggregation, both recorded for the answer's `upstreams`), and what its
+ * outcome becomes — an escaped `UpstreamCallError` is the endpoint's 502, an `HttpError` is passed
+ * on with the call's secrets masked, anything else (or a value failing the `output` model) is a
+ * 500, since that is a bug in the handler rather than in an upstream.
+ */
+import { HttpError, errorMessage, internalError } from '../http/errors.js';
+import { formatIssues } from '../http/validate.js';
+import { runErrorFields } from '../kernel/stack.js';
+import { publicResult, runAggregation } from './aggregate.js';
+import type { Redactor } from './interpolation.js';
+import type { EndpointOutcome } from './metrics.js';
+import type { EndpointConfig, HttpMethod, UpstreamDefinition } from './schemas.js';
+import {
+  UpstreamCallError,
+  type EndpointContext,
+  type FanOutResult,
+  type UpstreamCallOptions,
+  type UpstreamCallResult,
+  type UpstreamResult,
+} from './types.js';
+
+/** One upstream call as the service makes it (method, headers, retries and metrics included). */
+export type UpstreamCaller = (u: UpstreamDefinition, s: AbortSignal, i: unknown, extra?: UpstreamCallOptions) => Promise<UpstreamCallResult>;
+
+/** How the service reports the outcomes a handler call can end in. */
+export interface HandlerOutcomes {
+  observe(outcome: EndpointOutcome): void;
+  /** The error for the caller having gone away (its signal aborted). */
+  clientGone(): HttpError;
+  /** The error for an upstream call that failed inside the handler, given every call recorded. */
+  upstreamFailure(recorded: UpstreamResult[]): HttpError;
+}
+
+/** Run the endpoint's custom handler on validated `input`. */
+export async function runHandler(
+  config: EndpointConfig,
+  verb: HttpMethod,
+  input: unknown,
+  signal: AbortSignal,
+  call: UpstreamCaller,
+  redactor: Redactor,
+  outcomes: HandlerOutcomes,
+): Promise<FanOutResult> {
+  const { observe } = outcomes;
+  // Results of every upstream call the handler makes, in the order they finish.
+  const recorded: UpstreamResult[] = [];
+  const find = (upstream: string) => {
+    const found = config.upstreams.find((u) => u.name === upstream);
+    if (!found) {
+      throw new Error(`unknown upstream '${upstream}' (declared: ${config.upstreams.map((u) => u.name).join(', ') || 'none'})`);
+    }
+    return found;
+  };
+  const ctx: EndpointContext = {
+    endpoint: config.name,
+    method: verb,
+    upstreams: config.upstreams.map((u) => u.name),
+    signal,
+    call: async <T>(upstream: string, options: UpstreamCallOptions = {}): Promise<T> => {
+      const result = await call(find(upstream), signal, 'input' in options ? options.input : input, options);
+      recorded.push(publicResult(result));
+      if (!result.ok) throw new UpstreamCallError(publicResult(result));
+      return result.data as T;
+    },
+    fanOut: async <T>(fanInput: unknown = input, only?: readonly string[]): Promise<FanOutResult<T>> => {
+      const upstreams = only ? only.map(find) : config.upstreams;
+      const result = await runAggregation(config.aggregation, upstreams, (u, s) => call(u, s, fanInput), signal);
+      recorded.push(...result.upstreams);
+      return result as FanOutResult<T>;
+    },
+  };
+  let value: unknown;
+  try {
+    value = await config.handler!(input as never, ctx as never);
+  } catch (err) {
+    if (signal.aborted) throw outcomes.clientGone();
+    if (err instanceof UpstreamCallError) {
+      observe('upstream_failure');
+      throw outcomes.upstreamFailure(recorded);
+    }
+    observe('handler_error');
+    if (err instanceof HttpError) throw redactedHttpError(err, redactor);
+    // Where the handler threw, mapped to the person's file (core/kernel/stack.ts), as agent runs answer.
+    throw new HttpError(500, redactor.redact(`endpoint '${config.name}' handler failed: ${errorMessage(err)}`), {}, {
+      error: redactor.redact(errorMessage(err)),
+      ...runErrorFields(err),
+    });
+  }
+  if (config.output) {
+    const checked = config.output.safeParse(value);
+    if (!checked.success) {
+      observe('handler_error');
+      throw internalError(
+        redactor.redact(`endpoint '${config.name}' handler returned a value failing its output model: ${formatIssues(checked.error.issues, 'output')}`),
+      );
+    }
+    value = checked.data;
+  }
+  observe('success');
+  return { success: true, aggregated: value ?? null, upstreams: recorded };
+}
+
+/** An HttpError a handler threw, with every secret of the call masked in its detail. */
+function redactedHttpError(err: HttpError, redactor: Redactor): HttpError {
+  const { detail, ...fields } = JSON.parse(redactor.redact(JSON.stringify(err.toBody()))) as { detail: HttpError['detail'] } & Record<string, unknown>;
+  return new HttpError(err.status, detail, err.headers, fields);
+}

@@ -30,7 +30,7 @@ async function appendLatency(count: number): Promise<number> {
   const root = await workspace({});
   // The server's own thread service over its own store, whichever store that is.
   const server = await startServer({ root, port: 0, watch: false, requestLog: false, logLevel: 'error' }, { logger: new Logger('error') });
-  const threads = server.ctx.agents!.threads;
+  const threads = server.ctx.services.get('agents').threads;
   // Fill in batches: concurrent writes are group-committed, so 10,000 threads load in seconds.
   for (let start = 0; start < count; start += 1000) {
     await Promise.all(
@@ -88,7 +88,7 @@ async function longThread() {
   const server = await startServer({ root, port: 0, watch: false, requestLog: false, logLevel: 'error' }, { logger: new Logger('error') });
   await server.discovered;
   try {
-    const threads = server.ctx.agents!.threads;
+    const threads = server.ctx.services.get('agents').threads;
     const fresh = async (id: string, messages: number) => {
       await threads.create('echo', { thread_id: id, user_id: 'u', title: null, metadata: {} });
       for (let n = 0; n < messages; n += 2) await threads.append('echo', id, [question, answer]);

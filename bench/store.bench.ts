@@ -48,7 +48,7 @@ async function diskPerMessageBytes(): Promise<{ stored: number; messages: number
     if (!res.ok) throw new Error(`turn ${i} answered ${res.status}`);
     await res.arrayBuffer();
   }
-  const messages = (await server.ctx.agents!.threads.allMessages('echo', 'long')).reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
+  const messages = (await server.ctx.services.get('agents').threads.allMessages('echo', 'long')).reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
   const stats = await server.ctx.store.stats();
   await server.close();
   const file = path.join(root, '.hangar', 'hangar.db');

@@ -42,7 +42,6 @@ import { formatFrame, openSse } from '../http/sse.js';
 import { formatIssues } from '../http/validate.js';
 import path from 'node:path';
 import { findAgent, type Agent } from '../agents/kind.js';
-import { runtimeOf } from '../agents/runtime.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import type { HangarContext } from '../kernel/context.js';
 import type { ApprovalDecision } from '../agents/service.js';
@@ -278,7 +277,8 @@ export class A2AJsonRpc {
   constructor(private readonly ctx: HangarContext) {}
 
   private get tasks(): TaskService | undefined {
-    return this.ctx.tasks?.enabled ? this.ctx.tasks : undefined;
+    const tasks = this.ctx.services.get('tasks');
+    return tasks.enabled ? tasks : undefined;
   }
 
   private requireTasks(): TaskService {
@@ -303,7 +303,7 @@ export class A2AJsonRpc {
     // stream is recorded when it closes, with its last frame.
     const record = (method: string, response: RpcResponse | undefined) => {
       const error = response?.error;
-      this.ctx.invocations?.record({
+      this.ctx.services.find('invocations')?.record({
         resource: 'agent',
         name: agent,
         operation: `a2a:${method}`,
@@ -415,7 +415,7 @@ export class A2AJsonRpc {
       );
     }
     const decision = decisionOf(message);
-    const service = runtimeOf(this.ctx).service;
+    const service = this.ctx.services.get('agents').service;
     let record;
     try {
       record = await service.takeApproval(agent, awaited.thread_id, awaited.approval_id, principal);
@@ -464,7 +464,7 @@ export class A2AJsonRpc {
   }
 
   private async runUntracked(agent: string, input: InvokeRequest, contextId: string, principal: string): Promise<WireMessage> {
-    const response = await runtimeOf(this.ctx).service.invoke(agent, input, undefined, undefined, principal);
+    const response = await this.ctx.services.get('agents').service.invoke(agent, input, undefined, undefined, principal);
     return { kind: 'message', messageId: randomUUID(), role: 'agent', parts: [{ kind: 'text', text: response.response }, { kind: 'data', data: response }], contextId };
   }
 

@@ -37,7 +37,6 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { buildAgentCard } from '../platform/card.js';
 import type { Agent } from '../agents/kind.js';
-import { runtimeOf } from '../agents/runtime.js';
 import { HttpError, errorMessage } from '../http/errors.js';
 import { allowedHostNames } from '../http/security.js';
 import type { HangarContext } from '../kernel/context.js';
@@ -101,7 +100,7 @@ function runResult(log: ToolCallLog, run: () => Promise<unknown>, elicit?: Elici
   );
   return result.then((outcome) => {
     const failed = 'isError' in outcome;
-    log.ctx.invocations?.record({
+    log.ctx.services.find('invocations')?.record({
       resource: 'agent',
       name: log.agent,
       operation: log.operation,
@@ -134,7 +133,7 @@ async function settleApprovals(run: () => Promise<unknown>, log: ToolCallLog, el
       const { status: _suspended, ...approval } = err.detail as unknown as SuspensionDetail;
       const answer = await elicit(approval);
       if (!answer) throw err;
-      const service = runtimeOf(log.ctx).service;
+      const service = log.ctx.services.get('agents').service;
       const agent = log.agent;
       next = answer.approved
         ? () => service.approve(agent, approval.thread_id, { approval_id: approval.approval_id, approved: true, context: {} }, log.viewer)
@@ -199,7 +198,7 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
         runResult(
           { ctx, agent: agent.name, operation: 'mcp', principal, viewer, input: { message, thread_id } },
           () =>
-            runtimeOf(ctx).service.invoke(
+            ctx.services.get('agents').service.invoke(
               agent.name,
               {
                 query: message,
@@ -239,7 +238,7 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
     },
     ({ agent, thread_id, approval_id, approved, context, reason }) =>
       runResult({ ctx, agent, operation: approved ? 'mcp:approve' : 'mcp:reject', principal, viewer, input: { thread_id, approval_id, approved, context, reason } }, () => {
-        const service = runtimeOf(ctx).service;
+        const service = ctx.services.get('agents').service;
         return approved
           ? service.approve(agent, thread_id, { approval_id, approved: true, context: context ?? {} }, viewer)
           : service.reject(agent, thread_id, { approval_id, reason: reason ?? null }, viewer);

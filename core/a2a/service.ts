@@ -25,7 +25,6 @@ import { HttpError, errorMessage, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import { findAgent } from '../agents/kind.js';
 import { modelNotConfigured } from '../agents/model.js';
-import { runtimeOf } from '../agents/runtime.js';
 import type { RunEvent } from '../agents/events.js';
 import { toolFrame } from '../agents/streams.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
@@ -101,21 +100,21 @@ export function agentTaskKind(ctx: HangarContext): TaskKind {
       const parsed = InvokeRequest.safeParse(input ?? {});
       if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body.input'));
       // Refuse now rather than queue work that can only fail.
-      if (agent.definition.requiresModel && !runtimeOf(ctx).provider.configured) throw modelNotConfigured(agent.name);
+      if (agent.definition.requiresModel && !ctx.services.get('agents').provider.configured) throw modelNotConfigured(agent.name);
       return { target: agent.name, input: parsed.data };
     },
     run(task: TaskContext) {
       const request = InvokeRequest.parse(task.task.input);
       const source = typeof task.task.metadata.source === 'string' ? task.task.metadata.source : 'tasks';
       return asTaskWork(() =>
-        runtimeOf(ctx).service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit), task.task.principal, { source, task_id: task.task.id }),
+        ctx.services.get('agents').service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit), task.task.principal, { source, task_id: task.task.id }),
       );
     },
     async release(task) {
       // The task was canceled while it waited: its run is discarded, as a rejection would.
       const detail = isSuspended(task.result) ? task.result.detail : undefined;
       if (!detail) return;
-      const service = runtimeOf(ctx).service;
+      const service = ctx.services.get('agents').service;
       let record: PendingApproval;
       try {
         record = await service.takeApproval(task.target, detail.thread_id, detail.approval_id);
@@ -140,8 +139,9 @@ export async function continueTask(
   record: PendingApproval,
   decision: ApprovalDecision,
 ): Promise<{ task?: Task; outcome: Promise<InvokeResponse | RejectedRun> }> {
-  const service = runtimeOf(ctx).service;
-  const tasks = ctx.tasks?.enabled ? ctx.tasks : undefined;
+  const service = ctx.services.get('agents').service;
+  const board = ctx.services.get('tasks');
+  const tasks = board.enabled ? board : undefined;
   if (!tasks || !record.task_id) return { outcome: service.decide(record, decision) };
   let settle!: (value: InvokeResponse | RejectedRun) => void;
   let fail!: (err: unknown) => void;
@@ -220,8 +220,8 @@ export class A2AService {
   constructor(private readonly ctx: HangarContext) {}
 
   private get tasks(): TaskService | undefined {
-    const tasks = this.ctx.tasks;
-    return tasks?.enabled ? tasks : undefined;
+    const tasks = this.ctx.services.get('tasks');
+    return tasks.enabled ? tasks : undefined;
   }
 
   /** Only this agent's tasks of this principal: anything else is the same 404 as an unknown id. */
@@ -251,7 +251,7 @@ export class A2AService {
 
     const tasks = this.tasks;
     if (!tasks) {
-      const response = await runtimeOf(this.ctx).service.invoke(agent, InvokeRequest.parse(input), options.signal, undefined, principal);
+      const response = await this.ctx.services.get('agents').service.invoke(agent, InvokeRequest.parse(input), options.signal, undefined, principal);
       return { task_id: randomUUID(), status: 'completed', result: response.response, message: TRACKING_NEEDS_STORAGE };
     }
     let task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input, principal, metadata: { source: 'a2a' } });

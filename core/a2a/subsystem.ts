@@ -2,20 +2,21 @@
  * The A2A subsystem: registers the `agent` task kind on the board, publishes the A2A routes on
  * every agent's card (the card builder drops the task-backed ones when tasks are off) and mounts
  * /invoke/async, the spec's /a2a/tasks routes, the public A2A JSON-RPC binding (jsonrpc.ts) and
- * MCP at /mcp (mcp.ts). It needs `ctx.tasks` (set up before it); the agent runtime is looked up
+ * MCP at /mcp (mcp.ts). It depends on the task board; the agent runtime is looked up
  * when a task runs, so its place relative to the agents subsystem does not matter.
  */
 import type { Subsystem } from '../kernel/context.js';
-import { runtimeOf } from '../agents/runtime.js';
 import { closeMcpSessions } from './mcp.js';
 import { ROOT_CARD_PATH, a2aRoutes } from './routes.js';
 import { AGENT_TASK_KIND, agentTaskKind, continueTask } from './service.js';
 
 export const a2aSubsystem: Subsystem = {
   name: 'a2a',
+  depends: ['tasks'],
+  uses: ['invocations'],
   setup(ctx) {
     const tasksOn = ctx.settings.tasks.enabled;
-    if (ctx.tasks && tasksOn) ctx.tasks.registerKind(AGENT_TASK_KIND, agentTaskKind(ctx));
+    if (tasksOn) ctx.services.get('tasks').registerKind(AGENT_TASK_KIND, agentTaskKind(ctx));
     Object.assign(ctx.agentSurface.endpoints, {
       a2a_tasks: '/api/v1/{agent}/a2a/tasks',
       a2a_events: '/api/v1/{agent}/a2a/tasks/{task_id}/events',
@@ -34,11 +35,11 @@ export const a2aSubsystem: Subsystem = {
   routes: (app, ctx) => {
     // Every subsystem is set up by now, the agent runtime included: approvals of runs an agent
     // task made are decided by continuing that task, whichever route decides them.
-    runtimeOf(ctx).service.routeTaskDecisions(
+    ctx.services.get('agents').service.routeTaskDecisions(
       async (record, decision) => (await continueTask(ctx, record, decision)).outcome,
       async (record, reason) => {
         // Its approval is gone already, so the kind's release finds nothing more to discard.
-        await ctx.tasks?.cancel(record.task_id!, {}, reason).catch((err: unknown) => ctx.log.warn(`task ${record.task_id} could not be ended: ${String(err)}`));
+        await ctx.services.get('tasks').cancel(record.task_id!, {}, reason).catch((err: unknown) => ctx.log.warn(`task ${record.task_id} could not be ended: ${String(err)}`));
       },
     );
     a2aRoutes(app, ctx);

@@ -10,7 +10,7 @@
  * lists it nor takes it (the 404 of an unknown id), see core/kernel/ownership.ts.
  */
 import { timeOrderedId } from '../storage/ids.js';
-import { notFound } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import { canSee, ownerOf, type Owned } from '../kernel/ownership.js';
 import type { Collection, Store } from '../kernel/store.js';
 import type { Checkpoint } from './checkpointer.js';
@@ -77,7 +77,7 @@ export class ApprovalStore {
       taken = current;
       return undefined;
     });
-    if (!taken) throw notFound(`no pending approval '${approvalId}' for thread '${threadId}' of agent '${agent}'`);
+    if (!taken) throw fail('HANGAR_AGENT_APPROVAL_NOT_FOUND', { approval: approvalId, thread: threadId, agent });
     return taken;
   }
 

@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { timeOrderedId } from '../storage/ids.js';
 import { isoNow } from '../kernel/clock.js';
-import { HttpError, errorMessage } from '../http/errors.js';
+import { HangarError, errorMessage } from '../kernel/errors.js';
 import { UNRETAINED, type Checkpoint, type CheckpointMetadata, type Checkpointer, type PendingInterrupt } from './checkpointer.js';
 import { summariseOutput, type EventSink, type RunEvent, type RunEventBody, type RunStatus } from './events.js';
 import { GraphDefinitionError, compileGraph, nextNode, type CompiledNode } from './graph.js';
@@ -158,7 +158,7 @@ export class Engine {
 
   /**
    * Run (or resume) an agent. Resolves for every way a run can stop except a failure: a node that
-   * throws makes it emit `run_error` and reject with the node's own error (an `HttpError` keeps
+   * throws makes it emit `run_error` and reject with the node's own error (a `HangarError` keeps
    * its status; anything else is the agent's failure, a 500 at the route).
    */
   run(request: RunRequest): Promise<RunOutcome> {
@@ -303,7 +303,7 @@ export class Engine {
         }
         if (signal.aborted || isAbort(err)) return this.cancelled(emit, nested, finish, last, current);
         if (!nested) emit({ type: 'run_error', error: errorMessage(err), node: current });
-        throw err instanceof HttpError || err instanceof NodeError ? err : new NodeError(current, err);
+        throw err instanceof HangarError || err instanceof NodeError ? err : new NodeError(current, err);
       }
 
       const delta = output && typeof output === 'object' ? output : {};

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { dropInUnavailable, notFound } from '../http/errors.js';
+import { dropInUnavailable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import type { DropInKind, Registry } from '../kernel/registry.js';
 import { TimeoutMs } from './schemas.js';
 import { toolAgentRun } from './tool-agent.js';
@@ -135,7 +136,7 @@ export function findAgent(registry: Registry, name: string): Agent {
   const entry = registry.get<Agent>('agent', name);
   if (!entry) {
     const problem = registry.problemNamed('agent', name);
-    throw problem ? dropInUnavailable(problem) : notFound(`agent "${name}" not found`);
+    throw problem ? dropInUnavailable(problem) : fail('HANGAR_AGENT_NOT_FOUND', { agent: name });
   }
   return entry.definition;
 }

@@ -11,7 +11,7 @@
  * usage. `complete` is the text of a turn, for callers that want only that (thread summaries).
  */
 import type OpenAI from 'openai';
-import { HttpError, badGateway, errorMessage, gatewayTimeout } from '../http/errors.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import { endpointClient, loadOpenAI, toolCallsOf, toWireMessage, toWireTools, type ModelToolCall, type OpenAISdk, type ToolSpec } from '../lib/model-client.js';
 import { resolveSecret } from '../kernel/settings.js';
 import type { ChatMessage } from './types.js';
@@ -89,14 +89,8 @@ export interface ModelProvider {
  * Decision: an agent that needs a model when none is configured answers 503 — the server works,
  * this deployment is just not set up for that agent — with a detail naming both ways to set it.
  */
-export function modelNotConfigured(agent?: string): HttpError {
-  const who = agent ? `agent '${agent}' needs a chat model` : 'a chat model is needed';
-  return new HttpError(
-    503,
-    `${who} but none is configured: set model.baseUrl (and model.model, model.apiKey) in hangar.config.json, ` +
-      'or the environment variables HANGAR_MODEL__BASE_URL, HANGAR_MODEL__MODEL and HANGAR_MODEL__API_KEY ' +
-      '(e.g. http://127.0.0.1:11434/v1 for Ollama)',
-  );
+export function modelNotConfigured(agent?: string): HangarError {
+  return fail('HANGAR_AGENT_MODEL_NOT_CONFIGURED', { who: agent ? `agent '${agent}' needs a chat model` : 'a chat model is needed' });
 }
 
 /** Raised when the run's signal aborts a model call; the engine reports the run as cancelled. */
@@ -211,7 +205,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
     try {
       key = resolveSecret(this.settings.apiKey, this.env);
     } catch (err) {
-      throw new HttpError(503, `model.apiKey: ${errorMessage(err)}`);
+      throw fail('HANGAR_AGENT_MODEL_API_KEY', { problem: errorMessage(err) });
     }
     return key ?? '';
   }
@@ -226,29 +220,29 @@ function toolChoiceWire(choice: ToolChoice): OpenAI.Chat.ChatCompletionToolChoic
   return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
 }
 
-/** The model endpoint refused or failed a call: a 502 that keeps the status it answered. */
-export class ModelEndpointError extends HttpError {
+/**
+ * The model endpoint refused or failed a call: a 502 that keeps the status it answered, so
+ * structured output can tell a refused response format (400, 422) from a failure.
+ */
+export class ModelEndpointError extends HangarError {
   constructor(
-    message: string,
+    problem: string,
     /** The endpoint's HTTP status; null when it never answered. */
     readonly upstream: number | null,
   ) {
-    super(502, message);
+    const { status, detail, code } =
+      upstream === null ? fail('HANGAR_AGENT_MODEL_UNREACHABLE', { problem }) : fail('HANGAR_AGENT_MODEL_REFUSED', { upstream, problem });
+    super(status, detail, {}, {}, code);
   }
 }
 
 /** Library errors mapped onto ours: an upstream failure is a 502 naming the status it gave. */
 function mapModelError(err: unknown, openai: OpenAISdk, signal?: AbortSignal): Error {
-  if (err instanceof HttpError) return err;
+  if (err instanceof HangarError) return err;
   if (err instanceof openai.APIUserAbortError || signal?.aborted) return new ModelCallAborted();
-  if (err instanceof openai.APIConnectionTimeoutError) return gatewayTimeout('model endpoint timed out');
-  if (err instanceof openai.APIError) {
-    return new ModelEndpointError(
-      err.status ? `model endpoint answered ${err.status}: ${err.message}` : `model endpoint unreachable: ${err.message}`,
-      err.status ?? null,
-    );
-  }
-  return badGateway(`model call failed: ${errorMessage(err)}`);
+  if (err instanceof openai.APIConnectionTimeoutError) return fail('HANGAR_AGENT_MODEL_TIMEOUT', {});
+  if (err instanceof openai.APIError) return new ModelEndpointError(err.message, err.status || null);
+  return fail('HANGAR_AGENT_MODEL_FAILED', { problem: errorMessage(err) });
 }
 
 export function createModelProvider(settings: ModelSettings | undefined, env: NodeJS.ProcessEnv = process.env): ModelProvider {

@@ -7,7 +7,7 @@
  * `metadata.prompt_version` looks the same for every agent, and asking such an agent for 'v2' is
  * the same 404 as for an agent that lists its versions.
  */
-import { notFound } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import type { Agent } from './kind.js';
 
 /** The text of the requested (or active) version; unknown → 404 naming the known ones. */
@@ -16,7 +16,7 @@ export function resolvePrompt(agent: Pick<Agent, 'name' | 'prompts'>, requested?
   const known = declared.length ? declared : ['v1'];
   const version = requested ?? agent.prompts.active;
   if (!known.includes(version)) {
-    throw notFound(`prompt version '${version}' not found for agent '${agent.name}'; known versions: ${known.join(', ')}`);
+    throw fail('HANGAR_AGENT_PROMPT_NOT_FOUND', { version, agent: agent.name, known: known.join(', ') });
   }
   return { version, text: agent.prompts.versions[version] ?? '' };
 }

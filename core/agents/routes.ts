@@ -1,20 +1,23 @@
 /**
- * Per-agent execution routes under /api/v1/{agent}: invoke, invoke/stream and its replay, chat,
- * optimize/invoke, and the human-in-the-loop routes (pending, approve, reject). Handlers parse,
- * call `AgentService` and send; the 202 HITL suspension and every error travel as `HttpError`s to
- * the one error handler.
+ * Per-agent execution routes under /api/v1/:agent: invoke, invoke/stream and its replay, chat,
+ * optimize/invoke, and the human-in-the-loop routes (pending, approve, reject), plus the approvals
+ * of every agent. Handlers call `AgentService` and send; the 202 HITL suspension and every error
+ * travel as `HangarError`s to the one error handler.
+ *
+ * Each route is written once for every agent (`{agent}` in /openapi.json, its values the agents'
+ * names). The routes that run an agent say so in `config.resource`, which the invocation log and
+ * the control plane read.
  */
-import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
-import type { HangarContext } from '../kernel/context.js';
-import type { RouteDoc } from '../http/openapi.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { defineRoute, type AnyRoute } from '../http/route.js';
 import { resumePoint, serveSse } from '../http/sse.js';
-import { param, queryOf } from '../http/request.js';
-import { parseInput } from '../http/validate.js';
+import type { HangarContext } from '../kernel/context.js';
 import { viewerOf } from '../kernel/ownership.js';
 import { OptimizeInvokeRequest, OptimizeInvokeResponse } from '../feedback/schemas.js';
-import { listAgents } from '../platform/service.js';
-import { runtimeOf } from './runtime.js';
 import {
+  AgentParams,
+  AgentStreamParams,
+  AgentThreadParams,
   ApprovalList,
   ApprovalListQuery,
   ApproveRequest,
@@ -25,10 +28,9 @@ import {
   PendingList,
   RejectRequest,
   RejectResponse,
+  ReplayQuery,
   SuspensionBody,
 } from './schemas.js';
-
-const agentOf = (req: FastifyRequest) => param(req, 'agent');
 
 /**
  * Aborted when the client goes away before its answer is sent, so a plain /invoke stops working
@@ -43,163 +45,124 @@ function clientGone(reply: FastifyReply): AbortSignal {
   else reply.raw.on('close', () => reply.raw.writableFinished || gone());
   return controller.signal;
 }
-const threadOf = (req: FastifyRequest) => param(req, 'thread_id');
 
-export function agentRoutes(app: FastifyInstance, ctx: HangarContext): void {
-  const { service } = runtimeOf(ctx);
+const TAGS = ['agents'];
+const SUSPENDED = { description: 'suspended at a human-approval step; the X-Thread-Id header names the thread to approve or reject on', schema: SuspensionBody };
+const PAST_DEADLINE = { description: "the run passed its deadline (`timeout_ms`, the agent's, or agents.timeoutMs): `agent 'x' did not finish within N ms`" };
+const SSE = { description: 'SSE stream', contentType: 'text/event-stream' };
+const UNKNOWN_APPROVAL = 'unknown approval id, or one of another principal';
+
+/** A call that runs (or resumes) the agent: logged, drained and disabled by the control plane. */
+const runs = (operation: string) => ({ resource: { kind: 'agent' as const, param: 'agent', operation, invocation: true } });
+
+export function agentRoutes(ctx: HangarContext): AnyRoute[] {
+  const { service } = ctx.services.get('agents');
   // Records (threads, checkpoints, approvals) are owned per `viewerOf`; replayable streams stay
   // bound to the exact principal, as before.
   const viewer = (req: FastifyRequest) => viewerOf(req, ctx.settings);
 
-  app.post('/api/v1/:agent/invoke', async (req, reply) => {
-    const body = parseInput(InvokeRequest, req.body, 'body');
-    return service.invoke(agentOf(req), body, clientGone(reply), undefined, viewer(req));
-  });
-
-  app.post('/api/v1/:agent/invoke/stream', async (req, reply) => {
-    const body = parseInput(InvokeRequest, req.body, 'body');
-    const { id, log } = await service.startStream(agentOf(req), body, req.principal, viewer(req));
-    await serveSse(reply, log, { headers: { 'X-Agent': agentOf(req), 'X-Stream-Id': id } });
-  });
-
-  app.get('/api/v1/:agent/invoke/stream/:stream_id', async (req, reply) => {
-    const since = resumePoint(req, queryOf(req));
-    const log = service.replay(agentOf(req), param(req, 'stream_id'), req.principal);
-    await serveSse(reply, log, { since, headers: { 'X-Agent': agentOf(req), 'X-Stream-Id': param(req, 'stream_id') } });
-  });
-
-  app.post('/api/v1/:agent/chat', async (req) => {
-    const body = parseInput(ChatRequest, req.body, 'body');
-    return service.chat(agentOf(req), body, undefined, viewer(req));
-  });
-
-  app.post('/api/v1/:agent/optimize/invoke', async (req) => {
-    const body = parseInput(OptimizeInvokeRequest, req.body, 'body');
-    return service.optimize(agentOf(req), body, viewer(req));
-  });
-
-  app.get('/api/v1/:agent/threads/:thread_id/pending', async (req) => {
-    return service.pending(agentOf(req), threadOf(req), viewer(req));
-  });
-
-  app.post('/api/v1/:agent/threads/:thread_id/approve', async (req) => {
-    const body = parseInput(ApproveRequest, req.body, 'body');
-    return service.approve(agentOf(req), threadOf(req), body, viewer(req));
-  });
-
-  app.post('/api/v1/:agent/threads/:thread_id/reject', async (req) => {
-    const body = parseInput(RejectRequest, req.body, 'body');
-    return service.reject(agentOf(req), threadOf(req), body, viewer(req));
-  });
-
-  // Every pending approval the caller may see, whichever route started its run.
-  app.get('/api/v1/approvals', async (req) => {
-    const query = parseInput(ApprovalListQuery, queryOf(req), 'query');
-    return service.listApprovals(viewer(req), query);
-  });
-
-  app.get('/api/v1/:agent/approvals', async (req) => {
-    const query = parseInput(ApprovalListQuery, queryOf(req), 'query');
-    return service.listApprovals(viewer(req), { ...query, agent: agentOf(req) });
-  });
-
-  ctx.openapi.add({
-    method: 'get',
-    path: '/api/v1/approvals',
-    summary: 'Pending human approvals of every agent the caller may see, newest first, with links to approve and reject',
-    description: 'Runs started by any route (invoke, chat, streams, /invoke/async, A2A, MCP) are listed; `task_id` names the board task waiting in input-required.',
-    tags: ['agents'],
-    query: ApprovalListQuery,
-    responses: { 200: { description: 'OK', schema: ApprovalList } },
-  });
-}
-
-/** OpenAPI docs of the routes above, for every registered agent. */
-export function registerAgentDocs(ctx: HangarContext): void {
-  ctx.openapi.addProvider(() =>
-    listAgents(ctx).flatMap((agent): RouteDoc[] => {
-      const base = `/api/v1/${agent.name}`;
-      const tags = [`agent:${agent.name}`];
-      const suspendedDoc = { description: 'suspended at a human-approval step; the X-Thread-Id header names the thread to approve or reject on', schema: SuspensionBody };
-      const deadlineDoc = { description: "the run passed its deadline (`timeout_ms`, the agent's, or agents.timeoutMs): `agent 'x' did not finish within N ms`" };
-      return [
-        {
-          method: 'post',
-          path: `${base}/invoke`,
-          summary: `Invoke ${agent.name}`,
-          description: agent.description,
-          tags,
-          body: InvokeRequest,
-          responses: { 200: { description: 'OK', schema: InvokeResponse }, 202: suspendedDoc, 504: deadlineDoc },
-        },
-        {
-          method: 'post',
-          path: `${base}/invoke/stream`,
-          summary: `Invoke ${agent.name} as an SSE stream`,
-          description:
-            'Frames carry `response` (so far) and `steps_taken`; the last data line is [DONE]. X-Stream-Id names the stream for replay. ' +
-            'Events: `start`, `token` (`delta`), `step` (`node`), `tool_start` (`name`, `call_id`, `arguments`, `node`), ' +
-            '`tool_end` (the same plus `result` or `error`, and `duration_ms`), then `complete` (the invoke response; `metadata.usage` holds the token counts of a run that called a model), `suspended` or `error`. ' +
-            'Finished streams are retained for replay per `streams.retain` (count) and `streams.ttlSeconds` (age).',
-          tags,
-          body: InvokeRequest,
-          responses: { 200: { description: 'SSE stream', contentType: 'text/event-stream' } },
-        },
-        {
-          method: 'get',
-          path: `${base}/invoke/stream/{stream_id}`,
-          summary: 'Replay a retained invoke stream after `since` / Last-Event-ID (never re-runs the agent)',
-          tags,
-          responses: { 200: { description: 'SSE stream', contentType: 'text/event-stream' }, 404: { description: 'not retained, or another agent or caller' } },
-        },
-        {
-          method: 'post',
-          path: `${base}/chat`,
-          summary: `Chat with ${agent.name} over a stored thread`,
-          tags,
-          body: ChatRequest,
-          responses: { 200: { description: 'OK', schema: ChatResponse }, 202: suspendedDoc, 504: deadlineDoc },
-        },
-        {
-          method: 'post',
-          path: `${base}/optimize/invoke`,
-          summary: 'Invoke with retrieval context, tool calls, steps and reasoning (for prompt optimization)',
-          tags,
-          body: OptimizeInvokeRequest,
-          responses: { 200: { description: 'OK', schema: OptimizeInvokeResponse } },
-        },
-        {
-          method: 'get',
-          path: `${base}/threads/{thread_id}/pending`,
-          summary: 'Pending human approvals of a thread',
-          tags,
-          responses: { 200: { description: 'OK', schema: PendingList } },
-        },
-        {
-          method: 'get',
-          path: `${base}/approvals`,
-          summary: `Pending human approvals of ${agent.name} across threads, newest first`,
-          tags,
-          query: ApprovalListQuery,
-          responses: { 200: { description: 'OK', schema: ApprovalList } },
-        },
-        {
-          method: 'post',
-          path: `${base}/threads/{thread_id}/approve`,
-          summary: 'Approve a suspended run and resume it',
-          tags,
-          body: ApproveRequest,
-          responses: { 200: { description: 'OK', schema: InvokeResponse }, 202: suspendedDoc, 404: { description: 'unknown approval id, or one of another principal' } },
-        },
-        {
-          method: 'post',
-          path: `${base}/threads/{thread_id}/reject`,
-          summary: 'Reject a suspended run (it is discarded)',
-          tags,
-          body: RejectRequest,
-          responses: { 200: { description: 'OK', schema: RejectResponse }, 404: { description: 'unknown approval id, or one of another principal' } },
-        },
-      ];
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/v1/:agent/invoke',
+      summary: 'Invoke an agent',
+      tags: TAGS,
+      schema: { params: AgentParams, body: InvokeRequest, response: { 200: InvokeResponse, 202: SUSPENDED, 504: PAST_DEADLINE } },
+      config: runs('invoke'),
+      handler: async ({ body, params, req, reply }) => service.invoke(params.agent, body, clientGone(reply), undefined, viewer(req)),
     }),
-  );
+    defineRoute({
+      method: 'POST',
+      url: '/api/v1/:agent/invoke/stream',
+      summary: 'Invoke an agent as an SSE stream',
+      description:
+        'Frames carry `response` (so far) and `steps_taken`; the last data line is [DONE]. X-Stream-Id names the stream for replay. ' +
+        'Events: `start`, `token` (`delta`), `step` (`node`), `tool_start` (`name`, `call_id`, `arguments`, `node`), ' +
+        '`tool_end` (the same plus `result` or `error`, and `duration_ms`), then `complete` (the invoke response; `metadata.usage` holds the token counts of a run that called a model), `suspended` or `error`. ' +
+        'Finished streams are retained for replay per `streams.retain` (count) and `streams.ttlSeconds` (age).',
+      tags: TAGS,
+      schema: { params: AgentParams, body: InvokeRequest, response: { 200: SSE } },
+      config: runs('stream'),
+      handler: async ({ body, params, req, reply }) => {
+        const { id, log } = await service.startStream(params.agent, body, req.principal, viewer(req));
+        await serveSse(reply, log, { headers: { 'X-Agent': params.agent, 'X-Stream-Id': id } });
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v1/:agent/invoke/stream/:stream_id',
+      summary: 'Replay a retained invoke stream after `since` / Last-Event-ID (never re-runs the agent)',
+      tags: TAGS,
+      // `since` is read with the Last-Event-ID header by `resumePoint`; the schema documents it.
+      schema: { params: AgentStreamParams, querystring: ReplayQuery, response: { 200: SSE, 404: 'not retained, or another agent or caller' } },
+      handler: async ({ params, req, reply }) => {
+        const since = resumePoint(req, req.query as Record<string, unknown>);
+        const log = service.replay(params.agent, params.stream_id, req.principal);
+        await serveSse(reply, log, { since, headers: { 'X-Agent': params.agent, 'X-Stream-Id': params.stream_id } });
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v1/:agent/chat',
+      summary: 'Chat with an agent over a stored thread',
+      tags: TAGS,
+      schema: { params: AgentParams, body: ChatRequest, response: { 200: ChatResponse, 202: SUSPENDED, 504: PAST_DEADLINE } },
+      config: runs('chat'),
+      handler: async ({ body, params, req }) => service.chat(params.agent, body, undefined, viewer(req)),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v1/:agent/optimize/invoke',
+      summary: 'Invoke with retrieval context, tool calls, steps and reasoning (for prompt optimization)',
+      tags: TAGS,
+      schema: { params: AgentParams, body: OptimizeInvokeRequest, response: { 200: OptimizeInvokeResponse } },
+      config: runs('optimize'),
+      handler: async ({ body, params, req }) => service.optimize(params.agent, body, viewer(req)),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v1/:agent/threads/:thread_id/pending',
+      summary: 'Pending human approvals of a thread',
+      tags: TAGS,
+      schema: { params: AgentThreadParams, response: { 200: PendingList } },
+      handler: async ({ params, req }) => service.pending(params.agent, params.thread_id, viewer(req)),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v1/:agent/threads/:thread_id/approve',
+      summary: 'Approve a suspended run and resume it',
+      tags: TAGS,
+      schema: { params: AgentThreadParams, body: ApproveRequest, response: { 200: InvokeResponse, 202: SUSPENDED, 404: UNKNOWN_APPROVAL } },
+      // Approving a suspended run resumes the agent's work, so it counts as a call too.
+      config: runs('approve'),
+      handler: async ({ body, params, req }) => service.approve(params.agent, params.thread_id, body, viewer(req)),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v1/:agent/threads/:thread_id/reject',
+      summary: 'Reject a suspended run (it is discarded)',
+      tags: TAGS,
+      schema: { params: AgentThreadParams, body: RejectRequest, response: { 200: RejectResponse, 404: UNKNOWN_APPROVAL } },
+      config: runs('reject'),
+      handler: async ({ body, params, req }) => service.reject(params.agent, params.thread_id, body, viewer(req)),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v1/approvals',
+      summary: 'Pending human approvals of every agent the caller may see, newest first, with links to approve and reject',
+      description:
+        'Runs started by any route (invoke, chat, streams, /invoke/async, A2A, MCP) are listed; `task_id` names the board task waiting in input-required.',
+      tags: TAGS,
+      schema: { querystring: ApprovalListQuery, response: { 200: ApprovalList } },
+      handler: async ({ query, req }) => service.listApprovals(viewer(req), query),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v1/:agent/approvals',
+      summary: 'Pending human approvals of an agent across threads, newest first',
+      tags: TAGS,
+      schema: { params: AgentParams, querystring: ApprovalListQuery, response: { 200: ApprovalList } },
+      handler: async ({ query, params, req }) => service.listApprovals(viewer(req), { ...query, agent: params.agent }),
+    }),
+  ];
 }

@@ -1,7 +1,7 @@
 /**
  * The agent runtime of one server: the model provider, the execution service (engine, streams,
- * approvals, checkpoints), threads and feedback, built once from the settings and published as
- * `ctx.agents` so other subsystems (studio, A2A, tasks) run agents the same way the routes do.
+ * approvals, checkpoints), threads and feedback, built once from the settings and provided as the
+ * `agents` service, so other subsystems (studio, A2A, pipelines) run agents the way the routes do.
  */
 import type { HangarContext } from '../kernel/context.js';
 import { FeedbackService } from '../feedback/service.js';
@@ -10,7 +10,7 @@ import { findAgent, type Agent } from './kind.js';
 import { createModelProvider, type ModelProvider } from './model.js';
 import { AgentService } from './service.js';
 import type { AnyTool } from './tools.js';
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 
 export interface AgentRuntime {
   provider: ModelProvider;
@@ -47,8 +47,3 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
   return { provider, service, threads, feedback: new FeedbackService(ctx.store) };
 }
 
-/** The runtime set up by the agents subsystem; a clear error if a router is mounted without it. */
-export function runtimeOf(ctx: HangarContext): AgentRuntime {
-  if (!ctx.agents) throw new Error('the agents subsystem must be set up before the routes that use it');
-  return ctx.agents;
-}

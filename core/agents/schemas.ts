@@ -138,3 +138,30 @@ export const PendingList = z.object({
 });
 
 export const ReplayQuery = z.object({ since: z.coerce.number().int().min(0).optional() });
+
+/** Path parameters of the per-agent routes: `/api/v1/:agent/...`. */
+export const AgentParams = z.object({ agent: z.string() });
+export const AgentThreadParams = AgentParams.extend({ thread_id: z.string() });
+export const AgentStreamParams = AgentParams.extend({ stream_id: z.string() });
+
+/** A `tools/` drop-in as a model is told about it, with where it lives and how it runs. */
+export const ToolInfo = z.object({
+  name: z.string(),
+  description: z.string(),
+  /** The JSON Schema of the arguments, as the model gets it. */
+  parameters: z.record(z.string(), z.unknown()),
+  file: z.string(),
+  /** true, false, or `depends` when a function decides per call. */
+  needs_approval: z.union([z.boolean(), z.literal('depends')]),
+  timeout_ms: z.number().nullable(),
+});
+export const ToolList = z.object({ tools: z.array(ToolInfo) });
+export const ToolParams = z.object({ name: z.string() });
+export const TryToolRequest = z.object({ arguments: z.record(z.string(), z.unknown()).default({}) });
+export const TryToolResponse = z.object({
+  name: z.string(),
+  arguments: z.unknown(),
+  result: z.unknown().optional(),
+  error: z.string().optional(),
+  duration_ms: z.number(),
+});

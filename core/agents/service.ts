@@ -9,7 +9,7 @@
  *   disk write. A suspension is persisted either way (the pending approval holds the snapshot).
  * - /invoke does not read or write thread messages; /chat is the conversation API.
  * - An agent that throws → 500 `agent '<name>' failed: <message>` (logged); errors the agent or
- *   runtime raise as `HttpError` (503 no model configured, 502 model endpoint failed) keep status.
+ *   runtime raise as `HangarError` (503 no model configured, 502 model endpoint failed) keep status.
  * - `approved: false` on approve is a rejection: the run is discarded, as with /reject.
  * - A suspension is findable whichever route started the run: the 202 body names the thread and
  *   links to approve and reject, the pending record keeps the route (`source`) and, for a run a
@@ -33,7 +33,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { timeOrderedId } from '../storage/ids.js';
-import { HttpError, errorMessage, gatewayTimeout, notFound } from '../http/errors.js';
+import { ERROR_CATALOGUE } from '../kernel/error-catalogue.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import type { EventLog } from '../http/event-log.js';
 import type { Logger } from '../kernel/log.js';
 import { cleanStack } from '../kernel/stack.js';
@@ -109,7 +110,16 @@ export interface RejectedRun {
  * who sent no `thread_id` has no other way to learn.
  */
 export const suspended = (detail: SuspensionDetail, threadId: string) =>
-  new HttpError(202, detail as unknown as Record<string, unknown>, { 'X-Thread-Id': threadId });
+  new HangarError(
+    ERROR_CATALOGUE.HANGAR_AGENT_SUSPENDED.status,
+    detail as unknown as Record<string, unknown>,
+    { 'X-Thread-Id': threadId },
+    {},
+    'HANGAR_AGENT_SUSPENDED',
+  );
+
+/** Whether a run's throw is the suspension above (which carries its approval, not a failure). */
+export const isSuspension = (err: unknown): err is HangarError => err instanceof HangarError && err.code === 'HANGAR_AGENT_SUSPENDED';
 
 interface RunPlan {
   agent: Agent;
@@ -168,7 +178,7 @@ export class AgentService {
    */
   async claimThread(agentName: string, threadId: string, principal: string | undefined): Promise<void> {
     if ((await this.options.threads.access(agentName, threadId, principal)) === 'hidden') {
-      throw notFound(`thread '${threadId}' not found for agent '${agentName}'`);
+      throw fail('HANGAR_THREAD_NOT_FOUND', { thread: threadId, agent: agentName });
     }
   }
 
@@ -227,7 +237,7 @@ export class AgentService {
         const body = await this.respond(plan, outcome);
         log.append({ event: 'complete', ...body });
       } catch (err) {
-        if (err instanceof HttpError && err.status === 202) {
+        if (isSuspension(err)) {
           log.append({ event: 'suspended', response, steps_taken: steps, ...(err.detail as object) });
         } else {
           const error = this.normalise(plan.agent.name, err);
@@ -280,7 +290,7 @@ export class AgentService {
       outcome = await this.execute('chat', plan, { signal }, { persist: request.persist, history_loaded: history.length });
     } catch (err) {
       // A suspended chat keeps the question; the answer is saved when the approval completes it.
-      if (request.persist && err instanceof HttpError && err.status === 202) await threads.append(agent.name, threadId, [userMessage]);
+      if (request.persist && isSuspension(err)) await threads.append(agent.name, threadId, [userMessage]);
       throw err;
     }
     const body = await this.respond(plan, outcome);
@@ -437,7 +447,7 @@ export class AgentService {
   private async run(route: RunRoute, request: RunRequest, timeoutMs?: number): Promise<RunOutcome> {
     if (timeoutMs === undefined) return this.counted(route, request, this.engine.run(request));
     const deadline = new AbortController();
-    const expired = gatewayTimeout(`agent '${request.agent.name}' did not finish within ${timeoutMs} ms`);
+    const expired = fail('HANGAR_AGENT_TIMEOUT', { agent: request.agent.name, ms: timeoutMs });
     const timer = setTimeout(() => deadline.abort(expired), timeoutMs);
     const onEvent = request.onEvent;
     const running = this.engine.run({
@@ -463,7 +473,7 @@ export class AgentService {
       if (outcome.usage.calls.length) this.options.onUsage?.(request.agent.name, outcome.usage);
       return outcome;
     } catch (err) {
-      this.options.onRun?.(request.agent.name, route, err instanceof HttpError && err.status === 504 ? 'timeout' : 'error');
+      this.options.onRun?.(request.agent.name, route, err instanceof HangarError && err.status === 504 ? 'timeout' : 'error');
       throw err;
     }
   }
@@ -552,7 +562,7 @@ export class AgentService {
       };
       throw suspended(detail, outcome.thread_id);
     }
-    if (outcome.status === 'cancelled') throw new HttpError(499, 'the request was cancelled before the agent finished');
+    if (outcome.status === 'cancelled') throw fail('HANGAR_AGENT_CANCELLED', {});
     return outcome;
   }
 
@@ -593,22 +603,20 @@ export class AgentService {
    * (`file`, `line`, `column`) and carries the stack mapped to their sources, without Hangar's own
    * frames unless HANGAR_DEBUG=1 (core/kernel/stack.ts); the terminal gets the same stack.
    */
-  private normalise(agentName: string, err: unknown): HttpError {
+  private normalise(agentName: string, err: unknown): HangarError {
     const cause = err instanceof NodeError ? err.cause : err;
-    if (cause instanceof HttpError) return cause;
+    if (cause instanceof HangarError) return cause;
     const node = err instanceof NodeError ? ` at node '${err.node}'` : '';
     const message = errorMessage(cause);
     const clean = cause instanceof Error && cause.stack ? cleanStack(cause.stack) : undefined;
     const top = clean?.top;
     this.options.log.error(`agent ${agentName} failed${node}: ${message}${clean?.frames.length ? `\n    ${clean.frames.join('\n    ')}` : ''}`);
     // `detail` stays the message alone: tasks and A2A record it as their error text.
-    return new HttpError(500, `agent '${agentName}' failed${node}: ${message}`, {}, {
-      error: message,
-      file: top?.file ?? null,
-      line: top?.line ?? null,
-      column: top?.column ?? null,
-      stack: clean?.frames ?? [],
-    });
+    return fail(
+      'HANGAR_AGENT_FAILED',
+      { agent: agentName, at: node, problem: message },
+      { fields: { error: message, file: top?.file ?? null, line: top?.line ?? null, column: top?.column ?? null, stack: clean?.frames ?? [] } },
+    );
   }
 }
 

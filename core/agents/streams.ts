@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EventLog } from '../http/event-log.js';
-import { notFound } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import type { RunEvent } from './events.js';
 
 /** One frame of an invoke stream: every frame carries the response so far and the steps. */
@@ -78,7 +78,7 @@ export class InvokeStreams {
     this.prune();
     const entry = this.streams.get(id);
     if (!entry || entry.agent !== agent || entry.principal !== principal) {
-      throw notFound(`stream '${id}' not found`);
+      throw fail('HANGAR_AGENT_STREAM_NOT_FOUND', { stream: id });
     }
     return entry.log;
   }

@@ -15,7 +15,7 @@
  * model's JSON is not streamed as tokens: it is not the run's answer text.
  */
 import { z } from 'zod';
-import { badGateway, errorMessage } from '../http/errors.js';
+import { errorMessage, fail } from '../kernel/errors.js';
 import { ModelEndpointError, type ModelMessage, type ModelProvider, type ModelTurn, type TurnRequest } from './model.js';
 
 export interface ObjectOptions {
@@ -95,7 +95,7 @@ export async function generateObject<S extends z.ZodType>(
     const { text, answer, callId } = await ask(conversation);
     const checked = check(schema, text, wrapped);
     if (checked.ok) return checked.value;
-    if (attempt === 2) throw badGateway(`the model's structured answer did not match the schema after one repair: ${checked.problem}`);
+    if (attempt === 2) throw fail('HANGAR_AGENT_MODEL_SCHEMA_MISMATCH', { problem: checked.problem });
     const repair = `That answer does not match the required JSON Schema: ${checked.problem}\nAnswer again with the corrected JSON only.`;
     conversation.push(answer);
     // A tool call is answered by its id (the protocol needs it), a text answer by a user turn.

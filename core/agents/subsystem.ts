@@ -1,19 +1,27 @@
 /**
  * The agents subsystem as the server wires it: builds the runtime (model provider, execution
- * service, threads, feedback) as `ctx.agents`, publishes what every agent serves for the cards,
- * documents and mounts the execution routes.
+ * service, threads, feedback) and provides it as the `agents` service, publishes what every agent
+ * serves for the cards, and mounts the execution and tool routes.
  */
 import type { Subsystem } from '../kernel/context.js';
-import { agentRoutes, registerAgentDocs } from './routes.js';
-import { createAgentRuntime } from './runtime.js';
+import { mountRoutes } from '../http/route.js';
+import { agentRoutes } from './routes.js';
+import { createAgentRuntime, type AgentRuntime } from './runtime.js';
 import { toolKind } from './tool-kind.js';
 import { toolRoutes } from './tool-routes.js';
 
+declare module '../kernel/services.js' {
+  interface ServiceMap {
+    agents: AgentRuntime;
+  }
+}
+
 export const agentsSubsystem: Subsystem = {
   name: 'agents',
+  provides: ['agents'],
   kinds: [toolKind],
   setup(ctx) {
-    ctx.agents = createAgentRuntime(ctx);
+    ctx.services.provide('agents', createAgentRuntime(ctx));
     Object.assign(ctx.agentSurface.endpoints, {
       invoke: '/api/v1/{agent}/invoke',
       chat: '/api/v1/{agent}/chat',
@@ -21,10 +29,8 @@ export const agentsSubsystem: Subsystem = {
       stream_replay: '/api/v1/{agent}/invoke/stream/{stream_id}',
     });
     Object.assign(ctx.agentSurface.capabilities, { invoke: true, chat: true, streaming: true });
-    registerAgentDocs(ctx);
   },
   routes(app, ctx) {
-    agentRoutes(app, ctx);
-    toolRoutes(app, ctx);
+    mountRoutes(app, [...agentRoutes(ctx), ...toolRoutes(ctx)]);
   },
 };

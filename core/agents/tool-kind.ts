@@ -3,7 +3,7 @@
  * like an agent (a bad one is a drop-in error in /api/v1/status), hot-reloaded, and listed by
  * agents by name (`tools: ['weather']`), resolved at each run so a saved tool serves the next call.
  */
-import { notFound } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import type { DropInKind, Registry } from '../kernel/registry.js';
 import { validateTools, type AnyTool } from './tools.js';
 
@@ -23,6 +23,6 @@ export const toolKind: DropInKind<AnyTool> = {
 /** The live tool called `name`, or a 404 naming it. */
 export function findTool(registry: Registry, name: string): AnyTool {
   const entry = registry.get<AnyTool>('tool', name);
-  if (!entry) throw notFound(`tool "${name}" not found`);
+  if (!entry) throw fail('HANGAR_AGENT_TOOL_NOT_FOUND', { tool: name });
   return entry.definition;
 }

@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 import type { ModelToolCall } from '../lib/model-client.js';
 import { ModelCallAborted, type ModelMessage, type ModelTurn, type ToolChoice, type TokenUsage, type TurnRequest } from './model.js';
 import { toolSpec, type AnyTool, type ToolContext } from './tools.js';

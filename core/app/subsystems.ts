@@ -1,5 +1,4 @@
 import { a2aSubsystem } from '../a2a/subsystem.js';
-import { agentKind } from '../agents/kind.js';
 import { agentsSubsystem } from '../agents/subsystem.js';
 import { endpointsSubsystem } from '../endpoints/subsystem.js';
 import { pipelinesSubsystem } from '../pipelines/subsystem.js';
@@ -7,9 +6,9 @@ import { coderunSubsystem } from '../coderun/subsystem.js';
 import { feedbackSubsystem } from '../feedback/subsystem.js';
 import { notebookSubsystem } from '../notebook/subsystem.js';
 import { notebookIntelSubsystem } from '../notebook/intel/subsystem.js';
-import { docsRoutes } from '../http/docs.js';
-import { platformRoutes, registerPlatformDocs } from '../platform/routes.js';
-import { storageRoutes } from '../storage/routes.js';
+import { docsSubsystem } from '../http/subsystem.js';
+import { platformSubsystem } from '../platform/subsystem.js';
+import { storageSubsystem } from '../storage/subsystem.js';
 import { controlSubsystem } from '../control/subsystem.js';
 import { ingestionSubsystem } from '../ingestion/subsystem.js';
 import { logsSubsystem } from '../logs/subsystem.js';
@@ -32,17 +31,9 @@ export const SUBSYSTEMS: Subsystem[] = [
   tasksSubsystem, // early: endpoints, pipelines, plugins, ingestion and A2A register task kinds on it
   endpointsSubsystem,
   pipelinesSubsystem, // looks up agents, plugins and tasks at call time
-  {
-    name: 'platform',
-    kinds: [agentKind],
-    setup: (ctx) => {
-      registerPlatformDocs(ctx);
-      Object.assign(ctx.agentSurface.endpoints, { health: '/api/v1/{agent}/health', card: '/api/v1/{agent}/card' });
-    },
-    routes: platformRoutes,
-  },
-  { name: 'docs', routes: (app, ctx) => docsRoutes(app, ctx.openapi) },
-  { name: 'storage', routes: storageRoutes },
+  platformSubsystem,
+  docsSubsystem,
+  storageSubsystem,
   pluginsSubsystem, // /api/v1/plugins/... (needs ctx.tasks for /predict/async)
   ingestionSubsystem, // /api/v1/ingestors, /api/v1/ingestion/... (needs ctx.tasks for /run/async)
   a2aSubsystem, // /api/v1/:agent/invoke/async and /api/v1/:agent/a2a/tasks (needs ctx.tasks)
@@ -50,7 +41,7 @@ export const SUBSYSTEMS: Subsystem[] = [
   threadsSubsystem,
   feedbackSubsystem,
   coderunSubsystem, // /api/runs, /api/teams, /api/tasks, /api/config, /api/calibration behind the session token
-  studioSubsystem, // /studio/... debug interface (needs ctx.agents)
+  studioSubsystem, // /studio/... debug interface
   uiSubsystem, // /ui/ (desktop/views) and the live channel /api/v1/events
   notebookSubsystem, // /api/notebooks/... and the live channel /api/notebooks/ws
   notebookIntelSubsystem, // after notebook (uses its sessions): /api/smartprep, /api/algorithm-match, /api/patterns, /api/tools, schedules

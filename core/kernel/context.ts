@@ -5,9 +5,6 @@ import type { ReconfigurableRateLimiter } from '../http/security.js';
 import type { OpenApiRegistry } from '../http/openapi.js';
 import type { Metrics } from './metrics.js';
 import type { Store } from './store.js';
-import type { TaskService } from '../tasks/service.js';
-import type { AgentRuntime } from '../agents/runtime.js';
-import type { InvocationRecorder } from '../logs/recorder.js';
 import type { Discovery } from './discovery.js';
 import type { Logger } from './log.js';
 import type { DropInKind, Registry } from './registry.js';
@@ -25,8 +22,7 @@ export interface WorkspacePaths {
 
 /**
  * What every subsystem receives: the frozen settings and the shared services of one running server.
- * Subsystems that own a service other subsystems call (tasks, agents) add it here as an optional
- * field, set in their `setup`.
+ * Services one subsystem provides to others are in `services` (core/kernel/services.ts).
  */
 export interface HangarContext {
   readonly settings: Settings;
@@ -66,12 +62,6 @@ export interface HangarContext {
   readonly agentSurface: { endpoints: Record<string, string>; capabilities: Record<string, boolean> };
   /** Other subsystems' services, typed (core/kernel/services.ts). */
   readonly services: Services;
-  /** The task board (core/tasks), set by its subsystem; its methods answer 501 when `tasks.enabled` is off. */
-  tasks?: TaskService;
-  /** The agent runtime (core/agents): execution service, engine, threads, feedback; set by its subsystem. */
-  agents?: AgentRuntime;
-  /** The invocation log (core/logs): every call to a resource is recorded here; set by its subsystem. */
-  invocations?: InvocationRecorder;
 }
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, principal: string) => void;

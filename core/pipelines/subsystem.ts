@@ -15,7 +15,6 @@ import { parseInput } from '../http/validate.js';
 import type { RouteDoc } from '../http/openapi.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { pluginServiceOf } from '../predictors/subsystem.js';
-import { serviceOf as notebookServiceOf } from '../notebook/subsystem.js';
 import { pipelineKind } from './kind.js';
 import { NotebookSteps } from './notebook.js';
 import { pipelineRoutes } from './routes.js';
@@ -34,8 +33,8 @@ export function pipelineServiceOf(ctx: HangarContext): PipelineService {
 /** Created once the task board exists (see the endpoints subsystem for the same timing rule). */
 function jobsOf(ctx: HangarContext): PipelineJobs | undefined {
   let found = jobs.get(ctx);
-  if (!found && ctx.tasks?.enabled) {
-    found = new PipelineJobs(ctx.tasks, pipelineServiceOf(ctx));
+  if (!found && ctx.services.get('tasks').enabled) {
+    found = new PipelineJobs(ctx.services.get('tasks'), pipelineServiceOf(ctx));
     jobs.set(ctx, found);
   }
   return found;
@@ -44,9 +43,9 @@ function jobsOf(ctx: HangarContext): PipelineJobs | undefined {
 /** How a step reaches the platform's resources. */
 function stepRunner(ctx: HangarContext): StepRunner {
   const endpoints = () => endpointServiceOf(ctx);
-  // The notebook service is the notebook subsystem's (one per server, created on first use), so
-  // notebook steps and the editor agree on which folder holds the workspace's notebooks.
-  const notebooks = new NotebookSteps(notebookServiceOf(ctx));
+  // The notebook service is the notebook subsystem's (one per server), so notebook steps and the
+  // editor agree on which folder holds the workspace's notebooks.
+  const notebooks = new NotebookSteps(ctx.services.get('notebooks'));
   return {
     exists(kind, name) {
       if (kind === 'endpoint') return endpoints().get(name) !== undefined;
@@ -63,9 +62,10 @@ function stepRunner(ctx: HangarContext): StepRunner {
           return { value: result.aggregated, upstreams: result.upstreams };
         }
         case 'agent': {
-          if (!ctx.agents) throw new Error('the agents subsystem is not running');
+          const agents = ctx.services.find('agents');
+          if (!agents) throw new Error('the agents subsystem is not running');
           const request = parseInput(InvokeRequest, input, 'input');
-          return { value: await ctx.agents.service.invoke(target, request, signal, undefined, principal) };
+          return { value: await agents.service.invoke(target, request, signal, undefined, principal) };
         }
         case 'plugin': {
           const response = await pluginServiceOf(ctx).predict(target, input, { principal, operation: 'pipeline' });
@@ -128,6 +128,7 @@ const DOCS: RouteDoc[] = [
 
 export const pipelinesSubsystem: Subsystem = {
   name: 'pipelines',
+  depends: ['tasks', 'notebooks'],
   kinds: [pipelineKind],
   setup(ctx) {
     services.set(ctx, new PipelineService({ root: ctx.paths.root, store: ctx.store, steps: stepRunner(ctx), registry: ctx.registry }));

@@ -1,13 +1,12 @@
 /**
- * The studio subsystem: the debug interface under /studio, built on the agent runtime
- * (`ctx.agents`), so it must come after the agents subsystem in the wiring list. On start it
+ * The studio subsystem: the debug interface under /studio, built on the agent runtime (the
+ * `agents` service, so it depends on it). On start it
  * marks runs a previous process left executing as failed; on stop it cancels executing runs
  * (they stay resumable) and writes what is pending.
  */
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { errorMessage } from '../http/errors.js';
 import { findAgent } from '../agents/kind.js';
-import { runtimeOf } from '../agents/runtime.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
 import { listAgents } from '../platform/service.js';
 import { RunStore } from './run-store.js';
@@ -24,6 +23,7 @@ function serviceOf(ctx: HangarContext): StudioService {
 
 export const studioSubsystem: Subsystem = {
   name: 'studio',
+  depends: ['agents'],
   async setup(ctx) {
     const runs = new RunStore(ctx.store, { onError: (err) => ctx.log.error(`studio: writing run events failed: ${errorMessage(err)}`) });
     const recovered = await runs.recover();
@@ -33,7 +33,7 @@ export const studioSubsystem: Subsystem = {
       new StudioService({
         findAgent: (name) => findAgent(ctx.registry, name),
         listAgents: () => listAgents(ctx),
-        runtime: runtimeOf(ctx),
+        runtime: ctx.services.get('agents'),
         runs,
         log: ctx.log,
         version: ctx.version,

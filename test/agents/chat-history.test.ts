@@ -19,7 +19,7 @@ afterEach(async () => server?.stop());
 async function seed(s: TestServer, thread: string, n: number) {
   await s.request('/api/v1/echo/threads', { method: 'POST', json: { thread_id: thread } });
   const messages = Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` }));
-  await s.ctx.agents!.threads.append('echo', thread, messages as never);
+  await s.ctx.services.get('agents').threads.append('echo', thread, messages as never);
 }
 
 const chat = async (s: TestServer, body: Record<string, unknown>) => {

@@ -77,7 +77,8 @@ describe('run deadlines', () => {
 
   it('/openapi.json documents timeout_ms and the 504 on invoke and chat', async () => {
     const { body } = await server.request('/openapi.json');
-    for (const route of ['/api/v1/quick/invoke', '/api/v1/quick/chat']) {
+    // One path for every agent (#16).
+    for (const route of ['/api/v1/{agent}/invoke', '/api/v1/{agent}/chat']) {
       const post = body.paths[route].post;
       expect(Object.keys(post.responses)).toContain('504');
       expect(JSON.stringify(post.requestBody)).toContain('timeout_ms');

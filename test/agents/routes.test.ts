@@ -381,11 +381,16 @@ describe('execution routes against the real server', () => {
     });
   });
 
+  // Each route is documented once for every agent, `{agent}` listing the agents' names (#16).
   it('documents the execution routes in /openapi.json', async () => {
     const { body } = await get('/openapi.json');
-    for (const p of ['/api/v1/echo/invoke', '/api/v1/echo/invoke/stream', '/api/v1/echo/chat', '/api/v1/echo/threads/{thread_id}/approve']) {
+    for (const p of ['/api/v1/{agent}/invoke', '/api/v1/{agent}/invoke/stream', '/api/v1/{agent}/chat', '/api/v1/{agent}/threads/{thread_id}/approve']) {
       expect(Object.keys(body.paths)).toContain(p);
     }
+    expect(Object.keys(body.paths)).not.toContain('/api/v1/echo/invoke');
+    const invoke = body.paths['/api/v1/{agent}/invoke'].post;
+    expect(invoke.requestBody.content['application/json'].schema.properties.query).toBeDefined();
+    expect(invoke.responses['200'].content['application/json'].schema.properties.response).toBeDefined();
   });
 });
 

@@ -18,7 +18,7 @@
  * here, so the owner is whoever owns any part, and a delete removes every part.
  */
 import { timeOrderedId } from '../storage/ids.js';
-import { badRequest, conflict, notFound, unprocessable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import { canSee, ownerFor, ownerOf } from '../kernel/ownership.js';
 import type { KeyedLog } from '../kernel/store.js';
 import type { Collection, Store } from '../kernel/store.js';
@@ -106,7 +106,7 @@ export class ThreadService {
    */
   async create(agent: string, request: CreateThreadRequest, principal?: string): Promise<Thread> {
     const id = request.thread_id ?? timeOrderedId();
-    if ((await this.access(agent, id, principal)) === 'hidden') throw conflict(`thread '${id}' already exists for agent '${agent}'`);
+    if ((await this.access(agent, id, principal)) === 'hidden') throw fail('HANGAR_THREAD_EXISTS', { thread: id, agent });
     const now = new Date().toISOString();
     const thread: Thread = {
       id,
@@ -123,7 +123,7 @@ export class ThreadService {
       existed = current !== undefined;
       return current ?? thread;
     });
-    if (existed) throw conflict(`thread '${id}' already exists for agent '${agent}'`);
+    if (existed) throw fail('HANGAR_THREAD_EXISTS', { thread: id, agent });
     return thread;
   }
 
@@ -145,7 +145,7 @@ export class ThreadService {
   /** The thread record; unknown, or another principal's → the same 404. */
   async get(agent: string, threadId: string, principal?: string): Promise<Thread> {
     const thread = await this.threads.get(key(agent, threadId));
-    if (!thread || !canSee(principal, thread)) throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
+    if (!thread || !canSee(principal, thread)) throw fail('HANGAR_THREAD_NOT_FOUND', { thread: threadId, agent });
     return thread;
   }
 
@@ -166,7 +166,7 @@ export class ThreadService {
    * left as it is; a body that changes nothing is the spec's 400 "no fields to update".
    */
   async update(agent: string, threadId: string, request: UpdateThreadRequest, principal?: string): Promise<Thread> {
-    if (request.title == null && request.metadata == null) throw badRequest('no fields to update: give title and/or metadata');
+    if (request.title == null && request.metadata == null) throw fail('HANGAR_THREAD_NO_CHANGES', {});
     let hidden = false;
     const updated = await this.threads.update(key(agent, threadId), (current) => {
       if (!current) return undefined;
@@ -181,7 +181,7 @@ export class ThreadService {
         updated_at: new Date().toISOString(),
       };
     });
-    if (!updated || hidden) throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
+    if (!updated || hidden) throw fail('HANGAR_THREAD_NOT_FOUND', { thread: threadId, agent });
     return updated;
   }
 
@@ -193,7 +193,7 @@ export class ThreadService {
    * the record goes last, so a delete that fails half-way can be repeated.
    */
   async delete(agent: string, threadId: string, principal?: string): Promise<void> {
-    if ((await this.access(agent, threadId, principal)) !== 'visible') throw notFound(`thread '${threadId}' not found for agent '${agent}'`);
+    if ((await this.access(agent, threadId, principal)) !== 'visible') throw fail('HANGAR_THREAD_NOT_FOUND', { thread: threadId, agent });
     for (const part of this.parts) await part.beforeDelete?.(agent, threadId);
     await this.messageLog.delete(key(agent, threadId));
     await this.summaries.delete(key(agent, threadId));
@@ -289,13 +289,15 @@ export class ThreadService {
     const messages = await this.allMessages(agent, threadId);
     const index = request.message_index;
     if (index < 0 || index >= messages.length) {
-      throw unprocessable(
-        `body.message_index: ${index} is out of range; thread '${threadId}' has ${messages.length} message(s)` +
-          (messages.length ? ` (valid: 0-${messages.length - 1})` : ''),
-      );
+      throw fail('HANGAR_THREAD_FORK_OUT_OF_RANGE', {
+        index,
+        thread: threadId,
+        count: messages.length,
+        valid: messages.length ? ` (valid: 0-${messages.length - 1})` : '',
+      });
     }
     const id = request.new_thread_id ?? timeOrderedId();
-    if ((await this.access(agent, id, principal)) === 'hidden') throw conflict(`thread '${id}' already exists for agent '${agent}'`);
+    if ((await this.access(agent, id, principal)) === 'hidden') throw fail('HANGAR_THREAD_EXISTS', { thread: id, agent });
     const now = new Date().toISOString();
     const fork: Thread = {
       id,
@@ -314,7 +316,7 @@ export class ThreadService {
       existed = current !== undefined;
       return current ?? fork;
     });
-    if (existed) throw conflict(`thread '${id}' already exists for agent '${agent}'`);
+    if (existed) throw fail('HANGAR_THREAD_EXISTS', { thread: id, agent });
     await this.messageLog.set(key(agent, id), messages.slice(0, index + 1));
     return fork;
   }

@@ -1,9 +1,13 @@
-/** Thread routes; the service itself belongs to the agent runtime (chat writes threads too). */
+/**
+ * Thread routes. The service belongs to the agent runtime (chat writes threads too); without it the
+ * routes answer the spec's 400 "thread storage is not configured".
+ */
 import type { Subsystem } from '../kernel/context.js';
-import { registerThreadDocs, threadRoutes } from './routes.js';
+import { mountRoutes } from '../http/route.js';
+import { threadRoutes } from './routes.js';
 
 export const threadsSubsystem: Subsystem = {
   name: 'threads',
-  setup: registerThreadDocs,
-  routes: threadRoutes,
+  uses: ['agents'],
+  routes: (app, ctx) => mountRoutes(app, threadRoutes(ctx)),
 };

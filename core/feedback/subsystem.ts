@@ -1,9 +1,10 @@
 /** Feedback routes; the service belongs to the agent runtime. */
 import type { Subsystem } from '../kernel/context.js';
-import { feedbackRoutes, registerFeedbackDocs } from './routes.js';
+import { mountRoutes } from '../http/route.js';
+import { feedbackRoutes } from './routes.js';
 
 export const feedbackSubsystem: Subsystem = {
   name: 'feedback',
-  setup: registerFeedbackDocs,
-  routes: feedbackRoutes,
+  depends: ['agents'],
+  routes: (app, ctx) => mountRoutes(app, feedbackRoutes(ctx)),
 };

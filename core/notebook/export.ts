@@ -259,13 +259,15 @@ const RUNTIME_PACKAGES = ['acorn', 'acorn-walk', 'ajv', 'arquero', 'diff', 'esbu
 export async function exportDocker(notebook: Notebook, outDir: string): Promise<string[]> {
   await mkdir(outDir, { recursive: true });
   const here = assetDir();
-  if (!existsSync(join(here, 'cli.ts'))) throw new Error('docker export needs Hangar\'s sources (core/notebook/*.ts), which this installation lacks');
+  // The notebook CLI is a front-end of the composition root (core/app/cli/notebook.ts).
+  const cliEntry = join(here, '..', 'app', 'cli', 'notebook.ts');
+  if (!existsSync(cliEntry)) throw new Error('docker export needs Hangar\'s sources (core/notebook/*.ts, core/app/cli/notebook.ts), which this installation lacks');
   const rootPackage = JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
   const dependencies = Object.fromEntries(RUNTIME_PACKAGES.filter((p) => rootPackage.dependencies[p]).map((p) => [p, rootPackage.dependencies[p]]));
   await writeFile(join(outDir, 'package.json'), `${JSON.stringify({ name: `notebook-${notebook.name}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'), private: true, type: 'module', dependencies }, null, 2)}\n`);
   await writeFile(join(outDir, 'notebook.nb.ts'), serializeNbTs(notebook));
   const common = { bundle: true, platform: 'node' as const, format: 'esm' as const, target: 'node22', packages: 'external' as const, logLevel: 'silent' as const };
-  await build({ ...common, entryPoints: [join(here, 'cli.ts')], outfile: join(outDir, 'runner.mjs'),
+  await build({ ...common, entryPoints: [cliEntry], outfile: join(outDir, 'runner.mjs'),
     // The CLI module only exports notebookCli; the runner calls it with the container's arguments.
     footer: { js: 'notebookCli(process.argv.slice(2)).then((code) => process.exit(code));' } });
   // The kernel worker and the nbformat schema are files the runner loads from its own folder.

@@ -27,7 +27,7 @@ describe('the JSON depth limit', () => {
   it('refuses a 5,000-level body with 400 naming the limit, and later writes still work', async () => {
     const deep = await post('/api/v1/echo/invoke/async', `{"query":"x","metadata":${deepText(5000)}}`);
     expect(deep.status).toBe(400);
-    expect(deep.body).toEqual({ detail: 'request body nests arrays and objects deeper than 64 levels (setting bodyDepthLimit)' });
+    expect(deep.body).toEqual({ detail: 'request body nests arrays and objects deeper than 64 levels (setting bodyDepthLimit)', code: expect.stringMatching(/^HANGAR_[A-Z_]+$/) });
     const thread = await post('/api/v1/echo/threads', `{"thread_id":"deep","metadata":{"context":${deepText(5000)}}}`);
     expect(thread.status).toBe(400);
     expect((await server.request('/api/v1/echo/threads/deep')).status).toBe(404);

@@ -1,6 +1,5 @@
 import path from 'node:path';
 import type { Agent } from '../agents/kind.js';
-import { controlPlaneOf } from '../control/subsystem.js';
 import type { HangarContext } from '../kernel/context.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
 import type { z } from 'zod';
@@ -14,7 +13,7 @@ import type { AggregatedHealth, PlatformStatus } from './schemas.js';
  */
 
 export function agentStatus(ctx: HangarContext, name: string): 'healthy' | 'degraded' | 'disabled' | 'draining' {
-  const held = controlPlaneOf(ctx)?.heldState('agent', name);
+  const held = ctx.services.find('control')?.heldState('agent', name);
   if (held) return held;
   const entry = ctx.registry.get('agent', name);
   const broken = entry && ctx.registry.problemsOf('agent').some((p) => p.entry === entry.file);
@@ -36,7 +35,7 @@ export function aggregatedHealth(ctx: HangarContext): z.infer<typeof AggregatedH
   const errors = ctx.registry
     .problemsOf()
     .map((p) => ({ kind: p.kind, name: p.name, file: p.file, line: p.line, column: p.column, error: p.message }));
-  const maintenance = controlPlaneOf(ctx)?.maintenanceStatus.enabled === true;
+  const maintenance = ctx.services.find('control')?.maintenanceStatus.enabled === true;
   const status = maintenance ? 'maintenance' : errors.length === 0 && Object.values(agents).every((a) => a.status === 'healthy') ? 'healthy' : 'degraded';
   const warnings = ctx.typeCheck.problems().map((p) => ({ kind: 'type' as const, file: p.file, line: p.line, column: p.column, error: p.message }));
   return { status, agents, errors, warnings };

@@ -22,7 +22,7 @@ describe('discovery and hot reload', () => {
 
     await rm(path.join(server.root, 'agents/hello.ts'));
     await eventually(async () => (await health('hello')).status === 404);
-    expect((await health('hello')).body).toEqual({ detail: 'agent "hello" not found' });
+    expect((await health('hello')).body).toEqual({ detail: 'agent "hello" not found', code: 'HANGAR_AGENT_NOT_FOUND' });
   });
 
   it('picks up a changed file as a new version', async () => {
@@ -161,10 +161,14 @@ describe('discovery and hot reload', () => {
 
   it('lists a newly discovered agent in /openapi.json without a restart', async () => {
     server = await startTestServer();
-    const paths = async () => Object.keys((await server.request('/openapi.json')).body.paths);
-    expect(await paths()).not.toContain('/api/v1/fresh/health');
+    // Agent routes are documented once; the agents are the values of their {agent} parameter.
+    const agents = async (): Promise<string[]> => {
+      const health = (await server.request('/openapi.json')).body.paths['/api/v1/{agent}/health'].get;
+      return health.parameters.find((p: { name: string }) => p.name === 'agent').schema.enum ?? [];
+    };
+    expect(await agents()).not.toContain('fresh');
     await server.write('agents/fresh.ts', hello('hi'));
-    await eventually(async () => (await paths()).includes('/api/v1/fresh/health'));
+    await eventually(async () => (await agents()).includes('fresh'));
   });
 });
 

@@ -106,7 +106,11 @@ describe('HTTP foundation', () => {
     server = await startTestServer({ files: echo });
     const doc = (await server.request('/openapi.json')).body;
     expect(doc.openapi).toBe('3.1.0');
-    expect(doc.paths['/api/v1/echo/card'].get.responses['200'].content['application/json'].schema.properties.capabilities).toBeDefined();
+    // Agent routes are documented once, with the loaded agents as the values of {agent}.
+    const card = doc.paths['/api/v1/{agent}/card'].get;
+    expect(card.responses['200'].content['application/json'].schema.properties.capabilities).toBeDefined();
+    expect(card.parameters.find((p: { name: string }) => p.name === 'agent').schema.enum).toContain('echo');
+    expect(doc.paths['/api/v1/echo/card']).toBeUndefined();
     expect(doc.paths['/api/v1/storage/stats']).toBeDefined();
     const page = await server.request('/docs');
     expect(page.text).toContain('/docs/assets/swagger-ui-bundle.js');

@@ -43,7 +43,7 @@ describe('platform routes', () => {
     );
     const before = await fetch(own.url + '/readiness');
     expect(before.status).toBe(503);
-    expect(await before.json()).toEqual({ detail: 'discovery in progress' });
+    expect(await before.json()).toEqual({ detail: 'discovery in progress', code: 'HANGAR_PLATFORM_STARTING' });
     expect(before.headers.get('retry-after')).toBe('1');
     expect((await fetch(own.url + '/ready')).status).toBe(200);
     release();

@@ -1,0 +1,160 @@
+/**
+ * A collection of the SQLite store: one row per record in the shared `records` table, JSON in
+ * `value`, queried with `json_extract` (indexed per collection by the store). A collection that
+ * names `countBy` fields keeps a count per combination of their values in `record_groups`, in the
+ * same transaction as each write, so a filtered list's total is a sum over a few groups.
+ */
+import type { Collection, FieldValue, RecordQuery } from '../kernel/store.js';
+import { checkFields } from './query.js';
+import { type SqlAccess, encode, fieldExpression } from './sqlite-sql.js';
+
+/** The marker row that records which fields a collection's groups count. */
+const SPEC = '#fields';
+
+export class SqliteCollection<T> implements Collection<T> {
+  /** `json_array(json_extract(value, '$.f1'), …)`: a record's group, computed by SQLite both ways. */
+  private readonly groupOf: string | undefined;
+
+  constructor(
+    private readonly store: SqlAccess,
+    readonly name: string,
+    private readonly countBy?: readonly string[],
+  ) {
+    if (countBy) {
+      checkFields({ orderBy: countBy.map((field) => ({ field })) });
+      this.groupOf = `json_array(${countBy.map((f) => `json_extract(value, '$.${f}')`).join(', ')})`;
+    }
+  }
+
+  /**
+   * Counts kept by something else than this code (the lowdb import, another field list) are
+   * rebuilt in one GROUP BY; from then on every write keeps them in its own transaction.
+   */
+  ensureGroups(): void {
+    const spec = JSON.stringify(this.countBy);
+    const marker = this.store.statement('SELECT n FROM record_groups WHERE collection = ? AND grp = ?').get(this.name, `${SPEC}${spec}`);
+    if (marker) return;
+    this.store.transaction(() => {
+      this.store.statement('DELETE FROM record_groups WHERE collection = ?').run(this.name);
+      this.store
+        .statement(`INSERT INTO record_groups (collection, grp, n) SELECT collection, ${this.groupOf}, COUNT(*) FROM records WHERE collection = ? GROUP BY 2`)
+        .run(this.name);
+      this.store.statement('INSERT INTO record_groups (collection, grp, n) VALUES (?, ?, 0)').run(this.name, `${SPEC}${spec}`);
+    }, `the counts of ${this.name}`);
+  }
+
+  /** Inside a write transaction: the record `id` leaves its group (if it exists). */
+  private leaveGroup(id: string): void {
+    if (!this.groupOf) return;
+    const row = this.store.statement(`SELECT ${this.groupOf} AS grp FROM records WHERE collection = ? AND id = ?`).get(this.name, id) as { grp: string } | undefined;
+    if (!row) return;
+    this.store.statement('UPDATE record_groups SET n = n - 1 WHERE collection = ? AND grp = ?').run(this.name, row.grp);
+    this.store.statement('DELETE FROM record_groups WHERE collection = ? AND grp = ? AND n <= 0').run(this.name, row.grp);
+  }
+
+  /** Inside a write transaction: a record with this JSON text joins its group. */
+  private joinGroup(text: string): void {
+    if (!this.groupOf) return;
+    const { grp } = this.store.statement(`SELECT ${this.groupOf} AS grp FROM (SELECT ? AS value)`).get(text) as { grp: string };
+    this.store.statement('INSERT INTO record_groups (collection, grp, n) VALUES (?, ?, 1) ON CONFLICT (collection, grp) DO UPDATE SET n = n + 1').run(this.name, grp);
+  }
+
+  private write(id: string, text: string): void {
+    this.leaveGroup(id);
+    this.store.statement('INSERT INTO records (collection, id, value) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET value = excluded.value').run(this.name, id, text);
+    this.joinGroup(text);
+  }
+
+  private remove(id: string): boolean {
+    this.leaveGroup(id);
+    return Number(this.store.statement('DELETE FROM records WHERE collection = ? AND id = ?').run(this.name, id).changes) > 0;
+  }
+
+  /** The total of a query whose filter names only counted fields: a sum over groups, not a count of records. */
+  private totalFromGroups(where: Record<string, unknown>): number | undefined {
+    if (!this.countBy || !Object.keys(where).every((field) => this.countBy!.includes(field))) return undefined;
+    const rows = this.store.statement("SELECT grp, n FROM record_groups WHERE collection = ? AND grp NOT LIKE '#%'").all(this.name) as Array<{ grp: string; n: number }>;
+    const wanted = Object.entries(where).map(([field, value]) => [this.countBy!.indexOf(field), Array.isArray(value) ? value : [value]] as const);
+    let total = 0;
+    for (const row of rows) {
+      const values = JSON.parse(row.grp) as unknown[];
+      if (wanted.every(([i, accepted]) => accepted.some((v) => (typeof v === 'boolean' ? Number(v) : v) === values[i]))) total += row.n;
+    }
+    return total;
+  }
+
+  async get(id: string): Promise<T | undefined> {
+    const row = this.store.statement('SELECT value FROM records WHERE collection = ? AND id = ?').get(this.name, id) as { value: string } | undefined;
+    return row ? (JSON.parse(row.value) as T) : undefined;
+  }
+
+  async has(id: string): Promise<boolean> {
+    return this.store.statement('SELECT 1 FROM records WHERE collection = ? AND id = ?').get(this.name, id) !== undefined;
+  }
+
+  async put(id: string, value: T): Promise<T> {
+    const text = encode(value);
+    this.store.transaction(() => this.write(id, text), `${this.name}/${id}`);
+    return value;
+  }
+
+  async update(id: string, fn: (current: T | undefined) => T | undefined): Promise<T | undefined> {
+    return this.store.transaction(() => {
+      const row = this.store.statement('SELECT value FROM records WHERE collection = ? AND id = ?').get(this.name, id) as { value: string } | undefined;
+      const next = fn(row ? (JSON.parse(row.value) as T) : undefined);
+      if (next === undefined) this.remove(id);
+      else this.write(id, encode(next));
+      return next;
+    }, `${this.name}/${id}`);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.store.transaction(() => this.remove(id), `${this.name}/${id}`);
+  }
+
+  async deleteWhere(predicate: (value: T, id: string) => boolean): Promise<number> {
+    return this.store.transaction(() => {
+      const doomed = (this.store.statement('SELECT id, value FROM records WHERE collection = ?').all(this.name) as Array<{ id: string; value: string }>)
+        .filter((row) => predicate(JSON.parse(row.value) as T, row.id))
+        .map((row) => row.id);
+      for (const id of doomed) this.remove(id);
+      return doomed.length;
+    }, `${this.name} (deleting matching records)`);
+  }
+
+  async entries(): Promise<Array<[string, T]>> {
+    const rows = this.store.statement('SELECT id, value FROM records WHERE collection = ?').all(this.name) as Array<{ id: string; value: string }>;
+    return rows.map((row) => [row.id, JSON.parse(row.value) as T]);
+  }
+
+  async list(): Promise<T[]> {
+    return (await this.entries()).map(([, value]) => value);
+  }
+
+  async count(): Promise<number> {
+    return (this.store.statement('SELECT COUNT(*) AS n FROM records WHERE collection = ?').get(this.name) as { n: number }).n;
+  }
+
+  /** The semantics of query.ts's queryInMemory, in SQL (the contract tests hold both to it). */
+  async query(query: RecordQuery): Promise<{ items: T[]; total: number }> {
+    checkFields(query);
+    const conditions = [`collection = '${this.name}'`];
+    const params: Array<string | number> = [];
+    for (const [field, wanted] of Object.entries(query.where ?? {})) {
+      const values = (Array.isArray(wanted) ? wanted : [wanted]) as FieldValue[];
+      if (values.length === 0) return { items: [], total: 0 };
+      conditions.push(`${fieldExpression(field)} IN (${values.map(() => '?').join(', ')})`);
+      params.push(...values.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
+    }
+    const where = conditions.join(' AND ');
+    const order = query.orderBy ?? [];
+    const orderSql = [...order.map((o) => `${fieldExpression(o.field)} ${o.desc ? 'DESC' : 'ASC'}`), `id ${order.at(-1)?.desc ? 'DESC' : 'ASC'}`].join(', ');
+    const total =
+      this.totalFromGroups(query.where ?? {}) ??
+      (this.store.statement(`SELECT COUNT(*) AS n FROM records WHERE ${where}`).get(...params) as { n: number }).n;
+    const rows = this.store
+      .statement(`SELECT value FROM records WHERE ${where} ORDER BY ${orderSql} LIMIT ? OFFSET ?`)
+      .all(...params, query.limit ?? -1, query.offset ?? 0) as Array<{ value: string }>;
+    return { items: rows.map((row) => JSON.parse(row.value) as T), total };
+  }
+}

@@ -1,24 +1,8 @@
 /**
- * Notebook session API (issue 8, part 6). Routes parse, call the service or session, and shape the
- * response; nothing else. Mount with `notebookRoutes(app, { root })`; live events are on the
- * ws channel from `attachNotebookSocket`.
- *
- * | method | path | what |
- * |---|---|---|
- * | GET | /api/notebooks | list notebooks in `notebooks/` |
- * | POST | /api/notebooks | create `{name, format}` → 201 |
- * | POST | /api/notebooks/run | run a posted document headlessly (remote `notebook run`) |
- * | GET | /api/notebooks/:nb | open: cells with states |
- * | DELETE | /api/notebooks/:nb/session | close the session (stops the kernel) |
- * | POST | /api/notebooks/:nb/save | write the file |
- * | GET, POST | /api/notebooks/:nb/cells | list / add a cell |
- * | GET, PATCH, DELETE | /api/notebooks/:nb/cells/:cell | read / edit / delete a cell |
- * | GET | /api/notebooks/:nb/cells/:cell/outputs.html | the cell's outputs rendered as in the HTML export, sandboxed (CSP) |
- * | PUT | /api/notebooks/:nb/order | reorder `{order: [ids]}` |
- * | POST | /api/notebooks/:nb/cells/:cell/run | run a cell and its dependents |
- * | POST | /api/notebooks/:nb/run, /run-stale, /interrupt, /restart | kernel control |
- * | GET | /api/notebooks/:nb/dependencies | reads/writes, edges, execution order, stale set, cycles |
- * | PUT | /api/notebooks/:nb/settings | `{cell_timeout_ms}` |
+ * Notebook session API (issue 8, part 6), as a list of routes (core/http/route.ts) that both the
+ * main server (subsystem.ts) and the notebook CLI's own servers (server.ts) mount. Routes parse,
+ * call the service or session, and shape the response; nothing else. Live events are on the ws
+ * channel (`notebookUpgradeHandler`, `attachNotebookSocket`).
  *
  * `:nb` is the notebook path inside `notebooks/`, URL-encoded (`sub%2Fsales.nb.ts`). Run routes
  * wait for the run and return the cells; with `?wait=false` they answer 202 at once and the
@@ -26,179 +10,303 @@
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
-import { WebSocketServer, type WebSocket } from 'ws';
-import { parseInput } from '../http/validate.js';
-import { param, queryOf } from '../http/request.js';
+import type { FastifyReply } from 'fastify';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { type AnyRoute, defineRoute } from '../http/route.js';
 import { untrustedHtmlHeaders } from '../ui/csp.js';
 import { renderMarkdown } from './export.js';
 import { outputToHtml } from './render.js';
-import { CreateCellBody, CreateNotebookBody, ReorderBody, RunDocumentBody, SettingsBody, UpdateCellBody } from './schemas.js';
-import { NotebookService, toServiceError } from './service.js';
+import { CreateCellBody, CreateNotebookBody, ReorderBody, RunDocumentBody, RunQuery, SettingsBody, UpdateCellBody } from './schemas.js';
+import { type NotebookService, toServiceError } from './service.js';
 import type { NotebookSession } from './session.js';
 
-export interface NotebookRoutesContext {
-  /** Workspace folder (notebooks are in `<root>/notebooks`). Ignored when `service` is given. */
-  root?: string;
-  service?: NotebookService;
-  cellTimeoutMs?: number;
+const tags = ['notebooks'];
+const missing = { 404: 'no such notebook (or cell)' };
+const invalid = { 422: 'invalid body, naming the field' };
+const runAnswers = {
+  200: 'the notebook with its cells, states and outputs after the run',
+  202: 'started (wait=false): cell states',
+  ...missing,
+};
+
+/**
+ * Notebook routes (here and in intel/routes.ts) answer engine errors as catalogue errors (a file
+ * that does not parse is a 422) and send a bare string result as JSON, not as text.
+ */
+export function withNotebookErrors(routes: AnyRoute[]): AnyRoute[] {
+  return routes.map((route) => ({
+    ...route,
+    async handler(input) {
+      let value: unknown;
+      try {
+        value = await route.handler(input);
+      } catch (err) {
+        throw toServiceError(err);
+      }
+      if (typeof value === 'string') return input.reply.type('application/json; charset=utf-8').send(JSON.stringify(value));
+      return value;
+    },
+  }));
 }
 
-type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+const view = (s: NotebookSession, id: string) => ({
+  id,
+  name: s.notebook.name,
+  metadata: s.notebook.metadata,
+  cell_timeout_ms: s.cellTimeoutMs,
+  kernel_generation: s.kernel.generation,
+  cells: s.cellsWithState(),
+});
+
+const cellStates = (s: NotebookSession) => s.cellsWithState().map(({ id, state }) => ({ id, state }));
+
+/** Starts a run; waits for it and answers the notebook, or with `wait=false` answers 202 at once. */
+async function runAndAnswer(
+  reply: FastifyReply,
+  wait: 'true' | 'false' | undefined,
+  s: NotebookSession,
+  id: string,
+  run: () => Promise<void>,
+) {
+  const done = run();
+  if (wait === 'false') {
+    done.catch(() => undefined);
+    reply.code(202);
+    return { cells: cellStates(s) };
+  }
+  await done;
+  return view(s, id);
+}
 
 /**
- * Wraps a notebook handler (here and in intel/routes.ts): maps engine errors (SessionError,
- * NotebookFormatError) onto HTTP ones, which the app's error handler turns into `{detail}`, and
- * sends a bare string result as JSON.
+ * The session API over `service`. Handlers read the body before opening the session, so a bad
+ * body is a 422 even for a notebook that does not exist.
  */
-export const notebookRoute = (handler: Handler) =>
-  async function notebookRoute(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    let value: unknown;
-    try {
-      value = await handler(req, reply);
-    } catch (err) {
-      throw toServiceError(err);
-    }
-    if (typeof value === 'string') return reply.type('application/json; charset=utf-8').send(JSON.stringify(value));
-    return value;
-  };
-
-/**
- * Adds the session API to `app` and returns the service it serves (the one given, or one made for
- * `root`), so a caller that built it from `root` can attach the ws channel and close its kernels.
- */
-export function notebookRoutes(app: FastifyInstance, ctx: NotebookRoutesContext): NotebookService {
-  if (!ctx.service && !ctx.root) throw new Error('notebookRoutes needs a workspace root or a NotebookService');
-  const service = ctx.service ?? new NotebookService({ root: ctx.root!, cellTimeoutMs: ctx.cellTimeoutMs });
-
-  const session = (req: FastifyRequest) => service.open(param(req, 'nb'));
-  const view = async (s: NotebookSession, id: string) => ({
-    id,
-    name: s.notebook.name,
-    metadata: s.notebook.metadata,
-    cell_timeout_ms: s.cellTimeoutMs,
-    kernel_generation: s.kernel.generation,
-    cells: s.cellsWithState(),
-  });
-  const runAndAnswer = async (req: FastifyRequest, reply: FastifyReply, s: NotebookSession, run: () => Promise<void>) => {
-    const done = run();
-    if (queryOf(req).wait === 'false') {
-      done.catch(() => undefined);
-      reply.code(202);
-      return { cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) };
-    }
-    await done;
-    return view(s, param(req, 'nb'));
-  };
-
-  app.get('/api/notebooks', notebookRoute(async () => ({ notebooks: await service.list() })));
-
-  app.post('/api/notebooks', notebookRoute(async (req, reply) => {
-    const body = parseInput(CreateNotebookBody, req.body);
-    const id = await service.create(body);
-    reply.code(201);
-    return view(await service.open(id), id);
-  }));
-
-  app.post('/api/notebooks/run', notebookRoute(async (req) => {
-    const body = parseInput(RunDocumentBody, req.body);
-    return service.runDocument(body);
-  }));
-
-  app.get('/api/notebooks/:nb', notebookRoute(async (req) => view(await session(req), param(req, 'nb'))));
-
-  app.delete('/api/notebooks/:nb/session', notebookRoute(async (req, reply) => {
-    await service.close(param(req, 'nb'));
-    return reply.code(204).send();
-  }));
-
-  app.post('/api/notebooks/:nb/save', notebookRoute(async (req) => {
-    const s = await session(req);
-    await s.save();
-    return { saved: param(req, 'nb') };
-  }));
-
-  app.get('/api/notebooks/:nb/cells', notebookRoute(async (req) => ({ cells: (await session(req)).cellsWithState() })));
-
-  app.post('/api/notebooks/:nb/cells', notebookRoute(async (req, reply) => {
-    const body = parseInput(CreateCellBody, req.body);
-    const s = await session(req);
-    const cell = await s.addCell(body);
-    reply.code(201);
-    return { ...cell, state: s.state(cell.id) };
-  }));
-
-  app.get('/api/notebooks/:nb/cells/:cell', notebookRoute(async (req) => {
-    const s = await session(req);
-    const cell = s.cell(param(req, 'cell'));
-    return { ...cell, state: s.state(cell.id) };
-  }));
-
-  // Outputs as HTML, rendered exactly as the HTML export renders them (tables, charts, markdown).
-  // They are whatever the notebook (or an .ipynb someone sent) says, so they are served sandboxed:
-  // their scripts run in an opaque origin and cannot read the API (see OUTPUT_SANDBOX_POLICY).
-  app.get('/api/notebooks/:nb/cells/:cell/outputs.html', notebookRoute(async (req, reply) => {
-    const cell = (await session(req)).cell(param(req, 'cell'));
-    return reply.headers(untrustedHtmlHeaders).send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
-  }));
-
-  app.patch('/api/notebooks/:nb/cells/:cell', notebookRoute(async (req) => {
-    const body = parseInput(UpdateCellBody, req.body);
-    const s = await session(req);
-    const cell = await s.updateCell(param(req, 'cell'), body);
-    return { ...cell, state: s.state(cell.id) };
-  }));
-
-  app.delete('/api/notebooks/:nb/cells/:cell', notebookRoute(async (req, reply) => {
-    await (await session(req)).deleteCell(param(req, 'cell'));
-    return reply.code(204).send();
-  }));
-
-  app.put('/api/notebooks/:nb/order', notebookRoute(async (req) => {
-    const body = parseInput(ReorderBody, req.body);
-    const s = await session(req);
-    s.reorder(body.order);
-    return { order: s.notebook.cells.map((c) => c.id) };
-  }));
-
-  app.post('/api/notebooks/:nb/cells/:cell/run', notebookRoute(async (req, reply) => {
-    const s = await session(req);
-    s.cell(param(req, 'cell'));
-    return runAndAnswer(req, reply, s, () => s.runCell(param(req, 'cell')));
-  }));
-
-  app.post('/api/notebooks/:nb/run', notebookRoute(async (req, reply) => {
-    const s = await session(req);
-    return runAndAnswer(req, reply, s, () => s.runAll());
-  }));
-
-  app.post('/api/notebooks/:nb/run-stale', notebookRoute(async (req, reply) => {
-    const s = await session(req);
-    return runAndAnswer(req, reply, s, () => s.runStale());
-  }));
-
-  app.post('/api/notebooks/:nb/interrupt', notebookRoute(async (req) => {
-    const s = await session(req);
-    await s.interrupt();
-    return { kernel_generation: s.kernel.generation, cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) };
-  }));
-
-  app.post('/api/notebooks/:nb/restart', notebookRoute(async (req) => {
-    const s = await session(req);
-    await s.restart();
-    return { kernel_generation: s.kernel.generation, cells: s.cellsWithState().map(({ id, state }) => ({ id, state })) };
-  }));
-
-  app.get('/api/notebooks/:nb/dependencies', notebookRoute(async (req) => (await session(req)).dependencies()));
-
-  app.put('/api/notebooks/:nb/settings', notebookRoute(async (req) => {
-    const body = parseInput(SettingsBody, req.body);
-    const s = await session(req);
-    s.cellTimeoutMs = body.cell_timeout_ms;
-    return { cell_timeout_ms: s.cellTimeoutMs };
-  }));
-
-  return service;
+export function notebookRoutes(service: NotebookService): AnyRoute[] {
+  const session = (params: { nb: string }) => service.open(params.nb);
+  return withNotebookErrors([
+    defineRoute({
+      method: 'GET',
+      url: '/api/notebooks',
+      summary: 'List the notebooks in notebooks/',
+      tags,
+      handler: async () => ({ notebooks: await service.list() }),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks',
+      summary: 'Create a notebook {name, format}',
+      tags,
+      schema: { body: CreateNotebookBody, response: { 201: 'the opened notebook', 409: 'it exists', ...invalid } },
+      handler: async ({ body, reply }) => {
+        const id = await service.create(body);
+        reply.code(201);
+        return view(await service.open(id), id);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/run',
+      summary: 'Run a posted notebook document headlessly (remote `hangar notebook run`)',
+      tags,
+      schema: { body: RunDocumentBody, response: { 200: 'cells with outputs', ...invalid } },
+      handler: ({ body }) => service.runDocument(body),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/notebooks/:nb',
+      summary: 'Open a notebook (`nb`: its path inside notebooks/, URL-encoded): cells with states',
+      tags,
+      schema: { response: { 200: 'the notebook', ...missing } },
+      handler: async ({ params }) => view(await session(params), params.nb),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/notebooks/:nb/session',
+      summary: 'Close the session (stops its kernel)',
+      tags,
+      schema: { response: { 204: 'closed' } },
+      handler: async ({ params, reply }) => {
+        await service.close(params.nb);
+        return reply.code(204).send();
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/save',
+      summary: 'Write the notebook file',
+      tags,
+      schema: { response: { 200: '{saved}', ...missing } },
+      handler: async ({ params }) => {
+        await (await session(params)).save();
+        return { saved: params.nb };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/notebooks/:nb/cells',
+      summary: 'Cells with their states',
+      tags,
+      schema: { response: { 200: '{cells}', ...missing } },
+      handler: async ({ params }) => ({ cells: (await session(params)).cellsWithState() }),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/cells',
+      summary: 'Add a cell',
+      tags,
+      schema: { body: CreateCellBody, response: { 201: 'the cell with its state', ...missing, ...invalid } },
+      handler: async ({ params, body, reply }) => {
+        const input = body;
+        const s = await session(params);
+        const cell = await s.addCell(input);
+        reply.code(201);
+        return { ...cell, state: s.state(cell.id) };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/notebooks/:nb/cells/:cell',
+      summary: 'One cell with its state and outputs',
+      tags,
+      schema: { response: { 200: 'the cell', ...missing } },
+      handler: async ({ params }) => {
+        const s = await session(params);
+        const cell = s.cell(params.cell);
+        return { ...cell, state: s.state(cell.id) };
+      },
+    }),
+    // Outputs as HTML, rendered exactly as the HTML export renders them (tables, charts, markdown).
+    // They are whatever the notebook (or an .ipynb someone sent) says, so they are served sandboxed:
+    // their scripts run in an opaque origin and cannot read the API (see OUTPUT_SANDBOX_POLICY).
+    defineRoute({
+      method: 'GET',
+      url: '/api/notebooks/:nb/cells/:cell/outputs.html',
+      summary: "The cell's outputs rendered as in the HTML export, served sandboxed (CSP)",
+      tags,
+      schema: { response: { 200: { description: 'HTML', contentType: 'text/html' }, ...missing } },
+      handler: async ({ params, reply }) => {
+        const cell = (await session(params)).cell(params.cell);
+        return reply.headers(untrustedHtmlHeaders).send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/notebooks/:nb/cells/:cell',
+      summary: 'Edit a cell (source, type, name)',
+      tags,
+      schema: { body: UpdateCellBody, response: { 200: 'the cell', ...missing, ...invalid } },
+      handler: async ({ params, body }) => {
+        const input = body;
+        const s = await session(params);
+        const cell = await s.updateCell(params.cell, input);
+        return { ...cell, state: s.state(cell.id) };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/notebooks/:nb/cells/:cell',
+      summary: 'Delete a cell',
+      tags,
+      schema: { response: { 204: 'deleted', ...missing } },
+      handler: async ({ params, reply }) => {
+        await (await session(params)).deleteCell(params.cell);
+        return reply.code(204).send();
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/notebooks/:nb/order',
+      summary: 'Reorder the cells {order: [ids]}',
+      tags,
+      schema: { body: ReorderBody, response: { 200: '{order}', ...missing, ...invalid } },
+      handler: async ({ params, body }) => {
+        const { order } = body;
+        const s = await session(params);
+        s.reorder(order);
+        return { order: s.notebook.cells.map((c) => c.id) };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/cells/:cell/run',
+      summary: 'Run a cell and its dependents',
+      tags,
+      schema: { querystring: RunQuery, response: runAnswers },
+      handler: async ({ params, query, reply }) => {
+        const s = await session(params);
+        s.cell(params.cell);
+        return runAndAnswer(reply, query.wait, s, params.nb, () => s.runCell(params.cell));
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/run',
+      summary: 'Run every cell',
+      tags,
+      schema: { querystring: RunQuery, response: runAnswers },
+      handler: async ({ params, query, reply }) => {
+        const s = await session(params);
+        return runAndAnswer(reply, query.wait, s, params.nb, () => s.runAll());
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/run-stale',
+      summary: 'Run the stale cells',
+      tags,
+      schema: { querystring: RunQuery, response: runAnswers },
+      handler: async ({ params, query, reply }) => {
+        const s = await session(params);
+        return runAndAnswer(reply, query.wait, s, params.nb, () => s.runStale());
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/interrupt',
+      summary: 'Interrupt the running cell',
+      tags,
+      schema: { response: { 200: 'kernel generation and cell states', ...missing } },
+      handler: async ({ params }) => {
+        const s = await session(params);
+        await s.interrupt();
+        return { kernel_generation: s.kernel.generation, cells: cellStates(s) };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/restart',
+      summary: 'Restart the kernel',
+      tags,
+      schema: { response: { 200: 'kernel generation and cell states', ...missing } },
+      handler: async ({ params }) => {
+        const s = await session(params);
+        await s.restart();
+        return { kernel_generation: s.kernel.generation, cells: cellStates(s) };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/notebooks/:nb/dependencies',
+      summary: 'Reads and writes per cell, edges, execution order, stale set, cycles',
+      tags,
+      schema: { response: { 200: 'the dependency graph', ...missing } },
+      handler: async ({ params }) => (await session(params)).dependencies(),
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/notebooks/:nb/settings',
+      summary: 'Notebook settings {cell_timeout_ms}',
+      tags,
+      schema: { body: SettingsBody, response: { 200: '{cell_timeout_ms}', ...missing, ...invalid } },
+      handler: async ({ params, body }) => {
+        const { cell_timeout_ms } = body;
+        const s = await session(params);
+        s.cellTimeoutMs = cell_timeout_ms;
+        return { cell_timeout_ms: s.cellTimeoutMs };
+      },
+    }),
+  ]);
 }
 
 export const NOTEBOOK_WS_PATH = '/api/notebooks/ws';
@@ -222,7 +330,7 @@ export function notebookUpgradeHandler(service: NotebookService) {
       (s) =>
         wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
           const unsubscribe = s.subscribe((event) => ws.send(JSON.stringify(event)));
-          ws.send(JSON.stringify({ type: 'hello', notebook: id, cells: s.cellsWithState().map(({ id: cell, state }) => ({ id: cell, state })) }));
+          ws.send(JSON.stringify({ type: 'hello', notebook: id, cells: cellStates(s) }));
           ws.on('close', unsubscribe);
         }),
       () => socket.end('HTTP/1.1 404 Not Found\r\n\r\n'),
@@ -233,7 +341,11 @@ export function notebookUpgradeHandler(service: NotebookService) {
 /**
  * @param refuse returns why an upgrade must be refused (wrong Host or Origin), or undefined.
  */
-export function attachNotebookSocket(server: Server, service: NotebookService, refuse?: (req: IncomingMessage) => string | undefined): void {
+export function attachNotebookSocket(
+  server: Server,
+  service: NotebookService,
+  refuse?: (req: IncomingMessage) => string | undefined,
+): void {
   const handle = notebookUpgradeHandler(service);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Upgrades on other paths are left alone so other subsystems can share the server.

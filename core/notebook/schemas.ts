@@ -115,3 +115,13 @@ export const RunDocumentBody = z.object({
   content: z.string(),
   cell_timeout_ms: z.number().int().min(0).optional(),
 });
+
+// ---- query strings --------------------------------------------------------------------------
+
+/**
+ * `?wait=false` answers 202 with the cell states at once; the outputs follow over ws. Any other
+ * value waits, as the run routes always did, so a typo is never a 422.
+ */
+export const RunQuery = z.object({
+  wait: z.enum(['true', 'false']).optional().catch(undefined).describe('false: answer 202 at once; outputs follow on ws /api/notebooks/ws'),
+});

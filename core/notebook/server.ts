@@ -21,9 +21,10 @@ import { dirname, relative, sep } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { answerWithDetail } from '../http/app.js';
-import { HttpError } from '../http/errors.js';
 import { crossSiteGuard } from '../http/cross-site.js';
+import { mountRoutes } from '../http/route.js';
 import { hostCheck, upgradeChecker } from '../http/security.js';
+import { fail } from '../kernel/errors.js';
 import { SettingsSchema } from '../kernel/settings.js';
 import { watchTree } from '../kernel/watch-tree.js';
 import { readNotebookFile } from './formats.js';
@@ -86,7 +87,7 @@ const JSON_BODY_LIMIT = 20 * 1024 * 1024;
  * upgrades; the caller listens and closes it), refusing Hosts other than `host`'s loopback names.
  * JSON bodies as these servers always took them (express.json, strict): objects and arrays only,
  * an empty body is `{}`, bad JSON is a 400; other content types, and state-changing requests from
- * other origins, are refused (`core/http/cross-site.ts`). Errors (HttpError, or Fastify's own, e.g. 413) and unknown routes are
+ * other origins, are refused (`core/http/cross-site.ts`). Errors (catalogue errors, or Fastify's own, e.g. 413) and unknown routes are
  * answered `{detail}`.
  */
 export function createNotebookApp(options: { root: string; host?: string; allowOrigin?: string }): { app: FastifyInstance; server: http.Server } {
@@ -107,11 +108,11 @@ export function createNotebookApp(options: { root: string; host?: string; allowO
     const text = body as string;
     if (text === '') return done(null, {});
     const first = text.trimStart()[0];
-    if (first !== '{' && first !== '[') return done(new HttpError(400, 'request body must be a JSON object or array'), undefined);
+    if (first !== '{' && first !== '[') return done(fail('HANGAR_NOTEBOOK_BODY_NOT_OBJECT', {}), undefined);
     try {
       done(null, JSON.parse(text));
     } catch (err) {
-      done(new HttpError(400, (err as Error).message), undefined);
+      done(fail('HANGAR_NOTEBOOK_BODY_INVALID_JSON', { problem: (err as Error).message }), undefined);
     }
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
@@ -158,7 +159,7 @@ export async function startNotebookServer(options: NotebookServerOptions): Promi
       done();
     });
   }
-  notebookRoutes(app, { service });
+  mountRoutes(app, notebookRoutes(service));
   if (options.ui) {
     app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: '', initial: options.initial })));
   }

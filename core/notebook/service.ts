@@ -1,7 +1,7 @@
 /**
  * Notebook sessions of a workspace: finds notebook files under `<root>/notebooks/`, opens each at
  * most once (one session, one kernel), creates new ones, and runs posted documents headlessly (what
- * `hangar notebook run --server URL` calls). No HTTP here: errors are `HttpError`s the routes pass on.
+ * `hangar notebook run --server URL` calls). No HTTP here: errors are catalogue errors (`fail`) the routes pass on.
  *
  * Path confinement: a notebook id is a path relative to `notebooks/` using `/`. Absolute paths,
  * `..` segments, NUL bytes, non-notebook extensions and symlinks that resolve outside the folder
@@ -9,10 +9,10 @@
  */
 import { mkdir, readFile, readdir, realpath, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
-import { HttpError, conflict, notFound, unprocessable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import { NotebookFormatError, formatOf, isNotebookFile, nameFromPath, parseNotebook, readNotebookFile, serializeNotebook, writeNotebookFile } from './formats.js';
 import { Notebook, type Cell, type CellState } from './schemas.js';
-import { NotebookSession, SessionError } from './session.js';
+import { NotebookSession } from './session.js';
 
 export interface NotebookSummary {
   id: string;
@@ -38,10 +38,9 @@ export interface HeadlessRunResult {
   cells: Array<Cell & { state: CellState }>;
 }
 
-/** Map engine and format errors onto HTTP errors at the service boundary. */
+/** A file that does not parse as a notebook is the caller's to fix: 422 with where and why. */
 export function toServiceError(err: unknown): unknown {
-  if (err instanceof SessionError) return new HttpError(err.status, err.message);
-  if (err instanceof NotebookFormatError) return unprocessable(err.message);
+  if (err instanceof NotebookFormatError) return fail('HANGAR_NOTEBOOK_FORMAT_INVALID', { problem: err.message });
   return err;
 }
 
@@ -68,16 +67,16 @@ export class NotebookService {
   /** Resolve a notebook id to a file inside `notebooks/`, refusing anything that escapes it. */
   async resolvePath(id: string): Promise<string> {
     if (!id || id.includes('\0') || id.startsWith('/') || /^[a-zA-Z]:/.test(id) || id.split(/[\\/]/).includes('..')) {
-      throw unprocessable(`invalid notebook path "${id}": use a path inside notebooks/ without ".."`);
+      throw fail('HANGAR_NOTEBOOK_PATH_INVALID', { notebook: id });
     }
-    if (!isNotebookFile(id)) throw unprocessable(`invalid notebook path "${id}": expected a .nb.ts or .ipynb file`);
+    if (!isNotebookFile(id)) throw fail('HANGAR_NOTEBOOK_PATH_NOT_NOTEBOOK', { notebook: id });
     const file = resolve(this.dir, id);
-    if (!file.startsWith(this.dir + sep)) throw unprocessable(`invalid notebook path "${id}"`);
+    if (!file.startsWith(this.dir + sep)) throw fail('HANGAR_NOTEBOOK_PATH_OUTSIDE', { notebook: id });
     // A symlink inside notebooks/ may still point outside it.
     const real = await realpath(file).catch(() => undefined);
     if (real) {
       const realDir = await realpath(this.dir);
-      if (!real.startsWith(realDir + sep)) throw unprocessable(`notebook path "${id}" leaves the notebooks folder`);
+      if (!real.startsWith(realDir + sep)) throw fail('HANGAR_NOTEBOOK_PATH_LEAVES_FOLDER', { notebook: id });
     }
     return file;
   }
@@ -108,7 +107,7 @@ export class NotebookService {
       session = guard(async () => {
         const file = await this.resolvePath(id);
         const exists = await stat(file).then((s) => s.isFile(), () => false);
-        if (!exists) throw notFound(`notebook ${id} not found`);
+        if (!exists) throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook: id });
         return new NotebookSession(await readNotebookFile(file), {
           filePath: file,
           cellTimeoutMs: this.#cellTimeoutMs,
@@ -125,7 +124,7 @@ export class NotebookService {
   async create(input: { name: string; format: 'nb.ts' | 'ipynb'; cells?: Array<Partial<Cell>> }): Promise<string> {
     const id = `${input.name}.${input.format}`;
     const file = await this.resolvePath(id);
-    if (await stat(file).then(() => true, () => false)) throw conflict(`notebook ${id} already exists`);
+    if (await stat(file).then(() => true, () => false)) throw fail('HANGAR_NOTEBOOK_EXISTS', { notebook: id });
     await mkdir(this.dir, { recursive: true });
     const notebook = Notebook.parse({ name: input.name, cells: input.cells ?? [{ cell_type: 'code', source: '' }] });
     await writeNotebookFile(notebook, file);
@@ -135,7 +134,7 @@ export class NotebookService {
   /** Stop a notebook's kernel and forget its session (unsaved edits are dropped). */
   async close(id: string): Promise<void> {
     const session = this.#sessions.get(id);
-    if (!session) throw notFound(`notebook ${id} is not open`);
+    if (!session) throw fail('HANGAR_NOTEBOOK_NOT_OPEN', { notebook: id });
     this.#sessions.delete(id);
     await (await session).close();
   }

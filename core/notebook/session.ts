@@ -20,6 +20,7 @@ import { dirname } from 'node:path';
 import { analyzeNotebook, type NotebookAnalysis } from './analysis/index.js';
 import type { CellProblem } from './analysis/visitor.js';
 import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
+import { fail } from '../kernel/errors.js';
 import { NotebookRuntime } from './runtime.js';
 import { writeNotebookFile } from './formats.js';
 import { Cell, newCellId, type CellState, type CellType, type Notebook, type Output } from './schemas.js';
@@ -38,17 +39,6 @@ export interface SessionOptions {
   /** Per-cell time limit in ms (0 = none). */
   cellTimeoutMs?: number;
   maxHeapMb?: number;
-}
-
-/** A session-level failure the routes turn into an HTTP status. */
-export class SessionError extends Error {
-  constructor(
-    readonly status: 404 | 409 | 422,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'SessionError';
-  }
 }
 
 export interface DependencyReport {
@@ -148,7 +138,7 @@ export class NotebookSession {
 
   cell(cellId: string): Cell {
     const cell = this.notebook.cells.find((c) => c.id === cellId);
-    if (!cell) throw new SessionError(404, `cell ${cellId} not found`);
+    if (!cell) throw fail('HANGAR_NOTEBOOK_CELL_NOT_FOUND', { cell: cellId });
     return cell;
   }
 
@@ -214,7 +204,7 @@ export class NotebookSession {
     const ids = this.notebook.cells.map((c) => c.id);
     const unique = new Set(order);
     if (unique.size !== order.length || order.length !== ids.length || !ids.every((id) => unique.has(id))) {
-      throw new SessionError(422, 'order must list every cell id of the notebook exactly once');
+      throw fail('HANGAR_NOTEBOOK_ORDER_INVALID', {});
     }
     const byId = new Map(this.notebook.cells.map((c) => [c.id, c]));
     this.notebook.cells.splice(0, this.notebook.cells.length, ...order.map((id) => byId.get(id)!));
@@ -410,7 +400,7 @@ export class NotebookSession {
   }
 
   async save(filePath = this.#filePath): Promise<string> {
-    if (!filePath) throw new SessionError(409, 'this notebook has no file to save to');
+    if (!filePath) throw fail('HANGAR_NOTEBOOK_NO_FILE', {});
     await writeNotebookFile(this.notebook, filePath);
     this.#filePath = filePath;
     return filePath;

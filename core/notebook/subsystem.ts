@@ -1,31 +1,32 @@
 /**
- * The notebook subsystem of the main server: session routes under `/api/notebooks`, the live ws
- * channel at `/api/notebooks/ws`, and every kernel stopped on shutdown.
+ * The notebook subsystem of the main server: the `notebooks` service (shared with the
+ * data-intelligence subsystem and notebook pipeline steps), session routes under `/api/notebooks`,
+ * the live ws channel at `/api/notebooks/ws`, and every kernel stopped on shutdown.
+ *
+ * Provided at setup, not lazily: the service only resolves the notebooks folder when built, and
+ * each kernel (a worker thread) starts when its notebook is first opened, so start-up pays nothing.
  */
-import type { HangarContext, Subsystem } from '../kernel/context.js';
-import { NOTEBOOK_DOCS } from './docs.js';
+import { mountRoutes } from '../http/route.js';
+import type { Subsystem } from '../kernel/context.js';
 import { NOTEBOOK_WS_PATH, notebookRoutes, notebookUpgradeHandler } from './routes.js';
 import { NotebookService } from './service.js';
 
-/** One service per running server (tests start several servers in one process). */
-const services = new WeakMap<HangarContext, NotebookService>();
-
-/** The notebook service of a running server (also used by the data-intelligence subsystem). */
-export function serviceOf(ctx: HangarContext): NotebookService {
-  let service = services.get(ctx);
-  if (!service) services.set(ctx, (service = new NotebookService({ root: ctx.paths.root })));
-  return service;
+declare module '../kernel/services.js' {
+  interface ServiceMap {
+    notebooks: NotebookService;
+  }
 }
 
 export const notebookSubsystem: Subsystem = {
   name: 'notebook',
+  provides: ['notebooks'],
   setup(ctx) {
-    ctx.upgrades.set(NOTEBOOK_WS_PATH, notebookUpgradeHandler(serviceOf(ctx)));
-    ctx.openapi.add(...NOTEBOOK_DOCS);
+    const service = new NotebookService({ root: ctx.paths.root });
+    ctx.services.provide('notebooks', service);
+    ctx.upgrades.set(NOTEBOOK_WS_PATH, notebookUpgradeHandler(service));
   },
-  routes: (app, ctx) => notebookRoutes(app, { service: serviceOf(ctx) }),
+  routes: (app, ctx) => mountRoutes(app, notebookRoutes(ctx.services.get('notebooks'))),
   async close(ctx) {
-    await services.get(ctx)?.closeAll();
-    services.delete(ctx);
+    await ctx.services.find('notebooks')?.closeAll();
   },
 };

@@ -5,8 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { mountRoutes } from '../../core/http/route.js';
 import { attachNotebookSocket, notebookRoutes } from '../../core/notebook/routes.js';
 import { createNotebookApp } from '../../core/notebook/server.js';
+import { NotebookService } from '../../core/notebook/service.js';
 
 let base = '';
 let root = '';
@@ -19,7 +21,8 @@ beforeAll(async () => {
   await mkdir(join(root, 'notebooks'));
   await writeFile(join(root, 'secret.nb.ts'), '// %% [code] id=secret01\nconst s = 1\n');
   const built = createNotebookApp({ root });
-  const service = notebookRoutes(built.app, { root });
+  const service = new NotebookService({ root });
+  mountRoutes(built.app, notebookRoutes(service));
   await built.app.ready();
   server = built.server;
   attachNotebookSocket(server, service);

@@ -28,7 +28,7 @@ describe('notebook subsystem on the main server', () => {
     expect(ran.cells[1].outputs[0].data['text/plain']).toBe('10');
     const missing = await fetch(`${running.url}/api/notebooks/none.nb.ts`);
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ detail: 'notebook none.nb.ts not found' });
+    expect(await missing.json()).toEqual({ detail: 'notebook none.nb.ts not found', code: 'HANGAR_NOTEBOOK_NOT_FOUND' });
   });
 
   it('serves live events on the ws channel', async () => {

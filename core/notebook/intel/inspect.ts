@@ -4,7 +4,7 @@
  * notebook server has one kernel; Hangar may have several notebooks open, so `notebook` is an
  * optional query parameter and, without it, the one running notebook that defines the name is used.
  */
-import { HttpError, conflict, notFound } from '../../http/errors.js';
+import { fail } from '../../kernel/errors.js';
 import type { NotebookService } from '../service.js';
 import type { NotebookSession } from '../session.js';
 import { workerBundle } from '../../lib/worker-bundle.js';
@@ -39,15 +39,17 @@ export async function callOnVariable<T>(service: NotebookService, input: { noteb
   if (holders.length === 0) {
     const where = input.notebook ? `in notebook ${input.notebook}` : 'in any running notebook';
     const hint = known.size ? `; defined variables: ${[...known].sort().join(', ')}` : input.notebook ? '; run the cell that defines it first' : '; open a notebook and run the cell that defines it first';
-    throw notFound(`variable "${input.name}" is not defined ${where}${hint}`);
+    throw fail('HANGAR_NOTEBOOK_INTEL_VARIABLE_NOT_FOUND', { variable: input.name, where: `${where}${hint}` });
   }
   if (holders.length > 1) {
-    throw conflict(`variable "${input.name}" is defined in several notebooks (${holders.map((h) => h.id).join(', ')}); say which with ?notebook=`);
+    throw fail('HANGAR_NOTEBOOK_INTEL_VARIABLE_AMBIGUOUS', { variable: input.name, notebooks: holders.map((h) => h.id).join(', ') });
   }
   const result = await holders[0].session.kernel.call({ module, fn: input.fn, name: input.name, args: input.args });
   // Deleted between the two calls (a cell re-ran meanwhile): same answer as never defined.
-  if ('missing' in result) throw notFound(`variable "${input.name}" is not defined in notebook ${holders[0].id}`);
+  if ('missing' in result) throw fail('HANGAR_NOTEBOOK_INTEL_VARIABLE_NOT_FOUND', { variable: input.name, where: `in notebook ${holders[0].id}` });
   const answer = result.value as WorkerAnswer<T>;
-  if ('error' in answer) throw new HttpError(answer.error.status, answer.error.message);
+  if ('error' in answer) {
+    throw fail(answer.error.status === 404 ? 'HANGAR_NOTEBOOK_INTEL_ANALYSIS_NOT_FOUND' : 'HANGAR_NOTEBOOK_INTEL_DATA_UNSUITABLE', { problem: answer.error.message });
+  }
   return answer.ok;
 }

@@ -7,7 +7,7 @@
  * have. Starter patterns are written to the store once, the first time a workspace starts; a user
  * may delete or replace them like any other pattern.
  */
-import { conflict, notFound, unprocessable } from '../../http/errors.js';
+import { fail } from '../../kernel/errors.js';
 import type { Collection, Store } from '../../kernel/store.js';
 import type { NotebookService } from '../service.js';
 import type { Cell } from '../schemas.js';
@@ -65,21 +65,21 @@ export class PatternService {
 
   async get(id: string): Promise<Pattern> {
     const pattern = await this.#patterns.get(id);
-    if (!pattern) throw notFound(`pattern ${id} not found`);
+    if (!pattern) throw fail('HANGAR_NOTEBOOK_INTEL_PATTERN_NOT_FOUND', { pattern: id });
     return pattern;
   }
 
   async create(body: PatternCreateBody): Promise<Pattern> {
     const lower = body.name.toLowerCase();
     const clash = (await this.#patterns.list()).find((p) => p.name.toLowerCase() === lower);
-    if (clash) throw conflict(`a pattern named "${clash.name}" already exists (id ${clash.id}); pick another name or delete it first`);
+    if (clash) throw fail('HANGAR_NOTEBOOK_INTEL_PATTERN_EXISTS', { name: clash.name, pattern: clash.id });
     let id = slugOf(body.name);
     for (let i = 2; await this.#patterns.has(id); i++) id = `${slugOf(body.name)}-${i}`;
     return this.#patterns.put(id, this.#record(id, body, false));
   }
 
   async delete(id: string): Promise<void> {
-    if (!(await this.#patterns.delete(id))) throw notFound(`pattern ${id} not found`);
+    if (!(await this.#patterns.delete(id))) throw fail('HANGAR_NOTEBOOK_INTEL_PATTERN_NOT_FOUND', { pattern: id });
   }
 
   /**
@@ -125,7 +125,7 @@ export class PatternService {
     const pattern = await this.get(id);
     const missing = pattern.params.filter((p) => input.params[p] === undefined);
     if (missing.length) {
-      throw unprocessable(`pattern ${id} needs params: ${missing.join(', ')} (e.g. {"params": {"${missing[0]}": "my_table"}})`);
+      throw fail('HANGAR_NOTEBOOK_INTEL_PATTERN_PARAMS_MISSING', { pattern: id, missing: missing.join(', '), example: `{"params": {"${missing[0]}": "my_table"}}` });
     }
     const session = await this.notebooks.open(input.notebook);
     const start = input.position ?? session.notebook.cells.length;

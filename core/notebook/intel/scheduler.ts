@@ -15,7 +15,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { Cron } from 'croner';
-import { notFound, unprocessable } from '../../http/errors.js';
+import { fail } from '../../kernel/errors.js';
 import type { Collection, Store } from '../../kernel/store.js';
 import { readNotebookFile } from '../formats.js';
 import type { Output } from '../schemas.js';
@@ -102,12 +102,12 @@ export function parseCron(cron: string, timezone: string): Cron {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: timezone });
   } catch (err) {
-    throw unprocessable(`invalid timezone "${timezone}": ${(err as Error).message}`);
+    throw fail('HANGAR_NOTEBOOK_INTEL_TIMEZONE_INVALID', { timezone, problem: (err as Error).message });
   }
   try {
     return new Cron(cron, { timezone, paused: true });
   } catch (err) {
-    throw unprocessable(`invalid cron expression "${cron}": ${(err as Error).message}`);
+    throw fail('HANGAR_NOTEBOOK_INTEL_CRON_INVALID', { cron, problem: (err as Error).message });
   }
 }
 
@@ -140,7 +140,7 @@ export class ScheduleService {
     const timezone = input.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     parseCron(input.cron, timezone);
     const file = await this.notebooks.resolvePath(notebook);
-    if (!(await stat(file).then((s) => s.isFile(), () => false))) throw notFound(`notebook ${notebook} not found`);
+    if (!(await stat(file).then((s) => s.isFile(), () => false))) throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook });
     const schedule: Schedule = {
       id: newId('sch'),
       notebook,
@@ -177,7 +177,7 @@ export class ScheduleService {
 
   async #get(id: string): Promise<Schedule> {
     const schedule = await this.#schedules.get(id);
-    if (!schedule) throw notFound(`schedule ${id} not found`);
+    if (!schedule) throw fail('HANGAR_NOTEBOOK_INTEL_SCHEDULE_NOT_FOUND', { schedule: id });
     return schedule;
   }
 
@@ -194,7 +194,7 @@ export class ScheduleService {
 
   async setPaused(id: string, paused: boolean) {
     const updated = await this.#schedules.update(id, (current) => (current ? { ...current, paused } : undefined));
-    if (!updated) throw notFound(`schedule ${id} not found`);
+    if (!updated) throw fail('HANGAR_NOTEBOOK_INTEL_SCHEDULE_NOT_FOUND', { schedule: id });
     if (paused) this.#disarm(id);
     else this.#arm(updated);
     return this.#view(updated);

@@ -1,7 +1,7 @@
 /**
  * Request bodies and query strings of the data-intelligence routes (spec 3, Part A: smart
- * preprocessing, algorithm match, patterns, the 13 tools, scheduling). Response shapes are
- * described for the OpenAPI document in `docs.ts`.
+ * preprocessing, algorithm match, patterns, the 13 tools, scheduling), and the two responses the
+ * spec defines; routes.ts describes the other answers in words.
  */
 import { z } from 'zod';
 
@@ -107,4 +107,49 @@ export const ScheduleCreateBody = z.object({
   name: z.string().default(''),
   /** Per-cell time limit of scheduled runs, ms (0 = none). */
   cell_timeout_ms: z.number().int().min(0).default(0),
+});
+
+/** `?run=true` runs the whole notebook before profiling. */
+export const ProfileQuery = z.object({ run: z.enum(['true', 'false']).optional() });
+
+export const HistoryQuery = z.object({ cell: z.string().optional() });
+
+export const ScheduleRunsQuery = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(50) });
+
+// ---- responses ------------------------------------------------------------------------------
+
+const Severity = z.enum(['high', 'medium', 'low']);
+
+export const SmartPrepResponse = z.object({
+  variable: z.string(),
+  rows: z.number().int(),
+  columns: z.number().int(),
+  total_issues: z.number().int(),
+  suggestions: z.array(
+    z.object({
+      type: z.string(),
+      severity: Severity,
+      column: z.string().nullable(),
+      title: z.string(),
+      reason: z.string(),
+      code: z.string().describe('a cell that fixes the issue with arquero and defines `fixed_as`'),
+      fixed_as: z.string(),
+    }),
+  ),
+});
+
+export const AlgorithmMatchResponse = z.object({
+  variable: z.string(),
+  task_type: z.enum(['classification', 'regression', 'clustering']),
+  data_characteristics: z.object({ n_samples: z.number().int(), n_features: z.number().int() }).catchall(z.unknown()),
+  recommendations: z.array(
+    z.object({
+      name: z.string(),
+      score: z.number().describe('mean cross-validated accuracy (classification), R² (regression) or silhouette (clustering)'),
+      speed: z.enum(['fast', 'medium', 'slow']),
+      interpretability: z.enum(['high', 'medium', 'low']),
+      reasons: z.array(z.string()),
+      code: z.string(),
+    }),
+  ),
 });

@@ -1,47 +1,32 @@
 /**
  * The notebook data-intelligence subsystem: smart preprocessing, algorithm match, patterns, the 13
- * built-in tools and scheduled runs, on top of the notebook subsystem's sessions (it must come
- * after `notebookSubsystem` in the list).
+ * built-in tools and scheduled runs, on top of the `notebooks` service's sessions. Set up at start,
+ * not lazily: the starter patterns are seeded and the stored schedules armed before the server
+ * listens.
  */
-import type { HangarContext, Subsystem } from '../../kernel/context.js';
-import { serviceOf } from '../subsystem.js';
-import { DataIntelligence } from './prep-and-match.js';
-import { INTEL_DOCS } from './docs.js';
-import { PatternService } from './patterns.js';
-import { intelRoutes, type IntelServices } from './routes.js';
-import { ScheduleService } from './scheduler.js';
-import { NotebookTools } from './tools.js';
+import { mountRoutes } from '../../http/route.js';
+import type { Subsystem } from '../../kernel/context.js';
+import { intelRoutes } from './routes.js';
+import { createNotebookIntel, type NotebookIntel } from './service.js';
 
-/** One set of services per running server (tests start several servers in one process). */
-const services = new WeakMap<HangarContext, IntelServices>();
-
-function servicesOf(ctx: HangarContext): IntelServices {
-  let s = services.get(ctx);
-  if (!s) {
-    const notebooks = serviceOf(ctx);
-    const intelligence = new DataIntelligence(notebooks);
-    s = {
-      intelligence,
-      patterns: new PatternService(ctx.store, notebooks),
-      tools: new NotebookTools(notebooks, intelligence, ctx.version),
-      schedules: new ScheduleService(ctx.store, notebooks),
-    };
-    services.set(ctx, s);
+declare module '../../kernel/services.js' {
+  interface ServiceMap {
+    notebookIntel: NotebookIntel;
   }
-  return s;
 }
 
 export const notebookIntelSubsystem: Subsystem = {
   name: 'notebook-intel',
+  provides: ['notebookIntel'],
+  depends: ['notebooks'],
   async setup(ctx) {
-    const s = servicesOf(ctx);
-    ctx.openapi.add(...INTEL_DOCS);
-    await s.patterns.seed();
-    await s.schedules.start();
+    const intel = createNotebookIntel(ctx.store, ctx.services.get('notebooks'), ctx.version);
+    ctx.services.provide('notebookIntel', intel);
+    await intel.patterns.seed();
+    await intel.schedules.start();
   },
-  routes: (app, ctx) => intelRoutes(app, servicesOf(ctx)),
+  routes: (app, ctx) => mountRoutes(app, intelRoutes(ctx.services.get('notebookIntel'))),
   async close(ctx) {
-    await services.get(ctx)?.schedules.close();
-    services.delete(ctx);
+    await ctx.services.find('notebookIntel')?.schedules.close();
   },
 };

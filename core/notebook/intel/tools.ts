@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
 import { transformSync } from 'esbuild';
-import { conflict, notFound, unprocessable } from '../../http/errors.js';
+import { fail } from '../../kernel/errors.js';
 import { packageRoot } from '../assets.js';
 import { diffNotebooks, formatDiffText } from '../diff.js';
 import { convertedPath, formatOf, readNotebookFile, serializeNotebook } from '../formats.js';
@@ -173,10 +173,10 @@ export class NotebookTools {
   async benchmark(id: string, input: { cell: string; runs: number }) {
     const session = await this.#open(id);
     const cell = session.cell(input.cell);
-    if (cell.cell_type !== 'code') throw unprocessable(`cell ${cell.id} is a ${cell.cell_type} cell; only code cells can be benchmarked`);
+    if (cell.cell_type !== 'code') throw fail('HANGAR_NOTEBOOK_INTEL_CELL_NOT_CODE', { cell: cell.id, type: cell.cell_type });
     const info = (await session.analysis()).cells.get(cell.id)!;
     const problem = info.problems.find((p) => p.severity === 'error');
-    if (!info.program || problem) throw unprocessable(`cell ${cell.id} cannot run: ${problem?.message ?? 'it does not compile'}`);
+    if (!info.program || problem) throw fail('HANGAR_NOTEBOOK_INTEL_CELL_CANNOT_RUN', { cell: cell.id, problem: problem?.message ?? 'it does not compile' });
     const durations: number[] = [];
     for (let i = 0; i < input.runs; i++) {
       const result = await session.kernel.run({
@@ -191,7 +191,8 @@ export class NotebookTools {
       });
       if (result.status === 'error') {
         const error = result.outputs.find((o) => o.output_type === 'error');
-        throw unprocessable(`run ${i + 1} of cell ${cell.id} failed: ${error ? outputText(error) : 'unknown error'}${info.dependsOn.length ? ' (run the cells it reads from first)' : ''}`);
+        const hint = info.dependsOn.length ? ' (run the cells it reads from first)' : '';
+        throw fail('HANGAR_NOTEBOOK_INTEL_BENCHMARK_RUN_FAILED', { run: i + 1, cell: cell.id, problem: `${error ? outputText(error) : 'unknown error'}${hint}` });
       }
       durations.push(result.durationMs);
     }
@@ -251,7 +252,7 @@ export class NotebookTools {
     const session = await this.#open(id);
     const analysis = await session.analysis();
     const definer = [...analysis.cells.entries()].find(([, info]) => info.writes.includes(variable));
-    if (!definer) throw notFound(`no cell of ${id} defines ${variable}`);
+    if (!definer) throw fail('HANGAR_NOTEBOOK_INTEL_DEFINER_NOT_FOUND', { notebook: id, variable });
     const [cellId, info] = definer;
     const describe = (ids: Iterable<string>) =>
       session.notebook.cells.filter((c) => new Set(ids).has(c.id)).map((c) => {
@@ -314,7 +315,7 @@ export class NotebookTools {
         (err, out, errOut) => resolve({ stdout: String(out), stderr: String(errOut), code: err ? (typeof err.code === 'number' ? err.code : 1) : 0 }),
       );
     });
-    if (code !== 0) throw unprocessable(`npm install ${spec} failed (exit ${code}):\n${stderr || stdout}`);
+    if (code !== 0) throw fail('HANGAR_NOTEBOOK_INTEL_INSTALL_FAILED', { package: spec, exit: code, output: stderr || stdout });
     const after = (JSON.parse(await readFile(manifest, 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {};
     const changed = Object.keys(after).filter((name) => before[name] !== after[name]);
     const packages = await Promise.all(changed.map(async (name) => ({
@@ -329,7 +330,7 @@ export class NotebookTools {
     const open = (await this.notebooks.list()).find((n) => n.id === id && n.open);
     if (open) return (await this.#open(id)).notebook;
     const file = await this.notebooks.resolvePath(id);
-    if (!(await stat(file).then((s) => s.isFile(), () => false))) throw notFound(`notebook ${id} not found`);
+    if (!(await stat(file).then((s) => s.isFile(), () => false))) throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook: id });
     return readNotebookFile(file);
   }
 
@@ -340,7 +341,7 @@ export class NotebookTools {
     const content = serializeNotebook(notebook, target);
     if (input.save) {
       const file = await this.notebooks.resolvePath(target);
-      if (await stat(file).then(() => true, () => false)) throw conflict(`notebook ${target} already exists`);
+      if (await stat(file).then(() => true, () => false)) throw fail('HANGAR_NOTEBOOK_EXISTS', { notebook: target });
       await writeFile(file, content);
     }
     return { from: input.notebook, to: target, format: formatOf(target), content, saved: input.save };
@@ -370,7 +371,7 @@ export class NotebookTools {
 
   async insertSnippet(snippetId: string, input: { notebook: string; position?: number }) {
     const snippet = SNIPPETS.find((s) => s.id === snippetId);
-    if (!snippet) throw notFound(`snippet ${snippetId} not found`);
+    if (!snippet) throw fail('HANGAR_NOTEBOOK_INTEL_SNIPPET_NOT_FOUND', { snippet: snippetId });
     const session = await this.#open(input.notebook);
     const cell = await session.addCell({ source: snippet.source, ...(input.position !== undefined ? { index: input.position } : {}) });
     return { notebook: input.notebook, snippet: snippet.id, cell: { ...cell, state: session.state(cell.id) } };

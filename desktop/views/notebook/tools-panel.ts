@@ -3,7 +3,7 @@ import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, getJson, request } from '../api.js';
 import type { z } from 'zod';
-import type { AlgorithmMatchResponse, SmartPrepResponse } from '../../../core/notebook/intel/docs.js';
+import type { AlgorithmMatchResponse, SmartPrepResponse } from '../../../core/notebook/intel/schemas.js';
 
 /**
  * The notebook's tools panel (spec 3, Part A, data intelligence; routes in

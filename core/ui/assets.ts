@@ -1,4 +1,4 @@
-import { buildViews, type Asset } from '../../desktop/build.js';
+import { type Asset, buildViews } from '../../desktop/build.js';
 
 /**
  * The UI's files, built from desktop/views/ on first request and kept for the life of the process.
@@ -16,5 +16,6 @@ export function uiAssets(): Promise<Map<string, Asset>> {
   return built;
 }
 
-/** The files served at /ui/<name>; anything else under /ui/ is the single-page app's index. */
+/** The files served at /ui/<name>; nothing else under /ui/ is served. */
 export const UI_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map', 'app.css.map', 'output-frame.html'] as const;
+export type UiFile = (typeof UI_FILES)[number];

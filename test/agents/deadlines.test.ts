@@ -45,7 +45,7 @@ describe('run deadlines', () => {
   it('an /invoke past its deadline answers 504 {detail} even though the agent ignores its signal', { timeout: 30_000 }, async () => {
     const res = await invoke('stuck', { query: 'q', timeout_ms: 250 });
     expect(res.status).toBe(504);
-    expect(res.body).toMatchObject({ detail: "agent 'stuck' did not finish within 250 ms" });
+    expect(res.body).toMatchObject({ detail: "agent 'stuck' did not finish within 250 ms", code: 'HANGAR_AGENT_TIMEOUT' });
     // The server goes on serving other runs.
     expect((await invoke('quick', { query: 'after' })).body.response).toBe('quick: after');
   });

@@ -63,5 +63,7 @@ describe('provider.turn', () => {
     expect(err).toBeInstanceOf(ModelEndpointError);
     expect((err as ModelEndpointError).status).toBe(502);
     expect((err as ModelEndpointError).upstream).toBe(400);
+    expect((err as ModelEndpointError).code).toBe('HANGAR_AGENT_MODEL_REFUSED');
+    expect((err as ModelEndpointError).detail).toMatch(/^model endpoint answered 400: /);
   });
 });

@@ -101,8 +101,7 @@ describe('execution routes against the real server', () => {
       expect((await post('/api/v1/echo/invoke', { query: 'x', prompt_version: 'v2' })).body.output.prompt).toBe('second prompt');
       const { status, body } = await post('/api/v1/echo/invoke', { query: 'x', prompt_version: 'v9' });
       expect(status).toBe(404);
-      expect(body.detail).toMatch(/v9/);
-      expect(body.detail).toMatch(/v1, v2/);
+      expect(body).toEqual({ detail: "prompt version 'v9' not found for agent 'echo'; known versions: v1, v2", code: 'HANGAR_AGENT_PROMPT_NOT_FOUND' });
     });
 
     it('validates the body: 422 naming the field', async () => {
@@ -119,6 +118,7 @@ describe('execution routes against the real server', () => {
       const boom = await post('/api/v1/boom/invoke', { query: 'x' });
       expect(boom.status).toBe(500);
       expect(boom.body.detail).toMatch(/exploded on purpose/);
+      expect(boom.body.code).toBe('HANGAR_AGENT_FAILED');
       expect(server.logs.some((l) => l.includes('exploded on purpose'))).toBe(true);
       expect((await post('/api/v1/echo/invoke', { query: 'still up' })).status).toBe(200);
     });
@@ -190,7 +190,7 @@ describe('execution routes against the real server', () => {
       const otherPrincipal = await get(`/api/v1/echo/invoke/stream/${id}`, BOB);
       for (const r of [unknown, otherAgent, otherPrincipal]) expect(r.status).toBe(404);
       // Identical apart from the id the caller typed.
-      expect(otherAgent.body.detail).toBe(`stream '${id}' not found`);
+      expect(otherAgent.body).toEqual({ detail: `stream '${id}' not found`, code: 'HANGAR_AGENT_STREAM_NOT_FOUND' });
       expect(otherPrincipal.body).toEqual(otherAgent.body);
     });
 
@@ -288,6 +288,7 @@ describe('execution routes against the real server', () => {
       const first = await post('/api/v1/approver/invoke', { query: 'mail', thread_id: 'hitl-1' });
       expect(first.status).toBe(202);
       expect(first.body.detail).toMatchObject({ status: 'suspended', node_name: 'first_ok', message: 'Send it?' });
+      expect(first.body.code).toBe('HANGAR_AGENT_SUSPENDED');
       const firstId = first.body.detail.approval_id;
 
       const pending = await get('/api/v1/approver/threads/hitl-1/pending');
@@ -317,7 +318,10 @@ describe('execution routes against the real server', () => {
       expect(rejected.body).toEqual({ status: 'rejected', approval_id: id, reason: 'not today' });
       expect((await get('/api/v1/approver/threads/hitl-2/pending')).body.count).toBe(0);
       expect((await post('/api/v1/approver/threads/hitl-2/approve', { approval_id: id })).status).toBe(404);
-      expect((await post('/api/v1/approver/threads/hitl-2/reject', { approval_id: 'nope' })).status).toBe(404);
+      expect((await post('/api/v1/approver/threads/hitl-2/reject', { approval_id: 'nope' })).body).toEqual({
+        detail: "no pending approval 'nope' for thread 'hitl-2' of agent 'approver'",
+        code: 'HANGAR_AGENT_APPROVAL_NOT_FOUND',
+      });
       expect((await post('/api/v1/approver/threads/hitl-2/approve', {})).status).toBe(422);
     });
 
@@ -406,5 +410,6 @@ describe('without a model configured', () => {
     expect(status).toBe(503);
     expect(body.detail).toMatch(/HANGAR_MODEL__BASE_URL/);
     expect(body.detail).toMatch(/model\.baseUrl/);
+    expect(body.code).toBe('HANGAR_AGENT_MODEL_NOT_CONFIGURED');
   });
 });

@@ -61,7 +61,11 @@ describe('tools/ drop-ins', () => {
     const bad = await server.request('/api/v1/tools/convert/try', { method: 'POST', json: { arguments: { euros: -1 } } });
     expect(bad.status).toBe(200);
     expect(bad.body.error).toMatch(/invalid arguments for 'convert'/);
-    expect((await server.request('/api/v1/tools/nope/try', { method: 'POST', json: {} })).status).toBe(404);
+    // The unknown tool is its 404 before the body is judged.
+    expect(await server.request('/api/v1/tools/nope/try', { method: 'POST', json: { arguments: 'not an object' } })).toMatchObject({
+      status: 404,
+      body: { detail: 'tool "nope" not found', code: 'HANGAR_AGENT_TOOL_NOT_FOUND' },
+    });
   });
 
   it('an agent naming a tool uses the live one: a saved tool serves the next run', async () => {

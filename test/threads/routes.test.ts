@@ -32,7 +32,7 @@ describe('thread routes against the real server', () => {
     const generated = await call('POST', '/threads', {});
     expect(generated.body).toMatchObject({ user_id: 'default-user', title: null });
     expect(generated.body.id).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await call('POST', '/threads', { thread_id: 'th-1' })).status).toBe(409);
+    expect((await call('POST', '/threads', { thread_id: 'th-1' })).body).toEqual({ detail: "thread 'th-1' already exists for agent 'echo'", code: 'HANGAR_THREAD_EXISTS' });
 
     expect((await call('GET', '/threads/th-1')).body.title).toBe('First');
     const adas = await call('GET', '/threads?user_id=ada');
@@ -46,12 +46,12 @@ describe('thread routes against the real server', () => {
     expect((await call('PATCH', '/threads/th-1', { title: 'Renamed' })).body).toMatchObject({ title: 'Renamed', metadata: { b: 2 } });
     const nothing = await call('PATCH', '/threads/th-1', {});
     expect(nothing.status).toBe(400);
-    expect(nothing.body.detail).toMatch(/no fields to update/);
+    expect(nothing.body).toEqual({ detail: 'no fields to update: give title and/or metadata', code: 'HANGAR_THREAD_NO_CHANGES' });
     expect((await call('PATCH', '/threads/missing', { title: 'x' })).status).toBe(404);
 
     await chat('th-1', 'hello');
     expect(await call('DELETE', '/threads/th-1')).toMatchObject({ status: 200, body: { status: 'deleted', thread_id: 'th-1' } });
-    expect((await call('GET', '/threads/th-1')).status).toBe(404);
+    expect(await call('GET', '/threads/th-1')).toMatchObject({ status: 404, body: { detail: "thread 'th-1' not found for agent 'echo'", code: 'HANGAR_THREAD_NOT_FOUND' } });
     expect((await call('GET', '/threads/th-1/messages')).status).toBe(404);
     // Re-creating the id starts empty: the messages went with the thread.
     await call('POST', '/threads', { thread_id: 'th-1' });
@@ -105,7 +105,11 @@ describe('thread routes against the real server', () => {
       const r = await call('POST', '/threads/short/fork', { message_index: index });
       expect(r.status).toBe(422);
       expect(r.body.detail).toMatch(/message_index/);
+      expect(r.body.code).toBe('HANGAR_THREAD_FORK_OUT_OF_RANGE');
     }
+    expect((await call('POST', '/threads/short/fork', { message_index: 2 })).body.detail).toBe(
+      "body.message_index: 2 is out of range; thread 'short' has 2 message(s) (valid: 0-1)",
+    );
     expect((await call('POST', '/threads/short/fork', {})).status).toBe(422);
     expect((await call('POST', '/threads/missing/fork', { message_index: 0 })).status).toBe(404);
   });
@@ -122,7 +126,7 @@ describe('thread routes against the real server', () => {
   });
 
   it('answers 404 for an unknown agent', async () => {
-    expect((await server.request('/api/v1/ghost/threads')).status).toBe(404);
+    expect(await server.request('/api/v1/ghost/threads')).toMatchObject({ status: 404, body: { detail: 'agent "ghost" not found', code: 'HANGAR_AGENT_NOT_FOUND' } });
   });
 });
 

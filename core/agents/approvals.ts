@@ -9,10 +9,11 @@
  * Ownership: a record belongs to the principal whose run suspended; another principal neither
  * lists it nor takes it (the 404 of an unknown id), see core/kernel/ownership.ts.
  */
-import { timeOrderedId } from '../storage/ids.js';
+
 import { fail } from '../kernel/errors.js';
-import { canSee, ownerOf, type Owned } from '../kernel/ownership.js';
+import { canSee, type Owned, ownerOf } from '../kernel/ownership.js';
 import type { Collection, Store } from '../kernel/store.js';
+import { timeOrderedId } from '../storage/ids.js';
 import type { Checkpoint } from './checkpointer.js';
 
 export interface PendingApproval extends Owned {

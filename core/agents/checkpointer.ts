@@ -3,9 +3,10 @@
  * agent and thread. The studio lists them (history, newest first), reads the latest as the thread
  * state, and resumes from one; the engine writes them.
  */
-import type { ToolJournal } from './journal.js';
-import type { Collection, Store } from '../kernel/store.js';
+
 import { ownerFor } from '../kernel/ownership.js';
+import type { Collection, Store } from '../kernel/store.js';
+import type { ToolJournal } from './journal.js';
 import type { AgentInput, AgentState } from './types.js';
 
 /** The interrupt a checkpoint is paused at; a resume re-runs `node` with `resume_values`. */
@@ -143,7 +144,8 @@ export class StoreCheckpointer implements Checkpointer {
       const owner = current?.principal ?? old.principal;
       return { next: first + old.checkpoints.length, ...(owner !== undefined ? { principal: owner } : {}) };
     });
-    for (const [i, checkpoint] of old.checkpoints.entries()) await this.steps.put(this.stepId(chain, first + i), { chain, seq: first + i, checkpoint });
+    for (const [i, checkpoint] of old.checkpoints.entries())
+      await this.steps.put(this.stepId(chain, first + i), { chain, seq: first + i, checkpoint });
     await this.legacy.delete(chain);
   }
 

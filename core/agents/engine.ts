@@ -14,16 +14,15 @@
  * the node name (graph agents) and the node's `ctx.step()` names appended.
  */
 import { randomUUID } from 'node:crypto';
-import { timeOrderedId } from '../storage/ids.js';
 import { isoNow } from '../kernel/clock.js';
-import { HangarError, errorMessage } from '../kernel/errors.js';
-import { UNRETAINED, type Checkpoint, type CheckpointMetadata, type Checkpointer, type PendingInterrupt } from './checkpointer.js';
-import { summariseOutput, type EventSink, type RunEvent, type RunEventBody, type RunStatus } from './events.js';
-import { GraphDefinitionError, compileGraph, nextNode, type CompiledNode } from './graph.js';
+import { errorMessage, HangarError } from '../kernel/errors.js';
+import { timeOrderedId } from '../storage/ids.js';
+import { type Checkpoint, type Checkpointer, type CheckpointMetadata, type PendingInterrupt, UNRETAINED } from './checkpointer.js';
+import { type EventSink, type RunEvent, type RunEventBody, type RunStatus, summariseOutput } from './events.js';
+import { type CompiledNode, compileGraph, GraphDefinitionError, nextNode } from './graph.js';
+import { NodeJournal, type ToolJournal } from './journal.js';
 import { ModelCallAborted, type ModelProvider } from './model.js';
 import { createModelClient } from './model-client.js';
-import { UsageMeter, type RunUsage } from './usage.js';
-import { NodeJournal, type ToolJournal } from './journal.js';
 import type { AnyTool } from './tools.js';
 import type {
   AgentDefinition,
@@ -35,6 +34,7 @@ import type {
   ToolCall,
   WorkspaceDocument,
 } from './types.js';
+import { type RunUsage, UsageMeter } from './usage.js';
 
 export interface AgentRef {
   name: string;
@@ -205,7 +205,12 @@ export class Engine {
 
     const keeps = checkpointer.retains !== false;
     // Synchronous when nothing is kept: it runs after every step of every run.
-    const save = (source: CheckpointMetadata['source'], node: string | null, next: string | null, extra?: Partial<CheckpointMetadata>): Checkpoint | Promise<Checkpoint> => {
+    const save = (
+      source: CheckpointMetadata['source'],
+      node: string | null,
+      next: string | null,
+      extra?: Partial<CheckpointMetadata>,
+    ): Checkpoint | Promise<Checkpoint> => {
       // Every checkpoint after the input one is a step of its own (pauses included), so steps are
       // unique and increasing along a thread's chain.
       if (source !== 'input') step++;
@@ -229,7 +234,18 @@ export class Engine {
       if (status === 'completed' || status === 'rejected') {
         if (!nested) emit({ type: 'run_complete', status, response: result.response, steps_taken: result.steps_taken ?? [], duration_ms });
       }
-      return { run_id: runId, thread_id: threadId, status, state, result, checkpoint, paused, tool_calls: toolCalls, usage: meter.summary(), duration_ms };
+      return {
+        run_id: runId,
+        thread_id: threadId,
+        status,
+        state,
+        result,
+        checkpoint,
+        paused,
+        tool_calls: toolCalls,
+        usage: meter.summary(),
+        duration_ms,
+      };
     };
 
     const resume = request.resume;
@@ -242,7 +258,13 @@ export class Engine {
       const recorded = resume.checkpoint.metadata.journal;
       if (recorded && recorded.node === current) resumeJournal = structuredClone(recorded);
       const pending = resume.checkpoint.metadata.interrupt;
-      if (!nested) emit({ type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: resume.checkpoint.id });
+      if (!nested)
+        emit({
+          type: 'run_start',
+          agent: agent.name,
+          input: { query: input.query, user_id: input.user_id },
+          resumed_from: resume.checkpoint.id,
+        });
       if (pending) {
         if (resume.action === 'reject') {
           state = { ...state, metadata: { ...state.metadata, hitl_approved: false, hitl_rejection_reason: resume.reason ?? null } };
@@ -258,7 +280,8 @@ export class Engine {
     } else {
       state = initialState({ ...input, thread_id: threadId });
       current = graph.entry;
-      if (!nested) emit({ type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: null });
+      if (!nested)
+        emit({ type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: null });
     }
     let last: Checkpoint = parent ?? (await save('input', null, current));
 
@@ -284,7 +307,9 @@ export class Engine {
       resumeScope = null;
       const nodeSteps: string[] = [];
       const nodeName = current;
-      const journal = new NodeJournal(resumeJournal ?? { node: nodeName, turns: [], results: {} }, (recorded) => save('tool', nodeName, nodeName, { journal: recorded }));
+      const journal = new NodeJournal(resumeJournal ?? { node: nodeName, turns: [], results: {} }, (recorded) =>
+        save('tool', nodeName, nodeName, { journal: recorded }),
+      );
       resumeJournal = null;
       const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter, journal);
 
@@ -296,9 +321,21 @@ export class Engine {
         await journal.settled().catch(() => {});
         if (err instanceof InterruptSignal) {
           if (nested) throw err;
-          const interrupt: PendingInterrupt = { node: current, message: err.message, payload: err.payload, resume_values: err.resumeValues };
+          const interrupt: PendingInterrupt = {
+            node: current,
+            message: err.message,
+            payload: err.payload,
+            resume_values: err.resumeValues,
+          };
           last = await save('interrupt', current, current, journal.hasResults ? { interrupt, journal: journal.snapshot() } : { interrupt });
-          emit({ type: 'breakpoint_hit', node: current, reason: 'interrupt', checkpoint_id: last.id, message: err.message, payload: err.payload });
+          emit({
+            type: 'breakpoint_hit',
+            node: current,
+            reason: 'interrupt',
+            checkpoint_id: last.id,
+            message: err.message,
+            payload: err.payload,
+          });
           return finish('interrupted', last, { node: current, message: err.message, payload: err.payload });
         }
         if (signal.aborted || isAbort(err)) return this.cancelled(emit, nested, finish, last, current);
@@ -323,7 +360,13 @@ export class Engine {
       last = await save('loop', current, next);
       // The JSON copy of the output is only worth making for someone listening.
       if (request.onEvent) {
-        emit({ type: 'node_end', node: current, step, output: summariseOutput({ ...delta, steps_taken: state.steps_taken }), checkpoint_id: last.id });
+        emit({
+          type: 'node_end',
+          node: current,
+          step,
+          output: summariseOutput({ ...delta, steps_taken: state.steps_taken }),
+          checkpoint_id: last.id,
+        });
       }
       current = next;
     }
@@ -353,7 +396,12 @@ export class Engine {
     return finish('cancelled', last);
   }
 
-  private async runNode(node: CompiledNode, state: AgentState, ctx: RunContext, scope: InterruptScope): Promise<Partial<AgentState> | void> {
+  private async runNode(
+    node: CompiledNode,
+    state: AgentState,
+    ctx: RunContext,
+    scope: InterruptScope,
+  ): Promise<Partial<AgentState> | void> {
     switch (node.kind) {
       case 'function':
         return node.run(state, ctx);
@@ -391,7 +439,8 @@ export class Engine {
         signal: ctx.signal,
         // Tokens and planning updates of the subagent show in the parent's stream.
         onEvent: (event) => {
-          if (event.type === 'message_chunk' || event.type === 'task_update' || event.type === 'tool_start' || event.type === 'tool_end') emit(event);
+          if (event.type === 'message_chunk' || event.type === 'task_update' || event.type === 'tool_start' || event.type === 'tool_end')
+            emit(event);
         },
       },
       scope,

@@ -34,7 +34,16 @@ export type RunEvent =
   /** A tool call of the model's tool loop, in the graph node that made it; `arguments` as parsed (raw text when not JSON). */
   | (Base & { type: 'tool_start'; node: string; call_id: string; name: string; arguments: unknown })
   /** Its end: `result` when it succeeded, else `error` (what the model was told). */
-  | (Base & { type: 'tool_end'; node: string; call_id: string; name: string; arguments: unknown; result?: unknown; error?: string; duration_ms: number })
+  | (Base & {
+      type: 'tool_end';
+      node: string;
+      call_id: string;
+      name: string;
+      arguments: unknown;
+      result?: unknown;
+      error?: string;
+      duration_ms: number;
+    })
   | (Base & {
       type: 'breakpoint_hit';
       node: string;

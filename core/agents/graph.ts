@@ -5,7 +5,7 @@
  * A function agent (`run`) compiles to the graph start → agent → end, so the engine, checkpoints,
  * events and the studio treat both kinds the same way.
  */
-import { END, type AgentDefinition, type AgentState, type GraphEdge, type NodeFn } from './types.js';
+import { type AgentDefinition, type AgentState, END, type GraphEdge, type NodeFn } from './types.js';
 
 export const START = '__start__';
 export { END };
@@ -127,7 +127,14 @@ function compileNode(name: string, node: unknown): CompiledNode {
   }
   if (n.type === 'subagent') {
     if (typeof n.agent !== 'string' || !n.agent) throw new GraphDefinitionError(`subagent node '${name}' needs an agent name`);
-    return { name, kind: 'subagent', type: 'subagent', description, agent: n.agent, query: typeof n.query === 'function' ? (n.query as (state: AgentState) => string) : undefined };
+    return {
+      name,
+      kind: 'subagent',
+      type: 'subagent',
+      description,
+      agent: n.agent,
+      query: typeof n.query === 'function' ? (n.query as (state: AgentState) => string) : undefined,
+    };
   }
   if (typeof n.run !== 'function') throw new GraphDefinitionError(`graph node '${name}' needs a run function`);
   return { name, kind: 'function', type: typeof n.type === 'string' ? n.type : 'node', description, run: n.run as NodeFn };

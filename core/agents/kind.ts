@@ -14,8 +14,25 @@ import type { AgentConfig, AgentDefinition } from './types.js';
 
 /** Names that would shadow platform routes under /api/v1/. */
 export const RESERVED_AGENT_NAMES = new Set([
-  'agents', 'status', 'storage', 'tasks', 'plugins', 'pipelines', 'ingestors', 'ingestion',
-  'endpoints', 'logs', 'control', 'health', 'openapi', 'docs', 'threads', 'runs', 'teams', 'approvals', 'tools',
+  'agents',
+  'status',
+  'storage',
+  'tasks',
+  'plugins',
+  'pipelines',
+  'ingestors',
+  'ingestion',
+  'endpoints',
+  'logs',
+  'control',
+  'health',
+  'openapi',
+  'docs',
+  'threads',
+  'runs',
+  'teams',
+  'approvals',
+  'tools',
 ]);
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -65,9 +82,12 @@ const AgentDefinitionSchema = z
   .refine((d) => d.run === undefined || d.graph === undefined, 'an agent has `run` or `graph`, not both')
   .refine(
     (d) => d.run !== undefined || d.graph !== undefined || d.instructions !== undefined || d.tools !== undefined,
-    'an agent needs `run`, `graph`, or `instructions` (the model answers, calling the agent\'s `tools`)',
+    "an agent needs `run`, `graph`, or `instructions` (the model answers, calling the agent's `tools`)",
   )
-  .refine((d) => d.instructions === undefined || d.prompts === undefined, 'give `instructions` or `prompts`, not both (`instructions` is prompt v1)');
+  .refine(
+    (d) => d.instructions === undefined || d.prompts === undefined,
+    'give `instructions` or `prompts`, not both (`instructions` is prompt v1)',
+  );
 
 /** An agent as the platform sees it: every optional field resolved. */
 export interface Agent {

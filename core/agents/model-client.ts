@@ -9,13 +9,13 @@
  * steps, tool calls and results, finish reason and usage.
  */
 import type { RunEventBody } from './events.js';
-import { modelNotConfigured, type ModelProvider, type ModelTurn, type TurnRequest } from './model.js';
-import { generateObject } from './structured.js';
-import { runToolLoop, type LoopHost, type ToolCallResult, type ToolLoopOptions } from './tool-loop.js';
-import type { AnyTool, ToolContext } from './tools.js';
-import type { UsageMeter } from './usage.js';
 import type { NodeJournal } from './journal.js';
+import { type ModelProvider, type ModelTurn, modelNotConfigured, type TurnRequest } from './model.js';
+import { generateObject } from './structured.js';
+import { type LoopHost, runToolLoop, type ToolCallResult, type ToolLoopOptions } from './tool-loop.js';
+import type { AnyTool, ToolContext } from './tools.js';
 import type { AgentConfig, AgentInput, ChatMessage, ModelCallOptions, ModelClient, ToolCall } from './types.js';
+import type { UsageMeter } from './usage.js';
 
 export interface ModelClientOptions {
   provider: ModelProvider;
@@ -41,7 +41,10 @@ export interface ModelClientOptions {
 export function createModelClient(options: ModelClientOptions): ModelClient {
   const { provider, agent, config, input, signal, emit, meter } = options;
 
-  const turn = async (request: Omit<TurnRequest, 'signal' | 'onToken'> & { signal?: AbortSignal | undefined }, quiet = false): Promise<ModelTurn> => {
+  const turn = async (
+    request: Omit<TurnRequest, 'signal' | 'onToken'> & { signal?: AbortSignal | undefined },
+    quiet = false,
+  ): Promise<ModelTurn> => {
     if (!provider.configured) throw modelNotConfigured(agent);
     const recorded = options.journal?.replayTurn();
     if (recorded) return recorded;
@@ -77,7 +80,10 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
       });
     },
     ...(options.journal
-      ? { replayResult: (id: string) => options.journal!.replayResult(id), recordResult: (result: ToolCallResult) => options.journal!.recordResult(result) }
+      ? {
+          replayResult: (id: string) => options.journal!.replayResult(id),
+          recordResult: (result: ToolCallResult) => options.journal!.recordResult(result),
+        }
       : {}),
     onStepCalls: (results) => {
       for (const result of results) {

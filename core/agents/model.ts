@@ -11,9 +11,18 @@
  * usage. `complete` is the text of a turn, for callers that want only that (thread summaries).
  */
 import type OpenAI from 'openai';
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
-import { endpointClient, loadOpenAI, toolCallsOf, toWireMessage, toWireTools, type ModelToolCall, type OpenAISdk, type ToolSpec } from '../lib/model-client.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
+import {
+  endpointClient,
+  loadOpenAI,
+  type ModelToolCall,
+  type OpenAISdk,
+  type ToolSpec,
+  toolCallsOf,
+  toWireMessage,
+  toWireTools,
+} from '../lib/model-client.js';
 import type { ChatMessage } from './types.js';
 
 export interface ModelSettings {
@@ -138,7 +147,12 @@ export class OpenAICompatibleProvider implements ModelProvider {
   async turn(request: TurnRequest): Promise<ModelTurn> {
     const openai = await loadOpenAI();
     // The key is resolved on every call, so a changed `${ENV}` secret takes effect at once.
-    const client = await endpointClient({ baseUrl: this.settings.baseUrl, apiKey: this.apiKey(), timeoutMs: this.settings.timeoutMs, retries: this.settings.retries });
+    const client = await endpointClient({
+      baseUrl: this.settings.baseUrl,
+      apiKey: this.apiKey(),
+      timeoutMs: this.settings.timeoutMs,
+      retries: this.settings.retries,
+    });
     const model = request.model ?? this.settings.model;
     const body = {
       model,

@@ -9,11 +9,11 @@
  * the control plane read.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { OptimizeInvokeRequest, OptimizeInvokeResponse } from '../feedback/schemas.js';
+import { type AnyRoute, defineRoute } from '../http/route.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import type { HangarContext } from '../kernel/context.js';
 import { viewerOf } from '../kernel/ownership.js';
-import { OptimizeInvokeRequest, OptimizeInvokeResponse } from '../feedback/schemas.js';
 import {
   AgentParams,
   AgentStreamParams,
@@ -47,8 +47,13 @@ function clientGone(reply: FastifyReply): AbortSignal {
 }
 
 const TAGS = ['agents'];
-const SUSPENDED = { description: 'suspended at a human-approval step; the X-Thread-Id header names the thread to approve or reject on', schema: SuspensionBody };
-const PAST_DEADLINE = { description: "the run passed its deadline (`timeout_ms`, the agent's, or agents.timeoutMs): `agent 'x' did not finish within N ms`" };
+const SUSPENDED = {
+  description: 'suspended at a human-approval step; the X-Thread-Id header names the thread to approve or reject on',
+  schema: SuspensionBody,
+};
+const PAST_DEADLINE = {
+  description: "the run passed its deadline (`timeout_ms`, the agent's, or agents.timeoutMs): `agent 'x' did not finish within N ms`",
+};
 const SSE = { description: 'SSE stream', contentType: 'text/event-stream' };
 const UNKNOWN_APPROVAL = 'unknown approval id, or one of another principal';
 
@@ -94,7 +99,11 @@ export function agentRoutes(ctx: HangarContext): AnyRoute[] {
       summary: 'Replay a retained invoke stream after `since` / Last-Event-ID (never re-runs the agent)',
       tags: TAGS,
       // `since` is read with the Last-Event-ID header by `resumePoint`; the schema documents it.
-      schema: { params: AgentStreamParams, querystring: ReplayQuery, response: { 200: SSE, 404: 'not retained, or another agent or caller' } },
+      schema: {
+        params: AgentStreamParams,
+        querystring: ReplayQuery,
+        response: { 200: SSE, 404: 'not retained, or another agent or caller' },
+      },
       handler: async ({ params, req, reply }) => {
         const since = resumePoint(req, req.query as Record<string, unknown>);
         const log = service.replay(params.agent, params.stream_id, req.principal);

@@ -3,14 +3,15 @@
  * approvals, checkpoints), threads and feedback, built once from the settings and provided as the
  * `agents` service, so other subsystems (studio, A2A, pipelines) run agents the way the routes do.
  */
-import type { HangarContext } from '../kernel/context.js';
+
 import { FeedbackService } from '../feedback/service.js';
+import type { HangarContext } from '../kernel/context.js';
+import { errorMessage } from '../kernel/errors.js';
 import { ThreadService } from '../threads/service.js';
-import { findAgent, type Agent } from './kind.js';
+import { type Agent, findAgent } from './kind.js';
 import { createModelProvider, type ModelProvider } from './model.js';
 import { AgentService } from './service.js';
 import type { AnyTool } from './tools.js';
-import { errorMessage } from '../kernel/errors.js';
 
 export interface AgentRuntime {
   provider: ModelProvider;
@@ -46,4 +47,3 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
   });
   return { provider, service, threads, feedback: new FeedbackService(ctx.store) };
 }
-

@@ -32,27 +32,27 @@
  * (`ThreadService.attach`), so deleting a thread removes them.
  */
 import { randomUUID } from 'node:crypto';
-import { timeOrderedId } from '../storage/ids.js';
-import { ERROR_CATALOGUE } from '../kernel/error-catalogue.js';
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import type { EventLog } from '../http/event-log.js';
+import { ERROR_CATALOGUE } from '../kernel/error-catalogue.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
+import { ownerFor } from '../kernel/ownership.js';
 import { cleanStack } from '../kernel/stack.js';
 import type { Store } from '../kernel/store.js';
+import { timeOrderedId } from '../storage/ids.js';
 import type { ThreadService } from '../threads/service.js';
 import { ApprovalStore, approvalLinks, type PendingApproval } from './approvals.js';
-import { StoreCheckpointer, UNRETAINED, ownedBy, type Checkpoint, type Checkpointer } from './checkpointer.js';
-import { ownerFor } from '../kernel/ownership.js';
+import { type Checkpoint, type Checkpointer, ownedBy, StoreCheckpointer, UNRETAINED } from './checkpointer.js';
 import { Engine, NodeError, type RunOutcome, type RunRequest } from './engine.js';
 import type { RunEvent } from './events.js';
 import type { Agent } from './kind.js';
-import { modelNotConfigured, type ModelProvider } from './model.js';
+import { type ModelProvider, modelNotConfigured } from './model.js';
 import { resolvePrompt } from './prompts.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
-import { InvokeStreams, toolFrame, type InvokeFrame, type StreamRetention } from './streams.js';
+import { type InvokeFrame, InvokeStreams, type StreamRetention, toolFrame } from './streams.js';
+import type { AnyTool } from './tools.js';
 import type { AgentInput, AgentResult, ChatMessage, WorkspaceDocument } from './types.js';
 import type { RunUsage } from './usage.js';
-import type { AnyTool } from './tools.js';
 
 export interface AgentServiceOptions {
   /** The live agent by name, or throw the 404. */
@@ -203,7 +203,12 @@ export class AgentService {
    * the frames stay replayable). Validation errors (unknown agent, prompt, no model) throw before
    * any stream exists, so they are ordinary JSON errors.
    */
-  async startStream(agentName: string, request: InvokeRequest, principal: string, owner: string = principal): Promise<{ id: string; log: EventLog<InvokeFrame> }> {
+  async startStream(
+    agentName: string,
+    request: InvokeRequest,
+    principal: string,
+    owner: string = principal,
+  ): Promise<{ id: string; log: EventLog<InvokeFrame> }> {
     const plan = this.plan(agentName, request, [], owner, { source: 'stream' });
     if (request.thread_id) await this.claimThread(plan.agent.name, request.thread_id, owner);
     const { id, log } = this.streams.open(plan.agent.name, principal);
@@ -295,7 +300,10 @@ export class AgentService {
     }
     const body = await this.respond(plan, outcome);
     if (request.persist) {
-      await threads.append(agent.name, threadId, [userMessage, { role: 'assistant', content: body.response, timestamp: new Date().toISOString() }]);
+      await threads.append(agent.name, threadId, [
+        userMessage,
+        { role: 'assistant', content: body.response, timestamp: new Date().toISOString() },
+      ]);
     }
     const { output: _output, ...rest } = body;
     return { ...rest, thread_id: threadId, history_loaded: history.length };
@@ -307,7 +315,13 @@ export class AgentService {
     const records = await this.approvals.list(agent.name, threadId, principal);
     return {
       thread_id: threadId,
-      pending: records.map((r) => ({ id: r.id, node_name: r.node_name, message: r.message, state_snapshot: r.state_snapshot, created_at: r.created_at })),
+      pending: records.map((r) => ({
+        id: r.id,
+        node_name: r.node_name,
+        message: r.message,
+        state_snapshot: r.state_snapshot,
+        created_at: r.created_at,
+      })),
       count: records.length,
     };
   }
@@ -382,7 +396,11 @@ export class AgentService {
    * Continue (approved) or discard (rejected) the run of a taken approval. The continued run
    * keeps its origin, so a further suspension is again its task's.
    */
-  async decide(record: PendingApproval, decision: ApprovalDecision, onEvent?: (event: RunEvent) => void): Promise<InvokeResponse | RejectedRun> {
+  async decide(
+    record: PendingApproval,
+    decision: ApprovalDecision,
+    onEvent?: (event: RunEvent) => void,
+  ): Promise<InvokeResponse | RejectedRun> {
     const agent = this.options.findAgent(record.agent);
     if (!decision.approved) return this.discard(agent, record, decision.reason);
     const plan: RunPlan = {
@@ -396,10 +414,17 @@ export class AgentService {
       origin: { source: record.source ?? 'invoke', ...(record.task_id ? { task_id: record.task_id } : {}) },
       timeoutMs: this.deadlineOf(agent),
     };
-    const outcome = await this.execute('approve', plan, { onEvent, resume: { checkpoint: record.checkpoint, action: 'approve', value: decision.context } }, record.chat);
+    const outcome = await this.execute(
+      'approve',
+      plan,
+      { onEvent, resume: { checkpoint: record.checkpoint, action: 'approve', value: decision.context } },
+      record.chat,
+    );
     const body = await this.respond(plan, outcome);
     if (record.chat?.persist) {
-      await this.options.threads.append(agent.name, record.thread_id, [{ role: 'assistant', content: body.response, timestamp: new Date().toISOString() }]);
+      await this.options.threads.append(agent.name, record.thread_id, [
+        { role: 'assistant', content: body.response, timestamp: new Date().toISOString() },
+      ]);
     }
     return body;
   }
@@ -410,10 +435,19 @@ export class AgentService {
    */
   async optimize(
     agentName: string,
-    request: { query: string; system_prompt_override: string | null; user_id: string; context: Record<string, unknown>; include_retrieval_context: boolean; include_steps: boolean },
+    request: {
+      query: string;
+      system_prompt_override: string | null;
+      user_id: string;
+      context: Record<string, unknown>;
+      include_retrieval_context: boolean;
+      include_steps: boolean;
+    },
     principal?: string,
   ) {
-    const plan = this.plan(agentName, { query: request.query, user_id: request.user_id, context: request.context }, [], principal, { source: 'optimize' });
+    const plan = this.plan(agentName, { query: request.query, user_id: request.user_id, context: request.context }, [], principal, {
+      source: 'optimize',
+    });
     if (request.system_prompt_override != null) plan.prompt = request.system_prompt_override;
     const outcome = await this.execute('optimize', plan, {});
     const body = await this.respond(plan, outcome);
@@ -511,7 +545,16 @@ export class AgentService {
     // A caller may shorten a run freely and lengthen it only up to what the workspace allows.
     const cap = Math.max(own, this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
     const timeoutMs = request.timeout_ms === undefined ? own : Math.min(request.timeout_ms, cap);
-    return { agent, input, promptVersion: prompt.version, prompt: prompt.text, persistent: !!request.thread_id, principal, origin, timeoutMs };
+    return {
+      agent,
+      input,
+      promptVersion: prompt.version,
+      prompt: prompt.text,
+      persistent: !!request.thread_id,
+      principal,
+      origin,
+      timeoutMs,
+    };
   }
 
   /** Run the engine; a suspension becomes a pending approval and the 202. */
@@ -523,15 +566,19 @@ export class AgentService {
   ): Promise<RunOutcome> {
     let outcome: RunOutcome;
     try {
-      outcome = await this.run(route, {
-        agent: plan.agent,
-        input: plan.input,
-        prompt: plan.prompt,
-        // Decision: a stateless invoke (no thread_id) keeps no checkpoint history — nothing could
-        // address it. Pass a thread_id to keep one (the studio then shows it).
-        checkpointer: plan.persistent ? ownedBy(this.checkpoints, plan.principal) : UNRETAINED,
-        ...extra,
-      }, plan.timeoutMs);
+      outcome = await this.run(
+        route,
+        {
+          agent: plan.agent,
+          input: plan.input,
+          prompt: plan.prompt,
+          // Decision: a stateless invoke (no thread_id) keeps no checkpoint history — nothing could
+          // address it. Pass a thread_id to keep one (the studio then shows it).
+          checkpointer: plan.persistent ? ownedBy(this.checkpoints, plan.principal) : UNRETAINED,
+          ...extra,
+        },
+        plan.timeoutMs,
+      );
     } catch (err) {
       throw this.normalise(plan.agent.name, err);
     }
@@ -610,12 +657,22 @@ export class AgentService {
     const message = errorMessage(cause);
     const clean = cause instanceof Error && cause.stack ? cleanStack(cause.stack) : undefined;
     const top = clean?.top;
-    this.options.log.error(`agent ${agentName} failed${node}: ${message}${clean?.frames.length ? `\n    ${clean.frames.join('\n    ')}` : ''}`);
+    this.options.log.error(
+      `agent ${agentName} failed${node}: ${message}${clean?.frames.length ? `\n    ${clean.frames.join('\n    ')}` : ''}`,
+    );
     // `detail` stays the message alone: tasks and A2A record it as their error text.
     return fail(
       'HANGAR_AGENT_FAILED',
       { agent: agentName, at: node, problem: message },
-      { fields: { error: message, file: top?.file ?? null, line: top?.line ?? null, column: top?.column ?? null, stack: clean?.frames ?? [] } },
+      {
+        fields: {
+          error: message,
+          file: top?.file ?? null,
+          line: top?.line ?? null,
+          column: top?.column ?? null,
+          stack: clean?.frames ?? [],
+        },
+      },
     );
   }
 }
@@ -660,4 +717,3 @@ export async function readDocuments(store: Store, collection: string): Promise<W
     }))
     .sort((a, b) => a.id.localeCompare(b.id));
 }
-

@@ -59,7 +59,8 @@ export async function generateObject<S extends z.ZodType>(
 
   const refused = refusesFormat.get(provider) ?? new Set<string>();
   refusesFormat.set(provider, refused);
-  let mode: 'json_schema' | 'tool' = options.mode === 'tool' || (options.mode !== 'json_schema' && refused.has(modelName)) ? 'tool' : 'json_schema';
+  let mode: 'json_schema' | 'tool' =
+    options.mode === 'tool' || (options.mode !== 'json_schema' && refused.has(modelName)) ? 'tool' : 'json_schema';
   const common = { model: options.model, temperature: options.temperature, max_tokens: options.max_tokens, signal: options.signal };
 
   const ask = async (conversation: ModelMessage[]): Promise<{ text: string; answer: ModelMessage; callId: string | null }> => {
@@ -68,7 +69,10 @@ export async function generateObject<S extends z.ZodType>(
         const reply = await turn({
           ...common,
           messages: conversation,
-          response_format: { type: 'json_schema', json_schema: { name, ...(options.description ? { description: options.description } : {}), schema: parameters, strict: false } },
+          response_format: {
+            type: 'json_schema',
+            json_schema: { name, ...(options.description ? { description: options.description } : {}), schema: parameters, strict: false },
+          },
         });
         return { text: reply.content, answer: { role: 'assistant', content: reply.content }, callId: null };
       } catch (err) {
@@ -81,7 +85,7 @@ export async function generateObject<S extends z.ZodType>(
     const reply = await turn({
       ...common,
       messages: conversation,
-      tools: [{ name, description: options.description ?? 'Give the answer as this tool call\'s arguments.', parameters }],
+      tools: [{ name, description: options.description ?? "Give the answer as this tool call's arguments.", parameters }],
       tool_choice: { name },
     });
     const call = reply.tool_calls.find((c) => c.name === name) ?? reply.tool_calls[0];
@@ -99,11 +103,17 @@ export async function generateObject<S extends z.ZodType>(
     const repair = `That answer does not match the required JSON Schema: ${checked.problem}\nAnswer again with the corrected JSON only.`;
     conversation.push(answer);
     // A tool call is answered by its id (the protocol needs it), a text answer by a user turn.
-    conversation.push(callId ? { role: 'tool', tool_call_id: callId, content: JSON.stringify({ error: repair }) } : { role: 'user', content: repair });
+    conversation.push(
+      callId ? { role: 'tool', tool_call_id: callId, content: JSON.stringify({ error: repair }) } : { role: 'user', content: repair },
+    );
   }
 }
 
-function check<S extends z.ZodType>(schema: S, text: string, wrapped: boolean): { ok: true; value: z.output<S> } | { ok: false; problem: string } {
+function check<S extends z.ZodType>(
+  schema: S,
+  text: string,
+  wrapped: boolean,
+): { ok: true; value: z.output<S> } | { ok: false; problem: string } {
   let value: unknown;
   try {
     value = JSON.parse(stripFence(text));
@@ -111,7 +121,8 @@ function check<S extends z.ZodType>(schema: S, text: string, wrapped: boolean): 
     return { ok: false, problem: `it is not JSON (${errorMessage(err)})` };
   }
   if (wrapped) {
-    if (!value || typeof value !== 'object' || !('value' in value)) return { ok: false, problem: 'expected an object with the answer under "value"' };
+    if (!value || typeof value !== 'object' || !('value' in value))
+      return { ok: false, problem: 'expected an object with the answer under "value"' };
     value = (value as { value: unknown }).value;
   }
   const parsed = schema.safeParse(value);

@@ -3,10 +3,11 @@
  * service, threads, feedback) and provides it as the `agents` service, publishes what every agent
  * serves for the cards, and mounts the execution and tool routes.
  */
-import type { Subsystem } from '../kernel/context.js';
+
 import { mountRoutes } from '../http/route.js';
+import type { Subsystem } from '../kernel/context.js';
 import { agentRoutes } from './routes.js';
-import { createAgentRuntime, type AgentRuntime } from './runtime.js';
+import { type AgentRuntime, createAgentRuntime } from './runtime.js';
 import { toolKind } from './tool-kind.js';
 import { toolRoutes } from './tool-routes.js';
 

@@ -5,7 +5,7 @@
  */
 import { fail } from '../kernel/errors.js';
 import type { DropInKind, Registry } from '../kernel/registry.js';
-import { validateTools, type AnyTool } from './tools.js';
+import { type AnyTool, validateTools } from './tools.js';
 
 export const toolKind: DropInKind<AnyTool> = {
   kind: 'tool',

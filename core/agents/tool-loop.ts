@@ -12,8 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { errorMessage } from '../kernel/errors.js';
 import type { ModelToolCall } from '../lib/model-client.js';
-import { ModelCallAborted, type ModelMessage, type ModelTurn, type ToolChoice, type TokenUsage, type TurnRequest } from './model.js';
-import { toolSpec, type AnyTool, type ToolContext } from './tools.js';
+import { ModelCallAborted, type ModelMessage, type ModelTurn, type TokenUsage, type ToolChoice, type TurnRequest } from './model.js';
+import { type AnyTool, type ToolContext, toolSpec } from './tools.js';
 import type { ChatMessage } from './types.js';
 
 export interface ToolLoopOptions {
@@ -88,7 +88,12 @@ export interface LoopHost {
   recordResult?(result: ToolCallResult): Promise<unknown>;
 }
 
-export async function runToolLoop(host: LoopHost, messages: readonly ModelMessage[], tools: readonly AnyTool[], options: ToolLoopOptions = {}): Promise<ToolLoopResult> {
+export async function runToolLoop(
+  host: LoopHost,
+  messages: readonly ModelMessage[],
+  tools: readonly AnyTool[],
+  options: ToolLoopOptions = {},
+): Promise<ToolLoopResult> {
   const maxSteps = options.maxSteps ?? host.defaultMaxSteps;
   if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new Error(`maxSteps must be a positive integer (got ${maxSteps})`);
   const byName = new Map(tools.map((t) => [t.name, t]));
@@ -193,7 +198,13 @@ async function runCall(
   if (replayed) return replayed;
   const started = performance.now();
   let args: unknown = call.arguments;
-  const failed = (error: string): ToolCallResult => ({ id: call.id, name: call.name, args, error, duration_ms: performance.now() - started });
+  const failed = (error: string): ToolCallResult => ({
+    id: call.id,
+    name: call.name,
+    args,
+    error,
+    duration_ms: performance.now() - started,
+  });
   const end = async (result: ToolCallResult) => {
     host.onToolEnd(result);
     await host.recordResult?.(result);
@@ -215,13 +226,15 @@ async function runCall(
   const controller = new AbortController();
   const signal = AbortSignal.any([host.signal, controller.signal, ...(callSignal ? [callSignal] : [])]);
   const context: ToolContext = { ...host.toolContext, toolCallId: call.id, signal, messages };
-  return end(await execute(tool, parsed.data, context, controller, host.signal, callSignal, failed, (result) => ({
-    id: call.id,
-    name: call.name,
-    args: parsed.data,
-    result,
-    duration_ms: performance.now() - started,
-  })));
+  return end(
+    await execute(tool, parsed.data, context, controller, host.signal, callSignal, failed, (result) => ({
+      id: call.id,
+      name: call.name,
+      args: parsed.data,
+      result,
+      duration_ms: performance.now() - started,
+    })),
+  );
 }
 
 /**

@@ -4,13 +4,13 @@
  * `{error}` instead of a failure status when the tool or its arguments are wrong.
  */
 import { randomUUID } from 'node:crypto';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { type AnyRoute, defineRoute } from '../http/route.js';
 import type { HangarContext } from '../kernel/context.js';
 import { ToolList, ToolParams, TryToolRequest, TryToolResponse } from './schemas.js';
 import { readDocuments } from './service.js';
-import { callTool } from './tool-loop.js';
 import { findTool } from './tool-kind.js';
-import { toolSpec, type AnyTool } from './tools.js';
+import { callTool } from './tool-loop.js';
+import { type AnyTool, toolSpec } from './tools.js';
 
 const TAGS = ['tools'];
 
@@ -56,7 +56,17 @@ export function toolRoutes(ctx: HangarContext): AnyRoute[] {
           body.arguments,
           {
             agent: 'try',
-            input: { query: '', user_id: req.principal ?? 'local', context: {}, thread_id: threadId, metadata: {}, prompt_version: 'v1', temperature: null, max_tokens: null, history: [] },
+            input: {
+              query: '',
+              user_id: req.principal ?? 'local',
+              context: {},
+              thread_id: threadId,
+              metadata: {},
+              prompt_version: 'v1',
+              temperature: null,
+              max_tokens: null,
+              history: [],
+            },
             threadId,
             workspace: ctx.paths.root,
             documents: (collection) => readDocuments(ctx.store, collection),

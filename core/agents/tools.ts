@@ -8,8 +8,8 @@
  * lists it is discovered, so a mistake is a drop-in error in /api/v1/status, not a crash at import.
  */
 import { z } from 'zod';
-import type { AgentInput, ChatMessage, WorkspaceDocument } from './types.js';
 import type { ToolSpec } from '../lib/model-client.js';
+import type { AgentInput, ChatMessage, WorkspaceDocument } from './types.js';
 
 /** What a tool's `run` receives beside its arguments. */
 export interface ToolContext {
@@ -49,8 +49,7 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   timeout_ms?: number;
 }
 
-// Tools are held whatever their schemas; `any` is what lets a typed tool sit in one list.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: tools are held whatever their schemas; `any` is what lets a typed tool sit in one list
 export type AnyTool = ToolDefinition<any, any>;
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

@@ -158,10 +158,7 @@ export interface RunContext {
 export type AgentRunFn = (input: AgentInput, ctx: RunContext) => Promise<AgentResult | string> | AgentResult | string;
 
 /** A node's function: reads the state, returns the keys it changes. */
-export type NodeFn = (
-  state: AgentState,
-  ctx: RunContext,
-) => Promise<Partial<AgentState> | void> | Partial<AgentState> | void;
+export type NodeFn = (state: AgentState, ctx: RunContext) => Promise<Partial<AgentState> | void> | Partial<AgentState> | void;
 
 export type GraphNode =
   | NodeFn

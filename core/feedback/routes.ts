@@ -3,11 +3,11 @@
  * route is an execution route and lives with the agent routes.
  */
 import type { FastifyRequest } from 'fastify';
-import { defineRoute, type AnyRoute } from '../http/route.js';
-import type { HangarContext } from '../kernel/context.js';
-import { viewerOf } from '../kernel/ownership.js';
 import { findAgent } from '../agents/kind.js';
 import { AgentParams } from '../agents/schemas.js';
+import { type AnyRoute, defineRoute } from '../http/route.js';
+import type { HangarContext } from '../kernel/context.js';
+import { viewerOf } from '../kernel/ownership.js';
 import * as S from './schemas.js';
 
 const TAGS = ['feedback'];

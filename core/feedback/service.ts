@@ -4,9 +4,10 @@
  * is a filter (feedback is small next to threads and read rarely). Each also carries the principal
  * that gave it; lists and exports show a principal only its own (core/kernel/ownership.ts).
  */
-import { timeOrderedId } from '../storage/ids.js';
-import type { Collection, Store } from '../kernel/store.js';
+
 import { canSee, ownerFor } from '../kernel/ownership.js';
+import type { Collection, Store } from '../kernel/store.js';
+import { timeOrderedId } from '../storage/ids.js';
 import type { FeedbackRecord, FeedbackRequest } from './schemas.js';
 
 export class FeedbackService {
@@ -17,7 +18,13 @@ export class FeedbackService {
   }
 
   async record(agent: string, request: FeedbackRequest, principal?: string): Promise<FeedbackRecord> {
-    const record: FeedbackRecord = { id: timeOrderedId(), agent, created_at: new Date().toISOString(), ...request, principal: ownerFor(principal) };
+    const record: FeedbackRecord = {
+      id: timeOrderedId(),
+      agent,
+      created_at: new Date().toISOString(),
+      ...request,
+      principal: ownerFor(principal),
+    };
     await this.records.put(record.id, record);
     return record;
   }

@@ -1,6 +1,7 @@
 /** Feedback routes; the service belongs to the agent runtime. */
-import type { Subsystem } from '../kernel/context.js';
+
 import { mountRoutes } from '../http/route.js';
+import type { Subsystem } from '../kernel/context.js';
 import { feedbackRoutes } from './routes.js';
 
 export const feedbackSubsystem: Subsystem = {

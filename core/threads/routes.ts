@@ -6,12 +6,12 @@
  * only on a server without the agents runtime, which owns the thread storage.
  */
 import type { FastifyRequest } from 'fastify';
-import { defineRoute, type AnyRoute, type ResponseSpec } from '../http/route.js';
+import { findAgent } from '../agents/kind.js';
+import { AgentParams, AgentThreadParams } from '../agents/schemas.js';
+import { type AnyRoute, defineRoute, type ResponseSpec } from '../http/route.js';
 import type { HangarContext } from '../kernel/context.js';
 import { fail } from '../kernel/errors.js';
 import { viewerOf } from '../kernel/ownership.js';
-import { findAgent } from '../agents/kind.js';
-import { AgentParams, AgentThreadParams } from '../agents/schemas.js';
 import * as S from './schemas.js';
 import type { ThreadService } from './service.js';
 
@@ -36,7 +36,11 @@ export function threadRoutes(ctx: HangarContext): AnyRoute[] {
       url: '/api/v1/:agent/threads',
       summary: 'Create a thread',
       tags: TAGS,
-      schema: { params: AgentParams, body: S.CreateThreadRequest, response: { 200: { description: 'created', schema: S.Thread }, 409: 'thread id taken' } },
+      schema: {
+        params: AgentParams,
+        body: S.CreateThreadRequest,
+        response: { 200: { description: 'created', schema: S.Thread }, 409: 'thread id taken' },
+      },
       handler: async (input) => {
         const agent = agentOf(input.params);
         return threads().create(agent, input.body, viewer(input.req));

@@ -17,13 +17,13 @@
  * studio keep checkpoints, pending approvals and runs under the same id and `attach` themselves
  * here, so the owner is whoever owns any part, and a delete removes every part.
  */
-import { timeOrderedId } from '../storage/ids.js';
-import { fail } from '../kernel/errors.js';
-import { canSee, ownerFor, ownerOf } from '../kernel/ownership.js';
-import type { KeyedLog } from '../kernel/store.js';
-import type { Collection, Store } from '../kernel/store.js';
+
 import type { ModelProvider } from '../agents/model.js';
 import type { ChatMessage } from '../agents/types.js';
+import { fail } from '../kernel/errors.js';
+import { canSee, ownerFor, ownerOf } from '../kernel/ownership.js';
+import type { Collection, KeyedLog, Store } from '../kernel/store.js';
+import { timeOrderedId } from '../storage/ids.js';
 import type { CreateThreadRequest, ForkThreadRequest, Message, Thread, UpdateThreadRequest } from './schemas.js';
 
 interface CachedSummary {
@@ -137,7 +137,16 @@ export class ThreadService {
     if (existing) return existing;
     const owner = (await this.owner(agent, threadId)) ?? ownerFor(principal);
     const now = new Date().toISOString();
-    const fresh: Thread = { id: threadId, user_id: userId, agent_name: agent, title: null, metadata: {}, created_at: now, updated_at: now, principal: owner };
+    const fresh: Thread = {
+      id: threadId,
+      user_id: userId,
+      agent_name: agent,
+      title: null,
+      metadata: {},
+      created_at: now,
+      updated_at: now,
+      principal: owner,
+    };
     // `update` keeps whichever thread won a race between two first messages.
     return (await this.threads.update(key(agent, threadId), (current) => current ?? fresh))!;
   }
@@ -249,7 +258,11 @@ export class ThreadService {
    * one is configured, else extractive. A model failure falls back to extractive (logged through
    * `onModelError`) and is not cached, so the next request tries the model again.
    */
-  async summary(agent: string, threadId: string, principal?: string): Promise<{ thread_id: string; summary: string; method: 'model' | 'extractive' }> {
+  async summary(
+    agent: string,
+    threadId: string,
+    principal?: string,
+  ): Promise<{ thread_id: string; summary: string; method: 'model' | 'extractive' }> {
     await this.get(agent, threadId, principal);
     const record = await this.messageLog.get(key(agent, threadId));
     const version = record?.version ?? 0;
@@ -330,7 +343,11 @@ export class ThreadService {
    * ancestor the caller may not see (only possible after `local` forked someone's thread) ends the
    * chain without being shown.
    */
-  async lineage(agent: string, threadId: string, principal?: string): Promise<{ thread_id: string; ancestors: LineageEntry[]; descendants: LineageEntry[] }> {
+  async lineage(
+    agent: string,
+    threadId: string,
+    principal?: string,
+  ): Promise<{ thread_id: string; ancestors: LineageEntry[]; descendants: LineageEntry[] }> {
     const thread = await this.get(agent, threadId, principal);
     const everyone = (await this.threads.list()).filter((t) => t.agent_name === agent);
     const all = everyone.filter((t) => canSee(principal, t));
@@ -373,15 +390,23 @@ export class ThreadService {
 }
 
 function summaryPrompt(messages: Message[]): ChatMessage[] {
-  const transcript = messages.map((m) => `${m.role}: ${m.content}`).join('\n').slice(-12_000);
+  const transcript = messages
+    .map((m) => `${m.role}: ${m.content}`)
+    .join('\n')
+    .slice(-12_000);
   return [
-    { role: 'system', content: 'Summarise the conversation in at most three sentences. Name the topics and any decisions or open questions.' },
+    {
+      role: 'system',
+      content: 'Summarise the conversation in at most three sentences. Name the topics and any decisions or open questions.',
+    },
     { role: 'user', content: transcript },
   ];
 }
 
 const STOP = new Set(
-  'a an and are as at be but by can do for from has have how i if in is it its me my no not of on or so that the this to was we what when which who why will with you your'.split(' '),
+  'a an and are as at be but by can do for from has have how i if in is it its me my no not of on or so that the this to was we what when which who why will with you your'.split(
+    ' ',
+  ),
 );
 
 /**
@@ -390,7 +415,11 @@ const STOP = new Set(
  */
 export function extractiveSummary(messages: Message[]): string {
   if (messages.length === 0) return 'This thread has no messages yet.';
-  const words = (s: string) => s.toLowerCase().match(/[\p{L}\p{N}]+/gu)?.filter((w) => w.length > 2 && !STOP.has(w)) ?? [];
+  const words = (s: string) =>
+    s
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu)
+      ?.filter((w) => w.length > 2 && !STOP.has(w)) ?? [];
   const freq = new Map<string, number>();
   for (const m of messages) for (const w of words(m.content)) freq.set(w, (freq.get(w) ?? 0) + 1);
   const sentences = messages.flatMap((m, mi) =>
@@ -405,9 +434,15 @@ export function extractiveSummary(messages: Message[]): string {
     const score = ws.reduce((n, w) => n + (freq.get(w) ?? 0), 0) / Math.sqrt(ws.length || 1);
     return { ...s, score };
   });
-  const best = [...scored].sort((a, b) => b.score - a.score).slice(0, 3).sort((a, b) => a.order - b.order);
+  const best = [...scored]
+    .sort((a, b) => b.score - a.score)
+    .slice(0, 3)
+    .sort((a, b) => a.order - b.order);
   const users = messages.filter((m) => m.role === 'user').length;
-  const topics = [...freq].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([w]) => w);
+  const topics = [...freq]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([w]) => w);
   const clip = (s: string) => (s.length > 200 ? `${s.slice(0, 197)}...` : s);
   return (
     `${messages.length} messages (${users} from the user)` +

@@ -29,7 +29,7 @@ const chat = async (s: TestServer, body: Record<string, unknown>) => {
 };
 
 describe('bounded chat history', () => {
-  it('loads the newest 100 by default, the request\'s max_history wins, 0 loads none; the thread keeps all', async () => {
+  it("loads the newest 100 by default, the request's max_history wins, 0 loads none; the thread keeps all", async () => {
     server = await startTestServer({ files, settings: { watch: false } });
     await seed(server, 'long', 250);
     expect(await chat(server, { thread_id: 'long' })).toEqual({ loaded: 100, agent: { seen: 100, first: 'm150' } });

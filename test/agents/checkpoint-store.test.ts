@@ -2,7 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StoreCheckpointer, type Checkpoint } from '../../core/agents/checkpointer.js';
+import { type Checkpoint, StoreCheckpointer } from '../../core/agents/checkpointer.js';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
 
 /**

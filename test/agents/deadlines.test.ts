@@ -18,7 +18,9 @@ const files = {
     }),
   }`),
   'agents/patient.ts': agentSource(`{ timeout_ms: 200, run: () => new Promise(() => {}) }`),
-  'agents/roomy.ts': agentSource(`{ timeout_ms: 5000, run: (input) => new Promise((resolve) => setTimeout(() => resolve('late but fine'), 600)) }`),
+  'agents/roomy.ts': agentSource(
+    `{ timeout_ms: 5000, run: (input) => new Promise((resolve) => setTimeout(() => resolve('late but fine'), 600)) }`,
+  ),
   'agents/quick.ts': agentSource(`{ run: async (input) => ({ response: 'quick: ' + input.query }) }`),
   'agents/slow-talker.ts': agentSource(`{
     graph: {
@@ -57,7 +59,9 @@ describe('run deadlines', () => {
     expect((globalThis as { __deadlineReason?: string }).__deadlineReason).toBe("agent 'listener' did not finish within 200 ms");
     // Counted once, as a timeout: the cancelled outcome the agent reached after its signal is not.
     const metrics = (await server.request('/metrics')).text;
-    expect(metrics.match(/agent_invocations_total\{agent="listener",[^}]*\} \d+/g)).toEqual(['agent_invocations_total{agent="listener",route="invoke",outcome="timeout"} 1']);
+    expect(metrics.match(/agent_invocations_total\{agent="listener",[^}]*\} \d+/g)).toEqual([
+      'agent_invocations_total{agent="listener",route="invoke",outcome="timeout"} 1',
+    ]);
   });
 
   it("the agent's timeout_ms is its default; agents.timeoutMs is the default of the others", { timeout: 30_000 }, async () => {
@@ -107,7 +111,10 @@ describe('run deadlines', () => {
   });
 
   it('a chat past its deadline answers 504 and stores no half conversation', { timeout: 30_000 }, async () => {
-    const res = await server.request('/api/v1/stuck/chat', { method: 'POST', json: { content: 'hi', thread_id: 'deadline-chat', timeout_ms: 200 } });
+    const res = await server.request('/api/v1/stuck/chat', {
+      method: 'POST',
+      json: { content: 'hi', thread_id: 'deadline-chat', timeout_ms: 200 },
+    });
     expect(res.status).toBe(504);
     expect(res.body.detail).toBe("agent 'stuck' did not finish within 200 ms");
     const history = await server.request('/api/v1/stuck/threads/deadline-chat/messages');
@@ -142,7 +149,10 @@ describe('run deadlines', () => {
 
 describe('a definition with a bad timeout_ms', () => {
   it('is a load error naming the field, not a crash', { timeout: 30_000 }, async () => {
-    const server = await startTestServer({ settings: { watch: false }, files: { 'agents/odd.ts': agentSource(`{ timeout_ms: 'soon', run: async () => 'x' }`) } });
+    const server = await startTestServer({
+      settings: { watch: false },
+      files: { 'agents/odd.ts': agentSource(`{ timeout_ms: 'soon', run: async () => 'x' }`) },
+    });
     try {
       const res = await server.request('/api/v1/odd/invoke', { method: 'POST', json: { query: 'q' } });
       expect(res.status).toBe(503);

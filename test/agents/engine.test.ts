@@ -6,13 +6,13 @@ import { MemoryCheckpointer, StoreCheckpointer } from '../../core/agents/checkpo
 import { Engine, NodeError, type RunRequest } from '../../core/agents/engine.js';
 import type { RunEvent } from '../../core/agents/events.js';
 import { graphView } from '../../core/agents/graph.js';
-import { normaliseAgent, type Agent } from '../../core/agents/kind.js';
+import { type Agent, normaliseAgent } from '../../core/agents/kind.js';
 import { createModelProvider, UnconfiguredProvider } from '../../core/agents/model.js';
 import type { AgentDefinition, AgentInput } from '../../core/agents/types.js';
 import { HttpError } from '../../core/http/errors.js';
-import { LowdbStore } from '../../core/storage/lowdb-store.js';
 import { defineAgent, END } from '../../core/sdk.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { LowdbStore } from '../../core/storage/lowdb-store.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 
 const agent = (name: string, def: AgentDefinition): Agent => normaliseAgent(defineAgent(def), name);
 
@@ -48,7 +48,12 @@ function harness(agents: Agent[], provider = new UnconfiguredProvider() as Retur
   return { engine, checkpointer, run };
 }
 
-const echo = agent('echo', { run: async (i, ctx) => { ctx.step('echoed'); return { response: `echo: ${i.query}`, suggestions: ['again'] }; } });
+const echo = agent('echo', {
+  run: async (i, ctx) => {
+    ctx.step('echoed');
+    return { response: `echo: ${i.query}`, suggestions: ['again'] };
+  },
+});
 
 const router = agent('router', {
   graph: {
@@ -109,8 +114,14 @@ describe('graph engine', () => {
 
   it('follows the first edge whose condition holds and records node names as steps', async () => {
     const { run } = harness([router]);
-    expect((await run('router', { query: 'what is 2+2' })).outcome.result).toMatchObject({ response: 'a number', steps_taken: ['classify', 'math'] });
-    expect((await run('router', { query: 'hello there' })).outcome.result).toMatchObject({ response: 'words', steps_taken: ['classify', 'chat'] });
+    expect((await run('router', { query: 'what is 2+2' })).outcome.result).toMatchObject({
+      response: 'a number',
+      steps_taken: ['classify', 'math'],
+    });
+    expect((await run('router', { query: 'hello there' })).outcome.result).toMatchObject({
+      response: 'words',
+      steps_taken: ['classify', 'chat'],
+    });
     const view = graphView(router.definition);
     expect(view.edges.find((e) => e.target === 'math')!.condition).toBe('kind == math');
     expect(view.end_points.sort()).toEqual(['chat', 'math']);
@@ -124,7 +135,9 @@ describe('graph engine', () => {
     expect(first.outcome.checkpoint.metadata.interrupt).toMatchObject({ node: 'approve_send', resume_values: [] });
     expect(first.events.at(-1)).toMatchObject({ type: 'breakpoint_hit', reason: 'interrupt', node: 'approve_send' });
 
-    const second = await run('approver', { resume: { checkpoint: first.outcome.checkpoint, action: 'approve', value: { recipient: 'ada@example.com' } } });
+    const second = await run('approver', {
+      resume: { checkpoint: first.outcome.checkpoint, action: 'approve', value: { recipient: 'ada@example.com' } },
+    });
     expect(second.outcome.status).toBe('interrupted');
     expect(second.outcome.state.metadata).toMatchObject({ recipient: 'ada@example.com', hitl_approved: true });
     expect(second.outcome.state.response).toBe('sent to ada@example.com');
@@ -213,7 +226,10 @@ describe('graph engine', () => {
     const { run } = harness([planner]);
     const { outcome, events } = await run('planner');
     expect(events.find((e) => e.type === 'task_update')).toMatchObject({ node: 'planning:write_todos', args: { todos: ['a', 'b'] } });
-    expect(outcome.tool_calls).toEqual([{ name: 'write_todos', args: { todos: ['a', 'b'] } }, { name: 'search', args: { q: 'x' } }]);
+    expect(outcome.tool_calls).toEqual([
+      { name: 'write_todos', args: { todos: ['a', 'b'] } },
+      { name: 'search', args: { q: 'x' } },
+    ]);
   });
 
   it('stops cooperatively when the signal aborts', async () => {
@@ -240,7 +256,17 @@ describe('graph engine', () => {
   });
 
   it('emits run_error and rejects with the node named when a node throws', async () => {
-    const broken = agent('broken', { graph: { nodes: { boom: () => { throw new Error('kaput'); } }, edges: [], entry: 'boom' } });
+    const broken = agent('broken', {
+      graph: {
+        nodes: {
+          boom: () => {
+            throw new Error('kaput');
+          },
+        },
+        edges: [],
+        entry: 'boom',
+      },
+    });
     const { engine, checkpointer } = harness([broken]);
     const events: RunEvent[] = [];
     const err = await engine
@@ -252,9 +278,23 @@ describe('graph engine', () => {
   });
 
   it('fails a cycle that never exits instead of looping forever', async () => {
-    const loop = agent('loop', { graph: { nodes: { a: () => ({}), b: () => ({}) }, edges: [{ from: 'a', to: 'b' }, { from: 'b', to: 'a' }], entry: 'a' } });
+    const loop = agent('loop', {
+      graph: {
+        nodes: { a: () => ({}), b: () => ({}) },
+        edges: [
+          { from: 'a', to: 'b' },
+          { from: 'b', to: 'a' },
+        ],
+        entry: 'a',
+      },
+    });
     const byName = new Map([['loop', loop]]);
-    const engine = new Engine({ resolveAgent: (n) => byName.get(n), provider: new UnconfiguredProvider(), workspace: '/tmp', maxSteps: 10 });
+    const engine = new Engine({
+      resolveAgent: (n) => byName.get(n),
+      provider: new UnconfiguredProvider(),
+      workspace: '/tmp',
+      maxSteps: 10,
+    });
     await expect(engine.run({ agent: loop, input: input('x'), prompt: '' })).rejects.toThrow(/exceeded 10 steps/);
   });
 });
@@ -269,7 +309,11 @@ describe('engine with a model', () => {
   it('streams tokens as message_chunk events named after the model and passes overrides', async () => {
     const chatty = agent('chatty', {
       config: { model: 'tiny-model' },
-      run: async (i, ctx) => ctx.model.chat([{ role: 'system', content: ctx.prompt }, { role: 'user', content: i.query }]),
+      run: async (i, ctx) =>
+        ctx.model.chat([
+          { role: 'system', content: ctx.prompt },
+          { role: 'user', content: i.query },
+        ]),
     });
     const provider = createModelProvider({ baseUrl: fake.baseUrl, model: 'default-model', timeoutMs: 5000, retries: 0 });
     const { run } = harness([chatty], provider);
@@ -309,7 +353,13 @@ describe('persistent checkpoints', () => {
       const latest = await reopened.latest('approver', 't1');
       expect(latest!.id).toBe(paused.checkpoint.id);
       expect((await reopened.list('approver', 't1')).map((c) => c.step)).toEqual([2, 1, 0]);
-      const done = await engine.run({ agent: approvalFlow, input: input('x'), prompt: '', checkpointer: reopened, resume: { checkpoint: latest!, action: 'approve', value: { recipient: 'bob' } } });
+      const done = await engine.run({
+        agent: approvalFlow,
+        input: input('x'),
+        prompt: '',
+        checkpointer: reopened,
+        resume: { checkpoint: latest!, action: 'approve', value: { recipient: 'bob' } },
+      });
       expect(done.status).toBe('interrupted');
       expect(done.state.response).toBe('sent to bob');
     } finally {

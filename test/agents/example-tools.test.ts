@@ -6,7 +6,7 @@ import { cp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { makeWorkspace, startTestServer, type TestServer } from '../support/server.js';
 
 const example = fileURLToPath(new URL('../../agents/workspace-files.ts', import.meta.url));
@@ -40,11 +40,17 @@ describe('agents/workspace-files.ts', () => {
       },
       { content: 'The plan (notes/plan.md) is to ship the tool loop.' },
     );
-    const { status, body } = await server.request('/api/v1/workspace-files/invoke', { method: 'POST', json: { query: 'What is the plan?' } });
+    const { status, body } = await server.request('/api/v1/workspace-files/invoke', {
+      method: 'POST',
+      json: { query: 'What is the plan?' },
+    });
     expect(status).toBe(200);
     expect(body.response).toBe('The plan (notes/plan.md) is to ship the tool loop.');
     const results = Object.fromEntries(
-      fake.requests.at(-1)!.body.messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, m.content]),
+      fake.requests
+        .at(-1)!
+        .body.messages.filter((m) => m.role === 'tool')
+        .map((m) => [m.tool_call_id, m.content]),
     );
     expect(JSON.parse(results.l!)).toEqual([
       { name: 'other.txt', kind: 'file' },

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Bm25Index, splitMarkdown } from '../../agents/docs-agent/bm25.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { makeWorkspace, startTestServer, type TestServer } from '../support/server.js';
 
 const shipped = fileURLToPath(new URL('../../agents', import.meta.url));
@@ -72,7 +72,10 @@ describe('shipped example agents, with no model configured', () => {
       json: { approval_id: suspended.body.detail.approval_id, context: { reviewer: 'ada' } },
     });
     expect(done.body.response).toBe('Published: "Ship it on Friday"');
-    const lines = (await readFile(outbox, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await readFile(outbox, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toEqual([expect.objectContaining({ note: 'Ship it on Friday', approved_by: 'ada', thread_id: 'note-1' })]);
     expect((await invoke('approval', { query: '   ' })).body.response).toBe('Nothing to publish.');
   });

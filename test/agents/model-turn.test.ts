@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createModelProvider, ModelEndpointError } from '../../core/agents/model.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 
 describe('provider.turn', () => {
   let fake: FakeOpenAI;
@@ -28,8 +28,18 @@ describe('provider.turn', () => {
   it('reads tool calls and usage from a whole answer', async () => {
     fake.enqueue({ tool_calls: calls, usage: { prompt_tokens: 7, completion_tokens: 3 } });
     const turn = await provider().turn({ messages: [{ role: 'user', content: 'q' }], tools, tool_choice: 'required' });
-    expect(fake.requests.at(-1)!.body).toMatchObject({ stream: false, tool_choice: 'required', tools: [{ type: 'function', function: tools[0] }] });
-    expect(turn).toEqual({ model: 'm1', content: '', tool_calls: expected, finish_reason: 'tool_calls', usage: { prompt_tokens: 7, completion_tokens: 3 } });
+    expect(fake.requests.at(-1)!.body).toMatchObject({
+      stream: false,
+      tool_choice: 'required',
+      tools: [{ type: 'function', function: tools[0] }],
+    });
+    expect(turn).toEqual({
+      model: 'm1',
+      content: '',
+      tool_calls: expected,
+      finish_reason: 'tool_calls',
+      usage: { prompt_tokens: 7, completion_tokens: 3 },
+    });
   });
 
   it('assembles streamed tool-call deltas by index and reads usage from the last chunk', async () => {
@@ -38,7 +48,13 @@ describe('provider.turn', () => {
     const turn = await provider().turn({ messages: [{ role: 'user', content: 'q' }], tools, onToken: (t) => tokens.push(t) });
     expect(fake.requests.at(-1)!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(tokens.join('')).toBe('Looking. ');
-    expect(turn).toEqual({ model: 'm1', content: 'Looking. ', tool_calls: expected, finish_reason: 'tool_calls', usage: { prompt_tokens: 9, completion_tokens: 4 } });
+    expect(turn).toEqual({
+      model: 'm1',
+      content: 'Looking. ',
+      tool_calls: expected,
+      finish_reason: 'tool_calls',
+      usage: { prompt_tokens: 9, completion_tokens: 4 },
+    });
   });
 
   it('sends the conversation of a tool loop in the protocol shape', async () => {
@@ -59,7 +75,9 @@ describe('provider.turn', () => {
 
   it('a refusal is a 502 that keeps the status the endpoint answered', async () => {
     fake.enqueue({ status: 400, error: 'tools are not supported' });
-    const err = await provider().turn({ messages: [{ role: 'user', content: 'q' }], tools }).catch((e: unknown) => e);
+    const err = await provider()
+      .turn({ messages: [{ role: 'user', content: 'q' }], tools })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelEndpointError);
     expect((err as ModelEndpointError).status).toBe(502);
     expect((err as ModelEndpointError).upstream).toBe(400);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createModelProvider, ModelCallAborted, UnconfiguredProvider } from '../../core/agents/model.js';
 import { HttpError } from '../../core/http/errors.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 
 describe('OpenAI-compatible provider (against a loopback chat-completions server)', () => {
   let fake: FakeOpenAI;
@@ -22,7 +22,10 @@ describe('OpenAI-compatible provider (against a loopback chat-completions server
   it('streams tokens in order and returns their concatenation', async () => {
     fake.enqueue({ chunks: ['a', 'b', 'c'], chunkDelayMs: 5 });
     const tokens: string[] = [];
-    const text = await createModelProvider(settings()).complete({ messages: [{ role: 'user', content: 'q' }], onToken: (t) => tokens.push(t) });
+    const text = await createModelProvider(settings()).complete({
+      messages: [{ role: 'user', content: 'q' }],
+      onToken: (t) => tokens.push(t),
+    });
     expect(tokens).toEqual(['a', 'b', 'c']);
     expect(text).toBe('abc');
   });

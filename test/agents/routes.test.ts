@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
 import { readSse } from '../support/sse.js';
 
 const ALICE = { authorization: 'Bearer tok-alice' };
@@ -74,7 +74,8 @@ describe('execution routes against the real server', () => {
     await fake?.close();
   });
 
-  const post = (path: string, json: unknown, headers: Record<string, string> = ALICE) => server.request(path, { method: 'POST', json, headers });
+  const post = (path: string, json: unknown, headers: Record<string, string> = ALICE) =>
+    server.request(path, { method: 'POST', json, headers });
   const get = (path: string, headers: Record<string, string> = ALICE) => server.request(path, { headers });
 
   describe('POST /invoke', () => {
@@ -82,7 +83,18 @@ describe('execution routes against the real server', () => {
       const { status, body } = await post('/api/v1/echo/invoke', { query: 'hi', temperature: 0.5 });
       expect(status).toBe(200);
       expect(Object.keys(body).sort()).toEqual(
-        ['agent_type', 'citations', 'context', 'duration_ms', 'metadata', 'output', 'response', 'steps_taken', 'suggestions', 'thread_id'].sort(),
+        [
+          'agent_type',
+          'citations',
+          'context',
+          'duration_ms',
+          'metadata',
+          'output',
+          'response',
+          'steps_taken',
+          'suggestions',
+          'thread_id',
+        ].sort(),
       );
       expect(body).toMatchObject({
         response: 'echo: hi',
@@ -101,7 +113,10 @@ describe('execution routes against the real server', () => {
       expect((await post('/api/v1/echo/invoke', { query: 'x', prompt_version: 'v2' })).body.output.prompt).toBe('second prompt');
       const { status, body } = await post('/api/v1/echo/invoke', { query: 'x', prompt_version: 'v9' });
       expect(status).toBe(404);
-      expect(body).toEqual({ detail: "prompt version 'v9' not found for agent 'echo'; known versions: v1, v2", code: 'HANGAR_AGENT_PROMPT_NOT_FOUND' });
+      expect(body).toEqual({
+        detail: "prompt version 'v9' not found for agent 'echo'; known versions: v1, v2",
+        code: 'HANGAR_AGENT_PROMPT_NOT_FOUND',
+      });
     });
 
     it('validates the body: 422 naming the field', async () => {
@@ -137,7 +152,9 @@ describe('execution routes against the real server', () => {
       const mark = path.join(server.root, 'waiter-gone');
       await eventually(() => existsSync(mark));
       expect(readFileSync(mark, 'utf8')).toBe('aborted');
-      const counted = await eventually(async () => /agent_invocations_total\{agent="waiter",[^}]*\} 1/.exec((await get('/metrics')).text)?.[0]);
+      const counted = await eventually(
+        async () => /agent_invocations_total\{agent="waiter",[^}]*\} 1/.exec((await get('/metrics')).text)?.[0],
+      );
       expect(counted).toBe('agent_invocations_total{agent="waiter",route="invoke",outcome="cancelled"} 1');
     });
 
@@ -222,7 +239,11 @@ describe('execution routes against the real server', () => {
     });
 
     it('rejects a bad body with a JSON 422 before any stream starts', async () => {
-      const r = await readSse(`${server.url}/api/v1/echo/invoke/stream`, { method: 'POST', json: { query: 'x', temperature: -1 }, headers: ALICE });
+      const r = await readSse(`${server.url}/api/v1/echo/invoke/stream`, {
+        method: 'POST',
+        json: { query: 'x', temperature: -1 },
+        headers: ALICE,
+      });
       expect(r.status).toBe(422);
       expect(r.body.detail).toMatch(/body\.temperature/);
     });
@@ -232,7 +253,12 @@ describe('execution routes against the real server', () => {
     it('stores the conversation and loads it as history on the next turn', async () => {
       const first = await post('/api/v1/echo/chat', { content: 'one', thread_id: 'chat-1' });
       expect(first.status).toBe(200);
-      expect(first.body).toMatchObject({ response: 'echo: one', thread_id: 'chat-1', history_loaded: 0, metadata: { prompt_version: 'v1' } });
+      expect(first.body).toMatchObject({
+        response: 'echo: one',
+        thread_id: 'chat-1',
+        history_loaded: 0,
+        metadata: { prompt_version: 'v1' },
+      });
       const second = await post('/api/v1/echo/chat', { content: 'two', thread_id: 'chat-1' });
       expect(second.body.history_loaded).toBe(2);
       const msgs = await get('/api/v1/echo/threads/chat-1/messages');
@@ -246,8 +272,13 @@ describe('execution routes against the real server', () => {
 
     it('honours include_history, max_history, caller-supplied messages and persist', async () => {
       for (const c of ['a', 'b', 'c']) await post('/api/v1/echo/chat', { content: c, thread_id: 'chat-2' });
-      expect((await post('/api/v1/echo/chat', { content: 'x', thread_id: 'chat-2', include_history: false, persist: false })).body.history_loaded).toBe(0);
-      expect((await post('/api/v1/echo/chat', { content: 'x', thread_id: 'chat-2', max_history: 2, persist: false })).body.history_loaded).toBe(2);
+      expect(
+        (await post('/api/v1/echo/chat', { content: 'x', thread_id: 'chat-2', include_history: false, persist: false })).body
+          .history_loaded,
+      ).toBe(0);
+      expect(
+        (await post('/api/v1/echo/chat', { content: 'x', thread_id: 'chat-2', max_history: 2, persist: false })).body.history_loaded,
+      ).toBe(2);
       const supplied = await post('/api/v1/echo/chat', {
         content: 'x',
         thread_id: 'chat-2',
@@ -261,7 +292,9 @@ describe('execution routes against the real server', () => {
     });
 
     it('loses no message with 50 concurrent chats on one thread', async () => {
-      const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => post('/api/v1/echo/chat', { content: `m${i}`, thread_id: 'busy' })));
+      const replies = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => post('/api/v1/echo/chat', { content: `m${i}`, thread_id: 'busy' })),
+      );
       expect(replies.every((r) => r.status === 200)).toBe(true);
       const { body } = await get('/api/v1/echo/threads/busy/messages?limit=1000');
       expect(body.total).toBe(100);
@@ -299,7 +332,9 @@ describe('execution routes against the real server', () => {
       expect(second.status).toBe(202);
       expect(second.body.detail).toMatchObject({ status: 'suspended', node_name: 'second_ok' });
       expect(second.body.detail.approval_id).not.toBe(firstId);
-      expect((await get('/api/v1/approver/threads/hitl-1/pending')).body.pending.map((p: { id: string }) => p.id)).toEqual([second.body.detail.approval_id]);
+      expect((await get('/api/v1/approver/threads/hitl-1/pending')).body.pending.map((p: { id: string }) => p.id)).toEqual([
+        second.body.detail.approval_id,
+      ]);
 
       // The first id is gone: approving it again is an unknown id.
       expect((await post('/api/v1/approver/threads/hitl-1/approve', { approval_id: firstId })).status).toBe(404);
@@ -336,11 +371,19 @@ describe('execution routes against the real server', () => {
     it('a suspended chat keeps the question and stores the answer when the approvals complete it', async () => {
       const first = await post('/api/v1/approver/chat', { content: 'mail bob', thread_id: 'hitl-chat' });
       expect(first.status).toBe(202);
-      expect((await get('/api/v1/approver/threads/hitl-chat/messages')).body.messages.map((m: { content: string }) => m.content)).toEqual(['mail bob']);
-      const second = await post('/api/v1/approver/threads/hitl-chat/approve', { approval_id: first.body.detail.approval_id, context: { approver: 'cy' } });
+      expect((await get('/api/v1/approver/threads/hitl-chat/messages')).body.messages.map((m: { content: string }) => m.content)).toEqual([
+        'mail bob',
+      ]);
+      const second = await post('/api/v1/approver/threads/hitl-chat/approve', {
+        approval_id: first.body.detail.approval_id,
+        context: { approver: 'cy' },
+      });
       await post('/api/v1/approver/threads/hitl-chat/approve', { approval_id: second.body.detail.approval_id });
       const msgs = (await get('/api/v1/approver/threads/hitl-chat/messages')).body.messages;
-      expect(msgs.map((m: { role: string; content: string }) => `${m.role}:${m.content}`)).toEqual(['user:mail bob', 'assistant:sent by cy and archived']);
+      expect(msgs.map((m: { role: string; content: string }) => `${m.role}:${m.content}`)).toEqual([
+        'user:mail bob',
+        'assistant:sent by cy and archived',
+      ]);
     });
 
     it('keeps per-step checkpoints of a named thread, visible and editable through the studio routes', async () => {
@@ -388,7 +431,12 @@ describe('execution routes against the real server', () => {
   // Each route is documented once for every agent, `{agent}` listing the agents' names (#16).
   it('documents the execution routes in /openapi.json', async () => {
     const { body } = await get('/openapi.json');
-    for (const p of ['/api/v1/{agent}/invoke', '/api/v1/{agent}/invoke/stream', '/api/v1/{agent}/chat', '/api/v1/{agent}/threads/{thread_id}/approve']) {
+    for (const p of [
+      '/api/v1/{agent}/invoke',
+      '/api/v1/{agent}/invoke/stream',
+      '/api/v1/{agent}/chat',
+      '/api/v1/{agent}/threads/{thread_id}/approve',
+    ]) {
       expect(Object.keys(body.paths)).toContain(p);
     }
     expect(Object.keys(body.paths)).not.toContain('/api/v1/echo/invoke');

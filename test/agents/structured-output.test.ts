@@ -4,7 +4,7 @@
  * refuses the response format, a schema whose root is not an object, and usage counted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { readSse } from '../support/sse.js';
 
@@ -96,16 +96,26 @@ describe('ctx.model.object (real server, scripted model)', () => {
     expect(refused!.body.response_format).toBeDefined();
     expect(forced!.body.response_format).toBeUndefined();
     expect(forced!.body.tool_choice).toEqual({ type: 'function', function: { name: 'trip' } });
-    expect((forced!.body.tools as any[])[0].function).toMatchObject({ name: 'trip', parameters: { type: 'object', required: ['city', 'days'] } });
+    expect((forced!.body.tools as any[])[0].function).toMatchObject({
+      name: 'trip',
+      parameters: { type: 'object', required: ['city', 'days'] },
+    });
 
     // The next call to that model goes straight to the tool call, repairs included.
     const next = since();
-    fake.enqueue({ tool_calls: [{ id: 'c1', name: 'trip', arguments: { city: 'Oslo' } }] }, { tool_calls: [{ name: 'trip', arguments: { city: 'Oslo', days: 1 } }] });
+    fake.enqueue(
+      { tool_calls: [{ id: 'c1', name: 'trip', arguments: { city: 'Oslo' } }] },
+      { tool_calls: [{ name: 'trip', arguments: { city: 'Oslo', days: 1 } }] },
+    );
     const again = await post('/api/v1/oldserver/invoke', { query: 'Plan a trip' });
     expect(again.body.output).toEqual({ city: 'Oslo', days: 1, pace: 'slow' });
     expect(next()[0]!.body.response_format).toBeUndefined();
     expect(next()[1]!.body.messages.slice(-2)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'trip', arguments: '{"city":"Oslo"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'trip', arguments: '{"city":"Oslo"}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: expect.stringMatching(/does not match/) },
     ]);
   });

@@ -3,7 +3,7 @@
  * reloaded, listed and tried over HTTP, and used by agents that name it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 
 const rate = (factor: number) => `import { defineTool, z } from 'hangar';
@@ -75,7 +75,11 @@ describe('tools/ drop-ins', () => {
     expect(fake.requests.at(-1)!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: '{"dollars":6}' });
 
     await server.write('tools/convert.ts', rate(3));
-    await eventually(async () => (await server.request('/api/v1/tools/convert/try', { method: 'POST', json: { arguments: { euros: 1 } } })).body.result?.dollars === 3);
+    await eventually(
+      async () =>
+        (await server.request('/api/v1/tools/convert/try', { method: 'POST', json: { arguments: { euros: 1 } } })).body.result?.dollars ===
+        3,
+    );
     fake.enqueue({ tool_calls: [{ id: 'k2', name: 'convert', arguments: { euros: 3 } }] }, { content: 'Nine dollars.' });
     await server.request('/api/v1/banker/invoke', { method: 'POST', json: { query: '3 EUR?' } });
     expect(fake.requests.at(-1)!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: '{"dollars":9}' });

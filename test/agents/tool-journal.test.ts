@@ -8,16 +8,24 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryCheckpointer } from '../../core/agents/checkpointer.js';
 import { Engine } from '../../core/agents/engine.js';
-import { normaliseAgent, type Agent } from '../../core/agents/kind.js';
+import { type Agent, normaliseAgent } from '../../core/agents/kind.js';
 import { createModelProvider } from '../../core/agents/model.js';
 import type { AgentInput } from '../../core/agents/types.js';
 import { defineAgent, defineTool, z } from '../../core/sdk.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { makeWorkspace, startTestServer } from '../support/server.js';
 import { readSse } from '../support/sse.js';
 
 const input = (query: string): AgentInput => ({
-  query, user_id: 'u', context: {}, thread_id: `t-${Math.random()}`, metadata: {}, prompt_version: 'v1', temperature: null, max_tokens: null, history: [],
+  query,
+  user_id: 'u',
+  context: {},
+  thread_id: `t-${Math.random()}`,
+  metadata: {},
+  prompt_version: 'v1',
+  temperature: null,
+  max_tokens: null,
+  history: [],
 });
 
 describe('tool calls are checkpointed and never run twice on a resume', () => {
@@ -51,7 +59,12 @@ describe('tool calls are checkpointed and never run twice on a resume', () => {
     const checkpointer = new MemoryCheckpointer();
     effects.charged = 0;
     fake.enqueue(
-      { tool_calls: [{ id: 'c1', name: 'charge', arguments: { cents: 100 } }, { id: 'c2', name: 'charge', arguments: { cents: 250 } }] },
+      {
+        tool_calls: [
+          { id: 'c1', name: 'charge', arguments: { cents: 100 } },
+          { id: 'c2', name: 'charge', arguments: { cents: 250 } },
+        ],
+      },
       { status: 500, error: 'model server fell over' },
     );
     const run = input('charge twice');
@@ -71,7 +84,12 @@ describe('tool calls are checkpointed and never run twice on a resume', () => {
     expect(effects.charged).toBe(2);
     // One model call: the first answer came from the journal; the results went back to the model.
     expect(fake.requests.length - before).toBe(1);
-    expect(fake.requests.at(-1)!.body.messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, m.content])).toEqual([
+    expect(
+      fake.requests
+        .at(-1)!
+        .body.messages.filter((m) => m.role === 'tool')
+        .map((m) => [m.tool_call_id, m.content]),
+    ).toEqual([
       ['c1', '{"charged":100}'],
       ['c2', '{"charged":250}'],
     ]);
@@ -97,7 +115,10 @@ describe('tool calls are checkpointed and never run twice on a resume', () => {
 
     const before = fake.requests.length;
     const done = await engine.run({
-      agent: guarded, input: run, prompt: '', checkpointer,
+      agent: guarded,
+      input: run,
+      prompt: '',
+      checkpointer,
       resume: { checkpoint: paused.checkpoint, action: 'approve', value: { note: 'ok by Ada' } },
     });
     expect(done.status).toBe('completed');
@@ -120,7 +141,13 @@ describe('tool calls are checkpointed and never run twice on a resume', () => {
     const run = input('q');
     const paused = await engine.run({ agent: plain, input: run, prompt: '', checkpointer });
     expect(paused.checkpoint.metadata.journal).toBeUndefined();
-    const done = await engine.run({ agent: plain, input: run, prompt: '', checkpointer, resume: { checkpoint: paused.checkpoint, action: 'approve', value: {} } });
+    const done = await engine.run({
+      agent: plain,
+      input: run,
+      prompt: '',
+      checkpointer,
+      resume: { checkpoint: paused.checkpoint, action: 'approve', value: {} },
+    });
     expect(done.result.response).toBe('second');
   });
 });
@@ -143,8 +170,13 @@ export default defineAgent({ instructions: 'Book it.', tools: [book] });`,
     const settings = { watch: false, model: { baseUrl: fake.baseUrl, model: 'fake-1', retries: 0 } };
     try {
       const first = await startTestServer({ root, settings });
-      fake.enqueue({ tool_calls: [{ id: 'b1', name: 'book', arguments: { entry: 'rent' } }] }, { status: 500, error: 'down for maintenance' });
-      const failed = (await first.request('/studio/agents/ledger/runs', { method: 'POST', json: { query: 'book rent', thread_id: 'books' } })).body;
+      fake.enqueue(
+        { tool_calls: [{ id: 'b1', name: 'book', arguments: { entry: 'rent' } }] },
+        { status: 500, error: 'down for maintenance' },
+      );
+      const failed = (
+        await first.request('/studio/agents/ledger/runs', { method: 'POST', json: { query: 'book rent', thread_id: 'books' } })
+      ).body;
       expect(failed.status).toBe('error');
       await first.stop();
 

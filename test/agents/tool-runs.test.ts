@@ -4,7 +4,7 @@
  * run deadline reaching a tool through its signal.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { readSse } from '../support/sse.js';
 
@@ -47,7 +47,12 @@ describe('the tool loop in tasks, subagents and deadlines', () => {
   it("an agent task's events carry tool_start and tool_end frames, for streamed parallel calls", async () => {
     fake.enqueue(
       // Streamed (the task's run streams tokens): two calls whose deltas arrive by index.
-      { tool_calls: [{ id: 'z1', name: 'now', arguments: { zone: 'UTC' } }, { id: 'z2', name: 'now', arguments: { zone: 'CET' } }] },
+      {
+        tool_calls: [
+          { id: 'z1', name: 'now', arguments: { zone: 'UTC' } },
+          { id: 'z2', name: 'now', arguments: { zone: 'CET' } },
+        ],
+      },
       { content: 'Noon.' },
     );
     const res = await server.request('/api/v1/clock/invoke/async', { method: 'POST', json: { query: 'time?' } });
@@ -59,7 +64,12 @@ describe('the tool loop in tasks, subagents and deadlines', () => {
       ['z1', { zone: 'UTC' }],
       ['z2', { zone: 'CET' }],
     ]);
-    expect(tools.filter((o) => o.event === 'tool_end').map((o) => [o.call_id, o.result]).sort()).toEqual([
+    expect(
+      tools
+        .filter((o) => o.event === 'tool_end')
+        .map((o) => [o.call_id, o.result])
+        .sort(),
+    ).toEqual([
       ['z1', 'UTC 12:00'],
       ['z2', 'CET 12:00'],
     ]);

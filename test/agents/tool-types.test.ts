@@ -4,7 +4,7 @@
  * agent's `tools`; `ctx.model.object` is typed by its schema. Checked by `npm run typecheck`.
  */
 import { describe, expectTypeOf, it } from 'vitest';
-import { defineAgent, defineTool, z, type RunContext } from '../../core/sdk.js';
+import { defineAgent, defineTool, type RunContext, z } from '../../core/sdk.js';
 
 describe('tool types', () => {
   it('types run by the schemas', () => {

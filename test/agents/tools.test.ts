@@ -4,7 +4,7 @@
  * arguments, a model that never stops calling), tool events in the streams, and token usage.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest, type ScriptedReply } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, type RecordedRequest, type ScriptedReply, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 import { readSse } from '../support/sse.js';
 
@@ -103,7 +103,11 @@ export default defineAgent({
 `,
 };
 
-const toolCall = (name: string, args: unknown, id?: string) => ({ name, arguments: typeof args === 'string' ? args : (args as Record<string, unknown>), ...(id ? { id } : {}) });
+const toolCall = (name: string, args: unknown, id?: string) => ({
+  name,
+  arguments: typeof args === 'string' ? args : (args as Record<string, unknown>),
+  ...(id ? { id } : {}),
+});
 
 describe('tools and the tool loop (real server, scripted model)', () => {
   let server: TestServer;
@@ -114,7 +118,11 @@ describe('tools and the tool loop (real server, scripted model)', () => {
     fake = await startFakeOpenAI((request) => responder?.(request) ?? { content: 'no script' });
     server = await startTestServer({
       files,
-      settings: { model: { baseUrl: fake.baseUrl, model: 'fake-1', retries: 0, maxSteps: 4 }, logs: { enabled: true, maxFieldChars: 20_000 }, watch: false },
+      settings: {
+        model: { baseUrl: fake.baseUrl, model: 'fake-1', retries: 0, maxSteps: 4 },
+        logs: { enabled: true, maxFieldChars: 20_000 },
+        watch: false,
+      },
     });
   });
   afterAll(async () => {
@@ -153,7 +161,11 @@ describe('tools and the tool loop (real server, scripted model)', () => {
     });
     // The model's call and the tool's result (after its defaults and output schema) go back.
     expect(second!.body.messages.slice(-2)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_a', content: '{"city":"Paris","temperature":5,"unit":"c"}' },
     ]);
     expect(body.steps_taken).toEqual(['tool:weather']);
@@ -209,7 +221,13 @@ describe('tools and the tool loop (real server, scripted model)', () => {
   it('runs the parallel calls of one step concurrently and answers each call by its id', async () => {
     const sent = since();
     fake.enqueue(
-      { tool_calls: [toolCall('weather', { city: 'Slowtown' }, 'p1'), toolCall('weather', { city: 'Oslo' }, 'p2'), toolCall('stats', {}, 'p3')] },
+      {
+        tool_calls: [
+          toolCall('weather', { city: 'Slowtown' }, 'p1'),
+          toolCall('weather', { city: 'Oslo' }, 'p2'),
+          toolCall('stats', {}, 'p3'),
+        ],
+      },
       { content: 'done' },
     );
     const started = performance.now();
@@ -231,9 +249,16 @@ describe('tools and the tool loop (real server, scripted model)', () => {
 
   it('returns invalid arguments, unknown tools and JSON that does not parse to the model as the call result, without running the tool', async () => {
     const sent = since();
-    const before = (await post('/api/v1/runner/invoke', { query: 'count', context: { options: { tools: [], maxSteps: 1 } } })).body.output.calls.weather;
+    const before = (await post('/api/v1/runner/invoke', { query: 'count', context: { options: { tools: [], maxSteps: 1 } } })).body.output
+      .calls.weather;
     fake.enqueue(
-      { tool_calls: [toolCall('weather', { city: 5 }, 'bad1'), toolCall('weather', '{"city": "Par', 'bad2'), toolCall('teleport', { to: 'moon' }, 'bad3')] },
+      {
+        tool_calls: [
+          toolCall('weather', { city: 5 }, 'bad1'),
+          toolCall('weather', '{"city": "Par', 'bad2'),
+          toolCall('teleport', { to: 'moon' }, 'bad3'),
+        ],
+      },
       { tool_calls: [toolCall('weather', { city: 'Lima' }, 'good')] },
       { content: 'Lima it is.' },
     );
@@ -250,7 +275,9 @@ describe('tools and the tool loop (real server, scripted model)', () => {
     expect(results[3]).toMatchObject({ id: 'good', result: { city: 'Lima' } });
     // Only the valid call ran.
     expect(body.output.calls.weather - before).toBe(1);
-    const toModel = sent().at(-2)!.body.messages.filter((m) => m.role === 'tool');
+    const toModel = sent()
+      .at(-2)!
+      .body.messages.filter((m) => m.role === 'tool');
     expect(JSON.parse(toModel[0]!.content!).error).toMatch(/invalid arguments/);
     expect(body.output.steps.map((s: any) => s.calls)).toEqual([['weather', 'weather', 'teleport'], ['weather'], []]);
   });
@@ -297,7 +324,9 @@ describe('tools and the tool loop (real server, scripted model)', () => {
     fake.enqueue({ content: 'fine' });
     const { body } = await post('/api/v1/runner/invoke', { query: 'x', context: { options: { toolChoice: { name: 'weather' } } } });
     expect(named()[0]!.body.tool_choice).toEqual({ type: 'function', function: { name: 'weather' } });
-    expect(body.output.steps).toEqual([{ text: 'fine', calls: [], finishReason: 'stop', usage: { prompt_tokens: 1, completion_tokens: 1 } }]);
+    expect(body.output.steps).toEqual([
+      { text: 'fine', calls: [], finishReason: 'stop', usage: { prompt_tokens: 1, completion_tokens: 1 } },
+    ]);
   });
 
   it('/optimize/invoke lists the tool calls the run made, with their results', async () => {
@@ -312,15 +341,34 @@ describe('tools and the tool loop (real server, scripted model)', () => {
 
   it('shows tool_start and tool_end in the studio stream, between the node events', async () => {
     fake.enqueue({ tool_calls: [toolCall('weather', { city: 'Bern' }, 'st1')] }, { content: 'Mild.' });
-    const read = await readSse(`${server.url}/studio/agents/forecaster/runs/stream`, { json: { query: 'Bern?', thread_id: 'studio-tools' } });
+    const read = await readSse(`${server.url}/studio/agents/forecaster/runs/stream`, {
+      json: { query: 'Bern?', thread_id: 'studio-tools' },
+    });
     const types = read.frames.map((f) => f.data.type);
-    expect(types.filter((t) => t !== 'message_chunk')).toEqual(['run_start', 'node_start', 'tool_start', 'tool_end', 'node_end', 'run_complete', 'done']);
+    expect(types.filter((t) => t !== 'message_chunk')).toEqual([
+      'run_start',
+      'node_start',
+      'tool_start',
+      'tool_end',
+      'node_end',
+      'run_complete',
+      'done',
+    ]);
     const end = read.frames.find((f) => f.data.type === 'tool_end')!.data;
-    expect(end).toMatchObject({ node: 'agent', call_id: 'st1', name: 'weather', arguments: { city: 'Bern' }, result: { city: 'Bern', temperature: 4 } });
+    expect(end).toMatchObject({
+      node: 'agent',
+      call_id: 'st1',
+      name: 'weather',
+      arguments: { city: 'Bern' },
+      result: { city: 'Bern', temperature: 4 },
+    });
   });
 
   it('records the usage of every model call of a plain chat agent, whole and streamed, in the response and the invocation log', async () => {
-    fake.enqueue({ content: 'one', usage: { prompt_tokens: 11, completion_tokens: 2 } }, { content: 'two', usage: { prompt_tokens: 13, completion_tokens: 4 } });
+    fake.enqueue(
+      { content: 'one', usage: { prompt_tokens: 11, completion_tokens: 2 } },
+      { content: 'two', usage: { prompt_tokens: 13, completion_tokens: 4 } },
+    );
     const { body } = await post('/api/v1/talker/invoke', { query: 'q' });
     expect(body.metadata.usage).toEqual({
       prompt_tokens: 24,
@@ -339,7 +387,10 @@ describe('tools and the tool loop (real server, scripted model)', () => {
     // Beside the output too, so a truncated output keeps them.
     expect(record.usage).toEqual({ prompt_tokens: 24, completion_tokens: 6, total_tokens: 30 });
 
-    fake.enqueue({ chunks: ['a ', 'b'], usage: { prompt_tokens: 5, completion_tokens: 2 } }, { chunks: ['c'], usage: { prompt_tokens: 6, completion_tokens: 1 } });
+    fake.enqueue(
+      { chunks: ['a ', 'b'], usage: { prompt_tokens: 5, completion_tokens: 2 } },
+      { chunks: ['c'], usage: { prompt_tokens: 6, completion_tokens: 1 } },
+    );
     const read = await readSse(`${server.url}/api/v1/talker/invoke/stream`, { method: 'POST', json: { query: 'q' } });
     const complete = read.frames.at(-1)!.data;
     expect(complete.metadata.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 });
@@ -356,14 +407,20 @@ describe('tools and the tool loop (real server, scripted model)', () => {
       return Number(new RegExp(`model_tokens_total\\{agent="forecaster",model="fake-1",kind="${kind}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
     };
     const before = [await count('prompt'), await count('completion')];
-    fake.enqueue({ tool_calls: [toolCall('weather', { city: 'Graz' })], usage: { prompt_tokens: 100, completion_tokens: 10 } }, { content: 'ok', usage: { prompt_tokens: 200, completion_tokens: 20 } });
+    fake.enqueue(
+      { tool_calls: [toolCall('weather', { city: 'Graz' })], usage: { prompt_tokens: 100, completion_tokens: 10 } },
+      { content: 'ok', usage: { prompt_tokens: 200, completion_tokens: 20 } },
+    );
     await post('/api/v1/forecaster/invoke', { query: 'Graz?' });
     expect([(await count('prompt')) - before[0]!, (await count('completion')) - before[1]!]).toEqual([300, 30]);
   });
 
   it('keeps the usage of a long answer in the log record when its output is cut to a preview', async () => {
     const long = 'word '.repeat(6000);
-    fake.enqueue({ content: 'short', usage: { prompt_tokens: 3, completion_tokens: 1 } }, { content: long, usage: { prompt_tokens: 6001, completion_tokens: 6000 } });
+    fake.enqueue(
+      { content: 'short', usage: { prompt_tokens: 3, completion_tokens: 1 } },
+      { content: long, usage: { prompt_tokens: 6001, completion_tokens: 6000 } },
+    );
     const { body } = await post('/api/v1/talker/invoke', { query: 'long' });
     const record = await eventually(async () => {
       const page = await server.request('/api/v1/logs?resource=agent&name=talker&limit=200');

@@ -51,7 +51,7 @@ describe('feedback routes against the real server', () => {
     expect((await post('ghost', {})).status).toBe(404);
   });
 
-  it('exports the agent\'s feedback as valid JSON Lines, one record per line', async () => {
+  it("exports the agent's feedback as valid JSON Lines, one record per line", async () => {
     const { body } = await server.request('/api/v1/echo/feedback/export');
     expect(body).toMatchObject({ agent: 'echo', format: 'jsonl', count: 3 });
     const lines = body.data.split('\n').filter((l: string) => l.length > 0);

@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UnconfiguredProvider, createModelProvider } from '../../core/agents/model.js';
+import { createModelProvider, UnconfiguredProvider } from '../../core/agents/model.js';
 import { LowdbStore } from '../../core/storage/lowdb-store.js';
-import { ThreadService, extractiveSummary } from '../../core/threads/service.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { extractiveSummary, ThreadService } from '../../core/threads/service.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
 
 const files = {
@@ -32,7 +32,10 @@ describe('thread routes against the real server', () => {
     const generated = await call('POST', '/threads', {});
     expect(generated.body).toMatchObject({ user_id: 'default-user', title: null });
     expect(generated.body.id).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await call('POST', '/threads', { thread_id: 'th-1' })).body).toEqual({ detail: "thread 'th-1' already exists for agent 'echo'", code: 'HANGAR_THREAD_EXISTS' });
+    expect((await call('POST', '/threads', { thread_id: 'th-1' })).body).toEqual({
+      detail: "thread 'th-1' already exists for agent 'echo'",
+      code: 'HANGAR_THREAD_EXISTS',
+    });
 
     expect((await call('GET', '/threads/th-1')).body.title).toBe('First');
     const adas = await call('GET', '/threads?user_id=ada');
@@ -51,7 +54,10 @@ describe('thread routes against the real server', () => {
 
     await chat('th-1', 'hello');
     expect(await call('DELETE', '/threads/th-1')).toMatchObject({ status: 200, body: { status: 'deleted', thread_id: 'th-1' } });
-    expect(await call('GET', '/threads/th-1')).toMatchObject({ status: 404, body: { detail: "thread 'th-1' not found for agent 'echo'", code: 'HANGAR_THREAD_NOT_FOUND' } });
+    expect(await call('GET', '/threads/th-1')).toMatchObject({
+      status: 404,
+      body: { detail: "thread 'th-1' not found for agent 'echo'", code: 'HANGAR_THREAD_NOT_FOUND' },
+    });
     expect((await call('GET', '/threads/th-1/messages')).status).toBe(404);
     // Re-creating the id starts empty: the messages went with the thread.
     await call('POST', '/threads', { thread_id: 'th-1' });
@@ -78,7 +84,12 @@ describe('thread routes against the real server', () => {
     const child = await call('POST', '/threads/root/fork', { message_index: 3, new_thread_id: 'child', title: 'Child' });
     expect(child.status).toBe(200);
     expect(child.body).toMatchObject({ id: 'child', parent_thread_id: 'root', fork_message_index: 3, title: 'Child' });
-    expect((await call('GET', '/threads/child/messages')).body.messages.map((m: { content: string }) => m.content)).toEqual(['a', 'echo: a', 'b', 'echo: b']);
+    expect((await call('GET', '/threads/child/messages')).body.messages.map((m: { content: string }) => m.content)).toEqual([
+      'a',
+      'echo: a',
+      'b',
+      'echo: b',
+    ]);
     expect((await call('GET', '/threads/child')).body).toMatchObject({ parent_thread_id: 'root', fork_message_index: 3 });
 
     await chat('child', 'd');
@@ -126,7 +137,10 @@ describe('thread routes against the real server', () => {
   });
 
   it('answers 404 for an unknown agent', async () => {
-    expect(await server.request('/api/v1/ghost/threads')).toMatchObject({ status: 404, body: { detail: 'agent "ghost" not found', code: 'HANGAR_AGENT_NOT_FOUND' } });
+    expect(await server.request('/api/v1/ghost/threads')).toMatchObject({
+      status: 404,
+      body: { detail: 'agent "ghost" not found', code: 'HANGAR_AGENT_NOT_FOUND' },
+    });
   });
 });
 
@@ -179,7 +193,7 @@ describe('thread service', () => {
     expect((await second.allMessages('a', 'keep')).map((m) => m.content)).toEqual(['remember me']);
   });
 
-  it('extractive summary picks the sentences sharing the conversation\'s frequent words', () => {
+  it("extractive summary picks the sentences sharing the conversation's frequent words", () => {
     const text = extractiveSummary([
       { role: 'user', content: 'Our invoice export fails. The invoice export shows an error. Weather is nice.', timestamp: '' },
       { role: 'assistant', content: 'Retry the invoice export after updating.', timestamp: '' },

@@ -64,6 +64,17 @@ export const ERROR_CATALOGUE = {
   // ── endpoints: custom endpoints and upstreams
   // (end endpoints)
   // ── pipelines: pipelines
+  HANGAR_PIPELINE_NOT_FOUND: { status: 404, message: "pipeline '{pipeline}' not found" },
+  HANGAR_PIPELINE_INVALID: { status: 422, message: '{problems}' },
+  HANGAR_PIPELINE_FILE_BROKEN: { status: 422, message: '{file}: {problem}' },
+  HANGAR_PIPELINE_FILE_ELSEWHERE: { status: 409, message: "pipeline '{pipeline}' is defined in {file}; change or delete that file" },
+  HANGAR_PIPELINE_INPUT_INVALID: { status: 422, message: '{problems}' },
+  HANGAR_PIPELINE_STEP_FAILED: { status: 502, message: "pipeline '{pipeline}' failed at step '{step}': {problem}" },
+  HANGAR_PIPELINE_STEP_TIMEOUT: { status: 504, message: "pipeline '{pipeline}' failed at step '{step}': {problem}" },
+  HANGAR_PIPELINE_OUTPUT_FAILED: { status: 502, message: "pipeline '{pipeline}' {problem}" },
+  HANGAR_PIPELINE_RUN_CANCELED: { status: 499, message: 'pipeline run canceled' },
+  HANGAR_PIPELINE_RUN_NOT_FOUND: { status: 404, message: "run '{run}' of pipeline '{pipeline}' not found" },
+  HANGAR_PIPELINE_TASKS_DISABLED: { status: 501, message: 'async and batch runs need the task subsystem (tasks.enabled)' },
   // (end pipelines)
   // ── predictors: ML plugins
   // (end predictors)
@@ -94,6 +105,21 @@ export const ERROR_CATALOGUE = {
   // ── storage: the store
   // (end storage)
   // ── studio: studio debug runs
+  HANGAR_STUDIO_GRAPH_INVALID: { status: 500, message: "agent '{agent}' has an invalid graph: {problem}" },
+  HANGAR_STUDIO_BREAKPOINTS_UNKNOWN: { status: 422, message: "{field}: {names} {verb} of agent '{agent}'; its nodes are: {nodes}" },
+  HANGAR_STUDIO_THREAD_REQUIRED: { status: 422, message: 'body.thread_id: required when checkpoint_id is given (a checkpoint belongs to a thread)' },
+  HANGAR_STUDIO_THREAD_NOT_FOUND: { status: 404, message: "thread '{thread}' not found for agent '{agent}' (it has no checkpoints)" },
+  HANGAR_STUDIO_THREAD_BUSY: { status: 409, message: "thread '{thread}' of agent '{agent}' has a run in progress; wait for it, or cancel it ({cancel})" },
+  HANGAR_STUDIO_THREAD_BUSY_DELETE: { status: 409, message: "thread '{thread}' of agent '{agent}' has a studio run in progress; cancel it ({cancel}), then delete the thread" },
+  HANGAR_STUDIO_THREAD_PAUSED: { status: 409, message: "thread '{thread}' of agent '{agent}' is paused before node '{node}'; resume it ({resume}) or start from a checkpoint with checkpoint_id" },
+  HANGAR_STUDIO_THREAD_NOT_PAUSED: {
+    status: 409,
+    message: "thread '{thread}' of agent '{agent}' is not paused: its latest checkpoint (step {step}, {source}) ended the run; start a new run on the thread, or re-run from an earlier checkpoint with checkpoint_id",
+  },
+  HANGAR_STUDIO_CHECKPOINT_NOT_FOUND: { status: 404, message: "checkpoint '{checkpoint}' not found in thread '{thread}' of agent '{agent}'" },
+  HANGAR_STUDIO_RUN_NOT_FOUND: { status: 404, message: "run '{run}' not found for agent '{agent}'" },
+  HANGAR_STUDIO_RUN_NOT_EXECUTING: { status: 409, message: "run '{run}' is not executing (status '{status}')" },
+  HANGAR_STUDIO_STATE_EMPTY_UPDATE: { status: 400, message: 'no fields to update' },
   // (end studio)
   // ── coderun: coding runs, teams, gates, login
   // (end coderun)

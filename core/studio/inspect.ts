@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { compileGraph, graphView, GraphDefinitionError, type CompiledGraph } from '../agents/graph.js';
 import type { Agent } from '../agents/kind.js';
 import type { ModelProvider } from '../agents/model.js';
-import { HttpError, errorMessage, unprocessable } from '../http/errors.js';
+import { errorMessage, fail } from '../kernel/errors.js';
 import type { AgentEntry } from './schemas.js';
 
 /** The agent's compiled graph; a definition that does not compile is the spec's 500 "graph error". */
@@ -16,7 +16,7 @@ export function graphOf(agent: Agent): CompiledGraph {
   try {
     return compileGraph(agent.definition);
   } catch (err) {
-    if (err instanceof GraphDefinitionError) throw new HttpError(500, `agent '${agent.name}' has an invalid graph: ${err.message}`);
+    if (err instanceof GraphDefinitionError) throw fail('HANGAR_STUDIO_GRAPH_INVALID', { agent: agent.name, problem: err.message });
     throw err;
   }
 }
@@ -26,10 +26,13 @@ export function checkBreakpoints(agent: Agent, breakpoints: readonly string[], f
   const graph = graphOf(agent);
   const unknown = breakpoints.filter((name) => !graph.nodes.has(name));
   if (unknown.length) {
-    throw unprocessable(
-      `${field}: ${unknown.map((n) => `'${n}'`).join(', ')} ${unknown.length === 1 ? 'is not a node' : 'are not nodes'} of agent '${agent.name}'; ` +
-        `its nodes are: ${[...graph.nodes.keys()].join(', ')}`,
-    );
+    throw fail('HANGAR_STUDIO_BREAKPOINTS_UNKNOWN', {
+      field,
+      names: unknown.map((n) => `'${n}'`).join(', '),
+      verb: unknown.length === 1 ? 'is not a node' : 'are not nodes',
+      agent: agent.name,
+      nodes: [...graph.nodes.keys()].join(', '),
+    });
   }
 }
 

@@ -12,7 +12,7 @@ import type { Agent } from '../agents/kind.js';
 import type { AgentRuntime } from '../agents/runtime.js';
 import type { AgentInput, AgentState, ChatMessage } from '../agents/types.js';
 import { EventLog } from '../http/event-log.js';
-import { HttpError, errorMessage } from '../http/errors.js';
+import { errorMessage, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { DoneEvent, StudioEvent, StudioRunStatus } from './events.js';
@@ -103,7 +103,7 @@ export async function executeRun(ctx: LaunchContext, agent: Agent, execution: Ex
     const cause = err instanceof NodeError ? err.cause : err;
     run.error = errorMessage(cause);
     if (err instanceof NodeError) run.error_node = err.node;
-    if (!(cause instanceof HttpError && cause.status < 500)) {
+    if (!(cause instanceof HangarError && cause.status < 500)) {
       ctx.log.warn(`studio run ${run.run_id} of agent ${agent.name} failed: ${run.error}`, { node: run.error_node });
     }
     // An error before the engine's first event (a graph that no longer compiles) has no

@@ -147,6 +147,9 @@ export const ThreadState = z.object({
   run_id: z.string().nullable(),
 });
 
+/** The answer to a state update: the new state and the keys it changed. */
+export const UpdatedState = ThreadState.extend({ updated_keys: z.array(z.string()) });
+
 export const RUN_STATUSES = ['running', 'completed', 'interrupted', 'breakpoint', 'rejected', 'cancelled', 'error'] as const;
 
 export const StudioEventDoc = z

@@ -18,7 +18,6 @@
  * here, so the owner is whoever owns any part, and a delete removes every part.
  */
 
-import type { ModelProvider } from '../agents/model.js';
 import type { ChatMessage } from '../agents/types.js';
 import { fail } from '../kernel/errors.js';
 import { canSee, ownerFor, ownerOf } from '../kernel/ownership.js';
@@ -53,6 +52,15 @@ export interface ThreadPart {
   delete(agent: string, threadId: string): Promise<void>;
 }
 
+/**
+ * The model a summary asks, when one is configured: the part of the agent runtime's model provider
+ * threads use, so this service does not depend on how agents reach models.
+ */
+export interface SummaryModel {
+  readonly configured: boolean;
+  complete(request: { messages: ChatMessage[] }): Promise<string>;
+}
+
 /** How a thread id stands for a caller: nobody's yet, theirs (or visible to them), or someone else's. */
 export type ThreadAccess = 'free' | 'visible' | 'hidden';
 
@@ -66,7 +74,7 @@ export class ThreadService {
 
   constructor(
     store: Store,
-    private readonly provider: ModelProvider,
+    private readonly provider: SummaryModel,
     private readonly onModelError: (err: unknown) => void = () => {},
   ) {
     this.threads = store.collection<Thread>('threads', { shards: 64 });

@@ -20,10 +20,11 @@ import { uiSubsystem } from '../ui/subsystem.js';
 import type { Subsystem } from '../kernel/context.js';
 
 /**
- * Every subsystem of the server. They are set up in this order (a subsystem may use services set up
- * before it: `ctx.tasks`, `ctx.agents`), then add their routes and hooks in this order. Route order
- * does not decide matching — Fastify's router prefers static segments, so `/api/v1/endpoints/health`
- * is never taken for an agent named "endpoints" — but hook order does: hooks run in the order added.
+ * Every subsystem of the server. They are set up in the order core/app/plan.ts computes from what
+ * each provides, depends on and uses (this list's order among equals), then add their routes and
+ * hooks in that order. Route order does not decide matching — Fastify's router prefers static
+ * segments, so `/api/v1/endpoints/health` is never taken for an agent named "endpoints" — but hook
+ * order does: hooks run in the order added.
  */
 export const SUBSYSTEMS: Subsystem[] = [
   controlSubsystem, // first: its gate (maintenance, drain, disable) is the first preHandler hook

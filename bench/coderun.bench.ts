@@ -13,7 +13,7 @@ import { realpathSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { checkWrite } from '../core/coderun/fence.js';
-import { codeService, coderunSubsystem } from '../core/coderun/subsystem.js';
+import { coderunSubsystem } from '../core/coderun/subsystem.js';
 import { Logger } from '../core/kernel/log.js';
 import { startServer } from '../core/app/server.js';
 import { agentScript, approve, startScriptedModel, write } from '../test/coderun/support/scripted-model.js';
@@ -49,7 +49,7 @@ async function runOnce(maxParallel: number): Promise<{ ms: number; modelCalls: n
   );
   await server.discovered;
   try {
-    const service = codeService(server.ctx);
+    const service = server.ctx.services.get('coderun');
     const started = performance.now();
     const run = await service.startRun({ request: 'four files', repo });
     const done = await service.settled(run.id, 120_000);

@@ -45,5 +45,5 @@ export const SUBSYSTEMS: Subsystem[] = [
   studioSubsystem, // /studio/... debug interface
   uiSubsystem, // /ui/ (desktop/views) and the live channel /api/v1/events
   notebookSubsystem, // /api/notebooks/... and the live channel /api/notebooks/ws
-  notebookIntelSubsystem, // after notebook (uses its sessions): /api/smartprep, /api/algorithm-match, /api/patterns, /api/tools, schedules
+  notebookIntelSubsystem, // /api/smartprep, /api/algorithm-match, /api/patterns, /api/tools, schedules (on the `notebooks` service)
 ];

@@ -5,7 +5,7 @@
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { forbidden, unprocessable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import { formatIssues } from '../http/validate.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { READ_ONLY_CONFIG_KEYS } from './config-keys.js';
@@ -36,14 +36,15 @@ export class CodeRunConfig {
 
   /** Patch the configuration over HTTP; read-only keys are refused, naming the key. */
   async patch(patch: unknown): Promise<CodeConfig> {
-    if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw unprocessable('body: expected an object of configuration keys');
+    if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw fail('HANGAR_CODERUN_CONFIG_NOT_OBJECT', {});
     const readOnly = Object.keys(patch).filter((k) => (READ_ONLY_CONFIG_KEYS as readonly string[]).includes(k));
     if (readOnly.length) {
-      throw unprocessable(`${readOnly.join(', ')} ${readOnly.length > 1 ? 'are' : 'is'} read-only over HTTP; set ${readOnly.length > 1 ? 'them' : 'it'} under "code" in hangar.config.json`);
+      const several = readOnly.length > 1;
+      throw fail('HANGAR_CODERUN_CONFIG_READ_ONLY', { keys: readOnly.join(', '), verb: several ? 'are' : 'is', them: several ? 'them' : 'it' });
     }
     const overlay = { ...((await this.overlays.get('overlay')) ?? {}), ...(patch as Record<string, unknown>) };
     const parsed = CodeConfigSchema.safeParse({ ...this.file, ...overlay });
-    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body'));
+    if (!parsed.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsed.error.issues, 'body') });
     await this.overlays.put('overlay', overlay);
     return parsed.data;
   }
@@ -60,9 +61,9 @@ export class CodeRunConfig {
     const given = requested ?? config.repo ?? '.';
     const repo = path.resolve(this.root, given);
     const roots = this.repoRoots();
-    const refused = () => forbidden(`repo: ${given} is outside the workspace and the folders listed in code.repos (hangar.config.json)`);
+    const refused = () => fail('HANGAR_CODERUN_REPO_OUTSIDE', { repo: given });
     if (!roots.some((root) => isWithin(repo, root))) throw refused();
-    if (!existsSync(repo) || !statSync(repo).isDirectory()) throw unprocessable(`repo: ${given} is not a folder`);
+    if (!existsSync(repo) || !statSync(repo).isDirectory()) throw fail('HANGAR_CODERUN_REPO_NOT_FOLDER', { repo: given });
     const real = realpathSync(repo);
     if (!roots.some((root) => isWithin(real, root))) throw refused();
     return repo;

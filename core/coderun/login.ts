@@ -20,14 +20,12 @@
  * browser holding nothing but the link must reach it) without being guessable.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { unauthorized } from '../http/errors.js';
-import type { RouteDoc } from '../http/openapi.js';
+import { type AnyRoute, defineRoute } from '../http/route.js';
 import { presentedToken } from '../http/security.js';
-import { parseInput } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
-import { sessionMatches, sessionTokenOf } from './routes.js';
+import { fail } from '../kernel/errors.js';
+import { sessionMatches, sessionTokenOf } from './session.js';
 
 export const LOGIN_PATH = '/api/login';
 export const LOGIN_LINKS_PATH = '/api/login/links';
@@ -64,9 +62,8 @@ export interface MintedLink {
 
 const hash = (code: string) => createHash('sha256').update(code).digest('hex');
 
-/** Where the session token lives (core/coderun/subsystem.ts SESSION_FILE). */
-const SESSION_PATH = '.hangar/code-session.json';
-const STALE_HINT = `read the session token in ${SESSION_PATH} of the workspace, or run \`hangar login\` for a fresh link`;
+/** A 401 names the scheme the API expects, as every 401 of the server does. */
+const BEARER = { headers: { 'WWW-Authenticate': 'Bearer' } };
 
 export class LoginLinks {
   readonly #live = new Map<string, Pending>();
@@ -93,15 +90,9 @@ export class LoginLinks {
   exchange(code: string): z.infer<typeof LoginAnswer> {
     const key = hash(code);
     const pending = this.#live.get(key);
-    if (!pending) {
-      throw unauthorized(
-        this.#used.has(key)
-          ? `this login link was already used (each link works once); ${STALE_HINT}`
-          : `this login link is not valid for this server (links end when Hangar restarts); ${STALE_HINT}`,
-      );
-    }
+    if (!pending) throw fail(this.#used.has(key) ? 'HANGAR_CODERUN_LOGIN_LINK_USED' : 'HANGAR_CODERUN_LOGIN_LINK_UNKNOWN', {}, BEARER);
     this.#live.delete(key);
-    if (pending.expiresAt <= this.now()) throw unauthorized(`this login link has expired (links last 24 hours); ${STALE_HINT}`);
+    if (pending.expiresAt <= this.now()) throw fail('HANGAR_CODERUN_LOGIN_LINK_EXPIRED', {}, BEARER);
     if (this.#used.size >= MAX_USED) this.#used.delete(this.#used.values().next().value!);
     this.#used.add(key);
     pending.used();
@@ -128,45 +119,43 @@ export function loginUrl(base: string, code: string): string {
   return url.href;
 }
 
-export function loginRoutes(app: FastifyInstance, ctx: HangarContext, links: LoginLinks, sessionToken: () => string): void {
-  // Public: the browser holding only the link has no bearer token yet (see the decision above).
-  ctx.publicPaths.add(LOGIN_PATH);
-  app.post(LOGIN_PATH, async (req) => links.exchange(parseInput(LoginRequest, req.body).code));
-
-  // For `hangar login` (and scripts): proves it can read the session file, and hands the browser
-  // the API token it authenticated with itself, never another one.
-  app.post(LOGIN_LINKS_PATH, async (req, reply) => {
-    if (!sessionMatches(sessionToken(), sessionTokenOf(req))) {
-      throw unauthorized(`minting a login link needs the session token (header X-Hangar-Session), stored in ${SESSION_PATH}`);
-    }
-    const token = req.principal === 'local' ? undefined : presentedToken(req.raw);
-    const link = links.mint(token);
-    reply.code(201);
-    const origin = `${req.protocol}://${req.headers.host ?? `${ctx.settings.host}:${ctx.settings.port}`}`;
-    return { code: link.code, url: loginUrl(origin, link.code), expires_at: link.expiresAt.toISOString() };
-  });
-
-  ctx.openapi.add(...loginDocs());
-}
-
-function loginDocs(): RouteDoc[] {
+export function loginRoutes(ctx: HangarContext, links: LoginLinks, sessionToken: () => string): AnyRoute[] {
   const tags = ['login'];
   return [
-    {
-      method: 'post',
-      path: LOGIN_PATH,
-      tags,
+    defineRoute({
+      method: 'POST',
+      url: LOGIN_PATH,
       summary: 'Exchange a one-time login code (from a ?login= link) for the session token and, when needed, an API token',
-      description: 'Public. A code works once and expires after 24 hours; a used, expired or unknown code answers 401 naming .hangar/code-session.json.',
-      body: LoginRequest,
-      responses: { 200: { description: 'The tokens to keep in sessionStorage', schema: LoginAnswer }, 401: { description: 'Used, expired or unknown code' } },
-    },
-    {
-      method: 'post',
-      path: LOGIN_LINKS_PATH,
+      description:
+        'Public. A code works once and expires after 24 hours; a used, expired or unknown code answers 401 naming .hangar/code-session.json.',
       tags,
+      schema: {
+        body: LoginRequest,
+        response: {
+          200: { description: 'The tokens to keep in sessionStorage', schema: LoginAnswer },
+          401: 'Used, expired or unknown code',
+        },
+      },
+      // Public: the browser holding only the link has no bearer token yet (see the decision above).
+      config: { public: true },
+      handler: ({ body }) => links.exchange(body.code),
+    }),
+    // For `hangar login` (and scripts): proves it can read the session file, and hands the browser
+    // the API token it authenticated with itself, never another one.
+    defineRoute({
+      method: 'POST',
+      url: LOGIN_LINKS_PATH,
       summary: 'Mint a fresh one-time login link (needs X-Hangar-Session); `hangar login` calls it',
-      responses: { 201: { description: 'The link', schema: LinkAnswer }, 401: { description: 'Missing or wrong session token' } },
-    },
+      tags,
+      schema: { response: { 201: { description: 'The link', schema: LinkAnswer }, 401: 'Missing or wrong session token' } },
+      handler: ({ req, reply }) => {
+        if (!sessionMatches(sessionToken(), sessionTokenOf(req))) throw fail('HANGAR_CODERUN_LOGIN_SESSION_REQUIRED', {}, BEARER);
+        const token = req.principal === 'local' ? undefined : presentedToken(req.raw);
+        const link = links.mint(token);
+        reply.code(201);
+        const origin = `${req.protocol}://${req.headers.host ?? `${ctx.settings.host}:${ctx.settings.port}`}`;
+        return { code: link.code, url: loginUrl(origin, link.code), expires_at: link.expiresAt.toISOString() };
+      },
+    }),
   ];
 }

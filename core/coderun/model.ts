@@ -8,7 +8,7 @@
  * pin, else the task's rung of `model_escalation` when it has been escalated, else `model_roles`
  * for the role, else the configured default.
  */
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { endpointClient, loadOpenAI, toolCallsOf, toWireMessage, toWireTools, type ModelToolCall, type ToolSpec } from '../lib/model-client.js';
 

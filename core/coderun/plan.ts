@@ -3,7 +3,7 @@
  * dependency repair) and the approval gate's edit rules (spec 3, rule 3). Pure functions: the
  * service keeps the live plan and swaps it only when a whole edit succeeds.
  */
-import { unprocessable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import { formatIssues } from '../http/validate.js';
 import { normalizeRelative, ownersOf } from './ownership.js';
 import { GENERIC_ROLES } from './preselect.js';
@@ -162,21 +162,21 @@ export function describeCut(report: PlanCut | null | undefined): string | null {
 /** Rule 1 as a check: the squad the task's files demand, or a refusal naming the owner. */
 export function checkSquad(task: Pick<TaskSpec, 'id' | 'files'>, squad: string | null, teams: readonly Team[]): void {
   const owners = new Set(task.files.flatMap((f) => ownersOf(teams, f).map((t) => t.id)));
-  if (squad !== null && !teams.some((t) => t.id === squad)) throw unprocessable(`squad: unknown team '${squad}'`);
+  if (squad !== null && !teams.some((t) => t.id === squad)) throw fail('HANGAR_CODERUN_SQUAD_UNKNOWN', { team: squad });
   for (const owner of owners) {
     if (squad === null && owners.size === 1) {
-      throw unprocessable(`task ${task.id} cannot be un-assigned: its files are owned by team '${owner}'`);
+      throw fail('HANGAR_CODERUN_TASK_UNASSIGNABLE', { task: task.id, owner });
     }
     if (squad !== null && owner !== squad) {
       const file = task.files.find((f) => ownersOf(teams, f).some((t) => t.id === owner));
-      throw unprocessable(`task ${task.id} cannot go to team '${squad}': ${file} is owned by team '${owner}'`);
+      throw fail('HANGAR_CODERUN_TASK_OWNED_ELSEWHERE', { task: task.id, team: squad, file: String(file), owner });
     }
   }
 }
 
 export function assertStaffable(role: string, teams: readonly Team[], taskId: string): void {
   if (!staffableRoles(teams).has(role)) {
-    throw unprocessable(`task ${taskId}: role '${role}' cannot be staffed (no generic agent and no roster agent has it)`);
+    throw fail('HANGAR_CODERUN_ROLE_UNSTAFFABLE', { task: taskId, role });
   }
 }
 
@@ -187,7 +187,7 @@ export function assertStaffable(role: string, teams: readonly Team[], taskId: st
  */
 export function applyPlanEdit(plan: Plan, teams: readonly Team[], input: unknown): { plan: Plan; teams: Team[]; dropped: DroppedDependency[] } {
   const parsedEdit = PlanEdit.safeParse(input ?? {});
-  if (!parsedEdit.success) throw unprocessable(formatIssues(parsedEdit.error.issues, 'body'));
+  if (!parsedEdit.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsedEdit.error.issues, 'body') });
   // zod fills defaults into partial objects; only the keys the caller sent count as edits, so
   // omitted fields stay untouched.
   const raw = (input ?? {}) as { tasks?: Array<Record<string, unknown>>; teams?: Array<Record<string, unknown>> };
@@ -200,12 +200,12 @@ export function applyPlanEdit(plan: Plan, teams: readonly Team[], input: unknown
     const { id, remove, ...fields } = te;
     const index = nextTeams.findIndex((t) => t.id === id);
     if (remove) {
-      if (index < 0) throw unprocessable(`teams: no team '${id}' to remove`);
+      if (index < 0) throw fail('HANGAR_CODERUN_PLAN_NO_TEAM', { team: id });
       nextTeams = nextTeams.filter((t) => t.id !== id);
       continue;
     }
     const parsed = TeamSchema.safeParse(index >= 0 ? { ...nextTeams[index], ...fields, id } : { ...fields, id });
-    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, `teams.${id}`));
+    if (!parsed.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsed.error.issues, `teams.${id}`) });
     if (index >= 0) nextTeams[index] = parsed.data;
     else nextTeams.push(parsed.data);
   }
@@ -217,29 +217,29 @@ export function applyPlanEdit(plan: Plan, teams: readonly Team[], input: unknown
     const { id, remove, ...fields } = te;
     const index = tasks.findIndex((t) => t.id === id);
     if (remove) {
-      if (index < 0) throw unprocessable(`tasks: no task '${id}' to remove`);
+      if (index < 0) throw fail('HANGAR_CODERUN_PLAN_NO_TASK', { task: id });
       tasks = tasks.filter((t) => t.id !== id);
       removed.add(id);
       continue;
     }
     const parsed = TaskSpec.safeParse(index >= 0 ? { ...tasks[index], ...fields, id } : { ...fields, id });
-    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, `tasks.${id}`));
+    if (!parsed.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsed.error.issues, `tasks.${id}`) });
     const next = { ...parsed.data, files: parsed.data.files.map(normalizeRelative) };
     if (index >= 0) tasks[index] = next;
     else tasks.push(next);
   }
-  if (tasks.length === 0) throw unprocessable('tasks: a plan needs at least one task');
-  if (tasks.length > PLAN_SIZE_CAP) throw unprocessable(`tasks: the plan size cap is ${PLAN_SIZE_CAP} tasks (edit leaves ${tasks.length})`);
+  if (tasks.length === 0) throw fail('HANGAR_CODERUN_PLAN_EMPTY', {});
+  if (tasks.length > PLAN_SIZE_CAP) throw fail('HANGAR_CODERUN_PLAN_TOO_LARGE', { cap: PLAN_SIZE_CAP, count: tasks.length });
 
   const teamIds = new Set(nextTeams.map((t) => t.id));
   for (const task of tasks) {
     assertStaffable(task.role, nextTeams, task.id);
-    if (task.squad !== null && !teamIds.has(task.squad)) throw unprocessable(`task ${task.id}: squad '${task.squad}' is not a team of this plan`);
+    if (task.squad !== null && !teamIds.has(task.squad)) throw fail('HANGAR_CODERUN_TASK_SQUAD_NOT_IN_PLAN', { task: task.id, team: task.squad });
     // A team edit may move ownership under a task: the squad must still agree with its files.
     const owners = [...new Set(task.files.flatMap((f) => ownersOf(nextTeams, f).map((t) => t.id)))];
-    if (owners.length > 1) throw unprocessable(`task ${task.id}: its files are owned by several teams (${owners.join(', ')}); split it`);
+    if (owners.length > 1) throw fail('HANGAR_CODERUN_TASK_OWNERS_SEVERAL', { task: task.id, owners: owners.join(', ') });
     if (owners.length === 1 && task.squad !== owners[0]) {
-      throw unprocessable(`task ${task.id} cannot stay with team '${task.squad ?? 'none'}': its files are owned by team '${owners[0]}'`);
+      throw fail('HANGAR_CODERUN_TASK_SQUAD_MISMATCH', { task: task.id, team: task.squad ?? 'none', owner: owners[0]! });
     }
   }
 

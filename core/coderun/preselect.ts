@@ -4,7 +4,7 @@
  * run, and a test can pin it). Evidence comes from the teams' match rules (keywords, files,
  * extensions) and from paths in the request that a team owns.
  */
-import { unprocessable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import { globMatcher, ownedBy } from './ownership.js';
 import { DEFAULT_MANAGER } from './teams.js';
 import type { CodeConfig, Team } from './schemas.js';
@@ -182,7 +182,7 @@ export function preselect(library: readonly Team[], request: string, config: Pic
   let chosen: SelectedTeam[];
   if (effectivePins.length) {
     const unknown = effectivePins.filter((id) => !library.some((t) => t.id === id));
-    if (unknown.length) throw unprocessable(`teams: unknown team ${unknown.map((u) => `'${u}'`).join(', ')}`);
+    if (unknown.length) throw fail('HANGAR_CODERUN_TEAMS_UNKNOWN', { teams: unknown.map((u) => `'${u}'`).join(', ') });
     mode = 'pinned';
     note = pins.length ? 'teams pinned for this run' : 'teams pinned by configuration (teams)';
     chosen = scored.filter((s) => effectivePins.includes(s.team.id)).map((s) => select(s.team, ['pinned', ...s.reasons]));

@@ -1,172 +1,295 @@
 /**
- * Coding-run HTTP routes (spec 3, "Coding-run HTTP routes"), all behind the per-launch session
- * token: header `X-Hangar-Session: <token>` (or `?session=<token>` for EventSource and ws, which
- * cannot set headers). A separate header rather than `Authorization`, so it works whether or not
- * the server also has bearer tokens configured.
+ * Coding-run HTTP routes (spec 3, "Coding-run HTTP routes"), all behind the session token
+ * (core/coderun/session.ts): they are mounted in a Fastify scope of their own whose `onRequest`
+ * hook checks it, so the guard covers exactly these routes and nothing else.
  *
  * Routes beyond the spec's table, for the approval gate and the live view: GET /api/runs,
  * GET /api/runs/{id}, GET /api/runs/{id}/events (SSE), GET|PATCH /api/runs/{id}/plan,
  * POST /api/runs/{id}/approve, POST /api/runs/{id}/cancel, GET /api/config.
+ *
+ * Handlers take the service from a getter: the service is built on the first coding-run request,
+ * not at start-up (core/coderun/subsystem.ts).
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { z } from 'zod';
-import { serviceUnavailable, unauthorized } from '../http/errors.js';
-import type { RouteDoc } from '../http/openapi.js';
-import { param, pathOf, queryOf } from '../http/request.js';
-import { sameSecret } from '../http/security.js';
+import type { FastifyInstance } from 'fastify';
+import { pathOf } from '../http/request.js';
+import { type AnyRoute, defineRoute, mountRoutes } from '../http/route.js';
 import { resumePoint, serveSse } from '../http/sse.js';
-import { parseInput } from '../http/validate.js';
-import type { HangarContext } from '../kernel/context.js';
-import { ModelError } from './model.js';
-import { ActivateRequest, ManagerRequest, PlanEdit, PreselectRequest, StartRunRequest, TaskPatch, TeamPatch, TeamSchema } from './schemas.js';
+import {
+  ActivateRequest,
+  ActivityQuery,
+  ManagerRequest,
+  PlanEdit,
+  PreselectRequest,
+  RepoQuery,
+  StartRunRequest,
+  TaskPatch,
+  TeamPatch,
+  TeamSchema,
+} from './schemas.js';
 import type { CodeRunService } from './service.js';
+import { sessionGuard } from './session.js';
 
-export const SESSION_HEADER = 'x-hangar-session';
+/** The paths the session token guards, known routes or not. */
 export const CODE_PREFIXES = ['/api/runs', '/api/teams', '/api/composition', '/api/tasks', '/api/config', '/api/calibration'];
 
-export function sessionTokenOf(req: { headers: Record<string, string | string[] | undefined>; url?: string }): string | undefined {
-  const header = req.headers[SESSION_HEADER];
-  if (typeof header === 'string') return header.trim();
-  const query = new URL(req.url ?? '/', 'http://local').searchParams.get('session');
-  return query ?? undefined;
+/**
+ * The coding-run routes in their own scope, behind the session token. Each prefix also gets a 404
+ * handler inside that scope, so an unknown path or method under a prefix answers 401 before 404, as
+ * a prefix guard should (the answer is the app's own 404, core/http/app.ts `answerWithDetail`).
+ */
+export function mountCodeRoutes(app: FastifyInstance, sessionToken: string, service: () => CodeRunService): void {
+  app.register(async (scope) => {
+    scope.addHook('onRequest', sessionGuard(sessionToken));
+    mountRoutes(scope, codeRoutes(service));
+    for (const prefix of CODE_PREFIXES) {
+      scope.register(
+        async (under) =>
+          under.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${pathOf(req)}` })),
+        { prefix },
+      );
+    }
+  });
 }
 
-export function sessionMatches(expected: string, presented: string | undefined): boolean {
-  return presented !== undefined && presented !== '' && sameSecret(presented, expected);
-}
+const tags = ['coding runs'];
 
 /**
- * Whether a request falls under CODE_PREFIXES: its path as sent matches a prefix (case-insensitive,
- * whole segments), or the route that answers it was registered under one (the router decodes `%XX`
- * before matching, so `/api/%72uns` reaches `/api/runs`).
+ * Teams routes act on `?repo=`, else a body's `repo` (the service then falls back to `code.repo`,
+ * then the workspace). Bodies the service validates itself (a team, a patch, a plan edit, the
+ * configuration) are passed on as sent, so its 422s name the fields as before; their schemas here
+ * document them.
  */
-const CODE_PATH = new RegExp(`^(?:${CODE_PREFIXES.join('|')})(?:/|$)`, 'i'); // the prefixes are plain letters and slashes
-export function isCodePath(req: FastifyRequest): boolean {
-  const route = req.routeOptions.url;
-  return CODE_PATH.test(pathOf(req)) || (route !== undefined && CODE_PATH.test(route));
-}
+const repoOf = (code: CodeRunService, query: { repo?: string }, body: unknown) =>
+  code.repoOf(query.repo ?? (body as { repo?: string } | undefined)?.repo);
+const withoutRepo = (body: unknown) => {
+  const { repo: _repo, ...rest } = (body ?? {}) as Record<string, unknown>;
+  return rest;
+};
 
-const RepoQuery = z.object({ repo: z.string().optional() });
-const ActivityQuery = z.object({ team: z.string().optional(), query: z.string().optional(), run: z.string().optional() });
-
-export function codeRoutes(app: FastifyInstance, ctx: HangarContext, service: CodeRunService): void {
-  // Every request under the prefixes, whichever route (or none: the 404 handler) answers it. A root
-  // hook, so unknown paths and methods under a prefix answer 401 before 404 as a prefix guard should.
-  app.addHook('preHandler', function requireSession(req, _reply, done) {
-    if (isCodePath(req) && !sessionMatches(service.sessionToken, sessionTokenOf(req))) {
-      return done(unauthorized(`coding-run routes need the session token (header X-Hangar-Session); it is printed at launch and stored in .hangar/code-session.json`));
-    }
-    done();
-  });
-
-  const repoOf = (req: FastifyRequest) => service.repoOf(parseInput(RepoQuery, req.query, 'query').repo ?? (req.body as { repo?: string })?.repo);
-  const id = (req: FastifyRequest) => param(req, 'id');
-
-  // ---- runs
-  app.post('/api/runs', async (req, reply) => {
-    const body = parseInput(StartRunRequest, req.body);
-    const run = await service.startRun(body);
-    reply.code(202).header('Location', `/api/runs/${run.id}`);
-    return run;
-  });
-  app.get('/api/runs', async () => ({ runs: await service.list() }));
-  app.get('/api/runs/latest', async () => service.latest());
-  app.get('/api/runs/:id', async (req) => service.get(id(req)));
-  app.get('/api/runs/:id/events', async (req, reply) => {
-    const since = resumePoint(req, queryOf(req));
-    const source = await service.eventSource(id(req));
-    await serveSse(reply, source, { since, snapshot: () => service.get(id(req)), headers: { 'X-Run-Id': id(req) } });
-  });
-  app.get('/api/runs/:id/plan', async (req) => service.plan(id(req)));
-  app.patch('/api/runs/:id/plan', async (req) => service.editPlan(id(req), req.body));
-  app.post('/api/runs/:id/approve', async (req) => service.approve(id(req)));
-  app.post('/api/runs/:id/cancel', async (req) => service.cancel(id(req)));
-
-  // ---- teams (fixed paths before /api/teams/:id)
-  app.get('/api/teams', async (req) => service.listTeams(await repoOf(req)));
-  app.post('/api/teams', async (req, reply) => {
-    const { repo: _r, ...team } = (req.body ?? {}) as Record<string, unknown>;
-    const created = await service.library.create(await repoOf(req), team as never);
-    reply.code(201);
-    return { ...created.team, source: created.source };
-  });
-  app.post('/api/teams/preselect', async (req) => {
-    const body = parseInput(PreselectRequest, req.body);
-    return service.preselect(body.request, await service.repoOf(body.repo), body.teams);
-  });
-  app.post('/api/teams/activate', async (req) => {
-    const body = parseInput(ActivateRequest, req.body);
-    return service.activate(await service.repoOf(body.repo), body.teams);
-  });
-  app.get('/api/teams/activity', async (req) => {
-    const q = parseInput(ActivityQuery, req.query, 'query');
-    return service.activity({ team: q.team, run: q.query ?? q.run });
-  });
-  app.get('/api/teams/:id', async (req) => {
-    const { team, source } = await service.library.get(await repoOf(req), id(req));
-    return { ...team, source };
-  });
-  app.put('/api/teams/:id', async (req) => {
-    const { repo: _r, ...patch } = (req.body ?? {}) as Record<string, unknown>;
-    const updated = await service.library.update(await repoOf(req), id(req), patch);
-    return { ...updated.team, source: updated.source };
-  });
-  app.delete('/api/teams/:id', async (req) => service.library.delete(await repoOf(req), id(req)));
-  app.post('/api/teams/:id/manager', async (req, reply) => {
-    const body = parseInput(ManagerRequest, req.body);
-    const updated = await service.createManager(await service.repoOf(body.repo), id(req), body.name);
-    reply.code(201);
-    return { ...updated.team, source: updated.source };
-  });
-  app.post('/api/composition/preview', async (req) => {
-    const body = parseInput(PreselectRequest, req.body);
-    return service.composition(body.request, await service.repoOf(body.repo), body.teams);
-  });
-
-  // ---- tasks, config, calibration
-  app.patch('/api/tasks/:id', async (req) => service.patchTask(id(req), req.body));
-  app.post('/api/tasks/:id/retry', async (req) => service.retryTask(id(req), (req.body as { run?: string })?.run));
-  app.get('/api/config', async () => service.config());
-  app.put('/api/config', async (req) => service.patchConfig(req.body));
-  app.get('/api/calibration', async () => {
-    try {
-      return await service.calibrate();
-    } catch (err) {
-      if (err instanceof ModelError) throw serviceUnavailable(err.message);
-      throw err;
-    }
-  });
-
-  ctx.openapi.add(...routeDocs());
-}
-
-function routeDocs(): RouteDoc[] {
-  const tags = ['coding runs'];
-  const doc = (method: RouteDoc['method'], path: string, summary: string, extra: Partial<RouteDoc> = {}): RouteDoc => ({ method, path, summary, tags, ...extra });
+export function codeRoutes(service: () => CodeRunService): AnyRoute[] {
   return [
-    doc('post', '/api/runs', 'Start a coding run (team pins are run-scoped)', { body: StartRunRequest, responses: { 202: { description: 'Run started' } } }),
-    doc('get', '/api/runs', 'List runs, newest first'),
-    doc('get', '/api/runs/latest', 'The latest run'),
-    doc('get', '/api/runs/{id}', 'One run with its board, gates, tickets and repairs'),
-    doc('get', '/api/runs/{id}/events', 'Run events (SSE, replay with Last-Event-ID)', { responses: { 200: { description: 'event stream', contentType: 'text/event-stream' } } }),
-    doc('get', '/api/runs/{id}/plan', 'The plan-approval card (up to 60 tasks)'),
-    doc('patch', '/api/runs/{id}/plan', 'Edit the proposed plan at the approval gate', { body: PlanEdit }),
-    doc('post', '/api/runs/{id}/approve', 'Approve the plan and start work'),
-    doc('post', '/api/runs/{id}/cancel', 'Cancel a run (workers stopped, run branch left clean)'),
-    doc('get', '/api/teams', 'Teams with default_manager, dynamic_enabled, running, effective_manager, manager_default', { query: RepoQuery }),
-    doc('post', '/api/teams', 'Create a team (project definition in .hangar/teams)', { body: TeamSchema }),
-    doc('get', '/api/teams/{id}', 'Read a team', { query: RepoQuery }),
-    doc('put', '/api/teams/{id}', 'Edit a team (writes a project override)', { body: TeamPatch }),
-    doc('delete', '/api/teams/{id}', 'Delete a project team or override (reveals the shipped team)'),
-    doc('post', '/api/teams/preselect', 'Which teams a request selects and why (no model call)', { body: PreselectRequest }),
-    doc('post', '/api/teams/activate', 'Write the org chart and pin it for the next run', { body: ActivateRequest }),
-    doc('post', '/api/teams/{id}/manager', 'Create a manager agent for the team and point the team at it', { body: ManagerRequest }),
-    doc('get', '/api/teams/activity', 'Classified team events; query=<run id> reads a past run', { query: ActivityQuery }),
-    doc('post', '/api/composition/preview', 'Composition preview (honours per-run team pins)', { body: PreselectRequest }),
-    doc('patch', '/api/tasks/{id}', 'Change task fields; squad assigns a team', { body: TaskPatch }),
-    doc('post', '/api/tasks/{id}/retry', 'Retry a stuck task'),
-    doc('get', '/api/config', 'The effective coding-run configuration'),
-    doc('put', '/api/config', 'Patch the configuration (read-only keys refused)'),
-    doc('get', '/api/calibration', 'Measured latency, throughput, useful parallelism and context window of the model endpoint'),
+    // ---- runs
+    defineRoute({
+      method: 'POST',
+      url: '/api/runs',
+      summary: 'Start a coding run (team pins are run-scoped)',
+      tags,
+      schema: { body: StartRunRequest, response: { 202: 'Run started' } },
+      handler: async ({ body, reply }) => {
+        const run = await service().startRun(body);
+        reply.code(202).header('Location', `/api/runs/${run.id}`);
+        return run;
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/runs',
+      summary: 'List runs, newest first',
+      tags,
+      handler: async () => ({ runs: await service().list() }),
+    }),
+    defineRoute({ method: 'GET', url: '/api/runs/latest', summary: 'The latest run', tags, handler: () => service().latest() }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/runs/:id',
+      summary: 'One run with its board, gates, tickets and repairs',
+      tags,
+      handler: ({ params }) => service().get(params.id),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/runs/:id/events',
+      summary: 'Run events (SSE, replay with Last-Event-ID)',
+      tags,
+      schema: { response: { 200: { description: 'event stream', contentType: 'text/event-stream' } } },
+      handler: async ({ params, req, reply }) => {
+        const since = resumePoint(req, req.query as Record<string, unknown>);
+        const code = service();
+        const source = await code.eventSource(params.id);
+        await serveSse(reply, source, { since, snapshot: () => code.get(params.id), headers: { 'X-Run-Id': params.id } });
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/runs/:id/plan',
+      summary: 'The plan-approval card (up to 60 tasks)',
+      tags,
+      handler: ({ params }) => service().plan(params.id),
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/runs/:id/plan',
+      summary: 'Edit the proposed plan at the approval gate',
+      tags,
+      schema: { body: PlanEdit },
+      handler: ({ params, req }) => service().editPlan(params.id, req.body),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/runs/:id/approve',
+      summary: 'Approve the plan and start work',
+      tags,
+      handler: ({ params }) => service().approve(params.id),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/runs/:id/cancel',
+      summary: 'Cancel a run (workers stopped, run branch left clean)',
+      tags,
+      handler: ({ params }) => service().cancel(params.id),
+    }),
+
+    // ---- teams
+    defineRoute({
+      method: 'GET',
+      url: '/api/teams',
+      summary: 'Teams with default_manager, dynamic_enabled, running, effective_manager, manager_default',
+      tags,
+      schema: { querystring: RepoQuery },
+      handler: async ({ query, req }) => {
+        const code = service();
+        return code.listTeams(await repoOf(code, query, req.body));
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/teams',
+      summary: 'Create a team (project definition in .hangar/teams)',
+      tags,
+      schema: { querystring: RepoQuery, body: TeamSchema },
+      handler: async ({ query, req, reply }) => {
+        const code = service();
+        const created = await code.library.create(await repoOf(code, query, req.body), withoutRepo(req.body) as never);
+        reply.code(201);
+        return { ...created.team, source: created.source };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/teams/preselect',
+      summary: 'Which teams a request selects and why (no model call)',
+      tags,
+      schema: { body: PreselectRequest },
+      handler: async ({ body }) => {
+        const code = service();
+        return code.preselect(body.request, await code.repoOf(body.repo), body.teams);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/teams/activate',
+      summary: 'Write the org chart and pin it for the next run',
+      tags,
+      schema: { body: ActivateRequest },
+      handler: async ({ body }) => {
+        const code = service();
+        return code.activate(await code.repoOf(body.repo), body.teams);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/teams/activity',
+      summary: 'Classified team events; query=<run id> reads a past run',
+      tags,
+      schema: { querystring: ActivityQuery },
+      handler: ({ query }) => service().activity({ team: query.team, run: query.query ?? query.run }),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/teams/:id',
+      summary: 'Read a team',
+      tags,
+      schema: { querystring: RepoQuery },
+      handler: async ({ params, query, req }) => {
+        const code = service();
+        const { team, source } = await code.library.get(await repoOf(code, query, req.body), params.id);
+        return { ...team, source };
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/teams/:id',
+      summary: 'Edit a team (writes a project override)',
+      tags,
+      schema: { querystring: RepoQuery, body: TeamPatch },
+      handler: async ({ params, query, req }) => {
+        const code = service();
+        const updated = await code.library.update(await repoOf(code, query, req.body), params.id, withoutRepo(req.body));
+        return { ...updated.team, source: updated.source };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/teams/:id',
+      summary: 'Delete a project team or override (reveals the shipped team)',
+      tags,
+      schema: { querystring: RepoQuery },
+      handler: async ({ params, query, req }) => {
+        const code = service();
+        return code.library.delete(await repoOf(code, query, req.body), params.id);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/teams/:id/manager',
+      summary: 'Create a manager agent for the team and point the team at it',
+      tags,
+      schema: { body: ManagerRequest },
+      handler: async ({ params, body, reply }) => {
+        const code = service();
+        const updated = await code.createManager(await code.repoOf(body.repo), params.id, body.name);
+        reply.code(201);
+        return { ...updated.team, source: updated.source };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/composition/preview',
+      summary: 'Composition preview (honours per-run team pins)',
+      tags,
+      schema: { body: PreselectRequest },
+      handler: async ({ body }) => {
+        const code = service();
+        return code.composition(body.request, await code.repoOf(body.repo), body.teams);
+      },
+    }),
+
+    // ---- tasks, config, calibration
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/tasks/:id',
+      summary: 'Change task fields; squad assigns a team',
+      tags,
+      schema: { body: TaskPatch },
+      handler: ({ params, req }) => service().patchTask(params.id, req.body),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/tasks/:id/retry',
+      summary: 'Retry a stuck task',
+      tags,
+      handler: ({ params, req }) => service().retryTask(params.id, (req.body as { run?: string } | undefined)?.run),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/config',
+      summary: 'The effective coding-run configuration',
+      tags,
+      handler: () => service().config(),
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/config',
+      summary: 'Patch the configuration (read-only keys refused)',
+      tags,
+      handler: ({ req }) => service().patchConfig(req.body),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/calibration',
+      summary: 'Measured latency, throughput, useful parallelism and context window of the model endpoint',
+      tags,
+      handler: () => service().calibrate(),
+    }),
   ];
 }

@@ -290,6 +290,11 @@ export const PreselectRequest = z.object({
 export const ActivateRequest = z.object({ teams: z.array(z.string()).min(1), repo: z.string().optional() });
 export const ManagerRequest = z.object({ name: z.string().min(1).optional(), repo: z.string().optional() });
 
+/** The repository a teams route acts on; a body's `repo` is the fallback (core/coderun/config.ts). */
+export const RepoQuery = z.object({ repo: z.string().optional() });
+/** `query` (or `run`) reads a past run's team events instead of the latest run's. */
+export const ActivityQuery = z.object({ team: z.string().optional(), query: z.string().optional(), run: z.string().optional() });
+
 export const TaskPatch = z
   .object({
     title: z.string().min(1),

@@ -1,7 +1,7 @@
 /**
  * The coding-run service: the team library, preselection and composition, runs (start, approve,
  * edit, cancel, retry), their event logs, configuration and calibration. No HTTP here; routes call
- * these methods and refusals are `HttpError`s naming the cause.
+ * these methods and refusals are catalogue errors (`fail`) naming the cause.
  *
  * The run itself is `run.ts`, its events `run-events.ts`, the configuration and which repositories
  * may be named `config.ts`, the team files `teams.ts`.
@@ -13,20 +13,20 @@
  *   on different repositories may run at once, each with its own `max_parallel` bound.
  * - Teams routes act on `?repo=` (or body `repo`), else `code.repo`, else the workspace root.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { simpleGit } from 'simple-git';
 import path from 'node:path';
 import type { EventLog } from '../http/event-log.js';
-import { conflict, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
+import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { BoardError, transition } from './board.js';
 import { calibrate, type Calibration } from './calibration.js';
 import { CodeRunConfig } from './config.js';
-import { ModelGate, type EndpointSettings } from './model.js';
+import { ModelError, ModelGate, type EndpointSettings } from './model.js';
 import { applyPlanEdit, approvalCard, assertStaffable, checkSquad, planProblems, refreshCut } from './plan.js';
 import { AgentPool } from './pool.js';
 import { compose, effectiveManager, preselect, type Composition, type PreselectReport } from './preselect.js';
@@ -45,8 +45,6 @@ export interface CodeRunServiceOptions {
   /** The file layer of the configuration (settings `code`). */
   fileConfig: unknown;
   shippedTeams: () => Team[];
-  /** The session token to require; a fresh one when absent (see core/coderun/subsystem.ts). */
-  sessionToken?: string;
 }
 
 function holdsTask(record: RunRecord, taskId: string): boolean {
@@ -57,30 +55,52 @@ function holdsTask(record: RunRecord, taskId: string): boolean {
  * What a person can do about a task of a finished run, which is never resumed: start a new run
  * (from the repository's HEAD, so the old run's branch is merged first if the new one builds on it).
  */
-function finishedRunDetail(taskId: string, record: RunRecord, action: 'retry' | 'change'): string {
+function finishedRunError(taskId: string, record: RunRecord, action: 'retry' | 'change'): HangarError {
   const task = record.tasks.find((t) => t.id === taskId) ?? record.plan?.tasks.find((t) => t.id === taskId);
-  const request = task?.title ?? record.request;
-  const branch = record.branch ?? `hangar/run-${record.id}`;
-  return (
-    `task ${taskId} belongs to run '${record.id}', which has ${record.status}; a finished run is not resumed, so the task cannot be ${action === 'retry' ? 'retried' : 'changed'} there. ` +
-    `To redo it, start a new run: POST /api/runs {"request": ${JSON.stringify(request)}, "repo": ${JSON.stringify(record.repo)}} or \`hangar code run ${JSON.stringify(request)} --repo ${record.repo}\`. ` +
-    `A new run starts from the repository's HEAD: merge ${branch} first if it should build on this run's finished tasks.`
-  );
+  const request = JSON.stringify(task?.title ?? record.request);
+  return fail('HANGAR_CODERUN_TASK_RUN_FINISHED', {
+    task: taskId,
+    run: record.id,
+    status: record.status,
+    done: action === 'retry' ? 'retried' : 'changed',
+    body: `{"request": ${request}, "repo": ${JSON.stringify(record.repo)}}`,
+    request,
+    repo: record.repo,
+    branch: record.branch ?? `hangar/run-${record.id}`,
+  });
 }
 
-/** Hex, not base64url: see CodeRunService.sessionToken. */
-export function newSessionToken(): string {
-  return randomBytes(24).toString('hex');
+const RUNS_COLLECTION = 'coderun_runs';
+
+/**
+ * After a crash or kill, runs stored as active have no process driving them: mark them failed
+ * and remove their worktrees (the run branches keep their whole commits). A clean shutdown
+ * cancels runs first, so this only finds runs of a process that died. A function of the store,
+ * not of the service, so a server recovers at start-up without building the service.
+ */
+export async function recoverInterruptedRuns(store: Store, state: string): Promise<string[]> {
+  const runs = store.collection<RunRecord>(RUNS_COLLECTION, { shards: 4 });
+  const interrupted = (await runs.list()).filter((r) => ['planning', 'awaiting_approval', 'running'].includes(r.status));
+  for (const record of interrupted) {
+    const dir = path.join(state, 'worktrees', record.id);
+    if (existsSync(dir)) {
+      await simpleGit({ baseDir: record.repo })
+        .raw(['worktree', 'remove', '--force', dir])
+        .catch(() => rm(dir, { recursive: true, force: true }));
+    }
+    await runs.put(record.id, {
+      ...record,
+      status: 'failed',
+      finished_at: new Date().toISOString(),
+      error: 'interrupted: the server stopped during the run',
+      summary: `interrupted during ${record.status}; branch ${record.branch ?? '(none)'} keeps the finished tasks' commits`,
+    });
+  }
+  return interrupted.map((r) => r.id);
 }
 
 export class CodeRunService {
   readonly library: TeamLibrary;
-  /**
-   * One per workspace while any server runs on it (core/coderun/subsystem.ts); every coding-run
-   * route requires it. Hex, not base64url: a token that
-   * starts with '-' is taken for an option by `hangar code run --session <token>` (1 launch in 64).
-   */
-  readonly sessionToken: string;
   private readonly runs: Collection<RunRecord>;
   private readonly events: RunEventLogs;
   private readonly configuration: CodeRunConfig;
@@ -92,36 +112,10 @@ export class CodeRunService {
   private lastCalibration: Calibration | undefined;
 
   constructor(private readonly options: CodeRunServiceOptions) {
-    this.sessionToken = options.sessionToken ?? newSessionToken();
     this.library = new TeamLibrary(options.shippedTeams);
-    this.runs = options.store.collection<RunRecord>('coderun_runs', { shards: 4 });
+    this.runs = options.store.collection<RunRecord>(RUNS_COLLECTION, { shards: 4 });
     this.events = new RunEventLogs(options.store, options.log);
     this.configuration = new CodeRunConfig(options.store, options.fileConfig, options.root);
-  }
-
-  /**
-   * After a crash or kill, runs stored as active have no process driving them: mark them failed
-   * and remove their worktrees (the run branches keep their whole commits). A clean shutdown
-   * cancels runs first, so this only finds runs of a process that died.
-   */
-  async recover(): Promise<string[]> {
-    const interrupted = (await this.runs.list()).filter((r) => ['planning', 'awaiting_approval', 'running'].includes(r.status));
-    for (const record of interrupted) {
-      const dir = path.join(this.options.state, 'worktrees', record.id);
-      if (existsSync(dir)) {
-        await simpleGit({ baseDir: record.repo })
-          .raw(['worktree', 'remove', '--force', dir])
-          .catch(() => rm(dir, { recursive: true, force: true }));
-      }
-      await this.runs.put(record.id, {
-        ...record,
-        status: 'failed',
-        finished_at: new Date().toISOString(),
-        error: 'interrupted: the server stopped during the run',
-        summary: `interrupted during ${record.status}; branch ${record.branch ?? '(none)'} keeps the finished tasks' commits`,
-      });
-    }
-    return interrupted.map((r) => r.id);
   }
 
   // ---- configuration ---------------------------------------------------------------------------
@@ -176,7 +170,7 @@ export class CodeRunService {
   async activate(repo: string, ids: string[]): Promise<{ org_chart: string; pinned: string[] }> {
     const teams = await this.library.teams(repo);
     const unknown = ids.filter((id) => !teams.some((t) => t.id === id));
-    if (unknown.length) throw unprocessable(`teams: unknown team ${unknown.map((u) => `'${u}'`).join(', ')}`);
+    if (unknown.length) throw fail('HANGAR_CODERUN_TEAMS_UNKNOWN', { teams: unknown.map((u) => `'${u}'`).join(', ') });
     const chart = teams.filter((t) => ids.includes(t.id)).map((t) => ({ id: t.id, charter: t.charter, owns: t.owns, manager: effectiveManager(t), agents: t.agents }));
     const file = path.join(repo, '.hangar', 'org-chart.json');
     await mkdir(path.dirname(file), { recursive: true });
@@ -243,11 +237,11 @@ export class CodeRunService {
   async startRun(input: { request: string; repo?: string; teams?: string[]; require_approval?: boolean }): Promise<RunRecord> {
     const config = await this.config();
     if (!this.options.endpoint.baseUrl) {
-      throw serviceUnavailable('a coding run needs a chat model but none is configured: set model.baseUrl in hangar.config.json or HANGAR_MODEL__BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)');
+      throw fail('HANGAR_CODERUN_MODEL_NOT_CONFIGURED', {});
     }
     const repo = await this.repoOf(input.repo);
     for (const other of this.live.values()) {
-      if (other.active && other.record.repo === repo) throw conflict(`run ${other.record.id} is already working on ${repo}`);
+      if (other.active && other.record.repo === repo) throw fail('HANGAR_CODERUN_REPO_BUSY', { run: other.record.id, repo });
     }
     const pins = input.teams?.length ? input.teams : this.nextRunPins;
     const library = await this.library.teams(repo);
@@ -312,7 +306,7 @@ export class CodeRunService {
     const live = this.live.get(id);
     if (live) return structuredClone(live.record);
     const stored = await this.runs.get(id);
-    if (!stored) throw notFound(`run '${id}' not found`);
+    if (!stored) throw fail('HANGAR_CODERUN_RUN_NOT_FOUND', { run: id });
     return stored;
   }
 
@@ -324,7 +318,7 @@ export class CodeRunService {
 
   async latest(): Promise<RunRecord> {
     const [first] = await this.list();
-    if (!first) throw notFound('no run yet');
+    if (!first) throw fail('HANGAR_CODERUN_NO_RUNS', {});
     return first;
   }
 
@@ -350,14 +344,14 @@ export class CodeRunService {
 
   private liveRun(id: string): CodeRun {
     const run = this.live.get(id);
-    if (!run || !run.active) throw conflict(`run '${id}' is not running`);
+    if (!run || !run.active) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run: id });
     return run;
   }
 
   plan(id: string) {
     const run = this.live.get(id);
     const plan = run?.record.plan;
-    if (!plan) throw conflict(`run '${id}' has no plan yet`);
+    if (!plan) throw fail('HANGAR_CODERUN_PLAN_NOT_READY', { run: id });
     return {
       status: run.record.status,
       teams: run.record.teams,
@@ -371,7 +365,7 @@ export class CodeRunService {
   /** Rule 3: edit the proposed plan at the approval gate; a refused edit changes nothing. */
   editPlan(id: string, edit: unknown) {
     const run = this.liveRun(id);
-    if (run.record.status !== 'awaiting_approval') throw conflict(`run '${id}' is ${run.record.status}; plans are edited at the approval gate`);
+    if (run.record.status !== 'awaiting_approval') throw fail('HANGAR_CODERUN_PLAN_NOT_EDITABLE', { run: id, status: run.record.status });
     const next = applyPlanEdit(run.record.plan!, run.record.teams, edit);
     run.record.plan = next.plan;
     run.record.teams = next.teams;
@@ -386,9 +380,9 @@ export class CodeRunService {
 
   approve(id: string): RunRecord {
     const run = this.liveRun(id);
-    if (run.record.status !== 'awaiting_approval') throw conflict(`run '${id}' is ${run.record.status}, not awaiting approval`);
+    if (run.record.status !== 'awaiting_approval') throw fail('HANGAR_CODERUN_NOT_AWAITING_APPROVAL', { run: id, status: run.record.status });
     const problems = run.record.plan_problems ?? [];
-    if (problems.length) throw conflict(`the plan cannot be approved yet: ${problems.join('; ')}`);
+    if (problems.length) throw fail('HANGAR_CODERUN_PLAN_PROBLEMS', { problems: problems.join('; ') });
     run.approve();
     return structuredClone(run.record);
   }
@@ -403,8 +397,8 @@ export class CodeRunService {
   private runOfTask(taskId: string, runId: string | undefined, action: 'retry' | 'change'): CodeRun {
     const candidates = runId ? [this.live.get(runId)].filter(Boolean) : [...this.live.values()].reverse();
     const run = candidates.find((r) => r!.active && holdsTask(r!.record, taskId)) ?? candidates.find((r) => holdsTask(r!.record, taskId));
-    if (!run) throw notFound(`task '${taskId}' not found in ${runId ? `run '${runId}'` : 'any live run'}`);
-    if (!run.active) throw conflict(finishedRunDetail(taskId, run.record, action));
+    if (!run) throw fail('HANGAR_CODERUN_TASK_NOT_FOUND', { task: taskId, where: runId ? `run '${runId}'` : 'any live run' });
+    if (!run.active) throw finishedRunError(taskId, run.record, action);
     return run;
   }
 
@@ -416,9 +410,9 @@ export class CodeRunService {
     try {
       return this.runOfTask(taskId, runId, action);
     } catch (err) {
-      if (!(err instanceof HttpError) || err.status !== 404) throw err;
+      if (!(err instanceof HangarError) || err.code !== 'HANGAR_CODERUN_TASK_NOT_FOUND') throw err;
       const past = runId ? await this.runs.get(runId) : (await this.list()).find((r) => holdsTask(r, taskId));
-      if (past && holdsTask(past, taskId) && !this.live.get(past.id)?.active) throw conflict(finishedRunDetail(taskId, past, action));
+      if (past && holdsTask(past, taskId) && !this.live.get(past.id)?.active) throw finishedRunError(taskId, past, action);
       throw err;
     }
   }
@@ -429,13 +423,13 @@ export class CodeRunService {
    */
   async patchTask(taskId: string, body: unknown) {
     const parsed = TaskPatch.safeParse(body ?? {});
-    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body'));
+    if (!parsed.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsed.error.issues, 'body') });
     const { run: runId, ...fields } = parsed.data;
     const run = await this.runOfTaskOrPast(taskId, runId, 'change');
     const record = run.record;
     const onBoard = record.tasks.find((t) => t.id === taskId);
     const current = onBoard ?? record.plan!.tasks.find((t) => t.id === taskId)!;
-    if (onBoard && onBoard.state !== 'ready_to_dev') throw conflict(`task ${taskId} is ${onBoard.state}; only tasks not yet dispatched can be changed`);
+    if (onBoard && onBoard.state !== 'ready_to_dev') throw fail('HANGAR_CODERUN_TASK_DISPATCHED', { task: taskId, state: onBoard.state });
     const next = { ...current, ...fields };
     if ('squad' in fields || 'files' in fields) checkSquad(next, next.squad, record.teams);
     if ('role' in fields) assertStaffable(next.role, record.teams, taskId);
@@ -461,13 +455,13 @@ export class CodeRunService {
   async retryTask(taskId: string, runId?: string) {
     const run = await this.runOfTaskOrPast(taskId, runId, 'retry');
     const task = run.record.tasks.find((t) => t.id === taskId);
-    if (!task) throw conflict(`task ${taskId} is not on the board yet`);
-    if (run.isBusy(taskId)) throw conflict(`task ${taskId} is being worked on (${task.state}); it can be retried once it is stuck`);
+    if (!task) throw fail('HANGAR_CODERUN_TASK_NOT_ON_BOARD', { task: taskId });
+    if (run.isBusy(taskId)) throw fail('HANGAR_CODERUN_TASK_BUSY', { task: taskId, state: task.state });
     let next;
     try {
       next = transition(task, { type: 'retry' }, { reviewRounds: 1, attemptCeiling: 1 });
     } catch (err) {
-      if (err instanceof BoardError) throw conflict(err.message);
+      if (err instanceof BoardError) throw fail('HANGAR_CODERUN_TASK_NOT_RETRYABLE', { problem: err.message });
       throw err;
     }
     run.record.tasks = run.record.tasks.map((t) => (t.id === taskId ? next : t));
@@ -481,7 +475,12 @@ export class CodeRunService {
   async calibrate(): Promise<Calibration> {
     const config = await this.config();
     const gate = new ModelGate(this.options.endpoint, { maxParallel: Math.max(4, config.max_parallel), modelRoles: {}, escalation: [] });
-    this.lastCalibration = await calibrate(gate, this.options.endpoint, config.max_parallel);
+    try {
+      this.lastCalibration = await calibrate(gate, this.options.endpoint, config.max_parallel);
+    } catch (err) {
+      if (err instanceof ModelError) throw fail('HANGAR_CODERUN_MODEL_UNAVAILABLE', { problem: err.message });
+      throw err;
+    }
     return this.lastCalibration;
   }
 

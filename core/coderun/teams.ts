@@ -9,7 +9,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DropInKind } from '../kernel/registry.js';
-import { conflict, notFound, unprocessable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import { formatIssues } from '../http/validate.js';
 import { describeOverlap, findOverlaps } from './ownership.js';
 import { TeamPatch, TeamSchema, type Team, type TeamInput } from './schemas.js';
@@ -42,14 +42,14 @@ export const teamKind: DropInKind<Team> = {
 
 export function parseTeam(input: unknown, where = 'body'): Team {
   const parsed = TeamSchema.safeParse(input);
-  if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, where));
+  if (!parsed.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsed.error.issues, where) });
   return parsed.data;
 }
 
 /** Refuse (422) when the teams' owned globs overlap, naming both teams and the globs. */
 export function assertDisjoint(teams: readonly Team[]): void {
   const overlaps = findOverlaps(teams);
-  if (overlaps.length) throw unprocessable(`ownership must be disjoint: ${overlaps.map(describeOverlap).join('; ')}`);
+  if (overlaps.length) throw fail('HANGAR_CODERUN_OWNERSHIP_OVERLAP', { overlaps: overlaps.map(describeOverlap).join('; ') });
 }
 
 export class TeamLibrary {
@@ -75,7 +75,7 @@ export class TeamLibrary {
       try {
         raw = JSON.parse(await readFile(file, 'utf8'));
       } catch (err) {
-        throw unprocessable(`team override ${file} is not valid JSON: ${(err as Error).message}`);
+        throw fail('HANGAR_CODERUN_TEAM_FILE_INVALID', { file, problem: (err as Error).message });
       }
       const team = parseTeam({ id: name.slice(0, -5), ...(raw as object) }, `.hangar/teams/${name}`);
       out.set(team.id, team);
@@ -99,7 +99,7 @@ export class TeamLibrary {
 
   async get(repo: string, id: string): Promise<LibraryTeam> {
     const found = (await this.list(repo)).find((t) => t.team.id === id);
-    if (!found) throw notFound(`team '${id}' not found`);
+    if (!found) throw fail('HANGAR_CODERUN_TEAM_NOT_FOUND', { team: id });
     return found;
   }
 
@@ -110,7 +110,7 @@ export class TeamLibrary {
   async create(repo: string, input: TeamInput): Promise<LibraryTeam> {
     const team = parseTeam(input);
     const current = await this.list(repo);
-    if (current.some((t) => t.team.id === team.id)) throw conflict(`team '${team.id}' already exists`);
+    if (current.some((t) => t.team.id === team.id)) throw fail('HANGAR_CODERUN_TEAM_EXISTS', { team: team.id });
     assertDisjoint([...current.map((t) => t.team), team]);
     await this.writeOverride(repo, team);
     return this.get(repo, team.id);
@@ -119,10 +119,10 @@ export class TeamLibrary {
   /** Edit a team (omitted fields untouched); writes a project override of a shipped team. */
   async update(repo: string, id: string, patch: unknown): Promise<LibraryTeam> {
     const parsed = TeamPatch.strict().safeParse(patch ?? {});
-    if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body'));
+    if (!parsed.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsed.error.issues, 'body') });
     const current = await this.list(repo);
     const existing = current.find((t) => t.team.id === id);
-    if (!existing) throw notFound(`team '${id}' not found`);
+    if (!existing) throw fail('HANGAR_CODERUN_TEAM_NOT_FOUND', { team: id });
     const given = Object.fromEntries(Object.entries(patch as object).filter(([k]) => k in parsed.data)) as Partial<Team>;
     const team = parseTeam({ ...existing.team, ...given, id }, 'body');
     assertDisjoint(current.map((t) => (t.team.id === id ? team : t.team)));
@@ -137,7 +137,7 @@ export class TeamLibrary {
   async delete(repo: string, id: string): Promise<{ deleted: string; revealed: Team | null }> {
     const existing = await this.get(repo, id);
     if (existing.source === 'shipped') {
-      throw conflict(`team '${id}' is shipped with Hangar (teams/${id}); override it with PUT instead of deleting it`);
+      throw fail('HANGAR_CODERUN_TEAM_SHIPPED', { team: id });
     }
     const revealed = this.shippedTeam(id) ?? null;
     // Checked before the file goes: revealing the shipped globs must not break disjointness.

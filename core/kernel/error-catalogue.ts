@@ -60,8 +60,26 @@ export const ERROR_CATALOGUE = {
   HANGAR_TASK_BATCH_TOO_LARGE: { status: 422, message: '{where}.inputs: at most {max} inputs per batch (got {count})' },
   // (end tasks)
   // ── a2a: A2A and MCP
+  HANGAR_A2A_TASK_INPUT_INVALID: { status: 422, message: '{problem}' },
+  HANGAR_A2A_MESSAGE_NO_TEXT: { status: 422, message: 'body.message: no readable text (expected message.parts[].text, message.content or message.text)' },
+  HANGAR_A2A_CLIENT_CLOSED: { status: 499, message: 'client closed the request' },
   // (end a2a)
   // ── endpoints: custom endpoints and upstreams
+  HANGAR_ENDPOINT_NOT_FOUND: { status: 404, message: "endpoint '{endpoint}' not found" },
+  HANGAR_ENDPOINT_IS_ROUTER: { status: 409, message: "endpoint '{endpoint}' is an express router: call its routes over HTTP ({url}/…)" },
+  HANGAR_ENDPOINT_METHOD_NOT_ALLOWED: { status: 405, message: "endpoint '{endpoint}' does not accept {method}; allowed: {allowed}" },
+  HANGAR_ENDPOINT_METHOD_UNDECLARED: { status: 422, message: "query.method: endpoint '{endpoint}' does not declare {method}; declared: {declared}" },
+  HANGAR_ENDPOINT_NO_ROUTE: { status: 404, message: "endpoint '{endpoint}' has no route {route} (its path is {path}, with /async and /batch; also /health and /info)" },
+  HANGAR_ENDPOINT_ROUTE_METHOD_NOT_ALLOWED: { status: 405, message: '{route} accepts {allowed}' },
+  HANGAR_ENDPOINT_TASKS_DISABLED: { status: 501, message: '{variant} runs need the task subsystem (tasks.enabled)' },
+  HANGAR_ENDPOINT_UPSTREAM_FAILED: { status: 502, message: "endpoint '{endpoint}' failed ({rule}): {reasons}" },
+  HANGAR_ENDPOINT_UPSTREAM_TIMEOUT: { status: 504, message: "endpoint '{endpoint}' failed ({rule}): {reasons}" },
+  HANGAR_ENDPOINT_OUTPUT_INVALID: { status: 502, message: "endpoint '{endpoint}': aggregated answer fails the output model: {problems}" },
+  HANGAR_ENDPOINT_CLIENT_GONE: { status: 499, message: 'client closed the request' },
+  HANGAR_ENDPOINT_HANDLER_FAILED: { status: 500, message: "endpoint '{endpoint}' handler failed: {problem}" },
+  HANGAR_ENDPOINT_HANDLER_OUTPUT_INVALID: { status: 500, message: "endpoint '{endpoint}' handler returned a value failing its output model: {problems}" },
+  HANGAR_ENDPOINT_ROUTER_NO_ROUTE: { status: 404, message: "endpoint '{endpoint}' has no route for {method} {path}" },
+  HANGAR_ENDPOINT_ROUTER_FAILED: { status: 500, message: "endpoint '{endpoint}' router failed: {problem}" },
   // (end endpoints)
   // ── pipelines: pipelines
   HANGAR_PIPELINE_NOT_FOUND: { status: 404, message: "pipeline '{pipeline}' not found" },
@@ -77,8 +95,22 @@ export const ERROR_CATALOGUE = {
   HANGAR_PIPELINE_TASKS_DISABLED: { status: 501, message: 'async and batch runs need the task subsystem (tasks.enabled)' },
   // (end pipelines)
   // ── predictors: ML plugins
+  HANGAR_PLUGIN_NOT_FOUND: { status: 404, message: 'plugin {plugin} not found' },
+  HANGAR_PLUGIN_LOADING: { status: 503, message: 'plugin {plugin} is loading; retry shortly' },
+  HANGAR_PLUGIN_LOAD_FAILED: { status: 503, message: 'plugin {plugin} failed to load: {problem}; fix it and POST /api/v1/plugins/{plugin}/reload' },
+  HANGAR_PLUGIN_INPUT_INVALID: { status: 422, message: '{problems}' },
+  HANGAR_PLUGIN_PREDICT_INVALID: { status: 422, message: 'plugin {plugin}: {problem}' },
+  HANGAR_PLUGIN_PREDICT_FAILED: { status: 500, message: 'plugin {plugin}: {problem}' },
+  HANGAR_PLUGIN_PREDICT_UNAVAILABLE: { status: 503, message: 'plugin {plugin}: {problem}' },
+  HANGAR_PLUGIN_PREDICT_TIMEOUT: { status: 504, message: 'plugin {plugin}: {problem}' },
   // (end predictors)
   // ── ingestion: ingestors
+  HANGAR_INGESTOR_NOT_FOUND: { status: 404, message: 'ingestor {ingestor} not found' },
+  HANGAR_INGESTOR_INPUT_INVALID: { status: 422, message: '{problems}' },
+  HANGAR_INGESTOR_DISCOVERY_FAILED: { status: 503, message: 'ingestor {ingestor} could not discover its resources: {problem}' },
+  HANGAR_INGESTOR_DUPLICATE_RESOURCE: { status: 500, message: 'ingestor {ingestor} discovered resource id "{resource}" twice; resource ids must be unique' },
+  HANGAR_INGESTOR_RESOURCE_NOT_FOUND: { status: 404, message: 'ingestor {ingestor} has no resource {resources}' },
+  HANGAR_INGESTOR_RUN_CANCELLED: { status: 499, message: 'ingestion run cancelled' },
   // (end ingestion)
   // ── logs: the invocation log
   HANGAR_LOG_DISABLED: { status: 501, message: 'invocation log history is off; turn it on with the setting logs.enabled (HANGAR_LOGS__ENABLED=true)' },
@@ -122,6 +154,75 @@ export const ERROR_CATALOGUE = {
   HANGAR_STUDIO_STATE_EMPTY_UPDATE: { status: 400, message: 'no fields to update' },
   // (end studio)
   // ── coderun: coding runs, teams, gates, login
+  HANGAR_CODERUN_SESSION_REQUIRED: {
+    status: 401,
+    message: 'coding-run routes need the session token (header X-Hangar-Session); it is printed at launch and stored in .hangar/code-session.json',
+  },
+  HANGAR_CODERUN_LOGIN_SESSION_REQUIRED: {
+    status: 401,
+    message: 'minting a login link needs the session token (header X-Hangar-Session), stored in .hangar/code-session.json',
+  },
+  HANGAR_CODERUN_LOGIN_LINK_USED: {
+    status: 401,
+    message:
+      'this login link was already used (each link works once); read the session token in .hangar/code-session.json of the workspace, or run `hangar login` for a fresh link',
+  },
+  HANGAR_CODERUN_LOGIN_LINK_UNKNOWN: {
+    status: 401,
+    message:
+      'this login link is not valid for this server (links end when Hangar restarts); read the session token in .hangar/code-session.json of the workspace, or run `hangar login` for a fresh link',
+  },
+  HANGAR_CODERUN_LOGIN_LINK_EXPIRED: {
+    status: 401,
+    message:
+      'this login link has expired (links last 24 hours); read the session token in .hangar/code-session.json of the workspace, or run `hangar login` for a fresh link',
+  },
+  HANGAR_CODERUN_INVALID: { status: 422, message: '{problems}' },
+  HANGAR_CODERUN_CONFIG_NOT_OBJECT: { status: 422, message: 'body: expected an object of configuration keys' },
+  HANGAR_CODERUN_CONFIG_READ_ONLY: { status: 422, message: '{keys} {verb} read-only over HTTP; set {them} under "code" in hangar.config.json' },
+  HANGAR_CODERUN_REPO_OUTSIDE: { status: 403, message: 'repo: {repo} is outside the workspace and the folders listed in code.repos (hangar.config.json)' },
+  HANGAR_CODERUN_REPO_NOT_FOLDER: { status: 422, message: 'repo: {repo} is not a folder' },
+  HANGAR_CODERUN_REPO_BUSY: { status: 409, message: 'run {run} is already working on {repo}' },
+  HANGAR_CODERUN_MODEL_NOT_CONFIGURED: {
+    status: 503,
+    message:
+      'a coding run needs a chat model but none is configured: set model.baseUrl in hangar.config.json or HANGAR_MODEL__BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)',
+  },
+  HANGAR_CODERUN_MODEL_UNAVAILABLE: { status: 503, message: '{problem}' },
+  HANGAR_CODERUN_TEAMS_UNKNOWN: { status: 422, message: 'teams: unknown team {teams}' },
+  HANGAR_CODERUN_TEAM_NOT_FOUND: { status: 404, message: "team '{team}' not found" },
+  HANGAR_CODERUN_TEAM_EXISTS: { status: 409, message: "team '{team}' already exists" },
+  HANGAR_CODERUN_TEAM_SHIPPED: { status: 409, message: "team '{team}' is shipped with Hangar (teams/{team}); override it with PUT instead of deleting it" },
+  HANGAR_CODERUN_TEAM_FILE_INVALID: { status: 422, message: 'team override {file} is not valid JSON: {problem}' },
+  HANGAR_CODERUN_OWNERSHIP_OVERLAP: { status: 422, message: 'ownership must be disjoint: {overlaps}' },
+  HANGAR_CODERUN_RUN_NOT_FOUND: { status: 404, message: "run '{run}' not found" },
+  HANGAR_CODERUN_NO_RUNS: { status: 404, message: 'no run yet' },
+  HANGAR_CODERUN_RUN_NOT_RUNNING: { status: 409, message: "run '{run}' is not running" },
+  HANGAR_CODERUN_PLAN_NOT_READY: { status: 409, message: "run '{run}' has no plan yet" },
+  HANGAR_CODERUN_PLAN_NOT_EDITABLE: { status: 409, message: "run '{run}' is {status}; plans are edited at the approval gate" },
+  HANGAR_CODERUN_NOT_AWAITING_APPROVAL: { status: 409, message: "run '{run}' is {status}, not awaiting approval" },
+  HANGAR_CODERUN_PLAN_PROBLEMS: { status: 409, message: 'the plan cannot be approved yet: {problems}' },
+  HANGAR_CODERUN_PLAN_NO_TEAM: { status: 422, message: "teams: no team '{team}' to remove" },
+  HANGAR_CODERUN_PLAN_NO_TASK: { status: 422, message: "tasks: no task '{task}' to remove" },
+  HANGAR_CODERUN_PLAN_EMPTY: { status: 422, message: 'tasks: a plan needs at least one task' },
+  HANGAR_CODERUN_PLAN_TOO_LARGE: { status: 422, message: 'tasks: the plan size cap is {cap} tasks (edit leaves {count})' },
+  HANGAR_CODERUN_SQUAD_UNKNOWN: { status: 422, message: "squad: unknown team '{team}'" },
+  HANGAR_CODERUN_TASK_NOT_FOUND: { status: 404, message: "task '{task}' not found in {where}" },
+  HANGAR_CODERUN_TASK_RUN_FINISHED: {
+    status: 409,
+    message:
+      "task {task} belongs to run '{run}', which has {status}; a finished run is not resumed, so the task cannot be {done} there. To redo it, start a new run: POST /api/runs {body} or `hangar code run {request} --repo {repo}`. A new run starts from the repository's HEAD: merge {branch} first if it should build on this run's finished tasks.",
+  },
+  HANGAR_CODERUN_TASK_DISPATCHED: { status: 409, message: 'task {task} is {state}; only tasks not yet dispatched can be changed' },
+  HANGAR_CODERUN_TASK_NOT_ON_BOARD: { status: 409, message: 'task {task} is not on the board yet' },
+  HANGAR_CODERUN_TASK_BUSY: { status: 409, message: 'task {task} is being worked on ({state}); it can be retried once it is stuck' },
+  HANGAR_CODERUN_TASK_NOT_RETRYABLE: { status: 409, message: '{problem}' },
+  HANGAR_CODERUN_TASK_UNASSIGNABLE: { status: 422, message: "task {task} cannot be un-assigned: its files are owned by team '{owner}'" },
+  HANGAR_CODERUN_TASK_OWNED_ELSEWHERE: { status: 422, message: "task {task} cannot go to team '{team}': {file} is owned by team '{owner}'" },
+  HANGAR_CODERUN_TASK_SQUAD_NOT_IN_PLAN: { status: 422, message: "task {task}: squad '{team}' is not a team of this plan" },
+  HANGAR_CODERUN_TASK_OWNERS_SEVERAL: { status: 422, message: 'task {task}: its files are owned by several teams ({owners}); split it' },
+  HANGAR_CODERUN_TASK_SQUAD_MISMATCH: { status: 422, message: "task {task} cannot stay with team '{team}': its files are owned by team '{owner}'" },
+  HANGAR_CODERUN_ROLE_UNSTAFFABLE: { status: 422, message: "task {task}: role '{role}' cannot be staffed (no generic agent and no roster agent has it)" },
   // (end coderun)
   // ── notebook: notebooks and their sessions
   HANGAR_NOTEBOOK_NOT_FOUND: { status: 404, message: 'notebook {notebook} not found' },

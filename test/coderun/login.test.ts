@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserToken, LoginLinks, loginUrl } from '../../core/coderun/login.js';
-import { loginLinks } from '../../core/coderun/subsystem.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -25,7 +24,7 @@ describe('login links on a loopback server without tokens', () => {
   afterAll(() => server?.stop());
 
   it('exchanges a code once for the session token, then refuses it naming .hangar/code-session.json', async () => {
-    const { code } = loginLinks(server.ctx).mint(browserToken(server.ctx));
+    const { code } = server.ctx.services.get('loginLinks').mint(browserToken(server.ctx));
     const first = await exchange(server, code);
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ session: await sessionOf(server), token: null });
@@ -81,7 +80,7 @@ describe('login links on a server with API tokens', () => {
   afterAll(() => server?.stop());
 
   it('reaches the exchange without a bearer token and hands the browser an API token that works', async () => {
-    const { code } = loginLinks(server.ctx).mint(browserToken(server.ctx));
+    const { code } = server.ctx.services.get('loginLinks').mint(browserToken(server.ctx));
     const answer = await exchange(server, code);
     expect(answer.status).toBe(200);
     expect(answer.body.token).toMatch(/^[0-9a-f]{64}$/);

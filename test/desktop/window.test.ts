@@ -4,7 +4,6 @@ import path from 'node:path';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loginUrl } from '../../core/coderun/login.js';
-import { loginLinks } from '../../core/coderun/subsystem.js';
 import { browserError, chooseWindow, openAppWindow, systemProbe, type WindowProbe } from '../../core/app/window.js';
 import { fakeBrowser, ROOT_STDERR, type FakeBrowserKind } from '../support/fake-browser.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
@@ -110,7 +109,7 @@ describe('reporting the Chromium --app window truthfully', () => {
   /** Opens the window on a fresh login link of the test server, with `kind` as the browser. */
   async function openWith(kind: FakeBrowserKind, waits: { confirmMs?: number; graceMs?: number } = {}) {
     const browser = await fakeBrowser(kind);
-    const link = loginLinks(server.ctx).mint();
+    const link = server.ctx.services.get('loginLinks').mint();
     const started = Date.now();
     const outcome = await openAppWindow(server.url, {
       probe: probe({ browser: () => browser.executable }),
@@ -171,7 +170,7 @@ describe('reporting the Chromium --app window truthfully', () => {
 
   it('counts a handed-over page that loads as opened', async () => {
     const browser = await fakeBrowser('hands-over');
-    const link = loginLinks(server.ctx).mint();
+    const link = server.ctx.services.get('loginLinks').mint();
     try {
       const opening = openAppWindow(server.url, {
         probe: probe({ browser: () => browser.executable }),

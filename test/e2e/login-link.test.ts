@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserToken, loginUrl } from '../../core/coderun/login.js';
-import { loginLinks } from '../../core/coderun/subsystem.js';
 import { loginLine } from '../../core/app/cli/main.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { useUiBrowser } from './browser.js';
@@ -22,7 +21,7 @@ afterAll(() => server?.stop());
 
 /** The line the CLI prints at start (core/app/cli/main.ts), and the part of it after `/ui/`. */
 function printedLink(s: TestServer): { line: string; route: string } {
-  const line = loginLine(loginUrl(s.url, loginLinks(s.ctx).mint(browserToken(s.ctx)).code));
+  const line = loginLine(loginUrl(s.url, s.ctx.services.get('loginLinks').mint(browserToken(s.ctx)).code));
   const link = /^login link: (\S+) /.exec(line)![1]!;
   expect(link.startsWith(`${s.url}/ui/?login=`)).toBe(true);
   return { line, route: link.slice(`${s.url}/ui/`.length) };

@@ -4,7 +4,6 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from '../coderun/support/scripted-model.js';
 import { API_TEAM, makeRepo } from '../coderun/support/fixture.js';
-import { loginLinks } from '../../core/coderun/subsystem.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { OUTPUT, useUiBrowser } from './browser.js';
 
@@ -57,7 +56,7 @@ afterAll(async () => {
 
 /** Opens a view through a one-time login link, as the window and the printed link do. */
 function openSignedIn(route: string): Promise<Page> {
-  return open(`?login=${loginLinks(server.ctx).mint().code}${route}`);
+  return open(`?login=${server.ctx.services.get('loginLinks').mint().code}${route}`);
 }
 
 /** Every new page is a new tab: without a login link the session token is asked for once per tab. */

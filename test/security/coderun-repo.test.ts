@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SESSION_HEADER } from '../../core/coderun/routes.js';
+import { SESSION_HEADER } from '../../core/coderun/session.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer | undefined;

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mentionedPaths } from '../../core/coderun/preselect.js';
-import { SESSION_HEADER } from '../../core/coderun/routes.js';
+import { SESSION_HEADER } from '../../core/coderun/session.js';
 import { MAX_REQUEST_CHARS } from '../../core/coderun/schemas.js';
 import { API_TEAM, WEB_TEAM } from '../coderun/support/fixture.js';
 import { startTestServer, type TestServer } from '../support/server.js';

@@ -17,7 +17,7 @@ import type { CliIO } from './convention.js';
 import { attachOrStart, type Attached } from './attach.js';
 import { CommandError, report, UsageError } from './convention.js';
 import type { RunEvent, RunRecord } from '../../coderun/schemas.js';
-import { SESSION_FILE } from '../../coderun/subsystem.js';
+import { SESSION_FILE } from '../../coderun/session.js';
 
 export const CODE_HELP = `Usage:
   hangar code run "<request>" [--repo DIR] [--teams a,b] [--approve]   plan and run; prints waves, gates, tickets

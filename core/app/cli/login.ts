@@ -18,7 +18,7 @@ import { CommandError, report, UsageError } from './convention.js';
 import { listServers } from '../../kernel/server-files.js';
 import { loadSettings, SettingsError } from '../../kernel/settings.js';
 import { LOGIN_LINKS_PATH } from '../../coderun/login.js';
-import { SESSION_FILE } from '../../coderun/subsystem.js';
+import { SESSION_FILE } from '../../coderun/session.js';
 
 export const LOGIN_HELP = `Usage: hangar login [--root DIR] [--config FILE] [--url URL]
 

@@ -8,7 +8,7 @@ import { startServer, StartupError } from '../server.js';
 import { loadSettings, SettingsError } from '../../kernel/settings.js';
 import { PLATFORM_NAME, VERSION } from '../../kernel/version.js';
 import { browserToken, loginUrl } from '../../coderun/login.js';
-import { loginLinks, recordServerUrl } from '../../coderun/subsystem.js';
+import { recordServerUrl } from '../../coderun/session.js';
 import { openAppWindow, type WindowOutcome } from '../window.js';
 
 export const HELP = `${PLATFORM_NAME} ${VERSION} — local-first agent platform
@@ -148,7 +148,7 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
   // The UI's address, not the API root: a terminal makes it a link, and a browser should land in the
   // UI (as Vite and Jupyter print the page to open). API clients find the root from it readily.
   io.out(`${PLATFORM_NAME} ${VERSION} ready at ${running.url}/ui/ (workspace ${settings.root}, ${agents} agent${agents === 1 ? '' : 's'})`);
-  const links = loginLinks(running.ctx);
+  const links = running.ctx.services.get('loginLinks');
   // The window gets a login code of its own (its exchange is how the page is seen to load), so it
   // never uses up the printed one. The Electron shell mints its token synchronously inside
   // openAppWindow, before the printed link decides whether it must carry an API token.

@@ -35,13 +35,13 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { buildAgentCard } from '../platform/card.js';
 import type { Agent } from '../agents/kind.js';
-import { HttpError, errorMessage } from '../http/errors.js';
+import { isSuspension, type SuspensionDetail } from '../agents/service.js';
 import { allowedHostNames } from '../http/security.js';
 import type { HangarContext } from '../kernel/context.js';
+import { HangarError, errorMessage } from '../kernel/errors.js';
 import { viewerOf } from '../kernel/ownership.js';
-import type { SuspensionDetail } from '../agents/service.js';
+import type { Registry } from '../kernel/registry.js';
 
 export const MCP_PATH = '/mcp';
 
@@ -82,7 +82,7 @@ function runResult(log: ToolCallLog, run: () => Promise<unknown>, elicit?: Elici
       };
     },
     (err: unknown) => {
-      if (err instanceof HttpError && err.status === 202) {
+      if (isSuspension(err)) {
         const { status: _suspended, ...approval } = err.detail as unknown as SuspensionDetail;
         return {
           content: [
@@ -94,7 +94,7 @@ function runResult(log: ToolCallLog, run: () => Promise<unknown>, elicit?: Elici
           structuredContent: { status: 'input-required', approval },
         };
       }
-      const text = err instanceof HttpError && typeof err.detail !== 'string' ? JSON.stringify(err.detail) : errorMessage(err);
+      const text = err instanceof HangarError && typeof err.detail !== 'string' ? JSON.stringify(err.detail) : errorMessage(err);
       return { content: [{ type: 'text' as const, text }], isError: true as const };
     },
   );
@@ -129,7 +129,7 @@ async function settleApprovals(run: () => Promise<unknown>, log: ToolCallLog, el
     try {
       return await next();
     } catch (err) {
-      if (!(elicit && err instanceof HttpError && err.status === 202)) throw err;
+      if (!(elicit && isSuspension(err))) throw err;
       const { status: _suspended, ...approval } = err.detail as unknown as SuspensionDetail;
       const answer = await elicit(approval);
       if (!answer) throw err;
@@ -185,13 +185,13 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
     return { approved: false, reason: typeof content.reason === 'string' && content.reason ? content.reason : answer.action === 'decline' ? 'declined in the MCP client' : null };
   };
   const tools = new Map<string, { remove(): void }>();
-  const register = (agent: Agent) => {
-    const card = buildAgentCard(ctx, agent);
-    return server.registerTool(
+  const register = (agent: Agent) =>
+    server.registerTool(
       agent.name,
       {
         title: agent.slug,
-        description: card.description || `Run the Hangar agent ${agent.name}`,
+        // The description its agent card shows.
+        description: agent.description || `Run the Hangar agent ${agent.name}`,
         inputSchema: toolInput,
       },
       ({ message, thread_id }, extra) =>
@@ -217,7 +217,6 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
           elicit,
         ),
     );
-  };
   server.refresh = () => {
     const live = new Map(ctx.registry.list<Agent>('agent').map(({ definition }) => [definition.name, definition]));
     for (const [name, tool] of tools) {
@@ -289,36 +288,58 @@ interface McpSession {
 const SESSION_IDLE_MS = 30 * 60_000;
 const SESSION_HEADER = 'mcp-session-id';
 
-/** The sessions of one server (one Hangar context), kept apart so two servers in a process never mix. */
-const sessionsOf = new WeakMap<HangarContext, Map<string, McpSession>>();
-function sessions(ctx: HangarContext): Map<string, McpSession> {
-  let map = sessionsOf.get(ctx);
-  if (!map) {
-    const created = new Map<string, McpSession>();
-    sessionsOf.set(ctx, (map = created));
-    // Tools follow the registry in every open session.
-    ctx.registry.on('change', () => {
-      for (const session of created.values()) session.server.refresh();
-    });
-    const sweep = setInterval(() => {
-      for (const [id, session] of created) if (Date.now() - session.lastUsed > SESSION_IDLE_MS) void closeSession(created, id, session);
+/**
+ * The open MCP sessions of one server, provided lazily (`mcpSessions`): built by the first MCP
+ * request, it then keeps every session's tools in line with the registry and closes idle sessions.
+ */
+export class McpSessions {
+  readonly #open = new Map<string, McpSession>();
+  readonly #sweep: NodeJS.Timeout;
+  readonly #unfollow: () => void;
+
+  constructor(registry: Registry) {
+    const refresh = () => {
+      for (const session of this.#open.values()) session.server.refresh();
+    };
+    registry.on('change', refresh);
+    this.#unfollow = () => registry.off('change', refresh);
+    this.#sweep = setInterval(() => {
+      for (const [id, session] of this.#open) if (Date.now() - session.lastUsed > SESSION_IDLE_MS) void this.close(id, session);
     }, 60_000);
-    sweep.unref();
+    this.#sweep.unref();
   }
-  return map;
+
+  get(id: string): McpSession | undefined {
+    return this.#open.get(id);
+  }
+
+  add(id: string, session: McpSession): void {
+    this.#open.set(id, session);
+  }
+
+  /** A transport that closed by itself: its session goes, unless the id names another one by now. */
+  forget(id: string, transport: McpSession['transport']): void {
+    if (this.#open.get(id)?.transport === transport) this.#open.delete(id);
+  }
+
+  async close(id: string, session: McpSession): Promise<void> {
+    this.#open.delete(id);
+    await session.transport.close().catch(() => {});
+    await session.server.close().catch(() => {});
+  }
+
+  /** At shutdown: every session, and the watching. */
+  async closeAll(): Promise<void> {
+    clearInterval(this.#sweep);
+    this.#unfollow();
+    await Promise.all([...this.#open].map(([id, session]) => this.close(id, session)));
+  }
 }
 
-async function closeSession(map: Map<string, McpSession>, id: string, session: McpSession): Promise<void> {
-  map.delete(id);
-  await session.transport.close().catch(() => {});
-  await session.server.close().catch(() => {});
-}
-
-/** Closes every MCP session of a server (at shutdown). */
-export async function closeMcpSessions(ctx: HangarContext): Promise<void> {
-  const map = sessionsOf.get(ctx);
-  if (!map) return;
-  await Promise.all([...map].map(([id, session]) => closeSession(map, id, session)));
+declare module '../kernel/services.js' {
+  interface ServiceMap {
+    mcpSessions: McpSessions;
+  }
 }
 
 const isInitialize = (body: unknown) =>
@@ -327,7 +348,7 @@ const isInitialize = (body: unknown) =>
 /** Handle one streamable-HTTP request: a session's, one that opens a session, or a stateless POST. */
 export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const sessionId = req.headers[SESSION_HEADER];
-  const open = sessions(ctx);
+  const open = ctx.services.get('mcpSessions');
   if (typeof sessionId === 'string') {
     const session = open.get(sessionId);
     // Someone else's session answers like an unknown one.
@@ -338,7 +359,7 @@ export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: 
     session.lastUsed = Date.now();
     reply.hijack();
     await serve(ctx, req, reply.raw, () => session.transport.handleRequest(req.raw, reply.raw, req.body));
-    if (req.method === 'DELETE') await closeSession(open, sessionId, session);
+    if (req.method === 'DELETE') await open.close(sessionId, session);
     return;
   }
   if (req.method !== 'POST') {
@@ -352,12 +373,12 @@ export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: 
     const transport: McpSession['transport'] = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        open.set(id, { transport, server, principal, lastUsed: Date.now() });
+        open.add(id, { transport, server, principal, lastUsed: Date.now() });
       },
     });
     transport.onclose = () => {
       const id = transport.sessionId;
-      if (id && open.get(id)?.transport === transport) open.delete(id);
+      if (id) open.forget(id, transport);
     };
     await server.connect(transport);
     reply.hijack();

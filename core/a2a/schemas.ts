@@ -37,6 +37,9 @@ export const SubmitQuery = z.object({
     .transform((v) => v === 'true' || v === '1'),
 });
 
+/** An A2A task of an agent: `/api/v1/{agent}/a2a/tasks/{task_id}`. */
+export const AgentTaskParams = z.object({ agent: z.string(), task_id: z.string() });
+
 /**
  * The text of a message, or `undefined` when it has none worth running an agent on. Text parts
  * are joined with newlines; parts of other kinds (files, data) are ignored; whitespace-only text

@@ -21,7 +21,6 @@
  *   of the same names, so A2A conversations can continue a thread.
  */
 import { randomUUID } from 'node:crypto';
-import { HttpError, errorMessage, unprocessable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import { findAgent } from '../agents/kind.js';
 import { modelNotConfigured } from '../agents/model.js';
@@ -29,8 +28,9 @@ import type { RunEvent } from '../agents/events.js';
 import { toolFrame } from '../agents/streams.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import type { HangarContext } from '../kernel/context.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import type { PendingApproval } from '../agents/approvals.js';
-import type { ApprovalDecision, RejectedRun, SuspensionDetail } from '../agents/service.js';
+import { isSuspension, suspended, type ApprovalDecision, type RejectedRun, type SuspensionDetail } from '../agents/service.js';
 import type { Task } from '../tasks/schemas.js';
 import { tasksDisabled, type TaskKind, type TaskScope, type TaskService } from '../tasks/service.js';
 import { SettleAs, type TaskContext } from '../tasks/work.js';
@@ -55,7 +55,7 @@ async function asTaskWork<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (err) {
-    if (err instanceof HttpError && err.status === 202) throw new SettleAs('input-required', { result: { detail: err.detail } });
+    if (isSuspension(err)) throw new SettleAs('input-required', { result: { detail: err.detail } });
     throw err;
   }
 }
@@ -98,7 +98,7 @@ export function agentTaskKind(ctx: HangarContext): TaskKind {
     prepare({ target, input }) {
       const agent = findAgent(ctx.registry, target);
       const parsed = InvokeRequest.safeParse(input ?? {});
-      if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, 'body.input'));
+      if (!parsed.success) throw fail('HANGAR_A2A_TASK_INPUT_INVALID', { problem: formatIssues(parsed.error.issues, 'body.input') });
       // Refuse now rather than queue work that can only fail.
       if (agent.definition.requiresModel && !ctx.services.get('agents').provider.configured) throw modelNotConfigured(agent.name);
       return { target: agent.name, input: parsed.data };
@@ -119,7 +119,7 @@ export function agentTaskKind(ctx: HangarContext): TaskKind {
       try {
         record = await service.takeApproval(task.target, detail.thread_id, detail.approval_id);
       } catch (err) {
-        if (err instanceof HttpError && err.status === 404) return; // decided meanwhile
+        if (err instanceof HangarError && err.status === 404) return; // decided meanwhile
         throw err;
       }
       await service.decide(record, { approved: false, reason: 'the task was canceled' });
@@ -144,10 +144,10 @@ export async function continueTask(
   const tasks = board.enabled ? board : undefined;
   if (!tasks || !record.task_id) return { outcome: service.decide(record, decision) };
   let settle!: (value: InvokeResponse | RejectedRun) => void;
-  let fail!: (err: unknown) => void;
+  let failOutcome!: (err: unknown) => void;
   const outcome = new Promise<InvokeResponse | RejectedRun>((resolve, reject) => {
     settle = resolve;
-    fail = reject;
+    failOutcome = reject;
   });
   // Nobody may be waiting for it (an A2A reply that does not block): never an unhandled rejection.
   outcome.catch(() => {});
@@ -161,14 +161,14 @@ export async function continueTask(
         }
         return body;
       } catch (err) {
-        if (err instanceof SettleAs && err.status === 'input-required') fail(new HttpError(202, (err.fields.result as SuspendedResult).detail as unknown as Record<string, unknown>, { 'X-Thread-Id': record.thread_id }));
-        else if (!(err instanceof SettleAs)) fail(err);
+        if (err instanceof SettleAs && err.status === 'input-required') failOutcome(suspended((err.fields.result as SuspendedResult).detail, record.thread_id));
+        else if (!(err instanceof SettleAs)) failOutcome(err);
         throw err;
       }
     });
     return { task, outcome };
   } catch (err) {
-    if (!(err instanceof HttpError) || (err.status !== 404 && err.status !== 409)) throw err;
+    if (!(err instanceof HangarError) || (err.status !== 404 && err.status !== 409)) throw err;
     ctx.log.warn(`approval ${record.id} is decided without its task ${record.task_id}: ${errorMessage(err)}`);
     return { outcome: service.decide(record, decision) };
   }
@@ -238,7 +238,7 @@ export class A2AService {
     const agent = this.agent(agentName);
     const text = messageText(body.message);
     if (text === undefined) {
-      throw unprocessable('body.message: no readable text (expected message.parts[].text, message.content or message.text)');
+      throw fail('HANGAR_A2A_MESSAGE_NO_TEXT', {});
     }
     const meta = body.metadata;
     const input = {

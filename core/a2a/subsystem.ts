@@ -2,17 +2,17 @@
  * The A2A subsystem: registers the `agent` task kind on the board, publishes the A2A routes on
  * every agent's card (the card builder drops the task-backed ones when tasks are off) and mounts
  * /invoke/async, the spec's /a2a/tasks routes, the public A2A JSON-RPC binding (jsonrpc.ts) and
- * MCP at /mcp (mcp.ts). It depends on the task board; the agent runtime is looked up
- * when a task runs, so its place relative to the agents subsystem does not matter.
+ * MCP at /mcp (mcp.ts), whose sessions it provides as `mcpSessions`, built by the first MCP request.
  */
 import type { Subsystem } from '../kernel/context.js';
-import { closeMcpSessions } from './mcp.js';
-import { ROOT_CARD_PATH, a2aRoutes } from './routes.js';
+import { McpSessions } from './mcp.js';
+import { ROOT_CARD_PATH, mountA2aRoutes } from './routes.js';
 import { AGENT_TASK_KIND, agentTaskKind, continueTask } from './service.js';
 
 export const a2aSubsystem: Subsystem = {
   name: 'a2a',
-  depends: ['tasks'],
+  provides: ['mcpSessions'],
+  depends: ['tasks', 'agents'],
   uses: ['invocations'],
   setup(ctx) {
     const tasksOn = ctx.settings.tasks.enabled;
@@ -31,10 +31,7 @@ export const a2aSubsystem: Subsystem = {
     Object.assign(ctx.agentSurface.capabilities, { a2a: true, stateTransitionHistory: true, resumableStreams: true });
     // Discovery documents are public, as /.well-known/agent.json is.
     ctx.publicPaths.add(ROOT_CARD_PATH);
-  },
-  routes: (app, ctx) => {
-    // Every subsystem is set up by now, the agent runtime included: approvals of runs an agent
-    // task made are decided by continuing that task, whichever route decides them.
+    // Approvals of runs an agent task made are decided by continuing that task, whichever route decides them.
     ctx.services.get('agents').service.routeTaskDecisions(
       async (record, decision) => (await continueTask(ctx, record, decision)).outcome,
       async (record, reason) => {
@@ -42,9 +39,10 @@ export const a2aSubsystem: Subsystem = {
         await ctx.services.get('tasks').cancel(record.task_id!, {}, reason).catch((err: unknown) => ctx.log.warn(`task ${record.task_id} could not be ended: ${String(err)}`));
       },
     );
-    a2aRoutes(app, ctx);
+    ctx.services.provideLazy('mcpSessions', () => new McpSessions(ctx.registry));
   },
+  routes: mountA2aRoutes,
   async close(ctx) {
-    await closeMcpSessions(ctx);
+    if (ctx.services.isBuilt('mcpSessions')) await ctx.services.get('mcpSessions').closeAll();
   },
 };

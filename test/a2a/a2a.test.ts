@@ -156,7 +156,7 @@ describe('agents on the task board (tasks enabled)', () => {
       ['POST', `/${id}/cancel`],
     ] as const) {
       const res = await server.request(a2a('sleeper', rest), { method });
-      expect([rest, res.status, res.body]).toEqual([rest, 404, { detail: `task ${id} not found` }]);
+      expect([rest, res.status, res.body]).toEqual([rest, 404, { detail: `task ${id} not found`, code: 'HANGAR_TASK_NOT_FOUND' }]);
     }
     expect(unknownStatus).toMatchObject({ status: 404, body: { detail: 'task no-such-task not found' } });
     expect((await server.request(a2a('echo', '/no-such-task/events'))).status).toBe(404);

@@ -29,11 +29,12 @@ function responseDoc(spec: ResponseSpec): { description: string; schema?: z.ZodT
  * The docs of a route as Fastify registers it (`onRoute`): a route declared with `defineRoute`
  * (core/http/route.ts) brings its summary and schemas; any other route (an express router's mount,
  * a plain `app.get`) is still listed, by method and path, so /openapi.json never misses one. HEAD
- * routes Fastify adds beside GET, and routes marked `hidden`, are left out.
+ * routes Fastify adds beside GET, and routes marked `hidden` (or `schema.hide`), are left out.
  */
 export function docsOfRoute(route: RouteOptions): RouteDoc[] {
   const config = (route.config ?? {}) as DeclaredRouteConfig;
-  if (config.hidden) return [];
+  // `schema.hide` is how plugins hide theirs, as @fastify/swagger reads it: @fastify/static marks its file routes so.
+  if (config.hidden || (route.schema as { hide?: boolean } | undefined)?.hide) return [];
   const declared = config.declaration;
   const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter((m) => DOCUMENTED_METHODS.has(m));
   const declaredMethods = declared ? new Set(Array.isArray(declared.method) ? declared.method : [declared.method]) : undefined;

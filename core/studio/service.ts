@@ -50,7 +50,7 @@ import { modelNotConfigured } from '../agents/model.js';
 import { resolvePrompt } from '../agents/prompts.js';
 import type { AgentRuntime } from '../agents/runtime.js';
 import type { AgentInput, AgentState } from '../agents/types.js';
-import { type HttpError, badRequest, conflict, notFound, unprocessable } from '../http/errors.js';
+import { fail, type HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import { canSee, ownerFor } from '../kernel/ownership.js';
 import { timeOrderedId } from '../storage/ids.js';
@@ -59,6 +59,10 @@ import { agentConfig, agentEntry, agentGraph, agentSchemas, checkBreakpoints, gr
 import { type Execution, type Plan, type Start, conversation, executeRun, newExecution, newRun, newTurn } from './launch.js';
 import { publicRun, summarise, type RunStore, type StudioRun } from './run-store.js';
 import type { StudioResumeRequest, StudioRunRequest } from './schemas.js';
+
+/** The routes a refusal points to (their `{placeholders}` are literal: the catalogue cannot spell braces). */
+const CANCEL_ROUTE = 'POST …/runs/{run_id}/cancel';
+const RESUME_ROUTE = 'POST …/threads/{thread_id}/resume';
 
 export interface StudioServiceOptions {
   /** The live agent by name, or the 404. */
@@ -89,7 +93,7 @@ export class StudioService {
       owner: async () => undefined,
       beforeDelete: (agent, threadId) => {
         if (this.busy.has(`${agent}/${threadId}`)) {
-          throw conflict(`thread '${threadId}' of agent '${agent}' has a studio run in progress; cancel it (POST …/runs/{run_id}/cancel), then delete the thread`);
+          throw fail('HANGAR_STUDIO_THREAD_BUSY_DELETE', { thread: threadId, agent, cancel: CANCEL_ROUTE });
         }
       },
       delete: (agent, threadId) => runs.deleteThread(agent, threadId),
@@ -139,7 +143,7 @@ export class StudioService {
     const graph = graphOf(agent);
     checkBreakpoints(agent, request.breakpoints);
     if (request.checkpoint_id && !request.thread_id) {
-      throw unprocessable('body.thread_id: required when checkpoint_id is given (a checkpoint belongs to a thread)');
+      throw fail('HANGAR_STUDIO_THREAD_REQUIRED', {});
     }
     const prompt = resolvePrompt(agent, request.prompt_version);
     if (agent.definition.requiresModel && !this.options.runtime.provider.configured) throw modelNotConfigured(agent.name);
@@ -152,10 +156,7 @@ export class StudioService {
         ? await this.checkpoint(agent.name, threadId, request.checkpoint_id)
         : await this.checkpoints.latest(agent.name, threadId);
       if (base && !request.checkpoint_id && base.metadata.next !== null) {
-        throw conflict(
-          `thread '${threadId}' of agent '${agent.name}' is paused before node '${base.metadata.next}'; ` +
-            'resume it (POST …/threads/{thread_id}/resume) or start from a checkpoint with checkpoint_id',
-        );
+        throw fail('HANGAR_STUDIO_THREAD_PAUSED', { thread: threadId, agent: agent.name, node: base.metadata.next, resume: RESUME_ROUTE });
       }
       const finishedBase = base && base.metadata.next === null ? base : undefined;
       const input: AgentInput = {
@@ -201,10 +202,7 @@ export class StudioService {
     try {
       const latest = await this.latest(agent.name, threadId);
       if (latest.metadata.next === null) {
-        throw conflict(
-          `thread '${threadId}' of agent '${agent.name}' is not paused: its latest checkpoint (step ${latest.step}, ${latest.metadata.source}) ` +
-            'ended the run; start a new run on the thread, or re-run from an earlier checkpoint with checkpoint_id',
-        );
+        throw fail('HANGAR_STUDIO_THREAD_NOT_PAUSED', { thread: threadId, agent: agent.name, step: latest.step, source: latest.metadata.source });
       }
       const previous = await this.options.runs.get(latest.metadata.run_id);
       const own = previous && previous.agent_name === agent.name && previous.thread_id === threadId ? structuredClone(previous) : undefined;
@@ -262,7 +260,7 @@ export class StudioService {
   async cancel(agentName: string, runId: string, principal?: string) {
     const run = await this.run(agentName, runId, principal);
     const execution = this.executions.get(run.run_id);
-    if (!execution) throw conflict(`run '${runId}' is not executing (status '${run.status}')`);
+    if (!execution) throw fail('HANGAR_STUDIO_RUN_NOT_EXECUTING', { run: runId, status: run.status });
     execution.controller.abort();
     return publicRun(await execution.finished);
   }
@@ -285,7 +283,7 @@ export class StudioService {
   async updateState(agentName: string, threadId: string, updates: Record<string, unknown>, principal?: string) {
     const agent = this.options.findAgent(agentName);
     const keys = Object.keys(updates);
-    if (keys.length === 0) throw badRequest('no fields to update');
+    if (keys.length === 0) throw fail('HANGAR_STUDIO_STATE_EMPTY_UPDATE', {});
     await this.visibleThread(agent.name, threadId, principal);
     const release = this.lock(agent.name, threadId);
     try {
@@ -360,7 +358,7 @@ export class StudioService {
     const agent = this.options.findAgent(agentName);
     const live = this.executions.get(runId)?.run;
     const run = live ?? (await this.options.runs.get(runId));
-    if (!run || run.agent_name !== agent.name || !canSee(principal, run)) throw notFound(`run '${runId}' not found for agent '${agent.name}'`);
+    if (!run || run.agent_name !== agent.name || !canSee(principal, run)) throw fail('HANGAR_STUDIO_RUN_NOT_FOUND', { run: runId, agent: agent.name });
     return run;
   }
 
@@ -377,18 +375,18 @@ export class StudioService {
 
   private async checkpoint(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint> {
     const checkpoint = await this.checkpoints.get(agent, threadId, checkpointId);
-    if (!checkpoint) throw notFound(`checkpoint '${checkpointId}' not found in thread '${threadId}' of agent '${agent}'`);
+    if (!checkpoint) throw fail('HANGAR_STUDIO_CHECKPOINT_NOT_FOUND', { checkpoint: checkpointId, thread: threadId, agent });
     return checkpoint;
   }
 
-  private unknownThread(agent: string, threadId: string): HttpError {
-    return notFound(`thread '${threadId}' not found for agent '${agent}' (it has no checkpoints)`);
+  private unknownThread(agent: string, threadId: string): HangarError {
+    return fail('HANGAR_STUDIO_THREAD_NOT_FOUND', { thread: threadId, agent });
   }
 
   private lock(agent: string, threadId: string): () => void {
     const key = `${agent}/${threadId}`;
     if (this.busy.has(key)) {
-      throw conflict(`thread '${threadId}' of agent '${agent}' has a run in progress; wait for it, or cancel it (POST …/runs/{run_id}/cancel)`);
+      throw fail('HANGAR_STUDIO_THREAD_BUSY', { thread: threadId, agent, cancel: CANCEL_ROUTE });
     }
     this.busy.add(key);
     let released = false;

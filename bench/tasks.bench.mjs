@@ -101,7 +101,7 @@ const server = await startServer(
   { root, port: 0, watch: false, requestLog: false, logLevel: 'error', tasks: { eventsPerTask: 20_000 } },
   { subsystems: [tasksSubsystem], logger: new Logger('error') },
 );
-const tasks = server.ctx.tasks;
+const tasks = server.ctx.services.get('tasks');
 
 let release;
 const gate = new Promise((resolve) => (release = resolve));

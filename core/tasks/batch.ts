@@ -4,7 +4,7 @@
  * pipelines' and ingestors' batch kinds all run this way; what an item is and how it reports its
  * failure stays with them.
  */
-import { unprocessable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import type { TaskContext } from './work.js';
 
 /** Inputs one batch may hold: past that, a caller should split its work into several tasks. */
@@ -34,9 +34,9 @@ export interface BatchWork<Input, Result> {
  */
 export function batchInputs(body: unknown, where: string): unknown[] {
   const inputs = (body as { inputs?: unknown } | null | undefined)?.inputs;
-  if (!Array.isArray(inputs)) throw unprocessable(`${where}.inputs: expected an array of inputs`);
-  if (inputs.length === 0) throw unprocessable(`${where}.inputs: at least one input is needed`);
-  if (inputs.length > MAX_BATCH_ITEMS) throw unprocessable(`${where}.inputs: at most ${MAX_BATCH_ITEMS} inputs per batch (got ${inputs.length})`);
+  if (!Array.isArray(inputs)) throw fail('HANGAR_TASK_BATCH_NOT_ARRAY', { where });
+  if (inputs.length === 0) throw fail('HANGAR_TASK_BATCH_EMPTY', { where });
+  if (inputs.length > MAX_BATCH_ITEMS) throw fail('HANGAR_TASK_BATCH_TOO_LARGE', { where, max: MAX_BATCH_ITEMS, count: inputs.length });
   return inputs;
 }
 

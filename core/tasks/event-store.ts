@@ -4,7 +4,7 @@
  * Appending costs one small record update per turn of the event loop, whatever the log's length.
  */
 import type { Replay, SequencedEvent } from '../http/event-log.js';
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { type LiveTask, type TaskLogger, nowIso, trackWrite } from './live-task.js';
 import type { Task, TaskEvent, TaskEventType } from './schemas.js';

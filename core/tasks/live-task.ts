@@ -4,7 +4,7 @@
  * recovery, so it depends on none of them.
  */
 import type { SequencedEvent } from '../http/event-log.js';
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 import type { Task, TaskEvent } from './schemas.js';
 import type { TaskWork } from './work.js';
 

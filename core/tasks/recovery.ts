@@ -4,7 +4,7 @@
  * idempotent, and everything else ends `failed` as interrupted. Kinds register in their subsystems'
  * setup, in any order, so a task whose kind is not registered yet waits for it — up to a grace period.
  */
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 import type { Collection } from '../kernel/store.js';
 import type { TaskLifecycle } from './lifecycle.js';
 import type { TaskLogger } from './live-task.js';

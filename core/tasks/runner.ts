@@ -3,7 +3,7 @@
  * what its work did. A cancelled task's slot is free at once, whether or not its work ever returns
  * (see "Cancel" in `service.ts`).
  */
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 import type { TaskLifecycle } from './lifecycle.js';
 import { type LiveTask, type TaskLogger, copyTask, nowIso, toJson } from './live-task.js';
 import { SettleAs, type TaskContext, type TaskWork } from './work.js';

@@ -94,6 +94,25 @@ export const ListTasksQuery = z.object({
 });
 export type ListTasksQuery = z.output<typeof ListTasksQuery>;
 
+/** A task as the board answers it, for the OpenAPI document. */
+export const TaskView = z.object({
+  id: z.string(),
+  kind: z.string(),
+  target: z.string(),
+  status: TaskStatus,
+  progress: z.object({ percent: z.number(), message: z.string() }),
+  result: z.unknown(),
+  error: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  last_sequence: z.number().int(),
+});
+
+export const TaskParams = z.object({ id: z.string() });
+
+/** `?since=` of an event stream; the handler reads it with `resumePoint` (Last-Event-ID too). */
+export const TaskEventsQuery = z.object({ since: z.coerce.number().int().min(0).optional() });
+
 export interface TaskPage {
   tasks: Task[];
   /** Tasks on this page. */

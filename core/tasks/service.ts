@@ -53,7 +53,7 @@
  *   last few milliseconds of them, never a status change.
  */
 import type { Replay, ReplayableSource, SequencedEvent } from '../http/event-log.js';
-import { HttpError, errorMessage, notFound, notImplemented, unprocessable } from '../http/errors.js';
+import { type HangarError, errorMessage, fail } from '../kernel/errors.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { TaskEventStore } from './event-store.js';
@@ -88,7 +88,7 @@ export interface TaskKind {
    */
   idempotent?: boolean;
   /**
-   * Check and normalise a submission before anything is stored; throw an `HttpError` (422 naming
+   * Check and normalise a submission before anything is stored; throw a `HangarError` (422 naming
    * the field, 404 for an unknown target) to refuse it.
    */
   prepare?(submission: Submission): Promise<{ target?: string; input: unknown }> | { target?: string; input: unknown };
@@ -142,8 +142,7 @@ export interface TaskServiceOptions {
   log?: TaskLogger;
 }
 
-export const tasksDisabled = (): HttpError =>
-  notImplemented('the task subsystem is disabled (setting tasks.enabled); asynchronous work needs it');
+export const tasksDisabled = (): HangarError => fail('HANGAR_TASK_DISABLED', {});
 
 export class TaskService {
   readonly enabled: boolean;
@@ -276,10 +275,10 @@ export class TaskService {
   async submit(options: SubmitOptions): Promise<Task> {
     this.assertEnabled();
     await this.start();
-    if (this.runner.stopped) throw new HttpError(503, 'Hangar is stopping; the task was not accepted');
+    if (this.runner.stopped) throw fail('HANGAR_TASK_STOPPING', {});
     const kind = this.kinds.get(options.kind);
     if (kind && options.run) throw new Error(`task kind "${options.kind}" is registered; submit it without a run function`);
-    if (!kind && !options.run) throw unprocessable(`body.kind: no task handler is registered for kind "${options.kind}"`);
+    if (!kind && !options.run) throw fail('HANGAR_TASK_KIND_UNKNOWN', { kind: options.kind });
 
     const metadata = (toJson(options.metadata ?? {}, 'task metadata') ?? {}) as Record<string, unknown>;
     let target = options.target;
@@ -352,7 +351,7 @@ export class TaskService {
     const settling = this.live.get(id)?.settled;
     if (settling) await settling.catch(() => {});
     if (!isSettled(task.status)) {
-      throw new HttpError(409, `task ${id} is ${task.status}; its result is available once it finishes`, { 'Retry-After': '1' });
+      throw fail('HANGAR_TASK_NOT_FINISHED', { task: id, status: task.status }, { headers: { 'Retry-After': '1' } });
     }
     return { id: task.id, status: task.status, result: task.result, error: task.error };
   }
@@ -490,7 +489,7 @@ export class TaskService {
     this.assertEnabled();
     const stored = await this.find(id, scope);
     if (stored.status !== 'input-required' || this.live.has(id) || this.resuming.has(id)) {
-      throw new HttpError(409, `task ${id} is ${this.live.get(id)?.task.status ?? stored.status}, not waiting for input`);
+      throw fail('HANGAR_TASK_NOT_WAITING', { task: id, status: this.live.get(id)?.task.status ?? stored.status });
     }
     this.resuming.add(id);
     let live: LiveTask;
@@ -533,7 +532,7 @@ export class TaskService {
     await this.start();
     const task = this.live.get(id)?.task ?? (await this.tasks.get(id));
     // Someone else's task answers exactly like a missing one: its existence is not revealed.
-    if (!task || !this.visible(task, scope)) throw notFound(`task ${id} not found`);
+    if (!task || !this.visible(task, scope)) throw fail('HANGAR_TASK_NOT_FOUND', { task: id });
     return task;
   }
 }

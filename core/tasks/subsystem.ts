@@ -1,14 +1,21 @@
 /**
  * The task subsystem as the server wires it: builds the `TaskService` from the `tasks.*` settings,
- * publishes it as `ctx.tasks` for other subsystems, mounts the board, and stops the runner on
- * shutdown (unfinished work is then recovered by the next start, see `service.ts`).
+ * provides it as the `tasks` service, mounts the board, and stops the runner on shutdown
+ * (unfinished work is then recovered by the next start, see `service.ts`).
  *
- * Other subsystems register their kinds in their own `setup`, after this one (the subsystem list
- * puts tasks before its users).
+ * The service is provided even when `tasks.enabled` is off: its methods then answer 501, so every
+ * user depends on it and says why asynchronous work is unavailable, the same way everywhere.
  */
 import type { Subsystem } from '../kernel/context.js';
+import { mountRoutes } from '../http/route.js';
 import { taskRoutes } from './routes.js';
 import { TaskService } from './service.js';
+
+declare module '../kernel/services.js' {
+  interface ServiceMap {
+    tasks: TaskService;
+  }
+}
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 /** `30d` → milliseconds; `0` → 0 (the settings schema checked the form). */
@@ -16,8 +23,9 @@ const durationMs = (text: string): number => (text === '0' ? 0 : Number(text.sli
 
 export const tasksSubsystem: Subsystem = {
   name: 'tasks',
+  provides: ['tasks'],
   setup(ctx) {
-    ctx.tasks = new TaskService({
+    const tasks = new TaskService({
       store: ctx.store,
       enabled: ctx.settings.tasks.enabled,
       concurrency: ctx.settings.tasks.concurrency,
@@ -25,12 +33,13 @@ export const tasksSubsystem: Subsystem = {
       retentionMs: durationMs(ctx.settings.tasks.retention),
       log: ctx.log,
     });
+    ctx.services.provide('tasks', tasks);
     // Recovery does not wait for other subsystems: stored tasks of a kind registered later are
     // picked up when it registers.
-    ctx.tasks.start().catch((err: unknown) => ctx.log.error('task recovery failed', { error: String(err) }));
+    tasks.start().catch((err: unknown) => ctx.log.error('task recovery failed', { error: String(err) }));
   },
-  routes: taskRoutes,
+  routes: (app, ctx) => mountRoutes(app, taskRoutes(ctx.services.get('tasks'), ctx.settings)),
   async close(ctx) {
-    await ctx.tasks?.stop();
+    await ctx.services.find('tasks')?.stop();
   },
 };

@@ -13,7 +13,7 @@ afterEach(async () => {
 async function boot(settings: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer & { tasks: TaskService }> {
   const server = await startTestServer({ settings: { watch: false, ...settings.settings }, ...settings });
   servers.push(server);
-  return Object.assign(server, { tasks: server.ctx.tasks! });
+  return Object.assign(server, { tasks: server.ctx.services.get('tasks') });
 }
 
 /** A kind whose work the test drives: it emits `count` frames after `go` opens. */
@@ -87,7 +87,7 @@ describe('/api/v1/tasks board', () => {
       ['DELETE', '/api/v1/tasks/missing'],
     ] as const) {
       const res = await server.request(path, { method });
-      expect([method, path, res.status, res.body]).toEqual([method, path, 404, { detail: 'task missing not found' }]);
+      expect([method, path, res.status, res.body]).toEqual([method, path, 404, { detail: 'task missing not found', code: 'HANGAR_TASK_NOT_FOUND' }]);
     }
   });
 
@@ -255,7 +255,7 @@ describe('/api/v1/tasks board', () => {
     expect(paths['/api/v1/tasks/{id}/result']).toHaveProperty('get');
     expect(paths['/api/v1/tasks/{id}/cancel']).toHaveProperty('post');
     expect(paths['/api/v1/tasks/{id}']).toHaveProperty('delete');
-    expect(paths['/api/v1/{agent_name}/a2a/tasks']).toHaveProperty('post');
+    expect(paths['/api/v1/{agent}/a2a/tasks']).toHaveProperty('post');
   });
 
   it('with tasks.enabled off the board answers 501', async () => {

@@ -2,13 +2,11 @@
  * Routes of the control plane, and the gate that applies its state to every other request. Logic
  * is in `service.ts`.
  */
-import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
-import { z } from 'zod';
-import { type HttpError, notFound, serviceUnavailable, unauthorized } from '../http/errors.js';
-import type { RouteDoc } from '../http/openapi.js';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler, preValidationHookHandler } from 'fastify';
 import { pathOf } from '../http/request.js';
+import { defineRoute, mountRoutes, resourceCallOf, type RouteMethod } from '../http/route.js';
 import { sameSecret } from '../http/security.js';
-import { parseInput } from '../http/validate.js';
+import { fail, type HangarError } from '../kernel/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { resourceOf } from '../logs/resource-of.js';
 import {
@@ -20,6 +18,8 @@ import {
   MaintenanceStatus,
   RateLimitRequest,
   RateLimitStatus,
+  ResourceList,
+  ResourceParams,
   ResourceStatus,
 } from './schemas.js';
 import type { ControlPlane } from './service.js';
@@ -32,26 +32,25 @@ const isExempt = (path: string, publicPaths: ReadonlySet<string>) =>
   publicPaths.has(path) || path.endsWith('/health') || path === CONTROL_PREFIX || path.startsWith(`${CONTROL_PREFIX}/`);
 
 /**
- * The gate, mounted before every other router (the invocation log's included, so its routes obey
- * maintenance too): maintenance mode, then drain/disable of the resource a request calls, then
- * in-flight counting of calls that get through. A refused call to a resource is still logged, since
- * the log's own middleware never sees it.
+ * The gate: maintenance mode, then drain/disable of the resource a request calls, then in-flight
+ * counting of calls that get through. It is a preValidation hook, so it runs before every
+ * preHandler — the invocation log's included, whatever the order subsystems add their hooks in —
+ * and a refused call to a resource is logged here, since the log's own hook never sees it.
  */
-export function controlGate(plane: ControlPlane, publicPaths: ReadonlySet<string>): preHandlerHookHandler {
+export function controlGate(plane: ControlPlane, publicPaths: ReadonlySet<string>): preValidationHookHandler {
   return function controlGateHook(req, reply, done) {
     const path = pathOf(req);
-    const call = resourceOf(req.method, path);
-    const refuse = (error: HttpError) => {
+    // Until every resource route declares `config.resource`, the URL is classified for the rest.
+    const call = resourceCallOf(req) ?? resourceOf(req.method, path);
+    const refuse = (error: HangarError) => {
       if (call?.invocation) plane.refused(call, req.principal, req.body, error.message);
       done(error);
     };
-    const maintenance = plane.maintenanceStatus;
-    if (maintenance.enabled && !isExempt(path, publicPaths)) {
-      return refuse(serviceUnavailable(`Hangar is in maintenance${maintenance.message ? `: ${maintenance.message}` : ''}`, maintenance.retry_after));
-    }
+    const maintenance = plane.maintenanceRefusal();
+    if (maintenance && !isExempt(path, publicPaths)) return refuse(maintenance);
     if (!call) return done();
     const refused = plane.refusal(call);
-    if (refused) return refuse(serviceUnavailable(refused.detail, refused.retryAfter));
+    if (refused) return refuse(refused);
     if (call.invocation) {
       const leave = plane.enter(call);
       reply.raw.on('finish', leave);
@@ -61,13 +60,9 @@ export function controlGate(plane: ControlPlane, publicPaths: ReadonlySet<string
   };
 }
 
-const underControl = (path: string) => path === CONTROL_PREFIX || path.startsWith(`${CONTROL_PREFIX}/`);
-
-export function controlRoutes(app: FastifyInstance, plane: ControlPlane, token: string): void {
-  // A root hook rather than a per-route one, so unknown control paths need the token too.
-  app.addHook('onRequest', function controlToken(req, _reply, done) {
-    const path = pathOf(req);
-    if (!underControl(path)) return done();
+/** Every request under the prefix needs the control token, unknown paths included (the scope's catch-alls). */
+function controlToken(plane: ControlPlane, token: string): onRequestHookHandler {
+  return function controlTokenHook(req, _reply, done) {
     const header = req.headers[CONTROL_TOKEN_HEADER];
     const presented = typeof header === 'string' ? header : undefined;
     let expected: string | undefined;
@@ -77,12 +72,18 @@ export function controlRoutes(app: FastifyInstance, plane: ControlPlane, token: 
       expected = undefined;
     }
     if (!presented || !expected || !sameSecret(presented, expected)) {
-      plane.audit('unauthorized', `${req.method} ${path}`, req.principal, Date.now(), { ok: false, error: presented ? 'invalid control token' : 'missing control token' });
-      return done(unauthorized(`the control plane needs its token in the X-Control-Token header`));
+      plane.audit('unauthorized', `${req.method} ${pathOf(req)}`, req.principal, Date.now(), { ok: false, error: presented ? 'invalid control token' : 'missing control token' });
+      return done(fail('HANGAR_CONTROL_TOKEN_REQUIRED', {}, { headers: { 'WWW-Authenticate': 'Bearer' } }));
     }
     done();
-  });
+  };
+}
 
+const tags = ['control'];
+const auth = { 401: 'Missing or wrong X-Control-Token' };
+
+/** The control routes, relative to `CONTROL_PREFIX` (they are mounted in its scope). */
+export function controlRoutes(plane: ControlPlane) {
   /** Run an action and log it, whatever its outcome. */
   const act = async <T>(req: FastifyRequest, action: string, target: string, input: unknown, run: () => T | Promise<T>): Promise<T> => {
     const started = Date.now();
@@ -96,100 +97,159 @@ export function controlRoutes(app: FastifyInstance, plane: ControlPlane, token: 
     }
   };
 
-  const target = (req: FastifyRequest) => {
-    const params = req.params as { resource: string; name: string };
+  const target = (params: { resource: string; name: string }) => {
     const parsed = ControlledResource.safeParse(params.resource);
-    if (!parsed.success) throw notFound(`unknown resource type "${params.resource}"; expected one of ${ControlledResource.options.join(', ')}`);
+    if (!parsed.success) throw fail('HANGAR_CONTROL_RESOURCE_TYPE_UNKNOWN', { resource: params.resource, expected: ControlledResource.options.join(', ') });
     return { resource: parsed.data, name: params.name };
   };
 
-  app.get(CONTROL_PREFIX, async () => {
-    const resources = await plane.list();
-    const byState: Record<string, number> = { active: 0, draining: 0, drained: 0, disabled: 0 };
-    for (const r of resources) byState[r.state]! += 1;
-    return { maintenance: plane.maintenanceStatus, resources: byState, log_level: plane.settings().logLevel, rate_limit: plane.rateLimit() };
-  });
+  return [
+    defineRoute({
+      method: 'GET',
+      url: '/',
+      summary: 'Control plane overview: maintenance, resource counts by state, log level, rate limits (header X-Control-Token; 404 when control.enabled is off)',
+      tags,
+      schema: { response: { 200: 'Overview', ...auth } },
+      handler: async () => {
+        const resources = await plane.list();
+        const byState: Record<string, number> = { active: 0, draining: 0, drained: 0, disabled: 0 };
+        for (const r of resources) byState[r.state]! += 1;
+        return { maintenance: plane.maintenanceStatus, resources: byState, log_level: plane.settings().logLevel, rate_limit: plane.rateLimit() };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/resources',
+      summary: 'Every agent, endpoint, plugin, ingestor and pipeline with its state (active, draining, drained, disabled) and calls in flight',
+      tags,
+      schema: { response: { 200: { description: 'Resources', schema: ResourceList }, ...auth } },
+      handler: async () => ({ resources: await plane.list() }),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/resources/:resource/:name',
+      summary: 'One resource with its state',
+      tags,
+      schema: { params: ResourceParams, response: { 200: { description: 'Resource', schema: ResourceStatus }, 404: 'Unknown resource', ...auth } },
+      handler: ({ params }) => {
+        const { resource, name } = target(params);
+        return plane.get(resource, name);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/resources/:resource/:name/drain',
+      summary: 'Drain: refuse new calls with 503 + Retry-After while calls in flight finish (optionally wait for them)',
+      tags,
+      schema: { params: ResourceParams, body: DrainRequest, response: { 200: { description: 'State after the drain began (or finished, with wait_ms)', schema: ResourceStatus }, ...auth } },
+      // The resource type is checked before the body is read: 404 before 422.
+      handler: (input) => {
+        const { resource, name } = target(input.params);
+        const body = input.body;
+        return act(input.req, 'drain', `${resource}/${name}`, body, () => plane.drain(resource, name, body));
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/resources/:resource/:name/disable',
+      summary: 'Disable: refuse calls with 503 until enabled',
+      tags,
+      schema: { params: ResourceParams, body: DisableRequest, response: { 200: { description: 'State', schema: ResourceStatus }, ...auth } },
+      handler: (input) => {
+        const { resource, name } = target(input.params);
+        const body = input.body;
+        return act(input.req, 'disable', `${resource}/${name}`, body, () => plane.disable(resource, name, body.reason));
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/resources/:resource/:name/enable',
+      summary: 'Enable: serve again (ends a drain or a disable)',
+      tags,
+      schema: { params: ResourceParams, response: { 200: { description: 'State', schema: ResourceStatus }, ...auth } },
+      handler: ({ params, req }) => {
+        const { resource, name } = target(params);
+        return act(req, 'enable', `${resource}/${name}`, {}, () => plane.enable(resource, name));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/maintenance',
+      summary: 'Maintenance mode status',
+      tags,
+      schema: { response: { 200: { description: 'Status', schema: MaintenanceStatus }, ...auth } },
+      handler: () => plane.maintenanceStatus,
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/maintenance',
+      summary: 'Turn maintenance mode on or off: everything but health, readiness and control answers 503',
+      tags,
+      schema: { body: MaintenanceRequest, response: { 200: { description: 'Status', schema: MaintenanceStatus }, ...auth } },
+      handler: ({ body, req }) => act(req, 'maintenance', body.enabled ? 'on' : 'off', body, () => plane.setMaintenance(body)),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/rediscover',
+      summary: 'Rescan the drop-in folders now',
+      tags,
+      schema: { response: { 200: 'What is loaded and what failed', ...auth } },
+      handler: ({ req }) => act(req, 'rediscover', 'workspace', {}, () => plane.rediscover()),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/settings',
+      summary: 'Effective settings, secrets redacted (run-time log level and rate limits included)',
+      tags,
+      schema: { response: { 200: 'Settings', ...auth } },
+      handler: () => plane.settings(),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/log-level',
+      summary: 'Change the log level at run time',
+      tags,
+      schema: { body: LogLevelRequest, response: { 200: 'New and previous level', ...auth } },
+      handler: ({ body, req }) => act(req, 'log-level', body.level, body, () => plane.setLogLevel(body.level)),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/rate-limit',
+      summary: 'Change rate limits at run time (starts a fresh window)',
+      tags,
+      schema: { body: RateLimitRequest, response: { 200: { description: 'Limits in effect', schema: RateLimitStatus }, ...auth } },
+      handler: ({ body, req }) => act(req, 'rate-limit', 'server', body, () => plane.setRateLimit(body)),
+    }),
+  ];
+}
 
-  app.get(`${CONTROL_PREFIX}/resources`, async () => {
-    return { resources: await plane.list() };
-  });
-
-  app.get(`${CONTROL_PREFIX}/resources/:resource/:name`, async (req) => {
-    const { resource, name } = target(req);
-    return await plane.get(resource, name);
-  });
-
-  app.post(`${CONTROL_PREFIX}/resources/:resource/:name/drain`, async (req) => {
-    const { resource, name } = target(req);
-    const body = parseInput(DrainRequest, req.body, 'body');
-    return act(req, 'drain', `${resource}/${name}`, body, () => plane.drain(resource, name, body));
-  });
-
-  app.post(`${CONTROL_PREFIX}/resources/:resource/:name/disable`, async (req) => {
-    const { resource, name } = target(req);
-    const body = parseInput(DisableRequest, req.body, 'body');
-    return act(req, 'disable', `${resource}/${name}`, body, () => plane.disable(resource, name, body.reason));
-  });
-
-  app.post(`${CONTROL_PREFIX}/resources/:resource/:name/enable`, async (req) => {
-    const { resource, name } = target(req);
-    return act(req, 'enable', `${resource}/${name}`, {}, () => plane.enable(resource, name));
-  });
-
-  app.get(`${CONTROL_PREFIX}/maintenance`, async () => {
-    return plane.maintenanceStatus;
-  });
-
-  app.post(`${CONTROL_PREFIX}/maintenance`, async (req) => {
-    const body = parseInput(MaintenanceRequest, req.body, 'body');
-    return act(req, 'maintenance', body.enabled ? 'on' : 'off', body, () => plane.setMaintenance(body));
-  });
-
-  app.post(`${CONTROL_PREFIX}/rediscover`, async (req) => {
-    return act(req, 'rediscover', 'workspace', {}, () => plane.rediscover());
-  });
-
-  app.get(`${CONTROL_PREFIX}/settings`, async () => {
-    return plane.settings();
-  });
-
-  app.post(`${CONTROL_PREFIX}/log-level`, async (req) => {
-    const body = parseInput(LogLevelRequest, req.body, 'body');
-    return act(req, 'log-level', body.level, body, () => plane.setLogLevel(body.level));
-  });
-
-  app.post(`${CONTROL_PREFIX}/rate-limit`, async (req) => {
-    const body = parseInput(RateLimitRequest, req.body, 'body');
-    return act(req, 'rate-limit', 'server', body, () => plane.setRateLimit(body));
-  });
+/**
+ * The control plane as an encapsulated plugin, registered under `CONTROL_PREFIX`: the token hook
+ * guards only its routes, and catch-alls keep unknown control paths behind the token too (they
+ * then answer the server's usual 404).
+ */
+export function controlScope(plane: ControlPlane, token: string): FastifyPluginAsync {
+  return async (scope) => {
+    scope.addHook('onRequest', controlToken(plane, token));
+    const every = scope.supportedMethods as RouteMethod[];
+    const unknownPath = { summary: 'no such control route', config: { hidden: true }, handler: ({ reply }: { reply: FastifyReply }) => reply.callNotFound() };
+    mountRoutes(scope, [
+      ...controlRoutes(plane),
+      // The prefix itself with a method no route takes, and every path below it.
+      defineRoute({ method: every.filter((m) => m !== 'GET' && m !== 'HEAD'), url: '/', ...unknownPath }),
+      defineRoute({ method: every, url: '/*', ...unknownPath }),
+    ]);
+  };
 }
 
 /** With the control plane off, its routes say so (404, as the spec asks) rather than falling through. */
 export function controlDisabledRoutes(app: FastifyInstance): void {
   const disabled = async () => {
-    throw notFound('the control plane is disabled (setting control.enabled)');
+    throw fail('HANGAR_CONTROL_DISABLED', {});
   };
-  app.all(CONTROL_PREFIX, disabled);
-  app.all(`${CONTROL_PREFIX}/*`, disabled);
+  const every = app.supportedMethods as RouteMethod[];
+  mountRoutes(app, [
+    defineRoute({ method: every, url: CONTROL_PREFIX, summary: 'the control plane, off', config: { hidden: true }, handler: disabled }),
+    defineRoute({ method: every, url: `${CONTROL_PREFIX}/*`, summary: 'the control plane, off', config: { hidden: true }, handler: disabled }),
+  ]);
 }
-
-const tags = ['control'];
-const auth = { 401: { description: 'Missing or wrong X-Control-Token' } };
-const ResourceList = z.object({ resources: z.array(ResourceStatus) });
-const resourcePath = `${CONTROL_PREFIX}/resources/{resource}/{name}`;
-
-export const CONTROL_DOCS: RouteDoc[] = [
-  { method: 'get', path: CONTROL_PREFIX, summary: 'Control plane overview: maintenance, resource counts by state, log level, rate limits (header X-Control-Token; 404 when control.enabled is off)', tags, responses: { 200: { description: 'Overview' }, ...auth } },
-  { method: 'get', path: `${CONTROL_PREFIX}/resources`, summary: 'Every agent, endpoint, plugin, ingestor and pipeline with its state (active, draining, drained, disabled) and calls in flight', tags, responses: { 200: { description: 'Resources', schema: ResourceList }, ...auth } },
-  { method: 'get', path: resourcePath, summary: 'One resource with its state', tags, responses: { 200: { description: 'Resource', schema: ResourceStatus }, 404: { description: 'Unknown resource' }, ...auth } },
-  { method: 'post', path: `${resourcePath}/drain`, summary: 'Drain: refuse new calls with 503 + Retry-After while calls in flight finish (optionally wait for them)', tags, body: DrainRequest, responses: { 200: { description: 'State after the drain began (or finished, with wait_ms)', schema: ResourceStatus }, ...auth } },
-  { method: 'post', path: `${resourcePath}/disable`, summary: 'Disable: refuse calls with 503 until enabled', tags, body: DisableRequest, responses: { 200: { description: 'State', schema: ResourceStatus }, ...auth } },
-  { method: 'post', path: `${resourcePath}/enable`, summary: 'Enable: serve again (ends a drain or a disable)', tags, responses: { 200: { description: 'State', schema: ResourceStatus }, ...auth } },
-  { method: 'get', path: `${CONTROL_PREFIX}/maintenance`, summary: 'Maintenance mode status', tags, responses: { 200: { description: 'Status', schema: MaintenanceStatus }, ...auth } },
-  { method: 'post', path: `${CONTROL_PREFIX}/maintenance`, summary: 'Turn maintenance mode on or off: everything but health, readiness and control answers 503', tags, body: MaintenanceRequest, responses: { 200: { description: 'Status', schema: MaintenanceStatus }, ...auth } },
-  { method: 'post', path: `${CONTROL_PREFIX}/rediscover`, summary: 'Rescan the drop-in folders now', tags, responses: { 200: { description: 'What is loaded and what failed' }, ...auth } },
-  { method: 'get', path: `${CONTROL_PREFIX}/settings`, summary: 'Effective settings, secrets redacted (run-time log level and rate limits included)', tags, responses: { 200: { description: 'Settings' }, ...auth } },
-  { method: 'post', path: `${CONTROL_PREFIX}/log-level`, summary: 'Change the log level at run time', tags, body: LogLevelRequest, responses: { 200: { description: 'New and previous level' }, ...auth } },
-  { method: 'post', path: `${CONTROL_PREFIX}/rate-limit`, summary: 'Change rate limits at run time (starts a fresh window)', tags, body: RateLimitRequest, responses: { 200: { description: 'Limits in effect', schema: RateLimitStatus }, ...auth } },
-];
-

@@ -68,3 +68,8 @@ export const RateLimitRequest = z
   .refine((v) => v.enabled !== undefined || v.window_ms !== undefined || v.max !== undefined, 'give at least one of enabled, window_ms, max');
 
 export const RateLimitStatus = z.object({ enabled: z.boolean(), window_ms: z.number().int(), max: z.number().int() });
+
+export const ResourceList = z.object({ resources: z.array(ResourceStatus) });
+
+/** `/resources/{resource}/{name}`: the type is checked by the handler, so an unknown one is a 404 naming the types. */
+export const ResourceParams = z.object({ resource: z.string(), name: z.string() });

@@ -4,7 +4,7 @@
  *
  * Decisions the spec leaves open:
  * - What drain and disable refuse: calls that do work (invoke, chat, predict, run, custom endpoint
- *   calls — see `resourceOf`), with 503 and Retry-After. Health, cards and listings keep
+ *   calls — the routes whose `config.resource` says `invocation: true`), with 503 and Retry-After. Health, cards and listings keep
  *   answering, so an operator and the probes can see the state. Work already accepted on the task
  *   board runs to its end; "in flight" counts HTTP calls.
  * - Drain ends when its in-flight count reaches zero (state `drained`); the resource keeps refusing
@@ -15,13 +15,12 @@
  *   deploy). Changes to log level and rate limits likewise last until the next start.
  * - Changing rate limits starts a fresh counting window.
  */
-import { errorMessage, notFound } from '../http/errors.js';
+import type { ResourceCall } from '../http/route.js';
 import type { HangarContext } from '../kernel/context.js';
+import { errorMessage, fail, type HangarError } from '../kernel/errors.js';
 import type { LogLevel } from '../kernel/log.js';
 import { redactSettings } from '../kernel/settings.js';
 import { nameFromEntry } from '../predictors/service.js';
-import { pipelineServiceOf } from '../pipelines/subsystem.js';
-import type { ResourceCall } from '../logs/resource-of.js';
 import { CONTROLLED_RESOURCES, type ControlledResource, type MaintenanceStatus, type ResourceState, type ResourceStatus } from './schemas.js';
 
 interface Held {
@@ -46,13 +45,21 @@ export class ControlPlane {
     return { ...this.maintenance };
   }
 
-  /** Why a call must be refused now, or undefined to let it through. */
-  refusal(call: ResourceCall): { detail: string; retryAfter?: number } | undefined {
+  /** The 503 a call must be refused with now, or undefined to let it through. */
+  refusal(call: ResourceCall): HangarError | undefined {
     if (!call.invocation) return undefined;
     const held = this.held.get(key(call.resource, call.name));
     if (!held) return undefined;
-    if (held.state === 'disabled') return { detail: `${call.resource} ${call.name} is disabled by an operator${held.reason ? `: ${held.reason}` : ''}` };
-    return { detail: `${call.resource} ${call.name} is draining and takes no new calls${held.reason ? `: ${held.reason}` : ''}`, retryAfter: held.retryAfter };
+    const params = { resource: call.resource, name: call.name, reason: held.reason ? `: ${held.reason}` : '' };
+    if (held.state === 'disabled') return fail('HANGAR_CONTROL_RESOURCE_DISABLED', params);
+    return fail('HANGAR_CONTROL_RESOURCE_DRAINING', params, { headers: { 'Retry-After': String(held.retryAfter) } });
+  }
+
+  /** The 503 of maintenance mode, or undefined when it is off. */
+  maintenanceRefusal(): HangarError | undefined {
+    const { enabled, message, retry_after } = this.maintenance;
+    if (!enabled) return undefined;
+    return fail('HANGAR_CONTROL_MAINTENANCE', { message: message ? `: ${message}` : '' }, { headers: { 'Retry-After': String(retry_after) } });
   }
 
   /** How an operator holds a resource back, if at all: its health reports it. */
@@ -88,12 +95,8 @@ export class ControlPlane {
 
   /** Saved pipelines are files read by their own service, not registry entries. */
   private async pipelines(): Promise<Array<{ name: string; file: string; error: string | null }>> {
-    let service;
-    try {
-      service = pipelineServiceOf(this.ctx);
-    } catch {
-      return []; // a server built without the pipelines subsystem
-    }
+    const service = this.ctx.services.find('pipelines');
+    if (!service) return []; // a server built without the pipelines subsystem
     return (await service.list()).map((p) => ({ name: p.name, file: p.file, error: p.valid ? null : p.errors.map((e) => e.message).join('; ') }));
   }
 
@@ -119,7 +122,7 @@ export class ControlPlane {
 
   async get(resource: ControlledResource, name: string): Promise<ResourceStatus> {
     const found = (await this.list()).find((r) => r.resource === resource && r.name === name);
-    if (!found) throw notFound(`${resource} ${name} not found`);
+    if (!found) throw fail('HANGAR_CONTROL_RESOURCE_NOT_FOUND', { resource, name });
     return found;
   }
 
@@ -204,12 +207,12 @@ export class ControlPlane {
 
   /** Log a call the gate refused (503), as the invocation log's middleware would have. */
   refused(call: ResourceCall, principal: string, input: unknown, error: string): void {
-    this.ctx.invocations?.record({ resource: call.resource, name: call.name, operation: call.operation, principal, started: Date.now(), duration_ms: 0, ok: false, http_status: 503, input, error });
+    this.ctx.services.find('invocations')?.record({ resource: call.resource, name: call.name, operation: call.operation, principal, started: Date.now(), duration_ms: 0, ok: false, http_status: 503, input, error });
   }
 
   /** Log a control action to the invocation log and the server log. */
   audit(action: string, target: string, principal: string, started: number, outcome: { ok: boolean; input?: unknown; output?: unknown; error?: unknown }): void {
-    this.ctx.invocations?.record({
+    this.ctx.services.find('invocations')?.record({
       resource: 'control',
       name: action,
       operation: target,

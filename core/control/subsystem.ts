@@ -1,31 +1,36 @@
 /**
- * The control plane as the server wires it. Mounted right after the logs subsystem and before
- * every other router, so its gate (maintenance, drain, disable) sees requests first. Off by
- * default; when on it requires `control.token`, checked on every /api/v1/control request.
+ * The control plane as the server wires it. Off by default; when on it requires `control.token`,
+ * checked on every request under /api/v1/control (its own encapsulated scope), and its gate
+ * (maintenance, drain, disable) runs before every other route's preHandlers.
+ *
+ * The `control` service is provided whether or not the plane is on: off, nothing is ever held and
+ * maintenance stays off, so readers (health, readiness) need not ask which.
  */
-import type { HangarContext, Subsystem } from '../kernel/context.js';
-import { CONTROL_DOCS, controlDisabledRoutes, controlGate, controlRoutes } from './routes.js';
+import type { Subsystem } from '../kernel/context.js';
+import { CONTROL_PREFIX, controlDisabledRoutes, controlGate, controlScope } from './routes.js';
 import { ControlPlane } from './service.js';
 
-const planes = new WeakMap<HangarContext, ControlPlane>();
-
-export function controlPlaneOf(ctx: HangarContext): ControlPlane | undefined {
-  return planes.get(ctx);
+declare module '../kernel/services.js' {
+  interface ServiceMap {
+    control: ControlPlane;
+  }
 }
 
 export const controlSubsystem: Subsystem = {
   name: 'control',
+  provides: ['control'],
+  // Both are read when a request comes, not at setup.
+  uses: ['pipelines', 'invocations'],
   setup(ctx) {
     const { enabled, token } = ctx.settings.control;
-    if (!enabled) return;
-    if (!token) throw new Error('control.enabled is on but control.token is not set: the control plane needs its own token (HANGAR_CONTROL__TOKEN)');
-    planes.set(ctx, new ControlPlane(ctx));
-    ctx.openapi.add(...CONTROL_DOCS);
+    if (enabled && !token) throw new Error('control.enabled is on but control.token is not set: the control plane needs its own token (HANGAR_CONTROL__TOKEN)');
+    ctx.services.provide('control', new ControlPlane(ctx));
   },
   routes(app, ctx) {
-    const plane = planes.get(ctx);
-    if (!plane) return controlDisabledRoutes(app);
-    app.addHook('preHandler', controlGate(plane, ctx.publicPaths));
-    controlRoutes(app, plane, ctx.settings.control.token!);
+    const { enabled, token } = ctx.settings.control;
+    if (!enabled || !token) return controlDisabledRoutes(app);
+    const plane = ctx.services.get('control');
+    app.addHook('preValidation', controlGate(plane, ctx.publicPaths));
+    app.register(controlScope(plane, token), { prefix: CONTROL_PREFIX });
   },
 };

@@ -1,15 +1,17 @@
 /**
  * Records calls to resources whose routes belong to other subsystems — agents, custom endpoints and
- * pipelines — from the outside: the logs router sits in front of theirs, classifies the request
- * (`resourceOf`), and writes one record when the response is finished. It is a preHandler hook, so
- * the body is parsed and the control gate (an earlier preHandler) has let the call through. Plugins and ingestors record
- * themselves (their async runs are logged with the task's real duration, not the 202).
+ * pipelines — from the outside: a preHandler hook reads what the matched route calls (its
+ * `config.resource`, core/http/route.ts) and writes one record when the response is finished. As a
+ * preHandler it runs once the body is parsed and after the control gate (a preValidation hook) let
+ * the call through. Plugins and ingestors record themselves (their async runs are logged with the
+ * task's real duration, not the 202).
  *
  * What is kept of a response: the JSON body (up to the size limit), or the first bytes of a stream.
  */
 import type { ServerResponse } from 'node:http';
 import type { preHandlerHookHandler } from 'fastify';
 import { pathOf } from '../http/request.js';
+import { resourceCallOf } from '../http/route.js';
 import type { InvocationRecorder, TokenTotals } from './recorder.js';
 import { resourceOf } from './resource-of.js';
 
@@ -39,7 +41,8 @@ function usageOf(body: unknown, streamText: string): TokenTotals | null {
 export function recordInvocations(recorder: InvocationRecorder, captureBytes: number): preHandlerHookHandler {
   return function invocationLog(req, reply, done) {
     if (!recorder.enabled) return done();
-    const call = resourceOf(req.method, pathOf(req));
+    // Until every resource route declares `config.resource`, the URL is classified for the rest.
+    const call = resourceCallOf(req) ?? resourceOf(req.method, pathOf(req));
     if (!call || !call.invocation || !OBSERVED.has(call.resource)) return done();
     // The node response: Fastify writes a JSON reply with one end(), a stream with write()s.
     const res = reply.raw;

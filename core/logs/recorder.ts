@@ -1,13 +1,13 @@
 /**
  * The invocation recorder other subsystems call: one `record` per call to an agent, endpoint,
  * plugin, pipeline or ingestor (and per control action). It never throws and never makes the
- * caller wait: the log writes behind the call. Set on `ctx.invocations` by the logs subsystem; when
- * history is off, `record` does nothing.
+ * caller wait: the log writes behind the call. The logs subsystem provides it as the `invocations`
+ * service (core/kernel/services.ts); when history is off, `record` does nothing.
  *
  * @example
  * const started = Date.now();
  * … do the work …
- * ctx.invocations?.record({ resource: 'plugin', name, operation: 'predict', principal, started,
+ * ctx.services.find('invocations')?.record({ resource: 'plugin', name, operation: 'predict', principal, started,
  *   ok: true, http_status: 200, input, output });
  */
 export const INVOKED_RESOURCES = ['agent', 'endpoint', 'plugin', 'pipeline', 'ingestor', 'control'] as const;

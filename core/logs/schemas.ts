@@ -56,6 +56,8 @@ export const ListLogsQuery = z.object({
 });
 export type ListLogsQuery = z.output<typeof ListLogsQuery>;
 
+export const LogIdParams = z.object({ id: z.string() });
+
 export const LogPage = z.object({
   logs: z.array(InvocationRecord),
   total: z.number().int(),

@@ -17,7 +17,7 @@ import { timeOrderedId } from '../storage/ids.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { appendFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { notFound, notImplemented } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { analyze } from './summaries.js';
@@ -25,9 +25,6 @@ import type { InvocationEntry, InvocationRecorder } from './recorder.js';
 import { createRedactor, type Redactor } from './redact.js';
 import type { AnalyzeRequest, Analysis, InvocationRecord, ListLogsQuery, LogPage } from './schemas.js';
 import { windowMs } from './schemas.js';
-
-export const logsDisabled = () =>
-  notImplemented('invocation log history is off; turn it on with the setting logs.enabled (HANGAR_LOGS__ENABLED=true)');
 
 export interface InvocationLogOptions {
   enabled: boolean;
@@ -172,7 +169,7 @@ export class InvocationLog implements InvocationRecorder {
   }
 
   private assertEnabled(): void {
-    if (!this.enabled) throw logsDisabled();
+    if (!this.enabled) throw fail('HANGAR_LOG_DISABLED', {});
   }
 
   get size(): number {
@@ -204,7 +201,7 @@ export class InvocationLog implements InvocationRecorder {
   get(id: string): InvocationRecord {
     this.assertEnabled();
     const record = this.byId.get(id);
-    if (!record) throw notFound(`invocation log ${id} not found`);
+    if (!record) throw fail('HANGAR_LOG_NOT_FOUND', { id });
     return record;
   }
 
@@ -221,7 +218,7 @@ export class InvocationLog implements InvocationRecorder {
   async latestAnalysis(): Promise<Analysis> {
     this.assertEnabled();
     const latest = await this.analyses.get('latest');
-    if (!latest) throw notFound('no analysis yet; POST /api/v1/logs/analyze computes one');
+    if (!latest) throw fail('HANGAR_LOG_NO_ANALYSIS', {});
     return latest;
   }
 }

@@ -1,21 +1,21 @@
 /**
- * The invocation log as the server wires it: the `InvocationLog` published as `ctx.invocations`
- * (every subsystem records through it), the recording middleware for agents, endpoints and
- * pipelines, and the /api/v1/logs routes. It is mounted right after the control plane's gate and
- * before every other router, so the middleware sees every request the gate lets through.
+ * The invocation log as the server wires it: the `InvocationLog`, provided as the `invocations`
+ * service (every subsystem that calls a resource records through it), the recording hook for
+ * agents, endpoints and pipelines, and the /api/v1/logs routes. The hook is a preHandler, so it
+ * sees the calls the control gate (a preValidation hook) lets through, wherever either subsystem
+ * sits in the list.
  */
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { resolveSecret } from '../kernel/settings.js';
+import { mountRoutes } from '../http/route.js';
 import { recordInvocations } from './hook.js';
-import { LOG_DOCS, logRoutes } from './routes.js';
+import { logRoutes } from './routes.js';
 import { InvocationLog } from './service.js';
 
-const logs = new WeakMap<HangarContext, InvocationLog>();
-
-export function invocationLogOf(ctx: HangarContext): InvocationLog {
-  const log = logs.get(ctx);
-  if (!log) throw new Error('the logs subsystem is not set up on this server');
-  return log;
+declare module '../kernel/services.js' {
+  interface ServiceMap {
+    invocations: InvocationLog;
+  }
 }
 
 /** The secret values this server knows, resolved now: they are scrubbed from logged text. */
@@ -33,19 +33,18 @@ function knownSecrets(ctx: HangarContext): string[] {
 
 export const logsSubsystem: Subsystem = {
   name: 'logs',
+  provides: ['invocations'],
   setup(ctx) {
     const { enabled, retain, maxFieldChars } = ctx.settings.logs;
     const log = new InvocationLog({ enabled, retain, maxFieldChars, dir: ctx.paths.logs, store: ctx.store, log: ctx.log, knownSecrets: () => knownSecrets(ctx) });
-    logs.set(ctx, log);
-    ctx.invocations = log;
-    ctx.openapi.add(...LOG_DOCS);
+    ctx.services.provide('invocations', log);
   },
   routes(app, ctx) {
-    const log = invocationLogOf(ctx);
+    const log = ctx.services.get('invocations');
     app.addHook('preHandler', recordInvocations(log, ctx.settings.logs.maxFieldChars * 2));
-    logRoutes(app, log);
+    mountRoutes(app, logRoutes(log));
   },
   async close(ctx) {
-    await logs.get(ctx)?.drain();
+    await ctx.services.find('invocations')?.drain();
   },
 };

@@ -32,14 +32,14 @@
  *   leaves it waiting and answers the input-required result above.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { z } from 'zod';
 import type { Agent } from '../agents/kind.js';
 import { isSuspension, type SuspensionDetail } from '../agents/service.js';
 import { allowedHostNames } from '../http/security.js';
 import type { HangarContext } from '../kernel/context.js';
-import { HangarError, errorMessage } from '../kernel/errors.js';
+import { errorMessage, HangarError } from '../kernel/errors.js';
 import { viewerOf } from '../kernel/ownership.js';
 import type { Registry } from '../kernel/registry.js';
 
@@ -117,7 +117,9 @@ function runResult(log: ToolCallLog, run: () => Promise<unknown>, elicit?: Elici
 }
 
 /** Asks the person about a pending approval through the MCP client; null: they did not decide. */
-type Elicit = (approval: Omit<SuspensionDetail, 'status'>) => Promise<{ approved: true } | { approved: false; reason: string | null } | null>;
+type Elicit = (
+  approval: Omit<SuspensionDetail, 'status'>,
+) => Promise<{ approved: true } | { approved: false; reason: string | null } | null>;
 
 /**
  * Runs `run`; while it suspends for an approval and the client can be asked, asks, and continues
@@ -161,15 +163,22 @@ const toolInput = {
  * The SDK, loaded by the first MCP request rather than at every start: it takes ~250 ms to load,
  * a quarter of a cold start, for a route most sessions never call.
  */
-let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/mcp.js'), typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')]> | undefined;
-const loadSdk = () => (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/mcp.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
+let sdk:
+  | Promise<[typeof import('@modelcontextprotocol/sdk/server/mcp.js'), typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')]>
+  | undefined;
+const loadSdk = () =>
+  (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/mcp.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
 
 /**
  * An MCP server exposing the registered agents. `refresh()` brings its tools in line with the
  * registry (registering and removing tools makes the SDK tell a connected client
  * `tools/list_changed`).
  */
-export async function buildMcpServer(ctx: HangarContext, principal?: string, viewer: string | undefined = principal): Promise<McpServer & { refresh(): void }> {
+export async function buildMcpServer(
+  ctx: HangarContext,
+  principal?: string,
+  viewer: string | undefined = principal,
+): Promise<McpServer & { refresh(): void }> {
   const [{ McpServer }] = await loadSdk();
   const server = new McpServer({ name: 'hangar', version: ctx.version }) as McpServer & { refresh(): void };
   // Asked only when the client said it can answer (its `elicitation` capability).
@@ -182,7 +191,15 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
     if (answer.action === 'cancel') return null;
     const content = (answer.content ?? {}) as { approved?: unknown; reason?: unknown };
     if (answer.action === 'accept' && content.approved === true) return { approved: true };
-    return { approved: false, reason: typeof content.reason === 'string' && content.reason ? content.reason : answer.action === 'decline' ? 'declined in the MCP client' : null };
+    return {
+      approved: false,
+      reason:
+        typeof content.reason === 'string' && content.reason
+          ? content.reason
+          : answer.action === 'decline'
+            ? 'declined in the MCP client'
+            : null,
+    };
   };
   const tools = new Map<string, { remove(): void }>();
   const register = (agent: Agent) =>
@@ -232,16 +249,27 @@ export async function buildMcpServer(ctx: HangarContext, principal?: string, vie
     DECIDE_TOOL,
     {
       title: 'Decide a human approval',
-      description: 'Approve or reject a Hangar agent run that waits for a human approval (named by a tool result with status input-required)',
+      description:
+        'Approve or reject a Hangar agent run that waits for a human approval (named by a tool result with status input-required)',
       inputSchema: decideInput,
     },
     ({ agent, thread_id, approval_id, approved, context, reason }) =>
-      runResult({ ctx, agent, operation: approved ? 'mcp:approve' : 'mcp:reject', principal, viewer, input: { thread_id, approval_id, approved, context, reason } }, () => {
-        const service = ctx.services.get('agents').service;
-        return approved
-          ? service.approve(agent, thread_id, { approval_id, approved: true, context: context ?? {} }, viewer)
-          : service.reject(agent, thread_id, { approval_id, reason: reason ?? null }, viewer);
-      }),
+      runResult(
+        {
+          ctx,
+          agent,
+          operation: approved ? 'mcp:approve' : 'mcp:reject',
+          principal,
+          viewer,
+          input: { thread_id, approval_id, approved, context, reason },
+        },
+        () => {
+          const service = ctx.services.get('agents').service;
+          return approved
+            ? service.approve(agent, thread_id, { approval_id, approved: true, context: context ?? {} }, viewer)
+            : service.reject(agent, thread_id, { approval_id, reason: reason ?? null }, viewer);
+        },
+      ),
   );
   return server;
 }
@@ -343,7 +371,9 @@ declare module '../kernel/services.js' {
 }
 
 const isInitialize = (body: unknown) =>
-  (Array.isArray(body) ? body : [body]).some((m) => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'initialize');
+  (Array.isArray(body) ? body : [body]).some(
+    (m) => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'initialize',
+  );
 
 /** Handle one streamable-HTTP request: a session's, one that opens a session, or a stateless POST. */
 export async function handleMcp(ctx: HangarContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {

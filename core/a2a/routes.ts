@@ -6,14 +6,14 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AgentParams, InvokeRequest } from '../agents/schemas.js';
-import { defineRoute, mountRoutes, type AnyRoute } from '../http/route.js';
+import { type AnyRoute, defineRoute, mountRoutes } from '../http/route.js';
 import type { HangarContext } from '../kernel/context.js';
-import { HangarError, fail } from '../kernel/errors.js';
-import { TaskEventsQuery } from '../tasks/schemas.js';
+import { fail, HangarError } from '../kernel/errors.js';
 import { streamTaskEvents } from '../tasks/routes.js';
+import { TaskEventsQuery } from '../tasks/schemas.js';
 import { a2aAgentCard, workspaceAgentCard } from './cards.js';
 import { A2AJsonRpc } from './jsonrpc.js';
-import { MCP_PATH, handleMcp, mcpHostValidation } from './mcp.js';
+import { handleMcp, MCP_PATH, mcpHostValidation } from './mcp.js';
 import { RpcCode } from './rpc.js';
 import { A2ATaskRequest, AgentTaskParams, SubmitQuery } from './schemas.js';
 import { A2AService } from './service.js';
@@ -125,7 +125,8 @@ export function a2aRoutes(ctx: HangarContext, a2a = new A2AService(ctx)): AnyRou
     defineRoute({
       method: 'GET',
       url: '/api/v1/:agent/.well-known/agent-card.json',
-      summary: 'Standard A2A agent card: v1.0 (supportedInterfaces lists the JSON-RPC binding in v1.0 and v0.3) with the v0.3 fields beside',
+      summary:
+        'Standard A2A agent card: v1.0 (supportedInterfaces lists the JSON-RPC binding in v1.0 and v0.3) with the v0.3 fields beside',
       tags,
       schema: { params: AgentParams, response: { 200: 'A2A AgentCard', 404: 'unknown agent' } },
       handler: ({ params, req }) => a2aAgentCard(ctx, params.agent, originOf(req), '1.0'),
@@ -150,7 +151,10 @@ export function a2aJsonRpcRoutes(ctx: HangarContext, rpc = new A2AJsonRpc(ctx)):
       summary:
         'A2A JSON-RPC, v1.0 (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask) and v0.3 (message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe), told apart by method name',
       tags,
-      schema: { params: AgentParams, response: { 200: 'a JSON-RPC response, or an SSE stream of them for message/stream and tasks/resubscribe', 404: 'unknown agent' } },
+      schema: {
+        params: AgentParams,
+        response: { 200: 'a JSON-RPC response, or an SSE stream of them for message/stream and tasks/resubscribe', 404: 'unknown agent' },
+      },
       handler: async ({ params, req, reply }) => {
         await rpc.handle(params.agent, req.body, req.principal, reply);
         return reply;
@@ -170,7 +174,10 @@ export function a2aJsonRpcRoutes(ctx: HangarContext, rpc = new A2AJsonRpc(ctx)):
         if (agent === undefined || !agents.includes(agent)) {
           const id = typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
           const message = `params.tenant: ${agent === undefined ? 'name the agent' : `no agent "${agent}"`} (one of: ${agents.join(', ') || 'none'})`;
-          return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify({ jsonrpc: '2.0', id, error: { code: RpcCode.invalidParams, message } }));
+          return reply
+            .code(200)
+            .type('application/json; charset=utf-8')
+            .send(JSON.stringify({ jsonrpc: '2.0', id, error: { code: RpcCode.invalidParams, message } }));
         }
         await rpc.handle(agent, req.body, req.principal, reply);
         return reply;
@@ -186,9 +193,12 @@ export function mcpRoutes(ctx: HangarContext): AnyRoute[] {
       // POST carries requests; GET opens a session's server-to-client stream, DELETE ends it.
       method: ['GET', 'POST', 'DELETE'],
       url: MCP_PATH,
-      summary: 'Model Context Protocol (streamable HTTP): tools/list and tools/call, one tool per agent; sessions by Mcp-Session-Id, or stateless',
+      summary:
+        'Model Context Protocol (streamable HTTP): tools/list and tools/call, one tool per agent; sessions by Mcp-Session-Id, or stateless',
       tags: ['mcp'],
-      schema: { response: { 200: 'a JSON-RPC response (JSON or SSE)', 403: 'Host header not allowed (DNS rebinding)', 404: 'unknown session' } },
+      schema: {
+        response: { 200: 'a JSON-RPC response (JSON or SSE)', 403: 'Host header not allowed (DNS rebinding)', 404: 'unknown session' },
+      },
       handler: async ({ req, reply }) => {
         await handleMcp(ctx, req, reply);
         return reply;
@@ -239,8 +249,22 @@ function rpcBodyErrors(app: FastifyInstance, ctx: HangarContext, httpStatus: 200
     const named = (req.params as { agent?: string }).agent;
     const agent = named === undefined ? undefined : (ctx.registry.get('agent', named)?.definition as { name: string } | undefined);
     if (agent) {
-      ctx.services.find('invocations')?.record({ resource: 'agent', name: agent.name, operation: 'a2a:invalid', principal: req.principal ?? 'anonymous', started: Date.now(), ok: false, http_status: httpStatus, error: `${error.code} ${error.message}` });
+      ctx.services
+        .find('invocations')
+        ?.record({
+          resource: 'agent',
+          name: agent.name,
+          operation: 'a2a:invalid',
+          principal: req.principal ?? 'anonymous',
+          started: Date.now(),
+          ok: false,
+          http_status: httpStatus,
+          error: `${error.code} ${error.message}`,
+        });
     }
-    reply.code(httpStatus).type('application/json; charset=utf-8').send(JSON.stringify({ jsonrpc: '2.0', id: null, error }));
+    reply
+      .code(httpStatus)
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify({ jsonrpc: '2.0', id: null, error }));
   };
 }

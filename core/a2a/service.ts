@@ -21,18 +21,18 @@
  *   of the same names, so A2A conversations can continue a thread.
  */
 import { randomUUID } from 'node:crypto';
-import { formatIssues } from '../http/validate.js';
+import type { PendingApproval } from '../agents/approvals.js';
+import type { RunEvent } from '../agents/events.js';
 import { findAgent } from '../agents/kind.js';
 import { modelNotConfigured } from '../agents/model.js';
-import type { RunEvent } from '../agents/events.js';
-import { toolFrame } from '../agents/streams.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
+import { type ApprovalDecision, isSuspension, type RejectedRun, type SuspensionDetail, suspended } from '../agents/service.js';
+import { toolFrame } from '../agents/streams.js';
+import { formatIssues } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
-import type { PendingApproval } from '../agents/approvals.js';
-import { isSuspension, suspended, type ApprovalDecision, type RejectedRun, type SuspensionDetail } from '../agents/service.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { Task } from '../tasks/schemas.js';
-import { tasksDisabled, type TaskKind, type TaskScope, type TaskService } from '../tasks/service.js';
+import { type TaskKind, type TaskScope, type TaskService, tasksDisabled } from '../tasks/service.js';
 import { SettleAs, type TaskContext } from '../tasks/work.js';
 import { type A2AStatusResponse, type A2ASubmitResponse, type A2ATaskRequest, messageText } from './schemas.js';
 
@@ -107,7 +107,12 @@ export function agentTaskKind(ctx: HangarContext): TaskKind {
       const request = InvokeRequest.parse(task.task.input);
       const source = typeof task.task.metadata.source === 'string' ? task.task.metadata.source : 'tasks';
       return asTaskWork(() =>
-        ctx.services.get('agents').service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit), task.task.principal, { source, task_id: task.task.id }),
+        ctx.services
+          .get('agents')
+          .service.invoke(task.task.target, request, task.signal, agentFrameEmitter(task.emit), task.task.principal, {
+            source,
+            task_id: task.task.id,
+          }),
       );
     },
     async release(task) {
@@ -161,7 +166,8 @@ export async function continueTask(
         }
         return body;
       } catch (err) {
-        if (err instanceof SettleAs && err.status === 'input-required') failOutcome(suspended((err.fields.result as SuspendedResult).detail, record.thread_id));
+        if (err instanceof SettleAs && err.status === 'input-required')
+          failOutcome(suspended((err.fields.result as SuspendedResult).detail, record.thread_id));
         else if (!(err instanceof SettleAs)) failOutcome(err);
         throw err;
       }
@@ -210,7 +216,13 @@ function statusMessage(task: Task): string {
 function approvalOf(task: Task) {
   const awaited = awaitedApproval(task);
   if (!awaited) return undefined;
-  return { id: awaited.approval_id, thread_id: awaited.thread_id, node_name: awaited.node_name, message: awaited.message, links: awaited.links };
+  return {
+    id: awaited.approval_id,
+    thread_id: awaited.thread_id,
+    node_name: awaited.node_name,
+    message: awaited.message,
+    links: awaited.links,
+  };
 }
 
 export const TRACKING_NEEDS_STORAGE =
@@ -234,7 +246,12 @@ export class A2AService {
     return findAgent(this.ctx.registry, name).name;
   }
 
-  async submit(agentName: string, body: A2ATaskRequest, principal: string, options: { wait?: boolean; signal?: AbortSignal } = {}): Promise<A2ASubmitResponse> {
+  async submit(
+    agentName: string,
+    body: A2ATaskRequest,
+    principal: string,
+    options: { wait?: boolean; signal?: AbortSignal } = {},
+  ): Promise<A2ASubmitResponse> {
     const agent = this.agent(agentName);
     const text = messageText(body.message);
     if (text === undefined) {
@@ -251,13 +268,21 @@ export class A2AService {
 
     const tasks = this.tasks;
     if (!tasks) {
-      const response = await this.ctx.services.get('agents').service.invoke(agent, InvokeRequest.parse(input), options.signal, undefined, principal);
+      const response = await this.ctx.services
+        .get('agents')
+        .service.invoke(agent, InvokeRequest.parse(input), options.signal, undefined, principal);
       return { task_id: randomUUID(), status: 'completed', result: response.response, message: TRACKING_NEEDS_STORAGE };
     }
     let task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input, principal, metadata: { source: 'a2a' } });
     if (options.wait) task = await tasks.waitFor(task.id, this.scope(agent, principal), options.signal);
     const approval = approvalOf(task);
-    return { task_id: task.id, status: task.status, result: resultText(task), message: statusMessage(task), ...(approval ? { approval } : {}) };
+    return {
+      task_id: task.id,
+      status: task.status,
+      result: resultText(task),
+      message: statusMessage(task),
+      ...(approval ? { approval } : {}),
+    };
   }
 
   async status(agentName: string, id: string, principal: string): Promise<A2AStatusResponse> {
@@ -298,9 +323,14 @@ export class A2AService {
     const agent = this.agent(agentName);
     const tasks = this.tasks;
     if (!tasks) throw tasksDisabled();
-    const task = await tasks.submit({ kind: AGENT_TASK_KIND, target: agent, input: request, principal, metadata: { source: 'invoke/async' } });
+    const task = await tasks.submit({
+      kind: AGENT_TASK_KIND,
+      target: agent,
+      input: request,
+      principal,
+      metadata: { source: 'invoke/async' },
+    });
     const base = `/api/v1/tasks/${task.id}`;
     return { ...task, links: { self: base, events: `${base}/events`, result: `${base}/result`, cancel: `${base}/cancel` } };
   }
 }
-

@@ -6,7 +6,7 @@
  */
 import type { Subsystem } from '../kernel/context.js';
 import { McpSessions } from './mcp.js';
-import { ROOT_CARD_PATH, mountA2aRoutes } from './routes.js';
+import { mountA2aRoutes, ROOT_CARD_PATH } from './routes.js';
 import { AGENT_TASK_KIND, agentTaskKind, continueTask } from './service.js';
 
 export const a2aSubsystem: Subsystem = {
@@ -36,7 +36,10 @@ export const a2aSubsystem: Subsystem = {
       async (record, decision) => (await continueTask(ctx, record, decision)).outcome,
       async (record, reason) => {
         // Its approval is gone already, so the kind's release finds nothing more to discard.
-        await ctx.services.get('tasks').cancel(record.task_id!, {}, reason).catch((err: unknown) => ctx.log.warn(`task ${record.task_id} could not be ended: ${String(err)}`));
+        await ctx.services
+          .get('tasks')
+          .cancel(record.task_id!, {}, reason)
+          .catch((err: unknown) => ctx.log.warn(`task ${record.task_id} could not be ended: ${String(err)}`));
       },
     );
     ctx.services.provideLazy('mcpSessions', () => new McpSessions(ctx.registry));

@@ -3,7 +3,7 @@ import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import type { OpenApiRegistry } from './openapi.js';
-import { defineRoute, mountRoutes, type AnyRoute } from './route.js';
+import { type AnyRoute, defineRoute, mountRoutes } from './route.js';
 
 /**
  * GET /openapi.json (built live) and GET /docs, Swagger UI served from the swagger-ui-dist package
@@ -44,7 +44,9 @@ export function docsRoutes(openapi: OpenApiRegistry): AnyRoute[] {
       // A file of the page, as its assets are, not an API.
       config: { hidden: true },
       handler: async ({ reply }) =>
-        reply.type('text/javascript; charset=utf-8').send(`window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });`),
+        reply
+          .type('text/javascript; charset=utf-8')
+          .send(`window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });`),
     }),
   ];
 }

@@ -3,15 +3,16 @@
  * (health, config, prompts, card), declared once for every agent: `/api/v1/{agent}/...`, whose
  * `agent` parameter lists the loaded agents in /openapi.json (the subsystem describes it).
  */
-import { AgentParams } from '../agents/schemas.js';
+
 import { findAgent } from '../agents/kind.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { AgentParams } from '../agents/schemas.js';
+import { type AnyRoute, defineRoute } from '../http/route.js';
 import type { HangarContext } from '../kernel/context.js';
 import { fail } from '../kernel/errors.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
 import { buildAgentCard } from './card.js';
 import * as S from './schemas.js';
-import { aggregatedHealth, agentStatus, listAgents, platformStatus } from './service.js';
+import { agentStatus, aggregatedHealth, listAgents, platformStatus } from './service.js';
 import { renderStatusPage } from './status-page.js';
 
 const tags = ['platform'];
@@ -26,7 +27,8 @@ function wantsHtml(accept: string | undefined): boolean {
 /** Why the server is not ready, or undefined when it is (see /readiness). */
 function notReady(ctx: HangarContext) {
   const retryOnce = { headers: { 'Retry-After': '1' } };
-  if (!ctx.lifecycle.ready) return ctx.lifecycle.stopping ? fail('HANGAR_PLATFORM_STOPPING', {}, retryOnce) : fail('HANGAR_PLATFORM_STARTING', {}, retryOnce);
+  if (!ctx.lifecycle.ready)
+    return ctx.lifecycle.stopping ? fail('HANGAR_PLATFORM_STOPPING', {}, retryOnce) : fail('HANGAR_PLATFORM_STARTING', {}, retryOnce);
   // Not ready while the store cannot write; the probe retries a write, so it recovers by itself.
   const store = ctx.store.health();
   if (!store.ok) return fail('HANGAR_PLATFORM_STORE_UNWRITABLE', { problem: store.detail }, retryOnce);
@@ -79,7 +81,8 @@ export function platformRoutes(ctx: HangarContext): AnyRoute[] {
     defineRoute({
       method: 'GET',
       url: '/readiness',
-      summary: 'Readiness probe: 200 once discovery finished, 503 before, while stopping, while the store cannot write and in maintenance mode',
+      summary:
+        'Readiness probe: 200 once discovery finished, 503 before, while stopping, while the store cannot write and in maintenance mode',
       tags,
       schema: { response: { 200: 'ready', 503: 'not ready' } },
       config: { public: true },

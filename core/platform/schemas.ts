@@ -3,7 +3,9 @@ import { z } from 'zod';
 export const PlatformInfo = z.object({ platform: z.string(), version: z.string(), agents: z.number().int() });
 
 export const AggregatedHealth = z.object({
-  status: z.string().describe('healthy when every agent is healthy and every drop-in loads, maintenance in maintenance mode, else degraded'),
+  status: z
+    .string()
+    .describe('healthy when every agent is healthy and every drop-in loads, maintenance in maintenance mode, else degraded'),
   agents: z.record(z.string(), z.object({ status: z.string() })),
   errors: z
     .array(
@@ -19,7 +21,9 @@ export const AggregatedHealth = z.object({
     .describe('Each drop-in whose file does not load, with its error (the code frame is in /api/v1/status and in the 503 a call gets)'),
   warnings: z
     .array(z.object({ kind: z.literal('type'), file: z.string(), line: z.number().int(), column: z.number().int(), error: z.string() }))
-    .describe("Type errors in the workspace's drop-ins, from a background tsc over its tsconfig.json; they do not stop a drop-in loading, nor make the status degraded"),
+    .describe(
+      "Type errors in the workspace's drop-ins, from a background tsc over its tsconfig.json; they do not stop a drop-in loading, nor make the status degraded",
+    ),
 });
 
 export const AgentSummary = z.object({
@@ -32,7 +36,9 @@ export const AgentSummary = z.object({
 export const AgentList = z.object({ agents: z.record(z.string(), AgentSummary) });
 
 export const AgentHealth = z.object({
-  status: z.string().describe('healthy; degraded (its file is broken, the last good version serves); disabled or draining (held back by an operator)'),
+  status: z
+    .string()
+    .describe('healthy; degraded (its file is broken, the last good version serves); disabled or draining (held back by an operator)'),
   agent: z.string(),
   framework: z.string(),
 });
@@ -97,7 +103,10 @@ export const PlatformStatus = z.object({
       path: z.string().describe('relative to the workspace'),
       writable: z.boolean(),
       problem: z.string().optional().describe('why the last write failed, while writes fail'),
-      recovered: z.object({ moved_to: z.string(), problem: z.string() }).optional().describe('a damaged database file moved aside at start'),
+      recovered: z
+        .object({ moved_to: z.string(), problem: z.string() })
+        .optional()
+        .describe('a damaged database file moved aside at start'),
     })
     .describe('the embedded store'),
 });

@@ -1,8 +1,8 @@
 import path from 'node:path';
+import type { z } from 'zod';
 import type { Agent } from '../agents/kind.js';
 import type { HangarContext } from '../kernel/context.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
-import type { z } from 'zod';
 import type { AggregatedHealth, PlatformStatus } from './schemas.js';
 
 /**
@@ -36,8 +36,14 @@ export function aggregatedHealth(ctx: HangarContext): z.infer<typeof AggregatedH
     .problemsOf()
     .map((p) => ({ kind: p.kind, name: p.name, file: p.file, line: p.line, column: p.column, error: p.message }));
   const maintenance = ctx.services.find('control')?.maintenanceStatus.enabled === true;
-  const status = maintenance ? 'maintenance' : errors.length === 0 && Object.values(agents).every((a) => a.status === 'healthy') ? 'healthy' : 'degraded';
-  const warnings = ctx.typeCheck.problems().map((p) => ({ kind: 'type' as const, file: p.file, line: p.line, column: p.column, error: p.message }));
+  const status = maintenance
+    ? 'maintenance'
+    : errors.length === 0 && Object.values(agents).every((a) => a.status === 'healthy')
+      ? 'healthy'
+      : 'degraded';
+  const warnings = ctx.typeCheck
+    .problems()
+    .map((p) => ({ kind: 'type' as const, file: p.file, line: p.line, column: p.column, error: p.message }));
   return { status, agents, errors, warnings };
 }
 

@@ -1,4 +1,4 @@
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { type AnyRoute, defineRoute } from '../http/route.js';
 import type { Store } from '../kernel/store.js';
 import { StorageStats } from './schemas.js';
 

@@ -7,8 +7,8 @@
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBSYSTEMS } from '../../core/app/subsystems.js';
-import type { DeclaredRouteConfig } from '../../core/http/route.js';
 import { openApiPath } from '../../core/http/openapi.js';
+import type { DeclaredRouteConfig } from '../../core/http/route.js';
 import type { Subsystem } from '../../core/kernel/context.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
 
@@ -38,8 +38,14 @@ describe('/openapi.json', () => {
   it('lists every route the server registered, except HEAD and hidden ones', async () => {
     const paths = (await server.request('/openapi.json')).body.paths as Record<string, Record<string, unknown>>;
     const expected = registered
-      .filter((route) => !(route.config as DeclaredRouteConfig | undefined)?.hidden && !(route.schema as { hide?: boolean } | undefined)?.hide)
-      .flatMap((route) => (Array.isArray(route.method) ? route.method : [route.method]).filter((m) => DOCUMENTED.has(m)).map((m) => `${m.toLowerCase()} ${openApiPath(route.url)}`));
+      .filter(
+        (route) => !(route.config as DeclaredRouteConfig | undefined)?.hidden && !(route.schema as { hide?: boolean } | undefined)?.hide,
+      )
+      .flatMap((route) =>
+        (Array.isArray(route.method) ? route.method : [route.method])
+          .filter((m) => DOCUMENTED.has(m))
+          .map((m) => `${m.toLowerCase()} ${openApiPath(route.url)}`),
+      );
     expect(expected.length).toBeGreaterThan(50);
     const missing = expected.filter((entry) => {
       const [method, path] = entry.split(' ') as [string, string];
@@ -49,8 +55,12 @@ describe('/openapi.json', () => {
   });
 
   it('documents the routes of every subsystem, agent routes once with the agents as their parameter', async () => {
-    const paths = (await server.request('/openapi.json')).body.paths as Record<string, Record<string, { parameters?: Array<{ name: string; schema: { enum?: string[] } }> }>>;
-    for (const path of ['/health', '/api/v1/storage/stats', '/openapi.json', '/mcp', '/api/v1/{agent}/a2a/tasks']) expect(paths[path], path).toBeDefined();
+    const paths = (await server.request('/openapi.json')).body.paths as Record<
+      string,
+      Record<string, { parameters?: Array<{ name: string; schema: { enum?: string[] } }> }>
+    >;
+    for (const path of ['/health', '/api/v1/storage/stats', '/openapi.json', '/mcp', '/api/v1/{agent}/a2a/tasks'])
+      expect(paths[path], path).toBeDefined();
     expect(Object.keys(paths).filter((path) => path.startsWith('/api/v1/echo/'))).toEqual([]);
     const agent = paths['/api/v1/{agent}/health']!.get!.parameters!.find((p) => p.name === 'agent')!;
     expect(agent.schema.enum).toEqual(['echo']);

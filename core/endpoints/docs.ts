@@ -1,7 +1,8 @@
 /**
- * OpenAPI entries for custom endpoints. `endpointRouteDocs` is a provider the OpenAPI registry asks
- * on every build, so the document lists the endpoints that are live now, each declared method with
- * its own input (query parameters for GET/HEAD, JSON body otherwise) and output schema (spec rule 5).
+ * OpenAPI entries for each custom endpoint (the fixed list route is declared in routes.ts).
+ * `endpointRouteDocs` is a provider the OpenAPI registry asks on every build, so the document lists
+ * the endpoints that are live now, each declared method with its own input (query parameters for
+ * GET/HEAD, JSON body otherwise) and output schema (spec rule 5).
  */
 import { z } from 'zod';
 import type { RouteDoc } from '../http/openapi.js';
@@ -26,19 +27,6 @@ export const FailureModel = z.object({
   upstreams: z.array(UpstreamResultModel),
 });
 
-export const EndpointSummaryModel = z.object({
-  name: z.string(),
-  description: z.string(),
-  version: z.string(),
-  path: z.string(),
-  methods: z.array(z.string()),
-  aggregation: z.enum(['ALL', 'FIRST_SUCCESS', 'MAJORITY']).nullable(),
-  custom_handler: z.boolean(),
-  upstreams: z.array(z.string()),
-  url: z.string(),
-  router: z.boolean(),
-});
-
 export const EndpointHealthModel = z.object({
   name: z.string(),
   ready: z.boolean(),
@@ -54,15 +42,6 @@ export const EndpointHealthModel = z.object({
     }),
   ),
 });
-
-/** The fixed list route; registered once. */
-export const LIST_DOC: RouteDoc = {
-  method: 'get',
-  path: ENDPOINTS_PREFIX,
-  summary: 'List custom endpoints',
-  tags: TAGS,
-  responses: { 200: { description: 'Every live endpoint', schema: z.object({ endpoints: z.array(EndpointSummaryModel) }) } },
-};
 
 export function endpointRouteDocs(service: EndpointService): RouteDoc[] {
   const docs: RouteDoc[] = [];

@@ -1,11 +1,11 @@
 /**
  * A custom handler's call: the context it gets (`call` one upstream by name, `fanOut` to several
  * under the endpoint's aggregation, both recorded for the answer's `upstreams`), and what its
- * outcome becomes — an escaped `UpstreamCallError` is the endpoint's 502, an `HttpError` is passed
+ * outcome becomes — an escaped `UpstreamCallError` is the endpoint's 502, a `HangarError` is passed
  * on with the call's secrets masked, anything else (or a value failing the `output` model) is a
  * 500, since that is a bug in the handler rather than in an upstream.
  */
-import { HttpError, errorMessage, internalError } from '../http/errors.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import { formatIssues } from '../http/validate.js';
 import { runErrorFields } from '../kernel/stack.js';
 import { publicResult, runAggregation } from './aggregate.js';
@@ -28,9 +28,9 @@ export type UpstreamCaller = (u: UpstreamDefinition, s: AbortSignal, i: unknown,
 export interface HandlerOutcomes {
   observe(outcome: EndpointOutcome): void;
   /** The error for the caller having gone away (its signal aborted). */
-  clientGone(): HttpError;
+  clientGone(): HangarError;
   /** The error for an upstream call that failed inside the handler, given every call recorded. */
-  upstreamFailure(recorded: UpstreamResult[]): HttpError;
+  upstreamFailure(recorded: UpstreamResult[]): HangarError;
 }
 
 /** Run the endpoint's custom handler on validated `input`. */
@@ -81,20 +81,16 @@ export async function runHandler(
       throw outcomes.upstreamFailure(recorded);
     }
     observe('handler_error');
-    if (err instanceof HttpError) throw redactedHttpError(err, redactor);
+    if (err instanceof HangarError) throw redactedError(err, redactor);
     // Where the handler threw, mapped to the person's file (core/kernel/stack.ts), as agent runs answer.
-    throw new HttpError(500, redactor.redact(`endpoint '${config.name}' handler failed: ${errorMessage(err)}`), {}, {
-      error: redactor.redact(errorMessage(err)),
-      ...runErrorFields(err),
-    });
+    const problem = redactor.redact(errorMessage(err));
+    throw fail('HANGAR_ENDPOINT_HANDLER_FAILED', { endpoint: config.name, problem }, { fields: { error: problem, ...runErrorFields(err) } });
   }
   if (config.output) {
     const checked = config.output.safeParse(value);
     if (!checked.success) {
       observe('handler_error');
-      throw internalError(
-        redactor.redact(`endpoint '${config.name}' handler returned a value failing its output model: ${formatIssues(checked.error.issues, 'output')}`),
-      );
+      throw fail('HANGAR_ENDPOINT_HANDLER_OUTPUT_INVALID', { endpoint: config.name, problems: redactor.redact(formatIssues(checked.error.issues, 'output')) });
     }
     value = checked.data;
   }
@@ -102,8 +98,8 @@ export async function runHandler(
   return { success: true, aggregated: value ?? null, upstreams: recorded };
 }
 
-/** An HttpError a handler threw, with every secret of the call masked in its detail. */
-function redactedHttpError(err: HttpError, redactor: Redactor): HttpError {
-  const { detail, ...fields } = JSON.parse(redactor.redact(JSON.stringify(err.toBody()))) as { detail: HttpError['detail'] } & Record<string, unknown>;
-  return new HttpError(err.status, detail, err.headers, fields);
+/** An error a handler threw on purpose, with every secret of the call masked in its body; its code stays. */
+function redactedError(err: HangarError, redactor: Redactor): HangarError {
+  const { detail, code: _code, ...fields } = JSON.parse(redactor.redact(JSON.stringify(err.toBody()))) as { detail: HangarError['detail']; code?: string } & Record<string, unknown>;
+  return new HangarError(err.status, detail, err.headers, fields, err.code);
 }

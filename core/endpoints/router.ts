@@ -22,7 +22,7 @@
 import { createRequire } from 'node:module';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { HttpError, errorMessage, notFound } from '../http/errors.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import { pathOf } from '../http/request.js';
 import { runErrorFields } from '../kernel/stack.js';
 import { ENDPOINT_NAME } from './schemas.js';
@@ -119,7 +119,7 @@ export type RouterOutcome = 'success' | 'invalid_input' | 'handler_error' | 'can
 
 /**
  * Run one request through the endpoint's router. Resolves once the router has answered; rejects
- * with the HttpError Fastify's error handler should answer when the router answered nothing (no
+ * with the error Fastify's error handler should answer when the router answered nothing (no
  * route matched: 404) or handed on an error (its status when it carries a 4xx one, else 500).
  */
 export function forwardToRouter(
@@ -149,7 +149,7 @@ export function forwardToRouter(
 
   return new Promise<void>((resolve, reject) => {
     let settled = false;
-    const settle = (outcome: RouterOutcome, error?: HttpError) => {
+    const settle = (outcome: RouterOutcome, error?: HangarError) => {
       if (settled) return;
       settled = true;
       // Fastify's error answer and log name the path the client called.
@@ -175,7 +175,7 @@ export function forwardToRouter(
         return;
       }
       if (err === undefined || err === 'router' || err === 'route') {
-        settle('invalid_input', notFound(`endpoint '${endpoint.name}' has no route for ${req.method} ${path}`));
+        settle('invalid_input', fail('HANGAR_ENDPOINT_ROUTER_NO_ROUTE', { endpoint: endpoint.name, method: req.method, path }));
         return;
       }
       settle(isClientError(err) ? 'invalid_input' : 'handler_error', routerError(endpoint.name, err));
@@ -199,14 +199,15 @@ function isClientError(err: unknown): boolean {
  * endpoint and the message, with where in the person's file it was thrown (as a failing handler
  * answers) but no stack: a router is reachable by whoever may call the endpoint.
  */
-function routerError(name: string, err: unknown): HttpError {
-  if (err instanceof HttpError) return err;
+function routerError(name: string, err: unknown): HangarError {
+  if (err instanceof HangarError) return err;
+  // The router's own status, so the generic code of that status (no entry of ours describes it).
   if (isClientError(err)) {
     const e = err as { status?: number; statusCode?: number };
-    return new HttpError((e.status ?? e.statusCode)!, errorMessage(err));
+    return new HangarError((e.status ?? e.statusCode)!, errorMessage(err));
   }
   const { file, line, column } = runErrorFields(err);
-  return new HttpError(500, `endpoint '${name}' router failed: ${errorMessage(err)}`, {}, { error: errorMessage(err), file, line, column });
+  return fail('HANGAR_ENDPOINT_ROUTER_FAILED', { endpoint: name, problem: errorMessage(err) }, { fields: { error: errorMessage(err), file, line, column } });
 }
 
 declare global {

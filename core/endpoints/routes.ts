@@ -14,29 +14,38 @@
  * Parsing only: query coercion lives in query.ts, everything else in service.ts.
  */
 import { performance } from 'node:perf_hooks';
-import type { FastifyInstance, FastifyRequest, FastifyReply } from 'fastify';
-import { HttpError, notFound, notImplemented } from '../http/errors.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { param, pathOf, queryOf, REQUEST_ID_HEADER, requestIdOf } from '../http/request.js';
+import { defineRoute, type ResourceConfig, type RouteMethod } from '../http/route.js';
+import { fail } from '../kernel/errors.js';
+import { ENDPOINTS_PREFIX } from './describe.js';
 import { coerceQuery } from './query.js';
 import { forwardToRouter } from './router.js';
-import { QUERY_METHODS, type EndpointConfig, type HttpMethod } from './schemas.js';
-import { ENDPOINTS_PREFIX } from './describe.js';
+import { EndpointList, QUERY_METHODS, type EndpointConfig, type HttpMethod } from './schemas.js';
 import type { EndpointService } from './service.js';
 import type { EndpointJobs } from './tasks.js';
 
 const READ_ONLY = 'GET, HEAD';
 
 /**
- * @param jobs the task-board side (async and batch); undefined when the task subsystem is absent or
- * switched off, and those routes then answer 501.
+ * Every call under `/endpoints/:name` is a call to that endpoint, named by method and the path
+ * below the endpoint (`GET /today`), health and info included: the invocation log records them and
+ * the control plane holds them back.
  */
-export function endpointRoutes(app: FastifyInstance, service: EndpointService, jobs: () => EndpointJobs | undefined = () => undefined): void {
+const endpointCall: ResourceConfig = {
+  kind: 'endpoint',
+  param: 'name',
+  operation: (req) => `${req.method} /${pathOf(req).split('/').filter(Boolean).slice(4).join('/')}`,
+  invocation: true,
+};
 
-  app.get(ENDPOINTS_PREFIX, () => {
-    return { endpoints: service.list() };
-  });
-
-  // `/:name` and `/:name/*` together: the tail is optional.
+/**
+ * @param jobs the task-board side (async and batch); undefined when `tasks.enabled` is off, and
+ * those routes then answer 501.
+ * @param methods every method the server knows (Fastify's `supportedMethods`): an endpoint answers
+ * a method it does not declare with its own 405 and `Allow`, OPTIONS with 204 and `Allow`.
+ */
+export function endpointRoutes(service: EndpointService, jobs: EndpointJobs | undefined, methods: readonly string[]) {
   const dispatch = async (req: FastifyRequest, reply: FastifyReply) => {
     // Set first, so every answer of these routes carries it, errors included.
     const requestId = requestIdOf(req);
@@ -46,7 +55,7 @@ export function endpointRoutes(app: FastifyInstance, service: EndpointService, j
     if (name === '') {
       // `/api/v1/endpoints/` (trailing slash) is the list; an empty name is no route.
       if (rest === '' && (req.method === 'GET' || req.method === 'HEAD')) return { endpoints: service.list() };
-      throw notFound(`no route for ${req.method} ${pathOf(req)}`);
+      return reply.callNotFound();
     }
     const router = service.router(name);
     if (router) {
@@ -76,31 +85,46 @@ export function endpointRoutes(app: FastifyInstance, service: EndpointService, j
     const base = config.path === '/' ? '' : config.path;
     const variant = sub === `${base}/async` ? 'async' : sub === `${base}/batch` ? 'batch' : null;
     if (variant) {
-      if (method !== 'POST') throw new HttpError(405, `${sub} accepts POST`, { Allow: 'POST' });
-      const board = jobs();
-      if (!board) throw notImplemented(`${variant} runs need the task subsystem (tasks.enabled)`);
+      if (method !== 'POST') throw fail('HANGAR_ENDPOINT_ROUTE_METHOD_NOT_ALLOWED', { route: sub, allowed: 'POST' }, { headers: { Allow: 'POST' } });
+      if (!jobs) throw fail('HANGAR_ENDPOINT_TASKS_DISABLED', { variant });
       const principal = req.principal || 'local';
       const chosen = queryOf(req).method;
       const task =
         variant === 'async'
-          ? await board.submitCall(name, typeof chosen === 'string' ? chosen : undefined, req.body, principal)
-          : await board.submitBatch(name, typeof chosen === 'string' ? chosen : undefined, req.body, principal);
+          ? await jobs.submitCall(name, typeof chosen === 'string' ? chosen : undefined, req.body, principal)
+          : await jobs.submitBatch(name, typeof chosen === 'string' ? chosen : undefined, req.body, principal);
       reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
       return task;
     }
     if (sub === '/health' || sub === '/info') {
       if (method !== 'GET' && method !== 'HEAD') {
-        throw new HttpError(405, `${sub} accepts ${READ_ONLY}`, { Allow: READ_ONLY });
+        throw fail('HANGAR_ENDPOINT_ROUTE_METHOD_NOT_ALLOWED', { route: sub, allowed: READ_ONLY }, { headers: { Allow: READ_ONLY } });
       }
       if (sub === '/info') return service.info(name);
       const health = await service.health(name, abortOnClose(reply));
       reply.code(health.ready ? 200 : 503);
       return health;
     }
-    throw notFound(`endpoint '${name}' has no route ${sub} (its path is ${config.path}, with /async and /batch; also /health and /info)`);
+    throw fail('HANGAR_ENDPOINT_NO_ROUTE', { endpoint: name, route: sub, path: config.path });
   };
-  app.all(`${ENDPOINTS_PREFIX}/:name`, dispatch);
-  app.all(`${ENDPOINTS_PREFIX}/:name/*`, dispatch);
+
+  // One catch-all pair (`/:name` and `/:name/*`: the tail is optional) dispatches by the live
+  // definition. Each endpoint's own routes are documented by the OpenAPI provider (docs.ts), so
+  // the catch-alls themselves are left out of the document.
+  const every = methods as RouteMethod[];
+  const catchAll = { method: every, summary: 'A custom endpoint', config: { hidden: true, resource: endpointCall }, handler: ({ req, reply }: { req: FastifyRequest; reply: FastifyReply }) => dispatch(req, reply) };
+  return [
+    defineRoute({
+      method: 'GET',
+      url: ENDPOINTS_PREFIX,
+      summary: 'List custom endpoints',
+      tags: ['endpoints'],
+      schema: { response: { 200: { description: 'Every live endpoint', schema: EndpointList } } },
+      handler: () => ({ endpoints: service.list() }),
+    }),
+    defineRoute({ ...catchAll, url: `${ENDPOINTS_PREFIX}/:name` }),
+    defineRoute({ ...catchAll, url: `${ENDPOINTS_PREFIX}/:name/*` }),
+  ];
 }
 
 function normalise(path: string): string {

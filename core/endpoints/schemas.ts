@@ -203,3 +203,19 @@ export const EndpointDefinitionSchema = z
   });
 
 export type EndpointConfig = z.output<typeof EndpointDefinitionSchema>;
+
+/** One entry of `GET /api/v1/endpoints` (`EndpointSummary`, service.ts). */
+export const EndpointSummaryModel = z.object({
+  name: z.string(),
+  description: z.string(),
+  version: z.string(),
+  path: z.string(),
+  methods: z.array(z.string()),
+  aggregation: z.enum(['ALL', 'FIRST_SUCCESS', 'MAJORITY']).nullable(),
+  custom_handler: z.boolean(),
+  upstreams: z.array(z.string()),
+  url: z.string(),
+  router: z.boolean(),
+});
+
+export const EndpointList = z.object({ endpoints: z.array(EndpointSummaryModel) });

@@ -18,13 +18,14 @@
  *   upstream so: retrying later may help, unlike a wrong answer);
  * - an unknown endpoint → 404, a method it does not declare → 405 with `Allow`;
  * - a custom handler that lets an `UpstreamCallError` escape → the same 502; that throws an
- *   `HttpError` → that error; that throws anything else, or returns a value failing its `output`
+ *   `HangarError` → that error; that throws anything else, or returns a value failing its `output`
  *   model → 500 (a bug in the handler, not in an upstream).
  */
 import { performance } from 'node:perf_hooks';
 import { Registry as PromRegistry } from 'prom-client';
 import { z } from 'zod';
-import { dropInUnavailable, HttpError, notFound } from '../http/errors.js';
+import { dropInUnavailable } from '../http/errors.js';
+import { HangarError, fail } from '../kernel/errors.js';
 import type { DropInProblem } from '../kernel/registry.js';
 import { formatIssues, parseInput } from '../http/validate.js';
 import { runAggregation } from './aggregate.js';
@@ -118,19 +119,25 @@ export interface EndpointHealth {
 }
 
 /**
+ * Why a call failed past its input: the aggregation's rule and each failed upstream's reason
+ * (already redacted), or the output model's complaint about the aggregated answer.
+ */
+export type FailureCause = { endpoint: string; rule: string; reasons: string } | { endpoint: string; problems: string };
+
+/**
  * A 502 whose body also carries the per-upstream results; 504 when every upstream that failed
  * timed out (no answer in time, as a gateway reports it) rather than answering wrong.
  */
-export class EndpointFailure extends HttpError {
+export class EndpointFailure extends HangarError {
+  override name = 'EndpointFailure';
   readonly upstreams: UpstreamResult[];
-  constructor(detail: string, upstreams: UpstreamResult[]) {
+  constructor(cause: FailureCause, upstreams: UpstreamResult[]) {
     const failed = upstreams.filter((u) => !u.ok && u.outcome !== 'cancelled');
-    super(failed.length > 0 && failed.every((u) => u.outcome === 'timeout') ? 504 : 502, detail);
-    this.name = 'EndpointFailure';
+    const timedOut = failed.length > 0 && failed.every((u) => u.outcome === 'timeout');
+    const { status, detail, code } =
+      'problems' in cause ? fail('HANGAR_ENDPOINT_OUTPUT_INVALID', cause) : fail(timedOut ? 'HANGAR_ENDPOINT_UPSTREAM_TIMEOUT' : 'HANGAR_ENDPOINT_UPSTREAM_FAILED', cause);
+    super(status, detail, {}, { success: false, aggregated: null, upstreams }, code);
     this.upstreams = upstreams;
-  }
-  override toBody(): { detail: string; success: false; aggregated: null; upstreams: UpstreamResult[] } {
-    return { detail: this.detail as string, success: false, aggregated: null, upstreams: this.upstreams };
   }
 }
 
@@ -235,11 +242,9 @@ export class EndpointService {
   require(name: string): EndpointConfig {
     const config = this.get(name);
     if (!config) {
-      if (this.router(name)) {
-        throw new HttpError(409, `endpoint '${name}' is an express router: call its routes over HTTP (${ENDPOINTS_PREFIX}/${name}/…)`);
-      }
+      if (this.router(name)) throw fail('HANGAR_ENDPOINT_IS_ROUTER', { endpoint: name, url: `${ENDPOINTS_PREFIX}/${name}` });
       const problem = this.#catalog?.problem?.(name);
-      throw problem ? dropInUnavailable(problem) : notFound(`endpoint '${name}' not found`);
+      throw problem ? dropInUnavailable(problem) : fail('HANGAR_ENDPOINT_NOT_FOUND', { endpoint: name });
     }
     return config;
   }
@@ -267,16 +272,14 @@ export class EndpointService {
 
   /**
    * Call endpoint `name` with `rawInput` (a parsed JSON body, or the coerced query object).
-   * Resolves with the fan-out result on success; throws the HttpErrors described at the top.
+   * Resolves with the fan-out result on success; throws the errors described at the top.
    */
   async invoke(name: string, method: string, rawInput: unknown, options: InvokeOptions = {}): Promise<FanOutResult> {
     const config = this.require(name);
     const verb = method.toUpperCase() as HttpMethod;
     const allowed = this.allowedMethods(config);
     if (!allowed.includes(verb)) {
-      throw new HttpError(405, `endpoint '${name}' does not accept ${verb}; allowed: ${allowed.join(', ')}`, {
-        Allow: allowed.join(', '),
-      });
+      throw fail('HANGAR_ENDPOINT_METHOD_NOT_ALLOWED', { endpoint: name, method: verb, allowed: allowed.join(', ') }, { headers: { Allow: allowed.join(', ') } });
     }
     const started = performance.now();
     const observe = (outcome: EndpointOutcome) => {
@@ -331,10 +334,7 @@ export class EndpointService {
       const checked = config.output.safeParse(result.aggregated);
       if (!checked.success) {
         observe('upstream_failure');
-        throw new EndpointFailure(
-          redactor.redact(`endpoint '${name}': aggregated answer fails the output model: ${formatIssues(checked.error.issues, 'aggregated')}`),
-          result.upstreams,
-        );
+        throw new EndpointFailure({ endpoint: name, problems: redactor.redact(formatIssues(checked.error.issues, 'aggregated')) }, result.upstreams);
       }
       result.aggregated = checked.data;
     }
@@ -347,9 +347,9 @@ export class EndpointService {
    * answer, and the cancelled upstreams are not a failure worth a 502 and an error log line:
    * nginx's 499 "client closed request" says what happened and stays below the 5xx alarms.
    */
-  #clientGone(observe: (outcome: EndpointOutcome) => void): HttpError {
+  #clientGone(observe: (outcome: EndpointOutcome) => void): HangarError {
     observe('cancelled');
-    return new HttpError(499, 'client closed the request');
+    return fail('HANGAR_ENDPOINT_CLIENT_GONE', {});
   }
 
   /** A call's redactor, which knows the value of every `${NAME}` the endpoint references from the start. */
@@ -360,16 +360,16 @@ export class EndpointService {
   #failure(config: EndpointConfig, verb: HttpMethod, upstreams: UpstreamResult[], requestId: string | undefined): EndpointFailure {
     const failed = upstreams.filter((u) => !u.ok && u.outcome !== 'cancelled');
     const reasons = failed.map((u) => `upstream '${u.name}' ${u.outcome}: ${u.error}`).join('; ');
-    const what =
+    const rule =
       config.handler !== undefined
         ? 'custom handler: an upstream call failed'
         : config.aggregation === 'ALL'
           ? 'ALL needs every upstream'
           : `${config.aggregation} found no successful upstream`;
-    const detail = `endpoint '${config.name}' failed (${what}): ${reasons || 'no upstream answered'}`;
+    const failure = new EndpointFailure({ endpoint: config.name, rule, reasons: reasons || 'no upstream answered' }, upstreams);
     // Already redacted per upstream; the log gets exactly what the client gets.
-    this.#log?.warn('endpoint call failed', { endpoint: config.name, method: verb, request_id: requestId, detail });
-    return new EndpointFailure(detail, upstreams);
+    this.#log?.warn('endpoint call failed', { endpoint: config.name, method: verb, request_id: requestId, detail: failure.detail });
+    return failure;
   }
 
   /**

@@ -19,7 +19,7 @@
  *   restart is failed rather than replayed.
  * - Cancelling the task aborts the upstream calls in flight.
  */
-import { HttpError, errorMessage, unprocessable } from '../http/errors.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import { batchInputs, runBatch, type BatchOutcome } from '../tasks/batch.js';
 import type { TaskService } from '../tasks/service.js';
 import type { HttpMethod } from './schemas.js';
@@ -57,30 +57,26 @@ export class EndpointJobs {
     private readonly tasks: TaskService,
     private readonly endpoints: EndpointService,
   ) {
-    // Idempotent, so every caller (setup, first request) may ask.
-    if (!tasks.hasKind(ENDPOINT_CALL_TASK)) {
-      tasks.registerKind(ENDPOINT_CALL_TASK, {
-        prepare: ({ target, input }) => ({ target, input: this.#checkCall(target, input, 'body.input') }),
-        run: (ctx) => {
-          const { method, input } = ctx.task.input as CallInput;
-          return this.endpoints.invoke(ctx.task.target, method, input, { signal: ctx.signal });
-        },
-      });
-    }
-    if (!tasks.hasKind(ENDPOINT_BATCH_TASK)) {
-      tasks.registerKind(ENDPOINT_BATCH_TASK, {
-        prepare: ({ target, input }) => ({ target, input: this.#checkBatch(target, input, 'body.input') }),
-        run: (ctx): Promise<BatchResult> => {
-          const { method, inputs } = ctx.task.input as BatchInput;
-          return runBatch(ctx, inputs, {
-            concurrency: BATCH_CONCURRENCY,
-            unit: 'inputs',
-            item: (input, index) => this.#item(ctx.task.target, method, input, index, ctx.signal),
-            succeeded: (result) => result.success,
-          });
-        },
-      });
-    }
+    // One EndpointJobs per server, built at setup: the kinds are registered once.
+    tasks.registerKind(ENDPOINT_CALL_TASK, {
+      prepare: ({ target, input }) => ({ target, input: this.#checkCall(target, input, 'body.input') }),
+      run: (ctx) => {
+        const { method, input } = ctx.task.input as CallInput;
+        return this.endpoints.invoke(ctx.task.target, method, input, { signal: ctx.signal });
+      },
+    });
+    tasks.registerKind(ENDPOINT_BATCH_TASK, {
+      prepare: ({ target, input }) => ({ target, input: this.#checkBatch(target, input, 'body.input') }),
+      run: (ctx): Promise<BatchResult> => {
+        const { method, inputs } = ctx.task.input as BatchInput;
+        return runBatch(ctx, inputs, {
+          concurrency: BATCH_CONCURRENCY,
+          unit: 'inputs',
+          item: (input, index) => this.#item(ctx.task.target, method, input, index, ctx.signal),
+          succeeded: (result) => result.success,
+        });
+      },
+    });
   }
 
   /** Queue one call; the input is checked first (422 naming the body field). */
@@ -101,7 +97,7 @@ export class EndpointJobs {
     if (method === undefined) return config.methods[0];
     const verb = method.toUpperCase() as HttpMethod;
     if (!config.methods.includes(verb)) {
-      throw unprocessable(`query.method: endpoint '${name}' does not declare ${verb}; declared: ${config.methods.join(', ')}`);
+      throw fail('HANGAR_ENDPOINT_METHOD_UNDECLARED', { endpoint: name, method: verb, declared: config.methods.join(', ') });
     }
     return verb;
   }
@@ -126,7 +122,7 @@ export class EndpointJobs {
       const result = await this.endpoints.invoke(name, method, input, { signal });
       return { index, success: true, status: 200, aggregated: result.aggregated, upstreams: result.upstreams, error: null };
     } catch (err) {
-      const status = err instanceof HttpError ? err.status : 500;
+      const status = err instanceof HangarError ? err.status : 500;
       const upstreams = err instanceof EndpointFailure ? err.upstreams : [];
       return { index, success: false, status, aggregated: null, upstreams, error: errorMessage(err) };
     }

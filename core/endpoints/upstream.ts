@@ -25,7 +25,7 @@ import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import type { z } from 'zod';
 import { formatIssues } from '../http/validate.js';
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 import { REQUEST_ID_HEADER } from '../http/request.js';
 import { TokenRequestError, describeNetworkError, resolveAuth, staticAuthHeaders, type ResolvedAuth, type ResolvedOAuth2, type TokenCache } from './auth.js';
 import { interpolate, MissingEnvError, type Env, type Redactor } from './interpolation.js';

@@ -7,6 +7,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../core/http/app.js';
 import { ReconfigurableRateLimiter } from '../../core/http/security.js';
+import { mountRoutes } from '../../core/http/route.js';
 import { Logger } from '../../core/kernel/log.js';
 import { SettingsSchema } from '../../core/kernel/settings.js';
 import { Metrics } from '../../core/kernel/metrics.js';
@@ -134,7 +135,7 @@ export async function startRoutes(service: EndpointService, logs: string[] = [])
     publicPaths: new Set(),
     rateLimiter: new ReconfigurableRateLimiter({ enabled: false, windowMs: 60_000, max: 600 }, new Set()),
   });
-  endpointRoutes(app, service);
+  mountRoutes(app, endpointRoutes(service, undefined, app.supportedMethods));
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {

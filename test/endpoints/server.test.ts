@@ -2,7 +2,6 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { endpointServiceOf } from '../../core/endpoints/subsystem.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 import { json, startLoopback, startTokenServer, type Loopback } from './loopback.js';
 
@@ -187,7 +186,7 @@ export default defineEndpoint({
   it('accepts endpoints registered in code, and counts calls in /metrics', async () => {
     const up = await loopback(startLoopback((_req, res) => json(res, 200, { v: 1 })));
     server = await startTestServer();
-    endpointServiceOf(server.ctx).register({ name: 'coded', upstreams: [{ name: 'u', base_url: up.url }] });
+    server.ctx.services.get('endpoints').register({ name: 'coded', upstreams: [{ name: 'u', base_url: up.url }] });
     expect((await server.request('/api/v1/endpoints')).body.endpoints.map((e: { name: string }) => e.name)).toEqual(['coded']);
     expect((await server.request('/openapi.json')).body.paths['/api/v1/endpoints/coded'].post).toBeDefined();
     await server.request('/api/v1/endpoints/coded', { method: 'POST', json: {} });

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { endpointServiceOf } from '../../core/endpoints/subsystem.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 import { json, startLoopback, type Loopback } from './loopback.js';
 
@@ -21,7 +20,7 @@ async function setup() {
     json(res, 200, { doubled: n * 2, via: req.method });
   });
   server = await startTestServer();
-  endpointServiceOf(server.ctx).register({
+  server.ctx.services.get('endpoints').register({
     name: 'double',
     path: '/run',
     methods: ['POST', 'GET'],
@@ -105,7 +104,7 @@ describe('async and batch runs on the task board', () => {
   it('answers 501 when the task board is switched off', async () => {
     upstream = await startLoopback((_req, res) => json(res, 200, {}));
     server = await startTestServer({ settings: { tasks: { enabled: false } } });
-    endpointServiceOf(server.ctx).register({ name: 'e', upstreams: [{ name: 'u', base_url: upstream.url }] });
+    server.ctx.services.get('endpoints').register({ name: 'e', upstreams: [{ name: 'u', base_url: upstream.url }] });
     const res = await server.request('/api/v1/endpoints/e/async', { method: 'POST', json: {} });
     expect(res.status).toBe(501);
     expect((await server.request('/api/v1/endpoints/e', { method: 'POST', json: {} })).status).toBe(200);

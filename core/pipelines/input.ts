@@ -4,7 +4,7 @@
  * definition is re-read from its file on every run.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { unprocessable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 
 const ajv = new Ajv({ strict: false, allErrors: true, useDefaults: true });
 const cache = new Map<string, ValidateFunction>();
@@ -28,7 +28,7 @@ export function checkRunInput(schema: Record<string, unknown> | undefined, input
   if (!schema) return;
   const validate = inputValidator(schema);
   if (validate(input)) return;
-  throw unprocessable((validate.errors ?? []).slice(0, 5).map((e) => describe(e, where)).join('; '));
+  throw fail('HANGAR_PIPELINE_INPUT_INVALID', { problems: (validate.errors ?? []).slice(0, 5).map((e) => describe(e, where)).join('; ') });
 }
 
 function describe(error: ErrorObject, where: string): string {

@@ -145,3 +145,52 @@ export interface RunRecord {
   task_id: string | null;
   steps: StepRecord[];
 }
+
+// ---- what the routes take and answer, for the OpenAPI document ---------------------------------
+
+export const PipelineParams = z.object({ name: z.string() });
+export const PipelineRunParams = z.object({ name: z.string(), id: z.string() });
+
+const ProblemView = z.object({ step: z.string().nullable(), field: z.string(), message: z.string() });
+
+/**
+ * A definition as a client writes it. The service checks a body itself (`validatePipeline`) so a
+ * 422 lists every problem with its step and field, not only the first that zod finds: this schema
+ * documents the shape, the handlers pass the body as sent.
+ */
+export const PipelineDraft = z
+  .object({
+    name: z.string(),
+    description: z.string().optional(),
+    version: z.string().optional(),
+    steps: z.array(
+      z
+        .object({
+          name: z.string(),
+          endpoint: z.string().optional(),
+          agent: z.string().optional(),
+          plugin: z.string().optional(),
+          notebook: z.string().optional().describe('A notebook path inside notebooks/; runs `cell` in a kernel of this run'),
+          method: z.string().optional(),
+          cell: z.string().optional().describe('Notebook steps: the code cell, by id or unique name'),
+          input: z.unknown(),
+          after: z.array(z.string()).optional().describe('Steps that must complete first without passing a value'),
+        })
+        .describe(
+          'One of endpoint, agent, plugin or notebook; input values may be references: $.input, $.input.<field>, $.steps.<step>.aggregated|output[.<field>]. A notebook step hands its input to its cells as `pipelineInput`.',
+        ),
+    ),
+    output: z.unknown().optional(),
+  })
+  .describe('A pipeline definition, saved as pipelines/<name>.json');
+
+export const ValidationReportView = z.object({ valid: z.boolean(), errors: z.array(ProblemView), waves: z.array(z.array(z.string())) });
+
+/** A task of the board (core/tasks), as the async and batch routes answer it. */
+export const PipelineTaskView = z.object({ id: z.string(), kind: z.string(), target: z.string(), status: z.string() }).loose();
+
+/** `?format=mermaid`: the graph as text/plain instead of JSON. */
+export const GraphQuery = z.object({ format: z.literal('mermaid').optional() });
+
+/** Body of `/run/batch`: one run per input (the service names a bad field itself). */
+export const BatchRunBody = z.object({ inputs: z.array(z.unknown()).min(1) });

@@ -30,7 +30,7 @@ import { randomUUID } from 'node:crypto';
 import { timeOrderedId } from '../storage/ids.js';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { HttpError, conflict, errorMessage, notFound, unprocessable } from '../http/errors.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import type { DropInProblem, Registry, RegistryEntry } from '../kernel/registry.js';
 import { jsonDropInVersion } from '../kernel/discovery.js';
 import type { Collection, Store } from '../kernel/store.js';
@@ -146,14 +146,12 @@ export interface PipelineSummary {
   errors: PipelineProblem[];
 }
 
-/** A 422 for an invalid definition whose body lists every problem. */
-export class InvalidPipeline extends HttpError {
+/** A 422 for an invalid definition whose body lists every problem (`errors`). */
+export class InvalidPipeline extends HangarError {
+  override name = 'InvalidPipeline';
   constructor(readonly problems: PipelineProblem[]) {
-    super(422, describeProblems(problems));
-    this.name = 'InvalidPipeline';
-  }
-  override toBody() {
-    return { detail: this.detail as string, errors: this.problems };
+    const { status, detail, code } = fail('HANGAR_PIPELINE_INVALID', { problems: describeProblems(problems) });
+    super(status, detail, {}, { errors: problems }, code);
   }
 }
 
@@ -161,16 +159,15 @@ export class InvalidPipeline extends HttpError {
  * A run that failed at a step: 502 with the run record; 504 when the step failed by running out
  * of time (its own `timeout_ms`, or an upstream or model that did not answer in time).
  */
-export class PipelineRunFailed extends HttpError {
+export class PipelineRunFailed extends HangarError {
+  override name = 'PipelineRunFailed';
   constructor(
     readonly run: RunRecord,
     timedOut = false,
   ) {
-    super(timedOut ? 504 : 502, `pipeline '${run.pipeline}' failed at step '${run.failed_step}': ${run.error}`);
-    this.name = 'PipelineRunFailed';
-  }
-  override toBody() {
-    return { detail: this.detail as string, run: this.run };
+    const params = { pipeline: run.pipeline, step: String(run.failed_step), problem: String(run.error) };
+    const { status, detail, code } = fail(timedOut ? 'HANGAR_PIPELINE_STEP_TIMEOUT' : 'HANGAR_PIPELINE_STEP_FAILED', params);
+    super(status, detail, {}, { run }, code);
   }
 }
 
@@ -201,7 +198,7 @@ export class PipelineService {
   }
 
   fileOf(name: string): string {
-    if (!PIPELINE_NAME.test(name)) throw notFound(`pipeline '${name}' not found`);
+    if (!PIPELINE_NAME.test(name)) throw fail('HANGAR_PIPELINE_NOT_FOUND', { pipeline: name });
     return path.join(this.#dir, `${name}.json`);
   }
 
@@ -283,7 +280,7 @@ export class PipelineService {
     try {
       await rm(file);
     } catch {
-      throw notFound(`pipeline '${name}' not found`);
+      throw fail('HANGAR_PIPELINE_NOT_FOUND', { pipeline: name });
     }
     if (this.#registry.get(PIPELINE_KIND, name)?.file === relative) this.#registry.remove(PIPELINE_KIND, name);
     this.#registry.clearProblem(PIPELINE_KIND, relative);
@@ -378,7 +375,7 @@ export class PipelineService {
             // An endpoint step's 502 carries the per-upstream results: keep them with the step.
             const upstreams = (err as { upstreams?: unknown }).upstreams;
             if (Array.isArray(upstreams)) rec.upstreams = upstreams;
-            if (!record.failed_step) failedByTimeout = err instanceof StepTimedOut || (err instanceof HttpError && err.status === 504);
+            if (!record.failed_step) failedByTimeout = err instanceof StepTimedOut || (err instanceof HangarError && err.status === 504);
             record.failed_step ??= step.name;
             record.error ??= rec.error;
             controller.abort();
@@ -414,9 +411,9 @@ export class PipelineService {
     await this.#runs.put(record.id, record);
     if (record.status === 'failed') {
       if (record.failed_step) throw new PipelineRunFailed(record, failedByTimeout);
-      throw new HttpError(502, `pipeline '${record.pipeline}' ${record.error}`);
+      throw fail('HANGAR_PIPELINE_OUTPUT_FAILED', { pipeline: record.pipeline, problem: String(record.error) });
     }
-    if (record.status === 'canceled') throw new HttpError(499, 'pipeline run canceled');
+    if (record.status === 'canceled') throw fail('HANGAR_PIPELINE_RUN_CANCELED', {});
     return record;
   }
 
@@ -429,14 +426,14 @@ export class PipelineService {
     this.fileOf(name);
     const all = (await this.#runs.list()).filter((r) => r.pipeline === name && canSee(principal, r));
     const known = this.#registry.get(PIPELINE_KIND, name) !== undefined || this.#registry.problemsOf(PIPELINE_KIND).some((p) => nameOfFile(p.entry) === name);
-    if (!known && all.length === 0) throw notFound(`pipeline '${name}' not found`);
+    if (!known && all.length === 0) throw fail('HANGAR_PIPELINE_NOT_FOUND', { pipeline: name });
     return all.sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id)).slice(0, limit);
   }
 
   /** Unknown, another pipeline's or another principal's run → the same 404. */
   async getRun(name: string, id: string, principal?: string): Promise<RunRecord> {
     const run = await this.#runs.get(id);
-    if (!run || run.pipeline !== name || !canSee(principal, run)) throw notFound(`run '${id}' of pipeline '${name}' not found`);
+    if (!run || run.pipeline !== name || !canSee(principal, run)) throw fail('HANGAR_PIPELINE_RUN_NOT_FOUND', { run: id, pipeline: name });
     return run;
   }
 
@@ -453,8 +450,8 @@ export class PipelineService {
     const entry = PIPELINE_NAME.test(name) ? this.#registry.get<PipelineDefinition>(PIPELINE_KIND, name) : undefined;
     if (entry) return entry;
     const broken = this.#registry.problemsOf(PIPELINE_KIND).find((p) => nameOfFile(p.entry) === name);
-    if (broken) throw unprocessable(`${broken.entry}: ${broken.message}`);
-    throw notFound(`pipeline '${name}' not found`);
+    if (broken) throw fail('HANGAR_PIPELINE_FILE_BROKEN', { file: broken.entry, problem: broken.message });
+    throw fail('HANGAR_PIPELINE_NOT_FOUND', { pipeline: name });
   }
 
   #problemOf(file: string): DropInProblem | undefined {
@@ -468,6 +465,6 @@ export class PipelineService {
    */
   #assertJsonFile(name: string, relative: string): void {
     const holder = this.#registry.get(PIPELINE_KIND, name);
-    if (holder && holder.file !== relative) throw conflict(`pipeline '${name}' is defined in ${holder.file}; change or delete that file`);
+    if (holder && holder.file !== relative) throw fail('HANGAR_PIPELINE_FILE_ELSEWHERE', { pipeline: name, file: holder.file });
   }
 }

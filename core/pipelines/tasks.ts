@@ -9,7 +9,7 @@
  * at a time and always completes, listing each run's status, output, error and run id (every run
  * is also stored as usual). Neither kind is idempotent: steps may call upstreams that act.
  */
-import { errorMessage } from '../http/errors.js';
+import { errorMessage } from '../kernel/errors.js';
 import { batchInputs, runBatch, type BatchOutcome } from '../tasks/batch.js';
 import type { TaskService } from '../tasks/service.js';
 import { checkRunInput } from './input.js';
@@ -33,30 +33,27 @@ export class PipelineJobs {
     private readonly tasks: TaskService,
     private readonly pipelines: PipelineService,
   ) {
-    if (!tasks.hasKind(PIPELINE_RUN_TASK)) {
-      tasks.registerKind(PIPELINE_RUN_TASK, {
-        prepare: async ({ target, input }) => {
-          await this.pipelines.runnable(target);
-          return { input };
-        },
-        run: (ctx) => this.pipelines.run(ctx.task.target, ctx.task.input, { principal: ctx.task.principal, signal: ctx.signal, taskId: ctx.task.id }),
-      });
-    }
-    if (!tasks.hasKind(PIPELINE_BATCH_TASK)) {
-      tasks.registerKind(PIPELINE_BATCH_TASK, {
-        prepare: async ({ target, input }) => {
-          await this.pipelines.runnable(target);
-          return { input: { inputs: batchInputs(input, 'body.input') } };
-        },
-        run: (ctx): Promise<BatchOutcome<PipelineBatchItem>> =>
-          runBatch(ctx, (ctx.task.input as { inputs: unknown[] }).inputs, {
-            concurrency: BATCH_CONCURRENCY,
-            unit: 'runs',
-            item: (input, index) => this.#item(ctx.task.target, input, index, ctx.task.principal, ctx.signal, ctx.task.id),
-            succeeded: (item) => item.status === 'completed',
-          }),
-      });
-    }
+    // One PipelineJobs per server, built at setup: the kinds are registered once.
+    tasks.registerKind(PIPELINE_RUN_TASK, {
+      prepare: async ({ target, input }) => {
+        await this.pipelines.runnable(target);
+        return { input };
+      },
+      run: (ctx) => this.pipelines.run(ctx.task.target, ctx.task.input, { principal: ctx.task.principal, signal: ctx.signal, taskId: ctx.task.id }),
+    });
+    tasks.registerKind(PIPELINE_BATCH_TASK, {
+      prepare: async ({ target, input }) => {
+        await this.pipelines.runnable(target);
+        return { input: { inputs: batchInputs(input, 'body.input') } };
+      },
+      run: (ctx): Promise<BatchOutcome<PipelineBatchItem>> =>
+        runBatch(ctx, (ctx.task.input as { inputs: unknown[] }).inputs, {
+          concurrency: BATCH_CONCURRENCY,
+          unit: 'runs',
+          item: (input, index) => this.#item(ctx.task.target, input, index, ctx.task.principal, ctx.signal, ctx.task.id),
+          succeeded: (item) => item.status === 'completed',
+        }),
+    });
   }
 
   async submitRun(name: string, input: unknown, principal: string) {

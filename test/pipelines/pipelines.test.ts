@@ -3,7 +3,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { endpointServiceOf } from '../../core/endpoints/subsystem.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 import { json, startLoopback, type Loopback } from '../endpoints/loopback.js';
 
@@ -41,7 +40,7 @@ async function setup() {
   const news = await slow((_q, b) => ({ headline: `${b.city} wins the cup` }));
   open.push(weather, news);
   server = await startTestServer({ files: { 'agents/reporter.ts': REPORTER } });
-  const endpoints = endpointServiceOf(server.ctx);
+  const endpoints = server.ctx.services.get('endpoints');
   endpoints.register({
     name: 'weather',
     aggregation: 'FIRST_SUCCESS',
@@ -205,7 +204,7 @@ describe('pipeline input', () => {
     // A pipeline that does not exist has no runs to list: its 404, as its other routes answer.
     const nosuch = await server!.request('/api/v1/pipelines/nosuch/runs');
     expect(nosuch.status).toBe(404);
-    expect(nosuch.body).toEqual({ detail: "pipeline 'nosuch' not found" });
+    expect(nosuch.body).toEqual({ detail: "pipeline 'nosuch' not found", code: 'HANGAR_PIPELINE_NOT_FOUND' });
 
     // `$.input.*` passes the whole input on.
     const ok = await server!.request('/api/v1/pipelines/typed/run', { method: 'POST', json: { city: 'Oslo' } });

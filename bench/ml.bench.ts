@@ -16,9 +16,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { startServer, type RunningServer } from '../core/app/server.js';
 import { Logger } from '../core/kernel/log.js';
-import { invocationLogOf } from '../core/logs/subsystem.js';
 import type { InvocationEntry } from '../core/logs/recorder.js';
-import { pluginServiceOf } from '../core/predictors/subsystem.js';
 import iris from '../plugins/iris/index.js';
 import { median, repo, report, round } from './lib/measure.js';
 
@@ -77,7 +75,7 @@ async function start(threads: number | undefined, logs = false): Promise<{ serve
     { logger: new Logger('warn') },
   );
   await server.discovered;
-  await pluginServiceOf(server.ctx).settled();
+  await server.ctx.services.get('predictors').settled();
   return { server, root };
 }
 
@@ -142,7 +140,7 @@ async function batchPrediction() {
 async function logAnalysis() {
   const N = 100_000;
   const { server, root } = await start(1, true);
-  const log = invocationLogOf(server.ctx);
+  const log = server.ctx.services.get('invocations');
   const now = Date.now();
   const resources = ['agent', 'endpoint', 'plugin', 'pipeline', 'ingestor'] as const;
   for (let i = 0; i < N; i++) {

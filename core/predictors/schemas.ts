@@ -100,3 +100,7 @@ export const ModelCard = z.object({
 export type ModelCard = z.infer<typeof ModelCard>;
 
 export const ReloadResponse = z.object({ reloaded: z.array(PluginHealth) });
+
+export const PluginList = z.object({ plugins: z.array(PluginSummary) });
+
+export const PluginParams = z.object({ name: z.string() });

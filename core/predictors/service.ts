@@ -20,8 +20,10 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { dropInUnavailable, errorMessage, HttpError, notFound, serviceUnavailable } from '../http/errors.js';
+import { dropInUnavailable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
+import type { ErrorCode } from '../kernel/error-catalogue.js';
 import { bundleDropIn } from '../kernel/evaluator.js';
 import type { Logger } from '../kernel/log.js';
 import type { Registry, RegistryChange } from '../kernel/registry.js';
@@ -60,6 +62,14 @@ function removeBuild(module: ModuleRef): void {
     rmSync(`${module.code}.map`, { force: true });
   }, 60_000).unref();
 }
+
+/** The error of a failed single prediction, by the status its worker reported. */
+const PREDICT_FAILURES: Record<number, ErrorCode> = {
+  422: 'HANGAR_PLUGIN_PREDICT_INVALID',
+  500: 'HANGAR_PLUGIN_PREDICT_FAILED',
+  503: 'HANGAR_PLUGIN_PREDICT_UNAVAILABLE',
+  504: 'HANGAR_PLUGIN_PREDICT_TIMEOUT',
+};
 
 export interface EncodedBatch {
   head: Omit<BatchResponse, 'results'>;
@@ -108,15 +118,20 @@ export class PluginService {
   constructor(private readonly options: PluginServiceOptions) {
     mkdirSync(options.buildDir, { recursive: true });
     options.registry.on('change', this.onChange);
+    // Built on first use (the pool's threads start with the first load), after discovery has
+    // registered the workspace's plugins: those are loaded now, later ones as they change.
+    for (const entry of options.registry.list('plugin')) void this.load(entry.name);
   }
 
   private get recorder(): InvocationRecorder {
     return this.options.invocations?.() ?? noRecorder;
   }
 
-  close(): void {
+  /** Stop following the registry and stop the pool (this service is its only user). */
+  async close(): Promise<void> {
     this.closed = true;
     this.options.registry.off('change', this.onChange);
+    await this.options.pool.close();
   }
 
   /** Set at shutdown: a load the closing pool cuts short is not the plugin's failure. */
@@ -136,7 +151,7 @@ export class PluginService {
     const entry = this.options.registry.get<LoadedPlugin>('plugin', name);
     if (!entry) {
       const problem = this.options.registry.problemNamed('plugin', name);
-      throw problem ? dropInUnavailable(problem) : notFound(`plugin ${name} not found`);
+      throw problem ? dropInUnavailable(problem) : fail('HANGAR_PLUGIN_NOT_FOUND', { plugin: name });
     }
     return entry;
   }
@@ -299,10 +314,8 @@ export class PluginService {
   private ready(name: string): { definition: LoadedPlugin; module: ModuleRef; timeoutMs: number } {
     const { definition } = this.definition(name);
     const state = this.state(name);
-    if (state.status === 'loading') throw serviceUnavailable(`plugin ${name} is loading; retry shortly`, 1);
-    if (state.status === 'failed' || !state.module) {
-      throw serviceUnavailable(`plugin ${name} failed to load: ${state.error}; fix it and POST /api/v1/plugins/${name}/reload`);
-    }
+    if (state.status === 'loading') throw fail('HANGAR_PLUGIN_LOADING', { plugin: name }, { headers: { 'Retry-After': '1' } });
+    if (state.status === 'failed' || !state.module) throw fail('HANGAR_PLUGIN_LOAD_FAILED', { plugin: name, problem: String(state.error) });
     return { definition, module: state.module, timeoutMs: definition.timeoutMs ?? DEFAULT_TIMEOUT_MS };
   }
 
@@ -325,15 +338,15 @@ export class PluginService {
     try {
       const { definition, module, timeoutMs } = this.ready(name);
       const parsed = definition.input.safeParse(input);
-      if (!parsed.success) throw new HttpError(422, formatIssues(parsed.error.issues, 'body.input'));
+      if (!parsed.success) throw fail('HANGAR_PLUGIN_INPUT_INVALID', { problems: formatIssues(parsed.error.issues, 'body.input') });
       const [result] = await this.runChunk(module, [parsed.data], 0, false, timeoutMs);
-      if (!result!.ok) throw new HttpError(result!.status, `plugin ${name}: ${result!.error}`);
+      if (!result!.ok) throw fail(PREDICT_FAILURES[result!.status] ?? 'HANGAR_PLUGIN_PREDICT_FAILED', { plugin: name, problem: result!.error });
       const response = { plugin: name, version: definition.version, output: result!.output, duration_ms: Date.now() - started };
       this.options.observe?.({ plugin: name, operation, items: 1, failed: 0, seconds: response.duration_ms / 1000 });
       this.recorder.record({ resource: 'plugin', name, operation, principal: call.principal, started, ok: true, http_status: 200, input, output: result!.output, task_id: call.taskId });
       return response;
     } catch (err) {
-      const status = err instanceof HttpError ? err.status : 500;
+      const status = err instanceof HangarError ? err.status : 500;
       this.options.observe?.({ plugin: name, operation, items: 1, failed: 1, seconds: (Date.now() - started) / 1000 });
       this.recorder.record({ resource: 'plugin', name, operation, principal: call.principal, started, ok: false, http_status: status, input, error: errorMessage(err), task_id: call.taskId });
       throw err;
@@ -402,7 +415,7 @@ export class PluginService {
       });
       return { head, parts: encoded.map((c) => c.json) };
     } catch (err) {
-      const status = err instanceof HttpError ? err.status : 500;
+      const status = err instanceof HangarError ? err.status : 500;
       this.recorder.record({ resource: 'plugin', name, operation, principal: call.principal, started, ok: false, http_status: status, input: { count: inputs.length }, error: errorMessage(err), task_id: call.taskId });
       throw err;
     }

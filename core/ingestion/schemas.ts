@@ -92,3 +92,7 @@ export const IngestorInfo = z.object({
 });
 
 export const IngestorHealthResponse = z.object({ name: z.string(), ok: z.boolean(), detail: z.string().nullable() });
+
+export const IngestorList = z.object({ ingestors: z.array(IngestorSummary) });
+
+export const IngestorParams = z.object({ name: z.string() });

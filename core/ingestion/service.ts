@@ -15,7 +15,8 @@
  * - The latest run of each ingestor is kept in the `ingestion_runs` collection and shown in its info.
  */
 import { createHash } from 'node:crypto';
-import { dropInUnavailable, errorMessage, HttpError, notFound, serviceUnavailable, unprocessable } from '../http/errors.js';
+import { dropInUnavailable } from '../http/errors.js';
+import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import { formatIssues } from '../http/validate.js';
 import type { Registry } from '../kernel/registry.js';
 import { noRecorder, type InvocationRecorder } from '../logs/recorder.js';
@@ -82,7 +83,7 @@ export class IngestionService {
     const entry = this.options.registry.get<LoadedIngestor>('ingestor', name);
     if (!entry) {
       const problem = this.options.registry.problemNamed('ingestor', name);
-      throw problem ? dropInUnavailable(problem) : notFound(`ingestor ${name} not found`);
+      throw problem ? dropInUnavailable(problem) : fail('HANGAR_INGESTOR_NOT_FOUND', { ingestor: name });
     }
     return entry.definition;
   }
@@ -92,7 +93,7 @@ export class IngestionService {
     let options: unknown = rawOptions;
     if (definition.options) {
       const parsed = definition.options.safeParse(rawOptions);
-      if (!parsed.success) throw unprocessable(formatIssues(parsed.error.issues, where));
+      if (!parsed.success) throw fail('HANGAR_INGESTOR_INPUT_INVALID', { problems: formatIssues(parsed.error.issues, where) });
       options = parsed.data;
     }
     return { workspace: this.options.workspace, options: options as Record<string, unknown>, signal };
@@ -113,7 +114,7 @@ export class IngestionService {
     try {
       resources = await definition.discover(ctx);
     } catch (err) {
-      throw serviceUnavailable(`ingestor ${name} could not discover its resources: ${errorMessage(err)}`);
+      throw fail('HANGAR_INGESTOR_DISCOVERY_FAILED', { ingestor: name, problem: errorMessage(err) });
     }
     const collection = this.options.store.collection<StoredDocument>(definition.collection);
     const prefix = `${name}:`;
@@ -169,17 +170,17 @@ export class IngestionService {
       try {
         discovered = await definition.discover(ctx);
       } catch (err) {
-        throw serviceUnavailable(`ingestor ${name} could not discover its resources: ${errorMessage(err)}`);
+        throw fail('HANGAR_INGESTOR_DISCOVERY_FAILED', { ingestor: name, problem: errorMessage(err) });
       }
       const seen = new Set<string>();
       for (const r of discovered) {
-        if (seen.has(r.id)) throw new HttpError(500, `ingestor ${name} discovered resource id "${r.id}" twice; resource ids must be unique`);
+        if (seen.has(r.id)) throw fail('HANGAR_INGESTOR_DUPLICATE_RESOURCE', { ingestor: name, resource: r.id });
         seen.add(r.id);
       }
       let resources = discovered;
       if (request.resources) {
         const unknown = request.resources.filter((id) => !seen.has(id));
-        if (unknown.length) throw notFound(`ingestor ${name} has no resource ${unknown.map((u) => `"${u}"`).join(', ')}`);
+        if (unknown.length) throw fail('HANGAR_INGESTOR_RESOURCE_NOT_FOUND', { ingestor: name, resources: unknown.map((u) => `"${u}"`).join(', ') });
         const wanted = new Set(request.resources);
         resources = discovered.filter((r) => wanted.has(r.id));
       }
@@ -194,7 +195,7 @@ export class IngestionService {
       const now = new Date().toISOString();
       let done = 0;
       for (const resource of resources) {
-        if (signal.aborted) throw new HttpError(499, 'ingestion run cancelled');
+        if (signal.aborted) throw fail('HANGAR_INGESTOR_RUN_CANCELLED', {});
         try {
           const docs = await definition.read(resource, ctx);
           const ids = new Set<string>();
@@ -270,7 +271,7 @@ export class IngestionService {
       });
       return result;
     } catch (err) {
-      this.recorder.record({ resource: 'ingestor', name, operation, principal: call.principal, started, ok: false, http_status: err instanceof HttpError ? err.status : 500, input: request, error: errorMessage(err), task_id: call.taskId });
+      this.recorder.record({ resource: 'ingestor', name, operation, principal: call.principal, started, ok: false, http_status: err instanceof HangarError ? err.status : 500, input: request, error: errorMessage(err), task_id: call.taskId });
       throw err;
     }
   }

@@ -8,7 +8,6 @@ import { defineRoute, mountRoutes, resourceCallOf, type RouteMethod } from '../h
 import { sameSecret } from '../http/security.js';
 import { fail, type HangarError } from '../kernel/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
-import { resourceOf } from '../logs/resource-of.js';
 import {
   ControlledResource,
   DisableRequest,
@@ -40,8 +39,7 @@ const isExempt = (path: string, publicPaths: ReadonlySet<string>) =>
 export function controlGate(plane: ControlPlane, publicPaths: ReadonlySet<string>): preValidationHookHandler {
   return function controlGateHook(req, reply, done) {
     const path = pathOf(req);
-    // Until every resource route declares `config.resource`, the URL is classified for the rest.
-    const call = resourceCallOf(req) ?? resourceOf(req.method, path);
+    const call = resourceCallOf(req);
     const refuse = (error: HangarError) => {
       if (call?.invocation) plane.refused(call, req.principal, req.body, error.message);
       done(error);

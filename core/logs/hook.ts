@@ -10,10 +10,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { preHandlerHookHandler } from 'fastify';
-import { pathOf } from '../http/request.js';
 import { resourceCallOf } from '../http/route.js';
 import type { InvocationRecorder, TokenTotals } from './recorder.js';
-import { resourceOf } from './resource-of.js';
 
 const OBSERVED = new Set(['agent', 'endpoint', 'pipeline']);
 
@@ -41,8 +39,7 @@ function usageOf(body: unknown, streamText: string): TokenTotals | null {
 export function recordInvocations(recorder: InvocationRecorder, captureBytes: number): preHandlerHookHandler {
   return function invocationLog(req, reply, done) {
     if (!recorder.enabled) return done();
-    // Until every resource route declares `config.resource`, the URL is classified for the rest.
-    const call = resourceCallOf(req) ?? resourceOf(req.method, pathOf(req));
+    const call = resourceCallOf(req);
     if (!call || !call.invocation || !OBSERVED.has(call.resource)) return done();
     // The node response: Fastify writes a JSON reply with one end(), a stream with write()s.
     const res = reply.raw;

@@ -27,17 +27,17 @@ import type { Subsystem } from '../kernel/context.js';
  * order does: hooks run in the order added.
  */
 export const SUBSYSTEMS: Subsystem[] = [
-  controlSubsystem, // first: its gate (maintenance, drain, disable) is the first preHandler hook
-  logsSubsystem, // second: its hook records calls to agents, endpoints and pipelines that pass the gate
-  tasksSubsystem, // early: endpoints, pipelines, plugins, ingestion and A2A register task kinds on it
+  controlSubsystem, // its gate (maintenance, drain, disable) is a preValidation hook: before every preHandler
+  logsSubsystem, // its preHandler hook records calls to agents, endpoints and pipelines that pass the gate
+  tasksSubsystem, // endpoints, pipelines, plugins, ingestion and A2A depend on it (their task kinds)
   endpointsSubsystem,
-  pipelinesSubsystem, // looks up agents, plugins and tasks at call time
+  pipelinesSubsystem, // looks up endpoints, agents and plugins when a step runs
   platformSubsystem,
   docsSubsystem,
   storageSubsystem,
-  pluginsSubsystem, // /api/v1/plugins/... (needs ctx.tasks for /predict/async)
-  ingestionSubsystem, // /api/v1/ingestors, /api/v1/ingestion/... (needs ctx.tasks for /run/async)
-  a2aSubsystem, // /api/v1/:agent/invoke/async and /api/v1/:agent/a2a/tasks (needs ctx.tasks)
+  pluginsSubsystem, // /api/v1/plugins/... (its worker pool starts on first use)
+  ingestionSubsystem, // /api/v1/ingestors, /api/v1/ingestion/...
+  a2aSubsystem, // /api/v1/:agent/invoke/async and /api/v1/:agent/a2a/tasks
   agentsSubsystem, // per-agent execution + HITL: /api/v1/:agent/{invoke,chat,optimize,threads/:id/(pending|approve|reject)}
   threadsSubsystem,
   feedbackSubsystem,

@@ -32,58 +32,27 @@
  * - Without the task subsystem, message/send and message/stream run the agent and answer with a
  *   plain `Message` (the protocol allows that); tasks/get, tasks/cancel and tasks/resubscribe
  *   answer UnsupportedOperation saying task tracking needs a storage backend.
+ *
+ * The JSON-RPC plumbing is `rpc.ts`, a task's wire shape `wire.ts`, the agent cards `cards.ts`.
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { HttpError, errorMessage } from '../http/errors.js';
+import { findAgent } from '../agents/kind.js';
+import { InvokeRequest } from '../agents/schemas.js';
+import type { ApprovalDecision } from '../agents/service.js';
 import { formatFrame, openSse } from '../http/sse.js';
 import { formatIssues } from '../http/validate.js';
-import path from 'node:path';
-import { findAgent, type Agent } from '../agents/kind.js';
-import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import type { HangarContext } from '../kernel/context.js';
-import type { ApprovalDecision } from '../agents/service.js';
+import { HangarError, fail } from '../kernel/errors.js';
 import { TaskStatus, isSettled, isTerminal, type Task, type TaskEvent } from '../tasks/schemas.js';
 import type { TaskScope, TaskService } from '../tasks/service.js';
+import { Envelope, RpcCode, RpcError, type RpcId, type RpcResponse, invalidRequestMessage, params, sendJson, toRpcError } from './rpc.js';
 import { messageText } from './schemas.js';
-import { V1_METHODS, boardStatusOf, isV1Method, paramsFromV1, resultToV1, supportedInterfaces } from './v1.js';
 import { AGENT_TASK_KIND, TRACKING_NEEDS_STORAGE, awaitedApproval, continueTask } from './service.js';
-
-export const A2A_PROTOCOL_VERSION = '0.3.0';
-
-/** JSON-RPC and A2A error codes (A2A v0.3 §8). */
-export const RpcCode = {
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internal: -32603,
-  taskNotFound: -32001,
-  taskNotCancelable: -32002,
-  pushNotSupported: -32003,
-  unsupported: -32004,
-} as const;
-
-export class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-  ) {
-    super(message);
-    this.name = 'RpcError';
-  }
-}
-
-type RpcId = string | number | null;
-
-interface RpcResponse {
-  jsonrpc: '2.0';
-  id: RpcId;
-  result?: unknown;
-  error?: { code: number; message: string; data?: unknown };
-}
+import { V1_METHODS, boardStatusOf, isV1Method, paramsFromV1, resultToV1 } from './v1.js';
+import { type WireMessage, type WireTask, contextOf, toWireTask } from './wire.js';
 
 /** A streamed call: its request id, how a result goes on the wire (v0.3 or v1.0), and the last frame written (for the log). */
 interface StreamNote {
@@ -91,24 +60,6 @@ interface StreamNote {
   toWire: (result: unknown) => unknown;
   last?: RpcResponse;
 }
-
-/**
- * Why a body is not a JSON-RPC request, naming the problem rather than zod's view of it: no body,
- * a batch (the A2A binding takes none), a non-object, or the field that is wrong.
- */
-function invalidRequestMessage(body: unknown, issues: z.core.$ZodIssue[]): string {
-  if (body === undefined || body === null || body === '') return 'the request has no body: expected a JSON-RPC 2.0 request object';
-  if (Array.isArray(body)) return 'batch requests are not supported: send one JSON-RPC 2.0 request object';
-  if (typeof body !== 'object') return `the request is a JSON ${typeof body}, not a JSON-RPC 2.0 request object`;
-  return `not a JSON-RPC 2.0 request: ${formatIssues(issues, 'request')}`;
-}
-
-const Envelope = z.object({
-  jsonrpc: z.literal('2.0'),
-  id: z.union([z.string(), z.number(), z.null()]).optional(),
-  method: z.string().min(1),
-  params: z.unknown().optional(),
-});
 
 const RpcMessage = z
   .object({
@@ -139,139 +90,6 @@ const ListParams = z
   })
   .loose();
 const TaskIdParams = z.object({ id: z.string().min(1), historyLength: z.number().int().min(0).optional() }).loose();
-
-function params<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
-  const parsed = schema.safeParse(value ?? {});
-  if (!parsed.success) throw new RpcError(RpcCode.invalidParams, formatIssues(parsed.error.issues, 'params'));
-  return parsed.data;
-}
-
-// ---- wire shapes (A2A v0.3) --------------------------------------------------------------------
-
-type WirePart = { kind: 'text'; text: string } | { kind: 'data'; data: unknown };
-interface WireMessage {
-  kind: 'message';
-  messageId: string;
-  role: 'user' | 'agent';
-  parts: WirePart[];
-  contextId: string;
-  taskId?: string;
-}
-interface WireStatus {
-  state: string;
-  timestamp: string;
-  message?: WireMessage;
-}
-interface WireTask {
-  kind: 'task';
-  id: string;
-  contextId: string;
-  status: WireStatus;
-  artifacts: Array<{ artifactId: string; name: string; parts: WirePart[] }>;
-  history: WireMessage[];
-  metadata: Record<string, unknown>;
-}
-
-function contextOf(task: Task): string {
-  const context = task.metadata.context_id;
-  return typeof context === 'string' ? context : task.id;
-}
-
-function agentMessage(task: Task, text: string): WireMessage {
-  return { kind: 'message', messageId: `${task.id}:${task.status}`, role: 'agent', parts: [{ kind: 'text', text }], contextId: contextOf(task), taskId: task.id };
-}
-
-function wireStatus(task: Task): WireStatus {
-  const status: WireStatus = { state: task.status, timestamp: task.updated_at };
-  const awaited = awaitedApproval(task);
-  if (awaited) {
-    const { status: _suspended, ...approval } = awaited;
-    status.message = agentMessage(task, awaited.message);
-    status.message.parts.push({ kind: 'data', data: { approval } });
-  } else if (task.status === 'completed') {
-    status.message = agentMessage(task, (task.result as InvokeResponse).response);
-  } else if (task.status === 'failed' || task.status === 'canceled') {
-    status.message = agentMessage(task, task.error ?? task.status);
-  }
-  return status;
-}
-
-function artifacts(task: Task): WireTask['artifacts'] {
-  if (task.status !== 'completed') return [];
-  const result = task.result as InvokeResponse;
-  return [{ artifactId: `${task.id}:response`, name: 'response', parts: [{ kind: 'text', text: result.response }, { kind: 'data', data: result }] }];
-}
-
-export function toWireTask(task: Task, historyLength?: number): WireTask {
-  const query = (task.input as { query?: string }).query ?? '';
-  const messageId = typeof task.metadata.message_id === 'string' ? task.metadata.message_id : `${task.id}:input`;
-  const history: WireMessage[] = [
-    { kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text: query }], contextId: contextOf(task), taskId: task.id },
-  ];
-  return {
-    kind: 'task',
-    id: task.id,
-    contextId: contextOf(task),
-    status: wireStatus(task),
-    artifacts: artifacts(task),
-    history: historyLength === undefined ? history : history.slice(history.length - historyLength),
-    metadata: { agent: task.target, progress: task.progress },
-  };
-}
-
-// ---- the binding -------------------------------------------------------------------------------
-
-/**
- * The standard A2A agent card of one agent; `origin` is how the caller reached this server. The
- * v1.0 card (`agent-card.json`) lists the JSON-RPC binding in both versions in
- * `supportedInterfaces` and keeps the v0.3 fields (`url`, `preferredTransport`,
- * `protocolVersion`) beside them, so a client of either version reads it; `agent.json`, the v0.3
- * name of the file, is the v0.3 card alone.
- */
-export function a2aAgentCard(ctx: HangarContext, agentName: string, origin: string, version: '1.0' | '0.3' = '1.0') {
-  const agent = findAgent(ctx.registry, agentName);
-  const url = `${origin}/api/v1/${agent.name}/a2a`;
-  return {
-    ...(version === '1.0' ? { supportedInterfaces: supportedInterfaces(url) } : {}),
-    protocolVersion: A2A_PROTOCOL_VERSION,
-    name: agent.name,
-    description: agent.description || `Hangar agent ${agent.name}`,
-    version: agent.version,
-    url,
-    preferredTransport: 'JSONRPC',
-    additionalInterfaces: [{ url, transport: 'JSONRPC' }],
-    provider: { organization: 'Hangar', url: origin },
-    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: ctx.settings.tasks.enabled, ...(version === '1.0' ? { extendedAgentCard: false } : {}) },
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain', 'application/json'],
-    skills: [{ id: agent.name, name: agent.slug, description: agent.description || agent.name, tags: [agent.framework] }],
-  };
-}
-
-/**
- * The workspace's v1.0 agent card at the host root (`/.well-known/agent-card.json`), where generic
- * A2A discovery looks. A card describes one agent, so the workspace is described as one: a skill
- * per agent, and per agent an interface on the host-root endpoint `/a2a` whose `tenant` is the
- * agent's name (v1.0 requests carry the tenant; that endpoint routes by it). A client that picks
- * an interface by its own rule reaches one of them (the SDK takes the last 1.0 entry); to address
- * a given agent choose its interface, or use the agent's own card under /api/v1/{agent}/.
- */
-export function workspaceAgentCard(ctx: HangarContext, origin: string) {
-  const agents = ctx.registry.list<Agent>('agent').map((e) => e.definition);
-  return {
-    name: `Hangar workspace ${path.basename(ctx.paths.root)}`,
-    description: agents.length
-      ? `Hangar agents, one interface each (tenant = agent name): ${agents.map((a) => a.name).join(', ')}`
-      : 'A Hangar workspace with no agents yet',
-    version: ctx.version,
-    supportedInterfaces: agents.map((agent) => ({ url: `${origin}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: agent.name })),
-    provider: { organization: 'Hangar', url: origin },
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain', 'application/json'],
-    skills: agents.map((agent) => ({ id: agent.name, name: agent.slug, description: agent.description || agent.name, tags: [agent.framework] })),
-  };
-}
 
 export class A2AJsonRpc {
   constructor(private readonly ctx: HangarContext) {}
@@ -390,7 +208,7 @@ export class A2AJsonRpc {
     try {
       return await this.requireTasks().get(taskId, this.scope(agent, principal));
     } catch (err) {
-      if (err instanceof HttpError && err.status === 404) throw new RpcError(RpcCode.taskNotFound, `task ${taskId} not found`);
+      if (err instanceof HangarError && err.status === 404) throw new RpcError(RpcCode.taskNotFound, `task ${taskId} not found`);
       throw err;
     }
   }
@@ -420,7 +238,7 @@ export class A2AJsonRpc {
     try {
       record = await service.takeApproval(agent, awaited.thread_id, awaited.approval_id, principal);
     } catch (err) {
-      if (err instanceof HttpError && err.status === 404) throw new RpcError(RpcCode.unsupported, `approval ${awaited.approval_id} of task ${task.id} was already decided`);
+      if (err instanceof HangarError && err.status === 404) throw new RpcError(RpcCode.unsupported, `approval ${awaited.approval_id} of task ${task.id} was already decided`);
       throw err;
     }
     const continued = await continueTask(this.ctx, record, decision);
@@ -619,24 +437,7 @@ function closedSignal(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
   // The response's close, not the request's: a request closes as soon as its body has been read.
   res.on('close', () => {
-    if (!res.writableFinished) controller.abort(new HttpError(499, 'client closed the request'));
+    if (!res.writableFinished) controller.abort(fail('HANGAR_A2A_CLIENT_CLOSED', {}));
   });
   return controller.signal;
-}
-
-function sendJson(reply: FastifyReply, body: unknown): void {
-  reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(body));
-}
-
-/** Everything thrown ends up as a JSON-RPC error: ours keep their code, HTTP errors map by status. */
-export function toRpcError(err: unknown): { code: number; message: string; data?: unknown } {
-  if (err instanceof RpcError) return { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) };
-  if (err instanceof HttpError) {
-    const message = typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail);
-    if (err.status === 422) return { code: RpcCode.invalidParams, message };
-    if (err.status === 404) return { code: RpcCode.taskNotFound, message };
-    if (err.status === 501) return { code: RpcCode.unsupported, message };
-    return { code: RpcCode.internal, message, data: { status: err.status } };
-  }
-  return { code: RpcCode.internal, message: errorMessage(err) };
 }

@@ -2,6 +2,8 @@
  * The agent service: every way of running an agent over HTTP — invoke, stream (with retained
  * replay), chat over stored threads, HITL approve/reject, optimize — on top of the engine.
  * Routes only parse, call one method here and shape nothing; this file never sees HTTP.
+ * What a run is before it starts is `run-plan.ts`, its deadline `deadline.ts`, what it becomes for
+ * the caller `run-results.ts`; workspace documents are `documents.ts`.
  *
  * Decisions where the spec is silent (also in the route docs):
  * - Checkpoints of a run that names a `thread_id` (and of every chat) are persisted; an invoke
@@ -31,27 +33,29 @@
  * only the caller's records. The checkpoints and approvals are parts of the thread
  * (`ThreadService.attach`), so deleting a thread removes them.
  */
-import { randomUUID } from 'node:crypto';
 import type { EventLog } from '../http/event-log.js';
 import { ERROR_CATALOGUE } from '../kernel/error-catalogue.js';
-import { errorMessage, fail, HangarError } from '../kernel/errors.js';
+import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import { ownerFor } from '../kernel/ownership.js';
-import { cleanStack } from '../kernel/stack.js';
 import type { Store } from '../kernel/store.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { ThreadService } from '../threads/service.js';
 import { ApprovalStore, approvalLinks, type PendingApproval } from './approvals.js';
 import { type Checkpoint, type Checkpointer, ownedBy, StoreCheckpointer, UNRETAINED } from './checkpointer.js';
-import { Engine, NodeError, type RunOutcome, type RunRequest } from './engine.js';
+import { runWithDeadline } from './deadline.js';
+import { readDocuments } from './documents.js';
+import { Engine, type RunOutcome, type RunRequest } from './engine.js';
 import type { RunEvent } from './events.js';
 import type { Agent } from './kind.js';
-import { type ModelProvider, modelNotConfigured } from './model.js';
+import type { ModelProvider } from './model.js';
 import { resolvePrompt } from './prompts.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
 import { type InvokeFrame, InvokeStreams, type StreamRetention, toolFrame } from './streams.js';
 import type { AnyTool } from './tools.js';
-import type { AgentInput, AgentResult, ChatMessage, WorkspaceDocument } from './types.js';
+import { deadlineOf, planRun, type RunOrigin, type RunPlan } from './run-plan.js';
+import { invokeResponse, retrievalContext, runFailure } from './run-results.js';
+import type { ChatMessage } from './types.js';
 import type { RunUsage } from './usage.js';
 
 export interface AgentServiceOptions {
@@ -89,12 +93,6 @@ export interface SuspensionDetail {
   links: ReturnType<typeof approvalLinks>;
 }
 
-/** How a run came to be: the route (for the approvals list) and the board task that ran it. */
-export interface RunOrigin {
-  source: string;
-  task_id?: string;
-}
-
 /** A person's answer to a pending approval. */
 export type ApprovalDecision = { approved: true; context: Record<string, unknown> } | { approved: false; reason: string | null };
 
@@ -120,21 +118,6 @@ export const suspended = (detail: SuspensionDetail, threadId: string) =>
 
 /** Whether a run's throw is the suspension above (which carries its approval, not a failure). */
 export const isSuspension = (err: unknown): err is HangarError => err instanceof HangarError && err.code === 'HANGAR_AGENT_SUSPENDED';
-
-interface RunPlan {
-  agent: Agent;
-  input: AgentInput;
-  promptVersion: string;
-  prompt: string;
-  persistent: boolean;
-  /** Who the run is for; undefined for the platform's own runs (owned by `local`). */
-  principal?: string;
-  origin: RunOrigin;
-  /** The run's deadline (see the header). */
-  timeoutMs: number;
-}
-
-const DEFAULT_TIMEOUT_MS = 300_000;
 
 export class AgentService {
   readonly engine: Engine;
@@ -194,7 +177,7 @@ export class AgentService {
     const plan = this.plan(agentName, request, [], principal, origin);
     if (request.thread_id) await this.claimThread(plan.agent.name, request.thread_id, principal);
     const outcome = await this.execute('invoke', plan, { signal, onEvent });
-    return this.respond(plan, outcome);
+    return invokeResponse(plan.agent, plan.promptVersion, outcome);
   }
 
   /**
@@ -239,13 +222,13 @@ export class AgentService {
     void (async () => {
       try {
         const outcome = await this.execute('stream', plan, { onEvent });
-        const body = await this.respond(plan, outcome);
+        const body = await invokeResponse(plan.agent, plan.promptVersion, outcome);
         log.append({ event: 'complete', ...body });
       } catch (err) {
         if (isSuspension(err)) {
           log.append({ event: 'suspended', response, steps_taken: steps, ...(err.detail as object) });
         } else {
-          const error = this.normalise(plan.agent.name, err);
+          const error = runFailure(plan.agent.name, err, this.options.log);
           log.append({ event: 'error', response, steps_taken: steps, status: error.status, detail: error.detail });
         }
       } finally {
@@ -298,7 +281,7 @@ export class AgentService {
       if (request.persist && isSuspension(err)) await threads.append(agent.name, threadId, [userMessage]);
       throw err;
     }
-    const body = await this.respond(plan, outcome);
+    const body = await invokeResponse(plan.agent, plan.promptVersion, outcome);
     if (request.persist) {
       await threads.append(agent.name, threadId, [
         userMessage,
@@ -420,7 +403,7 @@ export class AgentService {
       { onEvent, resume: { checkpoint: record.checkpoint, action: 'approve', value: decision.context } },
       record.chat,
     );
-    const body = await this.respond(plan, outcome);
+    const body = await invokeResponse(plan.agent, plan.promptVersion, outcome);
     if (record.chat?.persist) {
       await this.options.threads.append(agent.name, record.thread_id, [
         { role: 'assistant', content: body.response, timestamp: new Date().toISOString() },
@@ -450,7 +433,7 @@ export class AgentService {
     });
     if (request.system_prompt_override != null) plan.prompt = request.system_prompt_override;
     const outcome = await this.execute('optimize', plan, {});
-    const body = await this.respond(plan, outcome);
+    const body = await invokeResponse(plan.agent, plan.promptVersion, outcome);
     const steps = body.steps_taken;
     return {
       response: body.response,
@@ -480,24 +463,7 @@ export class AgentService {
    */
   private async run(route: RunRoute, request: RunRequest, timeoutMs?: number): Promise<RunOutcome> {
     if (timeoutMs === undefined) return this.counted(route, request, this.engine.run(request));
-    const deadline = new AbortController();
-    const expired = fail('HANGAR_AGENT_TIMEOUT', { agent: request.agent.name, ms: timeoutMs });
-    const timer = setTimeout(() => deadline.abort(expired), timeoutMs);
-    const onEvent = request.onEvent;
-    const running = this.engine.run({
-      ...request,
-      signal: request.signal ? AbortSignal.any([request.signal, deadline.signal]) : deadline.signal,
-      // Past the deadline the caller has its answer; frames after it would contradict that.
-      onEvent: onEvent && ((event) => deadline.signal.aborted || onEvent(event)),
-    });
-    const late = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(expired), { once: true }));
-    try {
-      return await this.counted(route, request, Promise.race([running, late]));
-    } finally {
-      clearTimeout(timer);
-      // A run that ignored its signal may still reject later; nobody is waiting for it.
-      running.catch(() => {});
-    }
+    return runWithDeadline(this.engine, request, timeoutMs, (running) => this.counted(route, request, running));
   }
 
   private async counted(route: RunRoute, request: RunRequest, running: Promise<RunOutcome>): Promise<RunOutcome> {
@@ -514,7 +480,7 @@ export class AgentService {
 
   /** The agent's own deadline: its `timeout_ms`, else `agents.timeoutMs`. */
   private deadlineOf(agent: Pick<Agent, 'definition'>): number {
-    return agent.definition.timeout_ms ?? this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    return deadlineOf(agent, this.options.defaultTimeoutMs);
   }
 
   // ——— internals ———
@@ -527,35 +493,10 @@ export class AgentService {
     origin: RunOrigin,
   ): RunPlan {
     const agent = this.options.findAgent(agentName);
-    const prompt = resolvePrompt(agent, request.prompt_version);
-    if (agent.definition.requiresModel && !this.options.provider.configured) throw modelNotConfigured(agent.name);
-    const input: AgentInput = {
-      query: request.query,
-      user_id: request.user_id ?? 'default-user',
-      context: request.context ?? {},
-      // A stateless run's thread is never listed, so it needs no time order (randomUUID is ~15× cheaper).
-      thread_id: request.thread_id ?? randomUUID(),
-      metadata: request.metadata ?? {},
-      prompt_version: prompt.version,
-      temperature: request.temperature ?? null,
-      max_tokens: request.max_tokens ?? null,
-      history,
-    };
-    const own = this.deadlineOf(agent);
-    // A caller may shorten a run freely and lengthen it only up to what the workspace allows.
-    const cap = Math.max(own, this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
-    const timeoutMs = request.timeout_ms === undefined ? own : Math.min(request.timeout_ms, cap);
-    return {
-      agent,
-      input,
-      promptVersion: prompt.version,
-      prompt: prompt.text,
-      persistent: !!request.thread_id,
-      principal,
-      origin,
-      timeoutMs,
-    };
+    const settings = { modelConfigured: this.options.provider.configured, defaultTimeoutMs: this.options.defaultTimeoutMs };
+    return planRun(agent, request, history, principal, origin, settings);
   }
+
 
   /** Run the engine; a suspension becomes a pending approval and the 202. */
   private async execute(
@@ -580,7 +521,7 @@ export class AgentService {
         plan.timeoutMs,
       );
     } catch (err) {
-      throw this.normalise(plan.agent.name, err);
+      throw runFailure(plan.agent.name, err, this.options.log);
     }
     if (outcome.status === 'interrupted') {
       const paused = outcome.paused!;
@@ -613,25 +554,6 @@ export class AgentService {
     return outcome;
   }
 
-  private async respond(plan: RunPlan, outcome: RunOutcome): Promise<InvokeResponse> {
-    const result: AgentResult = outcome.result;
-    return {
-      response: result.response,
-      output: result.output ?? null,
-      agent_type: plan.agent.slug,
-      thread_id: outcome.thread_id,
-      suggestions: result.suggestions ?? [],
-      citations: result.citations ?? [],
-      steps_taken: result.steps_taken ?? [],
-      context: result.context ?? null,
-      // Only a run that called a model has usage to report (most stateless invokes do not).
-      metadata: outcome.usage.calls.length
-        ? { ...result.metadata, prompt_version: plan.promptVersion, run_id: outcome.run_id, usage: outcome.usage }
-        : { ...result.metadata, prompt_version: plan.promptVersion, run_id: outcome.run_id },
-      duration_ms: outcome.duration_ms,
-    };
-  }
-
   private async discard(agent: Agent, record: PendingApproval, reason: string | null): Promise<RejectedRun> {
     // Kept in the thread's checkpoint history so the studio can show how the run ended.
     const checkpoints = record.persistent ? ownedBy(this.checkpoints, ownerFor(record.principal)) : UNRETAINED;
@@ -645,75 +567,4 @@ export class AgentService {
     return { status: 'rejected' as const, approval_id: record.id, reason };
   }
 
-  /**
-   * A run's throw as the person can act on it: the 500 names the line of their file that threw
-   * (`file`, `line`, `column`) and carries the stack mapped to their sources, without Hangar's own
-   * frames unless HANGAR_DEBUG=1 (core/kernel/stack.ts); the terminal gets the same stack.
-   */
-  private normalise(agentName: string, err: unknown): HangarError {
-    const cause = err instanceof NodeError ? err.cause : err;
-    if (cause instanceof HangarError) return cause;
-    const node = err instanceof NodeError ? ` at node '${err.node}'` : '';
-    const message = errorMessage(cause);
-    const clean = cause instanceof Error && cause.stack ? cleanStack(cause.stack) : undefined;
-    const top = clean?.top;
-    this.options.log.error(
-      `agent ${agentName} failed${node}: ${message}${clean?.frames.length ? `\n    ${clean.frames.join('\n    ')}` : ''}`,
-    );
-    // `detail` stays the message alone: tasks and A2A record it as their error text.
-    return fail(
-      'HANGAR_AGENT_FAILED',
-      { agent: agentName, at: node, problem: message },
-      {
-        fields: {
-          error: message,
-          file: top?.file ?? null,
-          line: top?.line ?? null,
-          column: top?.column ?? null,
-          stack: clean?.frames ?? [],
-        },
-      },
-    );
-  }
-}
-
-/** Passages the agent retrieved, as strings: from `context` (array or `{documents}`) or citations. */
-function retrievalContext(result: AgentResult): string[] {
-  const asText = (item: unknown): string => {
-    if (typeof item === 'string') return item;
-    if (item && typeof item === 'object') {
-      const o = item as Record<string, unknown>;
-      for (const k of ['content', 'text', 'snippet', 'page_content']) if (typeof o[k] === 'string') return o[k] as string;
-    }
-    return JSON.stringify(item);
-  };
-  const context = result.context as unknown;
-  if (Array.isArray(context)) return context.map(asText);
-  if (context && typeof context === 'object') {
-    const docs = (context as Record<string, unknown>).documents ?? (context as Record<string, unknown>).passages;
-    if (Array.isArray(docs)) return docs.map(asText);
-  }
-  if (typeof context === 'string' && context) return [context];
-  return (result.citations ?? []).map((c) => c.snippet).filter((s): s is string => typeof s === 'string');
-}
-
-const COLLECTION_NAME = /^[a-z0-9][a-z0-9_.-]*$/i;
-
-/**
- * A collection's records as documents. Records missing a `content` string are skipped, so an
- * agent can point this at any collection without tripping over foreign records.
- */
-export async function readDocuments(store: Store, collection: string): Promise<WorkspaceDocument[]> {
-  if (!COLLECTION_NAME.test(collection)) throw new Error(`invalid collection name "${collection}"`);
-  const records = await store.collection<Record<string, unknown>>(collection).entries();
-  return records
-    .filter(([, r]) => typeof r?.content === 'string')
-    .map(([id, r]) => ({
-      id: typeof r.id === 'string' ? r.id : id,
-      title: typeof r.title === 'string' ? r.title : null,
-      content: r.content as string,
-      resource: typeof r.resource === 'string' ? r.resource : id,
-      metadata: (r.metadata && typeof r.metadata === 'object' ? r.metadata : {}) as Record<string, unknown>,
-    }))
-    .sort((a, b) => a.id.localeCompare(b.id));
 }

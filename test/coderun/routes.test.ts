@@ -29,10 +29,16 @@ describe('coding-run routes', () => {
       const res = await server.request(pathname, { method, json });
       expect([pathname, res.status]).toEqual([pathname, 401]);
       expect(res.body.detail).toMatch(/session token/);
+      expect(res.body.code).toBe('HANGAR_CODERUN_SESSION_REQUIRED');
       const wrong = await server.request(pathname, { method, json, headers: { 'x-hangar-session': 'nope' } });
       expect(wrong.status).toBe(401);
     }
     expect((await server.api('/api/teams')).status).toBe(200);
+    // Unknown paths and methods under a prefix are inside the guarded scope too: 401 first, then 404.
+    for (const [method, pathname] of [['DELETE', '/api/runs'], ['GET', '/api/composition'], ['POST', '/api/config/x']]) {
+      expect([method, pathname, (await server.request(pathname, { method })).status]).toEqual([method, pathname, 401]);
+      expect([method, pathname, (await server.api(pathname, { method })).status]).toEqual([method, pathname, 404]);
+    }
     const openapi = (await server.request('/openapi.json')).body;
     expect(Object.keys(openapi.paths)).toEqual(expect.arrayContaining(['/api/runs', '/api/runs/latest', '/api/teams/{id}', '/api/teams/preselect', '/api/tasks/{id}', '/api/config', '/api/calibration']));
     // The token is generated per launch and handed over in a file only the user can read.
@@ -45,7 +51,7 @@ describe('coding-run routes', () => {
   it('refuses read-only configuration keys over HTTP while loading them from the config file', async () => {
     server = await startCodeServer({ code: { mcp_servers: [{ name: 'fs' }], skills_dirs: ['skills'] } });
     const refused = await server.api('/api/config', { method: 'PUT', json: { mcp_servers: [], max_parallel: 3 } });
-    expect(refused).toMatchObject({ status: 422, body: { detail: 'mcp_servers is read-only over HTTP; set it under "code" in hangar.config.json' } });
+    expect(refused).toMatchObject({ status: 422, body: { detail: 'mcp_servers is read-only over HTTP; set it under "code" in hangar.config.json', code: 'HANGAR_CODERUN_CONFIG_READ_ONLY' } });
     const both = await server.api('/api/config', { method: 'PUT', json: { skills_dirs: [], context_role_budget: {} } });
     expect(both.body.detail).toBe('skills_dirs, context_role_budget are read-only over HTTP; set them under "code" in hangar.config.json');
     const config = (await server.api('/api/config')).body;
@@ -106,7 +112,7 @@ describe('coding-run routes', () => {
       teams: [{ id: 'web', manager: 'project-manager', evidence: ['pinned'], owns: WEB_TEAM.owns, acceptance: WEB_TEAM.acceptance }],
     });
     const unknown = await server.api('/api/composition/preview', { method: 'POST', json: { ...body, teams: ['ghost'] } });
-    expect(unknown).toMatchObject({ status: 422, body: { detail: "teams: unknown team 'ghost'" } });
+    expect(unknown).toMatchObject({ status: 422, body: { detail: "teams: unknown team 'ghost'", code: 'HANGAR_CODERUN_TEAMS_UNKNOWN' } });
     const missing = await server.api('/api/teams/preselect', { method: 'POST', json: {} });
     expect(missing.status).toBe(422);
     expect(missing.body.detail).toMatch(/^body\.request/);

@@ -16,7 +16,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { startServer, type RunningServer } from '../core/app/server.js';
 import { Logger } from '../core/kernel/log.js';
-import type { InvocationEntry } from '../core/logs/recorder.js';
+import type { InvocationEntry } from '../core/logs/types.js';
 import iris from '../plugins/iris/index.js';
 import { median, repo, report, round } from './lib/measure.js';
 

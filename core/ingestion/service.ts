@@ -16,11 +16,11 @@
  */
 import { createHash } from 'node:crypto';
 import { dropInUnavailable } from '../http/errors.js';
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import { formatIssues } from '../http/validate.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { Registry } from '../kernel/registry.js';
-import { noRecorder, type InvocationRecorder } from '../logs/recorder.js';
 import type { Collection, Store } from '../kernel/store.js';
+import { type InvocationRecorder, noRecorder } from '../logs/types.js';
 import type { IngestContext, IngestDocument, IngestResource } from './define.js';
 import type { LoadedIngestor } from './kind.js';
 import type { RunRequest, RunResult, StoredDocument } from './schemas.js';
@@ -74,7 +74,15 @@ export class IngestionService {
       .map((p) => {
         const parts = p.entry.split('/');
         const base = parts.at(-1)!.replace(/\.[^.]+$/, '');
-        return { name: base === 'index' && parts.length > 2 ? parts.at(-2)! : base, version: '0.0.0', description: null, collection: '', status: 'error' as const, error: p.message, file: p.entry };
+        return {
+          name: base === 'index' && parts.length > 2 ? parts.at(-2)! : base,
+          version: '0.0.0',
+          description: null,
+          collection: '',
+          status: 'error' as const,
+          error: p.message,
+          file: p.entry,
+        };
       });
     return [...loaded, ...broken];
   }
@@ -89,7 +97,12 @@ export class IngestionService {
   }
 
   /** Parse run options with the ingestor's schema (422 naming `body.options.<field>`). */
-  private context(definition: LoadedIngestor, rawOptions: Record<string, unknown>, signal: AbortSignal, where = 'body.options'): IngestContext {
+  private context(
+    definition: LoadedIngestor,
+    rawOptions: Record<string, unknown>,
+    signal: AbortSignal,
+    where = 'body.options',
+  ): IngestContext {
     let options: unknown = rawOptions;
     if (definition.options) {
       const parsed = definition.options.safeParse(rawOptions);
@@ -152,9 +165,11 @@ export class IngestionService {
     const previous = this.queues.get(name) ?? Promise.resolve();
     const next = previous.catch(() => {}).then(() => this.runNow(name, definition, request, call));
     this.queues.set(name, next);
-    void next.finally(() => {
-      if (this.queues.get(name) === next) this.queues.delete(name);
-    }).catch(() => {});
+    void next
+      .finally(() => {
+        if (this.queues.get(name) === next) this.queues.delete(name);
+      })
+      .catch(() => {});
     return next;
   }
 
@@ -180,7 +195,8 @@ export class IngestionService {
       let resources = discovered;
       if (request.resources) {
         const unknown = request.resources.filter((id) => !seen.has(id));
-        if (unknown.length) throw fail('HANGAR_INGESTOR_RESOURCE_NOT_FOUND', { ingestor: name, resources: unknown.map((u) => `"${u}"`).join(', ') });
+        if (unknown.length)
+          throw fail('HANGAR_INGESTOR_RESOURCE_NOT_FOUND', { ingestor: name, resources: unknown.map((u) => `"${u}"`).join(', ') });
         const wanted = new Set(request.resources);
         resources = discovered.filter((r) => wanted.has(r.id));
       }
@@ -201,7 +217,8 @@ export class IngestionService {
           const ids = new Set<string>();
           const writes: Promise<unknown>[] = [];
           for (const doc of docs) {
-            if (typeof doc?.id !== 'string' || typeof doc.content !== 'string') throw new Error('read() must return documents with a string id and content');
+            if (typeof doc?.id !== 'string' || typeof doc.content !== 'string')
+              throw new Error('read() must return documents with a string id and content');
             const id = `${prefix}${doc.id}`;
             if (ids.has(id)) throw new Error(`document id "${doc.id}" returned twice for one resource`);
             ids.add(id);
@@ -266,12 +283,25 @@ export class IngestionService {
         http_status: 200,
         input: request,
         output: { status: result.status, resources: result.resources, documents: counts },
-        error: failures.length ? `${failures.length} of ${resources.length} resources failed; first: ${failures[0]!.resource}: ${failures[0]!.error}` : null,
+        error: failures.length
+          ? `${failures.length} of ${resources.length} resources failed; first: ${failures[0]!.resource}: ${failures[0]!.error}`
+          : null,
         task_id: call.taskId,
       });
       return result;
     } catch (err) {
-      this.recorder.record({ resource: 'ingestor', name, operation, principal: call.principal, started, ok: false, http_status: err instanceof HangarError ? err.status : 500, input: request, error: errorMessage(err), task_id: call.taskId });
+      this.recorder.record({
+        resource: 'ingestor',
+        name,
+        operation,
+        principal: call.principal,
+        started,
+        ok: false,
+        http_status: err instanceof HangarError ? err.status : 500,
+        input: request,
+        error: errorMessage(err),
+        task_id: call.taskId,
+      });
       throw err;
     }
   }

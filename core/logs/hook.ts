@@ -11,7 +11,7 @@
 import type { ServerResponse } from 'node:http';
 import type { preHandlerHookHandler } from 'fastify';
 import { resourceCallOf } from '../http/route.js';
-import type { InvocationRecorder, TokenTotals } from './recorder.js';
+import type { InvocationRecorder, TokenTotals } from './types.js';
 
 const OBSERVED = new Set(['agent', 'endpoint', 'pipeline']);
 
@@ -22,7 +22,11 @@ function usageOf(body: unknown, streamText: string): TokenTotals | null {
   const from = (value: unknown): TokenTotals | null => {
     const usage = (value as { metadata?: { usage?: Partial<TokenTotals> } } | null)?.metadata?.usage;
     if (!usage || typeof usage.prompt_tokens !== 'number' || typeof usage.completion_tokens !== 'number') return null;
-    return { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens ?? usage.prompt_tokens + usage.completion_tokens };
+    return {
+      prompt_tokens: usage.prompt_tokens,
+      completion_tokens: usage.completion_tokens,
+      total_tokens: usage.total_tokens ?? usage.prompt_tokens + usage.completion_tokens,
+    };
   };
   if (body && typeof body === 'object') return from(body);
   const at = streamText.lastIndexOf('data: {"event":"complete"');
@@ -40,7 +44,7 @@ export function recordInvocations(recorder: InvocationRecorder, captureBytes: nu
   return function invocationLog(req, reply, done) {
     if (!recorder.enabled) return done();
     const call = resourceCallOf(req);
-    if (!call || !call.invocation || !OBSERVED.has(call.resource)) return done();
+    if (!call?.invocation || !OBSERVED.has(call.resource)) return done();
     // The node response: Fastify writes a JSON reply with one end(), a stream with write()s.
     const res = reply.raw;
     const started = Date.now();
@@ -51,7 +55,9 @@ export function recordInvocations(recorder: InvocationRecorder, captureBytes: nu
     let tail = '';
     const keep = (chunk: unknown, encoding?: unknown) => {
       if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk), typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+      const buffer = Buffer.isBuffer(chunk)
+        ? chunk
+        : Buffer.from(String(chunk), typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
       if (captured >= captureBytes) {
         tail = (tail + buffer.toString('utf8')).slice(-TAIL_CHARS);
         return;
@@ -98,7 +104,15 @@ export function recordInvocations(recorder: InvocationRecorder, captureBytes: nu
         input: req.body,
         output: ok ? body : undefined,
         usage: usageOf(body, tail || text),
-        error: ok ? null : status === 499 ? 'client closed the connection before the response was complete' : typeof detail === 'string' ? detail : detail !== undefined ? JSON.stringify(detail) : `HTTP ${status}`,
+        error: ok
+          ? null
+          : status === 499
+            ? 'client closed the connection before the response was complete'
+            : typeof detail === 'string'
+              ? detail
+              : detail !== undefined
+                ? JSON.stringify(detail)
+                : `HTTP ${status}`,
       });
     };
     res.on('finish', finish);

@@ -9,7 +9,8 @@
  */
 export const REDACTED = '[REDACTED]';
 
-const SECRET_KEY = /(pass(word|wd|phrase)?|secret|token|api[-_]?key|apikey|^auth$|authorization|credential|private[-_]?key|cookie|session[-_]?(id|key)|signature)/i;
+const SECRET_KEY =
+  /(pass(word|wd|phrase)?|secret|token|api[-_]?key|apikey|^auth$|authorization|credential|private[-_]?key|cookie|session[-_]?(id|key)|signature)/i;
 
 const SECRET_VALUES: RegExp[] = [
   /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}/gi,
@@ -29,14 +30,17 @@ export interface Redactor {
 export function createRedactor(options: { maxChars: number; knownSecrets?: () => string[] }): Redactor {
   const text = (value: string): string => {
     let out = value;
-    for (const pattern of SECRET_VALUES) out = out.replace(pattern, (match) => (/^(bearer|basic)\s/i.test(match) ? `${match.split(/\s+/)[0]} ${REDACTED}` : REDACTED));
-    for (const secret of options.knownSecrets?.() ?? []) if (secret.length >= 6 && out.includes(secret)) out = out.split(secret).join(REDACTED);
+    for (const pattern of SECRET_VALUES)
+      out = out.replace(pattern, (match) => (/^(bearer|basic)\s/i.test(match) ? `${match.split(/\s+/)[0]} ${REDACTED}` : REDACTED));
+    for (const secret of options.knownSecrets?.() ?? [])
+      if (secret.length >= 6 && out.includes(secret)) out = out.split(secret).join(REDACTED);
     return out;
   };
   const replacer = (key: string, value: unknown): unknown => {
     // `prompt_tokens`, `max_tokens`: a number under a key ending in "tokens" is a count of a model's
     // tokens, not a credential.
-    if (key && SECRET_KEY.test(key) && value !== null && typeof value !== 'object' && !(typeof value === 'number' && /tokens$/i.test(key))) return REDACTED;
+    if (key && SECRET_KEY.test(key) && value !== null && typeof value !== 'object' && !(typeof value === 'number' && /tokens$/i.test(key)))
+      return REDACTED;
     if (typeof value === 'string') return text(value);
     if (typeof value === 'bigint') return String(value);
     return value;

@@ -2,7 +2,7 @@
  * Routes of the invocation log. Logic is in `service.ts`.
  */
 import { defineRoute } from '../http/route.js';
-import { AnalyzeRequest, Analysis, InvocationRecord, ListLogsQuery, LogIdParams, LogPage } from './schemas.js';
+import { Analysis, AnalyzeRequest, InvocationRecord, ListLogsQuery, LogIdParams, LogPage } from './schemas.js';
 import type { InvocationLog } from './service.js';
 
 const tags = ['logs'];
@@ -16,7 +16,10 @@ export function logRoutes(log: InvocationLog) {
       summary:
         'Invocation logs, newest first: filter by resource, name, operation, principal, status (ok, error or an HTTP code) and time range; page with limit/offset',
       tags,
-      schema: { querystring: ListLogsQuery, response: { 200: { description: 'A page of records', schema: LogPage }, 422: 'Bad query parameter (named)', 501: off } },
+      schema: {
+        querystring: ListLogsQuery,
+        response: { 200: { description: 'A page of records', schema: LogPage }, 422: 'Bad query parameter (named)', 501: off },
+      },
       handler: ({ query }) => log.list(query),
     }),
     // A static segment, so the router never reads "analysis" as an id.
@@ -31,7 +34,8 @@ export function logRoutes(log: InvocationLog) {
     defineRoute({
       method: 'POST',
       url: '/api/v1/logs/analyze',
-      summary: 'Analyse a window of calls: counts, error rate, latency p50/p95/p99, slowest calls and top errors per resource; kept as the latest analysis',
+      summary:
+        'Analyse a window of calls: counts, error rate, latency p50/p95/p99, slowest calls and top errors per resource; kept as the latest analysis',
       tags,
       schema: { body: AnalyzeRequest, response: { 200: { description: 'The analysis', schema: Analysis }, 501: off } },
       handler: ({ body }) => log.analyze(body),
@@ -41,7 +45,10 @@ export function logRoutes(log: InvocationLog) {
       url: '/api/v1/logs/:id',
       summary: 'One invocation record',
       tags,
-      schema: { params: LogIdParams, response: { 200: { description: 'The record', schema: InvocationRecord }, 404: 'Unknown id', 501: off } },
+      schema: {
+        params: LogIdParams,
+        response: { 200: { description: 'The record', schema: InvocationRecord }, 404: 'Unknown id', 501: off },
+      },
       handler: ({ params }) => log.get(params.id),
     }),
   ];

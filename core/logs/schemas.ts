@@ -3,7 +3,7 @@
  * plugin, pipeline or ingestor, and per control-plane action.
  */
 import { z } from 'zod';
-import { INVOKED_RESOURCES } from './recorder.js';
+import { INVOKED_RESOURCES } from './types.js';
 
 export const InvokedResourceSchema = z.enum(INVOKED_RESOURCES);
 
@@ -89,9 +89,22 @@ export type AnalyzeRequest = z.output<typeof AnalyzeRequest>;
 
 const Latency = z.object({ p50: z.number(), p95: z.number(), p99: z.number(), mean: z.number(), max: z.number() });
 
-const Slow = z.object({ id: z.string(), name: z.string(), operation: z.string(), duration_ms: z.number(), started_at: z.string(), status: z.enum(['ok', 'error']) });
+const Slow = z.object({
+  id: z.string(),
+  name: z.string(),
+  operation: z.string(),
+  duration_ms: z.number(),
+  started_at: z.string(),
+  status: z.enum(['ok', 'error']),
+});
 const TopError = z.object({ error: z.string(), count: z.number().int(), last_seen: z.string(), names: z.array(z.string()) });
-const NameStats = z.object({ name: z.string(), count: z.number().int(), errors: z.number().int(), error_rate: z.number(), latency_ms: Latency });
+const NameStats = z.object({
+  name: z.string(),
+  count: z.number().int(),
+  errors: z.number().int(),
+  error_rate: z.number(),
+  latency_ms: Latency,
+});
 
 export const ResourceStats = z.object({
   resource: InvokedResourceSchema,

@@ -13,18 +13,19 @@
  *   detail naming the setting (as the task board does when it is off).
  * - The latest analysis is kept in the store (collection `log_analysis`) so it survives restarts.
  */
-import { timeOrderedId } from '../storage/ids.js';
+
 import { existsSync, readFileSync } from 'node:fs';
 import { appendFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fail } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import type { Collection, Store } from '../kernel/store.js';
-import { analyze } from './summaries.js';
-import type { InvocationEntry, InvocationRecorder } from './recorder.js';
+import { timeOrderedId } from '../storage/ids.js';
 import { createRedactor, type Redactor } from './redact.js';
-import type { AnalyzeRequest, Analysis, InvocationRecord, ListLogsQuery, LogPage } from './schemas.js';
+import type { Analysis, AnalyzeRequest, InvocationRecord, ListLogsQuery, LogPage } from './schemas.js';
 import { windowMs } from './schemas.js';
+import { analyze } from './summaries.js';
+import type { InvocationEntry, InvocationRecorder } from './types.js';
 
 export interface InvocationLogOptions {
   enabled: boolean;

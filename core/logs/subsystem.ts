@@ -5,9 +5,10 @@
  * sees the calls the control gate (a preValidation hook) lets through, wherever either subsystem
  * sits in the list.
  */
+
+import { mountRoutes } from '../http/route.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { resolveSecret } from '../kernel/settings.js';
-import { mountRoutes } from '../http/route.js';
 import { recordInvocations } from './hook.js';
 import { logRoutes } from './routes.js';
 import { InvocationLog } from './service.js';
@@ -20,7 +21,12 @@ declare module '../kernel/services.js' {
 
 /** The secret values this server knows, resolved now: they are scrubbed from logged text. */
 function knownSecrets(ctx: HangarContext): string[] {
-  const refs = [...Object.values(ctx.settings.auth.tokens), ...Object.values(ctx.runtimeTokens), ctx.settings.model.apiKey, ctx.settings.control.token];
+  const refs = [
+    ...Object.values(ctx.settings.auth.tokens),
+    ...Object.values(ctx.runtimeTokens),
+    ctx.settings.model.apiKey,
+    ctx.settings.control.token,
+  ];
   return refs.flatMap((ref) => {
     try {
       const value = resolveSecret(ref);
@@ -36,7 +42,15 @@ export const logsSubsystem: Subsystem = {
   provides: ['invocations'],
   setup(ctx) {
     const { enabled, retain, maxFieldChars } = ctx.settings.logs;
-    const log = new InvocationLog({ enabled, retain, maxFieldChars, dir: ctx.paths.logs, store: ctx.store, log: ctx.log, knownSecrets: () => knownSecrets(ctx) });
+    const log = new InvocationLog({
+      enabled,
+      retain,
+      maxFieldChars,
+      dir: ctx.paths.logs,
+      store: ctx.store,
+      log: ctx.log,
+      knownSecrets: () => knownSecrets(ctx),
+    });
     ctx.services.provide('invocations', log);
   },
   routes(app, ctx) {

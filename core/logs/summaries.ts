@@ -85,7 +85,8 @@ export function analyze(records: readonly InvocationRecord[], startMs: readonly 
     if (options.resource && r.resource !== options.resource) continue;
     if (options.name && r.name !== options.name) continue;
     let g = groups.get(r.resource);
-    if (!g) groups.set(r.resource, (g = { count: 0, errors: 0, durations: [], slowest: [], errorsBySignature: new Map(), names: new Map() }));
+    if (!g)
+      groups.set(r.resource, (g = { count: 0, errors: 0, durations: [], slowest: [], errorsBySignature: new Map(), names: new Map() }));
     g.count++;
     g.durations.push(r.duration_ms);
     all.push(r.duration_ms);
@@ -116,14 +117,27 @@ export function analyze(records: readonly InvocationRecord[], startMs: readonly 
       errors: g.errors,
       error_rate: rate(g.errors, g.count),
       latency_ms: latency(g.durations),
-      slowest: g.slowest.map((r) => ({ id: r.id, name: r.name, operation: r.operation, duration_ms: r.duration_ms, started_at: r.started_at, status: r.status })),
+      slowest: g.slowest.map((r) => ({
+        id: r.id,
+        name: r.name,
+        operation: r.operation,
+        duration_ms: r.duration_ms,
+        started_at: r.started_at,
+        status: r.status,
+      })),
       top_errors: [...g.errorsBySignature.values()]
         .sort((a, b) => b.count - a.count || (a.last_seen < b.last_seen ? 1 : -1))
         .slice(0, options.top)
         .map((e) => ({ error: e.error, count: e.count, last_seen: e.last_seen, names: [...e.names].sort() })),
       names: [...g.names.entries()]
         .sort(([a], [b]) => a.localeCompare(b))
-        .map(([name, n]) => ({ name, count: n.count, errors: n.errors, error_rate: rate(n.errors, n.count), latency_ms: latency(n.durations) })),
+        .map(([name, n]) => ({
+          name,
+          count: n.count,
+          errors: n.errors,
+          error_rate: rate(n.errors, n.count),
+          latency_ms: latency(n.durations),
+        })),
     }));
   return {
     id: randomUUID(),

@@ -22,24 +22,16 @@ import path from 'node:path';
 import { z } from 'zod';
 import { dropInUnavailable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import type { ErrorCode } from '../kernel/error-catalogue.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import { bundleDropIn } from '../kernel/evaluator.js';
 import type { Logger } from '../kernel/log.js';
 import type { Registry, RegistryChange } from '../kernel/registry.js';
-import { noRecorder, type InvocationRecorder } from '../logs/recorder.js';
+import { type InvocationRecorder, noRecorder } from '../logs/types.js';
 import type { LoadedPlugin } from './kind.js';
-import { PluginTimeoutError, type PluginPool } from './pool.js';
-import type {
-  BatchItem,
-  BatchResponse,
-  ModelCard,
-  PluginHealth,
-  PluginStatus,
-  PluginSummary,
-  PredictResponse,
-} from './schemas.js';
-import { encodeItem, type EncodedChunk, type ItemResult, type ModuleRef } from './worker.js';
+import { type PluginPool, PluginTimeoutError } from './pool.js';
+import type { BatchItem, BatchResponse, ModelCard, PluginHealth, PluginStatus, PluginSummary, PredictResponse } from './schemas.js';
+import { type EncodedChunk, encodeItem, type ItemResult, type ModuleRef } from './worker.js';
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** Items per pool task in a batch: big enough that thread hand-offs are cheap, small enough to spread. */
@@ -320,7 +312,13 @@ export class PluginService {
   }
 
   /** Run a slice of inputs in the pool; a crashed or timed-out task fails each of its items. */
-  private async runChunk(module: ModuleRef, inputs: unknown[], offset: number, validate: boolean, timeoutMs: number): Promise<ItemResult[]> {
+  private async runChunk(
+    module: ModuleRef,
+    inputs: unknown[],
+    offset: number,
+    validate: boolean,
+    timeoutMs: number,
+  ): Promise<ItemResult[]> {
     try {
       return await this.options.pool.predict({ op: 'predict', module, inputs, validate, offset }, timeoutMs);
     } catch (err) {
@@ -340,15 +338,38 @@ export class PluginService {
       const parsed = definition.input.safeParse(input);
       if (!parsed.success) throw fail('HANGAR_PLUGIN_INPUT_INVALID', { problems: formatIssues(parsed.error.issues, 'body.input') });
       const [result] = await this.runChunk(module, [parsed.data], 0, false, timeoutMs);
-      if (!result!.ok) throw fail(PREDICT_FAILURES[result!.status] ?? 'HANGAR_PLUGIN_PREDICT_FAILED', { plugin: name, problem: result!.error });
+      if (!result!.ok)
+        throw fail(PREDICT_FAILURES[result!.status] ?? 'HANGAR_PLUGIN_PREDICT_FAILED', { plugin: name, problem: result!.error });
       const response = { plugin: name, version: definition.version, output: result!.output, duration_ms: Date.now() - started };
       this.options.observe?.({ plugin: name, operation, items: 1, failed: 0, seconds: response.duration_ms / 1000 });
-      this.recorder.record({ resource: 'plugin', name, operation, principal: call.principal, started, ok: true, http_status: 200, input, output: result!.output, task_id: call.taskId });
+      this.recorder.record({
+        resource: 'plugin',
+        name,
+        operation,
+        principal: call.principal,
+        started,
+        ok: true,
+        http_status: 200,
+        input,
+        output: result!.output,
+        task_id: call.taskId,
+      });
       return response;
     } catch (err) {
       const status = err instanceof HangarError ? err.status : 500;
       this.options.observe?.({ plugin: name, operation, items: 1, failed: 1, seconds: (Date.now() - started) / 1000 });
-      this.recorder.record({ resource: 'plugin', name, operation, principal: call.principal, started, ok: false, http_status: status, input, error: errorMessage(err), task_id: call.taskId });
+      this.recorder.record({
+        resource: 'plugin',
+        name,
+        operation,
+        principal: call.principal,
+        started,
+        ok: false,
+        http_status: status,
+        input,
+        error: errorMessage(err),
+        task_id: call.taskId,
+      });
       throw err;
     }
   }
@@ -416,7 +437,18 @@ export class PluginService {
       return { head, parts: encoded.map((c) => c.json) };
     } catch (err) {
       const status = err instanceof HangarError ? err.status : 500;
-      this.recorder.record({ resource: 'plugin', name, operation, principal: call.principal, started, ok: false, http_status: status, input: { count: inputs.length }, error: errorMessage(err), task_id: call.taskId });
+      this.recorder.record({
+        resource: 'plugin',
+        name,
+        operation,
+        principal: call.principal,
+        started,
+        ok: false,
+        http_status: status,
+        input: { count: inputs.length },
+        error: errorMessage(err),
+        task_id: call.taskId,
+      });
       throw err;
     }
   }

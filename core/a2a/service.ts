@@ -33,7 +33,7 @@ import type { HangarContext } from '../kernel/context.js';
 import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { Task } from '../tasks/schemas.js';
 import { type TaskKind, type TaskScope, type TaskService, tasksDisabled } from '../tasks/service.js';
-import { SettleAs, type TaskContext } from '../tasks/work.js';
+import { SettleAs, type TaskContext } from '../tasks/types.js';
 import { type A2AStatusResponse, type A2ASubmitResponse, type A2ATaskRequest, messageText } from './schemas.js';
 
 export const AGENT_TASK_KIND = 'agent';

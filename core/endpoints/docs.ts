@@ -6,10 +6,10 @@
  */
 import { z } from 'zod';
 import type { RouteDoc } from '../http/openapi.js';
-import { QUERY_METHODS } from './schemas.js';
+import { MAX_BATCH_ITEMS } from '../tasks/types.js';
+import { ENDPOINTS_PREFIX, routePath, UpstreamResultModel } from './describe.js';
 import { routesOf } from './router.js';
-import { MAX_BATCH_ITEMS } from '../tasks/batch.js';
-import { ENDPOINTS_PREFIX, UpstreamResultModel, routePath } from './describe.js';
+import { QUERY_METHODS } from './schemas.js';
 import type { EndpointService } from './service.js';
 
 const TAGS = ['endpoints'];
@@ -75,7 +75,8 @@ export function endpointRouteDocs(service: EndpointService): RouteDoc[] {
         method: 'post',
         path: `${path}/async`,
         summary: `Run ${config.name} on the task board`,
-        description: 'Same input as the main route, as a JSON body; `?method=` picks a declared method (default: the first). Follow /api/v1/tasks/{id}.',
+        description:
+          'Same input as the main route, as a JSON body; `?method=` picks a declared method (default: the first). Follow /api/v1/tasks/{id}.',
         tags: TAGS,
         body: input,
         responses: {
@@ -125,7 +126,7 @@ export function endpointRouteDocs(service: EndpointService): RouteDoc[] {
           method: method as RouteDoc['method'],
           path: `${ENDPOINTS_PREFIX}/${found.name}${route.path === '/' ? '' : route.path}`,
           summary: `${method.toUpperCase()} ${route.path} of the express router ${found.name}`,
-          description: 'Served by an express Router drop-in: its input and answer are the router\'s own and not declared to Hangar.',
+          description: "Served by an express Router drop-in: its input and answer are the router's own and not declared to Hangar.",
           tags: TAGS,
           responses: { 200: { description: "The router's answer" } },
         });

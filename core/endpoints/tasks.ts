@@ -19,9 +19,9 @@
  *   restart is failed rather than replayed.
  * - Cancelling the task aborts the upstream calls in flight.
  */
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
-import { batchInputs, runBatch, type BatchOutcome } from '../tasks/batch.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { TaskService } from '../tasks/service.js';
+import { type BatchOutcome, batchInputs, runBatch } from '../tasks/types.js';
 import type { HttpMethod } from './schemas.js';
 import { EndpointFailure, type EndpointService } from './service.js';
 import type { UpstreamResult } from './types.js';

@@ -10,8 +10,8 @@
  * is also stored as usual). Neither kind is idempotent: steps may call upstreams that act.
  */
 import { errorMessage } from '../kernel/errors.js';
-import { batchInputs, runBatch, type BatchOutcome } from '../tasks/batch.js';
 import type { TaskService } from '../tasks/service.js';
+import { type BatchOutcome, batchInputs, runBatch } from '../tasks/types.js';
 import { checkRunInput } from './input.js';
 import { PipelineRunFailed, type PipelineService } from './service.js';
 
@@ -39,7 +39,8 @@ export class PipelineJobs {
         await this.pipelines.runnable(target);
         return { input };
       },
-      run: (ctx) => this.pipelines.run(ctx.task.target, ctx.task.input, { principal: ctx.task.principal, signal: ctx.signal, taskId: ctx.task.id }),
+      run: (ctx) =>
+        this.pipelines.run(ctx.task.target, ctx.task.input, { principal: ctx.task.principal, signal: ctx.signal, taskId: ctx.task.id }),
     });
     tasks.registerKind(PIPELINE_BATCH_TASK, {
       prepare: async ({ target, input }) => {
@@ -68,7 +69,14 @@ export class PipelineJobs {
     return this.tasks.submit({ kind: PIPELINE_BATCH_TASK, target: name, input: { inputs }, principal });
   }
 
-  async #item(name: string, input: unknown, index: number, principal: string, signal: AbortSignal, taskId: string): Promise<PipelineBatchItem> {
+  async #item(
+    name: string,
+    input: unknown,
+    index: number,
+    principal: string,
+    signal: AbortSignal,
+    taskId: string,
+  ): Promise<PipelineBatchItem> {
     try {
       const run = await this.pipelines.run(name, input, { principal, signal, taskId });
       return { index, status: 'completed', run_id: run.id, output: run.output, error: null, failed_step: null };
@@ -76,7 +84,14 @@ export class PipelineJobs {
       if (err instanceof PipelineRunFailed) {
         return { index, status: 'failed', run_id: err.run.id, output: null, error: err.run.error, failed_step: err.run.failed_step };
       }
-      return { index, status: signal.aborted ? 'canceled' : 'failed', run_id: null, output: null, error: errorMessage(err), failed_step: null };
+      return {
+        index,
+        status: signal.aborted ? 'canceled' : 'failed',
+        run_id: null,
+        output: null,
+        error: errorMessage(err),
+        failed_step: null,
+      };
     }
   }
 }

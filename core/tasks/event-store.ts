@@ -6,7 +6,7 @@
 import type { Replay, SequencedEvent } from '../http/event-log.js';
 import { errorMessage } from '../kernel/errors.js';
 import type { Collection, Store } from '../kernel/store.js';
-import { type LiveTask, type TaskLogger, nowIso, trackWrite } from './live-task.js';
+import { type LiveTask, nowIso, type TaskLogger, trackWrite } from './live-task.js';
 import type { Task, TaskEvent, TaskEventType } from './schemas.js';
 
 /** Consecutive sequences stored together in one event record. */

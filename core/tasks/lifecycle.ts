@@ -5,10 +5,10 @@
  */
 import type { SequencedEvent } from '../http/event-log.js';
 import type { Collection } from '../kernel/store.js';
-import { type TaskEventStore, chunkOf } from './event-store.js';
-import { type LiveTask, type TaskLogger, copyTask, nowIso, trackWrite } from './live-task.js';
+import { chunkOf, type TaskEventStore } from './event-store.js';
+import { copyTask, type LiveTask, nowIso, type TaskLogger, trackWrite } from './live-task.js';
 import type { Task, TaskEvent, TaskStatus } from './schemas.js';
-import type { TaskWork } from './work.js';
+import type { TaskWork } from './types.js';
 
 type SettleFields = Partial<Pick<Task, 'result' | 'error' | 'progress'>>;
 
@@ -107,9 +107,16 @@ export class TaskLifecycle {
     task.finished_at = nowIso();
     if (fields.result !== undefined) task.result = fields.result;
     if (fields.error !== undefined) task.error = fields.error;
-    task.progress = fields.progress ?? { percent: task.progress.percent, message: status === 'failed' ? (fields.error ?? 'failed') : status };
+    task.progress = fields.progress ?? {
+      percent: task.progress.percent,
+      message: status === 'failed' ? (fields.error ?? 'failed') : status,
+    };
     // input-required has a result too: what the task is waiting for.
-    this.events.append(live, 'status', status === 'completed' || status === 'input-required' ? { result: task.result } : { error: task.error });
+    this.events.append(
+      live,
+      'status',
+      status === 'completed' || status === 'input-required' ? { result: task.result } : { error: task.error },
+    );
     try {
       await this.persistNow(live);
     } finally {

@@ -6,7 +6,7 @@
 import type { SequencedEvent } from '../http/event-log.js';
 import { errorMessage } from '../kernel/errors.js';
 import type { Task, TaskEvent } from './schemas.js';
-import type { TaskWork } from './work.js';
+import type { TaskWork } from './types.js';
 
 export interface TaskLogger {
   warn(message: string, fields?: Record<string, unknown>): void;

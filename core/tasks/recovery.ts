@@ -9,7 +9,7 @@ import type { Collection } from '../kernel/store.js';
 import type { TaskLifecycle } from './lifecycle.js';
 import type { TaskLogger } from './live-task.js';
 import type { TaskRunner } from './runner.js';
-import { TASK_STATUSES, type Task, isSettled } from './schemas.js';
+import { isSettled, TASK_STATUSES, type Task } from './schemas.js';
 
 /** What recovery needs to know of a registered kind. */
 export interface RestartableKind {
@@ -37,7 +37,9 @@ export class TaskRecovery {
   async recover(): Promise<void> {
     const { records, lifecycle, kinds, runner } = this.options;
     const open = TASK_STATUSES.filter((status) => !isSettled(status));
-    const unfinished = (await records.query({ where: { status: open }, orderBy: [{ field: 'created_at' }] })).items.filter((t) => !lifecycle.live.has(t.id));
+    const unfinished = (await records.query({ where: { status: open }, orderBy: [{ field: 'created_at' }] })).items.filter(
+      (t) => !lifecycle.live.has(t.id),
+    );
     for (const stored of unfinished) {
       if (kinds.has(stored.kind)) await this.recoverOne(stored);
       else this.awaitingKind.set(stored.id, stored);

@@ -4,19 +4,25 @@
  * principal. Logic lives in `service.ts`; these handlers parse, call and shape.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { defineRoute } from '../http/route.js';
 import { queryOf } from '../http/request.js';
+import { defineRoute } from '../http/route.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import { LOCAL_PRINCIPAL, viewerOf } from '../kernel/ownership.js';
 import type { Settings } from '../kernel/settings.js';
 import { ListTasksQuery, SubmitTaskRequest, TaskEventsQuery, TaskParams, TaskView } from './schemas.js';
-import { tasksDisabled, type TaskScope, type TaskService } from './service.js';
+import { type TaskScope, type TaskService, tasksDisabled } from './service.js';
 
 /**
  * Serve a task's events as SSE: replay after `since` / Last-Event-ID, then live, `[DONE]` at the
  * end; the `truncated` marker is followed by the current task. Shared with the A2A routes.
  */
-export async function streamTaskEvents(tasks: TaskService, req: FastifyRequest, reply: FastifyReply, id: string, scope: TaskScope): Promise<void> {
+export async function streamTaskEvents(
+  tasks: TaskService,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  id: string,
+  scope: TaskScope,
+): Promise<void> {
   const since = resumePoint(req, queryOf(req));
   const source = await tasks.events(id, scope);
   await serveSse(reply, source, {
@@ -42,7 +48,9 @@ export function taskRoutes(service: TaskService, settings: Pick<Settings, 'auth'
    * every caller — curl, the desktop window, a login-link tab — is the one local user (the rule of
    * core/kernel/ownership.ts). A task still records who submitted it.
    */
-  const scope = (req: FastifyRequest): TaskScope => ({ principal: viewerOf(req, settings) === LOCAL_PRINCIPAL ? undefined : req.principal });
+  const scope = (req: FastifyRequest): TaskScope => ({
+    principal: viewerOf(req, settings) === LOCAL_PRINCIPAL ? undefined : req.principal,
+  });
 
   return [
     defineRoute({
@@ -50,7 +58,10 @@ export function taskRoutes(service: TaskService, settings: Pick<Settings, 'auth'
       url: '/api/v1/tasks',
       summary: 'Submit a task of a registered kind',
       tags,
-      schema: { body: SubmitTaskRequest, response: { 202: { description: 'queued', schema: TaskView }, 422: 'invalid body (names the field)', 501: disabled } },
+      schema: {
+        body: SubmitTaskRequest,
+        response: { 202: { description: 'queued', schema: TaskView }, 422: 'invalid body (names the field)', 501: disabled },
+      },
       // The board is checked before the body is parsed (read): 501 before 422.
       handler: async (input) => {
         const tasks = board();
@@ -83,7 +94,11 @@ export function taskRoutes(service: TaskService, settings: Pick<Settings, 'auth'
       url: '/api/v1/tasks/:id/events',
       summary: 'Follow a task: SSE replay after since / Last-Event-ID, then live; ends with [DONE]',
       tags,
-      schema: { params: TaskParams, querystring: TaskEventsQuery, response: { 200: { description: 'event stream', contentType: 'text/event-stream' }, 404: missing } },
+      schema: {
+        params: TaskParams,
+        querystring: TaskEventsQuery,
+        response: { 200: { description: 'event stream', contentType: 'text/event-stream' }, 404: missing },
+      },
       handler: ({ params, req, reply }) => streamTaskEvents(board(), req, reply, params.id, scope(req)),
     }),
     defineRoute({

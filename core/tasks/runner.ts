@@ -5,8 +5,8 @@
  */
 import { errorMessage } from '../kernel/errors.js';
 import type { TaskLifecycle } from './lifecycle.js';
-import { type LiveTask, type TaskLogger, copyTask, nowIso, toJson } from './live-task.js';
-import { SettleAs, type TaskContext, type TaskWork } from './work.js';
+import { copyTask, type LiveTask, nowIso, type TaskLogger, toJson } from './live-task.js';
+import { SettleAs, type TaskContext, type TaskWork } from './types.js';
 
 /** What `untilEnded` answers for work whose task ended before it did. */
 const ENDED = Symbol('ended');
@@ -120,7 +120,10 @@ export class TaskRunner {
       } catch (err) {
         if (live.finishing || this.halted) return;
         if (err instanceof SettleAs) {
-          await this.lifecycle.finish(live, err.status, { result: toJson(err.fields.result, 'task result'), error: err.fields.error ?? null });
+          await this.lifecycle.finish(live, err.status, {
+            result: toJson(err.fields.result, 'task result'),
+            error: err.fields.error ?? null,
+          });
           return;
         }
         await this.lifecycle.finish(live, 'failed', { error: errorMessage(err) });

@@ -85,7 +85,14 @@ export const ListTasksQuery = z.object({
   status: z
     .string()
     .optional()
-    .transform((raw) => (raw ? raw.split(',').map((s) => s.trim()).filter(Boolean) : undefined))
+    .transform((raw) =>
+      raw
+        ? raw
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : undefined,
+    )
     .pipe(z.array(TaskStatus).optional()),
   kind: z.string().min(1).optional(),
   target: z.string().min(1).optional(),

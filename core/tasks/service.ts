@@ -4,7 +4,7 @@
  * internal API; `routes.ts` puts it on HTTP. This module is that API; behind it are `runner.ts`
  * (running with bounded concurrency), `lifecycle.ts` (status changes and when they are on disk),
  * `event-store.ts` (the chunked event log) and `recovery.ts` (unfinished tasks at start). Work is
- * written against `work.ts`.
+ * written against `types.ts`.
  *
  * @example
  * tasks.registerKind('plugin.batch', { idempotent: true, run: async (ctx) => predictAll(ctx.task.input, ctx) });
@@ -53,26 +53,26 @@
  *   last few milliseconds of them, never a status change.
  */
 import type { Replay, ReplayableSource, SequencedEvent } from '../http/event-log.js';
-import { type HangarError, errorMessage, fail } from '../kernel/errors.js';
-import { timeOrderedId } from '../storage/ids.js';
+import { errorMessage, fail, type HangarError } from '../kernel/errors.js';
 import type { Collection, Store } from '../kernel/store.js';
+import { timeOrderedId } from '../storage/ids.js';
 import { TaskEventStore } from './event-store.js';
 import { TaskLifecycle } from './lifecycle.js';
-import { type LiveTask, type TaskListener, type TaskLogger, copyTask, nowIso, toJson } from './live-task.js';
+import { copyTask, type LiveTask, nowIso, type TaskListener, type TaskLogger, toJson } from './live-task.js';
 import { TaskRecovery } from './recovery.js';
 import { type RunnerLoad, TaskRunner } from './runner.js';
 import {
   type CancelOutcome,
+  isSettled,
+  isTerminal,
   type ListTasksQuery,
+  TASK_STATUSES,
   type Task,
   type TaskEvent,
   type TaskPage,
   type TaskResult,
-  TASK_STATUSES,
-  isSettled,
-  isTerminal,
 } from './schemas.js';
-import type { TaskWork } from './work.js';
+import type { TaskWork } from './types.js';
 
 export interface Submission {
   target: string;
@@ -171,13 +171,20 @@ export class TaskService {
     this.concurrency = options.concurrency ?? 4;
     this.eventsPerTask = options.eventsPerTask ?? 1000;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError('tasks.concurrency must be a positive integer');
-    if (!Number.isInteger(this.eventsPerTask) || this.eventsPerTask < 1) throw new RangeError('tasks.eventsPerTask must be a positive integer');
+    if (!Number.isInteger(this.eventsPerTask) || this.eventsPerTask < 1)
+      throw new RangeError('tasks.eventsPerTask must be a positive integer');
     this.store = options.store;
     this.log = options.log ?? { warn: () => {}, error: () => {} };
     // The board's lists: by owner, by status, by what the task runs, each newest first.
     this.tasks = options.store.collection<Task>('tasks', {
       shards: 8,
-      indexes: [['created_at'], ['principal', 'created_at'], ['status', 'created_at'], ['status', 'finished_at'], ['target', 'kind', 'created_at']],
+      indexes: [
+        ['created_at'],
+        ['principal', 'created_at'],
+        ['status', 'created_at'],
+        ['status', 'finished_at'],
+        ['target', 'kind', 'created_at'],
+      ],
       // The list's `total` over these filters is a sum over a few groups, not a count of 100,000 rows.
       countBy: ['principal', 'status', 'kind', 'target'],
     });
@@ -332,7 +339,11 @@ export class TaskService {
     // (persistNow), so the stored status is the one to filter on; the live copy of a task that is
     // running has the newest progress.
     const where: Record<string, string | string[]> = {};
-    for (const [field, a, b] of [['principal', scope.principal, undefined], ['kind', scope.kind, query.kind], ['target', scope.target, query.target]] as const) {
+    for (const [field, a, b] of [
+      ['principal', scope.principal, undefined],
+      ['kind', scope.kind, query.kind],
+      ['target', scope.target, query.target],
+    ] as const) {
       if (a !== undefined && b !== undefined && a !== b) return { tasks: [], count: 0, total: 0, limit, offset };
       const value = a ?? b;
       if (value !== undefined) where[field] = value;

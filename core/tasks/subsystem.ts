@@ -6,8 +6,9 @@
  * The service is provided even when `tasks.enabled` is off: its methods then answer 501, so every
  * user depends on it and says why asynchronous work is unavailable, the same way everywhere.
  */
-import type { Subsystem } from '../kernel/context.js';
+
 import { mountRoutes } from '../http/route.js';
+import type { Subsystem } from '../kernel/context.js';
 import { taskRoutes } from './routes.js';
 import { TaskService } from './service.js';
 

@@ -2,9 +2,16 @@
  * Routes of the control plane, and the gate that applies its state to every other request. Logic
  * is in `service.ts`.
  */
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler, preValidationHookHandler } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  onRequestHookHandler,
+  preValidationHookHandler,
+} from 'fastify';
 import { pathOf } from '../http/request.js';
-import { defineRoute, mountRoutes, resourceCallOf, type RouteMethod } from '../http/route.js';
+import { defineRoute, mountRoutes, type RouteMethod, resourceCallOf } from '../http/route.js';
 import { sameSecret } from '../http/security.js';
 import { fail, type HangarError } from '../kernel/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
@@ -70,7 +77,10 @@ function controlToken(plane: ControlPlane, token: string): onRequestHookHandler 
       expected = undefined;
     }
     if (!presented || !expected || !sameSecret(presented, expected)) {
-      plane.audit('unauthorized', `${req.method} ${pathOf(req)}`, req.principal, Date.now(), { ok: false, error: presented ? 'invalid control token' : 'missing control token' });
+      plane.audit('unauthorized', `${req.method} ${pathOf(req)}`, req.principal, Date.now(), {
+        ok: false,
+        error: presented ? 'invalid control token' : 'missing control token',
+      });
       return done(fail('HANGAR_CONTROL_TOKEN_REQUIRED', {}, { headers: { 'WWW-Authenticate': 'Bearer' } }));
     }
     done();
@@ -97,7 +107,8 @@ export function controlRoutes(plane: ControlPlane) {
 
   const target = (params: { resource: string; name: string }) => {
     const parsed = ControlledResource.safeParse(params.resource);
-    if (!parsed.success) throw fail('HANGAR_CONTROL_RESOURCE_TYPE_UNKNOWN', { resource: params.resource, expected: ControlledResource.options.join(', ') });
+    if (!parsed.success)
+      throw fail('HANGAR_CONTROL_RESOURCE_TYPE_UNKNOWN', { resource: params.resource, expected: ControlledResource.options.join(', ') });
     return { resource: parsed.data, name: params.name };
   };
 
@@ -105,20 +116,27 @@ export function controlRoutes(plane: ControlPlane) {
     defineRoute({
       method: 'GET',
       url: '/',
-      summary: 'Control plane overview: maintenance, resource counts by state, log level, rate limits (header X-Control-Token; 404 when control.enabled is off)',
+      summary:
+        'Control plane overview: maintenance, resource counts by state, log level, rate limits (header X-Control-Token; 404 when control.enabled is off)',
       tags,
       schema: { response: { 200: 'Overview', ...auth } },
       handler: async () => {
         const resources = await plane.list();
         const byState: Record<string, number> = { active: 0, draining: 0, drained: 0, disabled: 0 };
         for (const r of resources) byState[r.state]! += 1;
-        return { maintenance: plane.maintenanceStatus, resources: byState, log_level: plane.settings().logLevel, rate_limit: plane.rateLimit() };
+        return {
+          maintenance: plane.maintenanceStatus,
+          resources: byState,
+          log_level: plane.settings().logLevel,
+          rate_limit: plane.rateLimit(),
+        };
       },
     }),
     defineRoute({
       method: 'GET',
       url: '/resources',
-      summary: 'Every agent, endpoint, plugin, ingestor and pipeline with its state (active, draining, drained, disabled) and calls in flight',
+      summary:
+        'Every agent, endpoint, plugin, ingestor and pipeline with its state (active, draining, drained, disabled) and calls in flight',
       tags,
       schema: { response: { 200: { description: 'Resources', schema: ResourceList }, ...auth } },
       handler: async () => ({ resources: await plane.list() }),
@@ -128,7 +146,10 @@ export function controlRoutes(plane: ControlPlane) {
       url: '/resources/:resource/:name',
       summary: 'One resource with its state',
       tags,
-      schema: { params: ResourceParams, response: { 200: { description: 'Resource', schema: ResourceStatus }, 404: 'Unknown resource', ...auth } },
+      schema: {
+        params: ResourceParams,
+        response: { 200: { description: 'Resource', schema: ResourceStatus }, 404: 'Unknown resource', ...auth },
+      },
       handler: ({ params }) => {
         const { resource, name } = target(params);
         return plane.get(resource, name);
@@ -139,7 +160,11 @@ export function controlRoutes(plane: ControlPlane) {
       url: '/resources/:resource/:name/drain',
       summary: 'Drain: refuse new calls with 503 + Retry-After while calls in flight finish (optionally wait for them)',
       tags,
-      schema: { params: ResourceParams, body: DrainRequest, response: { 200: { description: 'State after the drain began (or finished, with wait_ms)', schema: ResourceStatus }, ...auth } },
+      schema: {
+        params: ResourceParams,
+        body: DrainRequest,
+        response: { 200: { description: 'State after the drain began (or finished, with wait_ms)', schema: ResourceStatus }, ...auth },
+      },
       // The resource type is checked before the body is read: 404 before 422.
       handler: (input) => {
         const { resource, name } = target(input.params);
@@ -152,7 +177,11 @@ export function controlRoutes(plane: ControlPlane) {
       url: '/resources/:resource/:name/disable',
       summary: 'Disable: refuse calls with 503 until enabled',
       tags,
-      schema: { params: ResourceParams, body: DisableRequest, response: { 200: { description: 'State', schema: ResourceStatus }, ...auth } },
+      schema: {
+        params: ResourceParams,
+        body: DisableRequest,
+        response: { 200: { description: 'State', schema: ResourceStatus }, ...auth },
+      },
       handler: (input) => {
         const { resource, name } = target(input.params);
         const body = input.body;
@@ -230,7 +259,11 @@ export function controlScope(plane: ControlPlane, token: string): FastifyPluginA
   return async (scope) => {
     scope.addHook('onRequest', controlToken(plane, token));
     const every = scope.supportedMethods as RouteMethod[];
-    const unknownPath = { summary: 'no such control route', config: { hidden: true }, handler: ({ reply }: { reply: FastifyReply }) => reply.callNotFound() };
+    const unknownPath = {
+      summary: 'no such control route',
+      config: { hidden: true },
+      handler: ({ reply }: { reply: FastifyReply }) => reply.callNotFound(),
+    };
     mountRoutes(scope, [
       ...controlRoutes(plane),
       // The prefix itself with a method no route takes, and every path below it.
@@ -248,6 +281,12 @@ export function controlDisabledRoutes(app: FastifyInstance): void {
   const every = app.supportedMethods as RouteMethod[];
   mountRoutes(app, [
     defineRoute({ method: every, url: CONTROL_PREFIX, summary: 'the control plane, off', config: { hidden: true }, handler: disabled }),
-    defineRoute({ method: every, url: `${CONTROL_PREFIX}/*`, summary: 'the control plane, off', config: { hidden: true }, handler: disabled }),
+    defineRoute({
+      method: every,
+      url: `${CONTROL_PREFIX}/*`,
+      summary: 'the control plane, off',
+      config: { hidden: true },
+      handler: disabled,
+    }),
   ]);
 }

@@ -65,7 +65,10 @@ export const RateLimitRequest = z
     window_ms: z.number().int().positive().optional(),
     max: z.number().int().positive().optional(),
   })
-  .refine((v) => v.enabled !== undefined || v.window_ms !== undefined || v.max !== undefined, 'give at least one of enabled, window_ms, max');
+  .refine(
+    (v) => v.enabled !== undefined || v.window_ms !== undefined || v.max !== undefined,
+    'give at least one of enabled, window_ms, max',
+  );
 
 export const RateLimitStatus = z.object({ enabled: z.boolean(), window_ms: z.number().int(), max: z.number().int() });
 

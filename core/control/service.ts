@@ -21,7 +21,13 @@ import { errorMessage, fail, type HangarError } from '../kernel/errors.js';
 import type { LogLevel } from '../kernel/log.js';
 import { redactSettings } from '../kernel/settings.js';
 import { nameFromEntry } from '../predictors/service.js';
-import { CONTROLLED_RESOURCES, type ControlledResource, type MaintenanceStatus, type ResourceState, type ResourceStatus } from './schemas.js';
+import {
+  CONTROLLED_RESOURCES,
+  type ControlledResource,
+  type MaintenanceStatus,
+  type ResourceState,
+  type ResourceStatus,
+} from './schemas.js';
 
 interface Held {
   state: Exclude<ResourceState, 'active' | 'drained'>;
@@ -59,7 +65,11 @@ export class ControlPlane {
   maintenanceRefusal(): HangarError | undefined {
     const { enabled, message, retry_after } = this.maintenance;
     if (!enabled) return undefined;
-    return fail('HANGAR_CONTROL_MAINTENANCE', { message: message ? `: ${message}` : '' }, { headers: { 'Retry-After': String(retry_after) } });
+    return fail(
+      'HANGAR_CONTROL_MAINTENANCE',
+      { message: message ? `: ${message}` : '' },
+      { headers: { 'Retry-After': String(retry_after) } },
+    );
   }
 
   /** How an operator holds a resource back, if at all: its health reports it. */
@@ -97,7 +107,11 @@ export class ControlPlane {
   private async pipelines(): Promise<Array<{ name: string; file: string; error: string | null }>> {
     const service = this.ctx.services.find('pipelines');
     if (!service) return []; // a server built without the pipelines subsystem
-    return (await service.list()).map((p) => ({ name: p.name, file: p.file, error: p.valid ? null : p.errors.map((e) => e.message).join('; ') }));
+    return (await service.list()).map((p) => ({
+      name: p.name,
+      file: p.file,
+      error: p.valid ? null : p.errors.map((e) => e.message).join('; '),
+    }));
   }
 
   async list(): Promise<ResourceStatus[]> {
@@ -114,7 +128,8 @@ export class ControlPlane {
       }
       for (const problem of registry.problemsOf(resource)) {
         const name = nameFromEntry(problem.entry);
-        if (!names.has(name) && !registry.byFile(resource, problem.entry)) out.push(this.status(resource, name, problem.entry, problem.message));
+        if (!names.has(name) && !registry.byFile(resource, problem.entry))
+          out.push(this.status(resource, name, problem.entry, problem.message));
       }
     }
     return out.sort((a, b) => a.resource.localeCompare(b.resource) || a.name.localeCompare(b.name));
@@ -126,10 +141,19 @@ export class ControlPlane {
     return found;
   }
 
-  async drain(resource: ControlledResource, name: string, options: { retry_after: number; wait_ms: number; reason?: string }): Promise<ResourceStatus> {
+  async drain(
+    resource: ControlledResource,
+    name: string,
+    options: { retry_after: number; wait_ms: number; reason?: string },
+  ): Promise<ResourceStatus> {
     await this.get(resource, name);
     const k = key(resource, name);
-    this.held.set(k, { state: 'draining', since: new Date().toISOString(), reason: options.reason ?? null, retryAfter: options.retry_after });
+    this.held.set(k, {
+      state: 'draining',
+      since: new Date().toISOString(),
+      reason: options.reason ?? null,
+      retryAfter: options.retry_after,
+    });
     if (options.wait_ms > 0 && (this.inFlight.get(k) ?? 0) > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, options.wait_ms);
@@ -166,7 +190,11 @@ export class ControlPlane {
 
   // ---- server ----------------------------------------------------------------------------------
 
-  async rediscover(): Promise<{ ms: number; loaded: Record<string, number>; errors: Array<{ kind: string; file: string; message: string }> }> {
+  async rediscover(): Promise<{
+    ms: number;
+    loaded: Record<string, number>;
+    errors: Array<{ kind: string; file: string; message: string }>;
+  }> {
     const started = Date.now();
     await this.ctx.discovery.scan();
     const loaded: Record<string, number> = {};
@@ -207,11 +235,30 @@ export class ControlPlane {
 
   /** Log a call the gate refused (503), as the invocation log's middleware would have. */
   refused(call: ResourceCall, principal: string, input: unknown, error: string): void {
-    this.ctx.services.find('invocations')?.record({ resource: call.resource, name: call.name, operation: call.operation, principal, started: Date.now(), duration_ms: 0, ok: false, http_status: 503, input, error });
+    this.ctx.services
+      .find('invocations')
+      ?.record({
+        resource: call.resource,
+        name: call.name,
+        operation: call.operation,
+        principal,
+        started: Date.now(),
+        duration_ms: 0,
+        ok: false,
+        http_status: 503,
+        input,
+        error,
+      });
   }
 
   /** Log a control action to the invocation log and the server log. */
-  audit(action: string, target: string, principal: string, started: number, outcome: { ok: boolean; input?: unknown; output?: unknown; error?: unknown }): void {
+  audit(
+    action: string,
+    target: string,
+    principal: string,
+    started: number,
+    outcome: { ok: boolean; input?: unknown; output?: unknown; error?: unknown },
+  ): void {
     this.ctx.services.find('invocations')?.record({
       resource: 'control',
       name: action,

@@ -23,7 +23,8 @@ export const controlSubsystem: Subsystem = {
   uses: ['pipelines', 'invocations'],
   setup(ctx) {
     const { enabled, token } = ctx.settings.control;
-    if (enabled && !token) throw new Error('control.enabled is on but control.token is not set: the control plane needs its own token (HANGAR_CONTROL__TOKEN)');
+    if (enabled && !token)
+      throw new Error('control.enabled is on but control.token is not set: the control plane needs its own token (HANGAR_CONTROL__TOKEN)');
     ctx.services.provide('control', new ControlPlane(ctx));
   },
   routes(app, ctx) {

@@ -39,9 +39,7 @@ export async function runAggregation(
       return firstSuccess(upstreams, call, signal);
     case 'MAJORITY': {
       const results = await Promise.all(upstreams.map((u) => call(u, signal)));
-      const winner = majorityVote(
-        results.map((r, i) => ({ ok: r.ok, data: r.data, weight: upstreams[i].weight })),
-      );
+      const winner = majorityVote(results.map((r, i) => ({ ok: r.ok, data: r.data, weight: upstreams[i].weight })));
       return {
         success: winner !== null,
         aggregated: winner === null ? null : winner.value,

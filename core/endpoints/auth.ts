@@ -15,8 +15,8 @@
  *   token, so a 401 racing a fresh token does not throw the fresh one away.
  */
 import { createHash } from 'node:crypto';
+import { type Env, interpolate, type Redactor } from './interpolation.js';
 import type { OAuth2Auth, UpstreamAuth } from './schemas.js';
-import { interpolate, type Env, type Redactor } from './interpolation.js';
 
 /** Auth with every `${NAME}` replaced by its value (lives only for one call). */
 export type ResolvedAuth = UpstreamAuth;
@@ -178,7 +178,10 @@ export class TokenCache {
       });
     } catch (err) {
       onRequest?.('error');
-      throw new TokenRequestError(`token request failed: ${describeNetworkError(err)}`, (err as { name?: string })?.name === 'TimeoutError' ? 'timeout' : 'network');
+      throw new TokenRequestError(
+        `token request failed: ${describeNetworkError(err)}`,
+        (err as { name?: string })?.name === 'TimeoutError' ? 'timeout' : 'network',
+      );
     }
     const text = await response.text().catch(() => '');
     let body: { access_token?: unknown; expires_in?: unknown; error?: unknown; token_type?: unknown } = {};
@@ -192,7 +195,10 @@ export class TokenCache {
       // The OAuth error code (e.g. invalid_client) helps and is not secret; the body might be, so it stays out.
       const code = typeof body.error === 'string' ? ` (${body.error.slice(0, 64)})` : '';
       const why = response.ok ? 'answer has no access_token' : `HTTP ${response.status}${code}`;
-      throw new TokenRequestError(`token request failed: ${why}`, !response.ok && TRANSIENT_TOKEN_STATUS.has(response.status) ? 'network' : null);
+      throw new TokenRequestError(
+        `token request failed: ${why}`,
+        !response.ok && TRANSIENT_TOKEN_STATUS.has(response.status) ? 'network' : null,
+      );
     }
     onRequest?.('success');
     const lifetimeMs =

@@ -13,10 +13,7 @@ import type { EndpointContext } from './types.js';
  */
 const DEFINITION_KIND = Symbol.for('hangar.kind');
 
-export type EndpointHandler<Req extends z.ZodType, Out> = (
-  input: z.output<Req>,
-  ctx: EndpointContext,
-) => Promise<Out> | Out;
+export type EndpointHandler<Req extends z.ZodType, Out> = (input: z.output<Req>, ctx: EndpointContext) => Promise<Out> | Out;
 
 export interface EndpointDefinition<Req extends z.ZodType = z.ZodType, Res extends z.ZodType = z.ZodType, Out = unknown> {
   /** Route segment under /api/v1/endpoints; drop-ins default it to the file name. */

@@ -153,5 +153,7 @@ function describeUpstream(u: UpstreamDefinition): Record<string, unknown> {
 export function maskUrl(template: string): string {
   return template
     .replace(/\/\/[^/@]+@/, '//***@')
-    .replace(/([?&][^=&#]+=)([^&#]*)/g, (_, key: string, value: string) => (/^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value) ? key + value : `${key}***`));
+    .replace(/([?&][^=&#]+=)([^&#]*)/g, (_, key: string, value: string) =>
+      /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value) ? key + value : `${key}***`,
+    );
 }

@@ -5,24 +5,30 @@
  * on with the call's secrets masked, anything else (or a value failing the `output` model) is a
  * 500, since that is a bug in the handler rather than in an upstream.
  */
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
+
 import { formatIssues } from '../http/validate.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import { runErrorFields } from '../kernel/stack.js';
 import { publicResult, runAggregation } from './aggregate.js';
 import type { Redactor } from './interpolation.js';
 import type { EndpointOutcome } from './metrics.js';
 import type { EndpointConfig, HttpMethod, UpstreamDefinition } from './schemas.js';
 import {
-  UpstreamCallError,
   type EndpointContext,
   type FanOutResult,
+  UpstreamCallError,
   type UpstreamCallOptions,
   type UpstreamCallResult,
   type UpstreamResult,
 } from './types.js';
 
 /** One upstream call as the service makes it (method, headers, retries and metrics included). */
-export type UpstreamCaller = (u: UpstreamDefinition, s: AbortSignal, i: unknown, extra?: UpstreamCallOptions) => Promise<UpstreamCallResult>;
+export type UpstreamCaller = (
+  u: UpstreamDefinition,
+  s: AbortSignal,
+  i: unknown,
+  extra?: UpstreamCallOptions,
+) => Promise<UpstreamCallResult>;
 
 /** How the service reports the outcomes a handler call can end in. */
 export interface HandlerOutcomes {
@@ -84,13 +90,20 @@ export async function runHandler(
     if (err instanceof HangarError) throw redactedError(err, redactor);
     // Where the handler threw, mapped to the person's file (core/kernel/stack.ts), as agent runs answer.
     const problem = redactor.redact(errorMessage(err));
-    throw fail('HANGAR_ENDPOINT_HANDLER_FAILED', { endpoint: config.name, problem }, { fields: { error: problem, ...runErrorFields(err) } });
+    throw fail(
+      'HANGAR_ENDPOINT_HANDLER_FAILED',
+      { endpoint: config.name, problem },
+      { fields: { error: problem, ...runErrorFields(err) } },
+    );
   }
   if (config.output) {
     const checked = config.output.safeParse(value);
     if (!checked.success) {
       observe('handler_error');
-      throw fail('HANGAR_ENDPOINT_HANDLER_OUTPUT_INVALID', { endpoint: config.name, problems: redactor.redact(formatIssues(checked.error.issues, 'output')) });
+      throw fail('HANGAR_ENDPOINT_HANDLER_OUTPUT_INVALID', {
+        endpoint: config.name,
+        problems: redactor.redact(formatIssues(checked.error.issues, 'output')),
+      });
     }
     value = checked.data;
   }
@@ -100,6 +113,13 @@ export async function runHandler(
 
 /** An error a handler threw on purpose, with every secret of the call masked in its body; its code stays. */
 function redactedError(err: HangarError, redactor: Redactor): HangarError {
-  const { detail, code: _code, ...fields } = JSON.parse(redactor.redact(JSON.stringify(err.toBody()))) as { detail: HangarError['detail']; code?: string } & Record<string, unknown>;
+  const {
+    detail,
+    code: _code,
+    ...fields
+  } = JSON.parse(redactor.redact(JSON.stringify(err.toBody()))) as { detail: HangarError['detail']; code?: string } & Record<
+    string,
+    unknown
+  >;
   return new HangarError(err.status, detail, err.headers, fields, err.code);
 }

@@ -6,9 +6,9 @@
  * one into the other is an ordinary reload.
  */
 import type { DropInKind, Registry } from '../kernel/registry.js';
-import { isExpressHandler, isRouterEndpoint, routerEndpoint, type RouterEndpoint } from './router.js';
+import { isExpressHandler, isRouterEndpoint, type RouterEndpoint, routerEndpoint } from './router.js';
 import type { EndpointConfig } from './schemas.js';
-import { parseEndpointDefinition, type EndpointCatalog } from './service.js';
+import { type EndpointCatalog, parseEndpointDefinition } from './service.js';
 
 export const endpointKind: DropInKind<EndpointConfig | RouterEndpoint> = {
   kind: 'endpoint',

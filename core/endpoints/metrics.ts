@@ -50,11 +50,12 @@ export function endpointMetrics(registry: Registry): EndpointMetrics {
       'Upstream calls made by custom endpoints (one per logical call, retries included)',
       ['endpoint', 'upstream', 'method', 'outcome'],
     ),
-    upstreamDuration: histogram(
-      'platform_upstream_duration_seconds',
-      'Upstream call duration including retries and backoff',
-      ['endpoint', 'upstream', 'method', 'outcome'],
-    ),
+    upstreamDuration: histogram('platform_upstream_duration_seconds', 'Upstream call duration including retries and backoff', [
+      'endpoint',
+      'upstream',
+      'method',
+      'outcome',
+    ]),
     upstreamRetries: counter('platform_upstream_retries_total', 'Upstream retry attempts', ['endpoint', 'upstream', 'method']),
     tokenRequests: counter(
       'platform_upstream_token_requests_total',

@@ -19,11 +19,12 @@
  * A request no route of the router answers, and an error it passes on or throws, come back to
  * Fastify's error handler: `{detail}` like every other Hangar error, never an HTML page or a stack.
  */
-import { createRequire } from 'node:module';
+
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
 import { pathOf } from '../http/request.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import { runErrorFields } from '../kernel/stack.js';
 import { ENDPOINT_NAME } from './schemas.js';
 
@@ -51,7 +52,9 @@ export function isExpressHandler(exported: unknown): exported is ExpressHandler 
 
 export function routerEndpoint(exported: ExpressHandler, name: string): RouterEndpoint {
   if (!ENDPOINT_NAME.test(name)) {
-    throw new Error(`name: endpoint name must be lowercase letters, digits, '-' or '_', starting with a letter or digit (got '${name}' from the file name)`);
+    throw new Error(
+      `name: endpoint name must be lowercase letters, digits, '-' or '_', starting with a letter or digit (got '${name}' from the file name)`,
+    );
   }
   return Object.freeze({ kind: 'router', name, router: exported });
 }
@@ -207,7 +210,11 @@ function routerError(name: string, err: unknown): HangarError {
     return new HangarError((e.status ?? e.statusCode)!, errorMessage(err));
   }
   const { file, line, column } = runErrorFields(err);
-  return fail('HANGAR_ENDPOINT_ROUTER_FAILED', { endpoint: name, problem: errorMessage(err) }, { fields: { error: errorMessage(err), file, line, column } });
+  return fail(
+    'HANGAR_ENDPOINT_ROUTER_FAILED',
+    { endpoint: name, problem: errorMessage(err) },
+    { fields: { error: errorMessage(err), file, line, column } },
+  );
 }
 
 declare global {

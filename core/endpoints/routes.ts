@@ -21,7 +21,7 @@ import { fail } from '../kernel/errors.js';
 import { ENDPOINTS_PREFIX } from './describe.js';
 import { coerceQuery } from './query.js';
 import { forwardToRouter } from './router.js';
-import { EndpointList, QUERY_METHODS, type EndpointConfig, type HttpMethod } from './schemas.js';
+import { type EndpointConfig, EndpointList, type HttpMethod, QUERY_METHODS } from './schemas.js';
 import type { EndpointService } from './service.js';
 import type { EndpointJobs } from './tasks.js';
 
@@ -72,7 +72,10 @@ export function endpointRoutes(service: EndpointService, jobs: EndpointJobs | un
     if (sub === config.path) {
       const allowed = service.allowedMethods(config);
       if (method === 'OPTIONS') {
-        return reply.code(204).header('Allow', [...allowed, 'OPTIONS'].join(', ')).send();
+        return reply
+          .code(204)
+          .header('Allow', [...allowed, 'OPTIONS'].join(', '))
+          .send();
       }
       const fromQuery = QUERY_METHODS.has(method as HttpMethod);
       const input = fromQuery ? queryInput(config.request, req.url) : req.body;
@@ -85,7 +88,8 @@ export function endpointRoutes(service: EndpointService, jobs: EndpointJobs | un
     const base = config.path === '/' ? '' : config.path;
     const variant = sub === `${base}/async` ? 'async' : sub === `${base}/batch` ? 'batch' : null;
     if (variant) {
-      if (method !== 'POST') throw fail('HANGAR_ENDPOINT_ROUTE_METHOD_NOT_ALLOWED', { route: sub, allowed: 'POST' }, { headers: { Allow: 'POST' } });
+      if (method !== 'POST')
+        throw fail('HANGAR_ENDPOINT_ROUTE_METHOD_NOT_ALLOWED', { route: sub, allowed: 'POST' }, { headers: { Allow: 'POST' } });
       if (!jobs) throw fail('HANGAR_ENDPOINT_TASKS_DISABLED', { variant });
       const principal = req.principal || 'local';
       const chosen = queryOf(req).method;
@@ -112,7 +116,12 @@ export function endpointRoutes(service: EndpointService, jobs: EndpointJobs | un
   // definition. Each endpoint's own routes are documented by the OpenAPI provider (docs.ts), so
   // the catch-alls themselves are left out of the document.
   const every = methods as RouteMethod[];
-  const catchAll = { method: every, summary: 'A custom endpoint', config: { hidden: true, resource: endpointCall }, handler: ({ req, reply }: { req: FastifyRequest; reply: FastifyReply }) => dispatch(req, reply) };
+  const catchAll = {
+    method: every,
+    summary: 'A custom endpoint',
+    config: { hidden: true, resource: endpointCall },
+    handler: ({ req, reply }: { req: FastifyRequest; reply: FastifyReply }) => dispatch(req, reply),
+  };
   return [
     defineRoute({
       method: 'GET',

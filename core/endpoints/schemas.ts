@@ -41,7 +41,12 @@ const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 /** A literal name: used as a route segment, a result key and a metric label, so never `${ENV}`. */
 const Name = (what: string, pattern: RegExp) =>
-  z.string().regex(pattern, `${what} must be ${pattern === ENDPOINT_NAME ? 'lowercase ' : ''}letters, digits, '-' or '_', starting with a letter or digit`);
+  z
+    .string()
+    .regex(
+      pattern,
+      `${what} must be ${pattern === ENDPOINT_NAME ? 'lowercase ' : ''}letters, digits, '-' or '_', starting with a letter or digit`,
+    );
 
 /**
  * A duration: a number of seconds, or a string such as `500ms`, `30s`, `2m`, `1h`.
@@ -65,10 +70,7 @@ const Template = z.string();
 /** Duck-typed so a model from another copy of zod (a bundled drop-in) is still accepted. */
 export const ZodModel = z.custom<z.ZodType>(
   (value) =>
-    typeof value === 'object' &&
-    value !== null &&
-    '_zod' in value &&
-    typeof (value as { safeParse?: unknown }).safeParse === 'function',
+    typeof value === 'object' && value !== null && '_zod' in value && typeof (value as { safeParse?: unknown }).safeParse === 'function',
   { message: 'expected a zod schema (z.object({...}))' },
 );
 
@@ -105,12 +107,7 @@ export const OAuth2ClientCredentialsAuth = z.object({
   client_auth: z.enum(['basic', 'body']).default('basic'),
 });
 
-export const UpstreamAuth = z.discriminatedUnion('type', [
-  ApiKeyAuth,
-  BearerAuth,
-  BasicAuth,
-  OAuth2ClientCredentialsAuth,
-]);
+export const UpstreamAuth = z.discriminatedUnion('type', [ApiKeyAuth, BearerAuth, BasicAuth, OAuth2ClientCredentialsAuth]);
 export type UpstreamAuth = z.output<typeof UpstreamAuth>;
 export type OAuth2Auth = z.output<typeof OAuth2ClientCredentialsAuth>;
 
@@ -173,7 +170,12 @@ export const EndpointDefinitionSchema = z
       .transform((p) => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p)),
     /** Default `['POST']` (spec rule 1). */
     methods: z
-      .array(z.string().transform((m) => m.toUpperCase()).pipe(z.enum(HTTP_METHODS)))
+      .array(
+        z
+          .string()
+          .transform((m) => m.toUpperCase())
+          .pipe(z.enum(HTTP_METHODS)),
+      )
       .min(1)
       .default(['POST'])
       .transform((ms) => [...new Set(ms)]),
@@ -191,14 +193,19 @@ export const EndpointDefinitionSchema = z
   .superRefine((def, ctx) => {
     const seen = new Set<string>();
     def.upstreams.forEach((u, i) => {
-      if (seen.has(u.name)) ctx.addIssue({ code: 'custom', path: ['upstreams', i, 'name'], message: `duplicate upstream name '${u.name}'` });
+      if (seen.has(u.name))
+        ctx.addIssue({ code: 'custom', path: ['upstreams', i, 'name'], message: `duplicate upstream name '${u.name}'` });
       seen.add(u.name);
     });
     if (!def.handler && def.upstreams.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['upstreams'], message: 'an endpoint without a handler needs at least one upstream' });
     }
     if (def.path === '/health' || def.path === '/info') {
-      ctx.addIssue({ code: 'custom', path: ['path'], message: `path '${def.path}' is reserved for the endpoint's own ${def.path.slice(1)} route` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['path'],
+        message: `path '${def.path}' is reserved for the endpoint's own ${def.path.slice(1)} route`,
+      });
     }
   });
 

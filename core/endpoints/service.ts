@@ -23,21 +23,29 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Registry as PromRegistry } from 'prom-client';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { dropInUnavailable } from '../http/errors.js';
-import { HangarError, fail } from '../kernel/errors.js';
-import type { DropInProblem } from '../kernel/registry.js';
 import { formatIssues, parseInput } from '../http/validate.js';
+import { fail, HangarError } from '../kernel/errors.js';
+import type { DropInProblem } from '../kernel/registry.js';
 import { runAggregation } from './aggregate.js';
 import { TokenCache } from './auth.js';
-import { Redactor, type Env } from './interpolation.js';
-import { ENDPOINTS_PREFIX, describeEndpoint, endpointInfo, envelopeModelOf, outputModelOf, requiredVariables, routePath } from './describe.js';
+import {
+  describeEndpoint,
+  ENDPOINTS_PREFIX,
+  endpointInfo,
+  envelopeModelOf,
+  outputModelOf,
+  requiredVariables,
+  routePath,
+} from './describe.js';
 import { runHandler } from './handler.js';
-import { endpointMetrics, type EndpointMetrics, type EndpointOutcome } from './metrics.js';
-import { EndpointDefinitionSchema, HTTP_METHODS, type EndpointConfig, type HttpMethod, type UpstreamDefinition } from './schemas.js';
+import { type Env, Redactor } from './interpolation.js';
+import { type EndpointMetrics, type EndpointOutcome, endpointMetrics } from './metrics.js';
 import type { RouterEndpoint, RouterOutcome } from './router.js';
-import { callUpstream, probeUpstream, type UpstreamDeps } from './upstream.js';
+import { type EndpointConfig, EndpointDefinitionSchema, HTTP_METHODS, type HttpMethod, type UpstreamDefinition } from './schemas.js';
 import type { FanOutResult, UpstreamCallOptions, UpstreamResult } from './types.js';
+import { callUpstream, probeUpstream, type UpstreamDeps } from './upstream.js';
 
 /** Definitions are frozen, so what they allow is worked out once per definition (see `allowedMethods`). */
 const allowedByConfig = new WeakMap<EndpointConfig, readonly HttpMethod[]>();
@@ -135,7 +143,9 @@ export class EndpointFailure extends HangarError {
     const failed = upstreams.filter((u) => !u.ok && u.outcome !== 'cancelled');
     const timedOut = failed.length > 0 && failed.every((u) => u.outcome === 'timeout');
     const { status, detail, code } =
-      'problems' in cause ? fail('HANGAR_ENDPOINT_OUTPUT_INVALID', cause) : fail(timedOut ? 'HANGAR_ENDPOINT_UPSTREAM_TIMEOUT' : 'HANGAR_ENDPOINT_UPSTREAM_FAILED', cause);
+      'problems' in cause
+        ? fail('HANGAR_ENDPOINT_OUTPUT_INVALID', cause)
+        : fail(timedOut ? 'HANGAR_ENDPOINT_UPSTREAM_TIMEOUT' : 'HANGAR_ENDPOINT_UPSTREAM_FAILED', cause);
     super(status, detail, {}, { success: false, aggregated: null, upstreams }, code);
     this.upstreams = upstreams;
   }
@@ -279,7 +289,11 @@ export class EndpointService {
     const verb = method.toUpperCase() as HttpMethod;
     const allowed = this.allowedMethods(config);
     if (!allowed.includes(verb)) {
-      throw fail('HANGAR_ENDPOINT_METHOD_NOT_ALLOWED', { endpoint: name, method: verb, allowed: allowed.join(', ') }, { headers: { Allow: allowed.join(', ') } });
+      throw fail(
+        'HANGAR_ENDPOINT_METHOD_NOT_ALLOWED',
+        { endpoint: name, method: verb, allowed: allowed.join(', ') },
+        { headers: { Allow: allowed.join(', ') } },
+      );
     }
     const started = performance.now();
     const observe = (outcome: EndpointOutcome) => {
@@ -334,7 +348,10 @@ export class EndpointService {
       const checked = config.output.safeParse(result.aggregated);
       if (!checked.success) {
         observe('upstream_failure');
-        throw new EndpointFailure({ endpoint: name, problems: redactor.redact(formatIssues(checked.error.issues, 'aggregated')) }, result.upstreams);
+        throw new EndpointFailure(
+          { endpoint: name, problems: redactor.redact(formatIssues(checked.error.issues, 'aggregated')) },
+          result.upstreams,
+        );
       }
       result.aggregated = checked.data;
     }

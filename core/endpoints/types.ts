@@ -7,14 +7,7 @@ import type { HttpMethod } from './schemas.js';
  * How one upstream call ended. Also the `outcome` label of `platform_upstream_*` metrics, so the
  * set is closed: a label value can never carry text from a request or a secret.
  */
-export type UpstreamOutcome =
-  | 'success'
-  | 'http_error'
-  | 'timeout'
-  | 'network_error'
-  | 'invalid_response'
-  | 'config_error'
-  | 'cancelled';
+export type UpstreamOutcome = 'success' | 'http_error' | 'timeout' | 'network_error' | 'invalid_response' | 'config_error' | 'cancelled';
 
 /** One upstream's part in a call: what the route returns in `upstreams` (never any data or secret). */
 export interface UpstreamResult {

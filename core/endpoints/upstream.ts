@@ -24,13 +24,21 @@ import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import type { z } from 'zod';
+import { REQUEST_ID_HEADER } from '../http/request.js';
 import { formatIssues } from '../http/validate.js';
 import { errorMessage } from '../kernel/errors.js';
-import { REQUEST_ID_HEADER } from '../http/request.js';
-import { TokenRequestError, describeNetworkError, resolveAuth, staticAuthHeaders, type ResolvedAuth, type ResolvedOAuth2, type TokenCache } from './auth.js';
-import { interpolate, MissingEnvError, type Env, type Redactor } from './interpolation.js';
+import {
+  describeNetworkError,
+  type ResolvedAuth,
+  type ResolvedOAuth2,
+  resolveAuth,
+  staticAuthHeaders,
+  type TokenCache,
+  TokenRequestError,
+} from './auth.js';
+import { type Env, interpolate, MissingEnvError, type Redactor } from './interpolation.js';
 import type { EndpointMetrics } from './metrics.js';
-import { IDEMPOTENT_METHODS, QUERY_METHODS, type HttpMethod, type UpstreamDefinition } from './schemas.js';
+import { type HttpMethod, IDEMPOTENT_METHODS, QUERY_METHODS, type UpstreamDefinition } from './schemas.js';
 import type { UpstreamCallResult, UpstreamOutcome } from './types.js';
 
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
@@ -368,7 +376,11 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 }
 
 /** Exponential backoff with ±50 % jitter; `retry` is 1 for the first retry. */
-export function backoff(upstream: Pick<UpstreamDefinition, 'retry_backoff_ms' | 'retry_max_backoff_ms'>, retry: number, random: () => number): number {
+export function backoff(
+  upstream: Pick<UpstreamDefinition, 'retry_backoff_ms' | 'retry_max_backoff_ms'>,
+  retry: number,
+  random: () => number,
+): number {
   const base = Math.min(upstream.retry_backoff_ms * 2 ** (retry - 1), upstream.retry_max_backoff_ms);
   return Math.round(base * (0.5 + random()));
 }

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { defineRoute, type ResourceConfig } from '../http/route.js';
-import { tasksDisabled, type TaskService } from '../tasks/service.js';
+import { type TaskService, tasksDisabled } from '../tasks/service.js';
 import { BatchRunRequest, IngestorHealthResponse, IngestorInfo, IngestorList, IngestorParams, RunRequest, RunResult } from './schemas.js';
 import type { IngestionService } from './service.js';
 import { INGESTION_BATCH_TASK_KIND, INGESTION_TASK_KIND } from './tasks.js';
@@ -38,7 +38,10 @@ export function ingestionRoutes(service: IngestionService, tasks: TaskService) {
       url: '/api/v1/ingestion/:name',
       summary: 'Ingestor info: target collection, discovered resources, stored document count, last run',
       tags,
-      schema: { params: IngestorParams, response: { 200: { description: 'Info', schema: IngestorInfo }, 404: unknown, 503: 'Discovery failed' } },
+      schema: {
+        params: IngestorParams,
+        response: { 200: { description: 'Info', schema: IngestorInfo }, 404: unknown, 503: 'Discovery failed' },
+      },
       config: call('info'),
       handler: ({ params }) => service.info(params.name),
     }),
@@ -47,7 +50,10 @@ export function ingestionRoutes(service: IngestionService, tasks: TaskService) {
       url: '/api/v1/ingestion/:name/health',
       summary: 'Ingestor health: 200 when its source is reachable, 503 otherwise',
       tags,
-      schema: { params: IngestorParams, response: { 200: { description: 'Healthy', schema: IngestorHealthResponse }, 503: 'Unhealthy, with the reason', 404: unknown } },
+      schema: {
+        params: IngestorParams,
+        response: { 200: { description: 'Healthy', schema: IngestorHealthResponse }, 503: 'Unhealthy, with the reason', 404: unknown },
+      },
       config: call('health'),
       handler: async ({ params, reply }) => {
         const health = await service.health(params.name);
@@ -64,7 +70,11 @@ export function ingestionRoutes(service: IngestionService, tasks: TaskService) {
       schema: {
         params: IngestorParams,
         body: RunRequest,
-        response: { 200: { description: 'What the run did', schema: RunResult }, 404: 'Unknown ingestor or resource id', 422: 'Bad body or options (field named)' },
+        response: {
+          200: { description: 'What the run did', schema: RunResult },
+          404: 'Unknown ingestor or resource id',
+          422: 'Bad body or options (field named)',
+        },
       },
       config: call('run', true),
       handler: (input) => {
@@ -84,7 +94,13 @@ export function ingestionRoutes(service: IngestionService, tasks: TaskService) {
         const ingestor = input.params.name;
         const board = requireBoard();
         service.definition(ingestor);
-        const task = await board.submit({ kind: INGESTION_TASK_KIND, target: ingestor, input: input.body, principal: input.req.principal, metadata: { source: 'run/async' } });
+        const task = await board.submit({
+          kind: INGESTION_TASK_KIND,
+          target: ingestor,
+          input: input.body,
+          principal: input.req.principal,
+          metadata: { source: 'run/async' },
+        });
         input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
         return task;
       },
@@ -93,7 +109,8 @@ export function ingestionRoutes(service: IngestionService, tasks: TaskService) {
     defineRoute({
       method: 'POST',
       url: '/api/v1/ingestion/:name/run/batch',
-      summary: 'Several runs (e.g. different folders or options) as one task on the board, run one after another; follow /api/v1/tasks/{id}',
+      summary:
+        'Several runs (e.g. different folders or options) as one task on the board, run one after another; follow /api/v1/tasks/{id}',
       tags,
       schema: {
         params: IngestorParams,
@@ -114,7 +131,13 @@ export function ingestionRoutes(service: IngestionService, tasks: TaskService) {
         const ingestor = input.params.name;
         const board = requireBoard();
         service.definition(ingestor);
-        const task = await board.submit({ kind: INGESTION_BATCH_TASK_KIND, target: ingestor, input: input.body, principal: input.req.principal, metadata: { source: 'run/batch' } });
+        const task = await board.submit({
+          kind: INGESTION_BATCH_TASK_KIND,
+          target: ingestor,
+          input: input.body,
+          principal: input.req.principal,
+          metadata: { source: 'run/batch' },
+        });
         input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
         return task;
       },

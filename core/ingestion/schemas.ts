@@ -51,7 +51,12 @@ export const BatchRunResult = z.object({
   total: z.number().int(),
   succeeded: z.number().int(),
   failed: z.number().int(),
-  results: z.array(z.union([z.object({ index: z.number().int(), ok: z.literal(true), result: RunResult }), z.object({ index: z.number().int(), ok: z.literal(false), status: z.number().int(), error: z.string() })])),
+  results: z.array(
+    z.union([
+      z.object({ index: z.number().int(), ok: z.literal(true), result: RunResult }),
+      z.object({ index: z.number().int(), ok: z.literal(false), status: z.number().int(), error: z.string() }),
+    ]),
+  ),
 });
 export type BatchRunResult = z.infer<typeof BatchRunResult>;
 
@@ -86,7 +91,9 @@ export const IngestorInfo = z.object({
   description: z.string().nullable(),
   collection: z.string(),
   options: z.record(z.string(), z.unknown()).nullable(),
-  resources: z.array(z.object({ id: z.string(), uri: z.string().optional(), size: z.number().optional(), modified: z.string().optional() })),
+  resources: z.array(
+    z.object({ id: z.string(), uri: z.string().optional(), size: z.number().optional(), modified: z.string().optional() }),
+  ),
   documents: z.number().int(),
   last_run: RunResult.nullable(),
 });

@@ -22,7 +22,12 @@ export const ingestionSubsystem: Subsystem = {
   uses: ['invocations'],
   kinds: [ingestorKind],
   setup(ctx) {
-    const service = new IngestionService({ registry: ctx.registry, store: ctx.store, workspace: ctx.paths.root, invocations: () => ctx.services.find('invocations') });
+    const service = new IngestionService({
+      registry: ctx.registry,
+      store: ctx.store,
+      workspace: ctx.paths.root,
+      invocations: () => ctx.services.find('invocations'),
+    });
     ctx.services.provide('ingestion', service);
     registerIngestionTasks(ctx.services.get('tasks'), service);
   },

@@ -5,9 +5,9 @@
  * simply run again.
  */
 import { formatIssues } from '../http/validate.js';
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { TaskService } from '../tasks/service.js';
-import { BatchRunRequest, RunRequest, type BatchRunResult } from './schemas.js';
+import { BatchRunRequest, type BatchRunResult, RunRequest } from './schemas.js';
 import type { IngestionService } from './service.js';
 
 export const INGESTION_TASK_KIND = 'ingestion.run';
@@ -49,7 +49,12 @@ export function registerIngestionTasks(tasks: TaskService, service: IngestionSer
       for (const [index, run] of runs.entries()) {
         if (task.signal.aborted) break;
         try {
-          const result = await service.run(task.task.target, run, { principal: task.task.principal, signal: task.signal, taskId: task.task.id, operation: 'run.batch' });
+          const result = await service.run(task.task.target, run, {
+            principal: task.task.principal,
+            signal: task.signal,
+            taskId: task.task.id,
+            operation: 'run.batch',
+          });
           results.push({ index, ok: true, result });
         } catch (err) {
           results.push({ index, ok: false, status: err instanceof HangarError ? err.status : 500, error: errorMessage(err) });

@@ -6,10 +6,18 @@
  * Order is deterministic: within a wave, steps keep their declaration order (ties by insertion,
  * as in topological sorts people can predict).
  */
-import { PipelineDefinition, STEP_KINDS, type PipelineProblem, type PipelineStep, type StepKind, type ValidationReport } from './schemas.js';
+
+import { buildGraph, cycleThrough, type Graph, waves } from '../lib/graph.js';
 import { inputValidator } from './input.js';
-import { parseReference, ReferenceError, referencesIn } from './references.js';
-import { buildGraph, cycleThrough, waves, type Graph } from '../lib/graph.js';
+import { InvalidReference, parseReference, referencesIn } from './references.js';
+import {
+  PipelineDefinition,
+  type PipelineProblem,
+  type PipelineStep,
+  STEP_KINDS,
+  type StepKind,
+  type ValidationReport,
+} from './schemas.js';
 
 /** What the pipeline layer needs to know about the platform's resources. */
 export interface StepTargets {
@@ -56,7 +64,9 @@ export function dependencies(steps: readonly PipelineStep[]): Map<string, string
  * field. Discovery uses it to load `pipelines/*.json`, where the platform's other resources may
  * not be loaded yet; `validatePipeline` adds the checks that need them.
  */
-export function parseDefinition(draft: unknown): { definition: PipelineDefinition; errors: [] } | { definition?: undefined; errors: PipelineProblem[] } {
+export function parseDefinition(
+  draft: unknown,
+): { definition: PipelineDefinition; errors: [] } | { definition?: undefined; errors: PipelineProblem[] } {
   const parsed = PipelineDefinition.safeParse(draft);
   if (parsed.success) return { definition: parsed.data, errors: [] };
   const errors = parsed.error.issues.map((issue): PipelineProblem => {
@@ -100,7 +110,8 @@ export function validatePipeline(draft: unknown, targets: StepTargets): Validati
   }
   const names = new Map<string, number>();
   definition.steps.forEach((step, i) => {
-    if (names.has(step.name)) errors.push({ step: step.name, field: 'name', message: `duplicate step name (also step ${names.get(step.name)! + 1})` });
+    if (names.has(step.name))
+      errors.push({ step: step.name, field: 'name', message: `duplicate step name (also step ${names.get(step.name)! + 1})` });
     names.set(step.name, i);
   });
   const kinds = new Map<string, StepKind>();
@@ -129,7 +140,11 @@ export function validatePipeline(draft: unknown, targets: StepTargets): Validati
       else {
         const declared = targets.endpointMethods?.(target) ?? [];
         if (!declared.includes(step.method.toUpperCase())) {
-          errors.push({ step: step.name, field: 'method', message: `endpoint '${target}' does not declare ${step.method.toUpperCase()} (declared: ${declared.join(', ')})` });
+          errors.push({
+            step: step.name,
+            field: 'method',
+            message: `endpoint '${target}' does not declare ${step.method.toUpperCase()} (declared: ${declared.join(', ')})`,
+          });
         }
       }
     }
@@ -149,7 +164,7 @@ export function validatePipeline(draft: unknown, targets: StepTargets): Validati
           }
         }
       } catch (err) {
-        errors.push({ step, field: at, message: err instanceof ReferenceError ? err.message : String(err) });
+        errors.push({ step, field: at, message: err instanceof InvalidReference ? err.message : String(err) });
       }
     }
   };
@@ -181,9 +196,7 @@ export function validatePipeline(draft: unknown, targets: StepTargets): Validati
     }
   }
   // Steps that only wait behind a cycle, or on an unknown step, were reported above.
-  return errors.length
-    ? { valid: false, errors, waves: [] }
-    : { valid: true, errors: [], waves: order.waves, definition };
+  return errors.length ? { valid: false, errors, waves: [] } : { valid: true, errors: [], waves: order.waves, definition };
 }
 
 function stepNameAt(draft: unknown, index: number): string | null {
@@ -214,7 +227,8 @@ export function graphView(definition: PipelineDefinition): GraphView {
       try {
         const ref = parseReference(text);
         const from = ref.source === 'input' ? '$input' : ref.step;
-        if (!edges.some((e) => e.from === from && e.to === step.name)) edges.push({ from, to: step.name, label: field.replace(/^input\.?/, '') || '*' });
+        if (!edges.some((e) => e.from === from && e.to === step.name))
+          edges.push({ from, to: step.name, label: field.replace(/^input\.?/, '') || '*' });
       } catch {
         // invalid references are not drawn
       }

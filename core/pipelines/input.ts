@@ -28,7 +28,12 @@ export function checkRunInput(schema: Record<string, unknown> | undefined, input
   if (!schema) return;
   const validate = inputValidator(schema);
   if (validate(input)) return;
-  throw fail('HANGAR_PIPELINE_INPUT_INVALID', { problems: (validate.errors ?? []).slice(0, 5).map((e) => describe(e, where)).join('; ') });
+  throw fail('HANGAR_PIPELINE_INPUT_INVALID', {
+    problems: (validate.errors ?? [])
+      .slice(0, 5)
+      .map((e) => describe(e, where))
+      .join('; '),
+  });
 }
 
 function describe(error: ErrorObject, where: string): string {

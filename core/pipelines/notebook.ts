@@ -15,9 +15,9 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve, sep } from 'node:path';
+import { ancestors, topologicalOrder } from '../lib/graph.js';
 import { analyzeNotebook, type NotebookAnalysis } from '../notebook/analysis/index.js';
 import { isNotebookFile, parseNotebook, readNotebookFile } from '../notebook/formats.js';
-import { ancestors, topologicalOrder } from '../lib/graph.js';
 import { NotebookRuntime } from '../notebook/runtime.js';
 import type { Cell, Notebook, Output } from '../notebook/schemas.js';
 import type { NotebookService } from '../notebook/service.js';
@@ -130,7 +130,10 @@ class NotebookRun {
       const { topology } = this.analysis;
       const pending = new Set([...ancestors(topology, [cellId]), cellId].filter((id) => !this.#results.has(id)));
       const { order, blocked } = topologicalOrder(topology, pending);
-      if (blocked.length > 0) throw new NotebookStepError(`cell ${this.#label(blocked[0])} cannot run: ${this.#problem(blocked[0]) ?? 'it is on a dependency cycle'}`);
+      if (blocked.length > 0)
+        throw new NotebookStepError(
+          `cell ${this.#label(blocked[0])} cannot run: ${this.#problem(blocked[0]) ?? 'it is on a dependency cycle'}`,
+        );
       if (order.length > 0) await this.#setInput(input);
       for (const id of order) {
         if (signal.aborted) throw new NotebookStepError('canceled');
@@ -147,9 +150,14 @@ class NotebookRun {
       }
       const result = this.#results.get(cellId)!;
       if (result.status === 'error') {
-        const failed = [...ancestors(topology, [cellId]), cellId].find((id) => this.#results.get(id)?.outputs.some((o) => o.output_type === 'error'));
-        if (failed === undefined || failed === cellId) throw new NotebookStepError(`cell ${this.#label(cellId)} failed: ${failureOf(result.outputs)}`);
-        throw new NotebookStepError(`cell ${this.#label(cellId)} did not run: cell ${this.#label(failed)}, which it needs, failed: ${failureOf(this.#results.get(failed)!.outputs)}`);
+        const failed = [...ancestors(topology, [cellId]), cellId].find((id) =>
+          this.#results.get(id)?.outputs.some((o) => o.output_type === 'error'),
+        );
+        if (failed === undefined || failed === cellId)
+          throw new NotebookStepError(`cell ${this.#label(cellId)} failed: ${failureOf(result.outputs)}`);
+        throw new NotebookStepError(
+          `cell ${this.#label(cellId)} did not run: cell ${this.#label(failed)}, which it needs, failed: ${failureOf(this.#results.get(failed)!.outputs)}`,
+        );
       }
       const cell = this.notebook.cells.find((c) => c.id === cellId)!;
       return { notebook: this.id, cell: cellId, name: cell.name, value: result.value, outputs: result.outputs };
@@ -183,7 +191,8 @@ class NotebookRun {
       lineMap: [],
       executionCount: 0,
     });
-    if (result.status !== 'success') throw new NotebookStepError(`could not hand the step input to the kernel: ${failureOf(result.outputs)}`);
+    if (result.status !== 'success')
+      throw new NotebookStepError(`could not hand the step input to the kernel: ${failureOf(result.outputs)}`);
   }
 
   async #execute(id: string): Promise<CellResult> {
@@ -191,7 +200,11 @@ class NotebookRun {
     const problem = this.#problem(id);
     if (problem || !info.program) {
       const message = problem ?? 'the cell has no program';
-      return { status: 'error', value: null, outputs: [{ output_type: 'error', ename: 'NotebookError', evalue: message, traceback: [`NotebookError: ${message}`] }] };
+      return {
+        status: 'error',
+        value: null,
+        outputs: [{ output_type: 'error', ename: 'NotebookError', evalue: message, traceback: [`NotebookError: ${message}`] }],
+      };
     }
     const result = await this.kernel.run({
       cellId: id,
@@ -224,7 +237,8 @@ export class NotebookSteps {
    * through `resolvePath`, which also refuses symlinks that leave the folder.
    */
   #fileOf(id: string): string | undefined {
-    if (!id || id.includes('\0') || id.startsWith('/') || /^[a-zA-Z]:/.test(id) || id.split(/[\\/]/).includes('..') || !isNotebookFile(id)) return undefined;
+    if (!id || id.includes('\0') || id.startsWith('/') || /^[a-zA-Z]:/.test(id) || id.split(/[\\/]/).includes('..') || !isNotebookFile(id))
+      return undefined;
     const file = resolve(this.notebooks.dir, id);
     return file.startsWith(this.notebooks.dir + sep) ? file : undefined;
   }
@@ -255,7 +269,11 @@ export class NotebookSteps {
     let outline: Outline;
     try {
       const notebook = parseNotebook(readFileSync(file, 'utf8'), file);
-      outline = { mtimeMs: info.mtimeMs, size: info.size, cells: notebook.cells.map(({ id: cellId, name, cell_type }) => ({ id: cellId, name, cell_type })) };
+      outline = {
+        mtimeMs: info.mtimeMs,
+        size: info.size,
+        cells: notebook.cells.map(({ id: cellId, name, cell_type }) => ({ id: cellId, name, cell_type })),
+      };
     } catch (err) {
       outline = { mtimeMs: info.mtimeMs, size: info.size, cells: [], error: (err as Error).message };
     }

@@ -8,8 +8,8 @@ export type Reference =
   | { source: 'input'; path: string[] }
   | { source: 'step'; step: string; accessor: 'aggregated' | 'output'; path: string[] };
 
-export class ReferenceError extends Error {
-  override name = 'ReferenceError';
+export class InvalidReference extends Error {
+  override name = 'InvalidReference';
 }
 
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
@@ -17,23 +17,23 @@ const SEGMENT = /^[A-Za-z0-9_-]+$/;
 /** True for a string that is a reference (`$.` but not the `$$` escape). */
 export const isReference = (value: unknown): value is string => typeof value === 'string' && value.startsWith('$.');
 
-/** Parse a reference; throws ReferenceError saying what is wrong with it. */
+/** Parse a reference; throws InvalidReference saying what is wrong with it. */
 export function parseReference(text: string): Reference {
   const parts = text.slice(2).split('.');
   // `$.input.*` (the spec's spelling of "all of the input") means the same as `$.input`.
   if (parts.length > 1 && parts[parts.length - 1] === '*') parts.pop();
   if (parts.some((p) => !SEGMENT.test(p))) {
-    throw new ReferenceError(`'${text}' is not a reference: use $.input, $.input.<field> or $.steps.<step>.aggregated|output[.<field>]`);
+    throw new InvalidReference(`'${text}' is not a reference: use $.input, $.input.<field> or $.steps.<step>.aggregated|output[.<field>]`);
   }
   if (parts[0] === 'input') return { source: 'input', path: parts.slice(1) };
   if (parts[0] === 'steps') {
     const [, step, accessor, ...path] = parts;
     if (!step || (accessor !== 'aggregated' && accessor !== 'output')) {
-      throw new ReferenceError(`'${text}' must name a step and then .aggregated (endpoint steps) or .output (agent and plugin steps)`);
+      throw new InvalidReference(`'${text}' must name a step and then .aggregated (endpoint steps) or .output (agent and plugin steps)`);
     }
     return { source: 'step', step, accessor, path };
   }
-  throw new ReferenceError(`'${text}' must start with $.input or $.steps`);
+  throw new InvalidReference(`'${text}' must start with $.input or $.steps`);
 }
 
 /** Every reference string in a template, with the field path it sits at (`input.city`, `input.items.0`). */
@@ -67,12 +67,12 @@ function resolveReference(ref: Reference, state: RunState, text: string): unknow
   let value: unknown;
   if (ref.source === 'input') value = state.input;
   else {
-    if (!state.steps.has(ref.step)) throw new ReferenceError(`${text}: step '${ref.step}' has no result`);
+    if (!state.steps.has(ref.step)) throw new InvalidReference(`${text}: step '${ref.step}' has no result`);
     value = state.steps.get(ref.step);
   }
   for (const segment of ref.path) {
     if (value === null || typeof value !== 'object') {
-      throw new ReferenceError(`${text}: no field '${segment}' (the value there is ${value === null ? 'null' : typeof value})`);
+      throw new InvalidReference(`${text}: no field '${segment}' (the value there is ${value === null ? 'null' : typeof value})`);
     }
     value = (value as Record<string, unknown>)[segment];
   }

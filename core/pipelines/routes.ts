@@ -140,7 +140,11 @@ export function pipelineRoutes(service: PipelineService, jobs: PipelineJobs | un
       url: `${PREFIX}/:name/run/batch`,
       summary: 'Run once per input on the task board',
       tags,
-      schema: { params: PipelineParams, body: BatchRunBody, response: { 202: { description: 'task', schema: PipelineTaskView }, 501: noBoard } },
+      schema: {
+        params: PipelineParams,
+        body: BatchRunBody,
+        response: { 202: { description: 'task', schema: PipelineTaskView }, 501: noBoard },
+      },
       config: call('run.batch', true),
       handler: async ({ params, req, reply }) => {
         const task = await board().submitBatch(params.name, req.body, principalOf(req));

@@ -27,17 +27,18 @@
  * JSON form (`NotebookStepOutput`).
  */
 import { randomUUID } from 'node:crypto';
-import { timeOrderedId } from '../storage/ids.js';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
-import type { DropInProblem, Registry, RegistryEntry } from '../kernel/registry.js';
 import { jsonDropInVersion } from '../kernel/discovery.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
+import { canSee } from '../kernel/ownership.js';
+import type { DropInProblem, Registry, RegistryEntry } from '../kernel/registry.js';
 import type { Collection, Store } from '../kernel/store.js';
-import { dependencies, describeProblems, graphView, kindOf, validatePipeline, type GraphView, type StepTargets } from './graph.js';
+import { timeOrderedId } from '../storage/ids.js';
+import { dependencies, describeProblems, type GraphView, graphView, kindOf, type StepTargets, validatePipeline } from './graph.js';
 import { checkRunInput } from './input.js';
-import { PIPELINE_KIND, RESERVED_PIPELINE_NAMES, loadPipelineFile } from './kind.js';
-import { resolveTemplate, type RunState } from './references.js';
+import { loadPipelineFile, PIPELINE_KIND, RESERVED_PIPELINE_NAMES } from './kind.js';
+import { type RunState, resolveTemplate } from './references.js';
 import {
   PIPELINE_NAME,
   type PipelineDefinition,
@@ -47,7 +48,6 @@ import {
   type StepRecord,
   type ValidationReport,
 } from './schemas.js';
-import { canSee } from '../kernel/ownership.js';
 
 export { RESERVED_PIPELINE_NAMES } from './kind.js';
 
@@ -222,11 +222,27 @@ export class PipelineService {
       const report = this.validate(d);
       const broken = problems.find((p) => p.entry === entry.file);
       const errors = broken ? [fileProblem(broken), ...report.errors] : report.errors;
-      out.push({ name: entry.name, description: d.description, version: d.version, steps: d.steps.length, file: entry.file, valid: errors.length === 0, errors });
+      out.push({
+        name: entry.name,
+        description: d.description,
+        version: d.version,
+        steps: d.steps.length,
+        file: entry.file,
+        valid: errors.length === 0,
+        errors,
+      });
     }
     for (const problem of problems) {
       if (this.#registry.byFile(PIPELINE_KIND, problem.entry)) continue;
-      out.push({ name: nameOfFile(problem.entry), description: '', version: '', steps: 0, file: problem.entry, valid: false, errors: [fileProblem(problem)] });
+      out.push({
+        name: nameOfFile(problem.entry),
+        description: '',
+        version: '',
+        steps: 0,
+        file: problem.entry,
+        valid: false,
+        errors: [fileProblem(problem)],
+      });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
@@ -259,7 +275,10 @@ export class PipelineService {
     const relative = `pipelines/${definition.name}.json`;
     this.#assertJsonFile(definition.name, relative);
     await mkdir(this.#dir, { recursive: true });
-    const existed = await readFile(file).then(() => true, () => false);
+    const existed = await readFile(file).then(
+      () => true,
+      () => false,
+    );
     // Save what was sent (not the parsed form with defaults filled in), so the file stays as written.
     const text = JSON.stringify(draft, null, 2) + '\n';
     const temp = path.join(this.#dir, `.${definition.name}.${process.pid}.${randomUUID()}.tmp`);
@@ -316,8 +335,17 @@ export class PipelineService {
       steps: definition.steps.map((step) => {
         const { kind, target } = kindOf(step);
         return {
-          name: step.name, kind, target, ...(step.cell !== undefined ? { cell: step.cell } : {}), status: 'pending',
-          depends_on: deps.get(step.name) ?? [], input: null, output: null, error: null, started_at: null, duration_ms: null,
+          name: step.name,
+          kind,
+          target,
+          ...(step.cell !== undefined ? { cell: step.cell } : {}),
+          status: 'pending',
+          depends_on: deps.get(step.name) ?? [],
+          input: null,
+          output: null,
+          error: null,
+          started_at: null,
+          duration_ms: null,
         };
       }),
     };
@@ -354,7 +382,11 @@ export class PipelineService {
           rec.input = stepInput ?? null;
           const result = await withTimeout(step.timeout_ms, controller.signal, (signal) =>
             this.#steps.run(rec.kind, rec.target, stepInput, {
-              signal, principal: options.principal, method: step.method, cell: step.cell, run: scope,
+              signal,
+              principal: options.principal,
+              method: step.method,
+              cell: step.cell,
+              run: scope,
             }),
           );
           if (controller.signal.aborted && record.failed_step) {
@@ -425,7 +457,9 @@ export class PipelineService {
   async runs(name: string, limit = 50, principal?: string): Promise<RunRecord[]> {
     this.fileOf(name);
     const all = (await this.#runs.list()).filter((r) => r.pipeline === name && canSee(principal, r));
-    const known = this.#registry.get(PIPELINE_KIND, name) !== undefined || this.#registry.problemsOf(PIPELINE_KIND).some((p) => nameOfFile(p.entry) === name);
+    const known =
+      this.#registry.get(PIPELINE_KIND, name) !== undefined ||
+      this.#registry.problemsOf(PIPELINE_KIND).some((p) => nameOfFile(p.entry) === name);
     if (!known && all.length === 0) throw fail('HANGAR_PIPELINE_NOT_FOUND', { pipeline: name });
     return all.sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id)).slice(0, limit);
   }

@@ -2,7 +2,7 @@
  * Routes of the ML plugins: parse, call the service, shape the response. Logic is in `service.ts`.
  */
 import { defineRoute, type ResourceConfig } from '../http/route.js';
-import { tasksDisabled, type TaskService } from '../tasks/service.js';
+import { type TaskService, tasksDisabled } from '../tasks/service.js';
 import {
   AsyncPredictRequest,
   BatchRequest,
@@ -59,7 +59,10 @@ export function pluginRoutes(plugins: () => PluginService, tasks: TaskService) {
       url: '/api/v1/plugins/:name',
       summary: 'One plugin: its list entry and health',
       tags,
-      schema: { params: PluginParams, response: { 200: { description: 'Plugin', schema: PluginSummary.extend({ health: PluginHealth }) }, 404: unknown } },
+      schema: {
+        params: PluginParams,
+        response: { 200: { description: 'Plugin', schema: PluginSummary.extend({ health: PluginHealth }) }, 404: unknown },
+      },
       config: call('info'),
       handler: ({ params }) => plugins().describe(params.name),
     }),
@@ -134,7 +137,13 @@ export function pluginRoutes(plugins: () => PluginService, tasks: TaskService) {
         const plugin = input.params.name;
         const tasks = board();
         plugins().health(plugin);
-        const task = await tasks.submit({ kind: PLUGIN_TASK_KIND, target: plugin, input: input.body, principal: input.req.principal, metadata: { source: 'predict/batch' } });
+        const task = await tasks.submit({
+          kind: PLUGIN_TASK_KIND,
+          target: plugin,
+          input: input.body,
+          principal: input.req.principal,
+          metadata: { source: 'predict/batch' },
+        });
         input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
         return task;
       },
@@ -144,13 +153,23 @@ export function pluginRoutes(plugins: () => PluginService, tasks: TaskService) {
       url: '/api/v1/plugins/:name/predict/async',
       summary: 'Predict in the background on the task board: body `{input}` or `{inputs}`; follow /api/v1/tasks/{id}',
       tags,
-      schema: { params: PluginParams, body: AsyncPredictRequest, response: { 202: 'The task (Location: /api/v1/tasks/{id})', 501: noBoard } },
+      schema: {
+        params: PluginParams,
+        body: AsyncPredictRequest,
+        response: { 202: 'The task (Location: /api/v1/tasks/{id})', 501: noBoard },
+      },
       config: call('async', true),
       handler: async (input) => {
         const plugin = input.params.name;
         const tasks = board();
         plugins().health(plugin);
-        const task = await tasks.submit({ kind: PLUGIN_TASK_KIND, target: plugin, input: input.body, principal: input.req.principal, metadata: { source: 'predict/async' } });
+        const task = await tasks.submit({
+          kind: PLUGIN_TASK_KIND,
+          target: plugin,
+          input: input.body,
+          principal: input.req.principal,
+          metadata: { source: 'predict/async' },
+        });
         input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
         return task;
       },

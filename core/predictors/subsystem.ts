@@ -41,7 +41,19 @@ function pluginMetrics(ctx: HangarContext) {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [ctx.metrics.registry],
   });
-  return ({ plugin, operation, items, failed, seconds }: { plugin: string; operation: string; items: number; failed: number; seconds: number }) => {
+  return ({
+    plugin,
+    operation,
+    items,
+    failed,
+    seconds,
+  }: {
+    plugin: string;
+    operation: string;
+    items: number;
+    failed: number;
+    seconds: number;
+  }) => {
     if (items > failed) predictions.inc({ plugin, outcome: 'ok' }, items - failed);
     if (failed) predictions.inc({ plugin, outcome: 'error' }, failed);
     calls.observe({ plugin, operation }, seconds);
@@ -94,7 +106,11 @@ export const pluginsSubsystem: Subsystem = {
       },
     });
   },
-  routes: (app, ctx) => mountRoutes(app, pluginRoutes(() => ctx.services.get('predictors'), ctx.services.get('tasks'))),
+  routes: (app, ctx) =>
+    mountRoutes(
+      app,
+      pluginRoutes(() => ctx.services.get('predictors'), ctx.services.get('tasks')),
+    ),
   async close(ctx) {
     // Only a service that was used has a pool to stop.
     if (ctx.services.isBuilt('predictors')) await ctx.services.get('predictors').close();

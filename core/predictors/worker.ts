@@ -110,7 +110,8 @@ async function predictOne(plugin: Loaded, input: unknown, validate: boolean, whe
   }
   if (definition.output) {
     const checked = definition.output.safeParse(output);
-    if (!checked.success) return { ok: false, status: 500, error: `the plugin returned an invalid output: ${formatIssues(checked.error.issues, 'output')}` };
+    if (!checked.success)
+      return { ok: false, status: 500, error: `the plugin returned an invalid output: ${formatIssues(checked.error.issues, 'output')}` };
     output = checked.data;
   }
   return { ok: true, output };

@@ -235,20 +235,18 @@ export class ControlPlane {
 
   /** Log a call the gate refused (503), as the invocation log's middleware would have. */
   refused(call: ResourceCall, principal: string, input: unknown, error: string): void {
-    this.ctx.services
-      .find('invocations')
-      ?.record({
-        resource: call.resource,
-        name: call.name,
-        operation: call.operation,
-        principal,
-        started: Date.now(),
-        duration_ms: 0,
-        ok: false,
-        http_status: 503,
-        input,
-        error,
-      });
+    this.ctx.services.find('invocations')?.record({
+      resource: call.resource,
+      name: call.name,
+      operation: call.operation,
+      principal,
+      started: Date.now(),
+      duration_ms: 0,
+      ok: false,
+      http_status: 503,
+      input,
+      error,
+    });
   }
 
   /** Log a control action to the invocation log and the server log. */

@@ -10,8 +10,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as zod from 'zod';
-import { errorMessage } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
+import { errorMessage } from '../kernel/errors.js';
 import { evaluateModule } from '../kernel/evaluator.js';
 import * as sdk from '../sdk.js';
 import type { PluginDefinition } from './define.js';

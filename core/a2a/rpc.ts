@@ -5,8 +5,8 @@
  */
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { HttpError, errorMessage } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
+import { errorMessage, HangarError } from '../kernel/errors.js';
 
 /** JSON-RPC and A2A error codes (A2A v0.3 §8). */
 export const RpcCode = {
@@ -72,7 +72,7 @@ export function sendJson(reply: FastifyReply, body: unknown): void {
 /** Everything thrown ends up as a JSON-RPC error: ours keep their code, HTTP errors map by status. */
 export function toRpcError(err: unknown): { code: number; message: string; data?: unknown } {
   if (err instanceof RpcError) return { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) };
-  if (err instanceof HttpError) {
+  if (err instanceof HangarError) {
     const message = typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail);
     if (err.status === 422) return { code: RpcCode.invalidParams, message };
     if (err.status === 404) return { code: RpcCode.taskNotFound, message };

@@ -3,9 +3,10 @@
  * worker pool sized by `plugins.threads`, the service, the `plugin.predict` task kind for
  * /predict/async and /predict/batch, and the routes.
  *
- * The service is provided lazily: a session that never calls a plugin starts no worker thread and
- * bundles no model. Its first use (a plugin route, a pipeline's plugin step, a plugin task) builds
- * it, and it then loads every plugin discovery has registered.
+ * The service is provided lazily: a workspace without plugins never builds it, so no worker pool
+ * and no plugin builds. It is built by whichever comes first — discovery registering a plugin (its
+ * model then loads at once, as before, so the first prediction finds it ready) or a use (a plugin
+ * route, a pipeline's plugin step, a plugin task) — and then loads every plugin registered.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { mountRoutes } from '../http/route.js';
 import { formatIssues } from '../http/validate.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { fail } from '../kernel/errors.js';
+import type { RegistryChange } from '../kernel/registry.js';
 import { pluginKind } from './kind.js';
 import { PluginPool } from './pool.js';
 import { PLUGIN_TASK_KIND, pluginRoutes } from './routes.js';
@@ -82,6 +84,12 @@ export const pluginsSubsystem: Subsystem = {
       });
     });
     const plugins = () => ctx.services.get('predictors');
+    const buildOnFirstPlugin = (change: RegistryChange) => {
+      if (change.kind !== 'plugin' || (change.type !== 'added' && change.type !== 'updated')) return;
+      ctx.registry.off('change', buildOnFirstPlugin);
+      plugins();
+    };
+    ctx.registry.on('change', buildOnFirstPlugin);
     ctx.services.get('tasks').registerKind(PLUGIN_TASK_KIND, {
       // Predictions have no side effects: a task interrupted by a restart is simply run again.
       idempotent: true,

@@ -11,13 +11,16 @@ import { buildGraph, cycles, topologicalOrder } from '../lib/graph.js';
 import type { Subsystem } from '../kernel/context.js';
 import type { ServiceName } from '../kernel/services.js';
 
+/** The provider name of what the composition root provides itself (it is set up before every subsystem). */
+const HOST = 'the composition root';
+
 export class WiringError extends Error {
   override readonly name = 'WiringError';
 }
 
-export function planSubsystems(subsystems: readonly Subsystem[]): Subsystem[] {
+export function planSubsystems(subsystems: readonly Subsystem[], providedByHost: readonly ServiceName[] = []): Subsystem[] {
   const byName = new Map<string, Subsystem>();
-  const providerOf = new Map<ServiceName, string>();
+  const providerOf = new Map<ServiceName, string>(providedByHost.map((name) => [name, HOST]));
   for (const subsystem of subsystems) {
     if (byName.has(subsystem.name)) throw new WiringError(`two subsystems are named "${subsystem.name}"`);
     byName.set(subsystem.name, subsystem);
@@ -35,7 +38,7 @@ export function planSubsystems(subsystems: readonly Subsystem[]): Subsystem[] {
     (name) => {
       const subsystem = byName.get(name)!;
       const needed = [...(subsystem.depends ?? []), ...(subsystem.uses ?? []).filter((u) => providerOf.has(u))];
-      return needed.map((service) => providerOf.get(service)!).filter((provider) => provider !== name);
+      return needed.map((service) => providerOf.get(service)!).filter((provider) => provider !== name && provider !== HOST);
     },
   );
   const { order, blocked } = topologicalOrder(graph);

@@ -118,7 +118,6 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     discovery,
     log,
     metrics,
-    openapi,
     version: VERSION,
     startedAt: new Date(),
     lifecycle: { ready: false, stopping: false },
@@ -126,21 +125,24 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     clientTokens: {},
     typeCheck,
     publicPaths,
-    rateLimiter: new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths),
     upgrades: new Map(),
     agentSurface: { endpoints: {}, capabilities: {} },
     services: new Services(),
   };
+  // What the composition root itself provides, before any subsystem is set up.
+  const rateLimiter = new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths);
+  ctx.services.provide('openapi', openapi);
+  ctx.services.provide('rateLimiter', rateLimiter);
 
   startup.mark('store');
-  const subsystems = planSubsystems(options.subsystems ?? SUBSYSTEMS);
+  const subsystems = planSubsystems(options.subsystems ?? SUBSYSTEMS, ['openapi', 'rateLimiter']);
   const { app, server } = createApp({
     settings,
     log,
     metrics,
     extraTokens: () => ctx.runtimeTokens,
     publicPaths: ctx.publicPaths,
-    rateLimiter: ctx.rateLimiter,
+    rateLimiter,
   });
   startup.mark('app');
   // /openapi.json lists every route the app has, from its declaration (core/http/route.ts).

@@ -219,13 +219,13 @@ export class ControlPlane {
   }
 
   rateLimit(): { enabled: boolean; window_ms: number; max: number } {
-    const limits = this.ctx.rateLimiter.limits;
+    const limits = this.ctx.services.get('rateLimiter').limits;
     return { enabled: limits.enabled, window_ms: limits.windowMs, max: limits.max };
   }
 
   setRateLimit(change: { enabled?: boolean; window_ms?: number; max?: number }) {
-    const current = this.ctx.rateLimiter.limits;
-    this.ctx.rateLimiter.reconfigure({
+    const current = this.ctx.services.get('rateLimiter').limits;
+    this.ctx.services.get('rateLimiter').reconfigure({
       enabled: change.enabled ?? current.enabled,
       windowMs: change.window_ms ?? current.windowMs,
       max: change.max ?? current.max,

@@ -30,10 +30,10 @@ export const endpointsSubsystem: Subsystem = {
       metrics: ctx.metrics.registry,
       catalog: registryCatalog(ctx.registry),
       log: ctx.log,
-      onChange: () => ctx.openapi.invalidate(),
+      onChange: () => ctx.services.get('openapi').invalidate(),
     });
     ctx.services.provide('endpoints', service);
-    ctx.openapi.addProvider(() => endpointRouteDocs(service));
+    ctx.services.get('openapi').addProvider(() => endpointRouteDocs(service));
   },
   routes(app, ctx) {
     const service = ctx.services.get('endpoints');

@@ -189,3 +189,10 @@ export class OpenApiRegistry {
     };
   }
 }
+
+declare module '../kernel/services.js' {
+  interface ServiceMap {
+    /** The server's OpenAPI document, provided by the composition root before any subsystem is set up. */
+    openapi: OpenApiRegistry;
+  }
+}

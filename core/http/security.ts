@@ -216,3 +216,10 @@ export class ReconfigurableRateLimiter {
 function counters(limits: RateLimitSettings): RateLimiterMemory | undefined {
   return limits.enabled ? new RateLimiterMemory({ points: limits.max, duration: limits.windowMs / 1000 }) : undefined;
 }
+
+declare module '../kernel/services.js' {
+  interface ServiceMap {
+    /** The per-principal rate limiter, provided by the composition root; the control plane changes its limits at run time. */
+    rateLimiter: ReconfigurableRateLimiter;
+  }
+}

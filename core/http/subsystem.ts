@@ -4,5 +4,5 @@ import { mountDocs } from './docs.js';
 
 export const docsSubsystem: Subsystem = {
   name: 'docs',
-  routes: (app, ctx) => mountDocs(app, ctx.openapi),
+  routes: (app, ctx) => mountDocs(app, ctx.services.get('openapi')),
 };

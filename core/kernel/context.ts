@@ -1,8 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { ReconfigurableRateLimiter } from '../http/security.js';
-import type { OpenApiRegistry } from '../http/openapi.js';
 import type { Metrics } from './metrics.js';
 import type { Store } from './store.js';
 import type { Discovery } from './discovery.js';
@@ -32,7 +30,6 @@ export interface HangarContext {
   readonly discovery: Discovery;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly openapi: OpenApiRegistry;
   readonly version: string;
   readonly startedAt: Date;
   readonly lifecycle: { ready: boolean; stopping: boolean };
@@ -47,8 +44,6 @@ export interface HangarContext {
   readonly typeCheck: TypeChecker;
   /** Paths reachable without a token: the probes, plus what subsystems add at setup (UI files). */
   readonly publicPaths: Set<string>;
-  /** The per-principal rate limiter of this server; the control plane changes its limits at run time. */
-  readonly rateLimiter: ReconfigurableRateLimiter;
   /**
    * Websocket endpoints by exact path. The server checks Host, Origin and the token (header, or
    * `?token=` since browsers cannot set headers on ws) before calling the handler.

@@ -17,7 +17,7 @@ export const platformSubsystem: Subsystem = {
     Object.assign(ctx.agentSurface.endpoints, { health: '/api/v1/{agent}/health', card: '/api/v1/{agent}/card' });
     // Agent routes are declared once, `/api/v1/{agent}/...`; /openapi.json lists the agents loaded
     // when it is built as the parameter's values, so a drop-in added a moment ago is among them.
-    ctx.openapi.describeParam('agent', () => listAgents(ctx).map((agent) => agent.name));
+    ctx.services.get('openapi').describeParam('agent', () => listAgents(ctx).map((agent) => agent.name));
   },
   routes: (app, ctx) => mountRoutes(app, platformRoutes(ctx)),
 };

@@ -82,6 +82,8 @@ describe('hangar init', () => {
     ]);
     expect((await server.request('/api/v1/hello/invoke', { method: 'POST', json: { query: 'Ada' } })).body.response).toBe('Hello, Ada!');
     expect((await server.request('/api/v1/endpoints/greeting', { method: 'POST', json: { name: 'Ada' } })).body).toMatchObject({ success: true, aggregated: { greeting: 'Hello, Ada!' } });
+    // A plugin loads its model in the worker pool, which starts on first use: ready shortly after discovery.
+    await eventually(async () => (await server.request('/api/v1/plugins/double')).body.status === 'ready');
     expect((await server.request('/api/v1/plugins/double/predict', { method: 'POST', json: { input: { x: 21 } } })).body).toMatchObject({ output: { y: 42 } });
     expect((await server.request('/api/notebooks')).body.notebooks.map((n: { id: string }) => n.id)).toEqual(['first.nb.ts']);
   });

@@ -24,13 +24,22 @@ export default defineAgent({
           return { note: text, response: text ? `Draft ready: "${text}"` : 'Nothing to publish.' };
         },
       },
-      review: { type: 'approval', description: 'A person approves the note', message: (state) => `Publish this note? "${String(state.note)}"` },
+      review: {
+        type: 'approval',
+        description: 'A person approves the note',
+        message: (state) => `Publish this note? "${String(state.note)}"`,
+      },
       publish: {
         description: 'Append the note to .hangar/outbox/notes.jsonl',
         run: async (state, ctx) => {
           const outbox = path.join(ctx.workspace, '.hangar', 'outbox');
           await mkdir(outbox, { recursive: true });
-          const record = { note: state.note, approved_by: state.metadata.reviewer ?? null, thread_id: ctx.threadId, at: new Date().toISOString() };
+          const record = {
+            note: state.note,
+            approved_by: state.metadata.reviewer ?? null,
+            thread_id: ctx.threadId,
+            at: new Date().toISOString(),
+          };
           await appendFile(path.join(outbox, 'notes.jsonl'), JSON.stringify(record) + '\n');
           ctx.tool('outbox.append', record);
           return { response: `Published: "${String(state.note)}"`, output: record };

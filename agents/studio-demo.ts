@@ -1,4 +1,4 @@
-import { defineAgent, END, z, type AgentState } from 'hangar';
+import { type AgentState, defineAgent, END, z } from 'hangar';
 
 /**
  * Turns a request into a short brief that a person approves before it is final — and a tour of
@@ -64,7 +64,8 @@ function composeBrief(request: string, todos: Todo[], stats: Stats): string {
 }
 
 export default defineAgent({
-  description: 'Plans a request into todos, analyses it with a subagent, drafts a brief (with the model when configured) and asks a person to approve it.',
+  description:
+    'Plans a request into todos, analyses it with a subagent, drafts a brief (with the model when configured) and asks a person to approve it.',
   version: '1.0.0',
   prompts: {
     versions: {
@@ -118,7 +119,10 @@ export default defineAgent({
           if (ctx.model.configured) {
             brief = await ctx.model.chat([
               { role: 'system', content: ctx.prompt },
-              { role: 'user', content: `Request: ${String(state.request)}\nTodos:\n${todos.map((t, i) => `${i + 1}. ${t.content}`).join('\n')}` },
+              {
+                role: 'user',
+                content: `Request: ${String(state.request)}\nTodos:\n${todos.map((t, i) => `${i + 1}. ${t.content}`).join('\n')}`,
+              },
             ]);
           } else {
             brief = composeBrief(String(state.request), todos, stats);

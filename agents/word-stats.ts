@@ -13,7 +13,10 @@ const STOP_WORDS = new Set(
 function syllables(word: string): number {
   const w = word.toLowerCase().replace(/[^a-z]/g, '');
   if (w.length <= 3) return w ? 1 : 0;
-  const groups = w.replace(/(?:[^laeiouy]es|ed|[^laeiouy]e)$/, '').replace(/^y/, '').match(/[aeiouy]{1,2}/g);
+  const groups = w
+    .replace(/(?:[^laeiouy]es|ed|[^laeiouy]e)$/, '')
+    .replace(/^y/, '')
+    .match(/[aeiouy]{1,2}/g);
   return Math.max(1, groups?.length ?? 1);
 }
 
@@ -30,7 +33,13 @@ export function textStats(text: string) {
   const readingEase = words.length
     ? Math.round((206.835 - 1.015 * (words.length / sentences) - 84.6 * (syllableCount / words.length)) * 10) / 10
     : 0;
-  return { words: words.length, sentences: words.length ? sentences : 0, characters: text.length, top_words: top, reading_ease: readingEase };
+  return {
+    words: words.length,
+    sentences: words.length ? sentences : 0,
+    characters: text.length,
+    top_words: top,
+    reading_ease: readingEase,
+  };
 }
 
 export default defineAgent({

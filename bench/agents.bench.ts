@@ -15,13 +15,25 @@
  *    Hangar writes before the agent runs) vs a bare node:http SSE server in the same run.
  */
 import { execSync } from 'node:child_process';
-import http from 'node:http';
 import { cp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { Logger } from '../core/kernel/log.js';
 import { startServer } from '../core/app/server.js';
-import { BARE_JSON_SERVER, BARE_SSE_SERVER, hangarArgs, median, repo, report, round, startProcess, stop, waitFor, workspace } from './lib/measure.js';
+import { Logger } from '../core/kernel/log.js';
+import {
+  BARE_JSON_SERVER,
+  BARE_SSE_SERVER,
+  hangarArgs,
+  median,
+  repo,
+  report,
+  round,
+  startProcess,
+  stop,
+  waitFor,
+  workspace,
+} from './lib/measure.js';
 
 const LONG = 10_000;
 
@@ -212,7 +224,9 @@ async function timedFrames(url: string): Promise<number> {
 }
 
 async function invoke() {
-  const root = await workspace({ 'agents/noop.ts': `import { defineAgent } from 'hangar';\nexport default defineAgent({ run: async () => 'ok' });\n` });
+  const root = await workspace({
+    'agents/noop.ts': `import { defineAgent } from 'hangar';\nexport default defineAgent({ run: async () => 'ok' });\n`,
+  });
   const bare = await startProcess(['-e', BARE_JSON_SERVER]);
   const bareSse = await startProcess(['-e', BARE_SSE_SERVER]);
   const hangar = await startProcess(hangarArgs(root));

@@ -12,10 +12,10 @@ import { execFileSync } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { startServer } from '../core/app/server.js';
 import { checkWrite } from '../core/coderun/fence.js';
 import { coderunSubsystem } from '../core/coderun/subsystem.js';
 import { Logger } from '../core/kernel/log.js';
-import { startServer } from '../core/app/server.js';
 import { agentScript, approve, startScriptedModel, write } from '../test/coderun/support/scripted-model.js';
 import { median, report, round, workspace } from './lib/measure.js';
 
@@ -23,28 +23,55 @@ const MODEL_MS = 500;
 const TASKS = 4;
 
 async function runOnce(maxParallel: number): Promise<{ ms: number; modelCalls: number; status: string }> {
-  const model = await startScriptedModel((c) => {
-    if (c.kind === 'planner') {
-      return {
-        tool_calls: [
-          {
-            name: 'submit_plan',
-            arguments: { tasks: Array.from({ length: TASKS }, (_, i) => ({ id: `T${i + 1}`, title: `file ${i + 1}`, squad: 'api', files: [`src/api/f${i + 1}.mjs`] })) },
-          },
-        ],
-      };
-    }
-    if (c.kind === 'reviewer') return approve;
-    return agentScript([write(`src/api/f${c.task!.slice(1)}.mjs`, `export const n = ${c.task!.slice(1)};\n`)], c);
-  }, { delayMs: MODEL_MS });
-  const repo = await workspace({ 'package.json': '{"type":"module"}\n', 'test/api/a.test.mjs': "import test from 'node:test';\ntest('a', () => {});\n" });
+  const model = await startScriptedModel(
+    (c) => {
+      if (c.kind === 'planner') {
+        return {
+          tool_calls: [
+            {
+              name: 'submit_plan',
+              arguments: {
+                tasks: Array.from({ length: TASKS }, (_, i) => ({
+                  id: `T${i + 1}`,
+                  title: `file ${i + 1}`,
+                  squad: 'api',
+                  files: [`src/api/f${i + 1}.mjs`],
+                })),
+              },
+            },
+          ],
+        };
+      }
+      if (c.kind === 'reviewer') return approve;
+      return agentScript([write(`src/api/f${c.task!.slice(1)}.mjs`, `export const n = ${c.task!.slice(1)};\n`)], c);
+    },
+    { delayMs: MODEL_MS },
+  );
+  const repo = await workspace({
+    'package.json': '{"type":"module"}\n',
+    'test/api/a.test.mjs': "import test from 'node:test';\ntest('a', () => {});\n",
+  });
   const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', ...args], { cwd: repo });
   git('init', '-q', '-b', 'main');
   git('add', '-A');
   git('commit', '-q', '-m', 'init');
-  const root = await workspace({ 'teams/api.json': JSON.stringify({ charter: 'api', owns: ['src/api/**', 'test/api/**'], acceptance: 'node --test "test/api/**/*.test.mjs"' }) });
+  const root = await workspace({
+    'teams/api.json': JSON.stringify({
+      charter: 'api',
+      owns: ['src/api/**', 'test/api/**'],
+      acceptance: 'node --test "test/api/**/*.test.mjs"',
+    }),
+  });
   const server = await startServer(
-    { root, port: 0, watch: false, window: false, logLevel: 'silent', model: { baseUrl: model.baseUrl, model: 'm', retries: 0 }, code: { max_parallel: maxParallel, repos: [repo] } } as never,
+    {
+      root,
+      port: 0,
+      watch: false,
+      window: false,
+      logLevel: 'silent',
+      model: { baseUrl: model.baseUrl, model: 'm', retries: 0 },
+      code: { max_parallel: maxParallel, repos: [repo] },
+    } as never,
     { subsystems: [coderunSubsystem], logger: new Logger('silent') },
   );
   await server.discovered;

@@ -13,7 +13,7 @@
 // 2. OAuth2 single flight: 1,000 concurrent calls while the cached token is expired cause exactly
 //    one token request.
 import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -98,7 +98,10 @@ export default defineEndpoint({
 
 // Context for the overhead figure: the same fan-out over upstreams that answer at once, so the
 // difference is Hangar's own CPU path rather than process wake-ups after a sleep.
-const FANOUT0 = FANOUT.replace(/BENCH_[ABC]/g, 'BENCH_ZERO').replace('bench: ALL over three upstreams', 'bench: ALL over three instant upstreams');
+const FANOUT0 = FANOUT.replace(/BENCH_[ABC]/g, 'BENCH_ZERO').replace(
+  'bench: ALL over three upstreams',
+  'bench: ALL over three instant upstreams',
+);
 
 const OAUTH = `import { defineEndpoint } from 'hangar';
 export default defineEndpoint({
@@ -138,7 +141,9 @@ function get(url) {
     http
       .get(url, { agent }, (res) => {
         res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${url} → ${res.statusCode}`))));
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${url} → ${res.statusCode}`)),
+        );
       })
       .on('error', reject);
   });

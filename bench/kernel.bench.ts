@@ -10,7 +10,21 @@
  */
 import { cp, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { agentFile, BARE_SERVER, freshDist, hangarArgs, median, repo, report, round, startProcess, stop, throughput, waitFor, workspace } from './lib/measure.js';
+import {
+  agentFile,
+  BARE_SERVER,
+  freshDist,
+  hangarArgs,
+  median,
+  repo,
+  report,
+  round,
+  startProcess,
+  stop,
+  throughput,
+  waitFor,
+  workspace,
+} from './lib/measure.js';
 
 async function timeToReady(args: string[], probe: string): Promise<number> {
   freshDist();

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { startServer, type RunningServer } from '../core/app/server.js';
+import { type RunningServer, startServer } from '../core/app/server.js';
 import { Logger } from '../core/kernel/log.js';
 import type { InvocationEntry } from '../core/logs/types.js';
 import iris from '../plugins/iris/index.js';
@@ -115,7 +115,9 @@ async function batchPrediction() {
     }
     const p99 = delay.percentile(99) / 1e6;
     const pool = median(trips);
-    const label = threads ? `${threads} pool threads` : `default pool (${Math.max(1, os.availableParallelism() - 1)} thread(s) on ${os.availableParallelism()} cores)`;
+    const label = threads
+      ? `${threads} pool threads`
+      : `default pool (${Math.max(1, os.availableParallelism() - 1)} thread(s) on ${os.availableParallelism()} cores)`;
     report({
       name: `batch of ${ROWS} predictions over HTTP, ${label}`,
       value: pool,
@@ -167,7 +169,11 @@ async function logAnalysis() {
     Float64Array.from(durations).sort();
     sorts.push(performance.now() - t);
     t = performance.now();
-    const res = await fetch(`${server.url}/api/v1/logs/analyze`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ window: '30d' }) });
+    const res = await fetch(`${server.url}/api/v1/logs/analyze`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ window: '30d' }),
+    });
     const body = (await res.json()) as { total: number };
     analyses.push(performance.now() - t);
     if (body.total !== N) throw new Error(`analysed ${body.total} records, expected ${N}`);

@@ -7,8 +7,8 @@
  * (counting missing ones), the least any column analysis must do.
  */
 import { rm } from 'node:fs/promises';
-import { Logger } from '../core/kernel/log.js';
 import { startServer } from '../core/app/server.js';
+import { Logger } from '../core/kernel/log.js';
 import { notebookIntelSubsystem } from '../core/notebook/intel/subsystem.js';
 import { notebookSubsystem } from '../core/notebook/subsystem.js';
 import { median, report, round, workspace } from './lib/measure.js';
@@ -43,10 +43,17 @@ const missing_counts = _counts;`;
 
 async function main() {
   const root = await workspace({});
-  const server = await startServer({ root, port: 0, watch: false, window: false, logLevel: 'silent' } as never, { subsystems: [notebookSubsystem, notebookIntelSubsystem], logger: new Logger('silent') });
+  const server = await startServer({ root, port: 0, watch: false, window: false, logLevel: 'silent' } as never, {
+    subsystems: [notebookSubsystem, notebookIntelSubsystem],
+    logger: new Logger('silent'),
+  });
   await server.discovered;
   const call = async (path: string, init?: RequestInit & { json?: unknown }) => {
-    const res = await fetch(server.url + path, { ...init, headers: { 'content-type': 'application/json' }, body: init?.json === undefined ? undefined : JSON.stringify(init.json) });
+    const res = await fetch(server.url + path, {
+      ...init,
+      headers: { 'content-type': 'application/json' },
+      body: init?.json === undefined ? undefined : JSON.stringify(init.json),
+    });
     const body = await res.json();
     if (!res.ok) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(body)}`);
     return body;
@@ -58,7 +65,10 @@ async function main() {
 
     const baseline: number[] = [];
     for (let i = 0; i < 5; i++) {
-      await call('/api/notebooks/bench.nb.ts/tools/benchmark', { method: 'POST', json: { cell: (await call('/api/notebooks/bench.nb.ts/cells')).cells[1].id, runs: 1 } }).then((r) => baseline.push(r.median_ms));
+      await call('/api/notebooks/bench.nb.ts/tools/benchmark', {
+        method: 'POST',
+        json: { cell: (await call('/api/notebooks/bench.nb.ts/cells')).cells[1].id, runs: 1 },
+      }).then((r) => baseline.push(r.median_ms));
     }
     const prep: number[] = [];
     let issues = 0;

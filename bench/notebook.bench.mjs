@@ -19,7 +19,9 @@ const fmt = (ms) => `${ms.toFixed(ms < 10 ? 3 : 1)} ms`;
 /** This benchmark's own line format, kept; the figure is recorded with its budget as its target. */
 const line = (label, value, budget, baseline = null) => {
   const figure = record({ name: label, value, unit: 'ms', baseline, target: { on: 'value', op: '<=', limit: budget, unit: 'ms' } });
-  console.log(`${label.padEnd(58)} ${fmt(value).padStart(12)}   budget ${fmt(budget).padStart(10)}   ratio ${(value / budget).toFixed(2)}${figure.pass ? '' : '   MISS'}`);
+  console.log(
+    `${label.padEnd(58)} ${fmt(value).padStart(12)}   budget ${fmt(budget).padStart(10)}   ratio ${(value / budget).toFixed(2)}${figure.pass ? '' : '   MISS'}`,
+  );
 };
 
 // ---- 1. analysis + ordering --------------------------------------------------------------------
@@ -48,7 +50,12 @@ async function timeAnalysis(tsEvery, runs = 7) {
   return median(times);
 }
 
-console.log(`notebook engine benchmarks (medians); load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores\n`);
+console.log(
+  `notebook engine benchmarks (medians); load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} on ${os.cpus().length} cores\n`,
+);
 await timeAnalysis(5, 2); // warm up esbuild's service and the JIT
 line('analysis+order, 1,000 cells, 1 in 5 TypeScript (cold)', await timeAnalysis(5), 200);
 line('analysis+order, 1,000 cells, plain JavaScript (cold)', await timeAnalysis(0), 200);
@@ -95,7 +102,11 @@ const baselineWorker = new Worker(
    parentPort.on('message', (code) => { vm.runInThisContext(code); parentPort.postMessage(0); });`,
   { eval: true },
 );
-const send = (code) => new Promise((resolve) => { baselineWorker.once('message', resolve); baselineWorker.postMessage(code); });
+const send = (code) =>
+  new Promise((resolve) => {
+    baselineWorker.once('message', resolve);
+    baselineWorker.postMessage(code);
+  });
 const baseline = [];
 for (let i = 0; i < 15; i++) {
   const codes = Array.from({ length: CHAIN + 1 }, (_, j) => (j === 0 ? `var k0 = ${i + 2}` : `var k${j} = k${j - 1} + 1`));
@@ -109,7 +120,10 @@ const perCellBaseline = median(baseline) / (CHAIN + 1);
 console.log('');
 console.log(`${`re-run chain of ${CHAIN} dependents: engine, per cell`.padEnd(58)} ${fmt(perCellEngine).padStart(12)}`);
 console.log(`${'same code directly in one worker, per cell (baseline)'.padEnd(58)} ${fmt(perCellBaseline).padStart(12)}`);
-line('engine overhead per cell (engine - baseline)', Math.max(0, perCellEngine - perCellBaseline), 1, { label: 'the same code run directly in one worker, per cell', value: perCellBaseline });
+line('engine overhead per cell (engine - baseline)', Math.max(0, perCellEngine - perCellBaseline), 1, {
+  label: 'the same code run directly in one worker, per cell',
+  value: perCellBaseline,
+});
 console.log(`${'engine / baseline'.padEnd(58)} ${(perCellEngine / perCellBaseline).toFixed(2).padStart(10)}x`);
 
 // ---- 3. kernel start, interrupt-to-ready --------------------------------------------------------

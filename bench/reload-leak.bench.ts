@@ -8,11 +8,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 import * as zod from 'zod';
-import * as sdk from '../core/sdk.js';
+import { agentKind } from '../core/agents/kind.js';
 import { Discovery } from '../core/kernel/discovery.js';
 import { Logger } from '../core/kernel/log.js';
 import { Registry } from '../core/kernel/registry.js';
-import { agentKind } from '../core/agents/kind.js';
+import * as sdk from '../core/sdk.js';
 import { report, round, workspace } from './lib/measure.js';
 
 const RELOADS = 500;
@@ -53,10 +53,21 @@ async function naiveImports(): Promise<number> {
   const root = await workspace({ 'agents/leaky.ts': source(0) });
   const before = heapMb();
   for (let i = 1; i <= RELOADS; i++) {
-    await writeFile(path.join(root, 'agents/leaky.ts'), source(i).replace("from 'hangar'", `from ${JSON.stringify(path.resolve('core/sdk.ts'))}`));
+    await writeFile(
+      path.join(root, 'agents/leaky.ts'),
+      source(i).replace("from 'hangar'", `from ${JSON.stringify(path.resolve('core/sdk.ts'))}`),
+    );
     // Inside the repository so the bundle's bare imports (zod) resolve from node_modules.
     const out = path.resolve('.hangar', 'bench', 'naive-bundle.mjs');
-    await esbuild.build({ entryPoints: [path.join(root, 'agents/leaky.ts')], bundle: true, format: 'esm', platform: 'node', outfile: out, logLevel: 'silent', packages: 'external' });
+    await esbuild.build({
+      entryPoints: [path.join(root, 'agents/leaky.ts')],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      outfile: out,
+      logLevel: 'silent',
+      packages: 'external',
+    });
     await import(pathToFileURL(out).href + `?v=${i}`);
   }
   return heapMb() - before;

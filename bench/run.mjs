@@ -103,7 +103,17 @@ for (const file of files) {
 
 /** A crashed or silent benchmark, as a figure that fails: it must show in the summary and the JSON. */
 function broken(name, code) {
-  return { name, value: code, unit: 'exit code', baseline: null, ratio: null, target: { on: 'value', op: '=', limit: 0, text: 'exits 0 with figures' }, also: [], pass: false, detail: null };
+  return {
+    name,
+    value: code,
+    unit: 'exit code',
+    baseline: null,
+    ratio: null,
+    target: { on: 'value', op: '=', limit: 0, text: 'exits 0 with figures' },
+    also: [],
+    pass: false,
+    detail: null,
+  };
 }
 
 const runFile = path.join(out, 'runs', `${stamp}.json`);
@@ -121,10 +131,16 @@ if (!profileDir) {
 const misses = figures.filter((f) => f.pass === false);
 console.log(`\n=== summary (${figures.length} figures, ${misses.length} missed)\n${summaryTable(figures)}\n`);
 console.log(`this run:      ${shown(runFile)}`);
-console.log(`all latest:    ${shown(resultsFile)}  ${profileDir ? '(not updated: figures of a profiled run)' : '(npm run bench:table writes it into the README)'}`);
+console.log(
+  `all latest:    ${shown(resultsFile)}  ${profileDir ? '(not updated: figures of a profiled run)' : '(npm run bench:table writes it into the README)'}`,
+);
 if (profileDir) {
-  const profiles = existsSync(profileDir) ? readdirSync(profileDir, { recursive: true }).filter((f) => String(f).endsWith('.cpuprofile')) : [];
-  console.log(`CPU profiles:  ${profiles.length ? profiles.map((f) => shown(path.join(profileDir, String(f)))).join('\n               ') : 'none written'}`);
+  const profiles = existsSync(profileDir)
+    ? readdirSync(profileDir, { recursive: true }).filter((f) => String(f).endsWith('.cpuprofile'))
+    : [];
+  console.log(
+    `CPU profiles:  ${profiles.length ? profiles.map((f) => shown(path.join(profileDir, String(f)))).join('\n               ') : 'none written'}`,
+  );
   console.log('               (open in Chrome DevTools → Performance, or VS Code)');
 }
 process.exit(misses.length ? 1 : 0);

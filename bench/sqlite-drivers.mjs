@@ -75,7 +75,9 @@ function measure(open) {
     const history = db.prepare('SELECT position, role, content FROM messages WHERE thread_id = ? ORDER BY position DESC LIMIT 100');
     const insertTask = db.prepare('INSERT INTO tasks (id, status, kind, target, created_at, input) VALUES (?, ?, ?, ?, ?, ?)');
     const insertEvent = db.prepare('INSERT INTO task_events (task_id, seq, type, data) VALUES (?, ?, ?, ?)');
-    const claim = db.prepare("UPDATE tasks SET status = 'running' WHERE id = (SELECT id FROM tasks WHERE status = 'queued' ORDER BY created_at LIMIT 1) RETURNING id");
+    const claim = db.prepare(
+      "UPDATE tasks SET status = 'running' WHERE id = (SELECT id FROM tasks WHERE status = 'queued' ORDER BY created_at LIMIT 1) RETURNING id",
+    );
     const page = db.prepare("SELECT id, status, created_at FROM tasks WHERE status = 'completed' ORDER BY created_at DESC LIMIT 20");
 
     // A long thread and a full board, in bulk (not measured).
@@ -122,11 +124,20 @@ for (const [name, load] of Object.entries(drivers)) {
 }
 const base = results['node:sqlite'];
 for (const [name, figures] of Object.entries(results)) {
-  const parts = Object.entries(figures).map(([op, us]) => `${op} ${us.toFixed(1)} µs${name === 'node:sqlite' ? '' : ` (${(us / base[op]).toFixed(2)}×)`}`);
+  const parts = Object.entries(figures).map(
+    ([op, us]) => `${op} ${us.toFixed(1)} µs${name === 'node:sqlite' ? '' : ` (${(us / base[op]).toFixed(2)}×)`}`,
+  );
   // A comparison to choose a driver by, not a promise: recorded as context, no target.
   for (const [op, us] of Object.entries(figures)) {
-    record({ name: `${name}: ${op}`, value: us, unit: 'µs/op', baseline: name === 'node:sqlite' ? null : { label: 'node:sqlite', value: base[op] } });
+    record({
+      name: `${name}: ${op}`,
+      value: us,
+      unit: 'µs/op',
+      baseline: name === 'node:sqlite' ? null : { label: 'node:sqlite', value: base[op] },
+    });
   }
   console.log(`${name.padEnd(15)} ${parts.join(' | ')}`);
 }
-console.log(`(medians of ${ROUNDS} rounds × ${OPS} ops; thread of ${THREAD} messages, board of ${TASKS} tasks; ratio = time vs node:sqlite, lower is faster)`);
+console.log(
+  `(medians of ${ROUNDS} rounds × ${OPS} ops; thread of ${THREAD} messages, board of ${TASKS} tasks; ratio = time vs node:sqlite, lower is faster)`,
+);

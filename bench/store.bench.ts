@@ -10,8 +10,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { Logger } from '../core/kernel/log.js';
 import { startServer } from '../core/app/server.js';
+import { Logger } from '../core/kernel/log.js';
 import { report, round, workspace } from './lib/measure.js';
 
 const echo = `import { defineAgent } from 'hangar';\nexport default defineAgent({ run: async (input) => 'echo: ' + input.query });\n`;
@@ -20,7 +20,10 @@ const TURNS = Number(process.env.BENCH_TURNS ?? 1000);
 
 async function appendsPerSecond(durability: 'normal' | 'full'): Promise<number> {
   const root = await workspace({ 'agents/echo.ts': echo });
-  const server = await startServer({ root, port: 0, watch: false, requestLog: false, logLevel: 'error', storage: { durability } }, { logger: new Logger('error') });
+  const server = await startServer(
+    { root, port: 0, watch: false, requestLog: false, logLevel: 'error', storage: { durability } },
+    { logger: new Logger('error') },
+  );
   await server.discovered;
   const result = await autocannon({
     url: `${server.url}/api/v1/echo/chat`,
@@ -48,11 +51,19 @@ async function diskPerMessageBytes(): Promise<{ stored: number; messages: number
     if (!res.ok) throw new Error(`turn ${i} answered ${res.status}`);
     await res.arrayBuffer();
   }
-  const messages = (await server.ctx.services.get('agents').threads.allMessages('echo', 'long')).reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
+  const messages = (await server.ctx.services.get('agents').threads.allMessages('echo', 'long')).reduce(
+    (n, m) => n + Buffer.byteLength(JSON.stringify(m)),
+    0,
+  );
   const stats = await server.ctx.store.stats();
   await server.close();
   const file = path.join(root, '.hangar', 'hangar.db');
-  const onDisk = (await stat(file)).size + (await stat(`${file}-wal`).then((s) => s.size, () => 0));
+  const onDisk =
+    (await stat(file)).size +
+    (await stat(`${file}-wal`).then(
+      (s) => s.size,
+      () => 0,
+    ));
   return { stored: Math.max(stats.bytes, onDisk), messages };
 }
 

@@ -23,9 +23,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { Logger } from '../core/kernel/log.ts';
 import { startServer } from '../core/app/server.ts';
 import { DONE_FRAME, formatFrame, SSE_HEADERS } from '../core/http/sse.ts';
+import { Logger } from '../core/kernel/log.ts';
 import { tasksSubsystem } from '../core/tasks/subsystem.ts';
 import { median, repo, report, round } from './lib/measure.ts';
 
@@ -136,7 +136,7 @@ if (frames.length !== expected) throw new Error(`log holds ${frames.length} even
 const responses = [];
 let allConnected;
 const connected = new Promise((resolve) => (allConnected = resolve));
-const bare = http.createServer((req, res) => {
+const bare = http.createServer((_req, res) => {
   res.writeHead(200, SSE_HEADERS);
   res.flushHeaders();
   responses.push(res);
@@ -202,7 +202,7 @@ for (let i = 0; i < REPLAYS; i++) {
 
 // Scale: the same ten frames from a bare node:http server (the floor of one HTTP round trip).
 const tail = frames.slice(-10).join('') + DONE_FRAME;
-const floor = http.createServer((req, res) => {
+const floor = http.createServer((_req, res) => {
   res.writeHead(200, SSE_HEADERS);
   res.end(tail);
 });
@@ -228,7 +228,11 @@ tasks.registerKind('bench.noop', { run: async () => ({ ok: true }) });
 const submitBody = JSON.stringify({ kind: 'bench.noop', target: 'bench', input: { n: 1 } });
 async function timedSubmit() {
   const started = performance.now();
-  const res = await fetch(`${server.url}/api/v1/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: submitBody });
+  const res = await fetch(`${server.url}/api/v1/tasks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: submitBody,
+  });
   await res.json();
   if (res.status !== 202) throw new Error(`submit answered ${res.status}`);
   return performance.now() - started;
@@ -237,14 +241,19 @@ async function timedPage() {
   const started = performance.now();
   const res = await fetch(`${server.url}/api/v1/tasks?limit=20`);
   const body = await res.json();
-  if (res.status !== 200 || body.tasks?.length !== 20) throw new Error(`page answered ${res.status}: ${JSON.stringify(body).slice(0, 200)}`);
+  if (res.status !== 200 || body.tasks?.length !== 20)
+    throw new Error(`page answered ${res.status}: ${JSON.stringify(body).slice(0, 200)}`);
   return performance.now() - started;
 }
 /** Submit through the service until `size` tasks are on the board, then wait for all to finish. */
 async function fillBoard(size) {
   const started = performance.now();
   for (let have = (await tasks.list({ limit: 1, offset: 0 }, { principal: 'local' })).total ?? 0; have < size; have += 100) {
-    await Promise.all(Array.from({ length: Math.min(100, size - have) }, () => tasks.submit({ kind: 'bench.noop', target: 'bench', principal: 'local', input: { n: 1 } })));
+    await Promise.all(
+      Array.from({ length: Math.min(100, size - have) }, () =>
+        tasks.submit({ kind: 'bench.noop', target: 'bench', principal: 'local', input: { n: 1 } }),
+      ),
+    );
   }
   while (tasks.load().queued + tasks.load().running > 0) await new Promise((r) => setTimeout(r, 20));
   return performance.now() - started;

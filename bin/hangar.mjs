@@ -2,10 +2,10 @@
 // Entry of the `hangar` command: runs the bundled CLI, building it first when it is missing or
 // older than the sources (a fresh clone right after `npm install`).
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { unsupportedNodeMessage } from './node-version.mjs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { distIsStale } from '../scripts/stale.mjs';
+import { unsupportedNodeMessage } from './node-version.mjs';
 
 const unsupported = unsupportedNodeMessage(process.versions.node);
 if (unsupported) {

@@ -4,9 +4,14 @@
  * mistake shows as a drop-in error in /api/v1/status instead of a crash at import.
  */
 import type { z as zod } from 'zod';
-import type { AgentDefinition } from './agents/types.js';
 import type { ToolDefinition } from './agents/tools.js';
+import type { AgentDefinition } from './agents/types.js';
 
+export { z } from 'zod';
+export type { ToolChoice } from './agents/model.js';
+export type { ObjectOptions } from './agents/structured.js';
+export type { LoopStep, ToolCallResult, ToolLoopOptions, ToolLoopResult } from './agents/tool-loop.js';
+export type { AnyTool, ToolContext, ToolDefinition } from './agents/tools.js';
 export type {
   AgentConfig,
   AgentDefinition,
@@ -26,11 +31,6 @@ export type {
   WorkspaceDocument,
 } from './agents/types.js';
 export { END } from './agents/types.js';
-export type { AnyTool, ToolContext, ToolDefinition } from './agents/tools.js';
-export type { LoopStep, ToolCallResult, ToolLoopOptions, ToolLoopResult } from './agents/tool-loop.js';
-export type { ToolChoice } from './agents/model.js';
-export type { ObjectOptions } from './agents/structured.js';
-export { z } from 'zod';
 
 export const DEFINITION_KIND = Symbol.for('hangar.kind');
 
@@ -70,13 +70,27 @@ export function defineAgent(definition: AgentDefinition): Tagged<AgentDefinition
  * });
  * export default defineAgent({ instructions: 'Answer with the weather.', tools: [weather] });
  */
-export function defineTool<I extends zod.ZodType, O extends zod.ZodType = zod.ZodType>(definition: ToolDefinition<I, O>): Tagged<ToolDefinition<I, O>, 'tool'> {
+export function defineTool<I extends zod.ZodType, O extends zod.ZodType = zod.ZodType>(
+  definition: ToolDefinition<I, O>,
+): Tagged<ToolDefinition<I, O>, 'tool'> {
   return tag('tool', definition);
 }
 
-export { defineEndpoint, type EndpointDefinition, type EndpointHandler } from './endpoints/define.js';
-export { UpstreamCallError, type EndpointContext, type FanOutResult, type UpstreamCallOptions, type UpstreamResult } from './endpoints/types.js';
-export { definePlugin, type ModelCardInput, type PluginDefinition, type PluginLoadContext } from './predictors/define.js';
-export { defineIngestor, type IngestContext, type IngestDocument, type IngestResource, type IngestorDefinition } from './ingestion/define.js';
 export { defineTeam, type TeamDefinition } from './coderun/define.js';
+export { defineEndpoint, type EndpointDefinition, type EndpointHandler } from './endpoints/define.js';
+export {
+  type EndpointContext,
+  type FanOutResult,
+  UpstreamCallError,
+  type UpstreamCallOptions,
+  type UpstreamResult,
+} from './endpoints/types.js';
+export {
+  defineIngestor,
+  type IngestContext,
+  type IngestDocument,
+  type IngestorDefinition,
+  type IngestResource,
+} from './ingestion/define.js';
 export { HangarNotebook } from './notebook/api.js';
+export { definePlugin, type ModelCardInput, type PluginDefinition, type PluginLoadContext } from './predictors/define.js';

@@ -62,8 +62,18 @@ export async function buildViews(root = repositoryRoot()): Promise<Map<string, A
 }
 
 /** Bundles the Electron main process (ESM) and the sandboxed preload (CommonJS) into `outdir`. */
-export async function buildShell(root = repositoryRoot(), outdir = path.join(root, 'dist', 'desktop')): Promise<{ main: string; preload: string }> {
-  const common: esbuild.BuildOptions = { bundle: true, platform: 'node', target: 'node22', logLevel: 'warning', sourcemap: 'linked', external: ['electron'] };
+export async function buildShell(
+  root = repositoryRoot(),
+  outdir = path.join(root, 'dist', 'desktop'),
+): Promise<{ main: string; preload: string }> {
+  const common: esbuild.BuildOptions = {
+    bundle: true,
+    platform: 'node',
+    target: 'node22',
+    logLevel: 'warning',
+    sourcemap: 'linked',
+    external: ['electron'],
+  };
   const main = path.join(outdir, 'main.mjs');
   const preload = path.join(outdir, 'preload.cjs');
   await Promise.all([

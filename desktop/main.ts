@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { startServer } from '../core/app/server.js';
 import { loadSettings } from '../core/kernel/settings.js';
 import type { ElectronMain } from './electron-api.js';
-import { startShell, type PlatformHandle } from './shell.js';
+import { type PlatformHandle, startShell } from './shell.js';
 
 // Electron's main process loads ES modules (Electron >= 28); `electron` itself is CommonJS.
 const electron = createRequire(import.meta.url)('electron') as ElectronMain;
@@ -57,9 +57,7 @@ async function inProcess(): Promise<PlatformHandle> {
   };
 }
 
-const platform = attachedUrl
-  ? async (): Promise<PlatformHandle> => ({ url: attachedUrl, close: async () => {} })
-  : inProcess;
+const platform = attachedUrl ? async (): Promise<PlatformHandle> => ({ url: attachedUrl, close: async () => {} }) : inProcess;
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => electron.app.quit());
 

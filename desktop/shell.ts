@@ -212,7 +212,18 @@ export function menuTemplate(navigate: (route: string) => void): MenuItemOptions
   });
   return [
     { label: 'Hangar', submenu: [{ role: 'about' }, { type: 'separator' }, { role: 'quit', accelerator: isMac ? 'Cmd+Q' : 'Ctrl+Q' }] },
-    { label: 'Edit', submenu: [{ role: 'undo' }, { role: 'redo' }, { type: 'separator' }, { role: 'cut' }, { role: 'copy' }, { role: 'paste' }, { role: 'selectAll' }] },
+    {
+      label: 'Edit',
+      submenu: [
+        { role: 'undo' },
+        { role: 'redo' },
+        { type: 'separator' },
+        { role: 'cut' },
+        { role: 'copy' },
+        { role: 'paste' },
+        { role: 'selectAll' },
+      ],
+    },
     {
       label: 'View',
       submenu: [

@@ -58,9 +58,7 @@ export default defineEndpoint({
   async handler(input, ctx) {
     const item = await ctx.call<{ price_usd: number }>('catalog', { input: { sku: input.sku } });
     const rate =
-      input.currency === 'USD'
-        ? 1
-        : (await ctx.call<{ rate: number }>('fx', { input: { base: 'USD', quote: input.currency } })).rate;
+      input.currency === 'USD' ? 1 : (await ctx.call<{ rate: number }>('fx', { input: { base: 'USD', quote: input.currency } })).rate;
     // Round to cents once, on the unit price, so unit_price × quantity is exactly the total.
     const unit = Math.round(item.price_usd * rate * 100) / 100;
     return {

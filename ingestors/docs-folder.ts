@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { defineIngestor, z, type IngestDocument } from 'hangar';
+import { defineIngestor, type IngestDocument, z } from 'hangar';
 
 /**
  * Folder ingestor: Markdown, text and CSV files of workspace folders into the `docs` collection —
@@ -20,7 +20,10 @@ const CHUNK_CHARS = 2_000;
 
 const Options = z.object({
   paths: z.array(z.string().min(1)).min(1).default(['docs', 'agents/docs-agent/docs']),
-  extensions: z.array(z.enum(['md', 'markdown', 'txt', 'csv'])).min(1).default(['md', 'markdown', 'txt', 'csv']),
+  extensions: z
+    .array(z.enum(['md', 'markdown', 'txt', 'csv']))
+    .min(1)
+    .default(['md', 'markdown', 'txt', 'csv']),
 });
 type Options = z.infer<typeof Options>;
 
@@ -85,7 +88,12 @@ function textChunks(file: string, text: string): IngestDocument[] {
     current = current ? `${current}\n\n${paragraph}` : paragraph;
   }
   if (current.trim()) chunks.push(current);
-  return chunks.map((content, i) => ({ id: `${file}#${i}`, title: chunks.length > 1 ? `${path.basename(file)} (${i + 1}/${chunks.length})` : path.basename(file), content: content.trim(), metadata: { format: 'text', chunk: i } }));
+  return chunks.map((content, i) => ({
+    id: `${file}#${i}`,
+    title: chunks.length > 1 ? `${path.basename(file)} (${i + 1}/${chunks.length})` : path.basename(file),
+    content: content.trim(),
+    metadata: { format: 'text', chunk: i },
+  }));
 }
 
 /** RFC 4180 fields: commas, quotes doubled inside quoted fields, newlines inside quotes. */
@@ -147,14 +155,20 @@ export default defineIngestor({
     return Promise.all(
       files.map(async (file) => {
         const info = await stat(file);
-        return { id: path.relative(workspace, file).split(path.sep).join('/'), uri: file, size: info.size, modified: info.mtime.toISOString() };
+        return {
+          id: path.relative(workspace, file).split(path.sep).join('/'),
+          uri: file,
+          size: info.size,
+          modified: info.mtime.toISOString(),
+        };
       }),
     );
   },
   read: async (resource) => {
     const text = await readFile(resource.uri!, 'utf8');
     const ext = path.extname(resource.id).slice(1).toLowerCase();
-    const docs = ext === 'csv' ? csvRows(resource.id, text) : ext === 'txt' ? textChunks(resource.id, text) : markdownSections(resource.id, text);
+    const docs =
+      ext === 'csv' ? csvRows(resource.id, text) : ext === 'txt' ? textChunks(resource.id, text) : markdownSections(resource.id, text);
     // Only what the document itself says goes into its metadata: a file-level hash here would make
     // every section of a file look changed when one section is edited.
     return docs.map((d) => ({ ...d, metadata: { ...d.metadata, source: resource.id } }));
@@ -164,6 +178,9 @@ export default defineIngestor({
     const present = options.paths.filter((_, i) => existsSync(dirs[i]!) && statSync(dirs[i]!).isDirectory());
     if (present.length === 0) return { ok: false, detail: `none of the folders ${options.paths.join(', ')} exists` };
     const missing = options.paths.filter((p) => !present.includes(p));
-    return { ok: true, detail: `reads ${options.extensions.join(', ')} files under ${present.join(', ')}${missing.length ? ` (missing, skipped: ${missing.join(', ')})` : ''}` };
+    return {
+      ok: true,
+      detail: `reads ${options.extensions.join(', ')} files under ${present.join(', ')}${missing.length ? ` (missing, skipped: ${missing.join(', ')})` : ''}`,
+    };
   },
 });

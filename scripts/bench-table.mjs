@@ -29,7 +29,9 @@ try {
   if (values.check) {
     const expected = replaceTable(text, readResults(committed));
     if (expected !== text) {
-      console.error(`${path.relative(process.cwd(), readme)}: the benchmark table differs from ${path.relative(process.cwd(), committed)}; run npm run bench:table`);
+      console.error(
+        `${path.relative(process.cwd(), readme)}: the benchmark table differs from ${path.relative(process.cwd(), committed)}; run npm run bench:table`,
+      );
       process.exit(1);
     }
     console.log(`${path.relative(process.cwd(), readme)}: benchmark table matches ${path.relative(process.cwd(), committed)}`);
@@ -40,7 +42,9 @@ try {
     if (source !== committed) copyFileSync(source, committed);
     writeFileSync(readme, replaceTable(text, results));
     const misses = results.figures.filter((f) => f.pass === false).length;
-    console.log(`${path.relative(process.cwd(), readme)}: table of ${results.figures.length} figures (${misses} missed) from ${path.relative(process.cwd(), source)}`);
+    console.log(
+      `${path.relative(process.cwd(), readme)}: table of ${results.figures.length} figures (${misses} missed) from ${path.relative(process.cwd(), source)}`,
+    );
   }
 } catch (err) {
   console.error(err instanceof Error ? err.message : String(err));

@@ -53,7 +53,10 @@ function buildTypes() {
   if (!existsSync(tsc) || !existsSync(config)) return;
   if (existsSync(out) && statSync(out).mtimeMs >= newestIn(path.join(repo, 'core'))) return;
   const emitted = spawnSync(tsc, ['-p', config], { cwd: repo, encoding: 'utf8', shell: process.platform === 'win32' });
-  if (emitted.status !== 0) console.warn(`hangar: the SDK's type declarations were not emitted (${(emitted.stdout || emitted.stderr || '').trim().split('\n')[0]})`);
+  if (emitted.status !== 0)
+    console.warn(
+      `hangar: the SDK's type declarations were not emitted (${(emitted.stdout || emitted.stderr || '').trim().split('\n')[0]})`,
+    );
 }
 
 function newestIn(dir) {

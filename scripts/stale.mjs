@@ -18,6 +18,10 @@ export function distIsStale(repo) {
   if (!existsSync(out)) return true;
   // The bundle's sources: core/ and desktop/ (its build and policy modules are bundled; an edit to
   // the views, which are built at run time, costs one needless ~0.2 s rebuild, not a stale bundle).
-  const sources = Math.max(newest(path.join(repo, 'core')), newest(path.join(repo, 'desktop')), statSync(path.join(repo, 'package.json')).mtimeMs);
+  const sources = Math.max(
+    newest(path.join(repo, 'core')),
+    newest(path.join(repo, 'desktop')),
+    statSync(path.join(repo, 'package.json')).mtimeMs,
+  );
   return statSync(out).mtimeMs < sources;
 }

@@ -18,7 +18,9 @@ export interface Hit extends Passage {
 }
 
 const STOP = new Set(
-  'a an and are as at be but by can do does for from has have how i if in into is it its me my no not of on or so that the their then there these this to was we what when where which who why will with you your'.split(' '),
+  'a an and are as at be but by can do does for from has have how i if in into is it its me my no not of on or so that the their then there these this to was we what when where which who why will with you your'.split(
+    ' ',
+  ),
 );
 
 /** Lowercase words without stop words, with a light plural/verb suffix strip ("agents" → "agent"). */

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { defineAgent, type Citation, type RunContext } from 'hangar';
-import { Bm25Index, splitMarkdown, tokenize, type Hit, type Passage } from './bm25';
+import { type Citation, defineAgent, type RunContext } from 'hangar';
+import { Bm25Index, type Hit, type Passage, splitMarkdown, tokenize } from './bm25';
 
 /**
  * Answers questions from local Markdown with BM25 retrieval, citing the sections it used and
@@ -89,7 +89,12 @@ export default defineAgent({
       source: fromCollection ? `collection:${DOCS_COLLECTION}` : 'files',
     });
     const hits = ranked.slice(0, MAX_SECTIONS);
-    const citations: Citation[] = hits.map((h) => ({ source: h.source, title: h.title, snippet: bestSentences(h, input.query, 1), score: h.score }));
+    const citations: Citation[] = hits.map((h) => ({
+      source: h.source,
+      title: h.title,
+      snippet: bestSentences(h, input.query, 1),
+      score: h.score,
+    }));
     const suggestions = ranked.slice(MAX_SECTIONS).map((h) => `Tell me about "${h.title}"`);
 
     if (hits.length === 0) {
@@ -125,7 +130,11 @@ export default defineAgent({
       citations,
       suggestions,
       context: hits.map((h) => ({ content: h.content, source: h.source, title: h.title, score: h.score })),
-      metadata: { answered_by: answeredBy, sections_indexed: index.size, source: fromCollection ? `collection:${DOCS_COLLECTION}` : 'files' },
+      metadata: {
+        answered_by: answeredBy,
+        sections_indexed: index.size,
+        source: fromCollection ? `collection:${DOCS_COLLECTION}` : 'files',
+      },
       reasoning: `BM25 ranked ${ranked.length} matching sections; answered from the top ${hits.length}: ${hits.map((h) => h.title).join(', ')}.`,
     };
   },

@@ -28,7 +28,14 @@ const OPS = {
 
 const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
 /** Enough digits to read a ratio or a small figure, no more. */
-export const show = (x) => (x == null ? '–' : !Number.isFinite(x) ? String(x) : Math.abs(x) >= 100 ? String(Math.round(x)) : String(round(x, Math.abs(x) >= 1 ? 2 : 3)));
+export const show = (x) =>
+  x == null
+    ? '–'
+    : !Number.isFinite(x)
+      ? String(x)
+      : Math.abs(x) >= 100
+        ? String(Math.round(x))
+        : String(round(x, Math.abs(x) >= 1 ? 2 : 3));
 
 /** "≤ 1000 ms", "≥ 0.4×": the target as the summary and the README print it. */
 export function targetText(target) {
@@ -96,8 +103,13 @@ export function record(input) {
 export function report(input) {
   const figure = record(input);
   const verdict = figure.pass === null ? 'context' : figure.pass ? 'PASS' : 'MISS';
-  const detail = figure.detail ?? `${show(figure.value)} ${figure.unit}${figure.baseline ? ` vs ${figure.baseline.label} ${show(figure.baseline.value)} ${figure.unit}` : ''}`;
-  const failed = figure.also.filter((c) => !c.pass).map((c) => ` (failed: ${c.label})`).join('');
+  const detail =
+    figure.detail ??
+    `${show(figure.value)} ${figure.unit}${figure.baseline ? ` vs ${figure.baseline.label} ${show(figure.baseline.value)} ${figure.unit}` : ''}`;
+  const failed = figure.also
+    .filter((c) => !c.pass)
+    .map((c) => ` (failed: ${c.label})`)
+    .join('');
   console.log(`${figure.name}: ${detail} | ratio ${show(figure.ratio)} | target ${targetText(figure.target)} | ${verdict}${failed}`);
   return figure;
 }

@@ -1,5 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -14,7 +14,8 @@ export const median = (xs: number[]) => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
-export const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+export const percentile = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 export async function workspace(files: Record<string, string>): Promise<string> {
@@ -27,10 +28,15 @@ export async function workspace(files: Record<string, string>): Promise<string> 
 }
 
 export const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
-export const agentFile = (reply: string) => `import { defineAgent } from 'hangar';\nexport default defineAgent({ version: ${JSON.stringify(reply)}, run: async () => ${JSON.stringify(reply)} });\n`;
+export const agentFile = (reply: string) =>
+  `import { defineAgent } from 'hangar';\nexport default defineAgent({ version: ${JSON.stringify(reply)}, run: async () => ${JSON.stringify(reply)} });\n`;
 
 /** Start a process and resolve with its URL once it prints `ready at <url>` (or a bare URL line). */
-export function startProcess(args: string[], pattern = /(http:\/\/127\.0\.0\.1:\d+)/, env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string }> {
+export function startProcess(
+  args: string[],
+  pattern = /(http:\/\/127\.0\.0\.1:\d+)/,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: repo, env: { ...process.env, ...env } });
   // Kept short: a server logs to stderr for as long as it runs; the tail explains an early exit.
   let err = '';
@@ -65,7 +71,10 @@ export async function throughput(url: string, seconds = 5, connections = 32): Pr
  * change during a run when others work in the same tree).
  */
 export function freshDist(): void {
-  const built = spawnSync(process.execPath, [path.join(repo, 'scripts', 'build.mjs'), '--if-stale', '--quiet'], { cwd: repo, stdio: 'inherit' });
+  const built = spawnSync(process.execPath, [path.join(repo, 'scripts', 'build.mjs'), '--if-stale', '--quiet'], {
+    cwd: repo,
+    stdio: 'inherit',
+  });
   if (built.status !== 0) throw new Error(`scripts/build.mjs exited ${built.status}`);
 }
 
@@ -73,7 +82,15 @@ export function freshDist(): void {
  * `hangar` through its CLI over `root`, with default settings, as a user starts it. Under
  * `npm run bench -- --profile NAME` it writes a .cpuprofile when it exits (stop() ends it cleanly).
  */
-export const hangarArgs = (root: string) => [...profileArgs(), path.join(repo, 'bin', 'hangar.mjs'), '--no-window', '--port', '0', '--root', root];
+export const hangarArgs = (root: string) => [
+  ...profileArgs(),
+  path.join(repo, 'bin', 'hangar.mjs'),
+  '--no-window',
+  '--port',
+  '0',
+  '--root',
+  root,
+];
 
 /** Poll `url` until it answers 200 and `ok(body)` holds. */
 export async function waitFor(url: string, ok: (body: unknown) => boolean = () => true, everyMs = 2): Promise<void> {

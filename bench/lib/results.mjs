@@ -50,7 +50,14 @@ const withUnit = (value, unit) => (unit === '×' ? `${show(value)}×` : `${show(
 export function summaryTable(figures) {
   const rows = [...figures]
     .sort((a, b) => Number(a.pass !== false) - Number(b.pass !== false))
-    .map((f) => [verdict(f), f.bench.replace(/\.(bench\.)?(ts|mjs)$/, ''), f.name, withUnit(f.value, f.unit), f.ratio == null ? '' : show(f.ratio), f.target?.text ?? '']);
+    .map((f) => [
+      verdict(f),
+      f.bench.replace(/\.(bench\.)?(ts|mjs)$/, ''),
+      f.name,
+      withUnit(f.value, f.unit),
+      f.ratio == null ? '' : show(f.ratio),
+      f.target?.text ?? '',
+    ]);
   const head = ['result', 'bench', 'figure', 'value', 'ratio', 'target'];
   const widths = head.map((h, i) => Math.min(i === 2 ? 70 : 40, Math.max(h.length, ...rows.map((r) => r[i].length))));
   const cell = (s, w) => (s.length > w ? `${s.slice(0, w - 1)}…` : s.padEnd(w));
@@ -62,9 +69,24 @@ const machineText = (m) => `${m.cpus} CPUs (${m.cpu_model}), ${m.memory_gb} GB, 
 
 /** The README table: every figure of the results file, with what it was measured against and when. */
 export function markdownTable(results) {
-  const lines = ['| bench | what | figure | baseline (same run) | ratio | target | result | measured |', '|---|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| bench | what | figure | baseline (same run) | ratio | target | result | measured |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
   for (const f of results.figures) {
-    const result = f.pass === null ? 'context' : f.pass ? 'PASS' : `**MISS**${f.also?.some((c) => !c.pass) ? ` (${f.also.filter((c) => !c.pass).map((c) => c.label).join('; ')})` : ''}`;
+    const result =
+      f.pass === null
+        ? 'context'
+        : f.pass
+          ? 'PASS'
+          : `**MISS**${
+              f.also?.some((c) => !c.pass)
+                ? ` (${f.also
+                    .filter((c) => !c.pass)
+                    .map((c) => c.label)
+                    .join('; ')})`
+                : ''
+            }`;
     const baseline = f.baseline ? `${md(f.baseline.label)}: ${withUnit(f.baseline.value, f.unit)}` : '';
     const load = f.machine?.loadavg ? `, load ${f.machine.loadavg[0]}` : '';
     const code = f.revision ? `, ${f.revision.commit}${f.revision.dirty ? '+' : ''}` : '';
@@ -74,7 +96,10 @@ export function markdownTable(results) {
   }
   const machines = [...new Set(results.figures.filter((f) => f.machine).map((f) => machineText(f.machine)))];
   const misses = results.figures.filter((f) => f.pass === false).length;
-  lines.push('', `${results.figures.length} figures, ${misses} missing their target. Measured on ${machines.join('; ') || 'no machine recorded'}; "load" is the 1-minute load average when that benchmark started, then the commit measured (+: with uncommitted changes in the work tree).`);
+  lines.push(
+    '',
+    `${results.figures.length} figures, ${misses} missing their target. Measured on ${machines.join('; ') || 'no machine recorded'}; "load" is the 1-minute load average when that benchmark started, then the commit measured (+: with uncommitted changes in the work tree).`,
+  );
   return lines.join('\n');
 }
 

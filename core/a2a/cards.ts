@@ -3,7 +3,7 @@
  * workspace's card at the host root where generic discovery looks.
  */
 import path from 'node:path';
-import { findAgent, type Agent } from '../agents/kind.js';
+import { type Agent, findAgent } from '../agents/kind.js';
 import type { HangarContext } from '../kernel/context.js';
 import { supportedInterfaces } from './v1.js';
 
@@ -29,7 +29,12 @@ export function a2aAgentCard(ctx: HangarContext, agentName: string, origin: stri
     preferredTransport: 'JSONRPC',
     additionalInterfaces: [{ url, transport: 'JSONRPC' }],
     provider: { organization: 'Hangar', url: origin },
-    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: ctx.settings.tasks.enabled, ...(version === '1.0' ? { extendedAgentCard: false } : {}) },
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      stateTransitionHistory: ctx.settings.tasks.enabled,
+      ...(version === '1.0' ? { extendedAgentCard: false } : {}),
+    },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain', 'application/json'],
     skills: [{ id: agent.name, name: agent.slug, description: agent.description || agent.name, tags: [agent.framework] }],
@@ -52,11 +57,21 @@ export function workspaceAgentCard(ctx: HangarContext, origin: string) {
       ? `Hangar agents, one interface each (tenant = agent name): ${agents.map((a) => a.name).join(', ')}`
       : 'A Hangar workspace with no agents yet',
     version: ctx.version,
-    supportedInterfaces: agents.map((agent) => ({ url: `${origin}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: agent.name })),
+    supportedInterfaces: agents.map((agent) => ({
+      url: `${origin}/a2a`,
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+      tenant: agent.name,
+    })),
     provider: { organization: 'Hangar', url: origin },
     capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain', 'application/json'],
-    skills: agents.map((agent) => ({ id: agent.name, name: agent.slug, description: agent.description || agent.name, tags: [agent.framework] })),
+    skills: agents.map((agent) => ({
+      id: agent.name,
+      name: agent.slug,
+      description: agent.description || agent.name,
+      tags: [agent.framework],
+    })),
   };
 }

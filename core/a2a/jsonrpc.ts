@@ -45,14 +45,14 @@ import type { ApprovalDecision } from '../agents/service.js';
 import { formatFrame, openSse } from '../http/sse.js';
 import { formatIssues } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
-import { HangarError, fail } from '../kernel/errors.js';
-import { TaskStatus, isSettled, isTerminal, type Task, type TaskEvent } from '../tasks/schemas.js';
+import { fail, HangarError } from '../kernel/errors.js';
+import { isSettled, isTerminal, type Task, type TaskEvent, TaskStatus } from '../tasks/schemas.js';
 import type { TaskScope, TaskService } from '../tasks/service.js';
-import { Envelope, RpcCode, RpcError, type RpcId, type RpcResponse, invalidRequestMessage, params, sendJson, toRpcError } from './rpc.js';
+import { Envelope, invalidRequestMessage, params, RpcCode, RpcError, type RpcId, type RpcResponse, sendJson, toRpcError } from './rpc.js';
 import { messageText } from './schemas.js';
-import { AGENT_TASK_KIND, TRACKING_NEEDS_STORAGE, awaitedApproval, continueTask } from './service.js';
-import { V1_METHODS, boardStatusOf, isV1Method, paramsFromV1, resultToV1 } from './v1.js';
-import { type WireMessage, type WireTask, contextOf, toWireTask } from './wire.js';
+import { AGENT_TASK_KIND, awaitedApproval, continueTask, TRACKING_NEEDS_STORAGE } from './service.js';
+import { boardStatusOf, isV1Method, paramsFromV1, resultToV1, V1_METHODS } from './v1.js';
+import { contextOf, toWireTask, type WireMessage, type WireTask } from './wire.js';
 
 /** A streamed call: its request id, how a result goes on the wire (v0.3 or v1.0), and the last frame written (for the log). */
 interface StreamNote {
@@ -144,7 +144,11 @@ export class A2AJsonRpc {
     const envelope = Envelope.safeParse(body);
     if (!envelope.success) {
       const id = typeof body === 'object' && body !== null && !Array.isArray(body) ? ((body as { id?: RpcId }).id ?? null) : null;
-      return answer('invalid', { jsonrpc: '2.0', id, error: { code: RpcCode.invalidRequest, message: invalidRequestMessage(body, envelope.error.issues) } });
+      return answer('invalid', {
+        jsonrpc: '2.0',
+        id,
+        error: { code: RpcCode.invalidRequest, message: invalidRequestMessage(body, envelope.error.issues) },
+      });
     }
     const { id = null, method: called } = envelope.data;
     const v1 = isV1Method(called);
@@ -173,14 +177,18 @@ export class A2AJsonRpc {
           const task = await this.find(agent, taskId, principal);
           // v1.0 refuses to subscribe to a finished task, as the SDK's server does; v0.3 clients
           // keep getting its final status at once.
-          if (v1 && isTerminal(task.status)) throw new RpcError(RpcCode.unsupported, `Task ${task.id} is in a terminal state (${task.status}) and cannot be subscribed to.`);
+          if (v1 && isTerminal(task.status))
+            throw new RpcError(RpcCode.unsupported, `Task ${task.id} is in a terminal state (${task.status}) and cannot be subscribed to.`);
           return await this.follow(this.requireTasks(), task, this.scope(agent, principal), stream, reply);
         }
         case 'tasks/pushNotificationConfig/set':
         case 'tasks/pushNotificationConfig/get':
         case 'tasks/pushNotificationConfig/list':
         case 'tasks/pushNotificationConfig/delete':
-          throw new RpcError(RpcCode.pushNotSupported, 'push notifications are not supported; follow the task with message/stream or tasks/resubscribe');
+          throw new RpcError(
+            RpcCode.pushNotSupported,
+            'push notifications are not supported; follow the task with message/stream or tasks/resubscribe',
+          );
         case 'agent/getAuthenticatedExtendedCard':
           throw new RpcError(RpcCode.unsupported, 'there is no extended agent card');
         default:
@@ -221,7 +229,10 @@ export class A2AJsonRpc {
     const tasks = this.requireTasks();
     const task = await this.find(agent, message.taskId!, principal);
     if (message.contextId && message.contextId !== contextOf(task)) {
-      throw new RpcError(RpcCode.invalidRequest, `contextId mismatch: message contextId '${message.contextId}' does not match task '${task.id}' contextId '${contextOf(task)}'`);
+      throw new RpcError(
+        RpcCode.invalidRequest,
+        `contextId mismatch: message contextId '${message.contextId}' does not match task '${task.id}' contextId '${contextOf(task)}'`,
+      );
     }
     const awaited = awaitedApproval(task);
     if (!awaited) {
@@ -238,7 +249,8 @@ export class A2AJsonRpc {
     try {
       record = await service.takeApproval(agent, awaited.thread_id, awaited.approval_id, principal);
     } catch (err) {
-      if (err instanceof HangarError && err.status === 404) throw new RpcError(RpcCode.unsupported, `approval ${awaited.approval_id} of task ${task.id} was already decided`);
+      if (err instanceof HangarError && err.status === 404)
+        throw new RpcError(RpcCode.unsupported, `approval ${awaited.approval_id} of task ${task.id} was already decided`);
       throw err;
     }
     const continued = await continueTask(this.ctx, record, decision);
@@ -283,7 +295,16 @@ export class A2AJsonRpc {
 
   private async runUntracked(agent: string, input: InvokeRequest, contextId: string, principal: string): Promise<WireMessage> {
     const response = await this.ctx.services.get('agents').service.invoke(agent, input, undefined, undefined, principal);
-    return { kind: 'message', messageId: randomUUID(), role: 'agent', parts: [{ kind: 'text', text: response.response }, { kind: 'data', data: response }], contextId };
+    return {
+      kind: 'message',
+      messageId: randomUUID(),
+      role: 'agent',
+      parts: [
+        { kind: 'text', text: response.response },
+        { kind: 'data', data: response },
+      ],
+      contextId,
+    };
   }
 
   private async stream(agent: string, raw: unknown, principal: string, note: StreamNote, reply: FastifyReply): Promise<void> {
@@ -315,13 +336,20 @@ export class A2AJsonRpc {
   async list(agent: string, raw: unknown, principal: string) {
     const query = params(ListParams, raw);
     const tasks = this.requireTasks();
-    const status = query.status === undefined || query.status === '' || query.status === 'TASK_STATE_UNSPECIFIED' ? undefined : (boardStatusOf(query.status) ?? query.status);
-    if (status !== undefined && !TaskStatus.safeParse(status).success) throw new RpcError(RpcCode.invalidParams, `params.status: unknown task state "${query.status}"`);
+    const status =
+      query.status === undefined || query.status === '' || query.status === 'TASK_STATE_UNSPECIFIED'
+        ? undefined
+        : (boardStatusOf(query.status) ?? query.status);
+    if (status !== undefined && !TaskStatus.safeParse(status).success)
+      throw new RpcError(RpcCode.invalidParams, `params.status: unknown task state "${query.status}"`);
     const offset = query.pageToken ? Number(query.pageToken) : 0;
-    if (!Number.isInteger(offset) || offset < 0) throw new RpcError(RpcCode.invalidParams, 'params.pageToken: not a token this server gave out');
+    if (!Number.isInteger(offset) || offset < 0)
+      throw new RpcError(RpcCode.invalidParams, 'params.pageToken: not a token this server gave out');
     const pageSize = query.pageSize ?? 50;
     // The context filter reads task metadata, so it pages over the agent's whole list.
-    const all = (await tasks.list({ status: status ? [status as TaskStatus] : undefined, limit: 500, offset: 0 }, this.scope(agent, principal))).tasks;
+    const all = (
+      await tasks.list({ status: status ? [status as TaskStatus] : undefined, limit: 500, offset: 0 }, this.scope(agent, principal))
+    ).tasks;
     const matching = query.contextId ? all.filter((t) => contextOf(t) === query.contextId) : all;
     const page = matching.slice(offset, offset + pageSize).map((t) => {
       const wire = toWireTask(t, query.historyLength);
@@ -334,7 +362,8 @@ export class A2AJsonRpc {
   async cancel(agent: string, taskId: string, principal: string): Promise<WireTask> {
     await this.find(agent, taskId, principal);
     const outcome = await this.requireTasks().cancel(taskId, this.scope(agent, principal));
-    if (!outcome.canceled) throw new RpcError(RpcCode.taskNotCancelable, `task ${taskId} is already ${outcome.task.status} and cannot be canceled`);
+    if (!outcome.canceled)
+      throw new RpcError(RpcCode.taskNotCancelable, `task ${taskId} is already ${outcome.task.status} and cannot be canceled`);
     return toWireTask(outcome.task);
   }
 
@@ -372,7 +401,13 @@ export class A2AJsonRpc {
       lastSeq = event.sequence;
       if (event.type !== 'status') return;
       if (isSettled(event.status)) return sendFinal();
-      emit({ kind: 'status-update', taskId: task.id, contextId, status: { state: event.status, timestamp: event.timestamp }, final: false });
+      emit({
+        kind: 'status-update',
+        taskId: task.id,
+        contextId,
+        status: { state: event.status, timestamp: event.timestamp },
+        final: false,
+      });
     };
     // Events are handled one after another (the final one reads the store), in sequence order.
     let chain = Promise.resolve();
@@ -417,7 +452,11 @@ function decisionOf(message: z.output<typeof RpcMessage>): ApprovalDecision {
   for (const part of message.parts) {
     if ((part.kind ?? part.type) !== 'data') continue;
     const parsed = DataDecision.safeParse((part as { data?: unknown }).data);
-    if (!parsed.success) throw new RpcError(RpcCode.invalidParams, `params.message.parts: a data part must be {"approved": boolean, "context"?: object, "reason"?: string}; ${formatIssues(parsed.error.issues, 'data')}`);
+    if (!parsed.success)
+      throw new RpcError(
+        RpcCode.invalidParams,
+        `params.message.parts: a data part must be {"approved": boolean, "context"?: object, "reason"?: string}; ${formatIssues(parsed.error.issues, 'data')}`,
+      );
     const { approved, context, reason } = parsed.data;
     return approved ? { approved: true, context: context ?? {} } : { approved: false, reason: reason ?? null };
   }

@@ -249,18 +249,16 @@ function rpcBodyErrors(app: FastifyInstance, ctx: HangarContext, httpStatus: 200
     const named = (req.params as { agent?: string }).agent;
     const agent = named === undefined ? undefined : (ctx.registry.get('agent', named)?.definition as { name: string } | undefined);
     if (agent) {
-      ctx.services
-        .find('invocations')
-        ?.record({
-          resource: 'agent',
-          name: agent.name,
-          operation: 'a2a:invalid',
-          principal: req.principal ?? 'anonymous',
-          started: Date.now(),
-          ok: false,
-          http_status: httpStatus,
-          error: `${error.code} ${error.message}`,
-        });
+      ctx.services.find('invocations')?.record({
+        resource: 'agent',
+        name: agent.name,
+        operation: 'a2a:invalid',
+        principal: req.principal ?? 'anonymous',
+        started: Date.now(),
+        ok: false,
+        http_status: httpStatus,
+        error: `${error.code} ${error.message}`,
+      });
     }
     reply
       .code(httpStatus)

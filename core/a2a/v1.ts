@@ -73,7 +73,12 @@ const roleToV1 = (role: unknown) => (role === 'agent' ? 'ROLE_AGENT' : role === 
 
 function messageFromV1(message: unknown): unknown {
   if (!isObject(message)) return message;
-  return { ...message, kind: 'message', role: roleFromV1(message.role), parts: Array.isArray(message.parts) ? message.parts.map(partFromV1) : message.parts };
+  return {
+    ...message,
+    kind: 'message',
+    role: roleFromV1(message.role),
+    parts: Array.isArray(message.parts) ? message.parts.map(partFromV1) : message.parts,
+  };
 }
 
 function messageToV1(message: unknown): unknown {
@@ -84,7 +89,11 @@ function messageToV1(message: unknown): unknown {
 
 function statusToV1(status: unknown): unknown {
   if (!isObject(status)) return status;
-  return { ...status, state: STATES[String(status.state)] ?? 'TASK_STATE_UNSPECIFIED', ...(status.message ? { message: messageToV1(status.message) } : {}) };
+  return {
+    ...status,
+    state: STATES[String(status.state)] ?? 'TASK_STATE_UNSPECIFIED',
+    ...(status.message ? { message: messageToV1(status.message) } : {}),
+  };
 }
 
 function artifactToV1(artifact: unknown): unknown {

@@ -37,7 +37,14 @@ export function contextOf(task: Task): string {
 }
 
 function agentMessage(task: Task, text: string): WireMessage {
-  return { kind: 'message', messageId: `${task.id}:${task.status}`, role: 'agent', parts: [{ kind: 'text', text }], contextId: contextOf(task), taskId: task.id };
+  return {
+    kind: 'message',
+    messageId: `${task.id}:${task.status}`,
+    role: 'agent',
+    parts: [{ kind: 'text', text }],
+    contextId: contextOf(task),
+    taskId: task.id,
+  };
 }
 
 function wireStatus(task: Task): WireStatus {
@@ -58,7 +65,16 @@ function wireStatus(task: Task): WireStatus {
 function artifacts(task: Task): WireTask['artifacts'] {
   if (task.status !== 'completed') return [];
   const result = task.result as InvokeResponse;
-  return [{ artifactId: `${task.id}:response`, name: 'response', parts: [{ kind: 'text', text: result.response }, { kind: 'data', data: result }] }];
+  return [
+    {
+      artifactId: `${task.id}:response`,
+      name: 'response',
+      parts: [
+        { kind: 'text', text: result.response },
+        { kind: 'data', data: result },
+      ],
+    },
+  ];
 }
 
 export function toWireTask(task: Task, historyLength?: number): WireTask {

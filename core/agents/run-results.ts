@@ -3,7 +3,7 @@
  * when a model was called), the passages an optimizer reads, and a throw turned into an error the
  * person can act on.
  */
-import { HangarError, errorMessage, fail } from '../kernel/errors.js';
+import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import { cleanStack } from '../kernel/stack.js';
 import { NodeError, type RunOutcome } from './engine.js';
@@ -43,9 +43,7 @@ export function runFailure(agentName: string, err: unknown, log: Pick<Logger, 'e
   const message = errorMessage(cause);
   const clean = cause instanceof Error && cause.stack ? cleanStack(cause.stack) : undefined;
   const top = clean?.top;
-  log.error(
-    `agent ${agentName} failed${node}: ${message}${clean?.frames.length ? `\n    ${clean.frames.join('\n    ')}` : ''}`,
-  );
+  log.error(`agent ${agentName} failed${node}: ${message}${clean?.frames.length ? `\n    ${clean.frames.join('\n    ')}` : ''}`);
   // `detail` stays the message alone: tasks and A2A record it as their error text.
   return fail(
     'HANGAR_AGENT_FAILED',

@@ -50,11 +50,11 @@ import type { RunEvent } from './events.js';
 import type { Agent } from './kind.js';
 import type { ModelProvider } from './model.js';
 import { resolvePrompt } from './prompts.js';
+import { deadlineOf, planRun, type RunOrigin, type RunPlan } from './run-plan.js';
+import { invokeResponse, retrievalContext, runFailure } from './run-results.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
 import { type InvokeFrame, InvokeStreams, type StreamRetention, toolFrame } from './streams.js';
 import type { AnyTool } from './tools.js';
-import { deadlineOf, planRun, type RunOrigin, type RunPlan } from './run-plan.js';
-import { invokeResponse, retrievalContext, runFailure } from './run-results.js';
 import type { ChatMessage } from './types.js';
 import type { RunUsage } from './usage.js';
 
@@ -497,7 +497,6 @@ export class AgentService {
     return planRun(agent, request, history, principal, origin, settings);
   }
 
-
   /** Run the engine; a suspension becomes a pending approval and the 202. */
   private async execute(
     route: RunRoute,
@@ -566,5 +565,4 @@ export class AgentService {
     });
     return { status: 'rejected' as const, approval_id: record.id, reason };
   }
-
 }

@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { type AnyRoute, defineRoute } from '../http/route.js';
 import type { HangarContext } from '../kernel/context.js';
-import { ToolList, ToolParams, TryToolRequest, TryToolResponse } from './schemas.js';
 import { readDocuments } from './documents.js';
+import { ToolList, ToolParams, TryToolRequest, TryToolResponse } from './schemas.js';
 import { findTool } from './tool-kind.js';
 import { callTool } from './tool-loop.js';
 import { type AnyTool, toolSpec } from './tools.js';

@@ -7,9 +7,10 @@
  * Among subsystems that are ready at the same time, the one listed first in core/app/subsystems.ts
  * goes first, so the order is stable and the list still reads top to bottom.
  */
-import { buildGraph, cycles, topologicalOrder } from '../lib/graph.js';
+
 import type { Subsystem } from '../kernel/context.js';
 import type { ServiceName } from '../kernel/services.js';
+import { buildGraph, cycles, topologicalOrder } from '../lib/graph.js';
 
 /** The provider name of what the composition root provides itself (it is set up before every subsystem). */
 const HOST = 'the composition root';
@@ -30,7 +31,9 @@ export function planSubsystems(subsystems: readonly Subsystem[], providedByHost:
       providerOf.set(service, subsystem.name);
     }
   }
-  const missing = subsystems.flatMap((s) => (s.depends ?? []).filter((d) => !providerOf.has(d)).map((d) => `${s.name} depends on "${d}", which no subsystem provides`));
+  const missing = subsystems.flatMap((s) =>
+    (s.depends ?? []).filter((d) => !providerOf.has(d)).map((d) => `${s.name} depends on "${d}", which no subsystem provides`),
+  );
   if (missing.length) throw new WiringError(missing.join('; '));
 
   const graph = buildGraph(
@@ -52,5 +55,8 @@ export function planSubsystems(subsystems: readonly Subsystem[], providedByHost:
 /** After a subsystem's setup: it provided everything it declared (a declaration that lies is a bug). */
 export function checkProvided(subsystem: Subsystem, has: (name: ServiceName) => boolean): void {
   const absent = (subsystem.provides ?? []).filter((name) => !has(name));
-  if (absent.length) throw new WiringError(`${subsystem.name} declares it provides ${absent.map((n) => `"${n}"`).join(', ')} but did not provide it at setup`);
+  if (absent.length)
+    throw new WiringError(
+      `${subsystem.name} declares it provides ${absent.map((n) => `"${n}"`).join(', ')} but did not provide it at setup`,
+    );
 }

@@ -1,27 +1,27 @@
 import { mkdirSync } from 'node:fs';
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import * as zod from 'zod';
-import * as sdk from '../sdk.js';
-import { createApp } from '../http/app.js';
-import { OpenApiRegistry } from '../http/openapi.js';
-import { normalizeUrl } from '../http/normalize.js';
-import { DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal, upgradeChecker } from '../http/security.js';
 import { loadExpress } from '../endpoints/router.js';
-import { Metrics } from '../kernel/metrics.js';
-import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
+import { createApp } from '../http/app.js';
+import { normalizeUrl } from '../http/normalize.js';
+import { OpenApiRegistry } from '../http/openapi.js';
+import { DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal, upgradeChecker } from '../http/security.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { Discovery } from '../kernel/discovery.js';
-import { Services } from '../kernel/services.js';
-import { checkProvided, planSubsystems } from './plan.js';
 import { Logger } from '../kernel/log.js';
+import { Metrics } from '../kernel/metrics.js';
 import { Registry } from '../kernel/registry.js';
-import { isLoopbackHost, SettingsSchema, type Settings, type SettingsInput } from '../kernel/settings.js';
-import { listServers, removeServerFile, writeServerFile, type ServerInfo } from '../kernel/server-files.js';
-import { SUBSYSTEMS } from './subsystems.js';
+import { listServers, removeServerFile, type ServerInfo, writeServerFile } from '../kernel/server-files.js';
+import { Services } from '../kernel/services.js';
+import { isLoopbackHost, type Settings, type SettingsInput, SettingsSchema } from '../kernel/settings.js';
 import { TypeChecker } from '../kernel/typecheck.js';
 import { PLATFORM_NAME, VERSION } from '../kernel/version.js';
+import * as sdk from '../sdk.js';
+import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
+import { checkProvided, planSubsystems } from './plan.js';
+import { SUBSYSTEMS } from './subsystems.js';
 
 /**
  * Lifecycle of one server: settings → workspace state folder → shared services → subsystems →
@@ -186,7 +186,12 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') {
-        reject(new StartupError(`port ${settings.port} is already in use on ${settings.host}`, 'choose another with --port or HANGAR_PORT, or `hangar list` to find a Hangar already running'));
+        reject(
+          new StartupError(
+            `port ${settings.port} is already in use on ${settings.host}`,
+            'choose another with --port or HANGAR_PORT, or `hangar list` to find a Hangar already running',
+          ),
+        );
       } else if (err.code === 'EACCES') {
         reject(new StartupError(`no permission to listen on ${settings.host}:${settings.port}`, 'use a port above 1023 with --port'));
       } else reject(err);

@@ -1,23 +1,23 @@
 import { a2aSubsystem } from '../a2a/subsystem.js';
 import { agentsSubsystem } from '../agents/subsystem.js';
-import { endpointsSubsystem } from '../endpoints/subsystem.js';
-import { pipelinesSubsystem } from '../pipelines/subsystem.js';
 import { coderunSubsystem } from '../coderun/subsystem.js';
-import { feedbackSubsystem } from '../feedback/subsystem.js';
-import { notebookSubsystem } from '../notebook/subsystem.js';
-import { notebookIntelSubsystem } from '../notebook/intel/subsystem.js';
-import { docsSubsystem } from '../http/subsystem.js';
-import { platformSubsystem } from '../platform/subsystem.js';
-import { storageSubsystem } from '../storage/subsystem.js';
 import { controlSubsystem } from '../control/subsystem.js';
+import { endpointsSubsystem } from '../endpoints/subsystem.js';
+import { feedbackSubsystem } from '../feedback/subsystem.js';
+import { docsSubsystem } from '../http/subsystem.js';
 import { ingestionSubsystem } from '../ingestion/subsystem.js';
+import type { Subsystem } from '../kernel/context.js';
 import { logsSubsystem } from '../logs/subsystem.js';
+import { notebookIntelSubsystem } from '../notebook/intel/subsystem.js';
+import { notebookSubsystem } from '../notebook/subsystem.js';
+import { pipelinesSubsystem } from '../pipelines/subsystem.js';
+import { platformSubsystem } from '../platform/subsystem.js';
 import { pluginsSubsystem } from '../predictors/subsystem.js';
+import { storageSubsystem } from '../storage/subsystem.js';
+import { studioSubsystem } from '../studio/subsystem.js';
 import { tasksSubsystem } from '../tasks/subsystem.js';
 import { threadsSubsystem } from '../threads/subsystem.js';
-import { studioSubsystem } from '../studio/subsystem.js';
 import { uiSubsystem } from '../ui/subsystem.js';
-import type { Subsystem } from '../kernel/context.js';
 
 /**
  * Every subsystem of the server. They are set up in the order core/app/plan.ts computes from what

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -18,10 +18,7 @@ import { DESKTOP_PRINCIPAL, mintToken } from '../../desktop/policy.js';
  */
 export type WindowOutcome = { opened: true; via: string; confirmed: boolean } | { opened: false; reason: string };
 
-export type WindowChoice =
-  | { kind: 'electron'; binary: string }
-  | { kind: 'app'; browser: string }
-  | { kind: 'none'; reason: string };
+export type WindowChoice = { kind: 'electron'; binary: string } | { kind: 'app'; browser: string } | { kind: 'none'; reason: string };
 
 /** What the machine offers; each lookup is a function so nothing is probed that is not needed. */
 export interface WindowProbe {
@@ -180,7 +177,13 @@ function exitOf(child: ChildProcess): Promise<Exit> {
  * Waits for the first of: the page exchanging its login code, the browser exiting, the deadline.
  * See `openAppWindow` for what each means.
  */
-async function watchLaunch(exited: Promise<Exit>, via: string, name: string, logFile: string, options: OpenWindowOptions): Promise<WindowOutcome> {
+async function watchLaunch(
+  exited: Promise<Exit>,
+  via: string,
+  name: string,
+  logFile: string,
+  options: OpenWindowOptions,
+): Promise<WindowOutcome> {
   const used = options.login?.used;
   const wait = used ? (options.confirmMs ?? 15_000) : (options.graceMs ?? 2_000);
   let timer: NodeJS.Timeout | undefined;

@@ -11,7 +11,7 @@ import { realpathSync } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
 import type { FenceTeam } from './fence.js';
 import type { Message, ModelCall, ModelReply } from './model.js';
-import { AGENT_TOOLS, runTool, type CommandWrites } from './tools.js';
+import { AGENT_TOOLS, type CommandWrites, runTool } from './tools.js';
 
 export interface AgentJob {
   root: string;
@@ -19,7 +19,15 @@ export interface AgentJob {
   agent: string;
   rung: number;
   model?: string;
-  task: { id: string; title: string; description: string; files: string[]; acceptance: string; criteria: Array<{ text: string; command: string }>; findings: string[] };
+  task: {
+    id: string;
+    title: string;
+    description: string;
+    files: string[];
+    acceptance: string;
+    criteria: Array<{ text: string; command: string }>;
+    findings: string[];
+  };
   team: FenceTeam;
   teams: FenceTeam[];
   contract: string;
@@ -118,7 +126,15 @@ export default async function runAgent(job: AgentJob): Promise<AgentOutcome> {
     });
 
   const written = new Set<string>();
-  const ctx = { root: realpathSync(job.root), team: job.team, teams: job.teams, commandTimeoutMs: job.commandTimeoutMs, signal: controller.signal, written, judgeCommandWrites };
+  const ctx = {
+    root: realpathSync(job.root),
+    team: job.team,
+    teams: job.teams,
+    commandTimeoutMs: job.commandTimeoutMs,
+    signal: controller.signal,
+    written,
+    judgeCommandWrites,
+  };
   const messages: Message[] = [
     { role: 'system', content: systemPrompt(job) },
     { role: 'user', content: `Do task ${job.task.id} now.` },
@@ -160,20 +176,36 @@ export default async function runAgent(job: AgentJob): Promise<AgentOutcome> {
           args = parsed as Record<string, unknown>;
         } catch (err) {
           malformed = true;
-          messages.push({ role: 'tool', tool_call_id: call.id, content: `error: malformed arguments for ${call.name}: ${(err as Error).message}` });
-          job.port.postMessage({ type: 'tool', tool: call.name, ok: false, detail: `malformed call to ${call.name}` } satisfies WorkerToMain);
+          messages.push({
+            role: 'tool',
+            tool_call_id: call.id,
+            content: `error: malformed arguments for ${call.name}: ${(err as Error).message}`,
+          });
+          job.port.postMessage({
+            type: 'tool',
+            tool: call.name,
+            ok: false,
+            detail: `malformed call to ${call.name}`,
+          } satisfies WorkerToMain);
           continue;
         }
         const result = await runTool(call.name, args, ctx);
         if (!result.ok && result.detail.startsWith('unknown tool')) malformed = true;
         if (!result.ok && call.name === 'write_file' && result.content.includes('write refused')) refused++;
         messages.push({ role: 'tool', tool_call_id: call.id, content: result.content });
-        job.port.postMessage({ type: 'tool', tool: call.name, ok: result.ok, detail: result.detail, ...(result.wrote ? { path: result.wrote } : {}) } satisfies WorkerToMain);
+        job.port.postMessage({
+          type: 'tool',
+          tool: call.name,
+          ok: result.ok,
+          detail: result.detail,
+          ...(result.wrote ? { path: result.wrote } : {}),
+        } satisfies WorkerToMain);
         if (result.finished) finished = result.finished.summary;
       }
       if (finished !== undefined) return outcome('finished', finished, step);
       malformedInRow = malformed ? malformedInRow + 1 : 0;
-      if (malformedInRow > job.malformedRetries) return outcome('malformed', '', step, `${malformedInRow} malformed tool-call turns in a row`);
+      if (malformedInRow > job.malformedRetries)
+        return outcome('malformed', '', step, `${malformedInRow} malformed tool-call turns in a row`);
     }
     return outcome('out_of_steps', '', job.maxSteps, `no finish within ${job.maxSteps} steps`);
   } finally {

@@ -65,7 +65,8 @@ export function transition(task: Task, action: BoardAction, limits: BoardLimits)
   switch (action.type) {
     case 'dispatch':
       expect(task, 'dispatch', 'ready_to_dev');
-      if (task.attempts >= limits.attemptCeiling) throw new BoardError(`task ${task.id}: attempt ceiling (${limits.attemptCeiling}) reached`);
+      if (task.attempts >= limits.attemptCeiling)
+        throw new BoardError(`task ${task.id}: attempt ceiling (${limits.attemptCeiling}) reached`);
       return { ...task, state: 'in_progress', attempts: task.attempts + 1, assignee: task.assignee ?? action.assignee, note: null };
     case 'submit':
       expect(task, 'submit for review', 'in_progress');
@@ -81,7 +82,15 @@ export function transition(task: Task, action: BoardAction, limits: BoardLimits)
       // Ladder exhausted: hand over once to a language corrector (same id, files, acceptance and
       // team; the findings travel with it), else a person is asked to look.
       if (!task.handed_over && action.corrector) {
-        return { ...task, state: 'in_progress', reviews: 0, findings, handed_over: true, assignee: action.corrector, note: `handed to corrector ${action.corrector}` };
+        return {
+          ...task,
+          state: 'in_progress',
+          reviews: 0,
+          findings,
+          handed_over: true,
+          assignee: action.corrector,
+          note: `handed to corrector ${action.corrector}`,
+        };
       }
       return {
         ...task,
@@ -89,12 +98,15 @@ export function transition(task: Task, action: BoardAction, limits: BoardLimits)
         reviews,
         findings,
         needs_human: true,
-        note: task.handed_over ? 'review ladder exhausted after the hand-over; a person is asked to look' : 'review ladder exhausted and no agent can take it; a person is asked to look',
+        note: task.handed_over
+          ? 'review ladder exhausted after the hand-over; a person is asked to look'
+          : 'review ladder exhausted and no agent can take it; a person is asked to look',
       };
     }
     case 'orphaned':
       expect(task, 're-queue an orphan', 'in_progress', 'in_review');
-      if (task.attempts < limits.attemptCeiling) return { ...task, state: 'ready_to_dev', note: `re-queued after attempt ${task.attempts}` };
+      if (task.attempts < limits.attemptCeiling)
+        return { ...task, state: 'ready_to_dev', note: `re-queued after attempt ${task.attempts}` };
       return { ...task, state: 'to_scope', needs_human: true, note: `attempt ceiling (${limits.attemptCeiling}) reached` };
     case 'give_up':
       expect(task, 'give up', 'ready_to_dev', 'in_progress', 'in_review');
@@ -172,7 +184,10 @@ export interface Defect {
  * lines — else the last lines — stand in, with every number taken out as well.
  */
 export function fingerprint(defect: Pick<Defect, 'team' | 'command' | 'output'>): string {
-  return createHash('sha256').update(`${defect.team}\0${defect.command}\0${defectKey(defect.output)}`).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(`${defect.team}\0${defect.command}\0${defectKey(defect.output)}`)
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** The text a fingerprint hashes (exported so a test can show what two outputs have in common). */
@@ -209,11 +224,19 @@ export function failureTail(text: string): string {
  * Raise a correction ticket for a defect, or — when the same defect is already ticketed — reopen or
  * bump that ticket instead of raising a second one. Returns the next ticket list and what happened.
  */
-export function raiseDefect(tickets: readonly Ticket[], defect: Defect): { tickets: Ticket[]; ticket: Ticket; action: 'raised' | 'bumped' } {
+export function raiseDefect(
+  tickets: readonly Ticket[],
+  defect: Defect,
+): { tickets: Ticket[]; ticket: Ticket; action: 'raised' | 'bumped' } {
   const fp = defect.fingerprint ?? fingerprint(defect);
   const existing = tickets.find((t) => t.fingerprint === fp);
   if (existing) {
-    const bumped: Ticket = { ...existing, count: existing.count + 1, status: existing.status === 'needs_human' ? 'needs_human' : 'open', output_tail: failureTail(defect.output) };
+    const bumped: Ticket = {
+      ...existing,
+      count: existing.count + 1,
+      status: existing.status === 'needs_human' ? 'needs_human' : 'open',
+      output_tail: failureTail(defect.output),
+    };
     return { tickets: tickets.map((t) => (t.id === existing.id ? bumped : t)), ticket: bumped, action: 'bumped' };
   }
   const ticket: Ticket = {

@@ -70,7 +70,11 @@ export async function calibrate(gate: ModelGate, endpoint: EndpointSettings, max
     const reply = await gate.chat({ role: 'calibration', messages: PROMPT, max_tokens: 8 });
     latencies.push(reply.ms);
   }
-  const long = await gate.chat({ role: 'calibration', messages: [{ role: 'user', content: 'Count from 1 to 40, separated by spaces.' }], max_tokens: 128 });
+  const long = await gate.chat({
+    role: 'calibration',
+    messages: [{ role: 'user', content: 'Count from 1 to 40, separated by spaces.' }],
+    max_tokens: 128,
+  });
   if (long.completion_tokens) throughput = Math.round((long.completion_tokens / (long.ms / 1000)) * 10) / 10;
 
   const single = median(latencies);

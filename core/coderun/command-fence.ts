@@ -49,13 +49,19 @@ export function foreignOwner(rel: string, team: FenceTeam, teams: readonly Fence
 function git(root: string, args: string[], input?: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // Literal pathspecs: a file named `*.mjs` must mean that file, not a glob over the worktree.
-    const child = spawn('git', args, { cwd: root, env: { ...process.env, GIT_LITERAL_PATHSPECS: '1', GIT_OPTIONAL_LOCKS: '0' }, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', args, {
+      cwd: root,
+      env: { ...process.env, GIT_LITERAL_PATHSPECS: '1', GIT_OPTIONAL_LOCKS: '0' },
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     let err = '';
     child.stdout!.on('data', (b: Buffer) => out.push(b));
     child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`git ${args[0]} failed (${code}): ${err.trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`git ${args[0]} failed (${code}): ${err.trim()}`)),
+    );
     if (input !== undefined) {
       // git exiting early (a bad path) closes its stdin: that EPIPE is reported by `close`, and an
       // unhandled stream error would take the whole worker down.
@@ -67,7 +73,9 @@ function git(root: string, args: string[], input?: string): Promise<Buffer> {
 
 /** Paths that differ from the index or are untracked (ignored ones excluded), repository-relative. */
 async function changedPaths(root: string): Promise<string[]> {
-  const raw = (await git(root, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=all'])).toString('utf8');
+  const raw = (
+    await git(root, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=all'])
+  ).toString('utf8');
   // Entries are "XY path" separated by NUL; without renames there is no second path per entry.
   return raw
     .split('\0')
@@ -86,13 +94,21 @@ async function fingerprints(root: string, paths: string[], store: boolean): Prom
     else if (st.isFile() && !rel.includes('\n')) files.push(rel);
   }
   if (files.length) {
-    const ids = (await git(root, ['hash-object', ...(store ? ['-w'] : []), '--no-filters', '--stdin-paths'], files.join('\n') + '\n')).toString('utf8').trim().split('\n');
+    const ids = (await git(root, ['hash-object', ...(store ? ['-w'] : []), '--no-filters', '--stdin-paths'], files.join('\n') + '\n'))
+      .toString('utf8')
+      .trim()
+      .split('\n');
     files.forEach((rel, i) => out.set(rel, `blob:${ids[i]}`));
   }
   return out;
 }
 
-async function foreignFingerprints(root: string, team: FenceTeam, teams: readonly FenceTeam[], store: boolean): Promise<Map<string, string>> {
+async function foreignFingerprints(
+  root: string,
+  team: FenceTeam,
+  teams: readonly FenceTeam[],
+  store: boolean,
+): Promise<Map<string, string>> {
   const foreign = (await changedPaths(root)).filter((rel) => foreignOwner(rel, team, teams) !== undefined);
   return fingerprints(root, foreign, store);
 }
@@ -103,7 +119,12 @@ export function snapshotForeign(root: string, team: FenceTeam, teams: readonly F
 }
 
 /** After a command: the foreign paths whose content (or existence) it changed, sorted. */
-export async function foreignChanges(root: string, team: FenceTeam, teams: readonly FenceTeam[], before: CommandSnapshot): Promise<ForeignChange[]> {
+export async function foreignChanges(
+  root: string,
+  team: FenceTeam,
+  teams: readonly FenceTeam[],
+  before: CommandSnapshot,
+): Promise<ForeignChange[]> {
   const after = await foreignFingerprints(root, team, teams, false);
   const moved = [...new Set([...before.keys(), ...after.keys()])].filter((rel) => before.get(rel) !== after.get(rel));
   return moved.sort().map((rel) => ({ path: rel, owner: foreignOwner(rel, team, teams)! }));
@@ -128,7 +149,10 @@ async function indexEntries(root: string, paths: string[]): Promise<Map<string, 
  * same moment must not fail on `index.lock`.
  */
 export async function restore(root: string, before: CommandSnapshot, paths: readonly string[]): Promise<void> {
-  const index = await indexEntries(root, paths.filter((rel) => !before.has(rel)));
+  const index = await indexEntries(
+    root,
+    paths.filter((rel) => !before.has(rel)),
+  );
   for (const rel of paths) {
     const abs = path.join(root, rel);
     const was = before.get(rel);

@@ -20,7 +20,10 @@ export interface CommandResult {
 /** Keep the end of the output: failures are reported last by every test runner. */
 const MAX_OUTPUT = 64 * 1024;
 
-export function runCommand(command: string, options: { cwd: string; timeoutMs: number; signal?: AbortSignal; env?: NodeJS.ProcessEnv }): Promise<CommandResult> {
+export function runCommand(
+  command: string,
+  options: { cwd: string; timeoutMs: number; signal?: AbortSignal; env?: NodeJS.ProcessEnv },
+): Promise<CommandResult> {
   const started = performance.now();
   return new Promise((resolve) => {
     let output = '';

@@ -5,11 +5,11 @@
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fail } from '../kernel/errors.js';
 import { formatIssues } from '../http/validate.js';
+import { fail } from '../kernel/errors.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { READ_ONLY_CONFIG_KEYS } from './config-keys.js';
-import { CodeConfigSchema, type CodeConfig } from './schemas.js';
+import { type CodeConfig, CodeConfigSchema } from './schemas.js';
 
 export class CodeRunConfig {
   private readonly overlays: Collection<Record<string, unknown>>;
@@ -40,7 +40,11 @@ export class CodeRunConfig {
     const readOnly = Object.keys(patch).filter((k) => (READ_ONLY_CONFIG_KEYS as readonly string[]).includes(k));
     if (readOnly.length) {
       const several = readOnly.length > 1;
-      throw fail('HANGAR_CODERUN_CONFIG_READ_ONLY', { keys: readOnly.join(', '), verb: several ? 'are' : 'is', them: several ? 'them' : 'it' });
+      throw fail('HANGAR_CODERUN_CONFIG_READ_ONLY', {
+        keys: readOnly.join(', '),
+        verb: several ? 'are' : 'is',
+        them: several ? 'them' : 'it',
+      });
     }
     const overlay = { ...((await this.overlays.get('overlay')) ?? {}), ...(patch as Record<string, unknown>) };
     const parsed = CodeConfigSchema.safeParse({ ...this.file, ...overlay });

@@ -86,6 +86,7 @@ export function checkWrite(root: string, requested: string, team: FenceTeam, all
   if (team.owns.some((g) => globMatcher(g)(rel))) return rel;
   const shown = rel === normalizeRelative(requested) ? rel : `${requested} (resolves to ${rel})`;
   throw new FenceError(
-    `write refused: ${shown} is outside team '${team.id}' owned paths (${team.owns.join(', ')})` + (owner ? `; it is owned by team '${owner.id}'` : ''),
+    `write refused: ${shown} is outside team '${team.id}' owned paths (${team.owns.join(', ')})` +
+      (owner ? `; it is owned by team '${owner.id}'` : ''),
   );
 }

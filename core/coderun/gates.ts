@@ -18,7 +18,7 @@
  * (more failing tests than folders) stays RED.
  */
 import { failureTail, fingerprint } from './board.js';
-import { runCommand, type CommandResult } from './command.js';
+import { type CommandResult, runCommand } from './command.js';
 import { stripAnsi, tally } from './runner-output.js';
 import type { GateResult } from './schemas.js';
 
@@ -48,40 +48,217 @@ const UNITTEST = /-m\s+unittest\b/;
  */
 export const CHECK_SIGNATURES: CheckSignature[] = [
   // Exit codes that mean the same for every command run by a POSIX shell.
-  { id: 'shell-not-found', tool: 'sh', kind: 'tool_missing', exit: [127], reason: (_m, c) => `\`${commandNotFound(c)}\` is not installed or not on PATH (exit 127)` },
+  {
+    id: 'shell-not-found',
+    tool: 'sh',
+    kind: 'tool_missing',
+    exit: [127],
+    reason: (_m, c) => `\`${commandNotFound(c)}\` is not installed or not on PATH (exit 127)`,
+  },
   { id: 'shell-not-executable', tool: 'sh', kind: 'tool_missing', exit: [126], reason: () => 'the command is not executable (exit 126)' },
   // pytest's documented exit codes: 5 = no tests collected, 4 = usage error (e.g. a path that does not exist).
-  { id: 'pytest-no-tests', tool: 'pytest', kind: 'no_such_check', exit: [5], command: PYTEST, reason: () => 'pytest collected no tests (exit 5)' },
-  { id: 'pytest-usage', tool: 'pytest', kind: 'no_such_check', exit: [4], command: PYTEST, reason: () => 'pytest could not use its arguments (exit 4)' },
-  { id: 'unittest-no-tests', tool: 'unittest', kind: 'no_such_check', exit: [5], command: UNITTEST, reason: () => 'unittest found no tests (exit 5)' },
+  {
+    id: 'pytest-no-tests',
+    tool: 'pytest',
+    kind: 'no_such_check',
+    exit: [5],
+    command: PYTEST,
+    reason: () => 'pytest collected no tests (exit 5)',
+  },
+  {
+    id: 'pytest-usage',
+    tool: 'pytest',
+    kind: 'no_such_check',
+    exit: [4],
+    command: PYTEST,
+    reason: () => 'pytest could not use its arguments (exit 4)',
+  },
+  {
+    id: 'unittest-no-tests',
+    tool: 'unittest',
+    kind: 'no_such_check',
+    exit: [5],
+    command: UNITTEST,
+    reason: () => 'unittest found no tests (exit 5)',
+  },
 
   // Output signatures.
-  { id: 'pytest-usage-path', tool: 'pytest', kind: 'no_such_check', output: /^ERROR: file or directory not found: (.+)$/m, reason: (m) => `pytest: no file or folder ${m![1]!.trim()}` },
-  { id: 'python-no-module', tool: 'python', kind: 'tool_missing', output: /^\S*python[\d.]*: No module named (\S+)$/m, reason: (m) => `python has no module ${m![1]} (is it installed for this python?)` },
-  { id: 'python-no-script', tool: 'python', kind: 'no_such_check', output: /^\S*python[\d.]*: can't open file '([^']+)'/m, reason: (m) => `python has no script ${m![1]}` },
-  { id: 'npm-missing-script', tool: 'npm', kind: 'no_such_check', output: /^npm (?:ERR!|error) Missing script: "?([^"\n]+)"?/m, reason: (m) => `package.json has no "${m![1]}" script` },
-  { id: 'npm-placeholder-test', tool: 'npm', kind: 'no_such_check', output: /^Error: no test specified$/m, reason: () => 'package.json\'s test script is npm\'s placeholder ("Error: no test specified")' },
-  { id: 'npm-no-package', tool: 'npm', kind: 'no_such_check', output: /^npm (?:ERR!|error) (?:enoent )?(?:Could not read package\.json|path \S*package\.json)/m, reason: () => 'there is no package.json' },
-  { id: 'npx-no-executable', tool: 'npx', kind: 'tool_missing', output: /could not determine executable to run/, reason: () => 'npx found no such executable' },
-  { id: 'vitest-no-files', tool: 'vitest', kind: 'no_such_check', output: /No test files found, exiting with code 1/, reason: () => 'vitest found no test files' },
-  { id: 'jest-no-tests', tool: 'jest', kind: 'no_such_check', output: /No tests found, exiting with code 1/, reason: () => 'jest found no tests' },
-  { id: 'node-test-not-found', tool: 'node:test', kind: 'no_such_check', output: /^Could not find '([^']+)'/m, reason: (m, c) => nodeCouldNotFind(m![1]!, c) },
-  { id: 'go-no-go-files', tool: 'go', kind: 'no_such_check', output: /no Go files in (\S+)/, reason: (m) => `go test: no Go files in ${m![1]}` },
-  { id: 'go-no-module', tool: 'go', kind: 'no_such_check', output: /go: (?:go\.mod file not found|cannot find main module)/, reason: () => 'go test: no go.mod here or in any parent folder' },
-  { id: 'go-no-packages', tool: 'go', kind: 'no_such_check', output: /matched no packages|no packages to test/, reason: () => 'go test: the pattern matched no packages' },
-  { id: 'cargo-no-manifest', tool: 'cargo', kind: 'no_such_check', output: /could not find `Cargo\.toml` in `([^`]+)`|manifest path `([^`]+)` does not exist/, reason: (m) => `cargo found no Cargo.toml (${m![2] ? `${m![2]} does not exist` : `not in ${m![1]} or any parent folder`})` },
-  { id: 'cargo-no-command', tool: 'cargo', kind: 'tool_missing', output: /error: no such command: `([^`]+)`/, reason: (m) => `cargo has no subcommand \`${m![1]}\` (is it installed?)` },
-  { id: 'cargo-no-target', tool: 'cargo', kind: 'no_such_check', output: /error: no (?:test|bin|example|bench) target named `([^`]+)`/, reason: (m) => `cargo has no target \`${m![1]}\`` },
-  { id: 'mvn-no-pom', tool: 'mvn', kind: 'no_such_check', output: /there is no POM in this directory/, reason: () => 'Maven found no pom.xml' },
-  { id: 'mvn-no-tests', tool: 'mvn', kind: 'no_such_check', output: /No tests were executed!|No tests matching pattern/, reason: () => 'Maven ran no tests' },
-  { id: 'mvn-unknown-phase', tool: 'mvn', kind: 'no_such_check', output: /Unknown lifecycle phase "([^"]+)"/, reason: (m) => `Maven has no phase "${m![1]}"` },
-  { id: 'gradle-no-build', tool: 'gradle', kind: 'no_such_check', output: /does not contain a Gradle build/, reason: () => 'Gradle found no build here' },
-  { id: 'gradle-no-task', tool: 'gradle', kind: 'no_such_check', output: /Task '([^']+)' not found in (?:root )?project/, reason: (m) => `Gradle has no task '${m![1]}'` },
-  { id: 'gradle-no-tests', tool: 'gradle', kind: 'no_such_check', output: /No tests found for given includes/, reason: () => 'Gradle found no tests for the given includes' },
+  {
+    id: 'pytest-usage-path',
+    tool: 'pytest',
+    kind: 'no_such_check',
+    output: /^ERROR: file or directory not found: (.+)$/m,
+    reason: (m) => `pytest: no file or folder ${m![1]!.trim()}`,
+  },
+  {
+    id: 'python-no-module',
+    tool: 'python',
+    kind: 'tool_missing',
+    output: /^\S*python[\d.]*: No module named (\S+)$/m,
+    reason: (m) => `python has no module ${m![1]} (is it installed for this python?)`,
+  },
+  {
+    id: 'python-no-script',
+    tool: 'python',
+    kind: 'no_such_check',
+    output: /^\S*python[\d.]*: can't open file '([^']+)'/m,
+    reason: (m) => `python has no script ${m![1]}`,
+  },
+  {
+    id: 'npm-missing-script',
+    tool: 'npm',
+    kind: 'no_such_check',
+    output: /^npm (?:ERR!|error) Missing script: "?([^"\n]+)"?/m,
+    reason: (m) => `package.json has no "${m![1]}" script`,
+  },
+  {
+    id: 'npm-placeholder-test',
+    tool: 'npm',
+    kind: 'no_such_check',
+    output: /^Error: no test specified$/m,
+    reason: () => 'package.json\'s test script is npm\'s placeholder ("Error: no test specified")',
+  },
+  {
+    id: 'npm-no-package',
+    tool: 'npm',
+    kind: 'no_such_check',
+    output: /^npm (?:ERR!|error) (?:enoent )?(?:Could not read package\.json|path \S*package\.json)/m,
+    reason: () => 'there is no package.json',
+  },
+  {
+    id: 'npx-no-executable',
+    tool: 'npx',
+    kind: 'tool_missing',
+    output: /could not determine executable to run/,
+    reason: () => 'npx found no such executable',
+  },
+  {
+    id: 'vitest-no-files',
+    tool: 'vitest',
+    kind: 'no_such_check',
+    output: /No test files found, exiting with code 1/,
+    reason: () => 'vitest found no test files',
+  },
+  {
+    id: 'jest-no-tests',
+    tool: 'jest',
+    kind: 'no_such_check',
+    output: /No tests found, exiting with code 1/,
+    reason: () => 'jest found no tests',
+  },
+  {
+    id: 'node-test-not-found',
+    tool: 'node:test',
+    kind: 'no_such_check',
+    output: /^Could not find '([^']+)'/m,
+    reason: (m, c) => nodeCouldNotFind(m![1]!, c),
+  },
+  {
+    id: 'go-no-go-files',
+    tool: 'go',
+    kind: 'no_such_check',
+    output: /no Go files in (\S+)/,
+    reason: (m) => `go test: no Go files in ${m![1]}`,
+  },
+  {
+    id: 'go-no-module',
+    tool: 'go',
+    kind: 'no_such_check',
+    output: /go: (?:go\.mod file not found|cannot find main module)/,
+    reason: () => 'go test: no go.mod here or in any parent folder',
+  },
+  {
+    id: 'go-no-packages',
+    tool: 'go',
+    kind: 'no_such_check',
+    output: /matched no packages|no packages to test/,
+    reason: () => 'go test: the pattern matched no packages',
+  },
+  {
+    id: 'cargo-no-manifest',
+    tool: 'cargo',
+    kind: 'no_such_check',
+    output: /could not find `Cargo\.toml` in `([^`]+)`|manifest path `([^`]+)` does not exist/,
+    reason: (m) => `cargo found no Cargo.toml (${m![2] ? `${m![2]} does not exist` : `not in ${m![1]} or any parent folder`})`,
+  },
+  {
+    id: 'cargo-no-command',
+    tool: 'cargo',
+    kind: 'tool_missing',
+    output: /error: no such command: `([^`]+)`/,
+    reason: (m) => `cargo has no subcommand \`${m![1]}\` (is it installed?)`,
+  },
+  {
+    id: 'cargo-no-target',
+    tool: 'cargo',
+    kind: 'no_such_check',
+    output: /error: no (?:test|bin|example|bench) target named `([^`]+)`/,
+    reason: (m) => `cargo has no target \`${m![1]}\``,
+  },
+  {
+    id: 'mvn-no-pom',
+    tool: 'mvn',
+    kind: 'no_such_check',
+    output: /there is no POM in this directory/,
+    reason: () => 'Maven found no pom.xml',
+  },
+  {
+    id: 'mvn-no-tests',
+    tool: 'mvn',
+    kind: 'no_such_check',
+    output: /No tests were executed!|No tests matching pattern/,
+    reason: () => 'Maven ran no tests',
+  },
+  {
+    id: 'mvn-unknown-phase',
+    tool: 'mvn',
+    kind: 'no_such_check',
+    output: /Unknown lifecycle phase "([^"]+)"/,
+    reason: (m) => `Maven has no phase "${m![1]}"`,
+  },
+  {
+    id: 'gradle-no-build',
+    tool: 'gradle',
+    kind: 'no_such_check',
+    output: /does not contain a Gradle build/,
+    reason: () => 'Gradle found no build here',
+  },
+  {
+    id: 'gradle-no-task',
+    tool: 'gradle',
+    kind: 'no_such_check',
+    output: /Task '([^']+)' not found in (?:root )?project/,
+    reason: (m) => `Gradle has no task '${m![1]}'`,
+  },
+  {
+    id: 'gradle-no-tests',
+    tool: 'gradle',
+    kind: 'no_such_check',
+    output: /No tests found for given includes/,
+    reason: () => 'Gradle found no tests for the given includes',
+  },
   // A missing prerequisite ("…, needed by 'test'") is a broken build, not a missing check.
-  { id: 'make-no-rule', tool: 'make', kind: 'no_such_check', output: /No rule to make target '([^']+)'\.\s+Stop\./, reason: (m) => `the Makefile has no target '${m![1]}'` },
-  { id: 'make-no-makefile', tool: 'make', kind: 'no_such_check', output: /No targets specified and no makefile found/, reason: () => 'there is no Makefile' },
-  { id: 'shell-command-not-found', tool: 'sh', kind: 'tool_missing', output: /^(?:\S*sh: (?:\d+: |line \d+: )?)?(\S+): (?:command )?not found$|is not recognized as an internal or external command/m, reason: (m) => `\`${m?.[1] ?? 'the command'}\` is not installed or not on PATH` },
+  {
+    id: 'make-no-rule',
+    tool: 'make',
+    kind: 'no_such_check',
+    output: /No rule to make target '([^']+)'\.\s+Stop\./,
+    reason: (m) => `the Makefile has no target '${m![1]}'`,
+  },
+  {
+    id: 'make-no-makefile',
+    tool: 'make',
+    kind: 'no_such_check',
+    output: /No targets specified and no makefile found/,
+    reason: () => 'there is no Makefile',
+  },
+  {
+    id: 'shell-command-not-found',
+    tool: 'sh',
+    kind: 'tool_missing',
+    output: /^(?:\S*sh: (?:\d+: |line \d+: )?)?(\S+): (?:command )?not found$|is not recognized as an internal or external command/m,
+    reason: (m) => `\`${m?.[1] ?? 'the command'}\` is not installed or not on PATH`,
+  },
 ];
 
 /** The program a shell said it could not find: `sh: 1: pytest: not found` → pytest. */
@@ -91,7 +268,9 @@ function commandNotFound(command: string): string {
 
 /** The arguments of a command, unquoted, with `./` and trailing slashes taken off. */
 function argumentsOf(command: string): string[] {
-  return [...command.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => (m[1] ?? m[2] ?? m[3]!).replace(/^\.\//, '').replace(/\/+$/, '')).filter(Boolean);
+  return [...command.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)]
+    .map((m) => (m[1] ?? m[2] ?? m[3]!).replace(/^\.\//, '').replace(/\/+$/, ''))
+    .filter(Boolean);
 }
 
 /** The argument a path in the output is: `/abs/work/test/api` is the argument `test/api/`. */
@@ -180,7 +359,8 @@ function matchSignature(result: CommandResult, failedTests: number): Unverified 
   }
   // unittest reports a named module that is not there as one erroring pseudo-test too.
   const module = missingUnittestModule(output, result.command);
-  if (module && failedTests <= 1) return { signature: 'unittest-no-module', kind: 'no_such_check', reason: `no such check: unittest has no test module ${module}` };
+  if (module && failedTests <= 1)
+    return { signature: 'unittest-no-module', kind: 'no_such_check', reason: `no such check: unittest has no test module ${module}` };
   if (failedTests > 0) return null;
   // 3. Output signatures of a check that is not there.
   const script = missingNodeScript(output, result.command);
@@ -197,7 +377,11 @@ function matchSignature(result: CommandResult, failedTests: number): Unverified 
 function failingTests(output: string, failed: number | null): number {
   if (failed !== null && failed > 0) return failed;
   const text = stripAnsi(output);
-  const headlines = text.split('\n').filter((l) => /^\s*(?:not ok \d+\b(?!.*#\s*(?:TODO|SKIP))|--- FAIL:|FAILED \S+::|test result: FAILED|FAIL: \S+ \(|\s*✖ (?!failing tests:))/.test(l)).length;
+  const headlines = text
+    .split('\n')
+    .filter((l) =>
+      /^\s*(?:not ok \d+\b(?!.*#\s*(?:TODO|SKIP))|--- FAIL:|FAILED \S+::|test result: FAILED|FAIL: \S+ \(|\s*✖ (?!failing tests:))/.test(l),
+    ).length;
   return headlines;
 }
 
@@ -207,12 +391,25 @@ export function classify(team: string, result: CommandResult): GateResult {
   const counted = tally(result.output);
   const tests = counted.ran;
   if (result.spawn_error) return { ...base, outcome: 'UNVERIFIED', tests: null, reason: `could not run: ${result.spawn_error}` };
-  if (result.timed_out) return { ...base, outcome: 'RED', tests, reason: 'killed at its timeout', fingerprint: fingerprint({ team, command: result.command, output: 'killed at its timeout' }) };
+  if (result.timed_out)
+    return {
+      ...base,
+      outcome: 'RED',
+      tests,
+      reason: 'killed at its timeout',
+      fingerprint: fingerprint({ team, command: result.command, output: 'killed at its timeout' }),
+    };
   if (result.cancelled) return { ...base, outcome: 'UNVERIFIED', tests, reason: 'cancelled before it finished' };
   if (result.exit_code !== 0) {
     const unverified = matchSignature(result, failingTests(result.output, counted.failed));
     if (unverified) return { ...base, outcome: 'UNVERIFIED', tests: null, reason: unverified.reason, signature: unverified.signature };
-    return { ...base, outcome: 'RED', tests, reason: `failed with exit code ${result.exit_code}`, fingerprint: fingerprint({ team, command: result.command, output: result.output }) };
+    return {
+      ...base,
+      outcome: 'RED',
+      tests,
+      reason: `failed with exit code ${result.exit_code}`,
+      fingerprint: fingerprint({ team, command: result.command, output: result.output }),
+    };
   }
   if (tests === 0) return { ...base, outcome: 'UNVERIFIED', tests, reason: 'passed but ran no tests' };
   if (tests === null) return { ...base, outcome: 'UNVERIFIED', tests, reason: 'passed but its output shows no tests ran' };
@@ -221,7 +418,16 @@ export function classify(team: string, result: CommandResult): GateResult {
 
 export async function runGate(team: string, command: string, cwd: string, timeoutMs: number, signal?: AbortSignal): Promise<GateResult> {
   if (!command.trim()) {
-    return { team, command: '', outcome: 'UNVERIFIED', exit_code: null, tests: null, reason: 'the team defines no acceptance command', output_tail: '', ms: 0 };
+    return {
+      team,
+      command: '',
+      outcome: 'UNVERIFIED',
+      exit_code: null,
+      tests: null,
+      reason: 'the team defines no acceptance command',
+      output_tail: '',
+      ms: 0,
+    };
   }
   return classify(team, await runCommand(command, { cwd, timeoutMs, signal }));
 }

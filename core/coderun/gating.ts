@@ -54,7 +54,14 @@ export class RunGating {
       this.host.throwIfCancelled();
       lane.filter((t) => t.ticket).forEach((t) => this.gatedFixes.add(t.id));
       this.host.update({ gates: [...this.host.record.gates, result] });
-      this.host.emit({ type: 'gate', run: this.host.record.id, team: team.id, outcome: result.outcome, command: result.command, reason: result.reason });
+      this.host.emit({
+        type: 'gate',
+        run: this.host.record.id,
+        team: team.id,
+        outcome: result.outcome,
+        command: result.command,
+        reason: result.reason,
+      });
       if (result.outcome === 'RED') queued = this.ticketFor(team, result, lane) || queued;
       else if (openTicket && result.outcome === 'green') this.resolveTickets(team.id);
     }
@@ -65,7 +72,8 @@ export class RunGating {
   private resolveTickets(team: string): void {
     const resolving = this.host.record.tickets.filter((t) => t.team === team && t.status !== 'resolved');
     this.host.update({ tickets: this.host.record.tickets.map((t) => (resolving.includes(t) ? { ...t, status: 'resolved' as const } : t)) });
-    for (const t of resolving) this.host.emit({ type: 'ticket', run: this.host.record.id, team, ticket: t.id, action: 'resolved', count: t.count });
+    for (const t of resolving)
+      this.host.emit({ type: 'ticket', run: this.host.record.id, team, ticket: t.id, action: 'resolved', count: t.count });
   }
 
   /** Raise (or bump) the ticket of a RED gate and queue its fix task; false when no fix is allowed. */
@@ -87,7 +95,14 @@ export class RunGating {
     const gateLeft = (this.gateRuns.get(team.id) ?? 0) < MAX_GATE_RUNS;
     if (ticket.staffed >= MAX_TICKET_STAFFING || !gateLeft) {
       this.setTicket({ ...ticket, status: 'needs_human' });
-      this.host.emit({ type: 'ticket', run: this.host.record.id, team: team.id, ticket: ticket.id, action: 'needs_human', count: ticket.count });
+      this.host.emit({
+        type: 'ticket',
+        run: this.host.record.id,
+        team: team.id,
+        ticket: ticket.id,
+        action: 'needs_human',
+        count: ticket.count,
+      });
       return false;
     }
     const staffed = ticket.staffed + 1;
@@ -109,7 +124,14 @@ export class RunGating {
       ticket.id,
     );
     this.host.update({ tasks: [...this.host.record.tasks, fix] });
-    this.host.emit({ type: 'task_update', run: this.host.record.id, task: id, team: team.id, state: fix.state, note: `correction for ${ticket.id}` });
+    this.host.emit({
+      type: 'task_update',
+      run: this.host.record.id,
+      task: id,
+      team: team.id,
+      state: fix.state,
+      note: `correction for ${ticket.id}`,
+    });
     return true;
   }
 
@@ -122,14 +144,35 @@ export class RunGating {
     const finals = finalGates(this.host.record);
     const red = finals.filter((g) => g.outcome === 'RED');
     if (red.length) {
-      this.host.emit({ type: 'integration', run: this.host.record.id, outcome: 'skipped', reason: `RED gate: ${red.map((g) => g.team).join(', ')}` });
+      this.host.emit({
+        type: 'integration',
+        run: this.host.record.id,
+        outcome: 'skipped',
+        reason: `RED gate: ${red.map((g) => g.team).join(', ')}`,
+      });
       return;
     }
     const commands = this.host.config.integration_command
       ? [this.host.config.integration_command]
-      : [...new Set(this.host.record.teams.filter((t) => this.host.record.tasks.some((x) => x.squad === t.id)).map((t) => t.acceptance).filter(Boolean))];
+      : [
+          ...new Set(
+            this.host.record.teams
+              .filter((t) => this.host.record.tasks.some((x) => x.squad === t.id))
+              .map((t) => t.acceptance)
+              .filter(Boolean),
+          ),
+        ];
     if (!commands.length) {
-      const result: GateResult = { team: '*', command: '', outcome: 'UNVERIFIED', exit_code: null, tests: null, reason: 'no integration command and no acceptance commands', output_tail: '', ms: 0 };
+      const result: GateResult = {
+        team: '*',
+        command: '',
+        outcome: 'UNVERIFIED',
+        exit_code: null,
+        tests: null,
+        reason: 'no integration command and no acceptance commands',
+        output_tail: '',
+        ms: 0,
+      };
       this.host.update({ integration: result });
       this.host.emit({ type: 'integration', run: this.host.record.id, outcome: result.outcome, reason: result.reason });
       return;
@@ -150,7 +193,14 @@ export class RunGating {
       });
       this.host.update({ tickets: tickets.map((t) => (t.id === ticket.id ? { ...t, status: 'needs_human' as const } : t)) });
       this.host.emit({ type: 'ticket', run: this.host.record.id, team: 'integration', ticket: ticket.id, action, count: ticket.count });
-      this.host.emit({ type: 'ticket', run: this.host.record.id, team: 'integration', ticket: ticket.id, action: 'needs_human', count: ticket.count });
+      this.host.emit({
+        type: 'ticket',
+        run: this.host.record.id,
+        team: 'integration',
+        ticket: ticket.id,
+        action: 'needs_human',
+        count: ticket.count,
+      });
     }
   }
 }

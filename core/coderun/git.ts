@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { simpleGit, type SimpleGit } from 'simple-git';
+import { type SimpleGit, simpleGit } from 'simple-git';
 
 const IDENTITY = ['user.name=Hangar', 'user.email=hangar@localhost', 'commit.gpgsign=false'];
 
@@ -48,7 +48,8 @@ export class RunWorkspace {
     // commands run in the worktree as they would in the repository. The fence resolves symlinks,
     // so agents cannot write through the link.
     const modules = path.join(repo, 'node_modules');
-    if (existsSync(modules) && !existsSync(path.join(dir, 'node_modules'))) await symlink(modules, path.join(dir, 'node_modules'), 'dir').catch(() => undefined);
+    if (existsSync(modules) && !existsSync(path.join(dir, 'node_modules')))
+      await symlink(modules, path.join(dir, 'node_modules'), 'dir').catch(() => undefined);
     return new RunWorkspace(repo, dir, branch, base, simpleGit({ baseDir: dir, config: IDENTITY }));
   }
 

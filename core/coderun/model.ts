@@ -10,7 +10,15 @@
  */
 import { errorMessage } from '../kernel/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
-import { endpointClient, loadOpenAI, toolCallsOf, toWireMessage, toWireTools, type ModelToolCall, type ToolSpec } from '../lib/model-client.js';
+import {
+  endpointClient,
+  loadOpenAI,
+  type ModelToolCall,
+  type ToolSpec,
+  toolCallsOf,
+  toWireMessage,
+  toWireTools,
+} from '../lib/model-client.js';
 
 // core/coderun/review.ts (mid-split) still takes ToolSpec from here; once it imports core/lib/model-client.ts directly, this line goes.
 export type { ToolSpec } from '../lib/model-client.js';
@@ -50,7 +58,10 @@ export interface EndpointSettings {
 }
 
 export class ModelError extends Error {
-  constructor(message: string, readonly retryable: boolean) {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
     super(message);
     this.name = 'ModelError';
   }
@@ -128,7 +139,10 @@ export class ModelGate {
 
   async chat(call: ModelCall): Promise<ModelReply> {
     if (!this.configured) {
-      throw new ModelError('no model endpoint is configured: set model.baseUrl in hangar.config.json or HANGAR_MODEL__BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)', false);
+      throw new ModelError(
+        'no model endpoint is configured: set model.baseUrl in hangar.config.json or HANGAR_MODEL__BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)',
+        false,
+      );
     }
     const model = this.modelFor(call);
     return this.slots.use(async () => {
@@ -137,7 +151,12 @@ export class ModelGate {
       const openai = await loadOpenAI();
       try {
         // The client library is not loaded until a model is really used.
-        const client = await endpointClient({ baseUrl: this.endpoint.baseUrl!, apiKey: this.apiKey, timeoutMs: this.endpoint.timeoutMs, retries: this.endpoint.retries });
+        const client = await endpointClient({
+          baseUrl: this.endpoint.baseUrl!,
+          apiKey: this.apiKey,
+          timeoutMs: this.endpoint.timeoutMs,
+          retries: this.endpoint.retries,
+        });
         const completion = await client.chat.completions.create(
           {
             model,
@@ -159,7 +178,8 @@ export class ModelGate {
       } catch (err) {
         if (err instanceof openai.APIUserAbortError || call.signal?.aborted) throw new ModelError('model call cancelled', false);
         if (err instanceof openai.APIConnectionTimeoutError) throw new ModelError(`model ${model} timed out`, true);
-        if (err instanceof openai.APIError) throw new ModelError(`model ${model} answered ${err.status ?? 'no status'}: ${err.message}`, true);
+        if (err instanceof openai.APIError)
+          throw new ModelError(`model ${model} answered ${err.status ?? 'no status'}: ${err.message}`, true);
         throw new ModelError(`model ${model} call failed: ${errorMessage(err)}`, true);
       }
     }, call.signal);

@@ -53,7 +53,9 @@ function staticBase(glob: string): string {
 function witnesses(glob: string, other = ''): string[] {
   const braces = /\{([^{}]*)\}/.exec(glob);
   if (braces) {
-    return braces[1]!.split(',').flatMap((alt) => witnesses(glob.slice(0, braces.index) + alt + glob.slice(braces.index + braces[0].length), other));
+    return braces[1]!
+      .split(',')
+      .flatMap((alt) => witnesses(glob.slice(0, braces.index) + alt + glob.slice(braces.index + braces[0].length), other));
   }
   // Hints from the other glob: its folder (for a leading `**/`) and its file suffix (for a
   // trailing `/**`), so `**/*.ts` and `src/api/**` meet at `src/api/w.ts`.

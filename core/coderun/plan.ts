@@ -3,12 +3,13 @@
  * dependency repair) and the approval gate's edit rules (spec 3, rule 3). Pure functions: the
  * service keeps the live plan and swaps it only when a whole edit succeeds.
  */
-import { fail } from '../kernel/errors.js';
+
 import { formatIssues } from '../http/validate.js';
+import { fail } from '../kernel/errors.js';
 import { normalizeRelative, ownersOf } from './ownership.js';
 import { GENERIC_ROLES } from './preselect.js';
+import { type ContractClause, type Plan, type PlanCut, PlanEdit, TaskSpec, type Team, TeamSchema } from './schemas.js';
 import { assertDisjoint } from './teams.js';
-import { PlanEdit, TaskSpec, TeamSchema, type ContractClause, type Plan, type PlanCut, type Team } from './schemas.js';
 
 export type { CutTask, PlanCut } from './schemas.js';
 
@@ -71,7 +72,10 @@ export function cutAlongTeams(tasks: readonly TaskSpec[], teams: readonly Team[]
     }
     parts.set(task.id, ids);
   }
-  return out.map((t) => ({ ...t, dependencies: [...new Set(t.dependencies.flatMap((d) => parts.get(d) ?? [d]))].filter((d) => d !== t.id) }));
+  return out.map((t) => ({
+    ...t,
+    dependencies: [...new Set(t.dependencies.flatMap((d) => parts.get(d) ?? [d]))].filter((d) => d !== t.id),
+  }));
 }
 
 /**
@@ -111,9 +115,13 @@ export function shapePlan(raw: Plan, teams: readonly Team[]): ShapedPlan {
   const kept = cutTasks.slice(0, PLAN_SIZE_CAP);
   const cut = cutTasks.slice(PLAN_SIZE_CAP).map((t) => t.id);
   const repaired = repairDependencies(kept);
-  const dropped = repaired.dropped.map((d) => (cut.includes(d.dependency) ? { ...d, reason: `task cut by the plan size cap (${PLAN_SIZE_CAP})` } : d));
+  const dropped = repaired.dropped.map((d) =>
+    cut.includes(d.dependency) ? { ...d, reason: `task cut by the plan size cap (${PLAN_SIZE_CAP})` } : d,
+  );
   const teamIds = new Set(teams.map((t) => t.id));
-  const contract = raw.contract.filter((c) => teamIds.has(c.provider)).map((c) => ({ ...c, consumers: c.consumers.filter((x) => teamIds.has(x)) }));
+  const contract = raw.contract
+    .filter((c) => teamIds.has(c.provider))
+    .map((c) => ({ ...c, consumers: c.consumers.filter((x) => teamIds.has(x)) }));
   const plan = { summary: raw.summary, tasks: repaired.tasks, contract };
   const report: PlanCut = {
     cap: PLAN_SIZE_CAP,
@@ -185,7 +193,11 @@ export function assertStaffable(role: string, teams: readonly Team[], taskId: st
  * them only when every rule holds, so a refused edit leaves the live plan untouched. Omitted
  * fields stay as they were; a field given as empty (`""`, `[]`, `null`) is cleared.
  */
-export function applyPlanEdit(plan: Plan, teams: readonly Team[], input: unknown): { plan: Plan; teams: Team[]; dropped: DroppedDependency[] } {
+export function applyPlanEdit(
+  plan: Plan,
+  teams: readonly Team[],
+  input: unknown,
+): { plan: Plan; teams: Team[]; dropped: DroppedDependency[] } {
   const parsedEdit = PlanEdit.safeParse(input ?? {});
   if (!parsedEdit.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsedEdit.error.issues, 'body') });
   // zod fills defaults into partial objects; only the keys the caller sent count as edits, so
@@ -234,7 +246,8 @@ export function applyPlanEdit(plan: Plan, teams: readonly Team[], input: unknown
   const teamIds = new Set(nextTeams.map((t) => t.id));
   for (const task of tasks) {
     assertStaffable(task.role, nextTeams, task.id);
-    if (task.squad !== null && !teamIds.has(task.squad)) throw fail('HANGAR_CODERUN_TASK_SQUAD_NOT_IN_PLAN', { task: task.id, team: task.squad });
+    if (task.squad !== null && !teamIds.has(task.squad))
+      throw fail('HANGAR_CODERUN_TASK_SQUAD_NOT_IN_PLAN', { task: task.id, team: task.squad });
     // A team edit may move ownership under a task: the squad must still agree with its files.
     const owners = [...new Set(task.files.flatMap((f) => ownersOf(nextTeams, f).map((t) => t.id)))];
     if (owners.length > 1) throw fail('HANGAR_CODERUN_TASK_OWNERS_SEVERAL', { task: task.id, owners: owners.join(', ') });

@@ -7,19 +7,22 @@
 import { z } from 'zod';
 import { formatIssues } from '../http/validate.js';
 import type { ToolSpec } from '../lib/model-client.js';
-import { jsonFromText, ModelError, type Message, type ModelGate } from './model.js';
-import { PlanSchema, type Plan, type Team } from './schemas.js';
+import { jsonFromText, type Message, ModelError, type ModelGate } from './model.js';
+import { type Plan, PlanSchema, type Team } from './schemas.js';
 
 export const MALFORMED_RETRIES = 2;
 
 export const SUBMIT_PLAN: ToolSpec = {
   name: 'submit_plan',
-  description: 'Submit the plan: tasks (each owned by one team through its files), criteria with verifying commands, and contract clauses between teams.',
+  description:
+    'Submit the plan: tasks (each owned by one team through its files), criteria with verifying commands, and contract clauses between teams.',
   parameters: z.toJSONSchema(PlanSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
 };
 
 export function plannerPrompt(request: string, teams: readonly Team[], files: readonly string[]): Message[] {
-  const teamLines = teams.map((t) => `- ${t.id}: ${t.charter}. Owns ${t.owns.join(', ')}. Acceptance: ${t.acceptance || '(none)'}`).join('\n');
+  const teamLines = teams
+    .map((t) => `- ${t.id}: ${t.charter}. Owns ${t.owns.join(', ')}. Acceptance: ${t.acceptance || '(none)'}`)
+    .join('\n');
   return [
     {
       role: 'system',
@@ -43,7 +46,13 @@ export interface PlannerOutcome {
   model: string;
 }
 
-export async function planWithModel(gate: ModelGate, request: string, teams: readonly Team[], files: readonly string[], signal?: AbortSignal): Promise<PlannerOutcome> {
+export async function planWithModel(
+  gate: ModelGate,
+  request: string,
+  teams: readonly Team[],
+  files: readonly string[],
+  signal?: AbortSignal,
+): Promise<PlannerOutcome> {
   let attempts = 0;
   let lastError = 'no answer';
   for (let rung = 0; rung <= gate.ladderLength; rung++) {

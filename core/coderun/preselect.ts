@@ -6,8 +6,8 @@
  */
 import { fail } from '../kernel/errors.js';
 import { globMatcher, ownedBy } from './ownership.js';
-import { DEFAULT_MANAGER } from './teams.js';
 import type { CodeConfig, Team } from './schemas.js';
+import { DEFAULT_MANAGER } from './teams.js';
 
 export type TeamMode = 'pinned' | 'library' | 'dynamic';
 
@@ -164,7 +164,12 @@ export function evidenceFor(team: Team, request: string): string[] {
  * teams with evidence are chosen, best first (ties by id). Decision: when no team has evidence,
  * every library team is chosen and the note says so, rather than starting a run with nobody.
  */
-export function preselect(library: readonly Team[], request: string, config: Pick<CodeConfig, 'team_library' | 'teams'>, pins: readonly string[] = []): PreselectReport {
+export function preselect(
+  library: readonly Team[],
+  request: string,
+  config: Pick<CodeConfig, 'team_library' | 'teams'>,
+  pins: readonly string[] = [],
+): PreselectReport {
   const effectivePins = pins.length ? [...pins] : [...config.teams];
   const scored = library
     .map((team) => ({ team, reasons: evidenceFor(team, request) }))

@@ -42,7 +42,10 @@ export async function reviewTask(task: Task, outcome: AgentOutcome, seat: Review
   const failures: string[] = [];
   for (const criterion of task.criteria) {
     const result = await runCommand(criterion.command, { cwd: dir, timeoutMs: commandTimeoutMs, signal });
-    if (result.exit_code !== 0) failures.push(`criterion "${criterion.text}" failed: \`${criterion.command}\` ${result.timed_out ? 'timed out' : `exit ${result.exit_code}`}\n${result.output.split('\n').slice(-15).join('\n')}`);
+    if (result.exit_code !== 0)
+      failures.push(
+        `criterion "${criterion.text}" failed: \`${criterion.command}\` ${result.timed_out ? 'timed out' : `exit ${result.exit_code}`}\n${result.output.split('\n').slice(-15).join('\n')}`,
+      );
   }
   if (failures.length) return { approve: false, findings: failures };
   const diffs: string[] = [];
@@ -50,7 +53,9 @@ export async function reviewTask(task: Task, outcome: AgentOutcome, seat: Review
     const quoted = `'${file.replace(/'/g, `'\\''`)}'`;
     const shown = await runCommand(`git diff --no-color HEAD -- ${quoted}`, { cwd: dir, timeoutMs: 10_000 });
     // A new file has no diff against HEAD: the reviewer reads it whole.
-    const text = shown.output.trim() ? shown.output : `new file ${file}:\n${await readFile(path.join(dir, file), 'utf8').catch(() => '(deleted)')}`;
+    const text = shown.output.trim()
+      ? shown.output
+      : `new file ${file}:\n${await readFile(path.join(dir, file), 'utf8').catch(() => '(deleted)')}`;
     diffs.push(text.slice(0, 6000));
   }
   const messages: Message[] = [
@@ -81,8 +86,13 @@ export async function reviewTask(task: Task, outcome: AgentOutcome, seat: Review
     }
     const verdict = (args as { verdict?: unknown })?.verdict;
     if (verdict === 'approve' || verdict === 'reject') {
-      const findings = Array.isArray((args as { findings?: unknown }).findings) ? ((args as { findings: unknown[] }).findings.map(String)) : [];
-      return { approve: verdict === 'approve', findings: verdict === 'reject' && !findings.length ? ['rejected without findings'] : findings };
+      const findings = Array.isArray((args as { findings?: unknown }).findings)
+        ? (args as { findings: unknown[] }).findings.map(String)
+        : [];
+      return {
+        approve: verdict === 'approve',
+        findings: verdict === 'reject' && !findings.length ? ['rejected without findings'] : findings,
+      };
     }
     lastError = 'the reviewer gave no verdict';
     messages.push({ role: 'user', content: 'Call the review tool with verdict "approve" or "reject".' });

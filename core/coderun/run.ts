@@ -10,24 +10,25 @@
  * the record goes through `setTask` / `update`, which are synchronous, so no two tasks interleave
  * inside a mutation. Git commits are serialised by `RunWorkspace`.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+
 import { realpathSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { blocked, BoardError, newTask, nextWave, transition, type BoardLimits } from './board.js';
 import type { AgentOutcome } from './agent-worker.js';
+import { BoardError, type BoardLimits, blocked, newTask, nextWave, transition } from './board.js';
 import type { FenceTeam } from './fence.js';
 import { RunGating } from './gating.js';
-import { ownedBy } from './ownership.js';
 import { RunWorkspace } from './git.js';
 import type { ModelGate } from './model.js';
+import { ownedBy } from './ownership.js';
 import { approvalCard, planProblems, shapePlan } from './plan.js';
-import { planWithModel, MALFORMED_RETRIES } from './planner.js';
+import { MALFORMED_RETRIES, planWithModel } from './planner.js';
 import type { AgentPool } from './pool.js';
 import { staffingOf } from './preselect.js';
 import { repairsOf, succeeded, summaryOf } from './report.js';
 import { reviewTask, type Verdict } from './review.js';
 import type { CodeConfig, RunEvent, RunRecord, Task, Team } from './schemas.js';
-import { listRepository, type CommandWrites } from './tools.js';
+import { type CommandWrites, listRepository } from './tools.js';
 
 export interface RunDeps {
   config: CodeConfig;
@@ -64,7 +65,10 @@ export class CodeRun {
   private readonly limits: BoardLimits;
   private readonly gating: RunGating;
 
-  constructor(record: RunRecord, private readonly deps: RunDeps) {
+  constructor(
+    record: RunRecord,
+    private readonly deps: RunDeps,
+  ) {
     this.record = record;
     this.limits = { reviewRounds: deps.config.review_rounds, attemptCeiling: deps.config.attempt_ceiling };
     this.gating = new RunGating({
@@ -118,7 +122,14 @@ export class CodeRun {
     const pending = this.pendingNotes.get(next.id);
     this.pendingNotes.delete(next.id);
     const text = [pending, said].filter(Boolean).join('; ');
-    this.deps.emit({ type: 'task_update', run: this.record.id, task: next.id, team: next.squad, state: next.state, ...(text ? { note: text } : {}) });
+    this.deps.emit({
+      type: 'task_update',
+      run: this.record.id,
+      task: next.id,
+      team: next.squad,
+      state: next.state,
+      ...(text ? { note: text } : {}),
+    });
     return next;
   }
 
@@ -205,10 +216,21 @@ export class CodeRun {
     if (!clauses.length) return;
     const file = path.join(ws.dir, CONTRACT_FILE);
     await mkdir(path.dirname(file), { recursive: true });
-    await writeFile(file, JSON.stringify({ run: this.record.id, request: this.record.request, frozen_at: new Date().toISOString(), clauses }, null, 2) + '\n');
+    await writeFile(
+      file,
+      JSON.stringify({ run: this.record.id, request: this.record.request, frozen_at: new Date().toISOString(), clauses }, null, 2) + '\n',
+    );
     await ws.commit([CONTRACT_FILE], `contract: freeze ${clauses.length} clause(s) [hangar ${this.record.id}]`);
     this.update({ contract_file: CONTRACT_FILE });
-    for (const c of clauses) this.deps.emit({ type: 'contract_frozen', run: this.record.id, name: c.name, provider: c.provider, consumers: c.consumers, file: CONTRACT_FILE });
+    for (const c of clauses)
+      this.deps.emit({
+        type: 'contract_frozen',
+        run: this.record.id,
+        name: c.name,
+        provider: c.provider,
+        consumers: c.consumers,
+        file: CONTRACT_FILE,
+      });
   }
 
   private async runWaves(): Promise<void> {
@@ -219,7 +241,13 @@ export class CodeRun {
       const tasks = nextWave(this.record.tasks, width);
       if (!tasks.length) break;
       wave++;
-      this.deps.emit({ type: 'wave', run: this.record.id, wave, tasks: tasks.map((t) => t.id), teams: [...new Set(tasks.map((t) => t.squad ?? 'unowned'))] });
+      this.deps.emit({
+        type: 'wave',
+        run: this.record.id,
+        wave,
+        tasks: tasks.map((t) => t.id),
+        teams: [...new Set(tasks.map((t) => t.squad ?? 'unowned'))],
+      });
       // allSettled, not all: on cancellation or a failure every task of the wave is first
       // brought to rest, so nothing commits into a worktree that is being removed.
       const settled = await Promise.allSettled(tasks.map((t) => this.work(t.id)));
@@ -250,7 +278,9 @@ export class CodeRun {
   private correctorFor(task: Task): string | null {
     const team = this.teamOf(task);
     const exts = new Set(task.files.map((f) => path.extname(f).slice(1)).filter(Boolean));
-    const fit = team?.agents.find((a) => a.role === 'corrector' && (a.languages.length === 0 || [...exts].every((e) => a.languages.includes(e))));
+    const fit = team?.agents.find(
+      (a) => a.role === 'corrector' && (a.languages.length === 0 || [...exts].every((e) => a.languages.includes(e))),
+    );
     return fit?.name ?? null;
   }
 
@@ -288,11 +318,17 @@ export class CodeRun {
         // A model that keeps sending broken calls or cannot finish within its steps is the model
         // failing the task: step it up the ladder (an endpoint error is not, so it only re-queues).
         if ((outcome.status === 'malformed' || outcome.status === 'out_of_steps') && task.escalation < this.deps.gate.ladderLength) {
-          this.setTask({ ...this.task(id), escalation: task.escalation + 1 }, `escalated to ${this.deps.gate.modelFor({ role: task.role, rung: task.escalation + 1 })} after ${outcome.status === 'malformed' ? 'malformed tool calls' : 'running out of steps'}`);
+          this.setTask(
+            { ...this.task(id), escalation: task.escalation + 1 },
+            `escalated to ${this.deps.gate.modelFor({ role: task.role, rung: task.escalation + 1 })} after ${outcome.status === 'malformed' ? 'malformed tool calls' : 'running out of steps'}`,
+          );
         }
         if (outcome.status === 'malformed' && task.escalation >= this.deps.gate.ladderLength) {
           await this.workspace!.discard(this.task(id).changed);
-          this.move(id, { type: 'give_up', reason: `model kept sending malformed tool calls and no bigger model is left: ${outcome.error}` });
+          this.move(id, {
+            type: 'give_up',
+            reason: `model kept sending malformed tool calls and no bigger model is left: ${outcome.error}`,
+          });
           return;
         }
         // Orphaned: nothing is in flight for it any more; re-queued up to the attempt ceiling.
@@ -305,7 +341,10 @@ export class CodeRun {
       this.throwIfCancelled();
       if (verdict.approve) {
         const done = this.move(id, { type: 'approve' });
-        const sha = await this.workspace!.commit(done.changed, `${done.id}: ${done.title} [hangar ${this.record.id}, team ${done.squad ?? 'none'}]`);
+        const sha = await this.workspace!.commit(
+          done.changed,
+          `${done.id}: ${done.title} [hangar ${this.record.id}, team ${done.squad ?? 'none'}]`,
+        );
         this.setTask({ ...this.task(id), commit: sha });
         return;
       }
@@ -337,7 +376,15 @@ export class CodeRun {
     if (!strays.length) return;
     await this.workspace!.discard(strays.map((s) => s.file));
     for (const s of strays) {
-      this.deps.emit({ type: 'fence_violation', run: this.record.id, task: task.id, team: task.squad, owner: s.owner, file: s.file, command: null });
+      this.deps.emit({
+        type: 'fence_violation',
+        run: this.record.id,
+        task: task.id,
+        team: task.squad,
+        owner: s.owner,
+        file: s.file,
+        command: null,
+      });
     }
   }
 
@@ -354,7 +401,15 @@ export class CodeRun {
       const fenced = this.fencedWrites.get(change.path);
       if (fenced && fenced.task !== task.id && fenced.at >= writes.started && this.working.has(fenced.task)) continue;
       revert.push(change.path);
-      this.deps.emit({ type: 'fence_violation', run: this.record.id, task: task.id, team: task.squad, owner: change.owner, file: change.path, command: writes.command });
+      this.deps.emit({
+        type: 'fence_violation',
+        run: this.record.id,
+        task: task.id,
+        team: task.squad,
+        owner: change.owner,
+        file: change.path,
+        command: writes.command,
+      });
     }
     return revert;
   }
@@ -374,7 +429,15 @@ export class CodeRun {
           agent,
           rung: task.escalation,
           model: pin,
-          task: { id: task.id, title: task.title, description: task.description, files: task.files, acceptance: task.acceptance, criteria: task.criteria, findings: task.findings },
+          task: {
+            id: task.id,
+            title: task.title,
+            description: task.description,
+            files: task.files,
+            acceptance: task.acceptance,
+            criteria: task.criteria,
+            findings: task.findings,
+          },
           team: fence.team,
           teams: fence.teams,
           contract,
@@ -393,7 +456,14 @@ export class CodeRun {
       );
     } catch (err) {
       // A crashed worker is an orphan, not a crashed run.
-      return { status: 'model_error', summary: '', written: [], steps: 0, refused_writes: 0, error: `worker failed: ${(err as Error).message}` };
+      return {
+        status: 'model_error',
+        summary: '',
+        written: [],
+        steps: 0,
+        refused_writes: 0,
+        error: `worker failed: ${(err as Error).message}`,
+      };
     }
   }
 

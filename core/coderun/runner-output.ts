@@ -62,7 +62,10 @@ export function normalizeLine(line: string, counts = false): string {
     .replace(/\bduration_ms:?\s*[\d.]+/gi, 'duration_ms <dur>')
     .replace(/\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|sec|secs|seconds?|m|min|minutes?)\b/gi, '<dur>')
     // Counts in summary lines: "3 passed", "1 failed", "Ran 5 tests", "# tests 4".
-    .replace(/\b\d+(\s+(?:passed|failed|failing|passing|errors?|skipped|pending|todo|tests?|warnings?|xfailed|xpassed|deselected|total|suites?|cancelled)\b)/gi, '#$1')
+    .replace(
+      /\b\d+(\s+(?:passed|failed|failing|passing|errors?|skipped|pending|todo|tests?|warnings?|xfailed|xpassed|deselected|total|suites?|cancelled)\b)/gi,
+      '#$1',
+    )
     .replace(/^([#ℹ]\s*(?:tests|suites|pass|fail|cancelled|skipped|todo))\s+\d+/i, '$1 #')
     .replace(/\b(Ran|running)\s+\d+\b/g, '$1 #');
   if (counts) s = s.replace(/\d+/g, '#');
@@ -70,7 +73,9 @@ export function normalizeLine(line: string, counts = false): string {
 }
 
 const sum = (values: number[]): number | null => (values.length ? values.reduce((a, b) => a + b, 0) : null);
-const all = (text: string, re: RegExp): RegExpExecArray[] => [...text.matchAll(new RegExp(re.source, re.flags.includes('g') ? re.flags : re.flags + 'g'))];
+const all = (text: string, re: RegExp): RegExpExecArray[] => [
+  ...text.matchAll(new RegExp(re.source, re.flags.includes('g') ? re.flags : re.flags + 'g')),
+];
 
 /**
  * Tests that ran and failed, from the summaries of node:test (TAP and spec), vitest, jest, mocha,
@@ -90,7 +95,8 @@ export function tally(raw: string): Tally {
   const nodeFails = all(text, /^[#ℹ]\s*fail\s+(\d+)\s*$/m);
   nodeTests.forEach((m, i) => push(Number(m[1]), nodeFails[i] ? Number(nodeFails[i][1]) : 0));
   // vitest: "Tests  1 failed | 2 passed (3)", "Test Files  1 failed (1)" with "Tests  no tests".
-  for (const m of all(text, /^\s*Tests\s+(?:(\d+)\s+failed\s*\|?\s*)?(?:\d+\s+\w+\s*\|?\s*)*\((\d+)\)/m)) push(Number(m[2]), Number(m[1] ?? 0));
+  for (const m of all(text, /^\s*Tests\s+(?:(\d+)\s+failed\s*\|?\s*)?(?:\d+\s+\w+\s*\|?\s*)*\((\d+)\)/m))
+    push(Number(m[2]), Number(m[1] ?? 0));
   for (const m of all(text, /^\s*Test Files\s+(\d+)\s+failed/m)) push(null, Number(m[1]));
   // jest: "Tests:       1 failed, 9 passed, 10 total", "Test Suites: 1 failed, 1 total".
   for (const m of all(text, /^Tests:\s+(?:(\d+)\s+failed,\s*)?.*?(\d+)\s+total/m)) push(Number(m[2]), Number(m[1] ?? 0));
@@ -100,7 +106,10 @@ export function tally(raw: string): Tally {
   const failing = all(text, /^\s*(\d+)\s+failing\b/m);
   passing.forEach((m, i) => push(Number(m[1]) + Number(failing[i]?.[1] ?? 0), Number(failing[i]?.[1] ?? 0)));
   // pytest: "==== 1 failed, 2 passed in 0.12s ====", "-q": "1 failed, 2 passed in 0.12s", "no tests ran in 0.8s".
-  for (const m of all(text, /^(?:=+ )?((?:\d+ (?:failed|passed|skipped|errors?|warnings?|xfailed|xpassed|deselected|rerun)(?:, )?)+) in [\d.]+s\b/m)) {
+  for (const m of all(
+    text,
+    /^(?:=+ )?((?:\d+ (?:failed|passed|skipped|errors?|warnings?|xfailed|xpassed|deselected|rerun)(?:, )?)+) in [\d.]+s\b/m,
+  )) {
     const n = (word: string) => Number(new RegExp(`(\\d+) ${word}`).exec(m[1]!)?.[1] ?? 0);
     const bad = n('failed') + n('errors?');
     push(n('passed') + bad + n('xfailed') + n('xpassed'), bad);
@@ -151,7 +160,11 @@ function messageFrom(lines: string[], max = 6): string {
   for (const raw of lines) {
     const l = stripAnsi(raw).trim();
     if (!l) continue;
-    if (/^at\s|^❯\s|^>?\s*\d+\s*\||^\^+$|^(?:stack|code|location|failureType|exitCode|signal|type|name|operator|generatedMessage|actual|expected|duration_ms):/.test(l)) {
+    if (
+      /^at\s|^❯\s|^>?\s*\d+\s*\||^\^+$|^(?:stack|code|location|failureType|exitCode|signal|type|name|operator|generatedMessage|actual|expected|duration_ms):/.test(
+        l,
+      )
+    ) {
       if (out.length) break;
       continue;
     }
@@ -214,7 +227,8 @@ function pytestFailures(lines: string[]): Failure[] {
   const out: Failure[] = [];
   for (const l of lines) {
     const m = /^(FAILED|ERROR) (\S+?)(?: - (.*))?$/.exec(stripAnsi(l).trim());
-    if (m && (m[2]!.includes('::') || /\.py\b/.test(m[2]!))) out.push({ id: `${m[1]} ${normalizeLine(m[2]!)}`, message: normalizeLine((m[3] ?? '').replace(/\.\.\.$/, '')) });
+    if (m && (m[2]!.includes('::') || /\.py\b/.test(m[2]!)))
+      out.push({ id: `${m[1]} ${normalizeLine(m[2]!)}`, message: normalizeLine((m[3] ?? '').replace(/\.\.\.$/, '')) });
   }
   if (out.length) return out;
   for (let i = 0; i < lines.length; i++) {
@@ -246,7 +260,12 @@ function cargoFailures(lines: string[]): Failure[] {
   for (let i = 0; i < lines.length; i++) {
     const m = /^thread '([^']+)' panicked at (?:'(.*)', )?\S+?(?::\d+:\d+)?:?$/.exec(stripAnsi(lines[i]!).trim());
     if (!m) continue;
-    const message = m[2] ? normalizeLine(m[2]) : messageFrom(lines.slice(i + 1).filter((l) => !/^note: /.test(l)), 3);
+    const message = m[2]
+      ? normalizeLine(m[2])
+      : messageFrom(
+          lines.slice(i + 1).filter((l) => !/^note: /.test(l)),
+          3,
+        );
     out.push({ id: m[1]!, message });
   }
   return out;
@@ -280,7 +299,7 @@ function unittestFailures(lines: string[]): Failure[] {
     const m = /^(FAIL|ERROR): (.+)$/.exec(lines[i]!);
     if (!m || !/\(.*\)/.test(m[2]!)) continue;
     let last = '';
-    for (let j = i + 1; j < lines.length && !/^(?:=+|-{10,}\s*$)/.test(lines[j]!) || j === i + 1; j++) {
+    for (let j = i + 1; (j < lines.length && !/^(?:=+|-{10,}\s*$)/.test(lines[j]!)) || j === i + 1; j++) {
       if (lines[j]!.trim() && !/^-{10,}/.test(lines[j]!)) last = lines[j]!;
     }
     out.push({ id: `${m[1]} ${normalizeLine(m[2]!)}`, message: normalizeLine(last) });
@@ -289,9 +308,14 @@ function unittestFailures(lines: string[]): Failure[] {
 }
 
 const XML_ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
-const unescapeXml = (text: string) => text.replace(/&(lt|gt|amp|quot|apos|#\d+|#x[0-9a-f]+);/gi, (_, e: string) =>
-  e.startsWith('#x') || e.startsWith('#X') ? String.fromCodePoint(parseInt(e.slice(2), 16)) : e.startsWith('#') ? String.fromCodePoint(Number(e.slice(1))) : XML_ENTITIES[e.toLowerCase()]!,
-);
+const unescapeXml = (text: string) =>
+  text.replace(/&(lt|gt|amp|quot|apos|#\d+|#x[0-9a-f]+);/gi, (_, e: string) =>
+    e.startsWith('#x') || e.startsWith('#X')
+      ? String.fromCodePoint(parseInt(e.slice(2), 16))
+      : e.startsWith('#')
+        ? String.fromCodePoint(Number(e.slice(1)))
+        : XML_ENTITIES[e.toLowerCase()]!,
+  );
 
 interface JunitCase {
   attrs: string;
@@ -327,7 +351,16 @@ function junitFailures(text: string): Failure[] {
  */
 export function failures(raw: string): Failure[] {
   const lines = stripAnsi(raw).split('\n');
-  const found = [...junitFailures(stripAnsi(raw)), ...tapFailures(lines), ...nodeSpecFailures(lines), ...pytestFailures(lines), ...goFailures(lines), ...cargoFailures(lines), ...jsRunnerFailures(lines), ...unittestFailures(lines)];
+  const found = [
+    ...junitFailures(stripAnsi(raw)),
+    ...tapFailures(lines),
+    ...nodeSpecFailures(lines),
+    ...pytestFailures(lines),
+    ...goFailures(lines),
+    ...cargoFailures(lines),
+    ...jsRunnerFailures(lines),
+    ...unittestFailures(lines),
+  ];
   const seen = new Map<string, Failure>();
   for (const f of found) {
     const key = `${f.id}\0${f.message}`;

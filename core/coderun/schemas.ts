@@ -271,7 +271,10 @@ export type CodeConfig = z.output<typeof CodeConfigSchema>;
  * call. A longer brief belongs in a file the request names.
  */
 export const MAX_REQUEST_CHARS = 20_000;
-const RequestText = z.string().min(1).max(MAX_REQUEST_CHARS, `at most ${MAX_REQUEST_CHARS} characters; put a longer brief in a file and name it`);
+const RequestText = z
+  .string()
+  .min(1)
+  .max(MAX_REQUEST_CHARS, `at most ${MAX_REQUEST_CHARS} characters; put a longer brief in a file and name it`);
 
 export const StartRunRequest = z.object({
   request: RequestText,

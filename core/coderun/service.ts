@@ -16,23 +16,23 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { simpleGit } from 'simple-git';
 import path from 'node:path';
+import { simpleGit } from 'simple-git';
 import type { EventLog } from '../http/event-log.js';
 import { formatIssues } from '../http/validate.js';
 import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { BoardError, transition } from './board.js';
-import { calibrate, type Calibration } from './calibration.js';
+import { type Calibration, calibrate } from './calibration.js';
 import { CodeRunConfig } from './config.js';
-import { ModelError, ModelGate, type EndpointSettings } from './model.js';
+import { type EndpointSettings, ModelError, ModelGate } from './model.js';
 import { applyPlanEdit, approvalCard, assertStaffable, checkSquad, planProblems, refreshCut } from './plan.js';
 import { AgentPool } from './pool.js';
-import { compose, effectiveManager, preselect, type Composition, type PreselectReport } from './preselect.js';
+import { type Composition, compose, effectiveManager, type PreselectReport, preselect } from './preselect.js';
 import { CodeRun } from './run.js';
-import { RunEventLogs, classify, teamsOfEvent } from './run-events.js';
-import { TaskPatch, type CodeConfig, type RunEvent, type RunRecord, type Team } from './schemas.js';
+import { classify, RunEventLogs, teamsOfEvent } from './run-events.js';
+import { type CodeConfig, type RunEvent, type RunRecord, TaskPatch, type Team } from './schemas.js';
 import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
 
 export interface CodeRunServiceOptions {
@@ -171,7 +171,9 @@ export class CodeRunService {
     const teams = await this.library.teams(repo);
     const unknown = ids.filter((id) => !teams.some((t) => t.id === id));
     if (unknown.length) throw fail('HANGAR_CODERUN_TEAMS_UNKNOWN', { teams: unknown.map((u) => `'${u}'`).join(', ') });
-    const chart = teams.filter((t) => ids.includes(t.id)).map((t) => ({ id: t.id, charter: t.charter, owns: t.owns, manager: effectiveManager(t), agents: t.agents }));
+    const chart = teams
+      .filter((t) => ids.includes(t.id))
+      .map((t) => ({ id: t.id, charter: t.charter, owns: t.owns, manager: effectiveManager(t), agents: t.agents }));
     const file = path.join(repo, '.hangar', 'org-chart.json');
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, JSON.stringify({ activated_at: new Date().toISOString(), teams: chart }, null, 2) + '\n');
@@ -183,7 +185,9 @@ export class CodeRunService {
   async createManager(repo: string, id: string, name?: string) {
     const { team } = await this.library.get(repo, id);
     const manager = name ?? `${id}-manager`;
-    const agents = team.agents.some((a) => a.name === manager) ? team.agents : [...team.agents, { name: manager, role: 'manager', languages: [] }];
+    const agents = team.agents.some((a) => a.name === manager)
+      ? team.agents
+      : [...team.agents, { name: manager, role: 'manager', languages: [] }];
     return this.library.update(repo, id, { agents, manager });
   }
 
@@ -220,7 +224,9 @@ export class CodeRunService {
     // Writes of one run are chained so they land in order; the snapshot is taken now.
     const snapshot = structuredClone(record);
     const prev = this.saving.get(record.id) ?? Promise.resolve();
-    const next = prev.then(() => this.runs.put(record.id, snapshot)).catch((err: unknown) => this.options.log.error('coding-run record not stored', { error: String(err) }));
+    const next = prev
+      .then(() => this.runs.put(record.id, snapshot))
+      .catch((err: unknown) => this.options.log.error('coding-run record not stored', { error: String(err) }));
     this.saving.set(record.id, next);
   }
 
@@ -271,7 +277,11 @@ export class CodeRunService {
       summary: null,
       error: null,
     };
-    const gate = new ModelGate(this.options.endpoint, { maxParallel: config.max_parallel, modelRoles: config.model_roles, escalation: config.model_escalation });
+    const gate = new ModelGate(this.options.endpoint, {
+      maxParallel: config.max_parallel,
+      modelRoles: config.model_roles,
+      escalation: config.model_escalation,
+    });
     const budgets = new Map<string, number>();
     for (const role of ['developer', 'corrector', 'reviewer', 'tester', ...record.teams.flatMap((t) => t.agents.map((a) => a.role))]) {
       budgets.set(role, await this.budgetFor(role, config));
@@ -297,7 +307,9 @@ export class CodeRunService {
       .catch((err: unknown) => this.options.log.error('coding run crashed', { run: id, error: String(err) }))
       .finally(() => {
         this.pools.delete(pool);
-        return pool.close().catch((err: unknown) => this.options.log.warn('coding-run agent pool did not close cleanly', { run: id, error: String(err) }));
+        return pool
+          .close()
+          .catch((err: unknown) => this.options.log.warn('coding-run agent pool did not close cleanly', { run: id, error: String(err) }));
       });
     return structuredClone(record);
   }
@@ -344,7 +356,7 @@ export class CodeRunService {
 
   private liveRun(id: string): CodeRun {
     const run = this.live.get(id);
-    if (!run || !run.active) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run: id });
+    if (!run?.active) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run: id });
     return run;
   }
 
@@ -380,7 +392,8 @@ export class CodeRunService {
 
   approve(id: string): RunRecord {
     const run = this.liveRun(id);
-    if (run.record.status !== 'awaiting_approval') throw fail('HANGAR_CODERUN_NOT_AWAITING_APPROVAL', { run: id, status: run.record.status });
+    if (run.record.status !== 'awaiting_approval')
+      throw fail('HANGAR_CODERUN_NOT_AWAITING_APPROVAL', { run: id, status: run.record.status });
     const problems = run.record.plan_problems ?? [];
     if (problems.length) throw fail('HANGAR_CODERUN_PLAN_PROBLEMS', { problems: problems.join('; ') });
     run.approve();

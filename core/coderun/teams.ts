@@ -8,11 +8,11 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { DropInKind } from '../kernel/registry.js';
-import { fail } from '../kernel/errors.js';
 import { formatIssues } from '../http/validate.js';
+import { fail } from '../kernel/errors.js';
+import type { DropInKind } from '../kernel/registry.js';
 import { describeOverlap, findOverlaps } from './ownership.js';
-import { TeamPatch, TeamSchema, type Team, type TeamInput } from './schemas.js';
+import { type Team, type TeamInput, TeamPatch, TeamSchema } from './schemas.js';
 
 export type TeamSource = 'shipped' | 'project' | 'override';
 

@@ -6,10 +6,10 @@
  */
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runCommand } from './command.js';
-import { foreignChanges, restore, snapshotForeign, type CommandSnapshot, type ForeignChange } from './command-fence.js';
-import { checkWrite, resolveInside, type FenceTeam } from './fence.js';
 import type { ToolSpec } from '../lib/model-client.js';
+import { runCommand } from './command.js';
+import { type CommandSnapshot, type ForeignChange, foreignChanges, restore, snapshotForeign } from './command-fence.js';
+import { checkWrite, type FenceTeam, resolveInside } from './fence.js';
 
 export interface ToolContext {
   /** Real path of the repository (the run's worktree). */
@@ -49,13 +49,21 @@ export interface ToolResult {
 const str = { type: 'string' } as const;
 
 export const AGENT_TOOLS: ToolSpec[] = [
-  { name: 'read_file', description: 'Read a text file of the repository.', parameters: { type: 'object', properties: { path: str }, required: ['path'] } },
+  {
+    name: 'read_file',
+    description: 'Read a text file of the repository.',
+    parameters: { type: 'object', properties: { path: str }, required: ['path'] },
+  },
   {
     name: 'write_file',
-    description: "Create or replace a file. Only paths your team owns are writable.",
+    description: 'Create or replace a file. Only paths your team owns are writable.',
     parameters: { type: 'object', properties: { path: str, content: str }, required: ['path', 'content'] },
   },
-  { name: 'list_files', description: 'List files under a folder (default: the repository root).', parameters: { type: 'object', properties: { path: str } } },
+  {
+    name: 'list_files',
+    description: 'List files under a folder (default: the repository root).',
+    parameters: { type: 'object', properties: { path: str } },
+  },
   {
     name: 'search',
     description: 'Search file contents with a regular expression; returns path:line: text.',
@@ -66,7 +74,11 @@ export const AGENT_TOOLS: ToolSpec[] = [
     description: 'Run a shell command in the repository root (tests, builds). Output tail and exit code come back.',
     parameters: { type: 'object', properties: { command: str }, required: ['command'] },
   },
-  { name: 'finish', description: 'Say the task is done, with a one-paragraph summary.', parameters: { type: 'object', properties: { summary: str }, required: ['summary'] } },
+  {
+    name: 'finish',
+    description: 'Say the task is done, with a one-paragraph summary.',
+    parameters: { type: 'object', properties: { summary: str }, required: ['summary'] },
+  },
 ];
 
 const SKIP = new Set(['.git', 'node_modules', '.hangar']);
@@ -111,10 +123,16 @@ async function fenceCommand(command: string, started: number, before: CommandSna
   try {
     const changes = await foreignChanges(ctx.root, ctx.team, ctx.teams, before);
     if (!changes.length) return '';
-    const revert = new Set(ctx.judgeCommandWrites ? await ctx.judgeCommandWrites({ command, started, changes }) : changes.map((c) => c.path));
+    const revert = new Set(
+      ctx.judgeCommandWrites ? await ctx.judgeCommandWrites({ command, started, changes }) : changes.map((c) => c.path),
+    );
     const reverted = changes.filter((c) => revert.has(c.path));
     if (!reverted.length) return '';
-    await restore(ctx.root, before, reverted.map((c) => c.path));
+    await restore(
+      ctx.root,
+      before,
+      reverted.map((c) => c.path),
+    );
     return `reverted its writes outside your team's paths: ${reverted.map((c) => `${c.path} (team '${c.owner}')`).join(', ')}`;
   } catch (err) {
     return `(its writes could not be checked: ${(err as Error).message})`;
@@ -168,14 +186,22 @@ export async function runTool(name: string, args: Record<string, unknown>, ctx: 
         const tailText = result.output.split('\n').slice(-60).join('\n');
         const status = result.timed_out ? 'killed at timeout' : result.cancelled ? 'cancelled' : `exit ${result.exit_code}`;
         const fenced = ctx.signal.aborted ? '' : await fenceCommand(command, started, before, ctx);
-        return { ok: result.exit_code === 0, content: `${status}\n${tailText}${fenced ? `\n${fenced}` : ''}`, detail: `ran \`${command}\`: ${status}${fenced ? `; ${fenced}` : ''}` };
+        return {
+          ok: result.exit_code === 0,
+          content: `${status}\n${tailText}${fenced ? `\n${fenced}` : ''}`,
+          detail: `ran \`${command}\`: ${status}${fenced ? `; ${fenced}` : ''}`,
+        };
       }
       case 'finish': {
         const summary = typeof args.summary === 'string' ? args.summary : '';
         return { ok: true, content: 'finished', detail: 'finished', finished: { summary } };
       }
       default:
-        return { ok: false, content: `error: unknown tool '${name}'; use one of ${AGENT_TOOLS.map((t) => t.name).join(', ')}`, detail: `unknown tool ${name}` };
+        return {
+          ok: false,
+          content: `error: unknown tool '${name}'; use one of ${AGENT_TOOLS.map((t) => t.name).join(', ')}`,
+          detail: `unknown tool ${name}`,
+        };
     }
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import bytes from 'bytes';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from '../kernel/log.js';
-import type { Settings } from '../kernel/settings.js';
 import type { Metrics } from '../kernel/metrics.js';
+import type { Settings } from '../kernel/settings.js';
 import { crossSiteGuard } from './cross-site.js';
 import { badRequest, HttpError, pathScrubber, toHttpError, unprocessable } from './errors.js';
 import { hasEncodedControl, normalizeUrl } from './normalize.js';
@@ -35,7 +35,10 @@ export interface AppDeps {
   rateLimiter: ReconfigurableRateLimiter;
 }
 
-export function createApp({ settings, log, metrics, extraTokens, publicPaths, rateLimiter }: AppDeps): { app: FastifyInstance; server: http.Server } {
+export function createApp({ settings, log, metrics, extraTokens, publicPaths, rateLimiter }: AppDeps): {
+  app: FastifyInstance;
+  server: http.Server;
+} {
   let server!: http.Server;
   const app = Fastify({
     // We own the node server (keep-alive, shutdown, websocket upgrades are handled in app/server.ts).
@@ -59,13 +62,22 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
             ? [431, 'Request Header Fields Too Large', 'request headers too large']
             : [400, 'Bad Request', `malformed HTTP request (${err.code ?? 'parse error'})`];
       const body = JSON.stringify({ detail });
-      if (socket.writable) socket.write(`HTTP/1.1 ${status} ${text}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+      if (socket.writable)
+        socket.write(
+          `HTTP/1.1 ${status} ${text}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+        );
       socket.destroy(err);
     },
     // A target the router cannot decode (`%zz`, broken UTF-8) is the caller's mistake, said as `{detail}`.
     frameworkErrors: (err, req, reply) => {
-      const error = err.code === 'FST_ERR_BAD_URL' ? badRequest(`the request path is not valid percent-encoding: ${req.originalUrl}`) : toHttpError(err);
-      void (reply as FastifyReply).code(error.status).headers(error.headers).send({ ...error.toBody(), code: error.code });
+      const error =
+        err.code === 'FST_ERR_BAD_URL'
+          ? badRequest(`the request path is not valid percent-encoding: ${req.originalUrl}`)
+          : toHttpError(err);
+      void (reply as FastifyReply)
+        .code(error.status)
+        .headers(error.headers)
+        .send({ ...error.toBody(), code: error.code });
     },
   });
   app.decorateRequest('principal', '');
@@ -77,7 +89,13 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     metrics.httpRequests.inc(labels);
     metrics.httpDuration.observe(labels, seconds);
     if (settings.requestLog && log.enabled('debug')) {
-      log.debug('request', { method: req.method, path: pathOf(req), status: reply.statusCode, ms: Math.round(seconds * 1e4) / 10, principal: req.principal });
+      log.debug('request', {
+        method: req.method,
+        path: pathOf(req),
+        status: reply.statusCode,
+        ms: Math.round(seconds * 1e4) / 10,
+        principal: req.principal,
+      });
     }
     done();
   });
@@ -115,7 +133,8 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     (req, error, err) => {
       log.error(`${req.method} ${pathOf(req)} failed: ${error.message}`, {
         status: error.status,
-        stack: !(err instanceof HttpError) && !(err as FastifyError).statusCode ? err.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
+        stack:
+          !(err instanceof HttpError) && !(err as FastifyError).statusCode ? err.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
       });
     },
     pathScrubber({ workspace: path.resolve(settings.root), install: HANGAR_INSTALL, home: os.homedir() }),
@@ -152,7 +171,10 @@ export function answerWithDetail(
       return;
     }
     const shown = scrub(error);
-    reply.code(shown.status).headers(shown.headers).send({ ...shown.toBody(), code: shown.code });
+    reply
+      .code(shown.status)
+      .headers(shown.headers)
+      .send({ ...shown.toBody(), code: shown.code });
   });
 }
 
@@ -163,7 +185,8 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {

@@ -88,7 +88,8 @@ export function crossSiteGuard(settings: Pick<Settings, 'allowedOrigins'>): onRe
   return function crossSite(req, _reply, done) {
     const headers = req.headers;
     const type = headers['content-type'];
-    const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+    const hasBody =
+      headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
     const safe = SAFE_METHODS.has(req.method);
     if (hasBody || (type !== undefined && !safe)) {
       const media = type === undefined ? '' : mediaTypeOf(type);

@@ -8,13 +8,13 @@
  * Until every call site names its catalogue code, `HttpError` is the same class as the kernel's
  * `HangarError` (a status without a code gets a generic code by status).
  */
-export { HangarError as HttpError, type ErrorDetail } from '../kernel/errors.js';
-import { HangarError as HttpError, errorMessage, fail, type ErrorDetail } from '../kernel/errors.js';
+export { type ErrorDetail, HangarError as HttpError } from '../kernel/errors.js';
+
+import { type ErrorDetail, errorMessage, fail, HangarError as HttpError } from '../kernel/errors.js';
 
 // The catalogue: one constructor per status the spec uses, so call sites read as the spec does.
 export const badRequest = (detail: string) => new HttpError(400, detail);
-export const unauthorized = (detail = 'missing or invalid credentials') =>
-  new HttpError(401, detail, { 'WWW-Authenticate': 'Bearer' });
+export const unauthorized = (detail = 'missing or invalid credentials') => new HttpError(401, detail, { 'WWW-Authenticate': 'Bearer' });
 export const forbidden = (detail: string) => new HttpError(403, detail);
 export const notFound = (detail: string) => new HttpError(404, detail);
 export const conflict = (detail: string) => new HttpError(409, detail);
@@ -38,10 +38,23 @@ export const serviceUnavailable = (detail: string, retryAfterSeconds?: number) =
  * fixed), not 404, with where and why as Vite's overlay shows it — the error, its file, line and
  * column, and the code frame.
  */
-export const dropInUnavailable = (problem: { kind: string; name: string; file: string; line: number | null; column: number | null; message: string; excerpt: string | null }) =>
+export const dropInUnavailable = (problem: {
+  kind: string;
+  name: string;
+  file: string;
+  line: number | null;
+  column: number | null;
+  message: string;
+  excerpt: string | null;
+}) =>
   fail(
     'HANGAR_DROPIN_UNAVAILABLE',
-    { kind: problem.kind, name: problem.name, problem: problem.message, where: `${problem.file}${problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ''}` : ''}` },
+    {
+      kind: problem.kind,
+      name: problem.name,
+      problem: problem.message,
+      where: `${problem.file}${problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ''}` : ''}`,
+    },
     { fields: { error: problem.message, file: problem.file, line: problem.line, column: problem.column, excerpt: problem.excerpt } },
   );
 
@@ -63,14 +76,19 @@ export function pathScrubber(places: { workspace: string; install: string; home:
     let out = text;
     for (const [from, to] of replacements) {
       if (!out.includes(from)) continue;
-      out = out.split(`${from}/`).join(to === '.' ? '' : `${to}/`).split(from).join(to);
+      out = out
+        .split(`${from}/`)
+        .join(to === '.' ? '' : `${to}/`)
+        .split(from)
+        .join(to);
     }
     return out;
   };
   return (error) => {
     const text = JSON.stringify(error.toBody());
     if (!replacements.some(([from]) => text.includes(from))) return error;
-    const detail = typeof error.detail === 'string' ? scrub(error.detail) : (JSON.parse(scrub(JSON.stringify(error.detail))) as Record<string, unknown>);
+    const detail =
+      typeof error.detail === 'string' ? scrub(error.detail) : (JSON.parse(scrub(JSON.stringify(error.detail))) as Record<string, unknown>);
     const fields = JSON.parse(scrub(JSON.stringify(error.fields))) as Record<string, unknown>;
     return new HttpError(error.status, detail, error.headers, fields, error.code);
   };

@@ -33,7 +33,13 @@ function hexValue(code: number): number {
 
 function isUnreserved(code: number): boolean {
   return (
-    (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || (code >= 48 && code <= 57) || code === 45 || code === 46 || code === 95 || code === 126
+    (code >= 65 && code <= 90) ||
+    (code >= 97 && code <= 122) ||
+    (code >= 48 && code <= 57) ||
+    code === 45 ||
+    code === 46 ||
+    code === 95 ||
+    code === 126
   );
 }
 

@@ -38,22 +38,24 @@ export function docsOfRoute(route: RouteOptions): RouteDoc[] {
   const declared = config.declaration;
   const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter((m) => DOCUMENTED_METHODS.has(m));
   const declaredMethods = declared ? new Set(Array.isArray(declared.method) ? declared.method : [declared.method]) : undefined;
-  return methods
-    // Fastify adds a HEAD route beside each GET; only a route that declares HEAD documents it.
-    .filter((method) => (declaredMethods ? declaredMethods.has(method as RouteMethod) : method !== 'HEAD'))
-    .map((method) => ({
-      method: method.toLowerCase() as HttpMethod,
-      path: openApiPath(route.url),
-      summary: declared?.summary ?? `${method} ${route.url}`,
-      ...(declared ? {} : { inferred: true }),
-      ...(declared?.description ? { description: declared.description } : {}),
-      ...(declared?.tags ? { tags: declared.tags } : {}),
-      ...(declared?.schema?.body ? { body: declared.schema.body } : {}),
-      ...(declared?.schema?.querystring ? { query: declared.schema.querystring } : {}),
-      ...(declared?.schema?.response
-        ? { responses: Object.fromEntries(Object.entries(declared.schema.response).map(([status, spec]) => [status, responseDoc(spec)])) }
-        : {}),
-    }));
+  return (
+    methods
+      // Fastify adds a HEAD route beside each GET; only a route that declares HEAD documents it.
+      .filter((method) => (declaredMethods ? declaredMethods.has(method as RouteMethod) : method !== 'HEAD'))
+      .map((method) => ({
+        method: method.toLowerCase() as HttpMethod,
+        path: openApiPath(route.url),
+        summary: declared?.summary ?? `${method} ${route.url}`,
+        ...(declared ? {} : { inferred: true }),
+        ...(declared?.description ? { description: declared.description } : {}),
+        ...(declared?.tags ? { tags: declared.tags } : {}),
+        ...(declared?.schema?.body ? { body: declared.schema.body } : {}),
+        ...(declared?.schema?.querystring ? { query: declared.schema.querystring } : {}),
+        ...(declared?.schema?.response
+          ? { responses: Object.fromEntries(Object.entries(declared.schema.response).map(([status, spec]) => [status, responseDoc(spec)])) }
+          : {}),
+      }))
+  );
 }
 
 export interface RouteDoc {
@@ -149,7 +151,11 @@ export class OpenApiRegistry {
           const required = query.required?.includes(name) ?? false;
           // The server reads an object-typed field as URL-encoded JSON text (core/endpoints/query.ts),
           // not as form-exploded keys: `content` says so, and generated clients then send JSON.
-          params.push((isObjectSchema(schema) ? { name, in: 'query', required, content: { 'application/json': { schema } } } : { name, in: 'query', required, schema }) as never);
+          params.push(
+            (isObjectSchema(schema)
+              ? { name, in: 'query', required, content: { 'application/json': { schema } } }
+              : { name, in: 'query', required, schema }) as never,
+          );
         }
       }
       const responses: Record<string, unknown> = {};
@@ -170,9 +176,7 @@ export class OpenApiRegistry {
         ...(doc.tags ? { tags: doc.tags } : {}),
         operationId: `${doc.method}_${doc.path.replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
         ...(params.length ? { parameters: params } : {}),
-        ...(doc.body
-          ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(doc.body, 'input') } } } }
-          : {}),
+        ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(doc.body, 'input') } } } } : {}),
         responses,
       };
     }

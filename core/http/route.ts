@@ -118,7 +118,8 @@ export function mountRoutes(app: FastifyInstance, routes: readonly AnyRoute[]): 
             return params;
           },
           get query() {
-            if (!(parsed & 2)) (query = schema?.querystring ? parseInput(schema.querystring, req.query, 'query') : req.query), (parsed |= 2);
+            if (!(parsed & 2))
+              (query = schema?.querystring ? parseInput(schema.querystring, req.query, 'query') : req.query), (parsed |= 2);
             return query;
           },
           get body() {

@@ -5,7 +5,7 @@ import type { onRequestHookHandler } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { isLoopbackHost, resolveSecret, type Settings } from '../kernel/settings.js';
 import { originChecker } from './cross-site.js';
-import { forbidden, HttpError, tooManyRequests, unauthorized } from './errors.js';
+import { forbidden, type HttpError, tooManyRequests, unauthorized } from './errors.js';
 import { pathOf } from './request.js';
 
 /**
@@ -36,7 +36,13 @@ declare module 'fastify' {
 export const DEFAULT_PUBLIC_PATHS: readonly string[] = ['/health', '/ready', '/readiness', '/.well-known/agent.json'];
 
 export function allowedHostNames(settings: Pick<Settings, 'host' | 'allowedHosts'>): Set<string> {
-  const names = new Set(['localhost', '127.0.0.1', '::1', settings.host.toLowerCase(), ...settings.allowedHosts.map((h) => h.toLowerCase())]);
+  const names = new Set([
+    'localhost',
+    '127.0.0.1',
+    '::1',
+    settings.host.toLowerCase(),
+    ...settings.allowedHosts.map((h) => h.toLowerCase()),
+  ]);
   if (!isLoopbackHost(settings.host)) {
     names.add(os.hostname().toLowerCase());
     for (const nets of Object.values(os.networkInterfaces())) for (const net of nets ?? []) names.add(net.address.toLowerCase());
@@ -74,7 +80,9 @@ export function hostCheck(settings: Settings): onRequestHookHandler {
  * page was served from (scheme, host and port: `http://localhost:9999` is another site) or an
  * `allowedOrigins` entry.
  */
-export function upgradeChecker(settings: Pick<Settings, 'host' | 'allowedHosts' | 'allowedOrigins'>): (req: IncomingMessage) => HttpError | undefined {
+export function upgradeChecker(
+  settings: Pick<Settings, 'host' | 'allowedHosts' | 'allowedOrigins'>,
+): (req: IncomingMessage) => HttpError | undefined {
   const allowed = allowedHostNames(settings);
   const isAllowedOrigin = originChecker(settings);
   return function checkUpgradeRequest(req) {
@@ -139,7 +147,11 @@ export function resolvePrincipal(
  * Sets `req.principal`, or answers 401. Public paths still learn who is calling when a valid token
  * comes along, and are `anonymous` otherwise.
  */
-export function principalHook(settings: Settings, extraTokens: () => Record<string, string>, publicPaths: ReadonlySet<string>): onRequestHookHandler {
+export function principalHook(
+  settings: Settings,
+  extraTokens: () => Record<string, string>,
+  publicPaths: ReadonlySet<string>,
+): onRequestHookHandler {
   return function principal(req, _reply, done) {
     if (publicPaths.has(pathOf(req))) {
       try {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import type { ReplayableSource, SequencedEvent } from './event-log.js';
 import { unprocessable } from './errors.js';
+import type { ReplayableSource, SequencedEvent } from './event-log.js';
 
 /**
  * The one SSE implementation. Every stream in Hangar (invoke streams and their replay, task and A2A
@@ -51,7 +51,12 @@ export function formatFrame(id: number | undefined, data: unknown): string {
   const json = typeof data === 'string' ? data : JSON.stringify(data);
   // JSON never contains a raw newline, but a plain string payload could: one data line per line.
   // The check first: this runs once per frame per subscriber, so the common case skips the split.
-  const body = json.includes('\n') ? json.split('\n').map((line) => `data: ${line}`).join('\n') : `data: ${json}`;
+  const body = json.includes('\n')
+    ? json
+        .split('\n')
+        .map((line) => `data: ${line}`)
+        .join('\n')
+    : `data: ${json}`;
   return id === undefined ? `${body}\n\n` : `id: ${id}\n${body}\n\n`;
 }
 

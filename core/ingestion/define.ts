@@ -46,6 +46,7 @@ export interface IngestorHealth {
   detail?: string;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a definition without an options schema accepts what its author reads
 export interface IngestorDefinition<Options = any> {
   /** Defaults to the file (or folder) name. */
   name?: string;

@@ -1,13 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { Metrics } from './metrics.js';
-import type { Store } from './store.js';
 import type { Discovery } from './discovery.js';
 import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import type { DropInKind, Registry } from './registry.js';
 import type { ServiceName, Services } from './services.js';
 import type { Settings } from './settings.js';
+import type { Store } from './store.js';
 import type { TypeChecker } from './typecheck.js';
 
 export interface WorkspacePaths {
@@ -74,6 +74,7 @@ export interface Subsystem {
   depends?: readonly ServiceName[];
   /** Services it uses when present (set up after them if they are); it works without them. */
   uses?: readonly ServiceName[];
+  // biome-ignore lint/suspicious/noExplicitAny: one list holds kinds of different definitions
   kinds?: DropInKind<any>[];
   setup?(ctx: HangarContext): void | Promise<void>;
   /** Adds its routes (and any hooks) to the one app; called once, after every subsystem's setup. */

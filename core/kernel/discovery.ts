@@ -1,13 +1,13 @@
-import { existsSync, readFileSync, statSync, watch as fsWatch } from 'node:fs';
+import { existsSync, watch as fsWatch, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { glob } from 'tinyglobby';
-import { codeFrame } from './code-frame.js';
 import * as esbuild from 'esbuild';
+import { glob } from 'tinyglobby';
 import { BuildCache } from './build-cache.js';
-import { BUNDLE_FORMAT, bundleDropIn, DropInError, evaluateModule, type BuiltModule } from './evaluator.js';
+import { codeFrame } from './code-frame.js';
+import { BUNDLE_FORMAT, type BuiltModule, bundleDropIn, DropInError, evaluateModule } from './evaluator.js';
 import type { Logger } from './log.js';
-import { watchTree } from './watch-tree.js';
 import type { DropInKind, Registry } from './registry.js';
+import { watchTree } from './watch-tree.js';
 
 /**
  * Finds drop-ins in the workspace, loads them into the registry and keeps them fresh.
@@ -118,7 +118,10 @@ export class Discovery {
     const watchFolder = (folder: string) => {
       const dir = path.join(root, folder);
       if (this.watchers.has(folder) || !existsSync(dir)) return;
-      this.watchers.set(folder, watchTree(dir, (changed) => this.schedule(changed)));
+      this.watchers.set(
+        folder,
+        watchTree(dir, (changed) => this.schedule(changed)),
+      );
     };
     for (const folder of folders) watchFolder(folder);
     const rootWatcher = fsWatch(root, (_event, name) => {
@@ -229,7 +232,10 @@ export class Discovery {
 
   /** Last start's bundles, for the cold scan (core/kernel/build-cache.ts). */
   private get buildCache(): BuildCache {
-    this.#buildCache ??= new BuildCache(path.join(this.options.root, '.hangar'), `${esbuild.version} ${BUNDLE_FORMAT} ${Object.keys(this.options.provided).sort().join(',')}`);
+    this.#buildCache ??= new BuildCache(
+      path.join(this.options.root, '.hangar'),
+      `${esbuild.version} ${BUNDLE_FORMAT} ${Object.keys(this.options.provided).sort().join(',')}`,
+    );
     return this.#buildCache;
   }
   #buildCache: BuildCache | undefined;

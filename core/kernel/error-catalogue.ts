@@ -21,7 +21,10 @@ export const ERROR_CATALOGUE = {
   // (end dropins)
   // ── agents: agents, runs, models, tools, approvals
   HANGAR_AGENT_NOT_FOUND: { status: 404, message: 'agent "{agent}" not found' },
-  HANGAR_AGENT_PROMPT_NOT_FOUND: { status: 404, message: "prompt version '{version}' not found for agent '{agent}'; known versions: {known}" },
+  HANGAR_AGENT_PROMPT_NOT_FOUND: {
+    status: 404,
+    message: "prompt version '{version}' not found for agent '{agent}'; known versions: {known}",
+  },
   HANGAR_AGENT_STREAM_NOT_FOUND: { status: 404, message: "stream '{stream}' not found" },
   HANGAR_AGENT_APPROVAL_NOT_FOUND: { status: 404, message: "no pending approval '{approval}' for thread '{thread}' of agent '{agent}'" },
   HANGAR_AGENT_TOOL_NOT_FOUND: { status: 404, message: 'tool "{tool}" not found' },
@@ -39,13 +42,19 @@ export const ERROR_CATALOGUE = {
   HANGAR_AGENT_MODEL_UNREACHABLE: { status: 502, message: 'model endpoint unreachable: {problem}' },
   HANGAR_AGENT_MODEL_TIMEOUT: { status: 504, message: 'model endpoint timed out' },
   HANGAR_AGENT_MODEL_FAILED: { status: 502, message: 'model call failed: {problem}' },
-  HANGAR_AGENT_MODEL_SCHEMA_MISMATCH: { status: 502, message: "the model's structured answer did not match the schema after one repair: {problem}" },
+  HANGAR_AGENT_MODEL_SCHEMA_MISMATCH: {
+    status: 502,
+    message: "the model's structured answer did not match the schema after one repair: {problem}",
+  },
   // (end agents)
   // ── threads: threads and their messages
   HANGAR_THREAD_NOT_FOUND: { status: 404, message: "thread '{thread}' not found for agent '{agent}'" },
   HANGAR_THREAD_EXISTS: { status: 409, message: "thread '{thread}' already exists for agent '{agent}'" },
   HANGAR_THREAD_NO_CHANGES: { status: 400, message: 'no fields to update: give title and/or metadata' },
-  HANGAR_THREAD_FORK_OUT_OF_RANGE: { status: 422, message: "body.message_index: {index} is out of range; thread '{thread}' has {count} message(s){valid}" },
+  HANGAR_THREAD_FORK_OUT_OF_RANGE: {
+    status: 422,
+    message: "body.message_index: {index} is out of range; thread '{thread}' has {count} message(s){valid}",
+  },
   HANGAR_THREAD_STORAGE_UNCONFIGURED: { status: 400, message: 'thread storage is not configured' },
   // (end threads)
   // ── tasks: the task board
@@ -61,15 +70,24 @@ export const ERROR_CATALOGUE = {
   // (end tasks)
   // ── a2a: A2A and MCP
   HANGAR_A2A_TASK_INPUT_INVALID: { status: 422, message: '{problem}' },
-  HANGAR_A2A_MESSAGE_NO_TEXT: { status: 422, message: 'body.message: no readable text (expected message.parts[].text, message.content or message.text)' },
+  HANGAR_A2A_MESSAGE_NO_TEXT: {
+    status: 422,
+    message: 'body.message: no readable text (expected message.parts[].text, message.content or message.text)',
+  },
   HANGAR_A2A_CLIENT_CLOSED: { status: 499, message: 'client closed the request' },
   // (end a2a)
   // ── endpoints: custom endpoints and upstreams
   HANGAR_ENDPOINT_NOT_FOUND: { status: 404, message: "endpoint '{endpoint}' not found" },
   HANGAR_ENDPOINT_IS_ROUTER: { status: 409, message: "endpoint '{endpoint}' is an express router: call its routes over HTTP ({url}/…)" },
   HANGAR_ENDPOINT_METHOD_NOT_ALLOWED: { status: 405, message: "endpoint '{endpoint}' does not accept {method}; allowed: {allowed}" },
-  HANGAR_ENDPOINT_METHOD_UNDECLARED: { status: 422, message: "query.method: endpoint '{endpoint}' does not declare {method}; declared: {declared}" },
-  HANGAR_ENDPOINT_NO_ROUTE: { status: 404, message: "endpoint '{endpoint}' has no route {route} (its path is {path}, with /async and /batch; also /health and /info)" },
+  HANGAR_ENDPOINT_METHOD_UNDECLARED: {
+    status: 422,
+    message: "query.method: endpoint '{endpoint}' does not declare {method}; declared: {declared}",
+  },
+  HANGAR_ENDPOINT_NO_ROUTE: {
+    status: 404,
+    message: "endpoint '{endpoint}' has no route {route} (its path is {path}, with /async and /batch; also /health and /info)",
+  },
   HANGAR_ENDPOINT_ROUTE_METHOD_NOT_ALLOWED: { status: 405, message: '{route} accepts {allowed}' },
   HANGAR_ENDPOINT_TASKS_DISABLED: { status: 501, message: '{variant} runs need the task subsystem (tasks.enabled)' },
   HANGAR_ENDPOINT_UPSTREAM_FAILED: { status: 502, message: "endpoint '{endpoint}' failed ({rule}): {reasons}" },
@@ -77,7 +95,10 @@ export const ERROR_CATALOGUE = {
   HANGAR_ENDPOINT_OUTPUT_INVALID: { status: 502, message: "endpoint '{endpoint}': aggregated answer fails the output model: {problems}" },
   HANGAR_ENDPOINT_CLIENT_GONE: { status: 499, message: 'client closed the request' },
   HANGAR_ENDPOINT_HANDLER_FAILED: { status: 500, message: "endpoint '{endpoint}' handler failed: {problem}" },
-  HANGAR_ENDPOINT_HANDLER_OUTPUT_INVALID: { status: 500, message: "endpoint '{endpoint}' handler returned a value failing its output model: {problems}" },
+  HANGAR_ENDPOINT_HANDLER_OUTPUT_INVALID: {
+    status: 500,
+    message: "endpoint '{endpoint}' handler returned a value failing its output model: {problems}",
+  },
   HANGAR_ENDPOINT_ROUTER_NO_ROUTE: { status: 404, message: "endpoint '{endpoint}' has no route for {method} {path}" },
   HANGAR_ENDPOINT_ROUTER_FAILED: { status: 500, message: "endpoint '{endpoint}' router failed: {problem}" },
   // (end endpoints)
@@ -97,7 +118,10 @@ export const ERROR_CATALOGUE = {
   // ── predictors: ML plugins
   HANGAR_PLUGIN_NOT_FOUND: { status: 404, message: 'plugin {plugin} not found' },
   HANGAR_PLUGIN_LOADING: { status: 503, message: 'plugin {plugin} is loading; retry shortly' },
-  HANGAR_PLUGIN_LOAD_FAILED: { status: 503, message: 'plugin {plugin} failed to load: {problem}; fix it and POST /api/v1/plugins/{plugin}/reload' },
+  HANGAR_PLUGIN_LOAD_FAILED: {
+    status: 503,
+    message: 'plugin {plugin} failed to load: {problem}; fix it and POST /api/v1/plugins/{plugin}/reload',
+  },
   HANGAR_PLUGIN_INPUT_INVALID: { status: 422, message: '{problems}' },
   HANGAR_PLUGIN_PREDICT_INVALID: { status: 422, message: 'plugin {plugin}: {problem}' },
   HANGAR_PLUGIN_PREDICT_FAILED: { status: 500, message: 'plugin {plugin}: {problem}' },
@@ -108,12 +132,18 @@ export const ERROR_CATALOGUE = {
   HANGAR_INGESTOR_NOT_FOUND: { status: 404, message: 'ingestor {ingestor} not found' },
   HANGAR_INGESTOR_INPUT_INVALID: { status: 422, message: '{problems}' },
   HANGAR_INGESTOR_DISCOVERY_FAILED: { status: 503, message: 'ingestor {ingestor} could not discover its resources: {problem}' },
-  HANGAR_INGESTOR_DUPLICATE_RESOURCE: { status: 500, message: 'ingestor {ingestor} discovered resource id "{resource}" twice; resource ids must be unique' },
+  HANGAR_INGESTOR_DUPLICATE_RESOURCE: {
+    status: 500,
+    message: 'ingestor {ingestor} discovered resource id "{resource}" twice; resource ids must be unique',
+  },
   HANGAR_INGESTOR_RESOURCE_NOT_FOUND: { status: 404, message: 'ingestor {ingestor} has no resource {resources}' },
   HANGAR_INGESTOR_RUN_CANCELLED: { status: 499, message: 'ingestion run cancelled' },
   // (end ingestion)
   // ── logs: the invocation log
-  HANGAR_LOG_DISABLED: { status: 501, message: 'invocation log history is off; turn it on with the setting logs.enabled (HANGAR_LOGS__ENABLED=true)' },
+  HANGAR_LOG_DISABLED: {
+    status: 501,
+    message: 'invocation log history is off; turn it on with the setting logs.enabled (HANGAR_LOGS__ENABLED=true)',
+  },
   HANGAR_LOG_NOT_FOUND: { status: 404, message: 'invocation log {id} not found' },
   HANGAR_LOG_NO_ANALYSIS: { status: 404, message: 'no analysis yet; POST /api/v1/logs/analyze computes one' },
   // (end logs)
@@ -139,16 +169,33 @@ export const ERROR_CATALOGUE = {
   // ── studio: studio debug runs
   HANGAR_STUDIO_GRAPH_INVALID: { status: 500, message: "agent '{agent}' has an invalid graph: {problem}" },
   HANGAR_STUDIO_BREAKPOINTS_UNKNOWN: { status: 422, message: "{field}: {names} {verb} of agent '{agent}'; its nodes are: {nodes}" },
-  HANGAR_STUDIO_THREAD_REQUIRED: { status: 422, message: 'body.thread_id: required when checkpoint_id is given (a checkpoint belongs to a thread)' },
+  HANGAR_STUDIO_THREAD_REQUIRED: {
+    status: 422,
+    message: 'body.thread_id: required when checkpoint_id is given (a checkpoint belongs to a thread)',
+  },
   HANGAR_STUDIO_THREAD_NOT_FOUND: { status: 404, message: "thread '{thread}' not found for agent '{agent}' (it has no checkpoints)" },
-  HANGAR_STUDIO_THREAD_BUSY: { status: 409, message: "thread '{thread}' of agent '{agent}' has a run in progress; wait for it, or cancel it ({cancel})" },
-  HANGAR_STUDIO_THREAD_BUSY_DELETE: { status: 409, message: "thread '{thread}' of agent '{agent}' has a studio run in progress; cancel it ({cancel}), then delete the thread" },
-  HANGAR_STUDIO_THREAD_PAUSED: { status: 409, message: "thread '{thread}' of agent '{agent}' is paused before node '{node}'; resume it ({resume}) or start from a checkpoint with checkpoint_id" },
+  HANGAR_STUDIO_THREAD_BUSY: {
+    status: 409,
+    message: "thread '{thread}' of agent '{agent}' has a run in progress; wait for it, or cancel it ({cancel})",
+  },
+  HANGAR_STUDIO_THREAD_BUSY_DELETE: {
+    status: 409,
+    message: "thread '{thread}' of agent '{agent}' has a studio run in progress; cancel it ({cancel}), then delete the thread",
+  },
+  HANGAR_STUDIO_THREAD_PAUSED: {
+    status: 409,
+    message:
+      "thread '{thread}' of agent '{agent}' is paused before node '{node}'; resume it ({resume}) or start from a checkpoint with checkpoint_id",
+  },
   HANGAR_STUDIO_THREAD_NOT_PAUSED: {
     status: 409,
-    message: "thread '{thread}' of agent '{agent}' is not paused: its latest checkpoint (step {step}, {source}) ended the run; start a new run on the thread, or re-run from an earlier checkpoint with checkpoint_id",
+    message:
+      "thread '{thread}' of agent '{agent}' is not paused: its latest checkpoint (step {step}, {source}) ended the run; start a new run on the thread, or re-run from an earlier checkpoint with checkpoint_id",
   },
-  HANGAR_STUDIO_CHECKPOINT_NOT_FOUND: { status: 404, message: "checkpoint '{checkpoint}' not found in thread '{thread}' of agent '{agent}'" },
+  HANGAR_STUDIO_CHECKPOINT_NOT_FOUND: {
+    status: 404,
+    message: "checkpoint '{checkpoint}' not found in thread '{thread}' of agent '{agent}'",
+  },
   HANGAR_STUDIO_RUN_NOT_FOUND: { status: 404, message: "run '{run}' not found for agent '{agent}'" },
   HANGAR_STUDIO_RUN_NOT_EXECUTING: { status: 409, message: "run '{run}' is not executing (status '{status}')" },
   HANGAR_STUDIO_STATE_EMPTY_UPDATE: { status: 400, message: 'no fields to update' },
@@ -156,7 +203,8 @@ export const ERROR_CATALOGUE = {
   // ── coderun: coding runs, teams, gates, login
   HANGAR_CODERUN_SESSION_REQUIRED: {
     status: 401,
-    message: 'coding-run routes need the session token (header X-Hangar-Session); it is printed at launch and stored in .hangar/code-session.json',
+    message:
+      'coding-run routes need the session token (header X-Hangar-Session); it is printed at launch and stored in .hangar/code-session.json',
   },
   HANGAR_CODERUN_LOGIN_SESSION_REQUIRED: {
     status: 401,
@@ -179,8 +227,14 @@ export const ERROR_CATALOGUE = {
   },
   HANGAR_CODERUN_INVALID: { status: 422, message: '{problems}' },
   HANGAR_CODERUN_CONFIG_NOT_OBJECT: { status: 422, message: 'body: expected an object of configuration keys' },
-  HANGAR_CODERUN_CONFIG_READ_ONLY: { status: 422, message: '{keys} {verb} read-only over HTTP; set {them} under "code" in hangar.config.json' },
-  HANGAR_CODERUN_REPO_OUTSIDE: { status: 403, message: 'repo: {repo} is outside the workspace and the folders listed in code.repos (hangar.config.json)' },
+  HANGAR_CODERUN_CONFIG_READ_ONLY: {
+    status: 422,
+    message: '{keys} {verb} read-only over HTTP; set {them} under "code" in hangar.config.json',
+  },
+  HANGAR_CODERUN_REPO_OUTSIDE: {
+    status: 403,
+    message: 'repo: {repo} is outside the workspace and the folders listed in code.repos (hangar.config.json)',
+  },
   HANGAR_CODERUN_REPO_NOT_FOLDER: { status: 422, message: 'repo: {repo} is not a folder' },
   HANGAR_CODERUN_REPO_BUSY: { status: 409, message: 'run {run} is already working on {repo}' },
   HANGAR_CODERUN_MODEL_NOT_CONFIGURED: {
@@ -192,7 +246,10 @@ export const ERROR_CATALOGUE = {
   HANGAR_CODERUN_TEAMS_UNKNOWN: { status: 422, message: 'teams: unknown team {teams}' },
   HANGAR_CODERUN_TEAM_NOT_FOUND: { status: 404, message: "team '{team}' not found" },
   HANGAR_CODERUN_TEAM_EXISTS: { status: 409, message: "team '{team}' already exists" },
-  HANGAR_CODERUN_TEAM_SHIPPED: { status: 409, message: "team '{team}' is shipped with Hangar (teams/{team}); override it with PUT instead of deleting it" },
+  HANGAR_CODERUN_TEAM_SHIPPED: {
+    status: 409,
+    message: "team '{team}' is shipped with Hangar (teams/{team}); override it with PUT instead of deleting it",
+  },
   HANGAR_CODERUN_TEAM_FILE_INVALID: { status: 422, message: 'team override {file} is not valid JSON: {problem}' },
   HANGAR_CODERUN_OWNERSHIP_OVERLAP: { status: 422, message: 'ownership must be disjoint: {overlaps}' },
   HANGAR_CODERUN_RUN_NOT_FOUND: { status: 404, message: "run '{run}' not found" },
@@ -218,11 +275,20 @@ export const ERROR_CATALOGUE = {
   HANGAR_CODERUN_TASK_BUSY: { status: 409, message: 'task {task} is being worked on ({state}); it can be retried once it is stuck' },
   HANGAR_CODERUN_TASK_NOT_RETRYABLE: { status: 409, message: '{problem}' },
   HANGAR_CODERUN_TASK_UNASSIGNABLE: { status: 422, message: "task {task} cannot be un-assigned: its files are owned by team '{owner}'" },
-  HANGAR_CODERUN_TASK_OWNED_ELSEWHERE: { status: 422, message: "task {task} cannot go to team '{team}': {file} is owned by team '{owner}'" },
+  HANGAR_CODERUN_TASK_OWNED_ELSEWHERE: {
+    status: 422,
+    message: "task {task} cannot go to team '{team}': {file} is owned by team '{owner}'",
+  },
   HANGAR_CODERUN_TASK_SQUAD_NOT_IN_PLAN: { status: 422, message: "task {task}: squad '{team}' is not a team of this plan" },
   HANGAR_CODERUN_TASK_OWNERS_SEVERAL: { status: 422, message: 'task {task}: its files are owned by several teams ({owners}); split it' },
-  HANGAR_CODERUN_TASK_SQUAD_MISMATCH: { status: 422, message: "task {task} cannot stay with team '{team}': its files are owned by team '{owner}'" },
-  HANGAR_CODERUN_ROLE_UNSTAFFABLE: { status: 422, message: "task {task}: role '{role}' cannot be staffed (no generic agent and no roster agent has it)" },
+  HANGAR_CODERUN_TASK_SQUAD_MISMATCH: {
+    status: 422,
+    message: "task {task} cannot stay with team '{team}': its files are owned by team '{owner}'",
+  },
+  HANGAR_CODERUN_ROLE_UNSTAFFABLE: {
+    status: 422,
+    message: "task {task}: role '{role}' cannot be staffed (no generic agent and no roster agent has it)",
+  },
   // (end coderun)
   // ── notebook: notebooks and their sessions
   HANGAR_NOTEBOOK_NOT_FOUND: { status: 404, message: 'notebook {notebook} not found' },
@@ -241,11 +307,17 @@ export const ERROR_CATALOGUE = {
   // (end notebook)
   // ── notebook-intel: notebook data intelligence, schedules, tools
   HANGAR_NOTEBOOK_INTEL_VARIABLE_NOT_FOUND: { status: 404, message: 'variable "{variable}" is not defined {where}' },
-  HANGAR_NOTEBOOK_INTEL_VARIABLE_AMBIGUOUS: { status: 409, message: 'variable "{variable}" is defined in several notebooks ({notebooks}); say which with ?notebook=' },
+  HANGAR_NOTEBOOK_INTEL_VARIABLE_AMBIGUOUS: {
+    status: 409,
+    message: 'variable "{variable}" is defined in several notebooks ({notebooks}); say which with ?notebook=',
+  },
   HANGAR_NOTEBOOK_INTEL_ANALYSIS_NOT_FOUND: { status: 404, message: '{problem}' },
   HANGAR_NOTEBOOK_INTEL_DATA_UNSUITABLE: { status: 422, message: '{problem}' },
   HANGAR_NOTEBOOK_INTEL_PATTERN_NOT_FOUND: { status: 404, message: 'pattern {pattern} not found' },
-  HANGAR_NOTEBOOK_INTEL_PATTERN_EXISTS: { status: 409, message: 'a pattern named "{name}" already exists (id {pattern}); pick another name or delete it first' },
+  HANGAR_NOTEBOOK_INTEL_PATTERN_EXISTS: {
+    status: 409,
+    message: 'a pattern named "{name}" already exists (id {pattern}); pick another name or delete it first',
+  },
   HANGAR_NOTEBOOK_INTEL_PATTERN_PARAMS_MISSING: { status: 422, message: 'pattern {pattern} needs params: {missing} (e.g. {example})' },
   HANGAR_NOTEBOOK_INTEL_CELL_NOT_CODE: { status: 422, message: 'cell {cell} is a {type} cell; only code cells can be benchmarked' },
   HANGAR_NOTEBOOK_INTEL_CELL_CANNOT_RUN: { status: 422, message: 'cell {cell} cannot run: {problem}' },

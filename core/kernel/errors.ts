@@ -43,7 +43,9 @@ export class HangarError extends Error {
 }
 
 /** `{name}` placeholders of a message template, as the parameters it needs. */
-type TemplateParams<T extends string> = T extends `${string}{${infer Name}}${infer Rest}` ? { [K in Name]: string | number } & TemplateParams<Rest> : unknown;
+type TemplateParams<T extends string> = T extends `${string}{${infer Name}}${infer Rest}`
+  ? { [K in Name]: string | number } & TemplateParams<Rest>
+  : unknown;
 
 type ParamsOf<C extends ErrorCode> = TemplateParams<(typeof ERROR_CATALOGUE)[C]['message']>;
 

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetrics } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry as PromRegistry } from 'prom-client';
 
 /**
  * Prometheus metrics for one server instance. Each server owns its own prom-client registry

@@ -100,7 +100,14 @@ export class Registry extends EventEmitter<{ change: [RegistryChange] }> {
   }
 
   setProblem(kind: string, entry: string, error: DropInError, about: { name: string; excerpt?: string | null }): void {
-    const problem: DropInProblem = { kind, name: about.name, entry, ...error.toJSON(), excerpt: about.excerpt ?? null, at: new Date().toISOString() };
+    const problem: DropInProblem = {
+      kind,
+      name: about.name,
+      entry,
+      ...error.toJSON(),
+      excerpt: about.excerpt ?? null,
+      at: new Date().toISOString(),
+    };
     this.problems.set(`${kind}:${entry}`, problem);
     this.emit('change', { type: 'error', kind, file: entry, error: problem });
   }

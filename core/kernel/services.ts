@@ -47,7 +47,8 @@ export class Services {
 
   get<K extends ServiceName>(name: K): ServiceMap[K] {
     const entry = this.#entries.get(name);
-    if (!entry) throw new ServiceWiringError(`service "${name}" is not provided on this server (is its subsystem set up, and named in depends?)`);
+    if (!entry)
+      throw new ServiceWiringError(`service "${name}" is not provided on this server (is its subsystem set up, and named in depends?)`);
     if (entry.built) return entry.value as ServiceMap[K];
     const value = entry.build();
     this.#entries.set(name, { built: true, value });

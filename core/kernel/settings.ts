@@ -33,7 +33,10 @@ export const SettingsSchema = z
       .array(
         z
           .string()
-          .refine((o) => URL.canParse(o) && new URL(o).origin === o.replace(/\/$/, '').toLowerCase(), 'expected an origin such as http://localhost:5173 (scheme, host, port; no path)'),
+          .refine(
+            (o) => URL.canParse(o) && new URL(o).origin === o.replace(/\/$/, '').toLowerCase(),
+            'expected an origin such as http://localhost:5173 (scheme, host, port; no path)',
+          ),
       )
       .default([]),
     auth: z

@@ -60,7 +60,11 @@ export function originalLocation(file: string, hash: string, line: number, colum
   if (!entry.originalSource) return { file: shown };
   // Sources are relative to the outfile's folder (.hangar/build), see bundleDropIn.
   const source = path.resolve(build.root, '.hangar', 'build', entry.originalSource);
-  return { file: path.relative(build.root, source) || source, line: (entry.originalLine ?? 0) + 1, column: (entry.originalColumn ?? 0) + 1 };
+  return {
+    file: path.relative(build.root, source) || source,
+    line: (entry.originalLine ?? 0) + 1,
+    column: (entry.originalColumn ?? 0) + 1,
+  };
 }
 
 const FRAME = /hangar-dropin:(.+?)\?v=([0-9a-f]+):(\d+):(\d+)/;

@@ -1,4 +1,4 @@
-import { readdirSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
+import { type Dirent, type FSWatcher, readdirSync, statSync, watch } from 'node:fs';
 import path from 'node:path';
 
 /**

@@ -90,7 +90,11 @@ export function toWireMessage(message: FlatMessage): OpenAI.Chat.ChatCompletionM
     return {
       role: 'assistant',
       content: message.content,
-      tool_calls: message.tool_calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
+      tool_calls: message.tool_calls.map((c) => ({
+        id: c.id,
+        type: 'function' as const,
+        function: { name: c.name, arguments: c.arguments },
+      })),
     };
   }
   return { role: message.role, content: message.content ?? '' };

@@ -7,7 +7,7 @@
  * start-up and most of them may never be used in a session.
  */
 import { isAbsolute } from 'node:path';
-import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { workerBundle } from './worker-bundle.js';
 

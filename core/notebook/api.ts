@@ -14,7 +14,7 @@
  * const job = nb.schedule('0 3 * * *', (r) => console.log(r.ok));
  */
 import { Cron } from 'croner';
-import { Cell, Notebook, type CellType } from './schemas.js';
+import { Cell, type CellType, Notebook } from './schemas.js';
 import type { HeadlessRunResult } from './service.js';
 
 export interface HangarNotebookOptions {
@@ -83,7 +83,11 @@ export class HangarNotebook {
       const response = await fetch(new URL('/api/notebooks/run', this.server), {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ file_name: `${this.name}.nb.ts`, content: serializeNbTs(this.toRecord()), cell_timeout_ms: this.cellTimeoutMs }),
+        body: JSON.stringify({
+          file_name: `${this.name}.nb.ts`,
+          content: serializeNbTs(this.toRecord()),
+          cell_timeout_ms: this.cellTimeoutMs,
+        }),
       });
       const body = (await response.json()) as HeadlessRunResult & { detail?: string };
       if (!response.ok) throw new Error(`${this.server} answered ${response.status}: ${body.detail ?? ''}`);
@@ -107,7 +111,11 @@ export class HangarNotebook {
    * croner's reason. For schedules that outlive this process, use the server's
    * `POST /api/notebooks/{nb}/schedules` (persisted, with run history).
    */
-  schedule(cron: string, onResult: (result: HeadlessRunResult | Error) => void = () => undefined, options: { timezone?: string } = {}): ScheduledRun {
+  schedule(
+    cron: string,
+    onResult: (result: HeadlessRunResult | Error) => void = () => undefined,
+    options: { timezone?: string } = {},
+  ): ScheduledRun {
     const job = new Cron(cron, { protect: true, ...(options.timezone ? { timezone: options.timezone } : {}) }, async () => {
       try {
         onResult(await this.run());

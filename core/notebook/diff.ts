@@ -75,7 +75,10 @@ export function diffNotebooks(a: Notebook, b: Notebook): NotebookDiff {
   const aById = new Map(a.cells.map((c, i) => [c.id, { cell: c, index: i }]));
   const bById = new Map(b.cells.map((c, i) => [c.id, { cell: c, index: i }]));
   const common = aIds.filter((id) => bById.has(id));
-  const inOrder = lcs(common, bIds.filter((id) => aById.has(id)));
+  const inOrder = lcs(
+    common,
+    bIds.filter((id) => aById.has(id)),
+  );
   const cells: CellDiff[] = [];
 
   // Walk b's order, inserting removed cells of a where they used to be.

@@ -12,11 +12,11 @@ import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
 import { marked } from 'marked';
+import { PIPELINE_NAME, type PipelineDefinitionInput } from '../pipelines/schemas.js';
 import { analyzeNotebook } from './analysis/index.js';
 import { assetDir, packageRoot } from './assets.js';
 import { serializeNbTs } from './formats.js';
 import { escapeHtml, outputToHtml } from './render.js';
-import { PIPELINE_NAME, type PipelineDefinitionInput } from '../pipelines/schemas.js';
 import type { Notebook } from './schemas.js';
 
 export const LAYOUTS = ['linear', 'grid', 'tabs', 'sidebar', 'dashboard'] as const;
@@ -70,17 +70,21 @@ function cellTitle(cell: Notebook['cells'][number], index: number): string {
 /** A self-contained HTML page of the notebook with its outputs. */
 export function reportHtml(notebook: Notebook, options: ReportOptions = {}): string {
   const layout = options.layout ?? 'linear';
-  const cellHtml = notebook.cells.map((cell, index) => {
-    if (cell.cell_type === 'markdown') {
-      return `<section class="cell markdown" data-title="${escapeHtml(cellTitle(cell, index))}">${renderMarkdown(cell.source)}</section>`;
-    }
-    if (cell.cell_type === 'raw') return options.hideCode ? '' : `<section class="cell raw"><pre class="source">${escapeHtml(cell.source)}</pre></section>`;
-    const outputs = cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n');
-    if (options.hideCode && !outputs) return '';
-    const code = options.hideCode ? '' :
-      `<div class="label">[${cell.execution_count || ' '}] ${escapeHtml(cell.name || cell.id)}</div><pre class="source"><code>${escapeHtml(cell.source)}</code></pre>`;
-    return `<section class="cell code" data-title="${escapeHtml(cellTitle(cell, index))}">${code}<div class="outputs">${outputs}</div></section>`;
-  }).filter(Boolean);
+  const cellHtml = notebook.cells
+    .map((cell, index) => {
+      if (cell.cell_type === 'markdown') {
+        return `<section class="cell markdown" data-title="${escapeHtml(cellTitle(cell, index))}">${renderMarkdown(cell.source)}</section>`;
+      }
+      if (cell.cell_type === 'raw')
+        return options.hideCode ? '' : `<section class="cell raw"><pre class="source">${escapeHtml(cell.source)}</pre></section>`;
+      const outputs = cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n');
+      if (options.hideCode && !outputs) return '';
+      const code = options.hideCode
+        ? ''
+        : `<div class="label">[${cell.execution_count || ' '}] ${escapeHtml(cell.name || cell.id)}</div><pre class="source"><code>${escapeHtml(cell.source)}</code></pre>`;
+      return `<section class="cell code" data-title="${escapeHtml(cellTitle(cell, index))}">${code}<div class="outputs">${outputs}</div></section>`;
+    })
+    .filter(Boolean);
 
   let body: string;
   if (layout === 'sidebar') {
@@ -113,7 +117,11 @@ export interface PipelineExportOptions {
 
 /** `Sales 2025!` → `sales-2025` (lowercase letters, digits, - and _, as pipeline names must be). */
 export function pipelineNameOf(name: string): string {
-  const slug = name.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[-_]+|-+$/g, '').slice(0, 64);
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^[-_]+|-+$/g, '')
+    .slice(0, 64);
   return PIPELINE_NAME.test(slug) ? slug : 'notebook';
 }
 
@@ -135,7 +143,11 @@ export function notebookIdOf(source: string): string {
  * folder, where the server looks for it. Cells with analysis errors refuse the export: a pipeline
  * that cannot run is worse than a clear error now.
  */
-export async function pipelineDefinition(notebook: Notebook, source: string, options: PipelineExportOptions = {}): Promise<PipelineDefinitionInput> {
+export async function pipelineDefinition(
+  notebook: Notebook,
+  source: string,
+  options: PipelineExportOptions = {},
+): Promise<PipelineDefinitionInput> {
   const analysis = await analyzeNotebook(notebook.cells);
   const broken = notebook.cells.filter((c) => analysis.cells.get(c.id)!.problems.some((p) => p.severity === 'error'));
   if (broken.length > 0) {
@@ -154,9 +166,13 @@ export async function pipelineDefinition(notebook: Notebook, source: string, opt
     stepNames.set(id, name);
   }
   const metadataDescription = notebook.metadata.description;
-  const description = typeof metadataDescription === 'string' && metadataDescription
-    ? metadataDescription
-    : notebook.cells.filter((c) => c.cell_type === 'markdown').map((c) => c.source).join('\n\n');
+  const description =
+    typeof metadataDescription === 'string' && metadataDescription
+      ? metadataDescription
+      : notebook.cells
+          .filter((c) => c.cell_type === 'markdown')
+          .map((c) => c.source)
+          .join('\n\n');
   const notebookId = notebookIdOf(source);
   return {
     name: options.name ?? pipelineNameOf(notebook.name),
@@ -176,7 +192,10 @@ export async function pipelineDefinition(notebook: Notebook, source: string, opt
 
 /** A step name from a cell name (`revenue by region` → `revenue_by_region`), else from its id. */
 function stepNameOf(cellName: string, id: string): string {
-  const slug = cellName.replace(/[^A-Za-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 64);
+  const slug = cellName
+    .replace(/[^A-Za-z0-9_-]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 64);
   const name = slug || id;
   return /^[A-Za-z_]/.test(name) ? name.slice(0, 64) : `cell_${name}`.slice(0, 64);
 }
@@ -196,12 +215,18 @@ export function findChrome(env: NodeJS.ProcessEnv = process.env): string | undef
   for (const dir of (env.PATH ?? '').split(delimiter).filter(Boolean)) {
     for (const name of names) if (existsSync(join(dir, name))) return join(dir, name);
   }
-  for (const mac of ['/Applications/Google Chrome.app/Contents/MacOS/Google Chrome', '/Applications/Chromium.app/Contents/MacOS/Chromium']) {
+  for (const mac of [
+    '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+    '/Applications/Chromium.app/Contents/MacOS/Chromium',
+  ]) {
     if (existsSync(mac)) return mac;
   }
   const playwright = join(env.HOME ?? homedir(), '.cache', 'ms-playwright');
   if (existsSync(playwright)) {
-    for (const dir of readdirSync(playwright).filter((d) => d.startsWith('chromium')).sort().reverse()) {
+    for (const dir of readdirSync(playwright)
+      .filter((d) => d.startsWith('chromium'))
+      .sort()
+      .reverse()) {
       for (const sub of ['chrome-linux/chrome', 'chrome-linux64/chrome', 'chrome-linux/headless_shell']) {
         if (existsSync(join(playwright, dir, sub))) return join(playwright, dir, sub);
       }
@@ -231,14 +256,26 @@ export async function htmlToPdf(html: string, output: string, env: NodeJS.Proces
   await mkdir(dirname(output), { recursive: true });
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(chrome, [
-        '--headless=new', '--disable-gpu', '--no-sandbox', '--no-first-run', `--user-data-dir=${join(dir, 'profile')}`,
-        '--no-pdf-header-footer', `--print-to-pdf=${output}`, `file://${page}`,
-      ], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(
+        chrome,
+        [
+          '--headless=new',
+          '--disable-gpu',
+          '--no-sandbox',
+          '--no-first-run',
+          `--user-data-dir=${join(dir, 'profile')}`,
+          '--no-pdf-header-footer',
+          `--print-to-pdf=${output}`,
+          `file://${page}`,
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += d));
       child.on('error', reject);
-      child.on('exit', (code) => (code === 0 && existsSync(output) ? resolve() : reject(new Error(`${chrome} failed to print (exit ${code}): ${stderr.slice(-500)}`))));
+      child.on('exit', (code) =>
+        code === 0 && existsSync(output) ? resolve() : reject(new Error(`${chrome} failed to print (exit ${code}): ${stderr.slice(-500)}`)),
+      );
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -248,7 +285,20 @@ export async function htmlToPdf(html: string, output: string, env: NodeJS.Proces
 // ---- docker -----------------------------------------------------------------------------------
 
 /** Packages the bundled runner imports at run time (kept external so esbuild/piscina work). */
-const RUNTIME_PACKAGES = ['acorn', 'acorn-walk', 'ajv', 'arquero', 'diff', 'esbuild', 'marked', 'piscina', 'zod', 'fastify', 'rate-limiter-flexible', 'ws'];
+const RUNTIME_PACKAGES = [
+  'acorn',
+  'acorn-walk',
+  'ajv',
+  'arquero',
+  'diff',
+  'esbuild',
+  'marked',
+  'piscina',
+  'zod',
+  'fastify',
+  'rate-limiter-flexible',
+  'ws',
+];
 
 /**
  * A folder with a Dockerfile, the notebook (as `notebook.nb.ts`), a `package.json` pinning the
@@ -261,28 +311,57 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
   const here = assetDir();
   // The notebook CLI is a front-end of the composition root (core/app/cli/notebook.ts).
   const cliEntry = join(here, '..', 'app', 'cli', 'notebook.ts');
-  if (!existsSync(cliEntry)) throw new Error('docker export needs Hangar\'s sources (core/notebook/*.ts, core/app/cli/notebook.ts), which this installation lacks');
+  if (!existsSync(cliEntry))
+    throw new Error("docker export needs Hangar's sources (core/notebook/*.ts, core/app/cli/notebook.ts), which this installation lacks");
   const rootPackage = JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-  const dependencies = Object.fromEntries(RUNTIME_PACKAGES.filter((p) => rootPackage.dependencies[p]).map((p) => [p, rootPackage.dependencies[p]]));
-  await writeFile(join(outDir, 'package.json'), `${JSON.stringify({ name: `notebook-${notebook.name}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'), private: true, type: 'module', dependencies }, null, 2)}\n`);
+  const dependencies = Object.fromEntries(
+    RUNTIME_PACKAGES.filter((p) => rootPackage.dependencies[p]).map((p) => [p, rootPackage.dependencies[p]]),
+  );
+  await writeFile(
+    join(outDir, 'package.json'),
+    `${JSON.stringify({ name: `notebook-${notebook.name}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'), private: true, type: 'module', dependencies }, null, 2)}\n`,
+  );
   await writeFile(join(outDir, 'notebook.nb.ts'), serializeNbTs(notebook));
-  const common = { bundle: true, platform: 'node' as const, format: 'esm' as const, target: 'node22', packages: 'external' as const, logLevel: 'silent' as const };
-  await build({ ...common, entryPoints: [cliEntry], outfile: join(outDir, 'runner.mjs'),
+  const common = {
+    bundle: true,
+    platform: 'node' as const,
+    format: 'esm' as const,
+    target: 'node22',
+    packages: 'external' as const,
+    logLevel: 'silent' as const,
+  };
+  await build({
+    ...common,
+    entryPoints: [cliEntry],
+    outfile: join(outDir, 'runner.mjs'),
     // The CLI module only exports notebookCli; the runner calls it with the container's arguments.
-    footer: { js: 'notebookCli(process.argv.slice(2)).then((code) => process.exit(code));' } });
+    footer: { js: 'notebookCli(process.argv.slice(2)).then((code) => process.exit(code));' },
+  });
   // The kernel worker and the nbformat schema are files the runner loads from its own folder.
   // CommonJS, for the reason given in core/lib/worker-bundle.ts.
   await build({ ...common, format: 'cjs', entryPoints: [join(here, 'runtime-worker.ts')], outfile: join(outDir, 'runtime-worker.cjs') });
   await copyFile(join(here, 'nbformat.v4.schema.json'), join(outDir, 'nbformat.v4.schema.json'));
   await copyFile(join(here, 'NBFORMAT-LICENSE'), join(outDir, 'NBFORMAT-LICENSE'));
-  await writeFile(join(outDir, 'Dockerfile'), `# Runs the notebook "${notebook.name}" headlessly; exits non-zero if a cell fails.
+  await writeFile(
+    join(outDir, 'Dockerfile'),
+    `# Runs the notebook "${notebook.name}" headlessly; exits non-zero if a cell fails.
 FROM node:24-slim
 WORKDIR /app
 COPY package.json ./
 RUN npm install --omit=dev --no-audit --no-fund
 COPY . .
 CMD ["node", "runner.mjs", "run", "notebook.nb.ts"]
-`);
+`,
+  );
   await writeFile(join(outDir, '.dockerignore'), 'node_modules\n');
-  return ['Dockerfile', '.dockerignore', 'package.json', 'notebook.nb.ts', 'runner.mjs', 'runtime-worker.cjs', 'nbformat.v4.schema.json', 'NBFORMAT-LICENSE'];
+  return [
+    'Dockerfile',
+    '.dockerignore',
+    'package.json',
+    'notebook.nb.ts',
+    'runner.mjs',
+    'runtime-worker.cjs',
+    'nbformat.v4.schema.json',
+    'NBFORMAT-LICENSE',
+  ];
 }

@@ -30,7 +30,7 @@
  * and sources, and a second round trip is byte-identical to the first.
  */
 import { readFileSync } from 'node:fs';
-import { readFile, writeFile, mkdir, rename } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import * as acorn from 'acorn';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
@@ -228,7 +228,11 @@ function stableJson(value: unknown): string {
   const sort = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sort);
     if (v && typeof v === 'object') {
-      return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]));
+      return Object.fromEntries(
+        Object.keys(v)
+          .sort()
+          .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+      );
     }
     return v;
   };
@@ -298,7 +302,7 @@ export function parseIpynb(text: string, file = 'notebook.ipynb'): Notebook {
       cell_type: raw.cell_type,
       name: typeof ours.name === 'string' ? ours.name : typeof cellMetadata.name === 'string' ? cellMetadata.name : '',
       source,
-      outputs: raw.cell_type === 'code' ? raw.outputs ?? [] : [],
+      outputs: raw.cell_type === 'code' ? (raw.outputs ?? []) : [],
       execution_count: typeof raw.execution_count === 'number' ? raw.execution_count : 0,
       metadata: cellMetadata,
       created_at: typeof ours.created_at === 'string' ? ours.created_at : EPOCH,
@@ -338,4 +342,3 @@ export async function writeNotebookFile(notebook: Notebook, file: string): Promi
 }
 
 export const isNotebookFile = (file: string) => file.endsWith('.nb.ts') || extname(file) === '.ipynb';
-

@@ -32,8 +32,7 @@ export interface Displayable {
 
 const displayable = (bundle: MimeBundle): Displayable => ({ [DISPLAY]: bundle });
 
-const isDisplayable = (value: unknown): value is Displayable =>
-  typeof value === 'object' && value !== null && DISPLAY in value;
+const isDisplayable = (value: unknown): value is Displayable => typeof value === 'object' && value !== null && DISPLAY in value;
 
 function template(strings: TemplateStringsArray | string, values: unknown[]): string {
   if (typeof strings === 'string') return strings;
@@ -45,7 +44,8 @@ export const helpers = {
   html: (strings: TemplateStringsArray | string, ...values: unknown[]) => displayable({ 'text/html': template(strings, values) }),
   svg: (strings: TemplateStringsArray | string, ...values: unknown[]) => displayable({ 'image/svg+xml': template(strings, values) }),
   md: (strings: TemplateStringsArray | string, ...values: unknown[]) => displayable({ 'text/markdown': template(strings, values) }),
-  table: (rows: unknown, options: { limit?: number } = {}) => displayable(tableBundle(rows, options.limit) ?? { 'text/plain': inspect(rows) }),
+  table: (rows: unknown, options: { limit?: number } = {}) =>
+    displayable(tableBundle(rows, options.limit) ?? { 'text/plain': inspect(rows) }),
   chart: (spec: VegaLiteSpec) => displayable(chartBundle(spec)),
   image: (bytes: Uint8Array, mime = 'image/png') => displayable({ [mime]: Buffer.from(bytes).toString('base64') }),
 };
@@ -63,13 +63,16 @@ interface FrameLike {
 }
 
 const isFrame = (value: unknown): value is FrameLike =>
-  typeof value === 'object' && value !== null &&
+  typeof value === 'object' &&
+  value !== null &&
   typeof (value as FrameLike).columnNames === 'function' &&
   typeof (value as FrameLike).numRows === 'function' &&
   typeof (value as FrameLike).objects === 'function';
 
 const isPlainRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) &&
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
   (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null);
 
 function cellText(value: unknown): string {
@@ -107,10 +110,15 @@ export function tableBundle(value: unknown, limit = MAX_TABLE_ROWS): MimeBundle 
   }
   const head = columns.map((c) => `<th>${escapeHtml(c)}</th>`).join('');
   const body = rows
-    .map((row) => `<tr>${columns.map((c) => {
-      const v = row[c];
-      return `<td${typeof v === 'number' ? ' class="num"' : ''}>${escapeHtml(cellText(v))}</td>`;
-    }).join('')}</tr>`)
+    .map(
+      (row) =>
+        `<tr>${columns
+          .map((c) => {
+            const v = row[c];
+            return `<td${typeof v === 'number' ? ' class="num"' : ''}>${escapeHtml(cellText(v))}</td>`;
+          })
+          .join('')}</tr>`,
+    )
     .join('\n');
   const note = total > rows.length ? `<caption>${rows.length} of ${total} rows</caption>` : `<caption>${total} rows</caption>`;
   const plain = [columns.join('\t'), ...rows.map((r) => columns.map((c) => cellText(r[c])).join('\t'))].join('\n');
@@ -179,7 +187,8 @@ export function chartBundle(spec: VegaLiteSpec): MimeBundle {
   return bundle;
 }
 
-const fmt = (n: number) => (Math.abs(n) >= 1000 || Number.isInteger(n) ? n.toLocaleString('en-US', { maximumFractionDigits: 0 }) : n.toPrecision(3));
+const fmt = (n: number) =>
+  Math.abs(n) >= 1000 || Number.isInteger(n) ? n.toLocaleString('en-US', { maximumFractionDigits: 0 }) : n.toPrecision(3);
 
 /**
  * "Nice" ticks: steps of 1, 2 or 5 × 10^k, about five of them. With `cover` the ticks extend to
@@ -234,10 +243,14 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
       group.values.push(y.field ? Number(row[y.field]) : 1);
     }
     points = [...groups.values()].map((g) => ({
-      x: g.x, series: g.series,
-      y: y.aggregate === 'count' ? g.values.length
-        : y.aggregate === 'mean' ? g.values.reduce((a, b) => a + b, 0) / g.values.length
-        : g.values.reduce((a, b) => a + b, 0),
+      x: g.x,
+      series: g.series,
+      y:
+        y.aggregate === 'count'
+          ? g.values.length
+          : y.aggregate === 'mean'
+            ? g.values.reduce((a, b) => a + b, 0) / g.values.length
+            : g.values.reduce((a, b) => a + b, 0),
     }));
   } else {
     if (!y.field) throw new Error('encoding.y.field is required without an aggregate');
@@ -269,7 +282,10 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
     const x1 = Math.max(...xs);
     sx = (v) => margin.left + ((num(v) - x0) / (x1 - x0 || 1)) * innerW;
     for (const t of xTemporal ? [x0, (x0 + x1) / 2, x1] : niceTicks(x0, x1, 5, false)) {
-      xLabels.push({ at: sx(xTemporal ? new Date(t).toISOString() : t), text: xTemporal ? new Date(t).toISOString().slice(0, 10) : fmt(t) });
+      xLabels.push({
+        at: sx(xTemporal ? new Date(t).toISOString() : t),
+        text: xTemporal ? new Date(t).toISOString().slice(0, 10) : fmt(t),
+      });
     }
   }
 
@@ -277,16 +293,24 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
   const title = typeof spec.title === 'string' ? spec.title : spec.title?.text;
   if (title) parts.push(`<text x="${width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${escapeHtml(title)}</text>`);
   for (const t of yTicks) {
-    parts.push(`<line x1="${margin.left}" x2="${margin.left + innerW}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#e5e5e5"/>`);
+    parts.push(
+      `<line x1="${margin.left}" x2="${margin.left + innerW}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#e5e5e5"/>`,
+    );
     parts.push(`<text x="${margin.left - 6}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end" font-size="11">${fmt(t)}</text>`);
   }
   parts.push(`<line x1="${margin.left}" x2="${margin.left + innerW}" y1="${sy(y0).toFixed(1)}" y2="${sy(y0).toFixed(1)}" stroke="#888"/>`);
   for (const label of xLabels) {
-    parts.push(`<text x="${label.at.toFixed(1)}" y="${margin.top + innerH + 16}" text-anchor="middle" font-size="11">${escapeHtml(label.text)}</text>`);
+    parts.push(
+      `<text x="${label.at.toFixed(1)}" y="${margin.top + innerH + 16}" text-anchor="middle" font-size="11">${escapeHtml(label.text)}</text>`,
+    );
   }
-  parts.push(`<text x="${margin.left + innerW / 2}" y="${height - 6}" text-anchor="middle" font-size="12">${escapeHtml(x.title ?? x.field)}</text>`);
+  parts.push(
+    `<text x="${margin.left + innerW / 2}" y="${height - 6}" text-anchor="middle" font-size="12">${escapeHtml(x.title ?? x.field)}</text>`,
+  );
   const yTitle = y.title ?? (y.aggregate ? `${y.aggregate}${y.field ? ` of ${y.field}` : ''}` : y.field!);
-  parts.push(`<text transform="translate(14 ${margin.top + innerH / 2}) rotate(-90)" text-anchor="middle" font-size="12">${escapeHtml(yTitle)}</text>`);
+  parts.push(
+    `<text transform="translate(14 ${margin.top + innerH / 2}) rotate(-90)" text-anchor="middle" font-size="12">${escapeHtml(yTitle)}</text>`,
+  );
 
   if (mark === 'bar') {
     const barW = (bandwidth * 0.8) / Math.max(series.length, 1);
@@ -294,7 +318,9 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
       const i = series.indexOf(p.series);
       const left = sx(p.x) - bandwidth * 0.4 + i * barW;
       const top = Math.min(sy(p.y), sy(0));
-      parts.push(`<rect x="${left.toFixed(1)}" y="${top.toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.abs(sy(0) - sy(p.y)).toFixed(1)}" fill="${colorOf(p.series)}"><title>${escapeHtml(`${String(p.x)}: ${p.y}`)}</title></rect>`);
+      parts.push(
+        `<rect x="${left.toFixed(1)}" y="${top.toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.abs(sy(0) - sy(p.y)).toFixed(1)}" fill="${colorOf(p.series)}"><title>${escapeHtml(`${String(p.x)}: ${p.y}`)}</title></rect>`,
+      );
     }
   } else {
     for (const s of series) {
@@ -307,7 +333,10 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
         parts.push(`<polygon points="${coords.join(' ')} ${base}" fill="${colorOf(s)}" fill-opacity="0.6"/>`);
       }
       if (mark === 'point' || mark === 'circle') {
-        for (const p of own) parts.push(`<circle cx="${sx(p.x).toFixed(1)}" cy="${sy(p.y).toFixed(1)}" r="3.5" fill="${colorOf(s)}"><title>${escapeHtml(`${String(p.x)}: ${p.y}`)}</title></circle>`);
+        for (const p of own)
+          parts.push(
+            `<circle cx="${sx(p.x).toFixed(1)}" cy="${sy(p.y).toFixed(1)}" r="3.5" fill="${colorOf(s)}"><title>${escapeHtml(`${String(p.x)}: ${p.y}`)}</title></circle>`,
+          );
       }
     }
   }

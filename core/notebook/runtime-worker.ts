@@ -13,10 +13,11 @@
  * with the task result (authoritative). Known edge case: output from timers a cell leaves running
  * is attributed to whichever cell runs when it fires.
  */
-import { createRequire } from 'node:module';
+
 import { Console } from 'node:console';
+import { createRequire } from 'node:module';
+import { isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { Writable } from 'node:stream';
-import { join, isAbsolute, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runInThisContext } from 'node:vm';
 import type { MessagePort } from 'node:worker_threads';

@@ -51,7 +51,10 @@ export const Output = z.discriminatedUnion('output_type', [StreamOutput, Display
 export type Output = z.infer<typeof Output>;
 
 export const Cell = z.object({
-  id: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'cell ids are 1-64 letters, digits, - or _').default(newCellId),
+  id: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'cell ids are 1-64 letters, digits, - or _')
+    .default(newCellId),
   cell_type: CellType.default('code'),
   name: z.string().default(''),
   source: z.string().default(''),
@@ -79,7 +82,10 @@ export type CellState = z.infer<typeof CellState>;
 // ---- request bodies -------------------------------------------------------------------------
 
 export const CreateNotebookBody = z.object({
-  name: z.string().regex(/^[\w.-]+$/, 'letters, digits, ".", "-" and "_" only').default('untitled'),
+  name: z
+    .string()
+    .regex(/^[\w.-]+$/, 'letters, digits, ".", "-" and "_" only')
+    .default('untitled'),
   format: z.enum(['nb.ts', 'ipynb']).default('nb.ts'),
   cells: z.array(Cell.partial({ id: true })).optional(),
 });
@@ -106,7 +112,11 @@ export const ReorderBody = z.object({ order: z.array(z.string()).min(1) });
 
 export const SettingsBody = z.object({
   /** Per-cell time limit in ms; the kernel is interrupted when a cell runs longer. 0 = none. */
-  cell_timeout_ms: z.number().int().min(0).max(24 * 3600_000),
+  cell_timeout_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 3600_000),
 });
 
 export const RunDocumentBody = z.object({

@@ -19,7 +19,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, relative, sep } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { answerWithDetail } from '../http/app.js';
 import { crossSiteGuard } from '../http/cross-site.js';
 import { mountRoutes } from '../http/route.js';
@@ -27,12 +27,12 @@ import { hostCheck, upgradeChecker } from '../http/security.js';
 import { fail } from '../kernel/errors.js';
 import { SettingsSchema } from '../kernel/settings.js';
 import { watchTree } from '../kernel/watch-tree.js';
+import { untrustedHtmlHeaders } from '../ui/csp.js';
+import { type Layout, reportHtml } from './export.js';
 import { readNotebookFile } from './formats.js';
-import { reportHtml, type Layout } from './export.js';
 import { attachNotebookSocket, notebookRoutes } from './routes.js';
 import { NotebookService, runNotebook } from './service.js';
 import { editorPageHtml } from './ui.js';
-import { untrustedHtmlHeaders } from '../ui/csp.js';
 
 export interface RunningNotebookServer {
   url: string;
@@ -90,7 +90,10 @@ const JSON_BODY_LIMIT = 20 * 1024 * 1024;
  * other origins, are refused (`core/http/cross-site.ts`). Errors (catalogue errors, or Fastify's own, e.g. 413) and unknown routes are
  * answered `{detail}`.
  */
-export function createNotebookApp(options: { root: string; host?: string; allowOrigin?: string }): { app: FastifyInstance; server: http.Server } {
+export function createNotebookApp(options: { root: string; host?: string; allowOrigin?: string }): {
+  app: FastifyInstance;
+  server: http.Server;
+} {
   const { http: hostGuard, crossSite } = guards(options.root, options.host ?? '127.0.0.1', options.allowOrigin);
   let server!: http.Server;
   const app = Fastify({
@@ -152,7 +155,12 @@ export async function startNotebookServer(options: NotebookServerOptions): Promi
     const allowed = options.allowOrigin;
     app.addHook('onRequest', (req, reply, done) => {
       if (req.headers.origin === allowed) {
-        reply.headers({ 'Access-Control-Allow-Origin': allowed, 'Access-Control-Allow-Methods': 'GET,POST,PUT,PATCH,DELETE', 'Access-Control-Allow-Headers': 'content-type', Vary: 'Origin' });
+        reply.headers({
+          'Access-Control-Allow-Origin': allowed,
+          'Access-Control-Allow-Methods': 'GET,POST,PUT,PATCH,DELETE',
+          'Access-Control-Allow-Headers': 'content-type',
+          Vary: 'Origin',
+        });
         // Preflight: answered here, before routing (no route has OPTIONS).
         if (req.method === 'OPTIONS') return void reply.code(204).send();
       }
@@ -192,7 +200,9 @@ export async function startUiServer(options: {
   const host = options.host ?? '127.0.0.1';
   const guard = guards(options.root, host);
   const { app, server } = createNotebookApp({ root: options.root, host });
-  app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: options.api, initial: options.initial, hotReload: '/__reload' })));
+  app.get('/', (_req, reply) =>
+    reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: options.api, initial: options.initial, hotReload: '/__reload' })),
+  );
   const wss = new WebSocketServer({ noServer: true });
   const clients = new Set<WebSocket>();
   server.on('upgrade', (req, socket, head) => {
@@ -213,16 +223,19 @@ export async function startUiServer(options: {
     if (!name || name.split(sep).some((part) => part.startsWith('.')) || name.endsWith('.tmp')) return;
     const id = name.split(sep).join('/');
     clearTimeout(pending.get(id));
-    pending.set(id, setTimeout(() => {
-      pending.delete(id);
-      void (options.onFileChange?.(id) ?? Promise.resolve(true)).then(
-        (changed) => {
-          if (changed === false) return; // our own save: nothing new to show
-          for (const ws of clients) ws.send(JSON.stringify({ type: 'file-changed', notebook: id }));
-        },
-        () => undefined,
-      );
-    }, 100));
+    pending.set(
+      id,
+      setTimeout(() => {
+        pending.delete(id);
+        void (options.onFileChange?.(id) ?? Promise.resolve(true)).then(
+          (changed) => {
+            if (changed === false) return; // our own save: nothing new to show
+            for (const ws of clients) ws.send(JSON.stringify({ type: 'file-changed', notebook: id }));
+          },
+          () => undefined,
+        );
+      }, 100),
+    );
   });
   const stop = async () => {
     watcher.close();
@@ -249,7 +262,12 @@ export async function startUiServer(options: {
  * with `sandbox="allow-scripts"`: its scripts run, but in an opaque origin that can neither read
  * this server's answers nor press Re-run.
  */
-export async function startAppServer(options: { file: string; port: number; host?: string; layout: Layout }): Promise<RunningNotebookServer> {
+export async function startAppServer(options: {
+  file: string;
+  port: number;
+  host?: string;
+  layout: Layout;
+}): Promise<RunningNotebookServer> {
   const host = options.host ?? '127.0.0.1';
   const render = async () => {
     const notebook = await readNotebookFile(options.file);
@@ -269,7 +287,8 @@ export async function startAppServer(options: { file: string; port: number; host
   return { url: `http://${host}:${port}`, port, close: () => closeApp(app, server) };
 }
 
-const APP_SHELL_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const APP_SHELL_POLICY =
+  "default-src 'none'; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 const APP_SHELL = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>Notebook app</title>
 <style>html,body{margin:0;height:100%}iframe{display:block;border:0;width:100%;height:100%}form{position:fixed;right:1rem;bottom:1rem}</style></head>

@@ -7,11 +7,20 @@
  * `..` segments, NUL bytes, non-notebook extensions and symlinks that resolve outside the folder
  * are refused before any file is touched.
  */
-import { mkdir, readFile, readdir, realpath, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { fail } from '../kernel/errors.js';
-import { NotebookFormatError, formatOf, isNotebookFile, nameFromPath, parseNotebook, readNotebookFile, serializeNotebook, writeNotebookFile } from './formats.js';
-import { Notebook, type Cell, type CellState } from './schemas.js';
+import {
+  formatOf,
+  isNotebookFile,
+  NotebookFormatError,
+  nameFromPath,
+  parseNotebook,
+  readNotebookFile,
+  serializeNotebook,
+  writeNotebookFile,
+} from './formats.js';
+import { type Cell, type CellState, Notebook } from './schemas.js';
 import { NotebookSession } from './session.js';
 
 export interface NotebookSummary {
@@ -92,7 +101,14 @@ export class NotebookService {
         else if (entry.isFile() && isNotebookFile(entry.name)) {
           const info = await stat(full);
           const id = relative(this.dir, full).split(sep).join('/');
-          found.push({ id, name: nameFromPath(id), format: formatOf(id), size: info.size, modified: info.mtime.toISOString(), open: this.#sessions.has(id) });
+          found.push({
+            id,
+            name: nameFromPath(id),
+            format: formatOf(id),
+            size: info.size,
+            modified: info.mtime.toISOString(),
+            open: this.#sessions.has(id),
+          });
         }
       }
     };
@@ -106,7 +122,10 @@ export class NotebookService {
     if (!session) {
       session = guard(async () => {
         const file = await this.resolvePath(id);
-        const exists = await stat(file).then((s) => s.isFile(), () => false);
+        const exists = await stat(file).then(
+          (s) => s.isFile(),
+          () => false,
+        );
         if (!exists) throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook: id });
         return new NotebookSession(await readNotebookFile(file), {
           filePath: file,
@@ -124,7 +143,13 @@ export class NotebookService {
   async create(input: { name: string; format: 'nb.ts' | 'ipynb'; cells?: Array<Partial<Cell>> }): Promise<string> {
     const id = `${input.name}.${input.format}`;
     const file = await this.resolvePath(id);
-    if (await stat(file).then(() => true, () => false)) throw fail('HANGAR_NOTEBOOK_EXISTS', { notebook: id });
+    if (
+      await stat(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      throw fail('HANGAR_NOTEBOOK_EXISTS', { notebook: id });
     await mkdir(this.dir, { recursive: true });
     const notebook = Notebook.parse({ name: input.name, cells: input.cells ?? [{ cell_type: 'code', source: '' }] });
     await writeNotebookFile(notebook, file);
@@ -144,7 +169,9 @@ export class NotebookService {
    * remote `hangar notebook run --server URL`; the document is never written to the workspace.
    */
   async runDocument(input: { file_name: string; content: string; cell_timeout_ms?: number }): Promise<HeadlessRunResult> {
-    return guard(() => runNotebook(parseNotebook(input.content, input.file_name), { cellTimeoutMs: input.cell_timeout_ms ?? this.#cellTimeoutMs }));
+    return guard(() =>
+      runNotebook(parseNotebook(input.content, input.file_name), { cellTimeoutMs: input.cell_timeout_ms ?? this.#cellTimeoutMs }),
+    );
   }
 
   /**
@@ -173,7 +200,10 @@ export class NotebookService {
 }
 
 /** Run every cell of a notebook in a fresh kernel, then stop the kernel. */
-export async function runNotebook(notebook: Notebook, options: { filePath?: string; cellTimeoutMs?: number } = {}): Promise<HeadlessRunResult> {
+export async function runNotebook(
+  notebook: Notebook,
+  options: { filePath?: string; cellTimeoutMs?: number } = {},
+): Promise<HeadlessRunResult> {
   const session = new NotebookSession(notebook, options);
   try {
     await session.runAll();
@@ -184,4 +214,3 @@ export async function runNotebook(notebook: Notebook, options: { filePath?: stri
     await session.close();
   }
 }
-

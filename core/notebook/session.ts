@@ -17,13 +17,13 @@
  * updates), so two clicks on "run" never interleave in the kernel. Interrupt bypasses the queue.
  */
 import { dirname } from 'node:path';
+import { fail } from '../kernel/errors.js';
+import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
 import { analyzeNotebook, type NotebookAnalysis } from './analysis/index.js';
 import type { CellProblem } from './analysis/visitor.js';
-import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
-import { fail } from '../kernel/errors.js';
-import { NotebookRuntime } from './runtime.js';
 import { writeNotebookFile } from './formats.js';
-import { Cell, newCellId, type CellState, type CellType, type Notebook, type Output } from './schemas.js';
+import { NotebookRuntime } from './runtime.js';
+import { Cell, type CellState, type CellType, type Notebook, newCellId, type Output } from './schemas.js';
 
 /** Everything a UI needs to follow a session live; sent as JSON over the ws channel. */
 export type SessionEvent =
@@ -152,7 +152,13 @@ export class NotebookSession {
     }
   }
 
-  async addCell(input: { cell_type?: CellType; name?: string; source?: string; metadata?: Record<string, unknown>; index?: number }): Promise<Cell> {
+  async addCell(input: {
+    cell_type?: CellType;
+    name?: string;
+    source?: string;
+    metadata?: Record<string, unknown>;
+    index?: number;
+  }): Promise<Cell> {
     let id = newCellId();
     while (this.notebook.cells.some((c) => c.id === id)) id = newCellId();
     const cell = Cell.parse({ ...input, id });
@@ -167,10 +173,13 @@ export class NotebookSession {
     return cell;
   }
 
-  async updateCell(cellId: string, patch: { cell_type?: CellType; name?: string; source?: string; metadata?: Record<string, unknown> }): Promise<Cell> {
+  async updateCell(
+    cellId: string,
+    patch: { cell_type?: CellType; name?: string; source?: string; metadata?: Record<string, unknown> },
+  ): Promise<Cell> {
     const cell = this.cell(cellId);
-    const codeChanged = (patch.source !== undefined && patch.source !== cell.source) ||
-      (patch.cell_type !== undefined && patch.cell_type !== cell.cell_type);
+    const codeChanged =
+      (patch.source !== undefined && patch.source !== cell.source) || (patch.cell_type !== undefined && patch.cell_type !== cell.cell_type);
     const before = codeChanged ? await this.analysis() : undefined;
     Object.assign(cell, Cell.parse({ ...cell, ...patch }));
     if (codeChanged) {
@@ -195,7 +204,7 @@ export class NotebookSession {
     this.#analysis = undefined;
     this.#markStale(descendants(before.topology, [cellId]));
     // Its values leave the kernel too, so readers fail loudly instead of using a ghost value.
-    await this.#enqueue(() => this.kernel.running ? this.kernel.deleteNames(writes) : undefined);
+    await this.#enqueue(() => (this.kernel.running ? this.kernel.deleteNames(writes) : undefined));
     this.#emit({ type: 'cells-changed' });
   }
 
@@ -303,7 +312,11 @@ export class NotebookSession {
     this.#emit({ type: 'outputs-cleared', cellId: id });
     this.#setState(id, 'running');
     for (const warning of info.problems.filter((p) => p.severity === 'warning')) {
-      const output: Output = { output_type: 'stream', name: 'stderr', text: `warning${warning.line ? ` (line ${warning.line})` : ''}: ${warning.message}\n` };
+      const output: Output = {
+        output_type: 'stream',
+        name: 'stderr',
+        text: `warning${warning.line ? ` (line ${warning.line})` : ''}: ${warning.message}\n`,
+      };
       cell.outputs.push(output);
       this.#emit({ type: 'output', cellId: id, output });
     }
@@ -385,7 +398,15 @@ export class NotebookSession {
     return {
       cells: this.notebook.cells.map((cell) => {
         const info = analysis.cells.get(cell.id)!;
-        return { id: cell.id, name: cell.name, cell_type: cell.cell_type, state: this.state(cell.id), reads: info.dependsOn, writes: info.writes, problems: info.problems };
+        return {
+          id: cell.id,
+          name: cell.name,
+          cell_type: cell.cell_type,
+          state: this.state(cell.id),
+          reads: info.dependsOn,
+          writes: info.writes,
+          problems: info.problems,
+        };
       }),
       edges,
       order: analysis.order,
@@ -412,4 +433,3 @@ export class NotebookSession {
     this.#listeners.clear();
   }
 }
-

@@ -20,7 +20,10 @@ export interface EditorPageOptions {
 }
 
 export function editorPageHtml(options: EditorPageOptions): string {
-  const config = JSON.stringify({ api: options.api, initial: options.initial ?? null, hotReload: options.hotReload ?? null }).replace(/</g, '\\u003c');
+  const config = JSON.stringify({ api: options.api, initial: options.initial ?? null, hotReload: options.hotReload ?? null }).replace(
+    /</g,
+    '\\u003c',
+  );
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Hangar notebooks</title>
 <style>

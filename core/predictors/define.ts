@@ -40,6 +40,7 @@ export interface PluginLoadContext {
   file: string;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: defaults for a plugin written without type parameters
 export interface PluginDefinition<Input = any, Output = any, Model = any> {
   /** Defaults to the file (or folder) name. */
   name?: string;

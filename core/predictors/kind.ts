@@ -9,6 +9,7 @@ import type { PluginDefinition } from './define.js';
 export const PLUGIN_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 const isZod = (v: unknown): v is z.ZodType => typeof v === 'object' && v !== null && typeof (v as z.ZodType).safeParse === 'function';
+// biome-ignore lint/suspicious/noExplicitAny: any function passes; its arguments are the drop-in's business
 const fn = z.custom<(...args: any[]) => unknown>((v) => typeof v === 'function', { message: 'expected a function' });
 
 const DefinitionShape = z.object({

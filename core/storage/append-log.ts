@@ -25,7 +25,6 @@ type Op<T> =
   | { k: string; v: number; op: 'set'; items: T[] }
   | { k: string; v: number; op: 'del' };
 
-
 /** Compact when the file holds this many more lines than there are keys (and at least 1000). */
 const GARBAGE_FACTOR = 4;
 const MIN_LINES_BEFORE_COMPACTION = 1000;

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import type { LogEntry } from '../kernel/store.js';
 import { replayLog } from './append-log.js';
-import { type SqlAccess, type StoreLog, SAFE_NAME, encode } from './sqlite-sql.js';
+import { encode, SAFE_NAME, type SqlAccess, type StoreLog } from './sqlite-sql.js';
 
 /**
  * Upgrading loses nothing: a workspace's lowdb data (`.hangar/data/<collection>/<n>.json` shards and
@@ -18,14 +18,23 @@ export function importLowdbData(store: SqlAccess & { readonly file: string }, da
   const entries = readdirSync(dataDir, { withFileTypes: true });
   const collections = entries.filter((e) => e.isDirectory() && e.name !== '_logs' && SAFE_NAME.test(e.name)).map((e) => e.name);
   const logsDir = path.join(dataDir, '_logs');
-  const logs = existsSync(logsDir) ? readdirSync(logsDir).filter((f) => f.endsWith('.jsonl')).map((f) => f.slice(0, -'.jsonl'.length)) : [];
+  const logs = existsSync(logsDir)
+    ? readdirSync(logsDir)
+        .filter((f) => f.endsWith('.jsonl'))
+        .map((f) => f.slice(0, -'.jsonl'.length))
+    : [];
   if (collections.length === 0 && logs.length === 0) return;
-  log('info', `store: importing ${collections.length + logs.length} collection(s) from ${path.basename(path.dirname(source))}/${path.basename(source)} into ${path.basename(store.file)}`);
+  log(
+    'info',
+    `store: importing ${collections.length + logs.length} collection(s) from ${path.basename(path.dirname(source))}/${path.basename(source)} into ${path.basename(store.file)}`,
+  );
   const counts: Record<string, number> = {};
   for (const name of collections) {
     const records = readLowdbCollection(path.join(dataDir, name));
     store.transaction(() => {
-      const upsert = store.statement('INSERT INTO records (collection, id, value) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO NOTHING');
+      const upsert = store.statement(
+        'INSERT INTO records (collection, id, value) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO NOTHING',
+      );
       for (const [id, value] of records) upsert.run(name, id, encode(value));
       // Rows written behind the collection's back: its counts are rebuilt when it is next opened.
       store.statement('DELETE FROM record_groups WHERE collection = ?').run(name);
@@ -36,8 +45,12 @@ export function importLowdbData(store: SqlAccess & { readonly file: string }, da
   for (const name of logs) {
     const keys = readAppendLog(path.join(logsDir, `${name}.jsonl`));
     store.transaction(() => {
-      const head = store.statement('INSERT INTO log_keys (log, key, version, length) VALUES (?, ?, ?, ?) ON CONFLICT (log, key) DO NOTHING');
-      const item = store.statement('INSERT INTO log_items (log, key, position, value) VALUES (?, ?, ?, ?) ON CONFLICT (log, key, position) DO NOTHING');
+      const head = store.statement(
+        'INSERT INTO log_keys (log, key, version, length) VALUES (?, ?, ?, ?) ON CONFLICT (log, key) DO NOTHING',
+      );
+      const item = store.statement(
+        'INSERT INTO log_items (log, key, position, value) VALUES (?, ?, ?, ?) ON CONFLICT (log, key, position) DO NOTHING',
+      );
       for (const [key, entry] of keys) {
         head.run(name, key, entry.version, entry.items.length);
         entry.items.forEach((value, i) => item.run(name, key, i, encode(value)));
@@ -47,7 +60,9 @@ export function importLowdbData(store: SqlAccess & { readonly file: string }, da
     log('info', `store: imported ${name}: ${keys.size} key(s)`);
   }
   store.transaction(() => {
-    store.statement('INSERT INTO imports (source, imported_at, counts) VALUES (?, ?, ?)').run(source, new Date().toISOString(), JSON.stringify(counts));
+    store
+      .statement('INSERT INTO imports (source, imported_at, counts) VALUES (?, ?, ?)')
+      .run(source, new Date().toISOString(), JSON.stringify(counts));
   }, 'the import record');
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const keptAt = `${source}.imported-${stamp}`;

@@ -1,10 +1,10 @@
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Low } from 'lowdb';
 import { DataFile } from 'lowdb/node';
-import { AppendLog } from './append-log.js';
 import type { Collection, CollectionOptions, CollectionStats, RecordQuery, Store, StoreDescription, StoreStats } from '../kernel/store.js';
+import { AppendLog } from './append-log.js';
 import { queryInMemory } from './query.js';
 
 type ShardData<T> = { records: Record<string, T> };

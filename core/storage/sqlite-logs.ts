@@ -1,5 +1,5 @@
 import type { CollectionStats, KeyedLog, LogEntry } from '../kernel/store.js';
-import { type SqlAccess, encode } from './sqlite-sql.js';
+import { encode, type SqlAccess } from './sqlite-sql.js';
 
 /**
  * A keyed list (a thread's messages): each item is one row, so an append inserts rows and never
@@ -12,18 +12,24 @@ export class SqliteLog<T> implements KeyedLog<T> {
   ) {}
 
   private head(key: string): { version: number; length: number } | undefined {
-    return this.store.statement('SELECT version, length FROM log_keys WHERE log = ? AND key = ?').get(this.name, key) as { version: number; length: number } | undefined;
+    return this.store.statement('SELECT version, length FROM log_keys WHERE log = ? AND key = ?').get(this.name, key) as
+      | { version: number; length: number }
+      | undefined;
   }
 
   private tombstone(key: string): number {
-    const row = this.store.statement('SELECT version FROM log_tombstones WHERE log = ? AND key = ?').get(this.name, key) as { version: number } | undefined;
+    const row = this.store.statement('SELECT version FROM log_tombstones WHERE log = ? AND key = ?').get(this.name, key) as
+      | { version: number }
+      | undefined;
     return row?.version ?? 0;
   }
 
   async get(key: string): Promise<LogEntry<T> | undefined> {
     const head = this.head(key);
     if (!head) return undefined;
-    const rows = this.store.statement('SELECT value FROM log_items WHERE log = ? AND key = ? ORDER BY position').all(this.name, key) as Array<{ value: string }>;
+    const rows = this.store
+      .statement('SELECT value FROM log_items WHERE log = ? AND key = ? ORDER BY position')
+      .all(this.name, key) as Array<{ value: string }>;
     return { items: rows.map((row) => JSON.parse(row.value) as T), version: head.version };
   }
 
@@ -73,14 +79,20 @@ export class SqliteLog<T> implements KeyedLog<T> {
       this.store.statement('DELETE FROM log_items WHERE log = ? AND key = ?').run(this.name, key);
       this.store.statement('DELETE FROM log_keys WHERE log = ? AND key = ?').run(this.name, key);
       // A key created again keeps counting upwards, as readers compare versions.
-      this.store.statement('INSERT INTO log_tombstones (log, key, version) VALUES (?, ?, ?) ON CONFLICT (log, key) DO UPDATE SET version = excluded.version').run(this.name, key, head.version + 1);
+      this.store
+        .statement(
+          'INSERT INTO log_tombstones (log, key, version) VALUES (?, ?, ?) ON CONFLICT (log, key) DO UPDATE SET version = excluded.version',
+        )
+        .run(this.name, key, head.version + 1);
       return true;
     }, `${this.name}/${key}`);
   }
 
   private writeHead(key: string, version: number, length: number): void {
     this.store
-      .statement('INSERT INTO log_keys (log, key, version, length) VALUES (?, ?, ?, ?) ON CONFLICT (log, key) DO UPDATE SET version = excluded.version, length = excluded.length')
+      .statement(
+        'INSERT INTO log_keys (log, key, version, length) VALUES (?, ?, ?, ?) ON CONFLICT (log, key) DO UPDATE SET version = excluded.version, length = excluded.length',
+      )
       .run(this.name, key, version, length);
   }
 
@@ -88,7 +100,8 @@ export class SqliteLog<T> implements KeyedLog<T> {
 
   async stats(): Promise<CollectionStats> {
     const keys = (this.store.statement('SELECT COUNT(*) AS n FROM log_keys WHERE log = ?').get(this.name) as { n: number }).n;
-    const bytes = (this.store.statement('SELECT SUM(LENGTH(value)) AS b FROM log_items WHERE log = ?').get(this.name) as { b: number | null }).b ?? 0;
+    const bytes =
+      (this.store.statement('SELECT SUM(LENGTH(value)) AS b FROM log_items WHERE log = ?').get(this.name) as { b: number | null }).b ?? 0;
     return { records: keys, files: 1, bytes };
   }
 }

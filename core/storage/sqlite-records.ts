@@ -6,7 +6,7 @@
  */
 import type { Collection, FieldValue, RecordQuery } from '../kernel/store.js';
 import { checkFields } from './query.js';
-import { type SqlAccess, encode, fieldExpression } from './sqlite-sql.js';
+import { encode, fieldExpression, type SqlAccess } from './sqlite-sql.js';
 
 /** The marker row that records which fields a collection's groups count. */
 const SPEC = '#fields';
@@ -37,7 +37,9 @@ export class SqliteCollection<T> implements Collection<T> {
     this.store.transaction(() => {
       this.store.statement('DELETE FROM record_groups WHERE collection = ?').run(this.name);
       this.store
-        .statement(`INSERT INTO record_groups (collection, grp, n) SELECT collection, ${this.groupOf}, COUNT(*) FROM records WHERE collection = ? GROUP BY 2`)
+        .statement(
+          `INSERT INTO record_groups (collection, grp, n) SELECT collection, ${this.groupOf}, COUNT(*) FROM records WHERE collection = ? GROUP BY 2`,
+        )
         .run(this.name);
       this.store.statement('INSERT INTO record_groups (collection, grp, n) VALUES (?, ?, 0)').run(this.name, `${SPEC}${spec}`);
     }, `the counts of ${this.name}`);
@@ -46,7 +48,9 @@ export class SqliteCollection<T> implements Collection<T> {
   /** Inside a write transaction: the record `id` leaves its group (if it exists). */
   private leaveGroup(id: string): void {
     if (!this.groupOf) return;
-    const row = this.store.statement(`SELECT ${this.groupOf} AS grp FROM records WHERE collection = ? AND id = ?`).get(this.name, id) as { grp: string } | undefined;
+    const row = this.store.statement(`SELECT ${this.groupOf} AS grp FROM records WHERE collection = ? AND id = ?`).get(this.name, id) as
+      | { grp: string }
+      | undefined;
     if (!row) return;
     this.store.statement('UPDATE record_groups SET n = n - 1 WHERE collection = ? AND grp = ?').run(this.name, row.grp);
     this.store.statement('DELETE FROM record_groups WHERE collection = ? AND grp = ? AND n <= 0').run(this.name, row.grp);
@@ -56,12 +60,18 @@ export class SqliteCollection<T> implements Collection<T> {
   private joinGroup(text: string): void {
     if (!this.groupOf) return;
     const { grp } = this.store.statement(`SELECT ${this.groupOf} AS grp FROM (SELECT ? AS value)`).get(text) as { grp: string };
-    this.store.statement('INSERT INTO record_groups (collection, grp, n) VALUES (?, ?, 1) ON CONFLICT (collection, grp) DO UPDATE SET n = n + 1').run(this.name, grp);
+    this.store
+      .statement('INSERT INTO record_groups (collection, grp, n) VALUES (?, ?, 1) ON CONFLICT (collection, grp) DO UPDATE SET n = n + 1')
+      .run(this.name, grp);
   }
 
   private write(id: string, text: string): void {
     this.leaveGroup(id);
-    this.store.statement('INSERT INTO records (collection, id, value) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET value = excluded.value').run(this.name, id, text);
+    this.store
+      .statement(
+        'INSERT INTO records (collection, id, value) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET value = excluded.value',
+      )
+      .run(this.name, id, text);
     this.joinGroup(text);
   }
 
@@ -73,8 +83,12 @@ export class SqliteCollection<T> implements Collection<T> {
   /** The total of a query whose filter names only counted fields: a sum over groups, not a count of records. */
   private totalFromGroups(where: Record<string, unknown>): number | undefined {
     if (!this.countBy || !Object.keys(where).every((field) => this.countBy!.includes(field))) return undefined;
-    const rows = this.store.statement("SELECT grp, n FROM record_groups WHERE collection = ? AND grp NOT LIKE '#%'").all(this.name) as Array<{ grp: string; n: number }>;
-    const wanted = Object.entries(where).map(([field, value]) => [this.countBy!.indexOf(field), Array.isArray(value) ? value : [value]] as const);
+    const rows = this.store
+      .statement("SELECT grp, n FROM record_groups WHERE collection = ? AND grp NOT LIKE '#%'")
+      .all(this.name) as Array<{ grp: string; n: number }>;
+    const wanted = Object.entries(where).map(
+      ([field, value]) => [this.countBy!.indexOf(field), Array.isArray(value) ? value : [value]] as const,
+    );
     let total = 0;
     for (const row of rows) {
       const values = JSON.parse(row.grp) as unknown[];
@@ -84,7 +98,9 @@ export class SqliteCollection<T> implements Collection<T> {
   }
 
   async get(id: string): Promise<T | undefined> {
-    const row = this.store.statement('SELECT value FROM records WHERE collection = ? AND id = ?').get(this.name, id) as { value: string } | undefined;
+    const row = this.store.statement('SELECT value FROM records WHERE collection = ? AND id = ?').get(this.name, id) as
+      | { value: string }
+      | undefined;
     return row ? (JSON.parse(row.value) as T) : undefined;
   }
 
@@ -100,7 +116,9 @@ export class SqliteCollection<T> implements Collection<T> {
 
   async update(id: string, fn: (current: T | undefined) => T | undefined): Promise<T | undefined> {
     return this.store.transaction(() => {
-      const row = this.store.statement('SELECT value FROM records WHERE collection = ? AND id = ?').get(this.name, id) as { value: string } | undefined;
+      const row = this.store.statement('SELECT value FROM records WHERE collection = ? AND id = ?').get(this.name, id) as
+        | { value: string }
+        | undefined;
       const next = fn(row ? (JSON.parse(row.value) as T) : undefined);
       if (next === undefined) this.remove(id);
       else this.write(id, encode(next));
@@ -114,7 +132,9 @@ export class SqliteCollection<T> implements Collection<T> {
 
   async deleteWhere(predicate: (value: T, id: string) => boolean): Promise<number> {
     return this.store.transaction(() => {
-      const doomed = (this.store.statement('SELECT id, value FROM records WHERE collection = ?').all(this.name) as Array<{ id: string; value: string }>)
+      const doomed = (
+        this.store.statement('SELECT id, value FROM records WHERE collection = ?').all(this.name) as Array<{ id: string; value: string }>
+      )
         .filter((row) => predicate(JSON.parse(row.value) as T, row.id))
         .map((row) => row.id);
       for (const id of doomed) this.remove(id);
@@ -123,7 +143,10 @@ export class SqliteCollection<T> implements Collection<T> {
   }
 
   async entries(): Promise<Array<[string, T]>> {
-    const rows = this.store.statement('SELECT id, value FROM records WHERE collection = ?').all(this.name) as Array<{ id: string; value: string }>;
+    const rows = this.store.statement('SELECT id, value FROM records WHERE collection = ?').all(this.name) as Array<{
+      id: string;
+      value: string;
+    }>;
     return rows.map((row) => [row.id, JSON.parse(row.value) as T]);
   }
 
@@ -148,7 +171,10 @@ export class SqliteCollection<T> implements Collection<T> {
     }
     const where = conditions.join(' AND ');
     const order = query.orderBy ?? [];
-    const orderSql = [...order.map((o) => `${fieldExpression(o.field)} ${o.desc ? 'DESC' : 'ASC'}`), `id ${order.at(-1)?.desc ? 'DESC' : 'ASC'}`].join(', ');
+    const orderSql = [
+      ...order.map((o) => `${fieldExpression(o.field)} ${o.desc ? 'DESC' : 'ASC'}`),
+      `id ${order.at(-1)?.desc ? 'DESC' : 'ASC'}`,
+    ].join(', ');
     const total =
       this.totalFromGroups(query.where ?? {}) ??
       (this.store.statement(`SELECT COUNT(*) AS n FROM records WHERE ${where}`).get(...params) as { n: number }).n;

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
-import path from 'node:path';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
 import { serviceUnavailable } from '../http/errors.js';
 import type { Collection, CollectionOptions, CollectionStats, KeyedLog, Store, StoreDescription, StoreStats } from '../kernel/store.js';
@@ -8,7 +8,7 @@ import { importLowdbData } from './lowdb-import.js';
 import { checkFields } from './query.js';
 import { SqliteLog } from './sqlite-logs.js';
 import { SqliteCollection } from './sqlite-records.js';
-import { type SqlAccess, type StoreLog, SAFE_NAME, fieldExpression } from './sqlite-sql.js';
+import { fieldExpression, SAFE_NAME, type SqlAccess, type StoreLog } from './sqlite-sql.js';
 
 /**
  * The embedded store: one SQLite database (`.hangar/hangar.db`) through Node's built-in
@@ -148,7 +148,10 @@ export class SqliteStore implements Store, SqlAccess {
       const movedTo = `${file}.damaged-${stamp}`;
       for (const suffix of ['', '-wal', '-shm']) if (existsSync(file + suffix)) renameSync(file + suffix, movedTo + suffix);
       this.recovered = { movedTo, problem: damage };
-      this.log('error', `store: ${path.basename(file)} is damaged (${damage}); moved it to ${path.basename(movedTo)} and started an empty store`);
+      this.log(
+        'error',
+        `store: ${path.basename(file)} is damaged (${damage}); moved it to ${path.basename(movedTo)} and started an empty store`,
+      );
       db = connect();
     }
     this.db = db!;
@@ -256,7 +259,10 @@ export class SqliteStore implements Store, SqlAccess {
     checkFields({ orderBy: fields.map((field) => ({ field })) });
     const name = `ix_${collection}_${fields.join('_')}`.replace(/[^A-Za-z0-9_]/g, '_');
     const columns = fields.map(fieldExpression).join(', ');
-    this.transaction(() => this.db.exec(`CREATE INDEX IF NOT EXISTS "${name}" ON records (${columns}) WHERE collection = '${collection}'`), `the index ${name}`);
+    this.transaction(
+      () => this.db.exec(`CREATE INDEX IF NOT EXISTS "${name}" ON records (${columns}) WHERE collection = '${collection}'`),
+      `the index ${name}`,
+    );
   }
 
   appendLog<T>(name: string): KeyedLog<T> {
@@ -268,9 +274,13 @@ export class SqliteStore implements Store, SqlAccess {
 
   async stats(): Promise<StoreStats> {
     const collections: Record<string, CollectionStats> = {};
-    const rows = this.statement('SELECT collection AS name, COUNT(*) AS records, SUM(LENGTH(value)) AS bytes FROM records GROUP BY collection').all() as Array<{ name: string; records: number; bytes: number }>;
+    const rows = this.statement(
+      'SELECT collection AS name, COUNT(*) AS records, SUM(LENGTH(value)) AS bytes FROM records GROUP BY collection',
+    ).all() as Array<{ name: string; records: number; bytes: number }>;
     for (const row of rows) collections[row.name] = { records: row.records, files: 1, bytes: row.bytes ?? 0 };
-    const logs = this.statement('SELECT k.log AS name, COUNT(*) AS records, (SELECT SUM(LENGTH(value)) FROM log_items i WHERE i.log = k.log) AS bytes FROM log_keys k GROUP BY k.log').all() as Array<{ name: string; records: number; bytes: number }>;
+    const logs = this.statement(
+      'SELECT k.log AS name, COUNT(*) AS records, (SELECT SUM(LENGTH(value)) FROM log_items i WHERE i.log = k.log) AS bytes FROM log_keys k GROUP BY k.log',
+    ).all() as Array<{ name: string; records: number; bytes: number }>;
     for (const row of logs) collections[row.name] = { records: row.records, files: 1, bytes: row.bytes ?? 0 };
     for (const name of this.collections.keys()) collections[name] ??= { records: 0, files: 1, bytes: 0 };
     const pages = this.statement('PRAGMA page_count').get() as { page_count: number };

@@ -10,8 +10,9 @@
  * `run_start.resumed_from` names the checkpoint a segment started from: null only for the first
  * run of a new thread (a thread's next turn starts from the checkpoint the studio writes for it).
  */
-import type { EventLog, ReplayableSource, SequencedEvent } from '../http/event-log.js';
+
 import type { RunEvent } from '../agents/events.js';
+import type { EventLog, ReplayableSource, SequencedEvent } from '../http/event-log.js';
 
 export type StudioRunStatus = 'running' | 'completed' | 'interrupted' | 'breakpoint' | 'rejected' | 'cancelled' | 'error';
 

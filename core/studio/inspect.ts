@@ -5,7 +5,7 @@
  * so the studio draws exactly what the engine runs.
  */
 import { z } from 'zod';
-import { compileGraph, graphView, GraphDefinitionError, type CompiledGraph } from '../agents/graph.js';
+import { type CompiledGraph, compileGraph, GraphDefinitionError, graphView } from '../agents/graph.js';
 import type { Agent } from '../agents/kind.js';
 import type { ModelProvider } from '../agents/model.js';
 import { errorMessage, fail } from '../kernel/errors.js';
@@ -149,6 +149,10 @@ export function agentConfig(agent: Agent, provider: ModelProvider) {
     kind: agent.definition.graph ? ('graph' as const) : ('function' as const),
     config: agent.config as Record<string, unknown>,
     prompts: { versions: Object.keys(agent.prompts.versions), active: agent.prompts.active },
-    model: { configured: provider.configured, name: agent.config.model ?? provider.model, required: agent.definition.requiresModel ?? false },
+    model: {
+      configured: provider.configured,
+      name: agent.config.model ?? provider.model,
+      required: agent.definition.requiresModel ?? false,
+    },
   };
 }

@@ -5,8 +5,9 @@
  * on the run and sent live. Which start a request gets, and the one-run-per-thread lock, are
  * decided by `service.ts`.
  */
-import { buildResult, NodeError, type RunOutcome } from '../agents/engine.js';
+
 import type { Checkpoint, Checkpointer } from '../agents/checkpointer.js';
+import { buildResult, NodeError, type RunOutcome } from '../agents/engine.js';
 import type { RunEvent } from '../agents/events.js';
 import type { Agent } from '../agents/kind.js';
 import type { AgentRuntime } from '../agents/runtime.js';
@@ -51,7 +52,12 @@ export interface Plan {
   start: Start;
 }
 
-type Segment = { status: Exclude<StudioRunStatus, 'running' | 'error'>; checkpoint: Checkpoint; paused?: RunOutcome['paused']; result?: RunOutcome['result'] };
+type Segment = {
+  status: Exclude<StudioRunStatus, 'running' | 'error'>;
+  checkpoint: Checkpoint;
+  paused?: RunOutcome['paused'];
+  result?: RunOutcome['result'];
+};
 
 /** Live events kept in memory for a stream's subscribers; replay reads the run record instead. */
 const LIVE_EVENTS = 1000;
@@ -96,7 +102,10 @@ export async function executeRun(ctx: LaunchContext, agent: Agent, execution: Ex
       segment.paused && (status === 'breakpoint' || status === 'interrupted')
         ? { ...segment.paused, reason: status === 'breakpoint' ? 'breakpoint' : 'interrupt', checkpoint_id: segment.checkpoint.id }
         : null;
-    run.result = segment.result && (status === 'completed' || status === 'rejected') ? (JSON.parse(JSON.stringify(segment.result)) as Record<string, unknown>) : null;
+    run.result =
+      segment.result && (status === 'completed' || status === 'rejected')
+        ? (JSON.parse(JSON.stringify(segment.result)) as Record<string, unknown>)
+        : null;
     if (status === 'cancelled') run.error = 'run cancelled';
   } catch (err) {
     status = 'error';
@@ -135,27 +144,49 @@ async function runSegment(
   switch (start.kind) {
     case 'fresh':
     case 'resume': {
-      const outcome = await ctx.runtime.service.runForStudio({
-        agent,
-        input,
-        prompt: plan.prompt,
-        onEvent: emit,
-        signal,
-        breakpoints: plan.breakpoints,
-        runId: run.run_id,
-        resume: start.kind === 'resume' ? { checkpoint: start.checkpoint, action: start.action, value: start.value, reason: start.reason } : undefined,
-      }, run.principal);
+      const outcome = await ctx.runtime.service.runForStudio(
+        {
+          agent,
+          input,
+          prompt: plan.prompt,
+          onEvent: emit,
+          signal,
+          breakpoints: plan.breakpoints,
+          runId: run.run_id,
+          resume:
+            start.kind === 'resume'
+              ? { checkpoint: start.checkpoint, action: start.action, value: start.value, reason: start.reason }
+              : undefined,
+        },
+        run.principal,
+      );
       return { status: outcome.status, checkpoint: outcome.checkpoint, paused: outcome.paused, result: outcome.result };
     }
     case 'pause': {
-      emit({ ...base(), type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: start.checkpoint.id });
+      emit({
+        ...base(),
+        type: 'run_start',
+        agent: agent.name,
+        input: { query: input.query, user_id: input.user_id },
+        resumed_from: start.checkpoint.id,
+      });
       emit({ ...base(), type: 'breakpoint_hit', node: start.node, reason: 'breakpoint', checkpoint_id: start.checkpoint.id });
-      return { status: 'breakpoint', checkpoint: start.checkpoint, paused: { node: start.node, message: `breakpoint before '${start.node}'`, payload: {} } };
+      return {
+        status: 'breakpoint',
+        checkpoint: start.checkpoint,
+        paused: { node: start.node, message: `breakpoint before '${start.node}'`, payload: {} },
+      };
     }
     case 'reject': {
       const from = start.checkpoint;
       const began = performance.now();
-      emit({ ...base(), type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: from.id });
+      emit({
+        ...base(),
+        type: 'run_start',
+        agent: agent.name,
+        input: { query: input.query, user_id: input.user_id },
+        resumed_from: from.id,
+      });
       const node = from.metadata.next;
       const state: AgentState = { ...from.state, metadata: { ...from.state.metadata, rejected_at: node, rejection_reason: start.reason } };
       const { interrupt: _interrupt, ...metadata } = from.metadata;
@@ -170,14 +201,29 @@ async function runSegment(
       };
       await ctx.runtime.service.checkpoints.put(agent.name, checkpoint, run.principal);
       const result = buildResult(agent.definition, state);
-      emit({ ...base(), type: 'run_complete', status: 'rejected', response: result.response, steps_taken: result.steps_taken ?? [], duration_ms: performance.now() - began });
+      emit({
+        ...base(),
+        type: 'run_complete',
+        status: 'rejected',
+        response: result.response,
+        steps_taken: result.steps_taken ?? [],
+        duration_ms: performance.now() - began,
+      });
       return { status: 'rejected', checkpoint, result };
     }
   }
 }
 
 /** The first checkpoint of a new turn on a finished thread (see the doc comment of `service.ts`). */
-export async function newTurn(checkpoints: Checkpointer, agentName: string, from: Checkpoint, input: AgentInput, runId: string, entry: string, principal: string): Promise<Checkpoint> {
+export async function newTurn(
+  checkpoints: Checkpointer,
+  agentName: string,
+  from: Checkpoint,
+  input: AgentInput,
+  runId: string,
+  entry: string,
+  principal: string,
+): Promise<Checkpoint> {
   const state: AgentState = {
     ...structuredClone(from.state),
     messages: [...input.history, { role: 'user', content: input.query }],
@@ -198,7 +244,14 @@ export async function newTurn(checkpoints: Checkpointer, agentName: string, from
   return checkpoint;
 }
 
-export function newRun(runs: RunStore, agent: Agent, input: AgentInput, breakpoints: string[], checkpointId: string | null, principal: string): StudioRun {
+export function newRun(
+  runs: RunStore,
+  agent: Agent,
+  input: AgentInput,
+  breakpoints: string[],
+  checkpointId: string | null,
+  principal: string,
+): StudioRun {
   const now = new Date().toISOString();
   return {
     run_id: timeOrderedId(),

@@ -39,7 +39,13 @@ export interface StudioRun {
   checkpoint_id: string | null;
   /** The newest checkpoint this run wrote (or started from). */
   last_checkpoint_id: string | null;
-  paused: { node: string; reason: 'breakpoint' | 'interrupt'; checkpoint_id: string; message: string; payload: Record<string, unknown> } | null;
+  paused: {
+    node: string;
+    reason: 'breakpoint' | 'interrupt';
+    checkpoint_id: string;
+    message: string;
+    payload: Record<string, unknown>;
+  } | null;
   /** The agent's result (response, output, steps_taken, …) once the run completed or was rejected. */
   result: Record<string, unknown> | null;
   error: string | null;

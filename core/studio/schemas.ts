@@ -193,7 +193,13 @@ const RunSummaryShape = {
   checkpoint_id: z.string().nullable(),
   last_checkpoint_id: z.string().nullable(),
   paused: z
-    .object({ node: z.string(), reason: z.enum(['breakpoint', 'interrupt']), checkpoint_id: z.string(), message: z.string(), payload: JsonObject })
+    .object({
+      node: z.string(),
+      reason: z.enum(['breakpoint', 'interrupt']),
+      checkpoint_id: z.string(),
+      message: z.string(),
+      payload: JsonObject,
+    })
     .nullable(),
   result: JsonObject.nullable(),
   error: z.string().nullable(),

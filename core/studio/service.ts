@@ -56,8 +56,8 @@ import { canSee, ownerFor } from '../kernel/ownership.js';
 import { timeOrderedId } from '../storage/ids.js';
 import { runEventSource } from './events.js';
 import { agentConfig, agentEntry, agentGraph, agentSchemas, checkBreakpoints, graphOf } from './inspect.js';
-import { type Execution, type Plan, type Start, conversation, executeRun, newExecution, newRun, newTurn } from './launch.js';
-import { publicRun, summarise, type RunStore, type StudioRun } from './run-store.js';
+import { conversation, type Execution, executeRun, newExecution, newRun, newTurn, type Plan, type Start } from './launch.js';
+import { publicRun, type RunStore, type StudioRun, summarise } from './run-store.js';
 import type { StudioResumeRequest, StudioRunRequest } from './schemas.js';
 
 /** The routes a refusal points to (their `{placeholders}` are literal: the catalogue cannot spell braces). */
@@ -76,7 +76,18 @@ export interface StudioServiceOptions {
 }
 
 /** What the studio can do, for GET /studio/info. */
-export const STUDIO_CAPABILITIES = ['graph', 'runs', 'streaming', 'checkpoints', 'state', 'breakpoints', 'hitl', 'time_travel', 'subagents', 'planning'];
+export const STUDIO_CAPABILITIES = [
+  'graph',
+  'runs',
+  'streaming',
+  'checkpoints',
+  'state',
+  'breakpoints',
+  'hitl',
+  'time_travel',
+  'subagents',
+  'planning',
+];
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
@@ -178,7 +189,9 @@ export class StudioService {
         run.last_checkpoint_id = turn.id;
         // The engine does not stop at the node it resumes at, so a breakpoint on the entry of a
         // new turn is honoured here: the turn's first checkpoint already points at that node.
-        start = request.breakpoints.includes(graph.entry) ? { kind: 'pause', checkpoint: turn, node: graph.entry } : { kind: 'resume', checkpoint: turn };
+        start = request.breakpoints.includes(graph.entry)
+          ? { kind: 'pause', checkpoint: turn, node: graph.entry }
+          : { kind: 'resume', checkpoint: turn };
       } else {
         // Re-running from a paused point must ask the person again, not replay their old answer.
         const { interrupt: _interrupt, ...metadata } = base.metadata;
@@ -202,7 +215,12 @@ export class StudioService {
     try {
       const latest = await this.latest(agent.name, threadId);
       if (latest.metadata.next === null) {
-        throw fail('HANGAR_STUDIO_THREAD_NOT_PAUSED', { thread: threadId, agent: agent.name, step: latest.step, source: latest.metadata.source });
+        throw fail('HANGAR_STUDIO_THREAD_NOT_PAUSED', {
+          thread: threadId,
+          agent: agent.name,
+          step: latest.step,
+          source: latest.metadata.source,
+        });
       }
       const previous = await this.options.runs.get(latest.metadata.run_id);
       const own = previous && previous.agent_name === agent.name && previous.thread_id === threadId ? structuredClone(previous) : undefined;
@@ -215,7 +233,15 @@ export class StudioService {
       let run: StudioRun;
       if (own) {
         run = own;
-        Object.assign(run, { status: 'running', paused: null, error: null, error_node: null, resumes: run.resumes + 1, breakpoints, updated_at: new Date().toISOString() });
+        Object.assign(run, {
+          status: 'running',
+          paused: null,
+          error: null,
+          error_node: null,
+          resumes: run.resumes + 1,
+          breakpoints,
+          updated_at: new Date().toISOString(),
+        });
         await this.options.runs.save(run);
       } else {
         run = newRun(this.options.runs, agent, input, breakpoints, latest.id, owner);
@@ -242,7 +268,10 @@ export class StudioService {
   async listRuns(agentName: string, query: { limit: number; thread_id?: string }, principal?: string) {
     const agent = this.options.findAgent(agentName);
     const all = await this.options.runs.list(agent.name, { ...query, limit: Number.MAX_SAFE_INTEGER });
-    return all.filter((run) => canSee(principal, run)).slice(0, query.limit).map(summarise);
+    return all
+      .filter((run) => canSee(principal, run))
+      .slice(0, query.limit)
+      .map(summarise);
   }
 
   async getRun(agentName: string, runId: string, principal?: string) {
@@ -358,7 +387,8 @@ export class StudioService {
     const agent = this.options.findAgent(agentName);
     const live = this.executions.get(runId)?.run;
     const run = live ?? (await this.options.runs.get(runId));
-    if (!run || run.agent_name !== agent.name || !canSee(principal, run)) throw fail('HANGAR_STUDIO_RUN_NOT_FOUND', { run: runId, agent: agent.name });
+    if (!run || run.agent_name !== agent.name || !canSee(principal, run))
+      throw fail('HANGAR_STUDIO_RUN_NOT_FOUND', { run: runId, agent: agent.name });
     return run;
   }
 
@@ -409,7 +439,9 @@ function stateView(agentName: string, checkpoint: Checkpoint) {
     step: checkpoint.step,
     parent_id: checkpoint.parent_id,
     next: checkpoint.metadata.next,
-    interrupt: interrupt ? { node: interrupt.node, message: interrupt.message, payload: isPlainObject(interrupt.payload) ? interrupt.payload : {} } : null,
+    interrupt: interrupt
+      ? { node: interrupt.node, message: interrupt.message, payload: isPlainObject(interrupt.payload) ? interrupt.payload : {} }
+      : null,
     run_id: typeof checkpoint.metadata.run_id === 'string' ? checkpoint.metadata.run_id : null,
   };
 }

@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import type { HangarContext, UpgradeHandler } from '../kernel/context.js';
 import type { RegistryChange } from '../kernel/registry.js';
-import { workspaceSnapshot, type WorkspaceSnapshot } from './workspace.js';
+import { type WorkspaceSnapshot, workspaceSnapshot } from './workspace.js';
 
 /**
  * `/api/v1/events`: the UI's live channel. Each connection first receives the whole workspace,

@@ -23,7 +23,13 @@ export interface WorkspaceSnapshot {
 
 export function workspaceSnapshot(ctx: HangarContext): WorkspaceSnapshot {
   const kinds: Record<string, WorkspaceItem[]> = {};
-  const names = [...SIDEBAR_KINDS, ...ctx.registry.kinds().filter((k) => !(SIDEBAR_KINDS as readonly string[]).includes(k)).sort()];
+  const names = [
+    ...SIDEBAR_KINDS,
+    ...ctx.registry
+      .kinds()
+      .filter((k) => !(SIDEBAR_KINDS as readonly string[]).includes(k))
+      .sort(),
+  ];
   for (const kind of names) {
     kinds[kind] = ctx.registry.list(kind).map((entry) => {
       const description = (entry.definition as { description?: unknown } | null)?.description;

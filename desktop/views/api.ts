@@ -20,7 +20,9 @@ const STORAGE_KEY = 'hangar.token';
 let tokenPromise: Promise<string | null> | undefined;
 
 export function apiToken(): Promise<string | null> {
-  tokenPromise ??= redeemLoginLink().then(async () => (window.hangar ? await window.hangar.token() : null) ?? sessionStorage.getItem(STORAGE_KEY));
+  tokenPromise ??= redeemLoginLink().then(
+    async () => (window.hangar ? await window.hangar.token() : null) ?? sessionStorage.getItem(STORAGE_KEY),
+  );
   return tokenPromise;
 }
 
@@ -42,7 +44,9 @@ let codeSessionPromise: Promise<string | null> | undefined;
 export function codeSession(): Promise<string | null> {
   // The bridge knows it when the shell started the server itself; a window attached to a running
   // server gets it from its login link, like a browser tab.
-  codeSessionPromise ??= redeemLoginLink().then(async () => (await window.hangar?.codeSession?.()) ?? sessionStorage.getItem(CODE_SESSION_KEY));
+  codeSessionPromise ??= redeemLoginLink().then(
+    async () => (await window.hangar?.codeSession?.()) ?? sessionStorage.getItem(CODE_SESSION_KEY),
+  );
   return codeSessionPromise;
 }
 
@@ -64,7 +68,11 @@ export function redeemLoginLink(): Promise<void> {
     url.searchParams.delete(LOGIN_PARAM);
     history.replaceState(history.state, '', url.pathname + url.search + url.hash);
     try {
-      const res = await fetch('/api/login', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ code }) });
+      const res = await fetch('/api/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ code }),
+      });
       const body = (await res.json().catch(() => ({}))) as { session?: string; token?: string | null; detail?: unknown };
       if (res.ok && body.session) {
         sessionStorage.setItem(CODE_SESSION_KEY, body.session);
@@ -73,7 +81,10 @@ export function redeemLoginLink(): Promise<void> {
       }
       // A tab that is signed in already (a reload of the original tab) needs no warning.
       if (sessionStorage.getItem(CODE_SESSION_KEY)) return;
-      loginRefusal = typeof body.detail === 'string' ? body.detail : `the login link was refused (HTTP ${res.status}); read the session token in .hangar/code-session.json`;
+      loginRefusal =
+        typeof body.detail === 'string'
+          ? body.detail
+          : `the login link was refused (HTTP ${res.status}); read the session token in .hangar/code-session.json`;
     } catch (err) {
       loginRefusal = `the login link could not be exchanged (${String(err)}); read the session token in .hangar/code-session.json`;
     }
@@ -124,7 +135,8 @@ async function headers(json: boolean, path = ''): Promise<Headers> {
 
 async function failure(res: Response, path = ''): Promise<ApiError> {
   // A 401 from a coding-run route is about the session token, which its view asks for itself.
-  if (res.status === 401 && !CODE_PREFIXES.some((prefix) => path.startsWith(prefix))) for (const listener of unauthorizedListeners) listener();
+  if (res.status === 401 && !CODE_PREFIXES.some((prefix) => path.startsWith(prefix)))
+    for (const listener of unauthorizedListeners) listener();
   const text = await res.text();
   let detail: unknown = text || res.statusText;
   try {
@@ -156,7 +168,11 @@ export async function postJson<T>(path: string, body: unknown): Promise<T> {
 
 /** Any method with an optional JSON body; answers the decoded JSON (or null for 204). */
 export async function request<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(path, { method, headers: await headers(body !== undefined, path), body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(path, {
+    method,
+    headers: await headers(body !== undefined, path),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   if (!res.ok) throw await failure(res, path);
   const text = await res.text();
   return (text ? JSON.parse(text) : null) as T;
@@ -168,7 +184,11 @@ export async function request<T = unknown>(method: string, path: string, body?: 
  * neither POST nor send the Authorization header.
  */
 export async function postStream<T>(path: string, body: unknown, onFrame: (frame: T) => void, signal?: AbortSignal): Promise<void> {
-  await readStream(await fetch(path, { method: 'POST', headers: await headers(true, path), body: JSON.stringify(body), signal }), path, onFrame);
+  await readStream(
+    await fetch(path, { method: 'POST', headers: await headers(true, path), body: JSON.stringify(body), signal }),
+    path,
+    onFrame,
+  );
 }
 
 /** GET a server-sent event stream (replay then live), calling `onFrame` per JSON frame. */

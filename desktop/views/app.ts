@@ -3,15 +3,14 @@ import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { EventMessage } from '../../core/ui/events.js';
 import type { WorkspaceSnapshot } from '../../core/ui/workspace.js';
-import { onUnauthorized, setBrowserToken } from './api.js';
+import { codeSession, getJson, loginProblem, onUnauthorized, setBrowserToken } from './api.js';
 import { connectLive, type LiveState } from './live.js';
-import { href, useRoute } from './router.js';
-import { codeSession, getJson, loginProblem } from './api.js';
 import { NotebookView } from './notebook/index.js';
+import { href, useRoute } from './router.js';
 import { CodeRunView } from './runs/index.js';
 import { StatusView } from './status.js';
 import { StudioView } from './studio/index.js';
-import { useTheme, type ThemeChoice } from './theme.js';
+import { type ThemeChoice, useTheme } from './theme.js';
 
 /** The frame of every view: header, workspace sidebar (live), the current view, connection state. */
 
@@ -44,9 +43,15 @@ async function extraItems(): Promise<Record<string, WorkspaceSnapshot['kinds'][s
   // Runs need the coding-run session token; without one the section stays empty (no 401 noise).
   const session = await codeSession();
   const [notebooks, runs] = await Promise.all([
-    getJson<{ notebooks: { id: string; name: string }[] }>('/api/notebooks').then((r) => r.notebooks.map((n) => item(n.id, `notebooks/${n.id}`, n.name)), () => null),
+    getJson<{ notebooks: { id: string; name: string }[] }>('/api/notebooks').then(
+      (r) => r.notebooks.map((n) => item(n.id, `notebooks/${n.id}`, n.name)),
+      () => null,
+    ),
     session
-      ? getJson<{ runs: { id: string; request: string; status: string }[] }>('/api/runs').then((r) => r.runs.slice(0, 20).map((run) => item(run.id, run.status, run.request)), () => null)
+      ? getJson<{ runs: { id: string; request: string; status: string }[] }>('/api/runs').then(
+          (r) => r.runs.slice(0, 20).map((run) => item(run.id, run.status, run.request)),
+          () => null,
+        )
       : null,
   ]);
   const extra: Record<string, WorkspaceSnapshot['kinds'][string]> = {};
@@ -80,9 +85,10 @@ function Sidebar({ workspace, current }: { workspace: WorkspaceSnapshot | null; 
           ${KIND_LABELS[kind] ?? kind} <span class="count" aria-label=${`${items.length} loaded`}>${items.length}</span>
           ${problems > 0 && html`<a class="badge error" href=${href('status')} title="Broken drop-ins: see Status">${problems} broken</a>`}
         </h2>
-        ${items.length === 0
-          ? html`<p class="muted empty">none</p>`
-          : html`<ul>
+        ${
+          items.length === 0
+            ? html`<p class="muted empty">none</p>`
+            : html`<ul>
               ${items.map((item) =>
                 ITEM_VIEW[kind]
                   ? html`<li>
@@ -92,7 +98,8 @@ function Sidebar({ workspace, current }: { workspace: WorkspaceSnapshot | null; 
                     </li>`
                   : html`<li><span class="item" title=${item.file}>${item.name}</span></li>`,
               )}
-            </ul>`}
+            </ul>`
+        }
       </section>`;
     })}
   </div>`;
@@ -157,7 +164,12 @@ export function App() {
         : ['runs', 'teams', 'settings'].includes(route.view)
           ? html`<${CodeRunView} view=${route.view} id=${route.params[0]} key=${generation} />`
           : html`<${StatusView} workspace=${workspace} key=${generation} />`;
-  const shown = workspace ? { ...workspace, kinds: { ...workspace.kinds, ...Object.fromEntries(Object.entries(extra).filter(([k]) => !workspace.kinds[k]?.length)) } } : null;
+  const shown = workspace
+    ? {
+        ...workspace,
+        kinds: { ...workspace.kinds, ...Object.fromEntries(Object.entries(extra).filter(([k]) => !workspace.kinds[k]?.length)) },
+      }
+    : null;
 
   return html`
     <a class="skip" href="#main" onClick=${(e: Event) => (e.preventDefault(), main.current?.focus())}>Skip to content</a>
@@ -180,14 +192,16 @@ export function App() {
       <nav class="sidebar" aria-label="Workspace">${html`<${Sidebar} workspace=${shown} current=${route.params[0] ?? ''} />`}</nav>
       <main id="main" ref=${main} tabindex="-1">
         ${loginIssue && html`<p class="alert" role="alert" data-testid="login-problem">${loginIssue}</p>`}
-        ${needsToken
-          ? html`<${TokenPrompt}
+        ${
+          needsToken
+            ? html`<${TokenPrompt}
               onDone=${() => {
                 setNeedsToken(false);
                 setGeneration((g) => g + 1);
               }}
             />`
-          : view}
+            : view
+        }
       </main>
     </div>
   `;

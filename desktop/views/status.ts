@@ -1,12 +1,12 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import type { WorkspaceSnapshot } from '../../core/ui/workspace.js';
 import type { z } from 'zod';
 import type { PlatformStatus as PlatformStatusSchema } from '../../core/platform/schemas.js';
 import type { Task } from '../../core/tasks/schemas.js';
+import type { WorkspaceSnapshot } from '../../core/ui/workspace.js';
 import { ApiError, getJson, getText } from './api.js';
-import { glance, parsePrometheus, type Glance } from './metrics.js';
+import { type Glance, glance, parsePrometheus } from './metrics.js';
 
 /**
  * The status dashboard: resources of the running platform, drop-in errors with file and line, the
@@ -83,32 +83,43 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
     <div class="cards">
       <section class="card" aria-labelledby="res-title" data-testid="resources">
         <h2 id="res-title">Resources</h2>
-        ${status
-          ? html`<dl class="facts">
+        ${
+          status
+            ? html`<dl class="facts">
               <dt>Platform</dt><dd><span class=${`pill ${status.status}`}>${status.status}</span> ${status.ready ? 'ready' : 'not ready'}</dd>
               <dt>Version</dt><dd>${status.version}</dd>
               <dt>Uptime</dt><dd>${duration(status.uptime_seconds)}</dd>
               <dt>Workspace</dt><dd class="mono">${status.workspace}</dd>
-              <dt>Drop-ins</dt><dd>${Object.entries(status.dropins).map(([k, n]) => `${n} ${k}${n === 1 ? '' : 's'}`).join(', ') || 'none'}</dd>
+              <dt>Drop-ins</dt><dd>${
+                Object.entries(status.dropins)
+                  .map(([k, n]) => `${n} ${k}${n === 1 ? '' : 's'}`)
+                  .join(', ') || 'none'
+              }</dd>
               <dt>Memory</dt><dd>${metrics?.residentMemoryMb != null ? `${fmt(metrics.residentMemoryMb, 1)} MB resident` : '—'}</dd>
-              ${status.store &&
-              html`<dt>Store</dt>
+              ${
+                status.store &&
+                html`<dt>Store</dt>
                 <dd data-testid="store">
                   <span class="mono">${status.store.path}</span> (${status.store.backend})
                   ${status.store.writable ? '' : html`<div class="bad" role="alert">cannot write: ${status.store.problem}</div>`}
-                  ${status.store.recovered &&
-                  html`<div class="bad" role="alert">
+                  ${
+                    status.store.recovered &&
+                    html`<div class="bad" role="alert">
                     the database was damaged (${status.store.recovered.problem}); it was moved to <span class="mono">${status.store.recovered.moved_to}</span> and an
                     empty store started
-                  </div>`}
-                </dd>`}
+                  </div>`
+                  }
+                </dd>`
+              }
             </dl>`
-          : html`<p class="muted">Loading…</p>`}
+            : html`<p class="muted">Loading…</p>`
+        }
       </section>
       <section class="card" aria-labelledby="metrics-title" data-testid="metrics">
         <h2 id="metrics-title">Metrics at a glance</h2>
-        ${metrics
-          ? html`<dl class="figures">
+        ${
+          metrics
+            ? html`<dl class="figures">
               <div><dt>Requests</dt><dd>${fmt(metrics.requests)}</dd></div>
               <div><dt>Server errors</dt><dd class=${metrics.serverErrors > 0 ? 'bad' : ''}>${fmt(metrics.serverErrors)}</dd></div>
               <div><dt>Mean latency</dt><dd>${metrics.meanLatencyMs === null ? '—' : `${fmt(metrics.meanLatencyMs, 1)} ms`}</dd></div>
@@ -116,14 +127,16 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
               <div><dt>Reloads</dt><dd>${fmt(metrics.reloads)}${metrics.failedReloads > 0 ? html` <small class="bad">(${metrics.failedReloads} failed)</small>` : ''}</dd></div>
               <div><dt>Event-loop lag</dt><dd>${metrics.eventLoopLagMs === null ? '—' : `${fmt(metrics.eventLoopLagMs, 1)} ms`}</dd></div>
             </dl>`
-          : html`<p class="muted">Loading…</p>`}
+            : html`<p class="muted">Loading…</p>`
+        }
       </section>
     </div>
     <section class="card" aria-labelledby="errors-title" data-testid="dropin-errors">
       <h2 id="errors-title">Drop-in errors <span class="count">${problems.length}</span></h2>
-      ${problems.length === 0
-        ? html`<p class="muted">Every drop-in loaded.</p>`
-        : html`<table>
+      ${
+        problems.length === 0
+          ? html`<p class="muted">Every drop-in loaded.</p>`
+          : html`<table>
             <thead><tr><th scope="col">Kind</th><th scope="col">Where</th><th scope="col">Error</th></tr></thead>
             <tbody>
               ${problems.map(
@@ -134,15 +147,17 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
                 </tr>`,
               )}
             </tbody>
-          </table>`}
+          </table>`
+      }
     </section>
     <section class="card" aria-labelledby="tasks-title" data-testid="task-board">
       <h2 id="tasks-title">Task board</h2>
-      ${tasks === 'disabled'
-        ? html`<p class="muted">The task board is turned off on this server (tasks.enabled).</p>`
-        : tasks === null
-          ? html`<p class="muted">Loading…</p>`
-          : html`<div class="board">
+      ${
+        tasks === 'disabled'
+          ? html`<p class="muted">The task board is turned off on this server (tasks.enabled).</p>`
+          : tasks === null
+            ? html`<p class="muted">Loading…</p>`
+            : html`<div class="board">
               ${TASK_COLUMNS.map((col) => {
                 const inColumn = tasks.filter((t) => t.status === col.status);
                 return html`<section class="column" aria-label=${`${col.label}: ${inColumn.length}`}>
@@ -159,7 +174,8 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
                   </ul>
                 </section>`;
               })}
-            </div>`}
+            </div>`
+      }
     </section>
   </section>`;
 }

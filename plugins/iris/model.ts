@@ -74,7 +74,9 @@ export function stratifiedSplit(data: Dataset, testShare: number, seed: number):
 }
 
 export function probabilities(model: Model, x: number[]): number[] {
-  const z = model.weights.map((w, c) => model.bias[c]! + w.reduce((sum, wf, f) => sum + (wf * (x[f]! - model.mean[f]!)) / model.std[f]!, 0));
+  const z = model.weights.map(
+    (w, c) => model.bias[c]! + w.reduce((sum, wf, f) => sum + (wf * (x[f]! - model.mean[f]!)) / model.std[f]!, 0),
+  );
   const max = Math.max(...z);
   const exp = z.map((v) => Math.exp(v - max));
   const total = exp.reduce((a, b) => a + b, 0);
@@ -86,7 +88,10 @@ export function train(data: Dataset, rows: number[], { epochs = 500, rate = 0.5,
   const k = data.classes.length;
   // Standardise with training-set statistics only: the held-out rows stay unseen.
   const mean = Array.from({ length: f }, (_, j) => rows.reduce((s, i) => s + data.features[i]![j]!, 0) / rows.length);
-  const std = Array.from({ length: f }, (_, j) => Math.sqrt(rows.reduce((s, i) => s + (data.features[i]![j]! - mean[j]!) ** 2, 0) / rows.length) || 1);
+  const std = Array.from(
+    { length: f },
+    (_, j) => Math.sqrt(rows.reduce((s, i) => s + (data.features[i]![j]! - mean[j]!) ** 2, 0) / rows.length) || 1,
+  );
   const model: Model = {
     classes: data.classes,
     featureNames: data.featureNames,

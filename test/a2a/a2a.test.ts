@@ -106,7 +106,15 @@ describe('agents on the task board (tasks enabled)', () => {
   it('accepts the protocol message form and both simplified forms', async () => {
     const forms = [
       { message: { role: 'user', parts: [{ type: 'text', text: 'from parts' }] } },
-      { message: { role: 'user', parts: [{ kind: 'text', text: 'from kind' }, { kind: 'data', data: { x: 1 } }] } },
+      {
+        message: {
+          role: 'user',
+          parts: [
+            { kind: 'text', text: 'from kind' },
+            { kind: 'data', data: { x: 1 } },
+          ],
+        },
+      },
       { message: { content: 'from content' } },
       { message: { text: 'from text' } },
     ];
@@ -215,9 +223,15 @@ describe('agents on the task board (tasks enabled)', () => {
     const bad = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'agent', target: 'echo', input: { query: 5 } } });
     expect(bad.status).toBe(422);
     expect(bad.body.detail).toMatch(/^body\.input\.query: /);
-    const ghost = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'agent', target: 'ghost', input: { query: 'x' } } });
+    const ghost = await server.request('/api/v1/tasks', {
+      method: 'POST',
+      json: { kind: 'agent', target: 'ghost', input: { query: 'x' } },
+    });
     expect(ghost.status).toBe(404);
-    const ok = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'agent', target: 'echo', input: { query: 'via board' } } });
+    const ok = await server.request('/api/v1/tasks', {
+      method: 'POST',
+      json: { kind: 'agent', target: 'echo', input: { query: 'via board' } },
+    });
     expect(ok.status).toBe(202);
     const done = await eventually(async () => {
       const r = await server.request(`/api/v1/tasks/${ok.body.id}/result`);
@@ -228,7 +242,12 @@ describe('agents on the task board (tasks enabled)', () => {
 
   it('the card advertises the task-backed A2A capabilities and endpoints', async () => {
     const card = await server.request('/api/v1/echo/card');
-    expect(card.body.capabilities).toMatchObject({ a2a: true, stateTransitionHistory: true, resumableStreams: true, pushNotifications: false });
+    expect(card.body.capabilities).toMatchObject({
+      a2a: true,
+      stateTransitionHistory: true,
+      resumableStreams: true,
+      pushNotifications: false,
+    });
     expect(card.body.endpoints).toMatchObject({
       a2a_tasks: '/api/v1/echo/a2a/tasks',
       a2a_events: '/api/v1/echo/a2a/tasks/{task_id}/events',
@@ -243,7 +262,10 @@ describe('agent tasks: retention and restart', () => {
   it('A2A events send the truncated marker and the current task when the resume point was evicted', async () => {
     const server = await startTestServer({ files, settings: { watch: false, tasks: { eventsPerTask: 2 } } });
     try {
-      const { body } = await server.request('/api/v1/echo/a2a/tasks?wait=true', { method: 'POST', json: { message: { text: 'short log' } } });
+      const { body } = await server.request('/api/v1/echo/a2a/tasks?wait=true', {
+        method: 'POST',
+        json: { message: { text: 'short log' } },
+      });
       // submitted, working, step frame, completed: only the newest two are kept.
       const stream = await readSse(`${server.url}/api/v1/echo/a2a/tasks/${body.task_id}/events`, { headers: { 'Last-Event-ID': '0' } });
       expect(stream.frames[0]!.data).toEqual({ event: 'truncated', requested_after: 0, first_retained: 3 });
@@ -294,7 +316,10 @@ describe('agents without the task subsystem (tasks.enabled = false)', () => {
   afterAll(() => server.stop());
 
   it('submit still runs the agent and answers with the result', async () => {
-    const res = await server.request('/api/v1/echo/a2a/tasks', { method: 'POST', json: { message: { role: 'user', parts: [{ type: 'text', text: 'sync' }] } } });
+    const res = await server.request('/api/v1/echo/a2a/tasks', {
+      method: 'POST',
+      json: { message: { role: 'user', parts: [{ type: 'text', text: 'sync' }] } },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'completed', result: 'echo: sync' });
     expect(res.body.message).toMatch(/task tracking requires a storage backend/);
@@ -319,7 +344,12 @@ describe('agents without the task subsystem (tasks.enabled = false)', () => {
 
   it('the card turns the task-backed capabilities off and omits the task endpoints', async () => {
     const card = await server.request('/api/v1/echo/card');
-    expect(card.body.capabilities).toMatchObject({ a2a: true, stateTransitionHistory: false, pushNotifications: false, resumableStreams: false });
+    expect(card.body.capabilities).toMatchObject({
+      a2a: true,
+      stateTransitionHistory: false,
+      pushNotifications: false,
+      resumableStreams: false,
+    });
     expect(card.body.endpoints).not.toHaveProperty('a2a_tasks');
     expect(card.body.endpoints).not.toHaveProperty('a2a_events');
     expect(card.body.endpoints).not.toHaveProperty('invoke_async');

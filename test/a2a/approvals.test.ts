@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
+import { type Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -60,7 +60,10 @@ describe('human approval over every protocol', () => {
     expect(detail.thread_id).toEqual(expect.any(String));
     expect(detail.links.approve).toBe(`/api/v1/gatekeeper/threads/${detail.thread_id}/approve`);
     // The board's result route answers for a waiting task too: its result is what it waits for.
-    expect((await server.request(`/api/v1/tasks/${submitted.body.id}/result`)).body).toMatchObject({ status: 'input-required', result: { detail: { approval_id: detail.approval_id } } });
+    expect((await server.request(`/api/v1/tasks/${submitted.body.id}/result`)).body).toMatchObject({
+      status: 'input-required',
+      result: { detail: { approval_id: detail.approval_id } },
+    });
 
     const listed = await server.request('/api/v1/approvals');
     expect(listed.body.approvals.find((a: { id: string }) => a.id === detail.approval_id)).toMatchObject({
@@ -77,7 +80,10 @@ describe('human approval over every protocol', () => {
     expect(approved.status).toBe(202);
     expect(approved.body.detail).toMatchObject({ status: 'suspended', node_name: 'archive_ok', thread_id: detail.thread_id });
     const again = await server.request(`/api/v1/tasks/${submitted.body.id}`);
-    expect(again.body).toMatchObject({ status: 'input-required', result: { detail: { approval_id: approved.body.detail.approval_id, message: 'Archive it?' } } });
+    expect(again.body).toMatchObject({
+      status: 'input-required',
+      result: { detail: { approval_id: approved.body.detail.approval_id, message: 'Archive it?' } },
+    });
 
     const done = await post(detail.links.approve, { approval_id: approved.body.detail.approval_id });
     expect(done.status).toBe(200);
@@ -93,7 +99,11 @@ describe('human approval over every protocol', () => {
     const { body } = await post('/api/v1/gatekeeper/a2a/tasks?wait=true', { message: { text: 'post' } });
     expect(body.status).toBe('input-required');
     expect(body.result).toBe('Publish it?');
-    expect(body.approval).toMatchObject({ node_name: 'approve', message: 'Publish it?', links: { reject: expect.stringMatching(/\/reject$/) } });
+    expect(body.approval).toMatchObject({
+      node_name: 'approve',
+      message: 'Publish it?',
+      links: { reject: expect.stringMatching(/\/reject$/) },
+    });
     expect(body.message).toContain(body.approval.id);
     const status = await server.request(`/api/v1/gatekeeper/a2a/tasks/${body.task_id}`);
     expect(status.body).toMatchObject({ status: 'input-required', approval: { id: body.approval.id, thread_id: body.approval.thread_id } });
@@ -122,7 +132,10 @@ describe('human approval over every protocol', () => {
     const resumed = await post('/studio/agents/gatekeeper/threads/studio-kept/resume', { action: 'approve', value: {} });
     expect(resumed.status).toBeLessThan(300);
     const ended = await server.request(`/api/v1/tasks/${submitted.body.id}`);
-    expect(ended.body).toMatchObject({ status: 'canceled', error: `approval ${waiting.result.detail.approval_id} was used up by a studio resume of its checkpoint` });
+    expect(ended.body).toMatchObject({
+      status: 'canceled',
+      error: `approval ${waiting.result.detail.approval_id} was used up by a studio resume of its checkpoint`,
+    });
   });
 
   it('lists pending approvals of every route newest first, per agent too, and 404s an unknown agent', async () => {
@@ -132,7 +145,11 @@ describe('human approval over every protocol', () => {
     const all = (await server.request('/api/v1/approvals')).body;
     const ids = all.approvals.map((a: { id: string }) => a.id);
     expect(ids.indexOf(second.body.detail.approval_id)).toBeLessThan(ids.indexOf(first.body.detail.approval_id));
-    expect(all.approvals.find((a: { id: string }) => a.id === second.body.detail.approval_id)).toMatchObject({ source: 'chat', task_id: null, thread_id: 'list-2' });
+    expect(all.approvals.find((a: { id: string }) => a.id === second.body.detail.approval_id)).toMatchObject({
+      source: 'chat',
+      task_id: null,
+      thread_id: 'list-2',
+    });
     expect(all.total).toBe(ids.length);
     const mine = (await server.request('/api/v1/gatekeeper/approvals?limit=1')).body;
     expect(mine).toMatchObject({ count: 1, limit: 1, offset: 0, total: all.total });
@@ -166,12 +183,16 @@ describe('human approval over every protocol', () => {
       extensions: [],
       referenceTaskIds: [],
     });
-    const send = async (m: Message) => (await client.sendMessage({ message: m, configuration: undefined, metadata: undefined, tenant: '' })) as Task;
+    const send = async (m: Message) =>
+      (await client.sendMessage({ message: m, configuration: undefined, metadata: undefined, tenant: '' })) as Task;
     const approvalOf = (task: Task) => {
-      const data = task.status!.message!.parts.find((p) => p.content?.$case === 'data')!.content!.value as { approval: { approval_id: string; thread_id: string } };
+      const data = task.status!.message!.parts.find((p) => p.content?.$case === 'data')!.content!.value as {
+        approval: { approval_id: string; thread_id: string };
+      };
       return data.approval;
     };
-    const texts = (task: Task) => task.artifacts.flatMap((a) => a.parts).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
+    const texts = (task: Task) =>
+      task.artifacts.flatMap((a) => a.parts).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
 
     it('a reply with the same taskId approves (text) and continues the task to the next approval, then to the end (data)', async () => {
       const waiting = await send(message([textPart('post it')]));
@@ -195,7 +216,9 @@ describe('human approval over every protocol', () => {
 
     it('a rejecting reply ends the task canceled; a reply that decides nothing is refused and changes nothing', async () => {
       const waiting = await send(message([textPart('post it')]));
-      await expect(send(message([textPart('maybe later')], waiting.id))).rejects.toThrow(/answer with a data part \{"approved": true\|false\} or text starting with approve\/yes or reject\/no/);
+      await expect(send(message([textPart('maybe later')], waiting.id))).rejects.toThrow(
+        /answer with a data part \{"approved": true\|false\} or text starting with approve\/yes or reject\/no/,
+      );
       await expect(send(message([dataPart({ approved: 'sure' })], waiting.id))).rejects.toThrow(/data part must be/);
       await expect(send(message([textPart('yes')], waiting.id, 'another-context'))).rejects.toThrow(/contextId mismatch/);
       expect((await client.getTask({ id: waiting.id, tenant: '' })).status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
@@ -209,7 +232,12 @@ describe('human approval over every protocol', () => {
       const waiting = await send(message([textPart('post it')]));
       await send(message([textPart('ok')], waiting.id));
       const states: TaskState[] = [];
-      for await (const event of client.sendMessageStream({ message: message([textPart('approve')], waiting.id), configuration: undefined, metadata: undefined, tenant: '' })) {
+      for await (const event of client.sendMessageStream({
+        message: message([textPart('approve')], waiting.id),
+        configuration: undefined,
+        metadata: undefined,
+        tenant: '',
+      })) {
         const payload = event.payload!;
         if (payload.$case === 'task') states.push(payload.value.status!.state);
         if (payload.$case === 'statusUpdate') states.push(payload.value.status!.state);
@@ -237,10 +265,16 @@ describe('human approval over every protocol', () => {
       const content = result.structuredContent as { status: string; approval: { approval_id: string; thread_id: string; message: string } };
       expect(content).toMatchObject({ status: 'input-required', approval: { node_name: 'approve', message: 'Publish it?' } });
       expect((result.content as Array<{ text: string }>)[0]!.text).toContain(content.approval.approval_id);
-      const listed = (await server.request('/api/v1/approvals')).body.approvals.find((a: { id: string }) => a.id === content.approval.approval_id);
+      const listed = (await server.request('/api/v1/approvals')).body.approvals.find(
+        (a: { id: string }) => a.id === content.approval.approval_id,
+      );
       expect(listed).toMatchObject({ source: 'mcp' });
 
-      const decide = (args: Record<string, unknown>) => mcp.callTool({ name: 'hangar.decide_approval', arguments: { agent: 'gatekeeper', thread_id: content.approval.thread_id, ...args } });
+      const decide = (args: Record<string, unknown>) =>
+        mcp.callTool({
+          name: 'hangar.decide_approval',
+          arguments: { agent: 'gatekeeper', thread_id: content.approval.thread_id, ...args },
+        });
       const next = await decide({ approval_id: content.approval.approval_id, approved: true, context: { by: 'mcp' } });
       const nextContent = next.structuredContent as typeof content;
       expect(nextContent).toMatchObject({ status: 'input-required', approval: { node_name: 'archive_ok' } });
@@ -282,7 +316,11 @@ describe('human approval over every protocol', () => {
     });
 
     it('a rejection (accept without approved, or decline) ends the run with the reason; cancel leaves it waiting', async () => {
-      const { client } = await elicitingClient([{ action: 'accept', content: { approved: false, reason: 'not today' } }, { action: 'decline' }, { action: 'cancel' }]);
+      const { client } = await elicitingClient([
+        { action: 'accept', content: { approved: false, reason: 'not today' } },
+        { action: 'decline' },
+        { action: 'cancel' },
+      ]);
       try {
         const rejected = await client.callTool({ name: 'gatekeeper', arguments: { message: 'post it' } });
         expect(rejected.structuredContent).toMatchObject({ status: 'rejected', reason: 'not today' });
@@ -304,7 +342,9 @@ describe('human approval over every protocol', () => {
         expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('latecomer');
         await watching.write('agents/latecomer.ts', agentSource(`{ run: async () => 'late' }`));
         await eventually(async () => (await client.listTools()).tools.some((t) => t.name === 'latecomer'));
-        expect((await client.callTool({ name: 'latecomer', arguments: { message: 'hi' } })).structuredContent).toMatchObject({ response: 'late' });
+        expect((await client.callTool({ name: 'latecomer', arguments: { message: 'hi' } })).structuredContent).toMatchObject({
+          response: 'late',
+        });
       } finally {
         await client.close();
         await watching.stop();
@@ -376,7 +416,9 @@ describe('approvals of several principals', () => {
       jsonrpc: '2.0',
       id: 1,
       method: 'message/send',
-      params: { message: { kind: 'message', messageId: 'm', role: 'user', taskId: submitted.body.id, parts: [{ kind: 'text', text: 'approve' }] } },
+      params: {
+        message: { kind: 'message', messageId: 'm', role: 'user', taskId: submitted.body.id, parts: [{ kind: 'text', text: 'approve' }] },
+      },
     });
     expect(reply.body.error.code).toBe(-32001);
     expect((await alice.get(`/api/v1/tasks/${submitted.body.id}`)).body.status).toBe('input-required');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Role, type Message } from '@a2a-js/sdk';
+import { type Message, Role } from '@a2a-js/sdk';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -24,18 +24,30 @@ describe('JSON-RPC errors and invocation logs', () => {
   afterAll(() => server.stop());
 
   const raw = (path: string, body: string | undefined, contentType?: string, accept?: string) =>
-    server.request(path, { method: 'POST', body, headers: { ...(contentType ? { 'content-type': contentType } : {}), ...(accept ? { accept } : {}) } });
+    server.request(path, {
+      method: 'POST',
+      body,
+      headers: { ...(contentType ? { 'content-type': contentType } : {}), ...(accept ? { accept } : {}) },
+    });
 
   it('JSON that does not parse is a -32700 parse error with HTTP 200 and id null', async () => {
     const res = await raw('/api/v1/echo/a2a', '{"jsonrpc": "2.0", "method": ', 'application/json');
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700, message: expect.stringMatching(/^Parse error: request body is not valid JSON/) } });
+    expect(res.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32700, message: expect.stringMatching(/^Parse error: request body is not valid JSON/) },
+    });
   });
 
   it('a body that is not a request is -32600 naming the problem', async () => {
     const plain = await raw('/api/v1/echo/a2a', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send' }), 'text/plain');
     expect(plain.status).toBe(200);
-    expect(plain.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('application/json') } });
+    expect(plain.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: expect.stringContaining('application/json') },
+    });
     expect(plain.body.error.message).not.toMatch(/undefined/);
 
     const none = await raw('/api/v1/echo/a2a', undefined, 'application/json');
@@ -47,7 +59,15 @@ describe('JSON-RPC errors and invocation logs', () => {
     const noVersion = await raw('/api/v1/echo/a2a', JSON.stringify({ id: 4, method: 'message/send' }), 'application/json');
     expect(noVersion.body).toMatchObject({ id: 4, error: { code: -32600, message: expect.stringContaining('request.jsonrpc') } });
     // An unknown agent is still the platform's 404: there is no endpoint to speak JSON-RPC.
-    expect((await raw('/api/v1/ghost/a2a', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }), 'application/json')).status).toBe(404);
+    expect(
+      (
+        await raw(
+          '/api/v1/ghost/a2a',
+          JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }),
+          'application/json',
+        )
+      ).status,
+    ).toBe(404);
   });
 
   it('MCP answers JSON that does not parse with -32700, HTTP 400 as the MCP SDK does', async () => {
@@ -73,7 +93,12 @@ describe('JSON-RPC errors and invocation logs', () => {
       referenceTaskIds: [],
     });
     await client.sendMessage({ message: message('logged send'), configuration: undefined, metadata: undefined, tenant: '' });
-    for await (const _event of client.sendMessageStream({ message: message('logged stream'), configuration: undefined, metadata: undefined, tenant: '' })) {
+    for await (const _event of client.sendMessageStream({
+      message: message('logged stream'),
+      configuration: undefined,
+      metadata: undefined,
+      tenant: '',
+    })) {
       // drain
     }
     await expect(client.getTask({ id: 'nope', tenant: '' })).rejects.toThrow(/not found/);
@@ -87,9 +112,14 @@ describe('JSON-RPC errors and invocation logs', () => {
     const logs = await eventually(async () => {
       const { body } = await server.request('/api/v1/logs?resource=agent&limit=50');
       const ops = body.logs.map((l: { operation: string }) => l.operation);
-      return ['a2a:message/send', 'a2a:message/stream', 'a2a:tasks/get', 'mcp'].every((op) => ops.includes(op)) && ops.filter((o: string) => o === 'mcp').length >= 2 && body.logs;
+      return (
+        ['a2a:message/send', 'a2a:message/stream', 'a2a:tasks/get', 'mcp'].every((op) => ops.includes(op)) &&
+        ops.filter((o: string) => o === 'mcp').length >= 2 &&
+        body.logs
+      );
     });
-    const find = (op: string, name = 'echo') => logs.find((l: { operation: string; name: string }) => l.operation === op && l.name === name);
+    const find = (op: string, name = 'echo') =>
+      logs.find((l: { operation: string; name: string }) => l.operation === op && l.name === name);
     expect(find('a2a:message/send')).toMatchObject({ status: 'ok', http_status: 200 });
     expect(JSON.stringify(find('a2a:message/send').input)).toContain('logged send');
     expect(JSON.stringify(find('a2a:message/send').output)).toContain('echo: logged send');

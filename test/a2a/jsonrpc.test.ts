@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Message, type Task } from '@a2a-js/sdk';
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
+import { type Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 
@@ -70,13 +70,21 @@ describe('A2A JSON-RPC binding with the official SDK client', () => {
       capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: true },
     });
     const hangarCard = await server.request('/api/v1/echo/card');
-    expect(hangarCard.body.endpoints).toMatchObject({ a2a_jsonrpc: '/api/v1/echo/a2a', a2a_card: '/api/v1/echo/.well-known/agent-card.json' });
+    expect(hangarCard.body.endpoints).toMatchObject({
+      a2a_jsonrpc: '/api/v1/echo/a2a',
+      a2a_card: '/api/v1/echo/.well-known/agent-card.json',
+    });
     expect((await server.request('/api/v1/ghost/.well-known/agent-card.json')).status).toBe(404);
   });
 
   it('discovers the agent and sends a message: the answer comes back as a completed task', async () => {
     const client = await clientFor(server, 'echo');
-    const result = (await client.sendMessage({ message: userMessage('ping'), configuration: undefined, metadata: undefined, tenant: '' })) as Task;
+    const result = (await client.sendMessage({
+      message: userMessage('ping'),
+      configuration: undefined,
+      metadata: undefined,
+      tenant: '',
+    })) as Task;
     expect(result.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(textOf(result)).toEqual(['echo: ping']);
     // The same task is on the shared board and on the spec's A2A routes.
@@ -93,7 +101,12 @@ describe('A2A JSON-RPC binding with the official SDK client', () => {
     const kinds: string[] = [];
     let final: unknown;
     let answer: string | undefined;
-    for await (const event of client.sendMessageStream({ message: userMessage('stream me'), configuration: undefined, metadata: undefined, tenant: '' })) {
+    for await (const event of client.sendMessageStream({
+      message: userMessage('stream me'),
+      configuration: undefined,
+      metadata: undefined,
+      tenant: '',
+    })) {
       const payload = event.payload!;
       kinds.push(payload.$case);
       if (payload.$case === 'artifactUpdate') {
@@ -135,7 +148,12 @@ describe('A2A JSON-RPC binding with the official SDK client', () => {
 
     // A second task, cancelled while the agent works.
     g.__rpcWaiter = undefined;
-    const second = (await client.sendMessage({ message: userMessage('two'), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true }, metadata: undefined, tenant: '' })) as Task;
+    const second = (await client.sendMessage({
+      message: userMessage('two'),
+      configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+      metadata: undefined,
+      tenant: '',
+    })) as Task;
     await eventually(() => g.__rpcWaiter);
     const canceled = await client.cancelTask({ id: second.id, tenant: '', metadata: undefined } as never);
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
@@ -147,8 +165,14 @@ describe('A2A JSON-RPC binding with the official SDK client', () => {
   it('answers protocol errors: unknown task, another agent’s task, no text, unknown method', async () => {
     const rpc = (agent: string, method: string, params: unknown) =>
       server.request(`/api/v1/${agent}/a2a`, { method: 'POST', json: { jsonrpc: '2.0', id: 7, method, params } });
-    expect((await rpc('echo', 'tasks/get', { id: 'nope' })).body).toEqual({ jsonrpc: '2.0', id: 7, error: { code: -32001, message: 'task nope not found' } });
-    const sent = await rpc('echo', 'message/send', { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } });
+    expect((await rpc('echo', 'tasks/get', { id: 'nope' })).body).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      error: { code: -32001, message: 'task nope not found' },
+    });
+    const sent = await rpc('echo', 'message/send', {
+      message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] },
+    });
     expect(sent.body.result).toMatchObject({ kind: 'task', status: { state: 'completed' }, history: [{ messageId: 'm1', role: 'user' }] });
     expect((await rpc('waiter', 'tasks/get', { id: sent.body.result.id })).body.error.code).toBe(-32001);
     const empty = await rpc('echo', 'message/send', { message: { role: 'user', parts: [{ kind: 'text', text: ' ' }] } });
@@ -169,7 +193,12 @@ describe('A2A JSON-RPC without the task subsystem', () => {
 
   it('message/send answers with a message; task methods say tracking needs a storage backend', async () => {
     const client = await clientFor(server, 'echo');
-    const reply = (await client.sendMessage({ message: userMessage('untracked'), configuration: undefined, metadata: undefined, tenant: '' })) as Message;
+    const reply = (await client.sendMessage({
+      message: userMessage('untracked'),
+      configuration: undefined,
+      metadata: undefined,
+      tenant: '',
+    })) as Message;
     const texts = reply.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
     expect(texts).toEqual(['echo: untracked']);
     await expect(client.getTask({ id: 'x', tenant: '' })).rejects.toThrow(/task tracking requires a storage backend/);

@@ -17,7 +17,13 @@ function rawPost(url: string, host: string, body: unknown): Promise<{ status: nu
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { hostname, port, path: '/mcp', method: 'POST', headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } },
+      {
+        hostname,
+        port,
+        path: '/mcp',
+        method: 'POST',
+        headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      },
       (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
@@ -76,7 +82,12 @@ describe('MCP at /mcp with the official SDK client', () => {
   });
 
   it('refuses a request whose Host is not this server (DNS rebinding)', async () => {
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    };
     const evil = await rawPost(server.url, 'evil.example:80', init);
     expect(evil.status).toBe(403);
     const own = await rawPost(server.url, `127.0.0.1:${server.port}`, init);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
+import { type Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 
@@ -11,7 +11,9 @@ import { agentSource, eventually, startTestServer, type TestServer } from '../su
  * endpoint and sees the same tasks.
  */
 const files = {
-  'agents/echo.ts': agentSource(`{ description: 'Echoes the query', run: async (input, ctx) => { ctx.step('echoed'); return 'echo: ' + input.query; } }`),
+  'agents/echo.ts': agentSource(
+    `{ description: 'Echoes the query', run: async (input, ctx) => { ctx.step('echoed'); return 'echo: ' + input.query; } }`,
+  ),
   'agents/waiter.ts': agentSource(`{
     run: (input, ctx) => new Promise((resolve, reject) => {
       (globalThis as any).__v1Waiter = () => resolve('released');
@@ -31,15 +33,27 @@ const g = globalThis as { __v1Waiter?: () => void };
 
 const text = (value: string) => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' }) as Part;
 function message(value: string, taskId = '', contextId = ''): Message {
-  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_USER, parts: [text(value)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_USER,
+    parts: [text(value)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 const request = (m: Message, returnImmediately = false) => ({
   message: m,
-  configuration: returnImmediately ? { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } : undefined,
+  configuration: returnImmediately
+    ? { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true }
+    : undefined,
   metadata: undefined,
   tenant: '',
 });
-const answers = (task: Task) => task.artifacts.flatMap((a) => a.parts).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
+const answers = (task: Task) =>
+  task.artifacts.flatMap((a) => a.parts).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
 
 describe('A2A v1.0 with the official SDK client in its default configuration', () => {
   let server: TestServer;
@@ -67,7 +81,16 @@ describe('A2A v1.0 with the official SDK client in its default configuration', (
     const fetched = await client.getTask({ id: task.id, tenant: '', historyLength: undefined });
     expect(fetched).toMatchObject({ id: task.id, contextId: task.contextId });
     expect(fetched.history[0]!.role).toBe(Role.ROLE_USER);
-    const listed = await client.listTasks({ tenant: '', contextId: task.contextId, status: 0, pageSize: undefined, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined } as never);
+    const listed = await client.listTasks({
+      tenant: '',
+      contextId: task.contextId,
+      status: 0,
+      pageSize: undefined,
+      pageToken: '',
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+      includeArtifacts: undefined,
+    } as never);
     expect(listed.tasks.map((t) => t.id)).toEqual([task.id]);
     expect(listed.totalSize).toBe(1);
   });
@@ -156,7 +179,12 @@ describe('A2A v1.0 with the official SDK client in its default configuration', (
   it('serves the workspace card at the host root; the default client created from the host reaches an agent through /a2a by tenant', async () => {
     const card = (await server.request('/.well-known/agent-card.json')).body;
     expect(card.skills.map((s: { id: string }) => s.id).sort()).toEqual(['echo', 'gatekeeper', 'waiter']);
-    expect(card.supportedInterfaces).toContainEqual({ url: `${server.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: 'echo' });
+    expect(card.supportedInterfaces).toContainEqual({
+      url: `${server.url}/a2a`,
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+      tenant: 'echo',
+    });
     // The SDK picks the last 1.0 interface; whichever agent that is answers through the root endpoint.
     const chosen = card.supportedInterfaces.at(-1).tenant as string;
     const client = await new ClientFactory().createFromUrl(server.url);
@@ -165,19 +193,30 @@ describe('A2A v1.0 with the official SDK client in its default configuration', (
     expect(board.body.target).toBe(chosen);
     await client.cancelTask({ id: task.id, tenant: '', metadata: undefined } as never).catch(() => undefined); // whatever it is, leave nothing running
 
-    const rpc = (params: unknown) => server.request('/a2a', { method: 'POST', json: { jsonrpc: '2.0', id: 5, method: 'SendMessage', params } });
+    const rpc = (params: unknown) =>
+      server.request('/a2a', { method: 'POST', json: { jsonrpc: '2.0', id: 5, method: 'SendMessage', params } });
     const viaTenant = await rpc({ tenant: 'echo', message: { messageId: 'r1', role: 'ROLE_USER', parts: [{ text: 'by tenant' }] } });
     expect(viaTenant.body.result.task.artifacts[0].parts[0]).toEqual({ text: 'echo: by tenant' });
     const unknown = await rpc({ tenant: 'ghost', message: { messageId: 'r2', role: 'ROLE_USER', parts: [{ text: 'x' }] } });
-    expect(unknown.body).toMatchObject({ jsonrpc: '2.0', id: 5, error: { code: -32602, message: expect.stringMatching(/^params\.tenant: no agent "ghost" \(one of: /) } });
+    expect(unknown.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: 5,
+      error: { code: -32602, message: expect.stringMatching(/^params\.tenant: no agent "ghost" \(one of: /) },
+    });
   });
 
   it('answers v1.0 and v0.3 method names on the wire in their own shapes', async () => {
-    const rpc = (method: string, params: unknown) => server.request('/api/v1/echo/a2a', { method: 'POST', json: { jsonrpc: '2.0', id: 1, method, params } });
+    const rpc = (method: string, params: unknown) =>
+      server.request('/api/v1/echo/a2a', { method: 'POST', json: { jsonrpc: '2.0', id: 1, method, params } });
     const v1 = await rpc('SendMessage', { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'wire' }] } });
-    expect(v1.body.result.task).toMatchObject({ status: { state: 'TASK_STATE_COMPLETED' }, history: [{ role: 'ROLE_USER', parts: [{ text: 'wire' }] }] });
+    expect(v1.body.result.task).toMatchObject({
+      status: { state: 'TASK_STATE_COMPLETED' },
+      history: [{ role: 'ROLE_USER', parts: [{ text: 'wire' }] }],
+    });
     expect(v1.body.result.task.kind).toBeUndefined();
-    const v03 = await rpc('message/send', { message: { kind: 'message', messageId: 'm2', role: 'user', parts: [{ kind: 'text', text: 'wire' }] } });
+    const v03 = await rpc('message/send', {
+      message: { kind: 'message', messageId: 'm2', role: 'user', parts: [{ kind: 'text', text: 'wire' }] },
+    });
     expect(v03.body.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
     expect((await rpc('ListTasks', { status: 'TASK_STATE_NOPE' })).body.error.code).toBe(-32602);
   });

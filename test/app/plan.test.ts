@@ -25,12 +25,17 @@ describe('the set-up order computed from provides and depends', () => {
   });
 
   it('orders after an optional dependency when it is present, and runs without it when it is not', () => {
-    expect(names(planSubsystems([sub('plugins', { uses: ['invocations'] }), sub('logs', { provides: ['invocations'] })]))).toEqual(['logs', 'plugins']);
+    expect(names(planSubsystems([sub('plugins', { uses: ['invocations'] }), sub('logs', { provides: ['invocations'] })]))).toEqual([
+      'logs',
+      'plugins',
+    ]);
     expect(names(planSubsystems([sub('plugins', { uses: ['invocations'] })]))).toEqual(['plugins']);
   });
 
   it('refuses a dependency nobody provides, naming both', () => {
-    expect(() => planSubsystems([sub('pipelines', { depends: ['tasks'] })])).toThrow(new WiringError('pipelines depends on "tasks", which no subsystem provides'));
+    expect(() => planSubsystems([sub('pipelines', { depends: ['tasks'] })])).toThrow(
+      new WiringError('pipelines depends on "tasks", which no subsystem provides'),
+    );
   });
 
   it('accepts what the composition root provides itself', () => {
@@ -38,11 +43,18 @@ describe('the set-up order computed from provides and depends', () => {
   });
 
   it('refuses a service provided twice', () => {
-    expect(() => planSubsystems([sub('a', { provides: ['tasks'] }), sub('b', { provides: ['tasks'] })])).toThrow('service "tasks" is provided by both a and b');
+    expect(() => planSubsystems([sub('a', { provides: ['tasks'] }), sub('b', { provides: ['tasks'] })])).toThrow(
+      'service "tasks" is provided by both a and b',
+    );
   });
 
   it('refuses a cycle, naming its members', () => {
-    const cycle = () => planSubsystems([sub('agents', { provides: ['agents'], depends: ['tasks'] }), sub('tasks', { provides: ['tasks'], depends: ['agents'] }), sub('ui')]);
+    const cycle = () =>
+      planSubsystems([
+        sub('agents', { provides: ['agents'], depends: ['tasks'] }),
+        sub('tasks', { provides: ['tasks'], depends: ['agents'] }),
+        sub('ui'),
+      ]);
     expect(cycle).toThrow(WiringError);
     expect(cycle).toThrow(/cycle: agents → tasks|cycle: agents, tasks/);
   });

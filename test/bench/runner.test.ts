@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { evaluate } from '../../bench/lib/figures.mjs';
-import { markdownTable, mergeResults, replaceTable, TABLE_END, TABLE_START, type Results } from '../../bench/lib/results.mjs';
+import { markdownTable, mergeResults, type Results, replaceTable, TABLE_END, TABLE_START } from '../../bench/lib/results.mjs';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const fixtures = path.join(repo, 'test', 'fixtures', 'bench');
@@ -23,7 +23,9 @@ async function temp(): Promise<string> {
 
 /** Runs bench/run.mjs on the fixture folder; resolves with its exit code, output and results. */
 async function runner(filter: string, out: string) {
-  const result = await run(process.execPath, [path.join(repo, 'bench', 'run.mjs'), '--dir', fixtures, '--out', out, filter], { cwd: repo }).then(
+  const result = await run(process.execPath, [path.join(repo, 'bench', 'run.mjs'), '--dir', fixtures, '--out', out, filter], {
+    cwd: repo,
+  }).then(
     (r) => ({ code: 0, stdout: r.stdout }),
     (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }),
   );
@@ -42,7 +44,15 @@ describe('npm run bench (bench/run.mjs)', () => {
     expect(summary).toMatch(/MISS\s+misses-target\s+fixture: twice the baseline\s+20 req\/s\s+2\s+≤ 1×/);
     expect(summary).toMatch(/PASS\s+misses-target\s+fixture: within target/);
     const miss = results.figures.find((f: { name: string }) => f.name === 'fixture: twice the baseline');
-    expect(miss).toMatchObject({ bench: 'misses-target.mjs', value: 20, unit: 'req/s', baseline: { label: 'bare', value: 10 }, ratio: 2, pass: false, target: { text: '≤ 1×' } });
+    expect(miss).toMatchObject({
+      bench: 'misses-target.mjs',
+      value: 20,
+      unit: 'req/s',
+      baseline: { label: 'bare', value: 10 },
+      ratio: 2,
+      pass: false,
+      target: { text: '≤ 1×' },
+    });
     expect(miss.machine).toMatchObject({ cpus: os.availableParallelism(), node: process.version });
     expect(Date.parse(miss.date)).toBeGreaterThan(Date.now() - 60_000);
     expect(miss.revision.commit).toMatch(/^[0-9a-f]{7,}$/);
@@ -76,20 +86,33 @@ describe('npm run bench (bench/run.mjs)', () => {
     const out = await temp();
     await runner('misses', out);
     const { results } = await runner('meets', out);
-    expect(results.figures.map((f: { bench: string }) => f.bench)).toEqual(['meets-target.bench.mjs', 'meets-target.bench.mjs', 'misses-target.mjs', 'misses-target.mjs']);
+    expect(results.figures.map((f: { bench: string }) => f.bench)).toEqual([
+      'meets-target.bench.mjs',
+      'meets-target.bench.mjs',
+      'misses-target.mjs',
+      'misses-target.mjs',
+    ]);
   });
 
   it('keeps one figure per name: the last recorded, when a benchmark recorded one twice', () => {
     const figure = (name: string, value: number) => ({ bench: 'a.bench.ts', name, value }) as never;
-    const merged = mergeResults({ schema: 1, updated: '', figures: [] } as never, { benches: ['a.bench.ts'], date: 'd', figures: [figure('x', 1), figure('y', 2), figure('x', 3)] } as never);
-    expect(merged.figures.map((f: { name: string; value: number }) => [f.name, f.value])).toEqual([['x', 3], ['y', 2]]);
+    const merged = mergeResults(
+      { schema: 1, updated: '', figures: [] } as never,
+      { benches: ['a.bench.ts'], date: 'd', figures: [figure('x', 1), figure('y', 2), figure('x', 3)] } as never,
+    );
+    expect(merged.figures.map((f: { name: string; value: number }) => [f.name, f.value])).toEqual([
+      ['x', 3],
+      ['y', 2],
+    ]);
   });
 });
 
 describe('npm run bench -- --profile NAME', () => {
   it('writes a .cpuprofile of the benchmark process and of each server process it starts', async () => {
     const out = await temp();
-    await run(process.execPath, [path.join(repo, 'bench', 'run.mjs'), '--dir', fixtures, '--out', out, '--profile', 'starts-server'], { cwd: repo });
+    await run(process.execPath, [path.join(repo, 'bench', 'run.mjs'), '--dir', fixtures, '--out', out, '--profile', 'starts-server'], {
+      cwd: repo,
+    });
     // Figures slowed by the profiler stay out of the latest results.
     expect(existsSync(path.join(out, 'results.json'))).toBe(false);
     const [stamp] = await readdir(path.join(out, 'profiles'));
@@ -106,8 +129,24 @@ describe('npm run bench -- --profile NAME', () => {
 describe('a figure', () => {
   it('passes by its target on the value or on the ratio to its baseline, and by every extra condition', () => {
     expect(evaluate({ name: 'a', value: 4, unit: 'ms', target: { on: 'value', op: '<=', limit: 5, unit: 'ms' } }).pass).toBe(true);
-    expect(evaluate({ name: 'b', value: 30, unit: 'req/s', baseline: { label: 'bare', value: 100 }, target: { on: 'ratio', op: '>=', limit: 0.4 } })).toMatchObject({ ratio: 0.3, pass: false });
-    expect(evaluate({ name: 'c', value: 4, unit: 'ms', target: { on: 'value', op: '<=', limit: 5 }, also: [{ label: 'every event delivered', pass: false }] }).pass).toBe(false);
+    expect(
+      evaluate({
+        name: 'b',
+        value: 30,
+        unit: 'req/s',
+        baseline: { label: 'bare', value: 100 },
+        target: { on: 'ratio', op: '>=', limit: 0.4 },
+      }),
+    ).toMatchObject({ ratio: 0.3, pass: false });
+    expect(
+      evaluate({
+        name: 'c',
+        value: 4,
+        unit: 'ms',
+        target: { on: 'value', op: '<=', limit: 5 },
+        also: [{ label: 'every event delivered', pass: false }],
+      }).pass,
+    ).toBe(false);
     expect(() => evaluate({ name: 'd', value: 1, unit: 'ms', target: { on: 'ratio', op: '<=', limit: 1 } })).toThrow(/needs a baseline/);
     expect(() => evaluate({ name: 'e', value: Number.NaN, unit: 'ms' })).toThrow(/must be a number/);
   });
@@ -175,7 +214,9 @@ describe('the README table (scripts/bench-table.mjs)', () => {
     expect(JSON.parse(await readFile(committed, 'utf8'))).toEqual(sample);
     await run(process.execPath, [script, '--check', '--readme', readme, '--committed', committed]);
     await writeFile(readme, text.replace('9748 req/s', '12000 req/s'));
-    await expect(run(process.execPath, [script, '--check', '--readme', readme, '--committed', committed])).rejects.toMatchObject({ code: 1 });
+    await expect(run(process.execPath, [script, '--check', '--readme', readme, '--committed', committed])).rejects.toMatchObject({
+      code: 1,
+    });
   });
 
   it('refuses a README without the markers', () => {

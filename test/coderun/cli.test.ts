@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { codeCli } from '../../core/app/cli/code.js';
-import { agentScript, approve, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
+import { API_TEAM, type CodeServer, git, makeRepo, startCodeServer, tearDownAfterEach } from './support/fixture.js';
+import { agentScript, approve, type ScriptedAnswer, type ScriptedModel, startScriptedModel, write } from './support/scripted-model.js';
 
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;
@@ -19,7 +19,20 @@ const planAnswer: ScriptedAnswer = {
       name: 'submit_plan',
       arguments: {
         summary: 'health route',
-        tasks: [{ id: 'T1', title: 'health route', description: 'add health()', role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: FILES, dependencies: [] }],
+        tasks: [
+          {
+            id: 'T1',
+            title: 'health route',
+            description: 'add health()',
+            role: 'developer',
+            squad: 'api',
+            acceptance: '',
+            criteria: [],
+            priority: 5,
+            files: FILES,
+            dependencies: [],
+          },
+        ],
         contract: [],
       },
     },
@@ -49,7 +62,17 @@ describe('hangar code run (CLI)', () => {
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM } });
 
     // No --session: the CLI reads the token the server wrote under <root>/.hangar.
-    const { code, out, err } = await runCli(['run', 'add a health route', '--repo', repo, '--approve', '--url', server.url, '--root', server.root]);
+    const { code, out, err } = await runCli([
+      'run',
+      'add a health route',
+      '--repo',
+      repo,
+      '--approve',
+      '--url',
+      server.url,
+      '--root',
+      server.root,
+    ]);
 
     expect(err).toEqual([]);
     expect(code).toBe(0);
@@ -69,7 +92,14 @@ describe('hangar code run (CLI)', () => {
     const integration = at(/^integration: green/);
     const finished = at(/^run succeeded: /);
     expect(at(/^plan: 1 task\(s\) — health route$/)).toBeLessThan(gateStop);
-    expect([gateStop < planLine, planLine < wave, wave < done, done < gate, gate < integration, integration < finished]).toEqual([true, true, true, true, true, true]);
+    expect([gateStop < planLine, planLine < wave, wave < done, done < gate, gate < integration, integration < finished]).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
     expect(out.at(-1)).toBe(`branch hangar/run-${id}; repairs found 0, resolved 0, restaffed 0, needs_human 0`);
     // The approval really came from the CLI: the run went through the gate and the task was committed.
     expect(git(repo, 'log', '--format=%s', `hangar/run-${id}`)).toMatch(/^T1: health route/m);

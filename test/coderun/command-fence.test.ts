@@ -9,13 +9,24 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { foreignChanges, foreignOwner, restore, snapshotForeign } from '../../core/coderun/command-fence.js';
-import { agentScript, approve, startScriptedModel, write, type Classified, type ScriptedModel } from './support/scripted-model.js';
-import { runFrames, API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { API_TEAM, type CodeServer, git, makeRepo, runFrames, startCodeServer, tearDownAfterEach, WEB_TEAM } from './support/fixture.js';
+import { agentScript, approve, type Classified, type ScriptedModel, startScriptedModel, write } from './support/scripted-model.js';
 
 const API = { id: 'api', owns: API_TEAM.owns };
 const WEB = { id: 'web', owns: WEB_TEAM.owns };
 const PAGE = `export const page = () => '<h1>health</h1>';\n`;
-const task = (id: string, squad: string, files: string[]) => ({ id, title: `task ${id}`, description: `do ${id}`, role: 'developer', squad, acceptance: '', criteria: [], priority: 5, files, dependencies: [] });
+const task = (id: string, squad: string, files: string[]) => ({
+  id,
+  title: `task ${id}`,
+  description: `do ${id}`,
+  role: 'developer',
+  squad,
+  acceptance: '',
+  criteria: [],
+  priority: 5,
+  files,
+  dependencies: [],
+});
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
@@ -32,7 +43,13 @@ async function until(check: () => boolean, what: string, timeoutMs = 15_000): Pr
 
 describe('the after-command fence (git snapshot around a command)', () => {
   it('finds changed, new and deleted files in foreign paths only and restores each as it was before', async () => {
-    const repo = await makeRepo({ 'src/web/a.mjs': 'a\n', 'src/web/gone.mjs': 'gone\n', 'src/web/dirty.mjs': 'committed\n', 'src/api/own.mjs': 'own\n', 'README.md': '# r\n' });
+    const repo = await makeRepo({
+      'src/web/a.mjs': 'a\n',
+      'src/web/gone.mjs': 'gone\n',
+      'src/web/dirty.mjs': 'committed\n',
+      'src/api/own.mjs': 'own\n',
+      'README.md': '# r\n',
+    });
     cleanup.push(repo);
     // Another team's uncommitted work from before the command: it must come back byte for byte.
     await writeFile(path.join(repo, 'src/web/dirty.mjs'), 'uncommitted work\n');
@@ -49,8 +66,17 @@ describe('the after-command fence (git snapshot around a command)', () => {
     await writeFile(path.join(repo, 'README.md'), 'nobody owns this\n');
 
     const changes = await foreignChanges(repo, API, [API, WEB], before);
-    expect(changes).toEqual(['src/web/a.mjs', 'src/web/dirty.mjs', 'src/web/gone.mjs', 'src/web/link.mjs', 'src/web/new.mjs'].map((p) => ({ path: p, owner: 'web' })));
-    await restore(repo, before, changes.map((c) => c.path));
+    expect(changes).toEqual(
+      ['src/web/a.mjs', 'src/web/dirty.mjs', 'src/web/gone.mjs', 'src/web/link.mjs', 'src/web/new.mjs'].map((p) => ({
+        path: p,
+        owner: 'web',
+      })),
+    );
+    await restore(
+      repo,
+      before,
+      changes.map((c) => c.path),
+    );
 
     expect(await readFile(path.join(repo, 'src/web/a.mjs'), 'utf8')).toBe('a\n');
     expect(await readFile(path.join(repo, 'src/web/dirty.mjs'), 'utf8')).toBe('uncommitted work\n');
@@ -74,7 +100,18 @@ describe('the after-command fence (git snapshot around a command)', () => {
     const command = `touch ${started} && sleep 1.5 && echo hacked > src/web/page.mjs && echo x > src/web/evil.mjs && mkdir -p src/api && echo own > src/api/gen.mjs && echo notes > notes.txt && echo all-ran`;
     const seen = (task: string, turn: number) => () => model!.requests.some((r) => r.kind === 'agent' && r.task === task && r.turn >= turn);
     model = await startScriptedModel(async (c: Classified) => {
-      if (c.kind === 'planner') return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [task('T1', 'api', ['src/api/a.mjs']), task('T2', 'web', ['src/web/page.mjs', 'src/web/other.mjs'])], contract: [] } }] };
+      if (c.kind === 'planner')
+        return {
+          tool_calls: [
+            {
+              name: 'submit_plan',
+              arguments: {
+                tasks: [task('T1', 'api', ['src/api/a.mjs']), task('T2', 'web', ['src/web/page.mjs', 'src/web/other.mjs'])],
+                contract: [],
+              },
+            },
+          ],
+        };
       if (c.kind === 'reviewer') return approve;
       if (c.task === 'T1') {
         // The command starts only once web has written its page (uncommitted, T2 still working).
@@ -103,7 +140,9 @@ describe('the after-command fence (git snapshot around a command)', () => {
     const t1Results = model.requests.filter((r) => r.kind === 'agent' && r.task === 'T1').at(-1)!.toolResults;
     // Its own path and an unowned one are left alone (and the whole command did run).
     expect(t1Results[0]).toMatch(/^exit 0\nall-ran\n/);
-    expect(t1Results[0]).toMatch(/reverted its writes outside your team's paths: src\/web\/evil.mjs \(team 'web'\), src\/web\/page.mjs \(team 'web'\)$/);
+    expect(t1Results[0]).toMatch(
+      /reverted its writes outside your team's paths: src\/web\/evil.mjs \(team 'web'\), src\/web\/page.mjs \(team 'web'\)$/,
+    );
 
     // web's page is its own bytes, restored over the command's, and its concurrent write is kept.
     const t2 = run.tasks[1];
@@ -131,7 +170,8 @@ describe('the after-command fence (git snapshot around a command)', () => {
       `(n=0; while [ ! -e ${go} ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; ` +
       `[ -e ${go} ] && mkdir -p src/web && echo late > src/web/late.mjs && touch ${done}) > /dev/null 2>&1 &`;
     model = await startScriptedModel(async (c: Classified) => {
-      if (c.kind === 'planner') return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [task('T1', 'api', ['src/api/a.mjs'])], contract: [] } }] };
+      if (c.kind === 'planner')
+        return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [task('T1', 'api', ['src/api/a.mjs'])], contract: [] } }] };
       if (c.kind === 'reviewer') return approve;
       if (c.turn === 1) {
         // Turn 1 is asked for only once the command returned and its per-command check ran: let the
@@ -150,7 +190,9 @@ describe('the after-command fence (git snapshot around a command)', () => {
       .split('\n')
       .filter((l) => l.startsWith('data: ') && l.includes('"fence_violation"'))
       .map((l) => JSON.parse(l.slice(6)));
-    expect(violations).toEqual([{ type: 'fence_violation', run: run.id, task: 'T1', team: 'api', owner: 'web', file: 'src/web/late.mjs', command: null }]);
+    expect(violations).toEqual([
+      { type: 'fence_violation', run: run.id, task: 'T1', team: 'api', owner: 'web', file: 'src/web/late.mjs', command: null },
+    ]);
     expect(git(repo, 'ls-tree', '-r', '--name-only', run.branch)).not.toMatch(/late/);
   }, 120_000);
 });

@@ -42,7 +42,7 @@ describe('normalising a line', () => {
     expect(normalizeLine('\u001b[31m✖ adds (12.5ms)\u001b[39m')).toBe('✖ adds (<dur>)');
     expect(normalizeLine('no tests ran in 0.76s')).toBe(normalizeLine('no tests ran in 0.77s'));
     expect(normalizeLine('2026-11-25T03:19:45.538Z started at 03:19:45')).toBe('<time> started at <time>');
-    expect(normalizeLine("at /tmp/hangar-repo-Ab12cd/src/a.mjs:12:5")).toBe('at <tmp>/src/a.mjs');
+    expect(normalizeLine('at /tmp/hangar-repo-Ab12cd/src/a.mjs:12:5')).toBe('at <tmp>/src/a.mjs');
     expect(normalizeLine('/var/folders/x1/abc/T/pytest-of-me/pytest-7/test_a0/f.py:3')).toBe('<tmp>/pytest-#/test_a0/f.py');
     expect(normalizeLine('/tmp/pytest-of-root/pytest-12/test_a0/f.py')).toBe('<tmp>/pytest-#/test_a0/f.py');
     expect(normalizeLine('connect ECONNREFUSED 127.0.0.1:40865')).toBe('connect ECONNREFUSED <addr>');
@@ -103,11 +103,16 @@ describe('failures by test id and assertion', () => {
     ].join('\n');
 
   it('node:test TAP (Node 22) and spec (Node 24): leaf failures with their assertion, stable across timings, ports and moved lines', () => {
-    expect(failures(tap('2.2', 40865)).map((f) => f.id)).toEqual(['<tmp>/test/a.test.mjs > health answers ok', '<tmp>/test/a.test.mjs > port']);
+    expect(failures(tap('2.2', 40865)).map((f) => f.id)).toEqual([
+      '<tmp>/test/a.test.mjs > health answers ok',
+      '<tmp>/test/a.test.mjs > port',
+    ]);
     expect(failures(tap('2.2', 40865))[1]!.message).toBe('connect ECONNREFUSED <addr>');
     expect(fp(tap('2.2', 40865))).toBe(fp(tap('9.7', 41002)));
     expect(failures(spec('2.2', 1)).map((f) => f.id)).toEqual(['test/a.test.mjs > health answers ok', 'test/a.test.mjs > port']);
-    expect(failures(spec('2.2', 1))[0]!.message).toBe('AssertionError [ERR_ASSERTION]: Expected values to be loosely deep-equal: | { ok: false }');
+    expect(failures(spec('2.2', 1))[0]!.message).toBe(
+      'AssertionError [ERR_ASSERTION]: Expected values to be loosely deep-equal: | { ok: false }',
+    );
     expect(fp(spec('2.2', 40865))).toBe(fp(spec('0.1', 40001, 9)));
     expect(fp(spec('2.2', 40865))).not.toBe(fp(spec('2.2', 40865).replace('ok: false', 'ok: null')));
   });
@@ -116,50 +121,67 @@ describe('failures by test id and assertion', () => {
     expect(failures('FAILED py/test_calc.py::test_total - assert <calc.Cart object at 0x7f449...\n1 failed, 1 passed in 0.93s')).toEqual([
       { id: 'FAILED py/test_calc.py::test_total', message: 'assert <calc.Cart object at 0x<addr>' },
     ]);
-    expect(failures('--- FAIL: TestAdd (0.00s)\n    add_test.go:8: got 3, want 4\nFAIL\texample.com/m\t0.002s')).toEqual([{ id: 'TestAdd', message: 'got 3, want 4' }]);
+    expect(failures('--- FAIL: TestAdd (0.00s)\n    add_test.go:8: got 3, want 4\nFAIL\texample.com/m\t0.002s')).toEqual([
+      { id: 'TestAdd', message: 'got 3, want 4' },
+    ]);
     expect(
-      failures("---- tests::adds stdout ----\n\nthread 'tests::adds' panicked at src/lib.rs:3:62:\nassertion `left == right` failed\n  left: 3\n right: 4\nnote: run with `RUST_BACKTRACE=1`"),
+      failures(
+        "---- tests::adds stdout ----\n\nthread 'tests::adds' panicked at src/lib.rs:3:62:\nassertion `left == right` failed\n  left: 3\n right: 4\nnote: run with `RUST_BACKTRACE=1`",
+      ),
     ).toEqual([{ id: 'tests::adds', message: 'assertion `left == right` failed | left: 3 | right: 4' }]);
-    expect(failures('  ● math › adds\n\n    expect(received).toBe(expected) // Object.is equality\n\n    Expected: 4\n    Received: 3\n\n      3 | test(')[0]).toEqual({
+    expect(
+      failures(
+        '  ● math › adds\n\n    expect(received).toBe(expected) // Object.is equality\n\n    Expected: 4\n    Received: 3\n\n      3 | test(',
+      )[0],
+    ).toEqual({
       id: 'math › adds',
       message: 'expect(received).toBe(expected) // Object.is equality | Expected: 4 | Received: 3',
     });
     expect(failures(' FAIL  test/sum.test.ts > math > adds\nAssertionError: expected 3 to be 4 // Object.is equality')).toEqual([
       { id: 'test/sum.test.ts > math > adds', message: 'AssertionError: expected 3 to be 4 // Object.is equality' },
     ]);
-    expect(failures('FAIL: test_add (tests.test_calc.T.test_add)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File "/w/tests/test_calc.py", line 6, in test_add\nAssertionError: 3 != 4\n\n----------------------------------------------------------------------')).toEqual([
-      { id: 'FAIL test_add (tests.test_calc.T.test_add)', message: 'AssertionError: 3 != 4' },
-    ]);
+    expect(
+      failures(
+        'FAIL: test_add (tests.test_calc.T.test_add)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File "/w/tests/test_calc.py", line 6, in test_add\nAssertionError: 3 != 4\n\n----------------------------------------------------------------------',
+      ),
+    ).toEqual([{ id: 'FAIL test_add (tests.test_calc.T.test_add)', message: 'AssertionError: 3 != 4' }]);
   });
 
   it('without a named failing test, stands in the failing lines with every number out (the raw tail made every run new)', () => {
     // No line names a test: the old fingerprint hashed the raw tail, timings included.
-    expect(fp('lint: 3 problems in 0.76s\nsee report.txt', 'npm run check')).toBe(fp('lint: 3 problems in 0.77s\nsee report.txt', 'npm run check'));
+    expect(fp('lint: 3 problems in 0.76s\nsee report.txt', 'npm run check')).toBe(
+      fp('lint: 3 problems in 0.77s\nsee report.txt', 'npm run check'),
+    );
     expect(fp('boom\nError: broken at 2026-11-25T03:19:45Z pid 4121')).toBe(fp('boom\nError: broken at 2026-11-25T04:01:02Z pid 977'));
     expect(defectKey('Error: x')).not.toBe(defectKey('Error: y'));
   });
 
   it('sums test counts over several summaries (cargo binaries, chained commands)', () => {
-    const cargo = 'running 1 test\ntest tests::adds ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored\n\n   Doc-tests calc\n\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored';
+    const cargo =
+      'running 1 test\ntest tests::adds ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored\n\n   Doc-tests calc\n\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored';
     expect(tally(cargo)).toEqual({ ran: 1, failed: 0 });
     expect(tally('# tests 2\n# fail 0\n...\n# tests 3\n# fail 1')).toEqual({ ran: 5, failed: 1 });
   });
 });
 
 describe('the same defect run twice for real', () => {
-  it.skipIf(!pytestOk.ok)(`pytest: an object repr with a new address each run is the same defect${pytestOk.ok ? '' : ` (${pytestOk.reason})`}`, async () => {
-    const dir = await folder({ 'py/test_cart.py': 'class Cart:\n    pass\n\ndef test_total():\n    assert Cart() == 3\n' });
-    const runs = await Promise.all([0, 1].map(() => runCommand('python3 -m pytest -q py', { cwd: dir, timeoutMs: 60_000 })));
-    const addresses = runs.map((r) => /0x[0-9a-f]+/.exec(r.output)?.[0]);
-    expect(addresses[0]).toBeDefined();
-    expect(fp(runs[0]!.output, 'python3 -m pytest -q py')).toBe(fp(runs[1]!.output, 'python3 -m pytest -q py'));
-    await writeFile(path.join(dir, 'py/test_cart.py'), 'class Cart:\n    pass\n\ndef test_total():\n    assert 1 == 3\n');
-    const other = await runCommand('python3 -m pytest -q py', { cwd: dir, timeoutMs: 60_000 });
-    expect(fp(other.output, 'python3 -m pytest -q py')).not.toBe(fp(runs[0]!.output, 'python3 -m pytest -q py'));
-  });
+  it.skipIf(!pytestOk.ok)(
+    `pytest: an object repr with a new address each run is the same defect${pytestOk.ok ? '' : ` (${pytestOk.reason})`}`,
+    async () => {
+      const dir = await folder({ 'py/test_cart.py': 'class Cart:\n    pass\n\ndef test_total():\n    assert Cart() == 3\n' });
+      const runs = await Promise.all([0, 1].map(() => runCommand('python3 -m pytest -q py', { cwd: dir, timeoutMs: 60_000 })));
+      const addresses = runs.map((r) => /0x[0-9a-f]+/.exec(r.output)?.[0]);
+      expect(addresses[0]).toBeDefined();
+      expect(fp(runs[0]!.output, 'python3 -m pytest -q py')).toBe(fp(runs[1]!.output, 'python3 -m pytest -q py'));
+      await writeFile(path.join(dir, 'py/test_cart.py'), 'class Cart:\n    pass\n\ndef test_total():\n    assert 1 == 3\n');
+      const other = await runCommand('python3 -m pytest -q py', { cwd: dir, timeoutMs: 60_000 });
+      expect(fp(other.output, 'python3 -m pytest -q py')).not.toBe(fp(runs[0]!.output, 'python3 -m pytest -q py'));
+    },
+  );
 
   it('node:test: a failure naming a random port and a new temp folder each run is the same defect', async () => {
-    const test = "import test from 'node:test';\ntest('calls the api', () => { throw new Error(`connect ECONNREFUSED 127.0.0.1:${40000 + Math.floor(Math.random() * 9000)} from ${process.cwd()}`); });\n";
+    const test =
+      "import test from 'node:test';\ntest('calls the api', () => { throw new Error(`connect ECONNREFUSED 127.0.0.1:${40000 + Math.floor(Math.random() * 9000)} from ${process.cwd()}`); });\n";
     const outputs: string[] = [];
     for (let i = 0; i < 2; i++) {
       const dir = await folder({ 'package.json': '{"type":"module"}', 'test/api.test.mjs': test });

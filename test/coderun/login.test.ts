@@ -41,7 +41,9 @@ describe('login links on a loopback server without tokens', () => {
   it('refuses a code it never minted (an earlier launch) and a malformed body', async () => {
     const foreign = await exchange(server, 'f'.repeat(64));
     expect(foreign.status).toBe(401);
-    expect(foreign.body.detail).toMatch(/^this login link is not valid for this server \(links end when Hangar restarts\); read the session token in \.hangar\/code-session\.json/);
+    expect(foreign.body.detail).toMatch(
+      /^this login link is not valid for this server \(links end when Hangar restarts\); read the session token in \.hangar\/code-session\.json/,
+    );
     const missing = await server.request('/api/login', { method: 'POST', json: {} });
     expect(missing.status).toBe(422);
     expect(missing.body.detail).toMatch(/^body\.code: /);
@@ -91,7 +93,10 @@ describe('login links on a server with API tokens', () => {
   it('hands over the bearer token a link was minted with, never another', async () => {
     const session = await sessionOf(server);
     expect((await server.request('/api/login/links', { method: 'POST', headers: { 'x-hangar-session': session } })).status).toBe(401);
-    const minted = await server.request('/api/login/links', { method: 'POST', headers: { 'x-hangar-session': session, authorization: 'Bearer alice-secret-token' } });
+    const minted = await server.request('/api/login/links', {
+      method: 'POST',
+      headers: { 'x-hangar-session': session, authorization: 'Bearer alice-secret-token' },
+    });
     expect(minted.status).toBe(201);
     const answer = await exchange(server, minted.body.code);
     expect(answer.body).toEqual({ session, token: 'alice-secret-token' });
@@ -101,10 +106,15 @@ describe('login links on a server with API tokens', () => {
 describe('login link lifetime', () => {
   it('expires an unused code after 24 hours', () => {
     let now = 1_000_000;
-    const links = new LoginLinks(() => 'session', () => now);
+    const links = new LoginLinks(
+      () => 'session',
+      () => now,
+    );
     const { code } = links.mint();
     now += 24 * 3600_000;
-    expect(() => links.exchange(code)).toThrow(/this login link has expired \(links last 24 hours\); read the session token in \.hangar\/code-session\.json/);
+    expect(() => links.exchange(code)).toThrow(
+      /this login link has expired \(links last 24 hours\); read the session token in \.hangar\/code-session\.json/,
+    );
   });
 
   it('settles `used` when the page exchanges the code, which is how the window knows it loaded', async () => {

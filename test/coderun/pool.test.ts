@@ -5,10 +5,21 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AgentPool } from '../../core/coderun/pool.js';
-import { agentScript, barrier, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
+import { API_TEAM, type CodeServer, makeRepo, startCodeServer, tearDownAfterEach } from './support/fixture.js';
+import { agentScript, approve, barrier, type ScriptedModel, startScriptedModel, write } from './support/scripted-model.js';
 
-const task = (id: string, file: string) => ({ id, title: `task ${id}`, description: `do ${id}`, role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: [file], dependencies: [] });
+const task = (id: string, file: string) => ({
+  id,
+  title: `task ${id}`,
+  description: `do ${id}`,
+  role: 'developer',
+  squad: 'api',
+  acceptance: '',
+  criteria: [],
+  priority: 5,
+  files: [file],
+  dependencies: [],
+});
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
@@ -37,7 +48,10 @@ describe('agent pool sizing', () => {
           tool_calls: [
             {
               name: 'submit_plan',
-              arguments: { tasks: ['T1', 'T2', 'T3'].slice(0, round === 1 ? 2 : 3).map((id) => task(id, `src/api/${round}-${id}.mjs`)), contract: [] },
+              arguments: {
+                tasks: ['T1', 'T2', 'T3'].slice(0, round === 1 ? 2 : 3).map((id) => task(id, `src/api/${round}-${id}.mjs`)),
+                contract: [],
+              },
             },
           ],
         };

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { codeCli } from '../../core/app/cli/code.js';
 import { startTestServer } from '../support/server.js';
-import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, CODE_SUBSYSTEMS, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { API_TEAM, CODE_SUBSYSTEMS, type CodeServer, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM } from './support/fixture.js';
+import { agentScript, approve, type ScriptedModel, startScriptedModel, write } from './support/scripted-model.js';
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
@@ -35,12 +35,26 @@ describe('coding-run routes', () => {
     }
     expect((await server.api('/api/teams')).status).toBe(200);
     // Unknown paths and methods under a prefix are inside the guarded scope too: 401 first, then 404.
-    for (const [method, pathname] of [['DELETE', '/api/runs'], ['GET', '/api/composition'], ['POST', '/api/config/x']]) {
+    for (const [method, pathname] of [
+      ['DELETE', '/api/runs'],
+      ['GET', '/api/composition'],
+      ['POST', '/api/config/x'],
+    ]) {
       expect([method, pathname, (await server.request(pathname, { method })).status]).toEqual([method, pathname, 401]);
       expect([method, pathname, (await server.api(pathname, { method })).status]).toEqual([method, pathname, 404]);
     }
     const openapi = (await server.request('/openapi.json')).body;
-    expect(Object.keys(openapi.paths)).toEqual(expect.arrayContaining(['/api/runs', '/api/runs/latest', '/api/teams/{id}', '/api/teams/preselect', '/api/tasks/{id}', '/api/config', '/api/calibration']));
+    expect(Object.keys(openapi.paths)).toEqual(
+      expect.arrayContaining([
+        '/api/runs',
+        '/api/runs/latest',
+        '/api/teams/{id}',
+        '/api/teams/preselect',
+        '/api/tasks/{id}',
+        '/api/config',
+        '/api/calibration',
+      ]),
+    );
     // The token is generated per launch and handed over in a file only the user can read.
     const file = path.join(server.root, '.hangar', 'code-session.json');
     expect(JSON.parse(await readFile(file, 'utf8')).token).toBe(server.token);
@@ -51,11 +65,24 @@ describe('coding-run routes', () => {
   it('refuses read-only configuration keys over HTTP while loading them from the config file', async () => {
     server = await startCodeServer({ code: { mcp_servers: [{ name: 'fs' }], skills_dirs: ['skills'] } });
     const refused = await server.api('/api/config', { method: 'PUT', json: { mcp_servers: [], max_parallel: 3 } });
-    expect(refused).toMatchObject({ status: 422, body: { detail: 'mcp_servers is read-only over HTTP; set it under "code" in hangar.config.json', code: 'HANGAR_CODERUN_CONFIG_READ_ONLY' } });
+    expect(refused).toMatchObject({
+      status: 422,
+      body: {
+        detail: 'mcp_servers is read-only over HTTP; set it under "code" in hangar.config.json',
+        code: 'HANGAR_CODERUN_CONFIG_READ_ONLY',
+      },
+    });
     const both = await server.api('/api/config', { method: 'PUT', json: { skills_dirs: [], context_role_budget: {} } });
     expect(both.body.detail).toBe('skills_dirs, context_role_budget are read-only over HTTP; set them under "code" in hangar.config.json');
     const config = (await server.api('/api/config')).body;
-    expect(config).toMatchObject({ mcp_servers: [{ name: 'fs' }], skills_dirs: ['skills'], max_parallel: 2, team_library: true, squads: true, calibrate_budgets: false });
+    expect(config).toMatchObject({
+      mcp_servers: [{ name: 'fs' }],
+      skills_dirs: ['skills'],
+      max_parallel: 2,
+      team_library: true,
+      squads: true,
+      calibrate_budgets: false,
+    });
     const patched = await server.api('/api/config', { method: 'PUT', json: { max_parallel: 3, model_roles: { reviewer: 'big' } } });
     expect(patched.body).toMatchObject({ max_parallel: 3, model_roles: { reviewer: 'big' }, mcp_servers: [{ name: 'fs' }] });
     const invalid = await server.api('/api/config', { method: 'PUT', json: { max_parallel: 0 } });
@@ -77,7 +104,10 @@ describe('coding-run routes', () => {
     const overlap = await server.api(`/api/teams${q}`, { method: 'POST', json: { id: 'core', charter: 'core', owns: ['src/**'] } });
     expect(overlap.status).toBe(422);
     expect(overlap.body.detail).toContain("teams 'api' and 'core' both own paths: 'src/api/**' overlaps 'src/**'");
-    const created = await server.api(`/api/teams${q}`, { method: 'POST', json: { id: 'docs', charter: 'docs', owns: ['docs/**'], acceptance: '' } });
+    const created = await server.api(`/api/teams${q}`, {
+      method: 'POST',
+      json: { id: 'docs', charter: 'docs', owns: ['docs/**'], acceptance: '' },
+    });
     expect(created).toMatchObject({ status: 201, body: { id: 'docs', source: 'project' } });
     expect(JSON.parse(await readFile(path.join(repo, '.hangar/teams/docs.json'), 'utf8')).owns).toEqual(['docs/**']);
 
@@ -85,7 +115,11 @@ describe('coding-run routes', () => {
     expect(edited.body).toMatchObject({ id: 'api', source: 'override', charter: 'Our API', owns: API_TEAM.owns, acceptance: 'npm test' });
     const manager = await server.api('/api/teams/api/manager', { method: 'POST', json: { repo } });
     expect(manager.body).toMatchObject({ manager: 'api-manager', agents: [{ name: 'api-manager', role: 'manager' }] });
-    expect((await server.api(`/api/teams${q}`)).body.teams[0]).toMatchObject({ id: 'api', effective_manager: 'api-manager', manager_default: false });
+    expect((await server.api(`/api/teams${q}`)).body.teams[0]).toMatchObject({
+      id: 'api',
+      effective_manager: 'api-manager',
+      manager_default: false,
+    });
 
     const deleted = await server.api(`/api/teams/api${q}`, { method: 'DELETE' });
     expect(deleted.body).toMatchObject({ deleted: 'api', revealed: { charter: 'HTTP API' } });
@@ -101,8 +135,17 @@ describe('coding-run routes', () => {
     server = await startCodeServer();
     const body = { request: 'add a health route in src/api/health.ts', repo };
     const first = await server.api('/api/teams/preselect', { method: 'POST', json: body });
-    expect(first.body).toMatchObject({ mode: 'library', teams: [{ id: 'api', reasons: ["keyword 'route'", "keyword 'health'", 'mentions src/api/health.ts (src/api/**)'] }] });
-    expect(first.body.teams[0].staffing).toEqual({ manager: 'project-manager', developers: ['api-developer'], reviewer: 'api-reviewer', tester: 'api-tester', correctors: [] });
+    expect(first.body).toMatchObject({
+      mode: 'library',
+      teams: [{ id: 'api', reasons: ["keyword 'route'", "keyword 'health'", 'mentions src/api/health.ts (src/api/**)'] }],
+    });
+    expect(first.body.teams[0].staffing).toEqual({
+      manager: 'project-manager',
+      developers: ['api-developer'],
+      reviewer: 'api-reviewer',
+      tester: 'api-tester',
+      correctors: [],
+    });
     expect((await server.api('/api/teams/preselect', { method: 'POST', json: body })).body).toEqual(first.body);
 
     const preview = await server.api('/api/composition/preview', { method: 'POST', json: { ...body, teams: ['web'] } });
@@ -126,7 +169,8 @@ describe('coding-run routes', () => {
   it('loads shipped teams written with defineTeam and reports a broken team file as a drop-in error', async () => {
     const ts = await startTestServer({
       files: {
-        'teams/ops.ts': "import { defineTeam } from 'hangar';\nexport default defineTeam({ charter: 'ops', owns: ['deploy/**'], acceptance: 'make check' });\n",
+        'teams/ops.ts':
+          "import { defineTeam } from 'hangar';\nexport default defineTeam({ charter: 'ops', owns: ['deploy/**'], acceptance: 'make check' });\n",
         'teams/broken.json': JSON.stringify({ charter: 'no owns' }),
       },
       settings: { watch: false },
@@ -136,7 +180,9 @@ describe('coding-run routes', () => {
       const token = JSON.parse(await readFile(path.join(ts.root, '.hangar', 'code-session.json'), 'utf8')).token;
       const list = await ts.request('/api/teams', { headers: { 'x-hangar-session': token } });
       expect(list.body.teams.map((t: any) => [t.id, t.owns, t.acceptance])).toEqual([['ops', ['deploy/**'], 'make check']]);
-      expect(ts.ctx.registry.problemsOf('team').map((p) => [p.entry, p.message])).toEqual([['teams/broken.json', expect.stringContaining('team.owns')]]);
+      expect(ts.ctx.registry.problemsOf('team').map((p) => [p.entry, p.message])).toEqual([
+        ['teams/broken.json', expect.stringContaining('team.owns')],
+      ]);
     } finally {
       await ts.stop();
     }
@@ -145,7 +191,10 @@ describe('coding-run routes', () => {
   it('streams run events over the websocket and measures the endpoint for /api/calibration', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n', 'test/api/.keep': '' });
     model = await startScriptedModel((c) => {
-      if (c.kind === 'planner') return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [{ id: 'T1', title: 't', squad: 'api', files: ['src/api/a.mjs'] }] } }] };
+      if (c.kind === 'planner')
+        return {
+          tool_calls: [{ name: 'submit_plan', arguments: { tasks: [{ id: 'T1', title: 't', squad: 'api', files: ['src/api/a.mjs'] }] } }],
+        };
       if (c.kind === 'reviewer') return approve;
       if (c.kind === 'agent') return agentScript([write('src/api/a.mjs', 'export {};\n')], c);
       return { content: 'ok' };
@@ -165,11 +214,19 @@ describe('coding-run routes', () => {
     const run = await server.settle(started.body.id);
     ws.close();
     expect(run.gates[0].outcome).toBe('UNVERIFIED');
-    expect(received.map((e) => e.type)).toEqual(expect.arrayContaining(['run_status', 'plan_proposed', 'wave', 'task_update', 'review_pending', 'gate', 'run_finished']));
+    expect(received.map((e) => e.type)).toEqual(
+      expect.arrayContaining(['run_status', 'plan_proposed', 'wave', 'task_update', 'review_pending', 'gate', 'run_finished']),
+    );
 
     const calibration = await server.api('/api/calibration');
     expect(calibration.status).toBe(200);
-    expect(calibration.body).toMatchObject({ model: 'small-model', base_url: model.baseUrl, context_window: null, context_window_source: 'not reported by the endpoint', throughput_tokens_per_s: expect.any(Number) });
+    expect(calibration.body).toMatchObject({
+      model: 'small-model',
+      base_url: model.baseUrl,
+      context_window: null,
+      context_window_source: 'not reported by the endpoint',
+      throughput_tokens_per_s: expect.any(Number),
+    });
     expect(calibration.body.latency_ms).toBeGreaterThanOrEqual(0);
     expect(calibration.body.useful_parallelism).toBeGreaterThanOrEqual(1);
     expect(Object.keys(calibration.body.parallel_ms)).toEqual(['2', '4']);
@@ -180,11 +237,20 @@ describe('coding-run routes', () => {
     const turn2: string[][] = [];
     model = await startScriptedModel(
       (c) => {
-        if (c.kind === 'planner') return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [{ id: 'T1', title: 't', squad: 'api', files: ['src/api/a.mjs'] }] } }] };
+        if (c.kind === 'planner')
+          return {
+            tool_calls: [{ name: 'submit_plan', arguments: { tasks: [{ id: 'T1', title: 't', squad: 'api', files: ['src/api/a.mjs'] }] } }],
+          };
         if (c.kind === 'reviewer') return approve;
         if (c.kind === 'agent') {
           if (c.turn === 2) turn2.push(c.toolResults);
-          return agentScript([{ tool_calls: [{ name: 'read_file', arguments: { path: 'big.txt' } }] }, { tool_calls: [{ name: 'list_files', arguments: {} }] }], c);
+          return agentScript(
+            [
+              { tool_calls: [{ name: 'read_file', arguments: { path: 'big.txt' } }] },
+              { tool_calls: [{ name: 'list_files', arguments: {} }] },
+            ],
+            c,
+          );
         }
         return { content: 'ok' };
       },
@@ -192,7 +258,10 @@ describe('coding-run routes', () => {
     );
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { calibrate_budgets: true } });
     const calibration = (await server.api('/api/calibration')).body;
-    expect(calibration).toMatchObject({ context_window: 4096, context_window_source: `${model.baseUrl}/models/small-model (context_length)` });
+    expect(calibration).toMatchObject({
+      context_window: 4096,
+      context_window_source: `${model.baseUrl}/models/small-model (context_length)`,
+    });
     const calibrated = await server.settle((await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo } })).body.id);
     expect(calibrated.status).not.toBe('cancelled');
     // 4096-token window → 2048-token budget: the 12,000-character file read is trimmed from the conversation.
@@ -216,12 +285,23 @@ describe('hangar code CLI', () => {
   it('runs a request end to end and prints waves, gates and the result', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
     model = await startScriptedModel((c) => {
-      if (c.kind === 'planner') return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [{ id: 'T1', title: 'health', squad: 'api', files: ['src/api/health.mjs', 'test/api/h.test.mjs'] }] } }] };
+      if (c.kind === 'planner')
+        return {
+          tool_calls: [
+            {
+              name: 'submit_plan',
+              arguments: { tasks: [{ id: 'T1', title: 'health', squad: 'api', files: ['src/api/health.mjs', 'test/api/h.test.mjs'] }] },
+            },
+          ],
+        };
       if (c.kind === 'reviewer') return approve;
       return agentScript(
         [
           write('src/api/health.mjs', 'export const ok = true;\n'),
-          write('test/api/h.test.mjs', "import test from 'node:test';\nimport assert from 'node:assert';\nimport { ok } from '../../src/api/health.mjs';\ntest('ok', () => assert.ok(ok));\n"),
+          write(
+            'test/api/h.test.mjs',
+            "import test from 'node:test';\nimport assert from 'node:assert';\nimport { ok } from '../../src/api/health.mjs';\ntest('ok', () => assert.ok(ok));\n",
+          ),
         ],
         c,
       );
@@ -239,11 +319,16 @@ describe('hangar code CLI', () => {
       expect(out.join('\n')).toMatch(/^api\s+shipped\s+owns src\/api\/\*\*, test\/api\/\*\*/m);
       out.length = 0;
       expect(await codeCli(['preselect', 'add a health route', '--root', workspace, '--repo', repo], io)).toBe(0);
-      expect(out).toEqual(['mode library: 1 of 1 teams matched the request', "  api (manager project-manager): keyword 'route'; keyword 'health'"]);
+      expect(out).toEqual([
+        'mode library: 1 of 1 teams matched the request',
+        "  api (manager project-manager): keyword 'route'; keyword 'health'",
+      ]);
       out.length = 0;
       const code = await codeCli(['run', 'add a health route', '--root', workspace, '--repo', repo], io);
       // With no Hangar running on the workspace, each command started one of its own and said so.
-      expect(err.filter((l) => !/warn/.test(l) && !l.startsWith(`hangar code: no Hangar is running on ${workspace}; started one`))).toEqual([]);
+      expect(err.filter((l) => !/warn/.test(l) && !l.startsWith(`hangar code: no Hangar is running on ${workspace}; started one`))).toEqual(
+        [],
+      );
       expect(code).toBe(0);
       const text = out.join('\n');
       expect(text).toMatch(/^wave 1: T1 \[teams api\]$/m);

@@ -4,11 +4,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../core/coderun/command.js';
-import { planAnswer, planTask, agentScript, approve, reject, startScriptedModel, write, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { API_TEAM, CODE_SUBSYSTEMS, git, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
 import { eventually } from '../support/server.js';
+import { API_TEAM, CODE_SUBSYSTEMS, type CodeServer, git, makeRepo, startCodeServer, tearDownAfterEach } from './support/fixture.js';
+import {
+  agentScript,
+  approve,
+  planAnswer,
+  planTask,
+  reject,
+  type ScriptedModel,
+  startScriptedModel,
+  write,
+} from './support/scripted-model.js';
 
-const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) => planTask(id, squad, files, { description: '', ...extra });
+const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) =>
+  planTask(id, squad, files, { description: '', ...extra });
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 
 let model: ScriptedModel | undefined;
@@ -32,12 +42,25 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
       if (c.kind === 'reviewer') return reject(`missing error handling (review ${c.body.messages.length})`);
       return agentScript([write('src/api/health.mjs', HEALTH_OK)], c);
     });
-    const api = { ...API_TEAM, agents: [{ name: 'api-dev', role: 'developer' }, { name: 'js-corrector', role: 'corrector', languages: ['mjs'] }] };
+    const api = {
+      ...API_TEAM,
+      agents: [
+        { name: 'api-dev', role: 'developer' },
+        { name: 'js-corrector', role: 'corrector', languages: ['mjs'] },
+      ],
+    };
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api }, code: { review_rounds: 1 } });
     const started = await server.api('/api/runs', { method: 'POST', json: { request: 'health route', repo } });
     const run = await server.settle(started.body.id);
 
-    expect(run.tasks[0]).toMatchObject({ id: 'T1', state: 'to_scope', handed_over: true, assignee: 'js-corrector', needs_human: true, files: ['src/api/health.mjs'] });
+    expect(run.tasks[0]).toMatchObject({
+      id: 'T1',
+      state: 'to_scope',
+      handed_over: true,
+      assignee: 'js-corrector',
+      needs_human: true,
+      files: ['src/api/health.mjs'],
+    });
     const agents = model.requests.filter((r) => r.kind === 'agent' && r.turn === 0);
     expect(agents.map((r) => r.agent)).toEqual(['api-dev', 'js-corrector']);
     // The corrector works the same task with the reviewer's findings as context.
@@ -53,9 +76,13 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
   it('retries malformed tool calls, then escalates the task to the next model of the ladder', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
     model = await startScriptedModel((c) => {
-      if (c.kind === 'planner') return c.turn === 0 ? { content: 'I think the plan is: do it' } : planAnswer({ tasks: [task('T1', 'api', ['src/api/health.mjs'])] });
+      if (c.kind === 'planner')
+        return c.turn === 0
+          ? { content: 'I think the plan is: do it' }
+          : planAnswer({ tasks: [task('T1', 'api', ['src/api/health.mjs'])] });
       if (c.kind === 'reviewer') return approve;
-      if (c.body.model === 'small-model') return { tool_calls: [{ name: 'write_file', arguments: '{"path": "src/api/health.mjs", content' }] };
+      if (c.body.model === 'small-model')
+        return { tool_calls: [{ name: 'write_file', arguments: '{"path": "src/api/health.mjs", content' }] };
       return agentScript([write('src/api/health.mjs', HEALTH_OK)], c);
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { model_escalation: ['big-model'] } });
@@ -78,7 +105,10 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
   it('gives up on a task, never the run, when malformed calls continue with no bigger model left', async () => {
     repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
     model = await startScriptedModel((c) => {
-      if (c.kind === 'planner') return planAnswer({ tasks: [task('T1', 'api', ['src/api/a.mjs']), task('T2', 'api', ['src/api/b.mjs'], { dependencies: ['T1'] })] });
+      if (c.kind === 'planner')
+        return planAnswer({
+          tasks: [task('T1', 'api', ['src/api/a.mjs']), task('T2', 'api', ['src/api/b.mjs'], { dependencies: ['T1'] })],
+        });
       return { tool_calls: [{ name: 'no_such_tool', arguments: {} }] };
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM } });
@@ -98,34 +128,58 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     model = await startScriptedModel((c) => {
       if (c.kind === 'planner') {
         return planAnswer({
-          tasks: [task('T1', 'api', ['src/api/health.mjs']), task('T2', 'web', ['src/web/page.mjs'], { dependencies: ['T1'] }), task('T3', 'web', ['src/web/b.mjs'])],
+          tasks: [
+            task('T1', 'api', ['src/api/health.mjs']),
+            task('T2', 'web', ['src/web/page.mjs'], { dependencies: ['T1'] }),
+            task('T3', 'web', ['src/web/b.mjs']),
+          ],
         });
       }
       return { content: 'done' };
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, code: { require_approval: true } });
-    const started = await server.api('/api/runs', { method: 'POST', json: { request: 'health route and page', repo, teams: ['api', 'web'] } });
+    const started = await server.api('/api/runs', {
+      method: 'POST',
+      json: { request: 'health route and page', repo, teams: ['api', 'web'] },
+    });
     const id = started.body.id;
     await eventually(async () => (await server!.api(`/api/runs/${id}`)).body.status === 'awaiting_approval', 30_000);
     const before = (await server.api(`/api/runs/${id}/plan`)).body;
     expect(before).toMatchObject({ status: 'awaiting_approval', shown: 3, total: 3, note: null });
 
-    const refused = await server.api(`/api/runs/${id}/plan`, { method: 'PATCH', json: { tasks: [{ id: 'T3', title: 'renamed' }], teams: [{ id: 'web', owns: ['src/**'] }] } });
+    const refused = await server.api(`/api/runs/${id}/plan`, {
+      method: 'PATCH',
+      json: { tasks: [{ id: 'T3', title: 'renamed' }], teams: [{ id: 'web', owns: ['src/**'] }] },
+    });
     expect(refused.status).toBe(422);
     expect(refused.body.detail).toBe("ownership must be disjoint: teams 'api' and 'web' both own paths: 'src/api/**' overlaps 'src/**'");
     expect((await server.api(`/api/runs/${id}/plan`)).body).toEqual(before);
 
     const unstaffable = await server.api(`/api/runs/${id}/plan`, { method: 'PATCH', json: { tasks: [{ id: 'T3', role: 'astronaut' }] } });
-    expect(unstaffable).toMatchObject({ status: 422, body: { detail: "task T3: role 'astronaut' cannot be staffed (no generic agent and no roster agent has it)" } });
+    expect(unstaffable).toMatchObject({
+      status: 422,
+      body: { detail: "task T3: role 'astronaut' cannot be staffed (no generic agent and no roster agent has it)" },
+    });
 
     const squad = await server.api('/api/tasks/T1', { method: 'PATCH', json: { squad: 'web' } });
-    expect(squad).toMatchObject({ status: 422, body: { detail: "task T1 cannot go to team 'web': src/api/health.mjs is owned by team 'api'" } });
+    expect(squad).toMatchObject({
+      status: 422,
+      body: { detail: "task T1 cannot go to team 'web': src/api/health.mjs is owned by team 'api'" },
+    });
     const unassign = await server.api('/api/tasks/T1', { method: 'PATCH', json: { squad: null } });
     expect(unassign.body.detail).toBe("task T1 cannot be un-assigned: its files are owned by team 'api'");
     const retitled = await server.api('/api/tasks/T3', { method: 'PATCH', json: { title: 'page styles', priority: 1 } });
     expect(retitled.body.task).toMatchObject({ id: 'T3', title: 'page styles', priority: 1, squad: 'web' });
 
-    const edited = await server.api(`/api/runs/${id}/plan`, { method: 'PATCH', json: { tasks: [{ id: 'T1', remove: true }, { id: 'T3', description: '' }] } });
+    const edited = await server.api(`/api/runs/${id}/plan`, {
+      method: 'PATCH',
+      json: {
+        tasks: [
+          { id: 'T1', remove: true },
+          { id: 'T3', description: '' },
+        ],
+      },
+    });
     expect(edited.status).toBe(200);
     expect(edited.body.tasks.map((t: any) => [t.id, t.dependencies, t.title])).toEqual([
       ['T2', [], 'task T2'],
@@ -150,7 +204,9 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
         return text;
       },
     );
-    expect(stream).toContain('"type":"dependency_dropped","run":"' + id + '","task":"T2","dependency":"T1","reason":"task removed at the approval gate"');
+    expect(stream).toContain(
+      '"type":"dependency_dropped","run":"' + id + '","task":"T2","dependency":"T1","reason":"task removed at the approval gate"',
+    );
 
     const cancelled = await server.api(`/api/runs/${id}/cancel`, { method: 'POST' });
     expect(cancelled.status).toBe(200);
@@ -163,7 +219,13 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     const commandStarted = path.join(await marksDir(), 'command-started');
     model = await startScriptedModel((c) => {
       if (c.kind === 'planner') return planAnswer({ tasks: [task('T1', 'api', ['src/api/a.mjs'])] });
-      return agentScript([write('src/api/a.mjs', 'half-written'), { tool_calls: [{ name: 'run_command', arguments: { command: `touch ${commandStarted} && sleep 30` } }] }], c);
+      return agentScript(
+        [
+          write('src/api/a.mjs', 'half-written'),
+          { tool_calls: [{ name: 'run_command', arguments: { command: `touch ${commandStarted} && sleep 30` } }] },
+        ],
+        c,
+      );
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM } });
     const started = await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo } });
@@ -211,16 +273,24 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
       if (c.kind === 'reviewer') return approve;
       if (c.task === 'T1') {
         if (c.turn === 0) t1Dispatches++;
-        return t1Dispatches === 1 ? { tool_calls: [{ name: 'write_file', arguments: 'not json' }] } : agentScript([write('src/api/a.mjs', 'export {};\n')], c);
+        return t1Dispatches === 1
+          ? { tool_calls: [{ name: 'write_file', arguments: 'not json' }] }
+          : agentScript([write('src/api/a.mjs', 'export {};\n')], c);
       }
-      return agentScript([{ tool_calls: [{ name: 'run_command', arguments: { command: hold } }] }, write('src/api/b.mjs', 'export {};\n')], c);
+      return agentScript(
+        [{ tool_calls: [{ name: 'run_command', arguments: { command: hold } }] }, write('src/api/b.mjs', 'export {};\n')],
+        c,
+      );
     });
     // The held command must not hit its timeout while the test waits (the model's own timeout would
     // cut a hold in the scripted model short, hence a command).
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { command_timeout_ms: 120_000 } });
     const started = await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo } });
     const id = started.body.id;
-    await eventually(async () => (await server!.api(`/api/runs/${id}`)).body.tasks?.find((t: any) => t.id === 'T1')?.state === 'to_scope', 30_000);
+    await eventually(
+      async () => (await server!.api(`/api/runs/${id}`)).body.tasks?.find((t: any) => t.id === 'T1')?.state === 'to_scope',
+      30_000,
+    );
     const retried = await server.api('/api/tasks/T1/retry', { method: 'POST', json: {} });
     await writeFile(gate, '');
     expect(retried.body.task).toMatchObject({ id: 'T1', state: 'ready_to_dev', attempts: 0, needs_human: false });
@@ -241,7 +311,9 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
           `A new run starts from the repository's HEAD: merge hangar/run-${id} first if it should build on this run's finished tasks.`,
       },
     });
-    expect((await server.api('/api/tasks/T1', { method: 'PATCH', json: { title: 'x' } })).body.detail).toMatch(/^task T1 belongs to run '.+', which has succeeded; a finished run is not resumed, so the task cannot be changed there\./);
+    expect((await server.api('/api/tasks/T1', { method: 'PATCH', json: { title: 'x' } })).body.detail).toMatch(
+      /^task T1 belongs to run '.+', which has succeeded; a finished run is not resumed, so the task cannot be changed there\./,
+    );
     // The run named explicitly gets the same answer; the task state is untouched.
     expect((await server.api('/api/tasks/T1/retry', { method: 'POST', json: { run: id } })).status).toBe(409);
     expect((await server.api(`/api/runs/${id}`)).body.tasks[0]).toMatchObject({ id: 'T1', state: 'done' });
@@ -249,17 +321,28 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
   }, 120_000);
 
   it('an integration check failing after green gates raises a ticket for a person and fails the run', async () => {
-    repo = await makeRepo({ 'package.json': '{"type":"module"}\n', 'test/api/ok.test.mjs': "import test from 'node:test';\ntest('ok', () => {});\n" });
+    repo = await makeRepo({
+      'package.json': '{"type":"module"}\n',
+      'test/api/ok.test.mjs': "import test from 'node:test';\ntest('ok', () => {});\n",
+    });
     model = await startScriptedModel((c) => {
       if (c.kind === 'planner') return planAnswer({ tasks: [task('T1', 'api', ['src/api/a.mjs'])] });
       if (c.kind === 'reviewer') return approve;
       return agentScript([write('src/api/a.mjs', 'export {};\n')], c);
     });
-    server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { integration_command: 'node --test "test/api/**/*.test.mjs" && node -e "console.error(\'not ok - wiring\'); process.exit(2)"' } });
+    server = await startCodeServer({
+      baseUrl: model.baseUrl,
+      teams: { api: API_TEAM },
+      code: {
+        integration_command: 'node --test "test/api/**/*.test.mjs" && node -e "console.error(\'not ok - wiring\'); process.exit(2)"',
+      },
+    });
     const run = await server.settle((await server.api('/api/runs', { method: 'POST', json: { request: 'x', repo } })).body.id);
     expect(run.gates.map((g: any) => g.outcome)).toEqual(['green']);
     expect(run.integration).toMatchObject({ outcome: 'RED', exit_code: 2 });
-    expect(run.tickets).toEqual([expect.objectContaining({ id: 'TK1-INTEGRATION', team: 'integration', status: 'needs_human', files: ['src/api/a.mjs'] })]);
+    expect(run.tickets).toEqual([
+      expect.objectContaining({ id: 'TK1-INTEGRATION', team: 'integration', status: 'needs_human', files: ['src/api/a.mjs'] }),
+    ]);
     expect(run.repairs).toEqual({ found: 1, resolved: 0, restaffed: 0, needs_human: 1 });
     expect(run.status).toBe('failed');
     expect(run.summary).toContain('integration: RED');
@@ -272,9 +355,25 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     const dir = path.join(root, '.hangar', 'worktrees', 'crashed-1');
     git(repo, 'worktree', 'add', '-q', '-b', 'hangar/run-crashed-1', dir);
     await server.ctx.store.collection('coderun_runs', { shards: 4 }).put('crashed-1', {
-      id: 'crashed-1', request: 'x', repo, status: 'running', created_at: new Date().toISOString(), finished_at: null, pins: [], teams: [], plan: null,
-      tasks: [], tickets: [], gates: [], integration: null, branch: 'hangar/run-crashed-1', base: null, contract_file: null,
-      repairs: { found: 0, resolved: 0, restaffed: 0, needs_human: 0 }, summary: null, error: null,
+      id: 'crashed-1',
+      request: 'x',
+      repo,
+      status: 'running',
+      created_at: new Date().toISOString(),
+      finished_at: null,
+      pins: [],
+      teams: [],
+      plan: null,
+      tasks: [],
+      tickets: [],
+      gates: [],
+      integration: null,
+      branch: 'hangar/run-crashed-1',
+      base: null,
+      contract_file: null,
+      repairs: { found: 0, resolved: 0, restaffed: 0, needs_human: 0 },
+      summary: null,
+      error: null,
     });
     await server.ctx.store.flush();
     await server.close();
@@ -311,10 +410,17 @@ describe('review ladder, escalation, approval gate, cancellation', () => {
     const run = await server.settle(id);
     expect(run.status).toBe('succeeded');
     const text = (await server.api(`/api/runs/${id}/events`)).text;
-    const waves = text.split('\n').filter((l) => l.includes('"type":"wave"')).map((l) => JSON.parse(l.slice(6)).tasks);
+    const waves = text
+      .split('\n')
+      .filter((l) => l.includes('"type":"wave"'))
+      .map((l) => JSON.parse(l.slice(6)).tasks);
     expect(waves).toEqual([['T1'], ['T2']]);
     // The api lane is proved as soon as it finishes, before the web lane's wave starts.
-    const order = text.split('\n').filter((l) => /"type":"(wave|gate)"/.test(l)).map((l) => JSON.parse(l.slice(6))).map((e) => (e.type === 'wave' ? `wave ${e.wave}` : `gate ${e.team}`));
+    const order = text
+      .split('\n')
+      .filter((l) => /"type":"(wave|gate)"/.test(l))
+      .map((l) => JSON.parse(l.slice(6)))
+      .map((e) => (e.type === 'wave' ? `wave ${e.wave}` : `gate ${e.team}`));
     expect(order).toEqual(['wave 1', 'gate api', 'wave 2', 'gate web']);
   }, 120_000);
 

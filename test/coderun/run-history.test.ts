@@ -1,17 +1,23 @@
-/**
- * Past runs after a restart: their events are stored per run (one append-log key per run) and
- * replay from there; a task of a finished run cannot be retried, and the refusal says what to do.
- */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { RUN_EVENTS_LOG } from '../../core/coderun/run-events.js';
 import { makeWorkspace } from '../support/server.js';
-import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from './support/scripted-model.js';
-import { runFrames, API_TEAM, makeRepo, startCodeServer, tearDownAfterEach, type CodeServer } from './support/fixture.js';
-import { DatabaseSync } from 'node:sqlite';
+import { API_TEAM, type CodeServer, makeRepo, runFrames, startCodeServer, tearDownAfterEach } from './support/fixture.js';
+import { agentScript, approve, type ScriptedModel, startScriptedModel, write } from './support/scripted-model.js';
 
-const task = (id: string, file: string) => ({ id, title: `write ${file}`, description: `write ${file}`, role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: [file], dependencies: [] });
+const task = (id: string, file: string) => ({
+  id,
+  title: `write ${file}`,
+  description: `write ${file}`,
+  role: 'developer',
+  squad: 'api',
+  acceptance: '',
+  criteria: [],
+  priority: 5,
+  files: [file],
+  dependencies: [],
+});
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;
@@ -27,7 +33,8 @@ describe('run history across a restart', () => {
     cleanup.push(root, repo);
     let n = 0;
     model = await startScriptedModel((c) => {
-      if (c.kind === 'planner') return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [task('T1', `src/api/run${++n}.mjs`)], contract: [] } }] };
+      if (c.kind === 'planner')
+        return { tool_calls: [{ name: 'submit_plan', arguments: { tasks: [task('T1', `src/api/run${++n}.mjs`)], contract: [] } }] };
       if (c.kind === 'reviewer') return approve;
       return agentScript([write(`src/api/run${n}.mjs`, 'export {};\n')], c);
     });
@@ -62,7 +69,9 @@ describe('run history across a restart', () => {
     expect(resumed).toEqual(before.get(ids[0]!)!.slice(2));
     const activity = await server.api(`/api/teams/activity?team=api&query=${ids[1]}`);
     expect(activity.body).toMatchObject({ run: ids[1] });
-    expect(activity.body.events.filter((e: any) => e.kind === 'gate').map((e: any) => [e.event.type, e.event.team, e.event.run])).toEqual([['gate', 'api', ids[1]]]);
+    expect(activity.body.events.filter((e: any) => e.kind === 'gate').map((e: any) => [e.event.type, e.event.team, e.event.run])).toEqual([
+      ['gate', 'api', ids[1]],
+    ]);
 
     // A finished run is not resumed, also when it is only on disk: 409 with what to do, not 404.
     const retry = await server.api('/api/tasks/T1/retry', { method: 'POST', json: { run: ids[0] } });

@@ -1,8 +1,17 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentScript, barrier, approve, startScriptedModel, write, type Classified, type ScriptedAnswer, type ScriptedModel } from './support/scripted-model.js';
-import { runFrames, API_TEAM, git, makeRepo, startCodeServer, tearDownAfterEach, WEB_TEAM, type CodeServer } from './support/fixture.js';
+import { API_TEAM, type CodeServer, git, makeRepo, runFrames, startCodeServer, tearDownAfterEach, WEB_TEAM } from './support/fixture.js';
+import {
+  agentScript,
+  approve,
+  barrier,
+  type Classified,
+  type ScriptedAnswer,
+  type ScriptedModel,
+  startScriptedModel,
+  write,
+} from './support/scripted-model.js';
 
 const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;
@@ -41,21 +50,26 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     // The two agents' first calls wait for each other: in a parallel wave both are in flight at
     // once, however long each worker thread took to start.
     const together = barrier(2);
-    model = await startScriptedModel(
-      async (c: Classified) => {
-        if (c.kind === 'planner') {
-          return planAnswer({
-            summary: 'health route and page',
-            tasks: [task('T1', 'api', ['src/api/health.mjs', 'test/api/health.test.mjs']), task('T2', 'web', ['src/web/page.mjs', 'test/web/page.test.mjs'])],
-            contract: [{ name: 'health()', spec: 'health() returns {ok:true}', provider: 'api', consumers: ['web'] }],
-          });
-        }
-        if (c.kind === 'reviewer') return approve;
-        if (c.kind === 'agent' && c.turn === 0) await together();
-        if (c.task === 'T1') return { ...agentScript([write('src/api/health.mjs', HEALTH_OK), write('test/api/health.test.mjs', HEALTH_TEST)], c), delayMs: 250 };
-        return { ...agentScript([write('src/web/page.mjs', PAGE), write('test/web/page.test.mjs', PAGE_TEST)], c), delayMs: 250 };
-      },
-    );
+    model = await startScriptedModel(async (c: Classified) => {
+      if (c.kind === 'planner') {
+        return planAnswer({
+          summary: 'health route and page',
+          tasks: [
+            task('T1', 'api', ['src/api/health.mjs', 'test/api/health.test.mjs']),
+            task('T2', 'web', ['src/web/page.mjs', 'test/web/page.test.mjs']),
+          ],
+          contract: [{ name: 'health()', spec: 'health() returns {ok:true}', provider: 'api', consumers: ['web'] }],
+        });
+      }
+      if (c.kind === 'reviewer') return approve;
+      if (c.kind === 'agent' && c.turn === 0) await together();
+      if (c.task === 'T1')
+        return {
+          ...agentScript([write('src/api/health.mjs', HEALTH_OK), write('test/api/health.test.mjs', HEALTH_TEST)], c),
+          delayMs: 250,
+        };
+      return { ...agentScript([write('src/web/page.mjs', PAGE), write('test/web/page.test.mjs', PAGE_TEST)], c), delayMs: 250 };
+    });
     server = await startCodeServer({ baseUrl: model.baseUrl, code: { max_parallel: 2 } });
 
     const started = await server.api('/api/runs', { method: 'POST', json: { request: 'add a health route and a page', repo } });
@@ -78,8 +92,14 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     expect(log).toHaveLength(3);
     expect(log[2]).toMatch(/^contract: freeze 1 clause/);
     const t1 = run.tasks.find((t: any) => t.id === 'T1');
-    expect(git(repo, 'show', '--name-only', '--format=', t1.commit).split('\n').sort()).toEqual(['src/api/health.mjs', 'test/api/health.test.mjs']);
-    expect(JSON.parse(git(repo, 'show', `${run.branch}:.hangar/contract.json`)).clauses[0]).toMatchObject({ provider: 'api', consumers: ['web'] });
+    expect(git(repo, 'show', '--name-only', '--format=', t1.commit).split('\n').sort()).toEqual([
+      'src/api/health.mjs',
+      'test/api/health.test.mjs',
+    ]);
+    expect(JSON.parse(git(repo, 'show', `${run.branch}:.hangar/contract.json`)).clauses[0]).toMatchObject({
+      provider: 'api',
+      consumers: ['web'],
+    });
     // The user's checkout is untouched: still on main, nothing modified, worktree gone.
     expect(git(repo, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('main');
     expect(git(repo, 'status', '--porcelain')).toBe('');
@@ -91,14 +111,22 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     expect(stream.find((e) => e.type === 'wave')).toMatchObject({ wave: 1, tasks: ['T1', 'T2'], teams: ['api', 'web'] });
     expect(stream.find((e) => e.type === 'contract_frozen')).toMatchObject({ name: 'health()', provider: 'api', consumers: ['web'] });
     expect(types.indexOf('contract_frozen')).toBeLessThan(types.indexOf('wave'));
-    expect(stream.filter((e) => e.type === 'review_pending').map((e) => e.task).sort()).toEqual(['T1', 'T2']);
+    expect(
+      stream
+        .filter((e) => e.type === 'review_pending')
+        .map((e) => e.task)
+        .sort(),
+    ).toEqual(['T1', 'T2']);
     // The reviewer reads the change itself: new files whole.
     const review = model.requests.find((r) => r.kind === 'reviewer' && r.task === 'T1')!;
     expect(review.body.messages[1]!.content).toContain(`new file src/api/health.mjs:\n${HEALTH_OK}`);
     expect(types.at(-1)).toBe('run_finished');
     // Resuming after event 3 replays the rest, with the same sequence numbers.
     const resumed = await server.api(`/api/runs/${run.id}/events`, { headers: { 'Last-Event-ID': '3' } });
-    const ids = resumed.text.split('\n').filter((l) => l.startsWith('id: ')).map((l) => Number(l.slice(4)));
+    const ids = resumed.text
+      .split('\n')
+      .filter((l) => l.startsWith('id: '))
+      .map((l) => Number(l.slice(4)));
     expect(ids[0]).toBe(4);
     expect(ids).toHaveLength(stream.length - 3);
     // Both agents' model calls overlapped (a real parallel wave) within max_parallel = 2.
@@ -125,7 +153,14 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
 
     expect(run.gates.map((g: any) => g.outcome)).toEqual(['RED', 'green']);
     expect(run.tickets).toHaveLength(1);
-    expect(run.tickets[0]).toMatchObject({ id: 'TK1-API', team: 'api', command: API_TEAM.acceptance, acceptance: `\`${API_TEAM.acceptance}\` passes`, status: 'resolved', count: 1 });
+    expect(run.tickets[0]).toMatchObject({
+      id: 'TK1-API',
+      team: 'api',
+      command: API_TEAM.acceptance,
+      acceptance: `\`${API_TEAM.acceptance}\` passes`,
+      status: 'resolved',
+      count: 1,
+    });
     // TAP (Node 22) or spec (Node 24) reporter: either way the failing test is named.
     expect(run.tickets[0].output_tail).toMatch(/(?:not ok \d+ -|✖) health answers ok/);
     expect(run.tickets[0].files).toContain('test/api/health.test.mjs');
@@ -146,7 +181,10 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
       if (c.task === 'T1') return agentScript([write('src/api/health.mjs', HEALTH_BAD), write('test/api/health.test.mjs', HEALTH_TEST)], c);
       // The first fix changes nothing useful; the re-staffed fix does it right.
       if (c.turn === 0) fixAttempts++;
-      return agentScript(c.task === 'TK1-API-FIX1' ? [write('src/api/health.mjs', HEALTH_BAD)] : [write('src/api/health.mjs', HEALTH_OK)], c);
+      return agentScript(
+        c.task === 'TK1-API-FIX1' ? [write('src/api/health.mjs', HEALTH_BAD)] : [write('src/api/health.mjs', HEALTH_OK)],
+        c,
+      );
     });
     server = await startCodeServer({ baseUrl: model.baseUrl, teams: { api: API_TEAM }, code: { review_rounds: 1, attempt_ceiling: 1 } });
     const started = await server.api('/api/runs', { method: 'POST', json: { request: 'health route', repo } });
@@ -171,7 +209,10 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
   });
 
   it('refuses writes outside the fence (another team, a symlink, ..) and reports a test-less gate as UNVERIFIED', async () => {
-    repo = await makeRepo({ 'package.json': '{"type":"module"}\n', 'src/web/index.mjs': 'export {};\n', 'test/api/.keep': '' }, { 'src/api/link': '../web' });
+    repo = await makeRepo(
+      { 'package.json': '{"type":"module"}\n', 'src/web/index.mjs': 'export {};\n', 'test/api/.keep': '' },
+      { 'src/api/link': '../web' },
+    );
     model = await startScriptedModel((c) => {
       if (c.kind === 'planner') return planAnswer({ tasks: [task('T1', 'api', ['src/api/health.mjs'])] });
       if (c.kind === 'reviewer') return approve;
@@ -195,8 +236,12 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     const run = await server.settle(started.body.id);
 
     const results = model.requests.filter((r) => r.kind === 'agent').at(-1)!.toolResults;
-    expect(results[0]).toBe("error: write refused: src/web/hack.mjs is outside team 'api' owned paths (src/api/**, test/api/**); it is owned by team 'web'");
-    expect(results[1]).toBe("error: write refused: src/api/link/hack.mjs (resolves to src/web/hack.mjs) is outside team 'api' owned paths (src/api/**, test/api/**); it is owned by team 'web'");
+    expect(results[0]).toBe(
+      "error: write refused: src/web/hack.mjs is outside team 'api' owned paths (src/api/**, test/api/**); it is owned by team 'web'",
+    );
+    expect(results[1]).toBe(
+      "error: write refused: src/api/link/hack.mjs (resolves to src/web/hack.mjs) is outside team 'api' owned paths (src/api/**, test/api/**); it is owned by team 'web'",
+    );
     expect(results[2]).toBe('error: src/api/../../../outside.txt is outside the repository');
     expect(results[3]).toBe('error: .git/hooks/pre-commit is inside .git');
     expect(results[4]).toMatch(/^wrote src\/api\/health.mjs/);
@@ -206,13 +251,21 @@ describe('coding run scenarios (scripted loopback model, fixture git repos)', ()
     // A command is not fenced while it runs, but its writes into another team's paths are reverted as soon as it returns.
     const stream = await events(run.id);
     const command = 'echo stray > src/web/index.mjs && echo new > src/web/new.mjs';
-    expect(stream.filter((e) => e.type === 'fence_violation').map(({ task, team, owner, file, command }) => ({ task, team, owner, file, command }))).toEqual([
+    expect(
+      stream
+        .filter((e) => e.type === 'fence_violation')
+        .map(({ task, team, owner, file, command }) => ({ task, team, owner, file, command })),
+    ).toEqual([
       { task: 'T1', team: 'api', owner: 'web', file: 'src/web/index.mjs', command },
       { task: 'T1', team: 'api', owner: 'web', file: 'src/web/new.mjs', command },
     ]);
-    expect(results[5]).toMatch(/^exit 0\n[\s\S]*reverted its writes outside your team's paths: src\/web\/index.mjs \(team 'web'\), src\/web\/new.mjs \(team 'web'\)$/);
+    expect(results[5]).toMatch(
+      /^exit 0\n[\s\S]*reverted its writes outside your team's paths: src\/web\/index.mjs \(team 'web'\), src\/web\/new.mjs \(team 'web'\)$/,
+    );
     // The api gate passed but ran no tests: UNVERIFIED, never green, and it fails nothing.
-    expect(run.gates).toEqual([expect.objectContaining({ team: 'api', outcome: 'UNVERIFIED', reason: 'passed but ran no tests', tests: 0 })]);
+    expect(run.gates).toEqual([
+      expect.objectContaining({ team: 'api', outcome: 'UNVERIFIED', reason: 'passed but ran no tests', tests: 0 }),
+    ]);
     expect(run.status).toBe('succeeded');
     expect(run.summary).toContain('UNVERIFIED: api');
   });

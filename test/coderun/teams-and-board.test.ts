@@ -6,7 +6,7 @@ import { BoardError, blocked, fingerprint, newTask, nextWave, raiseDefect, trans
 import { findOverlaps, globsOverlap, ownersOf } from '../../core/coderun/ownership.js';
 import { applyPlanEdit, approvalCard, checkSquad, PLAN_SIZE_CAP, shapePlan } from '../../core/coderun/plan.js';
 import { compose, preselect } from '../../core/coderun/preselect.js';
-import { CodeConfigSchema, TeamSchema, type Plan, type Team, type Ticket } from '../../core/coderun/schemas.js';
+import { CodeConfigSchema, type Plan, type Team, TeamSchema, type Ticket } from '../../core/coderun/schemas.js';
 import { TeamLibrary } from '../../core/coderun/teams.js';
 
 const team = (id: string, owns: string[], extra: Partial<Team> = {}): Team =>
@@ -59,7 +59,13 @@ describe('preselect and composition', () => {
 
   it('offers every team to the planner in dynamic mode (team_library off)', () => {
     const report = preselect([api, web], 'a page', { ...config, team_library: false });
-    expect(report).toMatchObject({ mode: 'dynamic', teams: [{ id: 'web', reasons: ["keyword 'page'"] }, { id: 'api', reasons: ['offered to the planner'] }] });
+    expect(report).toMatchObject({
+      mode: 'dynamic',
+      teams: [
+        { id: 'web', reasons: ["keyword 'page'"] },
+        { id: 'api', reasons: ['offered to the planner'] },
+      ],
+    });
   });
 
   it('falls back to every team when nothing matches, and says so', () => {
@@ -105,7 +111,18 @@ describe('team library', () => {
 });
 
 describe('board transitions', () => {
-  const spec = { id: 'T1', title: 't', description: '', role: 'developer', squad: 'api', acceptance: '', criteria: [], priority: 5, files: ['src/api/a.ts'], dependencies: [] };
+  const spec = {
+    id: 'T1',
+    title: 't',
+    description: '',
+    role: 'developer',
+    squad: 'api',
+    acceptance: '',
+    criteria: [],
+    priority: 5,
+    files: ['src/api/a.ts'],
+    dependencies: [],
+  };
 
   it('moves ready_to_dev → in_progress → in_review → done and refuses other moves', () => {
     let task = newTask(spec);
@@ -120,17 +137,40 @@ describe('board transitions', () => {
     let task = transition(transition(newTask(spec), { type: 'dispatch', assignee: 'dev' }, limits), { type: 'submit' }, limits);
     task = transition(task, { type: 'reject', findings: ['f1'], corrector: 'ts-corrector' }, limits);
     expect(task).toMatchObject({ state: 'in_progress', reviews: 1, handed_over: false });
-    task = transition(transition(task, { type: 'submit' }, limits), { type: 'reject', findings: ['f2'], corrector: 'ts-corrector' }, limits);
-    expect(task).toMatchObject({ state: 'in_progress', handed_over: true, assignee: 'ts-corrector', reviews: 0, findings: ['f1', 'f2'], id: 'T1', files: spec.files });
-    task = transition(transition(task, { type: 'submit' }, limits), { type: 'reject', findings: ['f3'], corrector: 'ts-corrector' }, limits);
-    task = transition(transition(task, { type: 'submit' }, limits), { type: 'reject', findings: ['f4'], corrector: 'ts-corrector' }, limits);
+    task = transition(
+      transition(task, { type: 'submit' }, limits),
+      { type: 'reject', findings: ['f2'], corrector: 'ts-corrector' },
+      limits,
+    );
+    expect(task).toMatchObject({
+      state: 'in_progress',
+      handed_over: true,
+      assignee: 'ts-corrector',
+      reviews: 0,
+      findings: ['f1', 'f2'],
+      id: 'T1',
+      files: spec.files,
+    });
+    task = transition(
+      transition(task, { type: 'submit' }, limits),
+      { type: 'reject', findings: ['f3'], corrector: 'ts-corrector' },
+      limits,
+    );
+    task = transition(
+      transition(task, { type: 'submit' }, limits),
+      { type: 'reject', findings: ['f4'], corrector: 'ts-corrector' },
+      limits,
+    );
     expect(task).toMatchObject({ state: 'to_scope', needs_human: true });
   });
 
   it('goes straight to to_scope when no corrector can take it', () => {
     const one = { reviewRounds: 1, attemptCeiling: 2 };
     const task = transition(transition(newTask(spec), { type: 'dispatch', assignee: 'dev' }, one), { type: 'submit' }, one);
-    expect(transition(task, { type: 'reject', findings: [], corrector: null }, one)).toMatchObject({ state: 'to_scope', needs_human: true });
+    expect(transition(task, { type: 'reject', findings: [], corrector: null }, one)).toMatchObject({
+      state: 'to_scope',
+      needs_human: true,
+    });
   });
 
   it('re-queues an orphan until the attempt ceiling', () => {
@@ -158,7 +198,10 @@ describe('board transitions', () => {
   it('raises one ticket per defect and bumps it when the same defect is found again', () => {
     const defect = { team: 'api', command: 'npm test', output: 'not ok 1 - health answers 200 (12ms)\n# fail 1', files: ['src/api/a.ts'] };
     const first = raiseDefect([], defect);
-    expect(first).toMatchObject({ action: 'raised', ticket: { id: 'TK1-API', command: 'npm test', acceptance: '`npm test` passes', files: ['src/api/a.ts'], count: 1 } });
+    expect(first).toMatchObject({
+      action: 'raised',
+      ticket: { id: 'TK1-API', command: 'npm test', acceptance: '`npm test` passes', files: ['src/api/a.ts'], count: 1 },
+    });
     const again = raiseDefect(first.tickets, { ...defect, output: 'not ok 1 - health answers 200 (31ms)\n# fail 1' });
     expect(again.action).toBe('bumped');
     expect(again.tickets).toHaveLength(1);
@@ -174,8 +217,30 @@ describe('plans and the approval gate', () => {
     summary: 's',
     contract: [{ name: 'health', spec: 'GET /health → {ok:true}', provider: 'api', consumers: ['web'] }],
     tasks: [
-      { id: 'T1', title: 'route and page', description: '', role: 'developer', squad: null, acceptance: '', criteria: [], priority: 1, files: ['src/api/health.ts', 'web/health.tsx'], dependencies: ['T0'] },
-      { id: 'T2', title: 'docs', description: '', role: 'developer', squad: 'docs', acceptance: '', criteria: [], priority: 5, files: ['docs/health.md'], dependencies: ['T1'] },
+      {
+        id: 'T1',
+        title: 'route and page',
+        description: '',
+        role: 'developer',
+        squad: null,
+        acceptance: '',
+        criteria: [],
+        priority: 1,
+        files: ['src/api/health.ts', 'web/health.tsx'],
+        dependencies: ['T0'],
+      },
+      {
+        id: 'T2',
+        title: 'docs',
+        description: '',
+        role: 'developer',
+        squad: 'docs',
+        acceptance: '',
+        criteria: [],
+        priority: 5,
+        files: ['docs/health.md'],
+        dependencies: ['T1'],
+      },
     ],
   };
 
@@ -204,7 +269,10 @@ describe('plans and the approval gate', () => {
   it('applies edits: omitted fields untouched, cleared fields cleared, removals repair dependencies', () => {
     const live = shapePlan(plan, [api, web, docs]).plan;
     const { plan: next, dropped } = applyPlanEdit(live, [api, web, docs], {
-      tasks: [{ id: 'T2', description: '', acceptance: '' , title: 'write the docs' }, { id: 'T1-WEB', remove: true }],
+      tasks: [
+        { id: 'T2', description: '', acceptance: '', title: 'write the docs' },
+        { id: 'T1-WEB', remove: true },
+      ],
     });
     expect(next.tasks.map((t) => t.id)).toEqual(['T1-API', 'T2']);
     expect(next.tasks[1]).toMatchObject({ title: 'write the docs', description: '', priority: 5, dependencies: ['T1-API'] });
@@ -214,9 +282,14 @@ describe('plans and the approval gate', () => {
   it('refuses an unstaffable role and an edit breaking disjoint ownership, leaving the plan untouched', () => {
     const live = shapePlan(plan, [api, web, docs]).plan;
     const before = structuredClone(live);
-    expect(() => applyPlanEdit(live, [api, web, docs], { tasks: [{ id: 'T2', role: 'astronaut' }] })).toThrow("role 'astronaut' cannot be staffed");
+    expect(() => applyPlanEdit(live, [api, web, docs], { tasks: [{ id: 'T2', role: 'astronaut' }] })).toThrow(
+      "role 'astronaut' cannot be staffed",
+    );
     expect(() =>
-      applyPlanEdit(live, [api, web, docs], { tasks: [{ id: 'T2', title: 'changed' }], teams: [{ id: 'docs', owns: ['docs/**', 'src/**'] }] }),
+      applyPlanEdit(live, [api, web, docs], {
+        tasks: [{ id: 'T2', title: 'changed' }],
+        teams: [{ id: 'docs', owns: ['docs/**', 'src/**'] }],
+      }),
     ).toThrow("teams 'api' and 'docs' both own paths");
     expect(live).toEqual(before);
   });
@@ -245,11 +318,17 @@ describe('write fence', () => {
     const teams = [api, web];
     expect(checkWrite(root, 'src/api/new/deep/file.ts', api, teams)).toBe('src/api/new/deep/file.ts');
     expect(checkWrite(root, './src/web/../api/x.ts', api, teams)).toBe('src/api/x.ts');
-    expect(() => checkWrite(root, 'src/api/to-web/x.ts', api, teams)).toThrow("src/api/to-web/x.ts (resolves to src/web/x.ts) is outside team 'api'");
+    expect(() => checkWrite(root, 'src/api/to-web/x.ts', api, teams)).toThrow(
+      "src/api/to-web/x.ts (resolves to src/web/x.ts) is outside team 'api'",
+    );
     expect(() => checkWrite(root, 'src/api/dangling', api, teams)).toThrow('src/api/dangling is outside the repository');
-    expect(() => checkWrite(root, 'src/api/dangling-web', api, teams)).toThrow("src/api/dangling-web (resolves to src/web/new.ts) is outside team 'api'");
+    expect(() => checkWrite(root, 'src/api/dangling-web', api, teams)).toThrow(
+      "src/api/dangling-web (resolves to src/web/new.ts) is outside team 'api'",
+    );
     expect(() => checkWrite(root, '/etc/passwd', api, teams)).toThrow('outside the repository');
     expect(() => checkWrite(root, 'lib/x.ts', { id: 'unowned', owns: [], unowned: true }, teams)).not.toThrow();
-    expect(() => checkWrite(root, 'web/x.ts', { id: 'unowned', owns: [], unowned: true }, teams)).toThrow("web/x.ts is owned by team 'web'");
+    expect(() => checkWrite(root, 'web/x.ts', { id: 'unowned', owns: [], unowned: true }, teams)).toThrow(
+      "web/x.ts is owned by team 'web'",
+    );
   });
 });

@@ -30,7 +30,10 @@ describe('control plane, enabled', () => {
   const invoke = (query: number | 'held') => server.request('/api/v1/slow/invoke', { method: 'POST', json: { query: String(query) } });
 
   beforeAll(async () => {
-    server = await startTestServer({ files, settings: { control: { enabled: true, token: TOKEN }, logs: { enabled: true }, watch: false } });
+    server = await startTestServer({
+      files,
+      settings: { control: { enabled: true, token: TOKEN }, logs: { enabled: true }, watch: false },
+    });
     await eventually(async () => (await server.request('/api/v1/plugins/double/health')).status === 200, 15_000);
   });
   afterAll(() => server?.stop());
@@ -192,7 +195,17 @@ describe('control plane, enabled', () => {
   it('logs every control action', async () => {
     const { body } = await server.request('/api/v1/logs?resource=control&limit=100');
     const actions = body.logs.map((r: any) => `${r.name} ${r.operation}`);
-    expect(actions).toEqual(expect.arrayContaining(['drain agent/slow', 'enable agent/slow', 'disable plugin/double', 'maintenance on', 'maintenance off', 'rediscover workspace', 'log-level warn']));
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        'drain agent/slow',
+        'enable agent/slow',
+        'disable plugin/double',
+        'maintenance on',
+        'maintenance off',
+        'rediscover workspace',
+        'log-level warn',
+      ]),
+    );
     const drain = body.logs.find((r: any) => r.name === 'drain');
     expect(drain).toMatchObject({ resource: 'control', principal: 'local', status: 'ok' });
     // Calls the gate refused are in the log too.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { arrangeApp, LAYOUTS, type AppCell } from '../../desktop/views/notebook/app-layout.js';
 import { LAYOUTS as SERVER_LAYOUTS } from '../../core/notebook/export.js';
+import { type AppCell, arrangeApp, LAYOUTS } from '../../desktop/views/notebook/app-layout.js';
 
 const md = (id: string, source: string): AppCell => ({ id, cell_type: 'markdown', name: '', source, outputs: [] });
 const code = (id: string, outputs: unknown[] = [{}], name = ''): AppCell => ({ id, cell_type: 'code', name, source: 'x', outputs });

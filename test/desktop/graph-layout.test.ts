@@ -1,8 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { layoutGraph, NODE_HEIGHT, type GraphEdge, type GraphNode } from '../../desktop/views/studio/graph-layout.js';
+import { type GraphEdge, type GraphNode, layoutGraph, NODE_HEIGHT } from '../../desktop/views/studio/graph-layout.js';
 
 const node = (id: string, type = 'node'): GraphNode => ({ id, name: id, type, metadata: {} });
-const edge = (source: string, target: string, condition: string | null = null): GraphEdge => ({ id: `${source}->${target}`, source, target, condition });
+const edge = (source: string, target: string, condition: string | null = null): GraphEdge => ({
+  id: `${source}->${target}`,
+  source,
+  target,
+  condition,
+});
 
 describe('studio graph layout', () => {
   it('puts every node below the nodes that lead to it', () => {
@@ -41,7 +46,10 @@ describe('studio graph layout', () => {
   });
 
   it('draws a loop as a back edge instead of failing to layer', () => {
-    const layout = layoutGraph([node('s'), node('think'), node('act'), node('e')], [edge('s', 'think'), edge('think', 'act'), edge('act', 'think', 'retry'), edge('act', 'e')]);
+    const layout = layoutGraph(
+      [node('s'), node('think'), node('act'), node('e')],
+      [edge('s', 'think'), edge('think', 'act'), edge('act', 'think', 'retry'), edge('act', 'e')],
+    );
     const loop = layout.edges.find((e) => e.id === 'act->think')!;
     expect(loop.back).toBe(true);
     expect(layout.nodes.find((n) => n.id === 'e')!.layer).toBe(3);

@@ -1,9 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { planEdit, toDraft, type PlanTask } from '../../desktop/views/runs/plan-edit.js';
+import { type PlanTask, planEdit, toDraft } from '../../desktop/views/runs/plan-edit.js';
 
 const task = (id: string, over: Partial<PlanTask> = {}): PlanTask => ({
-  id, title: `task ${id}`, description: '', role: 'developer', squad: 'api', acceptance: '', priority: 5,
-  files: ['src/api/a.mjs'], dependencies: [], ...over,
+  id,
+  title: `task ${id}`,
+  description: '',
+  role: 'developer',
+  squad: 'api',
+  acceptance: '',
+  priority: 5,
+  files: ['src/api/a.mjs'],
+  dependencies: [],
+  ...over,
 });
 
 describe('plan edit at the approval gate', () => {
@@ -16,7 +24,9 @@ describe('plan edit at the approval gate', () => {
   it('sends only the fields that changed, as the PATCH takes them', () => {
     const drafts = tasks.map(toDraft);
     drafts[0] = { ...drafts[0]!, title: 'renamed', files: 'src/api/a.mjs,\n src/api/b.mjs , ', squad: '' };
-    expect(planEdit(drafts, tasks)).toEqual({ tasks: [{ id: 'T1', title: 'renamed', squad: null, files: ['src/api/a.mjs', 'src/api/b.mjs'] }] });
+    expect(planEdit(drafts, tasks)).toEqual({
+      tasks: [{ id: 'T1', title: 'renamed', squad: null, files: ['src/api/a.mjs', 'src/api/b.mjs'] }],
+    });
   });
 
   it('does not count a list retyped with other spacing as a change', () => {
@@ -32,7 +42,16 @@ describe('plan edit at the approval gate', () => {
     expect(planEdit(drafts, tasks)).toEqual({
       tasks: [
         { id: 'T2', remove: true },
-        { id: 'T3', title: 'new one', description: '', role: 'developer', squad: 'api', priority: 5, files: ['src/api/a.mjs'], dependencies: ['T1'] },
+        {
+          id: 'T3',
+          title: 'new one',
+          description: '',
+          role: 'developer',
+          squad: 'api',
+          priority: 5,
+          files: ['src/api/a.mjs'],
+          dependencies: ['T1'],
+        },
       ],
     });
   });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StudioEvent } from '../../core/studio/events.js';
 import { applyEvent, idleRun } from '../../desktop/views/studio/run-state.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { WITHOUT_PLUGIN_WORKERS } from './servers.js';
 
@@ -28,7 +28,12 @@ afterAll(async () => {
 describe('run view of a tool-using agent', () => {
   it('lists each call with its arguments, then its result or error and duration', async () => {
     fake.enqueue(
-      { tool_calls: [{ id: 'c1', name: 'add', arguments: { a: 2, b: 3 } }, { id: 'c2', name: 'add', arguments: { a: 'two' } }] },
+      {
+        tool_calls: [
+          { id: 'c1', name: 'add', arguments: { a: 2, b: 3 } },
+          { id: 'c2', name: 'add', arguments: { a: 'two' } },
+        ],
+      },
       { content: 'Five.' },
     );
     const res = await server.request('/studio/agents/calc/runs', { method: 'POST', json: { query: '2+3?', thread_id: 'calc-1' } });
@@ -39,7 +44,14 @@ describe('run view of a tool-using agent', () => {
     expect(view.answer).toBe('Five.');
     expect(view.tools.map(({ durationMs, ...t }) => ({ ...t, timed: typeof durationMs === 'number' }))).toEqual([
       { tool: 'add', args: { a: 2, b: 3 }, callId: 'c1', state: 'ok', result: 5, timed: true },
-      { tool: 'add', args: { a: 'two' }, callId: 'c2', state: 'error', error: expect.stringMatching(/invalid arguments for 'add'/), timed: true },
+      {
+        tool: 'add',
+        args: { a: 'two' },
+        callId: 'c2',
+        state: 'error',
+        error: expect.stringMatching(/invalid arguments for 'add'/),
+        timed: true,
+      },
     ]);
     // Halfway through (after the starts only) both calls show as running.
     const started = events.filter((e) => e.type !== 'tool_end').reduce(applyEvent, idleRun);

@@ -1,7 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BrowserWindowOptions, ElectronMain, HeadersReceivedDetails, IpcInvokeEvent, MenuItemOptions, PreventableEvent } from '../../desktop/electron-api.js';
 import { exposeBridge, type HangarBridge } from '../../desktop/bridge.js';
-import { IPC_BOOTSTRAP, IPC_OPEN_EXTERNAL, startShell, type Shell } from '../../desktop/shell.js';
+import type {
+  BrowserWindowOptions,
+  ElectronMain,
+  HeadersReceivedDetails,
+  IpcInvokeEvent,
+  MenuItemOptions,
+  PreventableEvent,
+} from '../../desktop/electron-api.js';
+import { IPC_BOOTSTRAP, IPC_OPEN_EXTERNAL, type Shell, startShell } from '../../desktop/shell.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { WITHOUT_PLUGIN_WORKERS } from './servers.js';
 
@@ -101,10 +108,14 @@ function fakeElectron(options: { singleInstance?: boolean } = {}) {
     emit,
     menu: () => menu,
     invoke: (channel: string, senderUrl: string | null, ...args: unknown[]) =>
-      Promise.resolve().then(() => ipc.get(channel)!({ senderFrame: senderUrl === null ? null : { url: senderUrl } } satisfies IpcInvokeEvent, ...args)),
+      Promise.resolve().then(() =>
+        ipc.get(channel)!({ senderFrame: senderUrl === null ? null : { url: senderUrl } } satisfies IpcInvokeEvent, ...args),
+      ),
     permission: (name: string) => new Promise<boolean>((resolve) => permissionHandler!({}, name, resolve)),
     headers: (details: HeadersReceivedDetails) =>
-      new Promise<Record<string, string[]> | undefined>((resolve) => headersListener!(details, (r: { responseHeaders?: Record<string, string[]> }) => resolve(r.responseHeaders))),
+      new Promise<Record<string, string[]> | undefined>((resolve) =>
+        headersListener!(details, (r: { responseHeaders?: Record<string, string[]> }) => resolve(r.responseHeaders)),
+      ),
   };
 }
 
@@ -154,7 +165,12 @@ describe('desktop shell', () => {
     const { fake, shell, server } = await launch();
     expect(fake.windows).toHaveLength(1);
     const [window] = fake.windows;
-    expect(window!.options.webPreferences).toMatchObject({ preload: '/app/dist/desktop/preload.cjs', contextIsolation: true, sandbox: true, nodeIntegration: false });
+    expect(window!.options.webPreferences).toMatchObject({
+      preload: '/app/dist/desktop/preload.cjs',
+      contextIsolation: true,
+      sandbox: true,
+      nodeIntegration: false,
+    });
     expect(window!.loaded).toEqual([`${server.url}/ui/#/status`]);
     window!.listeners.get('ready-to-show')!();
     expect(window!.shown).toBe(true);
@@ -187,7 +203,10 @@ describe('desktop shell', () => {
     expect((await server.request('/api/v1/agents')).status).toBe(401);
     expect((await server.request('/api/v1/agents', { headers: { authorization: `Bearer ${shell.token}` } })).status).toBe(200);
 
-    expect(await fake.invoke(IPC_BOOTSTRAP, `${server.url}/ui/#/status`)).toEqual({ token: shell.token, codeSession: 'code-session-token' });
+    expect(await fake.invoke(IPC_BOOTSTRAP, `${server.url}/ui/#/status`)).toEqual({
+      token: shell.token,
+      codeSession: 'code-session-token',
+    });
     await expect(fake.invoke(IPC_BOOTSTRAP, 'https://evil.example/')).rejects.toThrow(/not the Hangar UI/);
     await expect(fake.invoke(IPC_BOOTSTRAP, null)).rejects.toThrow(/not the Hangar UI/);
   });
@@ -241,7 +260,9 @@ describe('desktop shell', () => {
     await new Promise((r) => setTimeout(r, 10));
     expect(fake.opened).toEqual(['https://example.com/page', 'https://example.com/new']);
     expect(window.loaded.at(-1)).toBe(`${server.url}/ui/#/studio/echo`);
-    expect(await fake.invoke(IPC_OPEN_EXTERNAL, 'https://evil.example/', 'https://example.com/').catch((e: Error) => e.message)).toMatch(/not the Hangar UI/);
+    expect(await fake.invoke(IPC_OPEN_EXTERNAL, 'https://evil.example/', 'https://example.com/').catch((e: Error) => e.message)).toMatch(
+      /not the Hangar UI/,
+    );
   });
 
   it('adds the UI content security policy to app responses that lack one', async () => {

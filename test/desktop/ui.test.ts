@@ -5,7 +5,8 @@ import { glance, parsePrometheus } from '../../desktop/views/metrics.js';
 import { agentSource, eventually, startTestServer as startServer, type TestServer } from '../support/server.js';
 import { WITHOUT_PLUGIN_WORKERS } from './servers.js';
 
-const startTestServer = (options: Parameters<typeof startServer>[0] = {}) => startServer({ ...options, start: { subsystems: WITHOUT_PLUGIN_WORKERS } });
+const startTestServer = (options: Parameters<typeof startServer>[0] = {}) =>
+  startServer({ ...options, start: { subsystems: WITHOUT_PLUGIN_WORKERS } });
 
 const echo = agentSource(`{ description: 'Echoes', run: (input) => ({ response: 'echo: ' + input.query }) }`);
 

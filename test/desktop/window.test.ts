@@ -1,11 +1,11 @@
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loginUrl } from '../../core/coderun/login.js';
 import { browserError, chooseWindow, openAppWindow, systemProbe, type WindowProbe } from '../../core/app/window.js';
-import { fakeBrowser, ROOT_STDERR, type FakeBrowserKind } from '../support/fake-browser.js';
+import { loginUrl } from '../../core/coderun/login.js';
+import { type FakeBrowserKind, fakeBrowser, ROOT_STDERR } from '../support/fake-browser.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 
 const probe = (overrides: Partial<WindowProbe>): WindowProbe => ({
@@ -18,7 +18,10 @@ const probe = (overrides: Partial<WindowProbe>): WindowProbe => ({
 
 describe('choosing the window', () => {
   it('prefers the Electron shell when its binary is installed', () => {
-    expect(chooseWindow(probe({ electron: () => '/x/electron', browser: () => '/usr/bin/chromium' }))).toEqual({ kind: 'electron', binary: '/x/electron' });
+    expect(chooseWindow(probe({ electron: () => '/x/electron', browser: () => '/usr/bin/chromium' }))).toEqual({
+      kind: 'electron',
+      binary: '/x/electron',
+    });
   });
 
   it('falls back to a Chromium --app window without Electron', () => {
@@ -30,7 +33,10 @@ describe('choosing the window', () => {
     const headless = chooseWindow(probe({ env: {}, electron: () => ((asked = true), '/x/electron') }));
     expect(headless).toEqual({ kind: 'none', reason: 'no display available (DISPLAY/WAYLAND_DISPLAY unset)' });
     expect(asked).toBe(false);
-    expect(chooseWindow(probe({ env: { WAYLAND_DISPLAY: 'wayland-0' } }))).toEqual({ kind: 'none', reason: 'no Electron binary and no Chromium/Chrome found' });
+    expect(chooseWindow(probe({ env: { WAYLAND_DISPLAY: 'wayland-0' } }))).toEqual({
+      kind: 'none',
+      reason: 'no Electron binary and no Chromium/Chrome found',
+    });
     // macOS and Windows always have a display.
     expect(chooseWindow(probe({ platform: 'darwin', env: {}, browser: () => '/Applications/Chrome' })).kind).toBe('app');
   });
@@ -125,7 +131,8 @@ describe('reporting the Chromium --app window truthfully', () => {
     try {
       expect(outcome).toEqual({
         opened: false,
-        reason: 'chromium exited with code 1 before the page loaded: Running as root without --no-sandbox is not supported. See https://crbug.com/638180.',
+        reason:
+          'chromium exited with code 1 before the page loaded: Running as root without --no-sandbox is not supported. See https://crbug.com/638180.',
       });
       // Known as soon as it exits, not at the end of the wait.
       expect(elapsed).toBeLessThan(5_000);
@@ -142,7 +149,12 @@ describe('reporting the Chromium --app window truthfully', () => {
       expect(outcome).toEqual({ opened: true, via: 'chromium --app window', confirmed: true });
       const { args } = await browser.record();
       const profile = path.join(server.root, '.hangar', 'window-profile');
-      expect(args).toEqual([expect.stringMatching(/^--app=http:\/\/127\.0\.0\.1:\d+\/ui\/\?login=[0-9a-f]{64}$/), `--user-data-dir=${profile}`, '--no-first-run', '--no-default-browser-check']);
+      expect(args).toEqual([
+        expect.stringMatching(/^--app=http:\/\/127\.0\.0\.1:\d+\/ui\/\?login=[0-9a-f]{64}$/),
+        `--user-data-dir=${profile}`,
+        '--no-first-run',
+        '--no-default-browser-check',
+      ]);
       expect((await stat(profile)).isDirectory()).toBe(true);
     } finally {
       await browser.dispose();
@@ -189,14 +201,17 @@ describe('reporting the Chromium --app window truthfully', () => {
   });
 
   it('reports a browser that cannot be started', async () => {
-    const outcome = await openAppWindow(server.url, { probe: probe({ browser: () => path.join(server.root, 'no-such-chromium') }), stateDir: path.join(server.root, '.hangar') });
+    const outcome = await openAppWindow(server.url, {
+      probe: probe({ browser: () => path.join(server.root, 'no-such-chromium') }),
+      stateDir: path.join(server.root, '.hangar'),
+    });
     expect(outcome.opened).toBe(false);
     expect(outcome.opened === false && outcome.reason).toMatch(/^no-such-chromium could not be started: spawn .*ENOENT/);
   });
 });
 
 describe("the browser's reason for failing", () => {
-  it('skips the wrapper-script and D-Bus noise and drops Chromium\'s log prefix', () => {
+  it("skips the wrapper-script and D-Bus noise and drops Chromium's log prefix", () => {
     expect(browserError(ROOT_STDERR)).toBe('Running as root without --no-sandbox is not supported. See https://crbug.com/638180.');
     const noDisplay = [
       '/usr/bin/chromium: 9: [: 25276510208: unexpected operator',

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserToken, loginUrl } from '../../core/coderun/login.js';
 import { loginLine } from '../../core/app/cli/main.js';
+import { browserToken, loginUrl } from '../../core/coderun/login.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { useUiBrowser } from './browser.js';
 

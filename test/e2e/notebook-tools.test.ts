@@ -54,7 +54,9 @@ describe('notebook tools panel', () => {
 
     // What is shown is what the route answers.
     const expected = (await server.request('/api/smartprep/sales?notebook=sales.nb.ts')).body as {
-      rows: number; columns: number; suggestions: { title: string; code: string; fixed_as: string }[];
+      rows: number;
+      columns: number;
+      suggestions: { title: string; code: string; fixed_as: string }[];
     };
     expect(expected.rows).toBe(80);
     expect(await prep.locator('p.muted').first().textContent()).toContain('80 rows × 4 columns');
@@ -75,7 +77,9 @@ describe('notebook tools panel', () => {
 
     // The inserted cell runs and defines the fixed variable.
     await added.getByRole('button', { name: /^Run / }).click();
-    await p.waitForFunction(() => document.querySelector('li.cell:last-child')?.getAttribute('data-state') === 'success', undefined, { timeout: 10_000 });
+    await p.waitForFunction(() => document.querySelector('li.cell:last-child')?.getAttribute('data-state') === 'success', undefined, {
+      timeout: 10_000,
+    });
     await panel.getByLabel('Variable').locator('option', { hasText: missing!.fixed_as }).waitFor({ state: 'attached' });
   });
 

@@ -131,7 +131,10 @@ describe('notebook view', () => {
     await added.locator('.outputs', { hasText: 'fresh1' }).waitFor({ timeout: 10_000 });
     release();
     // The held copy is shown (the name came with it), and the newer output stays.
-    await p.waitForFunction((id) => document.querySelector<HTMLInputElement>(`li.cell[data-cell="${id}"] input.cell-name`)?.value === 'fresh', created.body.id);
+    await p.waitForFunction(
+      (id) => document.querySelector<HTMLInputElement>(`li.cell[data-cell="${id}"] input.cell-name`)?.value === 'fresh',
+      created.body.id,
+    );
     expect(await added.locator('.outputs').textContent()).toContain('fresh1');
     expect(await added.getAttribute('data-state')).toBe('success');
     await p.unroute(`${server.url}/api/notebooks/prices.nb.ts`);

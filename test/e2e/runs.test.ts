@@ -2,8 +2,8 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentScript, approve, startScriptedModel, write, type ScriptedModel } from '../coderun/support/scripted-model.js';
 import { API_TEAM, makeRepo } from '../coderun/support/fixture.js';
+import { agentScript, approve, type ScriptedModel, startScriptedModel, write } from '../coderun/support/scripted-model.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { OUTPUT, useUiBrowser } from './browser.js';
 
@@ -23,14 +23,27 @@ beforeAll(async () => {
   repo = await makeRepo({ 'package.json': '{"type":"module"}\n' });
   model = await startScriptedModel((c) => {
     if (c.kind === 'planner') {
-      return { tool_calls: [{ name: 'submit_plan', arguments: { summary: 'one health route', tasks: [{ id: 'T1', title: 'health route', squad: 'api', files: ['src/api/health.mjs', 'test/api/h.test.mjs'] }] } }] };
+      return {
+        tool_calls: [
+          {
+            name: 'submit_plan',
+            arguments: {
+              summary: 'one health route',
+              tasks: [{ id: 'T1', title: 'health route', squad: 'api', files: ['src/api/health.mjs', 'test/api/h.test.mjs'] }],
+            },
+          },
+        ],
+      };
     }
     // The reviewer takes its time, so the review queue is visible while it decides.
     if (c.kind === 'reviewer') return { ...approve, delayMs: 1500 };
     return agentScript(
       [
         write('src/api/health.mjs', 'export const ok = true;\n'),
-        write('test/api/h.test.mjs', "import test from 'node:test';\nimport assert from 'node:assert';\nimport { ok } from '../../src/api/health.mjs';\ntest('ok', () => assert.ok(ok));\n"),
+        write(
+          'test/api/h.test.mjs',
+          "import test from 'node:test';\nimport assert from 'node:assert';\nimport { ok } from '../../src/api/health.mjs';\ntest('ok', () => assert.ok(ok));\n",
+        ),
       ],
       c,
     );
@@ -108,7 +121,10 @@ describe('coding-run views', () => {
     await p.getByRole('button', { name: 'Start run' }).click();
     await p.locator('[data-testid="run-status"]', { hasText: 'awaiting_approval' }).waitFor({ timeout: 15_000 });
     const runId = decodeURIComponent(new URL(p.url()).hash.split('/').pop()!);
-    const plan = async () => (await server.api(`/api/runs/${encodeURIComponent(runId)}/plan`)).body as { tasks: { id: string; title: string; squad: string | null; dependencies: string[] }[] };
+    const plan = async () =>
+      (await server.api(`/api/runs/${encodeURIComponent(runId)}/plan`)).body as {
+        tasks: { id: string; title: string; squad: string | null; dependencies: string[] }[];
+      };
 
     const editor = p.getByTestId('plan-editor');
     const t1 = editor.locator('li.plan-task[data-task="T1"]');

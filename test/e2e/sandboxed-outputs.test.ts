@@ -11,7 +11,7 @@ import type { Frame, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAppServer, startNotebookServer } from '../../core/notebook/server.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
-import { launchBrowser, type Browser } from './browser.js';
+import { type Browser, launchBrowser } from './browser.js';
 
 /** What the attacker's output does: read the agent list, and reach into the page that shows it. */
 const PAYLOAD = [

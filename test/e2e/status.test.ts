@@ -23,13 +23,18 @@ describe('status view', () => {
     const p = await ui.open('');
     const store = p.getByTestId('store');
     await store.getByRole('alert').waitFor();
-    expect(await store.textContent()).toMatch(/\.hangar\/hangar\.db \(sqlite\).*the database was damaged .* moved to\s*\.hangar\/hangar\.db\.damaged-/s);
+    expect(await store.textContent()).toMatch(
+      /\.hangar\/hangar\.db \(sqlite\).*the database was damaged .* moved to\s*\.hangar\/hangar\.db\.damaged-/s,
+    );
   });
 
   it('shows resources, drop-in errors with file and line, metrics and the task board', async () => {
     server = await startTestServer({ files: { 'agents/echo.ts': echo, 'agents/broken.ts': broken } });
     // A finished task, so the board has something in a column.
-    const submitted = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'agent', target: 'echo', input: { query: 'hi' } } });
+    const submitted = await server.request('/api/v1/tasks', {
+      method: 'POST',
+      json: { kind: 'agent', target: 'echo', input: { query: 'hi' } },
+    });
     const p = await ui.open('');
 
     const resources = p.getByTestId('resources');
@@ -89,7 +94,10 @@ describe('status view', () => {
     const p = await ui.open('#/status');
     await p.getByTestId('live-state').getByText('Live').waitFor();
     await server.close();
-    await p.getByTestId('live-state').getByText(/Offline/).waitFor();
+    await p
+      .getByTestId('live-state')
+      .getByText(/Offline/)
+      .waitFor();
 
     const files = await import('node:fs/promises');
     await files.writeFile(path.join(root, 'agents', 'later.ts'), echo);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { OUTPUT, useUiBrowser } from './browser.js';
 
@@ -29,7 +29,12 @@ afterAll(async () => {
 describe('studio run view of a tool-using agent', () => {
   it('lists the calls with arguments, then the result or the error the model was told', async () => {
     model.enqueue(
-      { tool_calls: [{ id: 'c1', name: 'add', arguments: { a: 2, b: 3 } }, { id: 'c2', name: 'add', arguments: { a: 'two' } }] },
+      {
+        tool_calls: [
+          { id: 'c1', name: 'add', arguments: { a: 2, b: 3 } },
+          { id: 'c2', name: 'add', arguments: { a: 'two' } },
+        ],
+      },
       { content: 'It is 5.' },
     );
     const p = await open('#/studio/calc');

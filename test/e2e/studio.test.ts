@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
 import { OUTPUT, useUiBrowser } from './browser.js';
 
@@ -80,7 +80,11 @@ describe('studio view', () => {
     const inner = p.getByTestId('subgraph-graph-analyze');
     await inner.locator('g.node').first().waitFor();
     // word-stats is a function agent: start → agent → end.
-    expect(await inner.locator('g.node').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-node')))).toEqual(['__start__', 'agent', '__end__']);
+    expect(await inner.locator('g.node').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-node')))).toEqual([
+      '__start__',
+      'agent',
+      '__end__',
+    ]);
     expect(await inner.locator('g.node[role="button"]').count()).toBe(0);
     await p.screenshot({ path: path.join(OUTPUT, 'studio-subagent.png'), fullPage: true });
   });
@@ -99,7 +103,10 @@ describe('studio view', () => {
         const run = document.querySelector('[data-testid="run"][data-state="running"]');
         const answer = run?.querySelector('[data-testid="answer"]')?.textContent ?? '';
         if (!answer.includes('Hello')) return undefined;
-        return { answer, node: document.querySelector(`[data-testid="graph"] g.node[data-node="${n}"]`)?.getAttribute('data-state') ?? null };
+        return {
+          answer,
+          node: document.querySelector(`[data-testid="graph"] g.node[data-node="${n}"]`)?.getAttribute('data-state') ?? null,
+        };
       },
       node,
       { timeout: 15_000 },
@@ -131,7 +138,12 @@ describe('studio view', () => {
     await conv.getByLabel('Continue this conversation').fill('second question');
     await conv.getByRole('button', { name: 'Chat' }).click();
     await messages.nth(3).waitFor({ timeout: 10_000 });
-    expect(await messages.locator('.text').allTextContents()).toEqual(['first question', 'Hello, streamed world!', 'second question', 'Hello, streamed world!']);
+    expect(await messages.locator('.text').allTextContents()).toEqual([
+      'first question',
+      'Hello, streamed world!',
+      'second question',
+      'Hello, streamed world!',
+    ]);
     // Both turns went to one persisted thread.
     const listed = await server.request('/api/v1/talker/threads');
     expect(listed.body.count).toBe(1);
@@ -151,7 +163,10 @@ describe('studio view', () => {
     const approval = p.getByTestId('approval');
     await approval.waitFor();
     expect(await approval.textContent()).toContain('Approve this brief?');
-    expect(await p.getByTestId('todos').locator('li').allTextContents()).toEqual([expect.stringContaining('compare prices'), expect.stringContaining('book a hotel')]);
+    expect(await p.getByTestId('todos').locator('li').allTextContents()).toEqual([
+      expect.stringContaining('compare prices'),
+      expect.stringContaining('book a hotel'),
+    ]);
     expect(await p.getByTestId('tools').textContent()).toContain('write_todos');
     expect(await nodeState(p, 'plan')).toBe('visited');
     expect(await nodeState(p, 'review')).toBe('paused');

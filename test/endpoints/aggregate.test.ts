@@ -1,10 +1,10 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { eventually } from '../support/server.js';
 import { canonicalJson, majorityVote } from '../../core/endpoints/aggregate.js';
 import { EndpointService } from '../../core/endpoints/service.js';
-import { fixed, json, startLoopback, type Handler, type Loopback } from './loopback.js';
+import { eventually } from '../support/server.js';
+import { fixed, type Handler, json, type Loopback, startLoopback } from './loopback.js';
 
 const open: Loopback[] = [];
 afterEach(async () => {
@@ -15,7 +15,10 @@ async function upstream(handler: Handler): Promise<Loopback> {
   open.push(l);
   return l;
 }
-const fail = (status: number): Handler => (_req, res) => json(res, status, { error: 'down' });
+const fail =
+  (status: number): Handler =>
+  (_req, res) =>
+    json(res, status, { error: 'down' });
 
 function endpoint(aggregation: 'ALL' | 'FIRST_SUCCESS' | 'MAJORITY', upstreams: Array<{ name: string; url: string; weight?: number }>) {
   const s = new EndpointService({ metrics: new Registry() });
@@ -31,7 +34,10 @@ describe('ALL', () => {
   it('maps each upstream name to its data when every upstream succeeds', async () => {
     const a = await upstream(fixed({ t: 1 }));
     const b = await upstream(fixed({ t: 2 }));
-    const result = await endpoint('ALL', [{ name: 'a', url: a.url }, { name: 'b', url: b.url }]).invoke('e', 'POST', { q: 1 });
+    const result = await endpoint('ALL', [
+      { name: 'a', url: a.url },
+      { name: 'b', url: b.url },
+    ]).invoke('e', 'POST', { q: 1 });
     expect(result.success).toBe(true);
     expect(result.aggregated).toEqual({ a: { t: 1 }, b: { t: 2 } });
     expect(result.upstreams.map((u) => [u.name, u.status, u.ok, u.error])).toEqual([
@@ -44,7 +50,12 @@ describe('ALL', () => {
   it('fails with 502 naming the failed upstream when one fails, still reporting the others', async () => {
     const a = await upstream(fixed({ t: 1 }));
     const b = await upstream(fail(500));
-    const err = await endpoint('ALL', [{ name: 'a', url: a.url }, { name: 'b', url: b.url }]).invoke('e', 'POST', {}).catch((e) => e);
+    const err = await endpoint('ALL', [
+      { name: 'a', url: a.url },
+      { name: 'b', url: b.url },
+    ])
+      .invoke('e', 'POST', {})
+      .catch((e) => e);
     expect(err.status).toBe(502);
     expect(err.detail).toMatch(/^endpoint 'e' failed \(ALL needs every upstream\): upstream 'b' http_error: HTTP 500/);
     expect(err.toBody()).toMatchObject({
@@ -63,7 +74,10 @@ describe('FIRST_SUCCESS', () => {
     const fast = await upstream(fixed({ from: 'fast' }, 20));
     const slow = await upstream(fixed({ from: 'slow' }, 10_000));
     const started = Date.now();
-    const result = await endpoint('FIRST_SUCCESS', [{ name: 'slow', url: slow.url }, { name: 'fast', url: fast.url }]).invoke('e', 'POST', {});
+    const result = await endpoint('FIRST_SUCCESS', [
+      { name: 'slow', url: slow.url },
+      { name: 'fast', url: fast.url },
+    ]).invoke('e', 'POST', {});
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(result.success).toBe(true);
     expect(result.aggregated).toEqual({ from: 'fast' });
@@ -78,11 +92,17 @@ describe('FIRST_SUCCESS', () => {
   it('skips failures and fails (502) only when every upstream fails', async () => {
     const bad = await upstream(fail(503));
     const good = await upstream(fixed({ ok: 1 }, 30));
-    const s = endpoint('FIRST_SUCCESS', [{ name: 'bad', url: bad.url }, { name: 'good', url: good.url }]);
+    const s = endpoint('FIRST_SUCCESS', [
+      { name: 'bad', url: bad.url },
+      { name: 'good', url: good.url },
+    ]);
     expect((await s.invoke('e', 'POST', {})).aggregated).toEqual({ ok: 1 });
 
     const bad2 = await upstream(fail(500));
-    const s2 = endpoint('FIRST_SUCCESS', [{ name: 'bad', url: bad.url }, { name: 'bad2', url: bad2.url }]);
+    const s2 = endpoint('FIRST_SUCCESS', [
+      { name: 'bad', url: bad.url },
+      { name: 'bad2', url: bad2.url },
+    ]);
     const err = await s2.invoke('e', 'POST', {}).catch((e) => e);
     expect(err.status).toBe(502);
     expect(err.detail).toContain("FIRST_SUCCESS found no successful upstream): upstream 'bad' http_error: HTTP 503");
@@ -133,7 +153,10 @@ describe('MAJORITY', () => {
   it('ignores failed upstreams (they cast no vote) and fails only when none succeeds', async () => {
     const a = await upstream(fail(500));
     const b = await upstream(fixed({ v: 1 }));
-    const s = endpoint('MAJORITY', [{ name: 'a', url: a.url, weight: 5 }, { name: 'b', url: b.url }]);
+    const s = endpoint('MAJORITY', [
+      { name: 'a', url: a.url, weight: 5 },
+      { name: 'b', url: b.url },
+    ]);
     const result = await s.invoke('e', 'POST', {});
     expect(result).toMatchObject({ success: true, aggregated: { v: 1 } });
     expect(result.upstreams[0]).toMatchObject({ name: 'a', ok: false, status: 500 });
@@ -143,7 +166,12 @@ describe('MAJORITY', () => {
     expect(canonicalJson({ b: [1, { d: 1, c: 2 }], a: null, u: undefined })).toBe('{"a":null,"b":[1,{"c":2,"d":1}]}');
     expect(majorityVote([])).toBeNull();
     expect(majorityVote([{ ok: false, weight: 9 }])).toBeNull();
-    expect(majorityVote([{ ok: true, data: 1, weight: 1 }, { ok: true, data: 2, weight: 1 }])).toMatchObject({ value: 1, score: 1, first: 0 });
+    expect(
+      majorityVote([
+        { ok: true, data: 1, weight: 1 },
+        { ok: true, data: 2, weight: 1 },
+      ]),
+    ).toMatchObject({ value: 1, score: 1, first: 0 });
   });
 });
 

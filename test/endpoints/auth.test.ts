@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TokenCache } from '../../core/endpoints/auth.js';
 import { EndpointService } from '../../core/endpoints/service.js';
-import { json, startLoopback, startTokenServer, type Loopback } from './loopback.js';
+import { json, type Loopback, startLoopback, startTokenServer } from './loopback.js';
 
 const open: Loopback[] = [];
 afterEach(async () => {
@@ -37,17 +37,19 @@ describe('upstream authentication', () => {
   });
 
   it('API_KEY honours header_name and header_prefix (a prefix is followed by one space)', async () => {
-    const up = await track(guarded((h) => h['authorization'] === 'Token k-123'));
+    const up = await track(guarded((h) => h.authorization === 'Token k-123'));
     const s = service({ KEY: 'k-123' });
     s.register({
       name: 'e',
-      upstreams: [{ name: 'a', base_url: up.url, auth: { type: 'API_KEY', api_key: '${KEY}', header_name: 'Authorization', header_prefix: 'Token' } }],
+      upstreams: [
+        { name: 'a', base_url: up.url, auth: { type: 'API_KEY', api_key: '${KEY}', header_name: 'Authorization', header_prefix: 'Token' } },
+      ],
     });
     expect((await s.invoke('e', 'POST', {})).success).toBe(true);
   });
 
   it('BEARER sends api_key as a bearer credential', async () => {
-    const up = await track(guarded((h) => h['authorization'] === 'Bearer b-456'));
+    const up = await track(guarded((h) => h.authorization === 'Bearer b-456'));
     const s = service({ TOKEN: 'b-456' });
     s.register({ name: 'e', upstreams: [{ name: 'a', base_url: up.url, auth: { type: 'BEARER', api_key: '${TOKEN}' } }] });
     expect((await s.invoke('e', 'POST', {})).success).toBe(true);
@@ -55,9 +57,12 @@ describe('upstream authentication', () => {
 
   it('BASIC sends username and password as basic credentials', async () => {
     const expected = `Basic ${Buffer.from('alice:s3cr:et').toString('base64')}`;
-    const up = await track(guarded((h) => h['authorization'] === expected));
+    const up = await track(guarded((h) => h.authorization === expected));
     const s = service({ PASS: 's3cr:et' });
-    s.register({ name: 'e', upstreams: [{ name: 'a', base_url: up.url, auth: { type: 'BASIC', username: 'alice', password: '${PASS}' } }] });
+    s.register({
+      name: 'e',
+      upstreams: [{ name: 'a', base_url: up.url, auth: { type: 'BASIC', username: 'alice', password: '${PASS}' } }],
+    });
     expect((await s.invoke('e', 'POST', {})).success).toBe(true);
   });
 
@@ -73,8 +78,12 @@ describe('upstream authentication', () => {
 });
 
 describe('OAUTH2_CLIENT_CREDENTIALS', () => {
-  async function setup(options: { expiresIn?: number | null; leeway?: string | number; clientAuth?: 'basic' | 'body'; delayMs?: number } = {}) {
-    const tokens = await track(startTokenServer({ clientId: 'app', clientSecret: 'cs-789', expiresIn: options.expiresIn, delayMs: options.delayMs }));
+  async function setup(
+    options: { expiresIn?: number | null; leeway?: string | number; clientAuth?: 'basic' | 'body'; delayMs?: number } = {},
+  ) {
+    const tokens = await track(
+      startTokenServer({ clientId: 'app', clientSecret: 'cs-789', expiresIn: options.expiresIn, delayMs: options.delayMs }),
+    );
     // The API accepts only the most recently issued token, as a server that rotated would.
     const api = await track(
       startLoopback((req, res) => {
@@ -183,7 +192,11 @@ describe('OAUTH2_CLIENT_CREDENTIALS', () => {
     s.register({
       name: 'e',
       upstreams: [
-        { name: 'api', base_url: api.url, auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: tokens.url, client_id: 'app', client_secret: '${CLIENT_SECRET}' } },
+        {
+          name: 'api',
+          base_url: api.url,
+          auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: tokens.url, client_id: 'app', client_secret: '${CLIENT_SECRET}' },
+        },
       ],
     });
     await expect(s.invoke('e', 'POST', {})).rejects.toMatchObject({ status: 502, upstreams: [{ outcome: 'http_error', status: 401 }] });
@@ -198,7 +211,11 @@ describe('OAUTH2_CLIENT_CREDENTIALS', () => {
     s.register({
       name: 'e',
       upstreams: [
-        { name: 'api', base_url: api.url, auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: tokens.url, client_id: 'app', client_secret: '${CLIENT_SECRET}' } },
+        {
+          name: 'api',
+          base_url: api.url,
+          auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: tokens.url, client_id: 'app', client_secret: '${CLIENT_SECRET}' },
+        },
       ],
     });
     const failure = await s.invoke('e', 'POST', {}).catch((e) => e);
@@ -237,14 +254,21 @@ describe('OAUTH2_CLIENT_CREDENTIALS', () => {
   it('a token server that answers 503 once is retried, and the call then succeeds', async () => {
     let calls = 0;
     const tokens = await track(
-      startLoopback((_req, res) => (++calls === 1 ? json(res, 503, { error: 'busy' }) : json(res, 200, { access_token: 'fresh', expires_in: 3600 }))),
+      startLoopback((_req, res) =>
+        ++calls === 1 ? json(res, 503, { error: 'busy' }) : json(res, 200, { access_token: 'fresh', expires_in: 3600 }),
+      ),
     );
-    const api = await track(guarded((h) => h['authorization'] === 'Bearer fresh'));
+    const api = await track(guarded((h) => h.authorization === 'Bearer fresh'));
     const s = service({ CLIENT_SECRET: 'secret' });
     s.register({
       name: 'e',
       upstreams: [
-        { name: 'api', base_url: api.url, retry_backoff_ms: 1, auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: tokens.url, client_id: 'app', client_secret: '${CLIENT_SECRET}' } },
+        {
+          name: 'api',
+          base_url: api.url,
+          retry_backoff_ms: 1,
+          auth: { type: 'OAUTH2_CLIENT_CREDENTIALS', token_url: tokens.url, client_id: 'app', client_secret: '${CLIENT_SECRET}' },
+        },
       ],
     });
     const result = await s.invoke('e', 'POST', {});
@@ -263,7 +287,14 @@ describe('OAUTH2_CLIENT_CREDENTIALS', () => {
   it('keeps separate tokens for separate credentials', async () => {
     const tokens = await track(startTokenServer({ clientId: 'app', clientSecret: 'cs' }));
     const cache = new TokenCache();
-    const base = { type: 'OAUTH2_CLIENT_CREDENTIALS' as const, token_url: tokens.url, client_id: 'app', client_secret: 'cs', token_leeway: 30_000, client_auth: 'basic' as const };
+    const base = {
+      type: 'OAUTH2_CLIENT_CREDENTIALS' as const,
+      token_url: tokens.url,
+      client_id: 'app',
+      client_secret: 'cs',
+      token_leeway: 30_000,
+      client_auth: 'basic' as const,
+    };
     const a = await cache.get({ ...base, scope: 'a' });
     const b = await cache.get({ ...base, scope: 'b' });
     expect(await cache.get({ ...base, scope: 'a' })).toBe(a);

@@ -5,14 +5,14 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp } from '../../core/http/app.js';
-import { ReconfigurableRateLimiter } from '../../core/http/security.js';
-import { mountRoutes } from '../../core/http/route.js';
-import { Logger } from '../../core/kernel/log.js';
-import { SettingsSchema } from '../../core/kernel/settings.js';
-import { Metrics } from '../../core/kernel/metrics.js';
 import { endpointRoutes } from '../../core/endpoints/routes.js';
 import type { EndpointService } from '../../core/endpoints/service.js';
+import { createApp } from '../../core/http/app.js';
+import { mountRoutes } from '../../core/http/route.js';
+import { ReconfigurableRateLimiter } from '../../core/http/security.js';
+import { Logger } from '../../core/kernel/log.js';
+import { Metrics } from '../../core/kernel/metrics.js';
+import { SettingsSchema } from '../../core/kernel/settings.js';
 
 export interface Received {
   method: string;

@@ -48,7 +48,12 @@ describe('an express Router exported by an endpoint drop-in', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({
-      files: { 'endpoints/notes-router.ts': await example(), 'endpoints/versioned.ts': versioned('1'), 'endpoints/sum.ts': declared, 'endpoints/whole-app.ts': wholeApp },
+      files: {
+        'endpoints/notes-router.ts': await example(),
+        'endpoints/versioned.ts': versioned('1'),
+        'endpoints/sum.ts': declared,
+        'endpoints/whole-app.ts': wholeApp,
+      },
       settings: { auth: { tokens: { alice: TOKEN } }, logs: { enabled: true } },
     });
   });
@@ -76,7 +81,12 @@ describe('an express Router exported by an endpoint drop-in', () => {
     expect(refused.body).toEqual({ detail: 'body.text: a non-empty string is required' });
 
     const item = await get('/api/v1/endpoints/versioned/items/42?q=x');
-    expect(item.body).toEqual({ id: '42', q: 'x', base: '/api/v1/endpoints/versioned', original: '/api/v1/endpoints/versioned/items/42?q=x' });
+    expect(item.body).toEqual({
+      id: '42',
+      q: 'x',
+      base: '/api/v1/endpoints/versioned',
+      original: '/api/v1/endpoints/versioned/items/42?q=x',
+    });
   });
 
   it('mounts a whole express app too; its express.json() finds the body Hangar parsed', async () => {
@@ -94,7 +104,11 @@ describe('an express Router exported by an endpoint drop-in', () => {
   });
 
   it('runs behind the cross-site guard: a cross-site POST is 403', async () => {
-    const res = await post('/api/v1/endpoints/notes-router/notes', { text: 'csrf' }, { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' });
+    const res = await post(
+      '/api/v1/endpoints/notes-router/notes',
+      { text: 'csrf' },
+      { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+    );
     expect(res.status).toBe(403);
     expect(res.body.detail).toContain('cross-origin');
   });
@@ -127,19 +141,31 @@ describe('an express Router exported by an endpoint drop-in', () => {
       return body.logs?.some((r: { operation: string }) => r.operation === 'POST /notes') ? body : undefined;
     });
     const record = page.logs.find((r: { input?: { text?: string } }) => r.input?.text === 'buy milk');
-    expect(record).toMatchObject({ operation: 'POST /notes', principal: 'alice', status: 'ok', http_status: 201, output: { id: 1, text: 'buy milk' } });
+    expect(record).toMatchObject({
+      operation: 'POST /notes',
+      principal: 'alice',
+      status: 'ok',
+      http_status: 201,
+      output: { id: 1, text: 'buy milk' },
+    });
   });
 
   it('publishes the routes the router declares in /openapi.json, path parameters included', async () => {
     const { paths } = (await get('/openapi.json')).body;
     expect(Object.keys(paths['/api/v1/endpoints/notes-router/notes']).sort()).toEqual(['get', 'post']);
-    expect(paths['/api/v1/endpoints/notes-router/notes/{id}'].get.parameters).toEqual([{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }]);
+    expect(paths['/api/v1/endpoints/notes-router/notes/{id}'].get.parameters).toEqual([
+      { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+    ]);
     expect(paths['/api/v1/endpoints/sum/add'].post).toBeDefined();
   });
 
   it('is listed, and a declarative endpoint in the same folder works exactly as before', async () => {
     const list = (await get('/api/v1/endpoints')).body.endpoints;
-    expect(list.find((e: { name: string }) => e.name === 'versioned')).toMatchObject({ router: true, url: '/api/v1/endpoints/versioned', methods: [] });
+    expect(list.find((e: { name: string }) => e.name === 'versioned')).toMatchObject({
+      router: true,
+      url: '/api/v1/endpoints/versioned',
+      methods: [],
+    });
     expect(list.find((e: { name: string }) => e.name === 'sum')).toMatchObject({ router: false, path: '/add', aggregation: 'ALL' });
     const sum = await post('/api/v1/endpoints/sum/add', { a: 2, b: 3 });
     expect(sum.status).toBe(200);
@@ -166,11 +192,15 @@ describe('a router behind the control plane', () => {
   const CONTROL = 'router-control-token-123';
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ files: { 'endpoints/notes-router.ts': await example() }, settings: { control: { enabled: true, token: CONTROL } } });
+    server = await startTestServer({
+      files: { 'endpoints/notes-router.ts': await example() },
+      settings: { control: { enabled: true, token: CONTROL } },
+    });
   });
   afterAll(() => server?.stop());
 
-  const control = (p: string) => server.request(`/api/v1/control${p}`, { method: 'POST', json: {}, headers: { 'x-control-token': CONTROL } });
+  const control = (p: string) =>
+    server.request(`/api/v1/control${p}`, { method: 'POST', json: {}, headers: { 'x-control-token': CONTROL } });
   const add = (text: string) => server.request('/api/v1/endpoints/notes-router/notes', { method: 'POST', json: { text } });
 
   it('is refused with 503 while an operator disables it, before the router runs', async () => {

@@ -1,9 +1,9 @@
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { EndpointService } from '../../core/endpoints/service.js';
 import { coerceQuery } from '../../core/endpoints/query.js';
-import { fixed, json, startLoopback, startRoutes, type Loopback } from './loopback.js';
+import { EndpointService } from '../../core/endpoints/service.js';
+import { fixed, json, type Loopback, startLoopback, startRoutes } from './loopback.js';
 
 const Search = z.object({
   q: z.string(),
@@ -24,7 +24,11 @@ const logs: string[] = [];
 beforeEach(async () => {
   // The upstream echoes what it received so the tests can see the coerced, validated input.
   upstream = await startLoopback((req, res) =>
-    json(res, 200, { method: req.method, query: Object.fromEntries([...new Set(req.query.keys())].map((k) => [k, req.query.getAll(k)])), body: req.body ? JSON.parse(req.body) : null }),
+    json(res, 200, {
+      method: req.method,
+      query: Object.fromEntries([...new Set(req.query.keys())].map((k) => [k, req.query.getAll(k)])),
+      body: req.body ? JSON.parse(req.body) : null,
+    }),
   );
   service = new EndpointService({ metrics: new Registry() });
   service.register({
@@ -66,7 +70,11 @@ describe('GET input from query parameters', () => {
   it('applies the same model as the POST body (defaults included)', async () => {
     const viaGet = await echoed(await get('/api/v1/endpoints/search/find?q=x&tags=solo'));
     const viaPost = await echoed(
-      await get('/api/v1/endpoints/search/find', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ q: 'x', tags: ['solo'] }) }),
+      await get('/api/v1/endpoints/search/find', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ q: 'x', tags: ['solo'] }),
+      }),
     );
     expect(viaGet).toEqual({ q: 'x', tags: ['solo'], limit: 10, exact: false });
     expect(viaPost).toEqual(viaGet);
@@ -163,7 +171,11 @@ describe('list, info and health', () => {
     const down = await get('/api/v1/endpoints/search/health');
     expect(down.status).toBe(503);
     const body = await read(down);
-    expect(body).toMatchObject({ ready: false, rule: 'FIRST_SUCCESS: at least one upstream must be ready', upstreams: [{ name: 'echo', ready: false, status: null }] });
+    expect(body).toMatchObject({
+      ready: false,
+      rule: 'FIRST_SUCCESS: at least one upstream must be ready',
+      upstreams: [{ name: 'echo', ready: false, status: null }],
+    });
     expect(body.upstreams[0].error).toContain('ECONNREFUSED');
   });
 

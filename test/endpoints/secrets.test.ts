@@ -1,12 +1,12 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
-import { interpolate, MissingEnvError, Redactor, referencedVariables } from '../../core/endpoints/interpolation.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { maskUrl } from '../../core/endpoints/describe.js';
+import { interpolate, MissingEnvError, Redactor, referencedVariables } from '../../core/endpoints/interpolation.js';
 import { EndpointService } from '../../core/endpoints/service.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { json, startLoopback, startTokenServer, type Loopback } from './loopback.js';
+import { json, type Loopback, startLoopback, startTokenServer } from './loopback.js';
 
 const open: Loopback[] = [];
 let server: TestServer | undefined;
@@ -86,9 +86,17 @@ describe('a secret never leaves the endpoint layer', () => {
     const tokenServer = await startTokenServer({ clientId: 'app', clientSecret: CLIENT_SECRET });
     open.push(tokenServer);
     // A hostile upstream: fails and echoes our credentials back in its error body.
-    const echo = await startLoopback((req, res) => json(res, 500, { got: req.headers.authorization, key: req.headers['x-api-key'], url: req.path }));
+    const echo = await startLoopback((req, res) =>
+      json(res, 500, { got: req.headers.authorization, key: req.headers['x-api-key'], url: req.path }),
+    );
     open.push(echo);
-    const env = { HANGAR_T_KEY: SECRET_KEY, HANGAR_T_CS: CLIENT_SECRET, HANGAR_T_PW: PASSWORD, HANGAR_T_URL: echo.url, HANGAR_T_TOKEN_URL: tokenServer.url };
+    const env = {
+      HANGAR_T_KEY: SECRET_KEY,
+      HANGAR_T_CS: CLIENT_SECRET,
+      HANGAR_T_PW: PASSWORD,
+      HANGAR_T_URL: echo.url,
+      HANGAR_T_TOKEN_URL: tokenServer.url,
+    };
     Object.assign(process.env, env);
     try {
       server = await startTestServer({

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
-import { json, startLoopback, startTokenServer, type Loopback } from './loopback.js';
+import { json, type Loopback, startLoopback, startTokenServer } from './loopback.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const example = (name: string) => readFile(path.join(repo, 'endpoints', `${name}.ts`), 'utf8');
@@ -148,7 +148,9 @@ export default defineEndpoint({
     });
     for (const op of [item.get, item.post]) {
       const ok = op.responses['200'].content['application/json'].schema;
-      expect(ok.properties.aggregated).toMatchObject({ anyOf: [{ type: 'object', properties: { ok: { type: 'boolean' } } }, { type: 'null' }] });
+      expect(ok.properties.aggregated).toMatchObject({
+        anyOf: [{ type: 'object', properties: { ok: { type: 'boolean' } } }, { type: 'null' }],
+      });
       expect(ok.properties.upstreams.type).toBe('array');
       expect(op.responses['422']).toBeDefined();
       expect(op.responses['502']).toBeDefined();
@@ -196,6 +198,8 @@ export default defineEndpoint({
     expect(metrics).toContain('platform_endpoint_calls_total{endpoint="coded",method="POST",outcome="success"} 2');
     expect(metrics).toMatch(/platform_endpoint_duration_seconds_count\{endpoint="coded",method="POST",outcome="success"\} 2/);
     expect(metrics).toContain('platform_upstream_calls_total{endpoint="coded",upstream="u",method="POST",outcome="success"} 2');
-    expect(metrics).toMatch(/platform_upstream_duration_seconds_bucket\{le="[^"]+",endpoint="coded",upstream="u",method="POST",outcome="success"\}/);
+    expect(metrics).toMatch(
+      /platform_upstream_duration_seconds_bucket\{le="[^"]+",endpoint="coded",upstream="u",method="POST",outcome="success"\}/,
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
-import { json, startLoopback, type Loopback } from './loopback.js';
+import { json, type Loopback, startLoopback } from './loopback.js';
 
 let server: TestServer | undefined;
 let upstream: Loopback | undefined;

@@ -1,9 +1,9 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { UpstreamDefinitionInput } from '../../core/endpoints/schemas.js';
 import { EndpointService } from '../../core/endpoints/service.js';
 import { backoff, joinUrl, MAX_ANSWER_BYTES, parseRetryAfter } from '../../core/endpoints/upstream.js';
-import type { UpstreamDefinitionInput } from '../../core/endpoints/schemas.js';
-import { fixed, json, startLoopback, type Handler, type Loopback } from './loopback.js';
+import { fixed, type Handler, json, type Loopback, startLoopback } from './loopback.js';
 
 const open: Loopback[] = [];
 afterEach(async () => {
@@ -157,7 +157,11 @@ describe('timeouts and bad answers', () => {
   it('reports a header value node refuses (a control character from the environment) without its value', async () => {
     const up = await upstream(fixed({}));
     const s = new EndpointService({ metrics: new Registry(), env: () => ({ TENANT: 'acme\r\nx-injected: 1' }) });
-    s.register({ name: 'e', methods: ['GET'], upstreams: [{ name: 'u', base_url: up.url, retries: 0, headers: { 'x-tenant': '${TENANT}' } }] });
+    s.register({
+      name: 'e',
+      methods: ['GET'],
+      upstreams: [{ name: 'u', base_url: up.url, retries: 0, headers: { 'x-tenant': '${TENANT}' } }],
+    });
     const err = await s.invoke('e', 'GET', {}).catch((e) => e);
     expect(err.upstreams[0]).toMatchObject({ outcome: 'network_error', status: null });
     expect(err.upstreams[0].error).toContain('x-tenant');
@@ -171,7 +175,13 @@ describe('timeouts and bad answers', () => {
     });
     const good = await upstream(fixed({ fine: true }));
     const s = new EndpointService({ metrics: new Registry() });
-    s.register({ name: 'e', upstreams: [{ name: 'bad', base_url: bad.url }, { name: 'good', base_url: good.url }] });
+    s.register({
+      name: 'e',
+      upstreams: [
+        { name: 'bad', base_url: bad.url },
+        { name: 'good', base_url: good.url },
+      ],
+    });
     const err = await s.invoke('e', 'POST', {}).catch((e) => e);
     expect(err.upstreams).toMatchObject([
       { name: 'bad', outcome: 'invalid_response', status: 200, error: 'HTTP 200 answer is not valid JSON: {not json' },
@@ -209,7 +219,14 @@ describe('what is sent upstream', () => {
   it('an upstream method overrides the incoming one, and HEAD reads with GET', async () => {
     const up = await upstream(fixed({ v: 1 }));
     const s = new EndpointService({ metrics: new Registry() });
-    s.register({ name: 'e', methods: ['GET'], upstreams: [{ name: 'u', base_url: up.url }, { name: 'p', base_url: up.url, method: 'post' }] });
+    s.register({
+      name: 'e',
+      methods: ['GET'],
+      upstreams: [
+        { name: 'u', base_url: up.url },
+        { name: 'p', base_url: up.url, method: 'post' },
+      ],
+    });
     const result = await s.invoke('e', 'HEAD', {});
     expect(result.success).toBe(true);
     expect(up.received.map((r) => r.method).sort()).toEqual(['GET', 'POST']);

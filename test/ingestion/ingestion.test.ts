@@ -94,7 +94,12 @@ describe('ingestion', () => {
     const { status, body } = await run('docs-folder');
     expect(status).toBe(200);
     // guide: intro + 2 sections; notes: 1 chunk; people: 2 rows
-    expect(body).toMatchObject({ status: 'completed', collection: 'docs', resources: 3, documents: { created: 6, updated: 0, unchanged: 0, deleted: 0 } });
+    expect(body).toMatchObject({
+      status: 'completed',
+      collection: 'docs',
+      resources: 3,
+      documents: { created: 6, updated: 0, unchanged: 0, deleted: 0 },
+    });
     const records = storedRecords(server.root, 'docs');
     expect(Object.keys(records).sort()).toEqual([
       'docs-folder:docs/guide.md#configure',
@@ -104,7 +109,11 @@ describe('ingestion', () => {
       'docs-folder:docs/people.csv#row-1',
       'docs-folder:docs/people.csv#row-2',
     ]);
-    expect(records['docs-folder:docs/guide.md#install']).toMatchObject({ title: 'Install', content: 'Run the installer.', resource: 'docs/guide.md' });
+    expect(records['docs-folder:docs/guide.md#install']).toMatchObject({
+      title: 'Install',
+      content: 'Run the installer.',
+      resource: 'docs/guide.md',
+    });
     expect(records['docs-folder:docs/people.csv#row-1'].content).toBe('name: Ada\nrole: engineer, lead');
   });
 
@@ -124,12 +133,26 @@ describe('ingestion', () => {
   it('an interrupted run can be re-run without duplicates', async () => {
     const first = await run('flaky');
     expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ status: 'partial', documents: { created: 4 }, failures: [{ resource: 'r3', error: 'source went away mid-run' }] });
+    expect(first.body).toMatchObject({
+      status: 'partial',
+      documents: { created: 4 },
+      failures: [{ resource: 'r3', error: 'source went away mid-run' }],
+    });
 
     await server.write('flaky.json', JSON.stringify({ failOn: [] }));
     const second = await run('flaky');
-    expect(second.body).toMatchObject({ status: 'completed', documents: { created: 1, unchanged: 4, updated: 0, deleted: 0 }, failures: [] });
-    expect(Object.keys(storedRecords(server.root, 'flaky-docs')).sort()).toEqual(['flaky:r1', 'flaky:r2', 'flaky:r3', 'flaky:r4', 'flaky:r5']);
+    expect(second.body).toMatchObject({
+      status: 'completed',
+      documents: { created: 1, unchanged: 4, updated: 0, deleted: 0 },
+      failures: [],
+    });
+    expect(Object.keys(storedRecords(server.root, 'flaky-docs')).sort()).toEqual([
+      'flaky:r1',
+      'flaky:r2',
+      'flaky:r3',
+      'flaky:r4',
+      'flaky:r5',
+    ]);
   });
 
   it('prunes documents of resources that disappeared only when asked', async () => {
@@ -150,9 +173,9 @@ describe('ingestion', () => {
     const badBody = await run('docs-folder', { prune: 'yes' });
     expect(badBody.status).toBe(422);
     expect(badBody.body.detail).toContain('body.prune');
-    const escape = await run('docs-folder', { options: { paths: ['../..'] } });
-    expect(escape.status).toBe(503);
-    expect(escape.body.detail).toContain('outside the workspace');
+    const outside = await run('docs-folder', { options: { paths: ['../..'] } });
+    expect(outside.status).toBe(503);
+    expect(outside.body.detail).toContain('outside the workspace');
     const unknown = await run('docs-folder', { resources: ['docs/missing.md'] });
     expect(unknown.status).toBe(404);
   });
@@ -165,7 +188,10 @@ describe('ingestion', () => {
       return body.status === 'completed' ? body : undefined;
     });
     expect(task.result).toMatchObject({ status: 'completed', documents: { unchanged: 5 } });
-    const bad = await server.request('/api/v1/ingestion/docs-folder/run/async', { method: 'POST', json: { options: { extensions: ['exe'] } } });
+    const bad = await server.request('/api/v1/ingestion/docs-folder/run/async', {
+      method: 'POST',
+      json: { options: { extensions: ['exe'] } },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.detail).toContain('body.options.extensions');
   });
@@ -193,7 +219,10 @@ describe('ingestion', () => {
     expect(info.body.last_run.resources).toBe(1);
 
     // A run whose options fail the ingestor's model is refused before any task exists, naming it.
-    const bad = await server.request('/api/v1/ingestion/docs-folder/run/batch', { method: 'POST', json: { runs: [{}, { options: { extensions: ['exe'] } }] } });
+    const bad = await server.request('/api/v1/ingestion/docs-folder/run/batch', {
+      method: 'POST',
+      json: { runs: [{}, { options: { extensions: ['exe'] } }] },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.detail).toContain('body.runs.1.options.extensions');
   });
@@ -201,7 +230,9 @@ describe('ingestion', () => {
   it('documents its routes in the OpenAPI document', async () => {
     const { body } = await server.request('/openapi.json');
     expect(body.paths['/api/v1/ingestion/{name}/run'].post.requestBody).toBeDefined();
-    expect(Object.keys(body.paths)).toEqual(expect.arrayContaining(['/api/v1/ingestors', '/api/v1/ingestion/{name}/run/async', '/api/v1/ingestion/{name}/run/batch']));
+    expect(Object.keys(body.paths)).toEqual(
+      expect.arrayContaining(['/api/v1/ingestors', '/api/v1/ingestion/{name}/run/async', '/api/v1/ingestion/{name}/run/batch']),
+    );
   });
 
   it('reports an unhealthy source with 503', async () => {

@@ -4,8 +4,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fakeBrowser } from '../support/fake-browser.js';
 import { repo, runCli, stopAll } from '../support/cli.js';
+import { fakeBrowser } from '../support/fake-browser.js';
 import { agentSource, eventually, makeWorkspace } from '../support/server.js';
 
 beforeAll(() => {
@@ -76,7 +76,9 @@ describe('hangar CLI', () => {
   it('says plainly when no window can be opened', async () => {
     const root = await makeWorkspace();
     const proc = run(['--root', root, '--port', '0']);
-    expect(await proc.line(/^window:/)).toMatch(/window: not opened — .+; open http:\/\/127\.0\.0\.1:\d+\/ui\/\?login=[0-9a-f]{64} in a browser/);
+    expect(await proc.line(/^window:/)).toMatch(
+      /window: not opened — .+; open http:\/\/127\.0\.0\.1:\d+\/ui\/\?login=[0-9a-f]{64} in a browser/,
+    );
     proc.child.kill('SIGINT');
     const code = await proc.exited;
     expect(proc.err()).toContain('SIGINT received');
@@ -90,7 +92,11 @@ describe('hangar CLI', () => {
     expect(line).toMatch(/^login link: http:\/\/127\.0\.0\.1:\d+\/ui\/\?login=[0-9a-f]{64} \(works once; `hangar login` prints another\)$/);
     const link = new URL(line.split(' ')[2]!);
     const exchange = (code: string) =>
-      fetch(new URL('/api/login', link), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+      fetch(new URL('/api/login', link), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ code }),
+      });
     const first = await exchange(link.searchParams.get('login')!);
     expect(first.status).toBe(200);
     const session = JSON.parse(readFileSync(path.join(root, '.hangar', 'code-session.json'), 'utf8')) as { token: string; url: string };
@@ -112,7 +118,9 @@ describe('hangar CLI', () => {
     const root = await makeWorkspace();
     const proc = run(['login', '--root', root]);
     expect(await proc.exited).toBe(1);
-    expect(proc.err().trim()).toBe(`hangar: no Hangar is running on ${root} (start it with \`npm start\` or \`hangar --root ${root}\`; \`hangar list\` shows the running servers)`);
+    expect(proc.err().trim()).toBe(
+      `hangar: no Hangar is running on ${root} (start it with \`npm start\` or \`hangar --root ${root}\`; \`hangar list\` shows the running servers)`,
+    );
   });
 
   it('says "not opened" with the browser\'s own reason and the link to open when the browser dies at once', async () => {
@@ -140,7 +148,11 @@ describe('hangar CLI', () => {
       expect(await proc.line(/^window:/)).toBe('window: opened with chromium --app window');
       // The window used a code of its own: the printed link still works.
       const printed = new URL((await proc.line(/^login link:/)).split(' ')[2]!);
-      const res = await fetch(new URL('/api/login', printed), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: printed.searchParams.get('login') }) });
+      const res = await fetch(new URL('/api/login', printed), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ code: printed.searchParams.get('login') }),
+      });
       expect(res.status).toBe(200);
     } finally {
       await browser.dispose();
@@ -154,7 +166,9 @@ describe('hangar CLI', () => {
     const root = await makeWorkspace();
     const proc = run(['--no-window', '--root', root, '--port', String(port)]);
     expect(await proc.exited).toBe(1);
-    expect(proc.err().trim().split('\n').at(-1)).toBe(`hangar: port ${port} is already in use on 127.0.0.1 (choose another with --port or HANGAR_PORT, or \`hangar list\` to find a Hangar already running)`);
+    expect(proc.err().trim().split('\n').at(-1)).toBe(
+      `hangar: port ${port} is already in use on 127.0.0.1 (choose another with --port or HANGAR_PORT, or \`hangar list\` to find a Hangar already running)`,
+    );
     blocker.close();
   });
 
@@ -162,9 +176,13 @@ describe('hangar CLI', () => {
     // A copy of the checkout, so this build cannot disturb the dist/ other test files are running.
     const copy = mkdtempSync(path.join(os.tmpdir(), 'hangar-build-'));
     try {
-      for (const part of ['bin', 'core', 'desktop', 'scripts', 'package.json']) cpSync(path.join(repo, part), path.join(copy, part), { recursive: true });
+      for (const part of ['bin', 'core', 'desktop', 'scripts', 'package.json'])
+        cpSync(path.join(repo, part), path.join(copy, part), { recursive: true });
       symlinkSync(path.join(repo, 'node_modules'), path.join(copy, 'node_modules'));
-      const out = execFileSync(process.execPath, [path.join(copy, 'bin', 'hangar.mjs'), '--version'], { cwd: os.tmpdir(), encoding: 'utf8' });
+      const out = execFileSync(process.execPath, [path.join(copy, 'bin', 'hangar.mjs'), '--version'], {
+        cwd: os.tmpdir(),
+        encoding: 'utf8',
+      });
       expect(out.trim()).toMatch(/^\d+\.\d+\.\d+$/);
       // Edit a source: the next start rebuilds, and the build keeps its own entry (its output paths
       // are resolved against the checkout, not the caller's directory).
@@ -172,7 +190,10 @@ describe('hangar CLI', () => {
       const firstBuild = statSync(entry).mtimeMs;
       const later = new Date(Date.now() + 5_000);
       utimesSync(path.join(copy, 'desktop', 'policy.ts'), later, later);
-      const again = execFileSync(process.execPath, [path.join(copy, 'bin', 'hangar.mjs'), '--version'], { cwd: os.tmpdir(), encoding: 'utf8' });
+      const again = execFileSync(process.execPath, [path.join(copy, 'bin', 'hangar.mjs'), '--version'], {
+        cwd: os.tmpdir(),
+        encoding: 'utf8',
+      });
       expect(again.trim()).toBe(out.trim());
       expect(statSync(entry).mtimeMs).toBeGreaterThan(firstBuild);
     } finally {

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RegistryChange } from '../../core/kernel/registry.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 
-const hello = (greeting: string) => agentSource(`{ run: async (input) => ${JSON.stringify(greeting)} + ' ' + input.query, version: '1.0.0' }`);
+const hello = (greeting: string) =>
+  agentSource(`{ run: async (input) => ${JSON.stringify(greeting)} + ' ' + input.query, version: '1.0.0' }`);
 
 let server: TestServer;
 afterEach(async () => server?.stop());
@@ -54,9 +55,14 @@ describe('discovery and hot reload', () => {
 
   it('reports a throw at import with the line in the source file', async () => {
     server = await startTestServer();
-    await server.write('agents/boom.ts', `import { defineAgent } from 'hangar';\nconst x = 1;\nthrow new Error('kaboom at import');\nexport default defineAgent({ run: async () => 'never' });\n`);
+    await server.write(
+      'agents/boom.ts',
+      `import { defineAgent } from 'hangar';\nconst x = 1;\nthrow new Error('kaboom at import');\nexport default defineAgent({ run: async () => 'never' });\n`,
+    );
     // Waits for the settled state: under load the watcher may first see the file half-written.
-    const problem = await eventually(async () => (await status()).errors.find((p: { message: string }) => p.message === 'kaboom at import'));
+    const problem = await eventually(async () =>
+      (await status()).errors.find((p: { message: string }) => p.message === 'kaboom at import'),
+    );
     expect(problem).toMatchObject({ file: 'agents/boom.ts', line: 3, message: 'kaboom at import' });
     // It exists but cannot serve: 503 with where it failed (#29), not 404 as for an unknown agent.
     const answer = await health('boom');
@@ -67,7 +73,9 @@ describe('discovery and hot reload', () => {
   it('rejects an invalid definition with a message naming what is wrong', async () => {
     server = await startTestServer({ files: { 'agents/bad.ts': agentSource(`{ description: 'no run or graph' }`) } });
     const [problem] = (await status()).errors;
-    expect(problem.message).toBe("invalid agent definition: an agent needs `run`, `graph`, or `instructions` (the model answers, calling the agent's `tools`)");
+    expect(problem.message).toBe(
+      "invalid agent definition: an agent needs `run`, `graph`, or `instructions` (the model answers, calling the agent's `tools`)",
+    );
   });
 
   it('rejects a name reserved by a platform route', async () => {
@@ -77,7 +85,10 @@ describe('discovery and hot reload', () => {
 
   it('reports two entries with the same name, naming both files, and lets the second take over when the first goes', async () => {
     server = await startTestServer({
-      files: { 'agents/a.ts': agentSource(`{ name: 'twin', run: async () => 'from a' }`), 'agents/b.ts': agentSource(`{ name: 'twin', run: async () => 'from b' }`) },
+      files: {
+        'agents/a.ts': agentSource(`{ name: 'twin', run: async () => 'from a' }`),
+        'agents/b.ts': agentSource(`{ name: 'twin', run: async () => 'from b' }`),
+      },
     });
     const [problem] = (await status()).errors;
     expect(problem.message).toBe('duplicate agent name "twin": defined in agents/a.ts and agents/b.ts');
@@ -140,7 +151,10 @@ describe('discovery and hot reload', () => {
     server = await startTestServer();
     for (const greeting of ['one', 'two', 'three', 'four']) {
       await server.write('agents/atomic.ts', hello(greeting)); // temporary file renamed over the entry
-      await eventually(async () => (await server.request('/api/v1/atomic/invoke', { method: 'POST', json: { query: 'x' } })).body?.response === `${greeting} x`);
+      await eventually(
+        async () =>
+          (await server.request('/api/v1/atomic/invoke', { method: 'POST', json: { query: 'x' } })).body?.response === `${greeting} x`,
+      );
     }
   });
 

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startServer, StartupError } from '../../core/app/server.js';
+import { StartupError, startServer } from '../../core/app/server.js';
 import { agentSource, makeWorkspace, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
@@ -12,7 +12,9 @@ const echo = { 'agents/echo.ts': agentSource(`{ run: async (i) => i.query }`) };
 /** A raw HTTP/1.1 request, so the Host header can be anything. */
 function rawRequest(port: number, host: string, pathname = '/'): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`));
+    const socket = net.connect(port, '127.0.0.1', () =>
+      socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
+    );
     let data = '';
     socket.on('data', (d) => (data += d));
     socket.on('end', () => resolve(data));
@@ -29,7 +31,11 @@ describe('HTTP foundation', () => {
 
   it('answers a body that is not JSON with 422 {detail}', async () => {
     server = await startTestServer({ files: echo });
-    const res = await server.request('/api/v1/echo/health', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{bad' });
+    const res = await server.request('/api/v1/echo/health', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{bad',
+    });
     // No POST route there: the parse error comes first and is a client error with a detail.
     expect(res.status).toBe(422);
     expect(res.body.detail).toMatch(/not valid JSON/);
@@ -44,7 +50,7 @@ describe('HTTP foundation', () => {
 
   it('checks Host and Origin on websocket upgrades', async () => {
     server = await startTestServer();
-    server.ctx.upgrades.set('/ws-test', (req, socket) => socket.end('HTTP/1.1 101 Switching Protocols\r\n\r\n'));
+    server.ctx.upgrades.set('/ws-test', (_req, socket) => socket.end('HTTP/1.1 101 Switching Protocols\r\n\r\n'));
     const attempt = (headers: Record<string, string>, path = '/ws-test') =>
       new Promise<number>((resolve) => {
         const ws = new WebSocket(`ws://127.0.0.1:${server.port}${path}`, { headers });
@@ -58,9 +64,14 @@ describe('HTTP foundation', () => {
 
   it('sends no CORS headers, even to a preflight', async () => {
     server = await startTestServer({ files: echo });
-    const res = await server.request('/api/v1/agents', { method: 'OPTIONS', headers: { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'POST' } });
+    const res = await server.request('/api/v1/agents', {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'POST' },
+    });
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
-    expect((await server.request('/api/v1/agents', { headers: { Origin: 'http://evil.example' } })).headers.get('access-control-allow-origin')).toBeNull();
+    expect(
+      (await server.request('/api/v1/agents', { headers: { Origin: 'http://evil.example' } })).headers.get('access-control-allow-origin'),
+    ).toBeNull();
   });
 
   it('requires a configured token and maps it to its principal; probes stay public', async () => {
@@ -70,7 +81,8 @@ describe('HTTP foundation', () => {
     expect((await server.request('/api/v1/agents', { headers: { Authorization: 'Bearer wrong' } })).status).toBe(401);
     expect((await server.request('/api/v1/agents', { headers: { Authorization: 'Bearer secret-a' } })).status).toBe(200);
     expect((await server.request('/api/v1/agents', { headers: { 'X-API-Key': 'from-env' } })).status).toBe(200);
-    for (const probe of ['/health', '/ready', '/readiness', '/.well-known/agent.json']) expect((await server.request(probe)).status).toBe(200);
+    for (const probe of ['/health', '/ready', '/readiness', '/.well-known/agent.json'])
+      expect((await server.request(probe)).status).toBe(200);
     expect(server.logs.join('\n')).not.toContain('secret-a');
   });
 

@@ -81,10 +81,15 @@ describe('hangar init', () => {
       ['app'],
     ]);
     expect((await server.request('/api/v1/hello/invoke', { method: 'POST', json: { query: 'Ada' } })).body.response).toBe('Hello, Ada!');
-    expect((await server.request('/api/v1/endpoints/greeting', { method: 'POST', json: { name: 'Ada' } })).body).toMatchObject({ success: true, aggregated: { greeting: 'Hello, Ada!' } });
+    expect((await server.request('/api/v1/endpoints/greeting', { method: 'POST', json: { name: 'Ada' } })).body).toMatchObject({
+      success: true,
+      aggregated: { greeting: 'Hello, Ada!' },
+    });
     // A plugin loads its model in the worker pool, which starts on first use: ready shortly after discovery.
-    await eventually(async () => (await server.request('/api/v1/plugins/double')).body.status === 'ready');
-    expect((await server.request('/api/v1/plugins/double/predict', { method: 'POST', json: { input: { x: 21 } } })).body).toMatchObject({ output: { y: 42 } });
+    await eventually(async () => (await server!.request('/api/v1/plugins/double')).body.status === 'ready');
+    expect((await server.request('/api/v1/plugins/double/predict', { method: 'POST', json: { input: { x: 21 } } })).body).toMatchObject({
+      output: { y: 42 },
+    });
     expect((await server.request('/api/notebooks')).body.notebooks.map((n: { id: string }) => n.id)).toEqual(['first.nb.ts']);
   });
 
@@ -106,7 +111,9 @@ describe('hangar init', () => {
       { kind: 'type', file: 'agents/hello.ts', line: 9, column: 11, error: "TS2322: Type 'string' is not assignable to type 'number'." },
     ]);
     expect((await server.request('/api/v1/status')).body.type_errors).toMatchObject([{ file: 'agents/hello.ts', line: 9 }]);
-    expect(server.logs.some((l) => / warn  type error in agents\/hello\.ts:9:11: TS2322: .+ \(the drop-in still loads\)$/.test(l))).toBe(true);
+    expect(server.logs.some((l) => / warn {2}type error in agents\/hello\.ts:9:11: TS2322: .+ \(the drop-in still loads\)$/.test(l))).toBe(
+      true,
+    );
     // It loaded regardless: esbuild strips types, as in Vite.
     expect((await server.request('/api/v1/hello/invoke', { method: 'POST', json: { query: 'Ada' } })).body.response).toBe('Hello, Ada!');
 

@@ -15,8 +15,15 @@ describe('errors where users look', () => {
     server = await startTestServer({ files: { 'agents/broken.ts': BROKEN } });
     const res = await invoke('broken');
     expect(res.status).toBe(503);
-    expect(res.body).toMatchObject({ error: expect.stringMatching(/Expected/), file: 'agents/broken.ts', line: 2, column: expect.any(Number) });
-    expect(res.body.detail).toMatch(/^agent "broken" failed to load: Expected .+ \(agents\/broken\.ts:2:\d+\); fix the file and it reloads$/);
+    expect(res.body).toMatchObject({
+      error: expect.stringMatching(/Expected/),
+      file: 'agents/broken.ts',
+      line: 2,
+      column: expect.any(Number),
+    });
+    expect(res.body.detail).toMatch(
+      /^agent "broken" failed to load: Expected .+ \(agents\/broken\.ts:2:\d+\); fix the file and it reloads$/,
+    );
     // The code frame: numbered lines, the failing one marked, a caret under the column.
     const frame = (res.body.excerpt as string).split('\n');
     expect(frame[0]).toBe("  1 | import { defineAgent } from 'hangar';");
@@ -31,9 +38,24 @@ describe('errors where users look', () => {
   });
 
   it.each([
-    ['endpoint', 'endpoints/quote.ts', "import { defineEndpoint } from 'hangar';\nexport default defineEndpoint({ handler: async () => 1 ;\n", '/api/v1/endpoints/quote'],
-    ['plugin', 'plugins/double.ts', "import { definePlugin } from 'hangar';\nexport default definePlugin({ load: () => 1 ;\n", '/api/v1/plugins/double/predict'],
-    ['ingestor', 'ingestors/notes.ts', "import { defineIngestor } from 'hangar';\nexport default defineIngestor({ collection: 'n' ;\n", '/api/v1/ingestion/notes/run'],
+    [
+      'endpoint',
+      'endpoints/quote.ts',
+      "import { defineEndpoint } from 'hangar';\nexport default defineEndpoint({ handler: async () => 1 ;\n",
+      '/api/v1/endpoints/quote',
+    ],
+    [
+      'plugin',
+      'plugins/double.ts',
+      "import { definePlugin } from 'hangar';\nexport default definePlugin({ load: () => 1 ;\n",
+      '/api/v1/plugins/double/predict',
+    ],
+    [
+      'ingestor',
+      'ingestors/notes.ts',
+      "import { defineIngestor } from 'hangar';\nexport default defineIngestor({ collection: 'n' ;\n",
+      '/api/v1/ingestion/notes/run',
+    ],
   ])('an %s drop-in that fails to load answers 503 with where it failed too', async (kind, file, source, route) => {
     server = await startTestServer({ files: { [file]: source } });
     const res = await server.request(route, { method: 'POST', json: {} });
@@ -49,7 +71,14 @@ describe('errors where users look', () => {
     expect(health.body.status).toBe('degraded');
     expect(health.body.agents).toEqual({ ok: { status: 'healthy' } });
     expect(health.body.errors).toEqual([
-      { kind: 'agent', name: 'broken', file: 'agents/broken.ts', line: 2, column: expect.any(Number), error: expect.stringMatching(/Expected/) },
+      {
+        kind: 'agent',
+        name: 'broken',
+        file: 'agents/broken.ts',
+        line: 2,
+        column: expect.any(Number),
+        error: expect.stringMatching(/Expected/),
+      },
     ]);
     await server.write('agents/broken.ts', agentSource(`{ run: async () => 'fixed' }`));
     await eventually(async () => (await server.request('/health')).body.status === 'healthy');
@@ -61,13 +90,16 @@ describe('errors where users look', () => {
     expect(server.logs.filter((l) => l.includes('reloaded'))).toEqual([]);
     await server.write('agents/echo.ts', agentSource(`{ run: async () => 'two' }`));
     const reloaded = await eventually(() => server.logs.find((l) => l.includes('reloaded agents/echo.ts')));
-    expect(reloaded).toMatch(/ info  reloaded agents\/echo\.ts in \d+ ms$/);
+    expect(reloaded).toMatch(/ info {2}reloaded agents\/echo\.ts in \d+ ms$/);
 
     await server.write('agents/echo.ts', BROKEN);
     const failed = await eventually(() => server.logs.find((l) => l.includes('drop-in error in agents/echo.ts')));
     const lines = failed.split('\n');
     expect(lines[0]).toMatch(/ error drop-in error in agents\/echo\.ts:2:\d+: Expected /);
-    expect(lines.slice(1, 3)).toEqual(["  1 | import { defineAgent } from 'hangar';", "> 2 | export default defineAgent({ run: async () => 'x' ;"]);
+    expect(lines.slice(1, 3)).toEqual([
+      "  1 | import { defineAgent } from 'hangar';",
+      "> 2 | export default defineAgent({ run: async () => 'x' ;",
+    ]);
     expect(lines[3]).toMatch(/^ {4}\| +\^$/);
     expect(server.logs.filter((l) => l.includes('reloaded agents/echo.ts'))).toHaveLength(1);
     // Fixing it is a reload too: the person sees the save that made it work again.
@@ -75,7 +107,7 @@ describe('errors where users look', () => {
     await eventually(() => server.logs.filter((l) => l.includes('reloaded agents/echo.ts')).length === 2);
   });
 
-  it('a run error points at the line of the user\'s file that threw, without build suffixes or Hangar frames', async () => {
+  it("a run error points at the line of the user's file that threw, without build suffixes or Hangar frames", async () => {
     const crash = [
       "import { defineAgent } from 'hangar';",
       'function check(query: string): never {',
@@ -87,7 +119,13 @@ describe('errors where users look', () => {
     server = await startTestServer({ files: { 'agents/crash.ts': crash } });
     const res = await invoke('crash');
     expect(res.status).toBe(500);
-    expect(res.body).toMatchObject({ detail: "agent 'crash' failed at node 'agent': cannot answer hi", error: 'cannot answer hi', file: 'agents/crash.ts', line: 3, column: 9 });
+    expect(res.body).toMatchObject({
+      detail: "agent 'crash' failed at node 'agent': cannot answer hi",
+      error: 'cannot answer hi',
+      file: 'agents/crash.ts',
+      line: 3,
+      column: 9,
+    });
     const stack = res.body.stack as string[];
     expect(stack[0]).toBe('at check (agents/crash.ts:3:9)');
     expect(stack[1]).toMatch(/^at .*\(agents\/crash\.ts:5:\d+\)$/);

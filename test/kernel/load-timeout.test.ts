@@ -26,7 +26,9 @@ describe('a drop-in whose top level never finishes', () => {
       const body = (await live.request('/api/v1/status')).body;
       return body.errors?.length ? body : undefined;
     }, 30_000);
-    expect(status.errors).toEqual([expect.objectContaining({ kind: 'agent', entry: 'agents/spinner.ts', file: 'agents/spinner.ts', message: MESSAGE })]);
+    expect(status.errors).toEqual([
+      expect.objectContaining({ kind: 'agent', entry: 'agents/spinner.ts', file: 'agents/spinner.ts', message: MESSAGE }),
+    ]);
     expect(live.logs.some((line) => line.includes(`drop-in error in agents/spinner.ts: ${MESSAGE}`))).toBe(true);
 
     const res = await live.request('/api/v1/spinner/invoke', { method: 'POST', json: { query: 'q' } });
@@ -36,11 +38,15 @@ describe('a drop-in whose top level never finishes', () => {
 
     // Fixing the file loads it, as with any other load error.
     await live.write('agents/spinner.ts', agentSource(`{ run: async () => 'fixed' }`));
-    await eventually(async () => (await live.request('/api/v1/spinner/invoke', { method: 'POST', json: { query: 'q' } })).body.response === 'fixed');
+    await eventually(
+      async () => (await live.request('/api/v1/spinner/invoke', { method: 'POST', json: { query: 'q' } })).body.response === 'fixed',
+    );
     expect((await live.request('/api/v1/status')).body.errors).toEqual([]);
   });
 
-  it('present at start-up: the server starts, /readiness answers, the entry is reported and the others load', { timeout: 60_000 }, async () => {
+  it('present at start-up: the server starts, /readiness answers, the entry is reported and the others load', {
+    timeout: 60_000,
+  }, async () => {
     server = await startTestServer({
       files: { 'agents/spinner.ts': LOOPING, 'agents/fine.ts': agentSource(`{ run: async () => 'fine' }`) },
       settings: { watch: false, dropins: { loadTimeoutMs: 300 } },

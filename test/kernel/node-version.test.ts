@@ -24,7 +24,8 @@ describe('supported Node.js lines', () => {
   });
 
   it('accepts the supported lines and the newest one', () => {
-    for (const version of ['22.17.0', '22.23.3', '24.0.0', '24.21.0', '26.10.0']) expect(unsupportedNodeMessage(version), version).toBeUndefined();
+    for (const version of ['22.17.0', '22.23.3', '24.0.0', '24.21.0', '26.10.0'])
+      expect(unsupportedNodeMessage(version), version).toBeUndefined();
   });
 
   it('names a whole major when the range starts at one', () => {

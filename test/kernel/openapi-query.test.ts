@@ -53,7 +53,8 @@ describe('object-typed query fields in /openapi.json', () => {
     const offenders: string[] = [];
     for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, { parameters?: Parameter[] }>>)) {
       for (const [method, operation] of Object.entries(operations)) {
-        for (const p of operation.parameters ?? []) if (p.in === 'query' && p.schema?.type === 'object') offenders.push(`${method} ${path} ?${p.name}`);
+        for (const p of operation.parameters ?? [])
+          if (p.in === 'query' && p.schema?.type === 'object') offenders.push(`${method} ${path} ?${p.name}`);
       }
     }
     expect(offenders).toEqual([]);

@@ -11,10 +11,15 @@ beforeAll(() => {
 });
 afterEach(stopAll);
 
-const sessionFile = (root: string) => JSON.parse(readFileSync(path.join(root, '.hangar', 'code-session.json'), 'utf8')) as { token: string };
+const sessionFile = (root: string) =>
+  JSON.parse(readFileSync(path.join(root, '.hangar', 'code-session.json'), 'utf8')) as { token: string };
 const serverFiles = (root: string) => {
   const dir = path.join(root, '.hangar', 'servers');
-  return readdirSync(dir).map((name) => ({ name, file: path.join(dir, name), info: JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as ServerInfo }));
+  return readdirSync(dir).map((name) => ({
+    name,
+    file: path.join(dir, name),
+    info: JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as ServerInfo,
+  }));
 };
 const teams = (url: string, token: string) => fetch(`${url}/api/teams`, { headers: { 'x-hangar-session': token } }).then((r) => r.status);
 
@@ -32,7 +37,13 @@ describe('server files, as Jupyter keeps them', () => {
     expect(entry!.name).toBe(`${proc.child.pid}.json`);
     expect(statSync(entry!.file).mode & 0o777).toBe(0o600);
     expect(statSync(path.dirname(entry!.file)).mode & 0o777).toBe(0o700);
-    expect(entry!.info).toMatchObject({ pid: proc.child.pid, url, port: Number(new URL(url).port), workspace: root, session: sessionFile(root).token });
+    expect(entry!.info).toMatchObject({
+      pid: proc.child.pid,
+      url,
+      port: Number(new URL(url).port),
+      workspace: root,
+      session: sessionFile(root).token,
+    });
     expect(Date.parse(entry!.info.started)).toBeGreaterThan(Date.now() - 60_000);
     expect(await teams(url, entry!.info.session!)).toBe(200);
 
@@ -41,7 +52,7 @@ describe('server files, as Jupyter keeps them', () => {
     expect(serverFiles(root)).toEqual([]);
   });
 
-  it('a second server on the same workspace leaves the first one\'s token working; `hangar list` shows both', async () => {
+  it("a second server on the same workspace leaves the first one's token working; `hangar list` shows both", async () => {
     const root = await makeWorkspace();
     const first = await start(root);
     const token = sessionFile(root).token;
@@ -58,7 +69,9 @@ describe('server files, as Jupyter keeps them', () => {
     expect(list.code).toBe(0);
     const lines = list.stdout.trim().split('\n');
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toBe(`${first.url}/ui/  ${root}  (pid ${first.proc.child.pid}, since ${serverFiles(root).find((f) => f.info.url === first.url)!.info.started})`);
+    expect(lines[0]).toBe(
+      `${first.url}/ui/  ${root}  (pid ${first.proc.child.pid}, since ${serverFiles(root).find((f) => f.info.url === first.url)!.info.started})`,
+    );
     expect(lines[1]).toContain(`${second.url}/ui/  ${root}  (pid ${second.proc.child.pid}`);
     const json = JSON.parse((await cli(['list', '--root', path.dirname(root), '--json'])).stdout) as ServerInfo[];
     expect(json.filter((s) => s.workspace === root).map((s) => s.url)).toEqual([first.url, second.url]);
@@ -69,7 +82,7 @@ describe('server files, as Jupyter keeps them', () => {
     expect(await teams(second.url, token)).toBe(200);
   });
 
-  it('a second start on the port of this workspace\'s running Hangar says where it already runs', async () => {
+  it("a second start on the port of this workspace's running Hangar says where it already runs", async () => {
     const root = await makeWorkspace();
     const first = await start(root);
     const port = new URL(first.url).port;
@@ -146,7 +159,16 @@ export default definePlugin({
     const dir = path.join(root, '.hangar', 'servers');
     mkdirSync(dir, { recursive: true });
     // A pid beyond Linux's pid_max cannot be running: a server killed with SIGKILL leaves such a file.
-    const dead: ServerInfo = { pid: 4_194_400, url: 'http://127.0.0.1:1', port: 1, host: '127.0.0.1', workspace: root, started: new Date().toISOString(), version: '0.1.0', session: 'x' };
+    const dead: ServerInfo = {
+      pid: 4_194_400,
+      url: 'http://127.0.0.1:1',
+      port: 1,
+      host: '127.0.0.1',
+      workspace: root,
+      started: new Date().toISOString(),
+      version: '0.1.0',
+      session: 'x',
+    };
     writeFileSync(path.join(dir, `${dead.pid}.json`), JSON.stringify(dead));
     const list = await cli(['list', '--root', root]);
     expect(list.code).toBe(0);

@@ -17,7 +17,11 @@ const apps: FastifyInstance[] = [];
 afterEach(() => Promise.all(apps.splice(0).map((app) => app.close())));
 
 type Frame = { id?: string; data: string };
-async function read(url: string, headers: Record<string, string> = {}, stopAfter = Infinity): Promise<{ frames: Frame[]; comments: number; res: Response }> {
+async function read(
+  url: string,
+  headers: Record<string, string> = {},
+  stopAfter = Infinity,
+): Promise<{ frames: Frame[]; comments: number; res: Response }> {
   const controller = new AbortController();
   const res = await fetch(url, { headers, signal: controller.signal });
   const frames: Frame[] = [];
@@ -97,7 +101,9 @@ describe('SSE helper', () => {
   });
 
   it('rejects a malformed resume point', () => {
-    expect(() => resumePoint({ headers: { 'last-event-id': 'abc' } } as never)).toThrow('header Last-Event-ID: expected a non-negative integer');
+    expect(() => resumePoint({ headers: { 'last-event-id': 'abc' } } as never)).toThrow(
+      'header Last-Event-ID: expected a non-negative integer',
+    );
     expect(() => resumePoint({ headers: {} } as never, { since: '-1' })).toThrow('query.since');
   });
 });

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { parseInput } from '../../core/http/validate.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

@@ -12,7 +12,13 @@ describe('model client', () => {
     expect(client.maxRetries).toBe(2);
     // A local server needs no key; the client insists on one.
     expect(client.apiKey).toBe('not-needed');
-    for (const changed of [{ timeoutMs: 1_000 }, { retries: 0 }, { apiKey: 'sk-other' }, { baseUrl: 'http://127.0.0.1:8080/v1' }, { headers: { 'x-tenant': 'a' } }]) {
+    for (const changed of [
+      { timeoutMs: 1_000 },
+      { retries: 0 },
+      { apiKey: 'sk-other' },
+      { baseUrl: 'http://127.0.0.1:8080/v1' },
+      { headers: { 'x-tenant': 'a' } },
+    ]) {
       expect(await endpointClient({ ...settings, ...changed })).not.toBe(client);
     }
   });

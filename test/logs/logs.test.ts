@@ -17,7 +17,10 @@ describe('invocation logs, history on', () => {
   let server: TestServer;
 
   beforeAll(async () => {
-    server = await startTestServer({ files, settings: { logs: { enabled: true, maxFieldChars: 600 }, auth: { tokens: { local: 'hangar-test-token-123' } } } });
+    server = await startTestServer({
+      files,
+      settings: { logs: { enabled: true, maxFieldChars: 600 }, auth: { tokens: { local: 'hangar-test-token-123' } } },
+    });
   });
   afterAll(() => server?.stop());
 
@@ -28,7 +31,12 @@ describe('invocation logs, history on', () => {
   it('records one record per agent call, with secrets redacted and long input truncated', async () => {
     const res = await post('/api/v1/echo/invoke', {
       query: 'hello, my key is sk-abcdefghijklmnopqrstuvwx',
-      context: { api_key: 'plain-secret-value', password: 'hunter2', nested: { header: 'Bearer abc.def.ghi-jkl' }, echo: 'hangar-test-token-123' },
+      context: {
+        api_key: 'plain-secret-value',
+        password: 'hunter2',
+        nested: { header: 'Bearer abc.def.ghi-jkl' },
+        echo: 'hangar-test-token-123',
+      },
     });
     expect(res.status).toBe(200);
     const page = await eventually(async () => {
@@ -36,7 +44,14 @@ describe('invocation logs, history on', () => {
       return body.total >= 1 ? body : undefined;
     });
     const record = page.logs[0];
-    expect(record).toMatchObject({ resource: 'agent', name: 'echo', operation: 'invoke', principal: 'local', status: 'ok', http_status: 200 });
+    expect(record).toMatchObject({
+      resource: 'agent',
+      name: 'echo',
+      operation: 'invoke',
+      principal: 'local',
+      status: 'ok',
+      http_status: 200,
+    });
     expect(record.duration_ms).toBeGreaterThanOrEqual(0);
     const input = JSON.stringify(record.input);
     expect(input).not.toContain('sk-abcdefghijklmnopqrstuvwx');
@@ -182,7 +197,12 @@ describe('invocation logs, history off', () => {
 
   it('answers 501 naming the setting on every route', async () => {
     await invoke(server, 'echo', { query: 'not recorded' });
-    for (const [method, path] of [['GET', '/api/v1/logs'], ['GET', '/api/v1/logs/x'], ['POST', '/api/v1/logs/analyze'], ['GET', '/api/v1/logs/analysis']]) {
+    for (const [method, path] of [
+      ['GET', '/api/v1/logs'],
+      ['GET', '/api/v1/logs/x'],
+      ['POST', '/api/v1/logs/analyze'],
+      ['GET', '/api/v1/logs/analysis'],
+    ]) {
       const res = await server.request(path!, { method, json: method === 'POST' ? {} : undefined });
       expect(res.status).toBe(501);
       expect(res.body.detail).toContain('logs.enabled');

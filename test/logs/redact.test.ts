@@ -5,8 +5,18 @@ describe('redaction of logged values', () => {
   const redactor = createRedactor({ maxChars: 200, knownSecrets: () => ['s3cr3t-known-value'] });
 
   it('hides values under secret-looking keys, at any depth', () => {
-    const { value } = redactor.apply({ user: 'ada', password: 'p', nested: { apiKey: 'k', api_key: 'k', Authorization: 'x', token: 't' }, author: 'kept' });
-    expect(value).toEqual({ user: 'ada', password: REDACTED, nested: { apiKey: REDACTED, api_key: REDACTED, Authorization: REDACTED, token: REDACTED }, author: 'kept' });
+    const { value } = redactor.apply({
+      user: 'ada',
+      password: 'p',
+      nested: { apiKey: 'k', api_key: 'k', Authorization: 'x', token: 't' },
+      author: 'kept',
+    });
+    expect(value).toEqual({
+      user: 'ada',
+      password: REDACTED,
+      nested: { apiKey: REDACTED, api_key: REDACTED, Authorization: REDACTED, token: REDACTED },
+      author: 'kept',
+    });
   });
 
   it('hides secret-shaped strings and the secrets this server knows, wherever they are', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { HangarNotebook } from '../../core/notebook/api.js';
 
-const hourIn = (timeZone: string, date: Date) => new Intl.DateTimeFormat('en-US', { timeZone, hour: 'numeric', minute: 'numeric', hourCycle: 'h23' }).format(date);
+const hourIn = (timeZone: string, date: Date) =>
+  new Intl.DateTimeFormat('en-US', { timeZone, hour: 'numeric', minute: 'numeric', hourCycle: 'h23' }).format(date);
 
 describe('HangarNotebook.schedule (programmatic API)', () => {
   it('reads the cron expression in the given time zone', () => {

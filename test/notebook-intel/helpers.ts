@@ -13,7 +13,11 @@ export async function notebookWith(server: TestServer, name: string, sources: st
 }
 
 /** Append a cell, run it, and return it (state and outputs) after the run. */
-export async function runCell(server: TestServer, notebook: string, source: string): Promise<{ id: string; state: string; outputs: any[] }> {
+export async function runCell(
+  server: TestServer,
+  notebook: string,
+  source: string,
+): Promise<{ id: string; state: string; outputs: any[] }> {
   const nb = `/api/notebooks/${encodeURIComponent(notebook)}`;
   const added = await server.request(`${nb}/cells`, { method: 'POST', json: { source } });
   expect(added.status, added.text).toBe(201);

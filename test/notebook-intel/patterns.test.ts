@@ -28,7 +28,11 @@ const body = {
   tags: ['sales', 'aggregation'],
   cells: [
     { source: '## Revenue by region', cell_type: 'markdown' },
-    { source: "const revenue_{{data}} = {{data}}.reduce((totals, r) => ({ ...totals, [r.region]: (totals[r.region] ?? 0) + r.amount }), {});\nrevenue_{{data}}", cell_type: 'code' },
+    {
+      source:
+        'const revenue_{{data}} = {{data}}.reduce((totals, r) => ({ ...totals, [r.region]: (totals[r.region] ?? 0) + r.amount }), {});\nrevenue_{{data}}',
+      cell_type: 'code',
+    },
   ],
   problem_type: 'reporting',
   data_type: 'tabular',
@@ -39,18 +43,37 @@ describe('patterns', () => {
     const res = await server.request('/api/patterns');
     expect(res.status).toBe(200);
     const names = res.body.patterns.map((p: { name: string }) => p.name);
-    expect(names).toEqual(expect.arrayContaining(['Data overview', 'Group and aggregate', 'Train/test split', 'Correlation matrix', 'Daily time series', 'Random forest baseline']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'Data overview',
+        'Group and aggregate',
+        'Train/test split',
+        'Correlation matrix',
+        'Daily time series',
+        'Random forest baseline',
+      ]),
+    );
     expect(res.body.patterns.every((p: { starter: boolean }) => p.starter)).toBe(true);
   });
 
   it('creates a pattern from the spec body, reads it back, and refuses a duplicate name clearly', async () => {
     const created = await server.request('/api/patterns', { method: 'POST', json: body });
     expect(created.status, created.text).toBe(201);
-    expect(created.body).toMatchObject({ id: 'revenue-by-region', name: 'Revenue by region', tags: ['sales', 'aggregation'], problem_type: 'reporting', data_type: 'tabular', params: ['data'], starter: false });
+    expect(created.body).toMatchObject({
+      id: 'revenue-by-region',
+      name: 'Revenue by region',
+      tags: ['sales', 'aggregation'],
+      problem_type: 'reporting',
+      data_type: 'tabular',
+      params: ['data'],
+      starter: false,
+    });
     expect((await server.request('/api/patterns/revenue-by-region')).body.cells).toHaveLength(2);
     const again = await server.request('/api/patterns', { method: 'POST', json: { ...body, name: 'revenue BY region' } });
     expect(again.status).toBe(409);
-    expect(again.body.detail).toBe('a pattern named "Revenue by region" already exists (id revenue-by-region); pick another name or delete it first');
+    expect(again.body.detail).toBe(
+      'a pattern named "Revenue by region" already exists (id revenue-by-region); pick another name or delete it first',
+    );
     const invalid = await server.request('/api/patterns', { method: 'POST', json: { name: 'x', cells: [] } });
     expect(invalid.status).toBe(422);
     expect(invalid.body.detail).toMatch(/body\.cells/);
@@ -61,7 +84,11 @@ describe('patterns', () => {
     const byText = await search({ query: 'revenue region' });
     expect(byText.body.results[0].id).toBe('revenue-by-region');
     const aggregation = await search({ query: '', tags: ['aggregation'] });
-    expect(aggregation.body.results.map((r: { id: string }) => r.id).sort()).toEqual(['daily-time-series', 'group-and-aggregate', 'revenue-by-region']);
+    expect(aggregation.body.results.map((r: { id: string }) => r.id).sort()).toEqual([
+      'daily-time-series',
+      'group-and-aggregate',
+      'revenue-by-region',
+    ]);
     const typed = await search({ query: 'split', problem_type: 'classification' });
     expect(typed.body.results[0].id).toBe('train-test-split');
     expect(typed.body.results.every((r: { problem_type: string }) => r.problem_type === 'classification')).toBe(true);
@@ -70,7 +97,10 @@ describe('patterns', () => {
   });
 
   it('applies a pattern into a notebook at a position, filling its placeholders, and the cells run', async () => {
-    const applied = await server.request('/api/patterns/revenue-by-region/apply', { method: 'POST', json: { notebook: nb, position: 0, params: { data: 'sales' }, run: true } });
+    const applied = await server.request('/api/patterns/revenue-by-region/apply', {
+      method: 'POST',
+      json: { notebook: nb, position: 0, params: { data: 'sales' }, run: true },
+    });
     expect(applied.status, applied.text).toBe(200);
     expect(applied.body.cells.map((c: { cell_type: string }) => c.cell_type)).toEqual(['markdown', 'code']);
     const cells = (await server.request(`/api/notebooks/${nb}/cells`)).body.cells;
@@ -83,7 +113,10 @@ describe('patterns', () => {
 
   it('answers 404 for an unknown pattern or notebook and 422 for a bad search body', async () => {
     expect((await server.request('/api/patterns/nope/apply', { method: 'POST', json: { notebook: nb } })).status).toBe(404);
-    const ghost = await server.request('/api/patterns/train-test-split/apply', { method: 'POST', json: { notebook: 'ghost.nb.ts', params: { data: 'sales' } } });
+    const ghost = await server.request('/api/patterns/train-test-split/apply', {
+      method: 'POST',
+      json: { notebook: 'ghost.nb.ts', params: { data: 'sales' } },
+    });
     expect(ghost.status).toBe(404);
     expect(ghost.body.detail).toBe('notebook ghost.nb.ts not found');
     const bad = await server.request('/api/patterns/search', { method: 'POST', json: { tags: 'sales' } });

@@ -14,18 +14,28 @@ describe('schedule routes (real clock)', () => {
       const bad = await first.request('/api/notebooks/nightly.nb.ts/schedules', { method: 'POST', json: { cron: 'every tuesday' } });
       expect(bad.status).toBe(422);
       expect(bad.body.detail).toMatch(/^invalid cron expression "every tuesday": .+/);
-      expect((await first.request('/api/notebooks/ghost.nb.ts/schedules', { method: 'POST', json: { cron: '* * * * *' } })).status).toBe(404);
-      const zone = await first.request('/api/notebooks/nightly.nb.ts/schedules', { method: 'POST', json: { cron: '0 3 * * *', timezone: 'Nowhere/Land' } });
+      expect((await first.request('/api/notebooks/ghost.nb.ts/schedules', { method: 'POST', json: { cron: '* * * * *' } })).status).toBe(
+        404,
+      );
+      const zone = await first.request('/api/notebooks/nightly.nb.ts/schedules', {
+        method: 'POST',
+        json: { cron: '0 3 * * *', timezone: 'Nowhere/Land' },
+      });
       expect(zone.status).toBe(422);
       expect(zone.body.detail).toMatch(/^invalid timezone "Nowhere\/Land"/);
-      expect((await first.request('/api/notebooks/nightly.nb.ts/schedules', { method: 'POST', json: {} })).body.detail).toMatch(/body\.cron/);
+      expect((await first.request('/api/notebooks/nightly.nb.ts/schedules', { method: 'POST', json: {} })).body.detail).toMatch(
+        /body\.cron/,
+      );
       for (const path of ['/api/schedules/nope/pause', '/api/schedules/nope/resume']) {
         expect((await first.request(path, { method: 'POST' })).status).toBe(404);
       }
       expect((await first.request('/api/schedules/nope', { method: 'DELETE' })).status).toBe(404);
 
       // Every second (croner's optional seconds field), so the test sees real runs quickly.
-      const created = await first.request('/api/notebooks/nightly.nb.ts/schedules', { method: 'POST', json: { cron: '* * * * * *', timezone: 'UTC', name: 'tick' } });
+      const created = await first.request('/api/notebooks/nightly.nb.ts/schedules', {
+        method: 'POST',
+        json: { cron: '* * * * * *', timezone: 'UTC', name: 'tick' },
+      });
       expect(created.status, created.text).toBe(201);
       const id = created.body.id;
       expect(Date.parse(created.body.next_run_at) - Date.now()).toBeLessThanOrEqual(1000);

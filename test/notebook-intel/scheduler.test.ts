@@ -1,7 +1,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ScheduleService, type Clock } from '../../core/notebook/intel/scheduler.js';
+import { type Clock, ScheduleService } from '../../core/notebook/intel/scheduler.js';
 import { NotebookService } from '../../core/notebook/service.js';
 import { LowdbStore } from '../../core/storage/lowdb-store.js';
 import { eventually, makeWorkspace } from '../support/server.js';
@@ -83,7 +83,13 @@ describe('scheduled notebook runs', () => {
       const runs = await s.runs(schedule.id);
       return runs.length ? runs : undefined;
     }, 20_000);
-    expect(run).toMatchObject({ status: 'success', error: null, scheduled_for: '2026-03-28T08:00:00.000Z', started_at: '2026-03-28T08:00:00.000Z', notebook: 'report.nb.ts' });
+    expect(run).toMatchObject({
+      status: 'success',
+      error: null,
+      scheduled_for: '2026-03-28T08:00:00.000Z',
+      started_at: '2026-03-28T08:00:00.000Z',
+      notebook: 'report.nb.ts',
+    });
     expect(run.duration_ms).toBeGreaterThan(0);
     expect(run.cells[1].outputs[0]).toMatchObject({ output_type: 'execute_result', data: { 'text/plain': '42' } });
     expect(await s.get(schedule.id)).toMatchObject({ last_status: 'success', last_run_at: '2026-03-28T08:00:00.000Z' });
@@ -156,10 +162,14 @@ describe('scheduled notebook runs', () => {
       status: 422,
       message: expect.stringMatching(/^invalid cron expression "61 \* \* \* \*": .+/),
     });
-    await expect(s.create('report.nb.ts', { cron: '0 * * * *', timezone: 'Mars/Olympus', name: '', cell_timeout_ms: 0 })).rejects.toMatchObject({
+    await expect(
+      s.create('report.nb.ts', { cron: '0 * * * *', timezone: 'Mars/Olympus', name: '', cell_timeout_ms: 0 }),
+    ).rejects.toMatchObject({
       status: 422,
       message: expect.stringMatching(/^invalid timezone "Mars\/Olympus": .+/),
     });
-    await expect(s.create('nope.nb.ts', { cron: '0 * * * *', timezone: 'UTC', name: '', cell_timeout_ms: 0 })).rejects.toMatchObject({ status: 404 });
+    await expect(s.create('nope.nb.ts', { cron: '0 * * * *', timezone: 'UTC', name: '', cell_timeout_ms: 0 })).rejects.toMatchObject({
+      status: 404,
+    });
   });
 });

@@ -7,7 +7,12 @@ let nb = '';
 
 beforeAll(async () => {
   server = await startTestServer();
-  nb = await notebookWith(server, 'prep', [MESSY_CELL, "import * as aq from 'arquero';\nconst table = aq.from(messy);", 'const count = 5;', 'const words = ["a", "b"];']);
+  nb = await notebookWith(server, 'prep', [
+    MESSY_CELL,
+    "import * as aq from 'arquero';\nconst table = aq.from(messy);",
+    'const count = 5;',
+    'const words = ["a", "b"];',
+  ]);
 }, 60_000);
 
 afterAll(async () => {
@@ -27,11 +32,22 @@ describe('GET /api/smartprep/{var_name}', () => {
       expect(['high', 'medium', 'low']).toContain(s.severity);
     }
     const found = res.body.suggestions.map((s: { type: string; column: string | null }) => `${s.type}:${s.column}`);
-    expect(found).toEqual(expect.arrayContaining([
-      'duplicate_rows:null', 'missing_values:age', 'outliers:age', 'skewed:income', 'numeric_as_string:price_text',
-      'date_as_string:signup', 'near_constant_column:country', 'constant_column:source', 'mixed_types:score',
-      'high_cardinality:id', 'class_imbalance:churned', 'target_leakage:refund_issued',
-    ]));
+    expect(found).toEqual(
+      expect.arrayContaining([
+        'duplicate_rows:null',
+        'missing_values:age',
+        'outliers:age',
+        'skewed:income',
+        'numeric_as_string:price_text',
+        'date_as_string:signup',
+        'near_constant_column:country',
+        'constant_column:source',
+        'mixed_types:score',
+        'high_cardinality:id',
+        'class_imbalance:churned',
+        'target_leakage:refund_issued',
+      ]),
+    );
     // Clean columns get no suggestion.
     expect(found.filter((f: string) => f.endsWith(':city'))).toEqual([]);
     const dup = res.body.suggestions.find((s: { type: string }) => s.type === 'duplicate_rows');
@@ -67,13 +83,18 @@ describe('GET /api/smartprep/{var_name}', () => {
       // The fixed table keeps the target unless the fix is about the target itself.
       const after = await prep(suggestion.fixed_as, '?target=churned');
       expect(after.status, after.text).toBe(200);
-      const still = after.body.suggestions.filter((s: { type: string; column: string | null }) => s.type === suggestion.type && s.column === suggestion.column);
+      const still = after.body.suggestions.filter(
+        (s: { type: string; column: string | null }) => s.type === suggestion.type && s.column === suggestion.column,
+      );
       expect(still, `${suggestion.type}:${suggestion.column} is still reported after its fix`).toEqual([]);
     }
   }, 120_000);
 
   it('fixes the other kinds too: categorical and date gaps, mostly-missing columns, stray types, many categories, a numeric leak', async () => {
-    await runCell(server, nb, `const shop = Array.from({ length: 300 }, (_, i) => ({
+    await runCell(
+      server,
+      nb,
+      `const shop = Array.from({ length: 300 }, (_, i) => ({
   city: i % 10 === 4 ? null : ['Oslo', 'Bergen', 'Oslo', 'Bodo'][i % 4],
   joined: i % 20 === 6 ? null : new Date(Date.UTC(2024, i % 12, 1 + (i % 27))),
   notes: i % 10 < 7 ? null : i % 2 ? 'called back' : 'emailed',
@@ -83,11 +104,20 @@ describe('GET /api/smartprep/{var_name}', () => {
   size: 40 + ((i * 37) % 60),
   price: 1000 + ((i * 37) % 60) * 5 + ((i * 13) % 50) * 20,
   price_with_tax: (1000 + ((i * 37) % 60) * 5 + ((i * 13) % 50) * 20) * 1.25,
-}));`);
+}));`,
+    );
     const res = await prep('shop', '?target=price');
     expect(res.status, res.text).toBe(200);
     const byKey = new Map(res.body.suggestions.map((s: { type: string; column: string }) => [`${s.type}:${s.column}`, s]));
-    const expected = ['missing_values:city', 'missing_values:joined', 'missing_values:notes', 'mixed_types:active', 'mixed_types:code', 'high_cardinality:zip', 'target_leakage:price_with_tax'];
+    const expected = [
+      'missing_values:city',
+      'missing_values:joined',
+      'missing_values:notes',
+      'mixed_types:active',
+      'mixed_types:code',
+      'high_cardinality:zip',
+      'target_leakage:price_with_tax',
+    ];
     expect([...byKey.keys()], [...byKey.keys()].join(' ')).toEqual(expect.arrayContaining(expected));
     expect(byKey.has('target_leakage:size')).toBe(false);
     expect((byKey.get('missing_values:notes') as { code: string }).code).toContain('_aq.not("notes")');
@@ -97,7 +127,9 @@ describe('GET /api/smartprep/{var_name}', () => {
       const cell = await runCell(server, nb, suggestion.code);
       expect(cell.state, `${key}\n${suggestion.code}\n${JSON.stringify(cell.outputs)}`).toBe('success');
       const after = await prep(suggestion.fixed_as, '?target=price');
-      const still = after.body.suggestions.filter((s: { type: string; column: string }) => s.type === suggestion.type && s.column === suggestion.column);
+      const still = after.body.suggestions.filter(
+        (s: { type: string; column: string }) => s.type === suggestion.type && s.column === suggestion.column,
+      );
       expect(still, `${key} is still reported after its fix`).toEqual([]);
     }
   }, 120_000);
@@ -121,7 +153,9 @@ describe('GET /api/smartprep/{var_name}', () => {
   it('answers 422 listing the columns for an unknown target', async () => {
     const res = await prep('messy', '?target=nope');
     expect(res.status).toBe(422);
-    expect(res.body.detail).toBe('target column "nope" is not a column of messy; its columns are: id, age, income, city, price_text, signup, country, source, score, refund_issued, churned');
+    expect(res.body.detail).toBe(
+      'target column "nope" is not a column of messy; its columns are: id, age, income, city, price_text, signup, country, source, score, refund_issued, churned',
+    );
   });
 
   it('answers 404 for a variable of a notebook that is named but not running', async () => {

@@ -7,7 +7,7 @@ import { notebookWith, resultText, runCell } from './helpers.js';
 let server: TestServer;
 const nb = 'tools.nb.ts';
 const api = `/api/notebooks/${nb}`;
-let ids: { rows: string; total: string; doubled: string; big: string; sloppy: string } = {} as never;
+const ids: { rows: string; total: string; doubled: string; big: string; sloppy: string } = {} as never;
 
 beforeAll(async () => {
   server = await startTestServer();
@@ -22,7 +22,11 @@ beforeAll(async () => {
   // Not run by notebookWith: it reads a name nobody defines, so it fails when run.
   const sloppy = await server.request(`${api}/cells`, {
     method: 'POST',
-    json: { name: 'sloppy', source: 'var leftover = 1;\nif (total == 3) {\n  try { missing_name(); } catch (e) {}\n}\nconst label = total > 10 ? "big" : "small";' },
+    json: {
+      name: 'sloppy',
+      source:
+        'var leftover = 1;\nif (total == 3) {\n  try { missing_name(); } catch (e) {}\n}\nconst label = total > 10 ? "big" : "small";',
+    },
   });
   ids.sloppy = sloppy.body.id;
 }, 60_000);
@@ -68,18 +72,33 @@ describe('3. data validator', () => {
   it('lists violations of type, range, uniqueness and null rules with example rows', async () => {
     const res = await server.request(`${api}/tools/validate`, {
       method: 'POST',
-      json: { variable: 'rows', rules: [{ column: 'id', unique: true, type: 'integer' }, { column: 'score', min: 0, max: 100 }, { column: 'name', not_null: true, pattern: '^n\\d+$' }] },
+      json: {
+        variable: 'rows',
+        rules: [
+          { column: 'id', unique: true, type: 'integer' },
+          { column: 'score', min: 0, max: 100 },
+          { column: 'name', not_null: true, pattern: '^n\\d+$' },
+        ],
+      },
     });
     expect(res.status, res.text).toBe(200);
     expect(res.body.valid).toBe(false);
-    const byRule = Object.fromEntries(res.body.violations.map((v: { column: string; rule: string; count: number }) => [`${v.column}.${v.rule}`, v]));
+    const byRule = Object.fromEntries(
+      res.body.violations.map((v: { column: string; rule: string; count: number }) => [`${v.column}.${v.rule}`, v]),
+    );
     expect(Object.keys(byRule).sort()).toEqual(['id.unique', 'name.not_null', 'score.min']);
     expect(byRule['id.unique'].count).toBe(5);
     expect(byRule['score.min'].examples).toEqual([{ row: 3, value: -5 }]);
     expect(byRule['name.not_null'].count).toBe(5);
-    const ok = await server.request(`${api}/tools/validate`, { method: 'POST', json: { variable: 'rows', rules: [{ column: 'score', type: 'number' }] } });
+    const ok = await server.request(`${api}/tools/validate`, {
+      method: 'POST',
+      json: { variable: 'rows', rules: [{ column: 'score', type: 'number' }] },
+    });
     expect(ok.body).toMatchObject({ valid: true, violations: [], rows: 50 });
-    const bad = await server.request(`${api}/tools/validate`, { method: 'POST', json: { variable: 'rows', rules: [{ column: 'nope', unique: true }] } });
+    const bad = await server.request(`${api}/tools/validate`, {
+      method: 'POST',
+      json: { variable: 'rows', rules: [{ column: 'nope', unique: true }] },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.detail).toContain('its columns are: id, score, name');
   });
@@ -203,13 +222,18 @@ describe('11. snippets', () => {
     await server.write('notebooks/data.json', '[{"a":1},{"a":2}]');
     await server.request('/api/notebooks', { method: 'POST', json: { name: 'snips', cells: [] } });
     for (const snippet of all) {
-      const inserted = await server.request(`/api/tools/snippets/${snippet.id}/insert`, { method: 'POST', json: { notebook: 'snips.nb.ts' } });
+      const inserted = await server.request(`/api/tools/snippets/${snippet.id}/insert`, {
+        method: 'POST',
+        json: { notebook: 'snips.nb.ts' },
+      });
       expect(inserted.status, inserted.text).toBe(201);
       const ran = await server.request(`/api/notebooks/snips.nb.ts/cells/${inserted.body.cell.id}/run`, { method: 'POST' });
       const cell = ran.body.cells.find((c: { id: string }) => c.id === inserted.body.cell.id);
       expect(cell.state, `${snippet.id}: ${JSON.stringify(cell.outputs)}`).toBe('success');
     }
-    expect((await server.request('/api/tools/snippets/nope/insert', { method: 'POST', json: { notebook: 'snips.nb.ts' } })).status).toBe(404);
+    expect((await server.request('/api/tools/snippets/nope/insert', { method: 'POST', json: { notebook: 'snips.nb.ts' } })).status).toBe(
+      404,
+    );
   }, 60_000);
 });
 
@@ -218,7 +242,12 @@ describe('12. cell dependencies', () => {
     const res = await server.request(`${api}/tools/dependencies`);
     expect(res.status).toBe(200);
     expect(res.body.nodes.find((n: { id: string }) => n.id === ids.total)).toMatchObject({ reads: ['rows'], writes: ['total'] });
-    expect(res.body.edges).toEqual(expect.arrayContaining([{ from: ids.rows, to: ids.total, names: ['rows'] }, { from: ids.total, to: ids.doubled, names: ['total'] }]));
+    expect(res.body.edges).toEqual(
+      expect.arrayContaining([
+        { from: ids.rows, to: ids.total, names: ['rows'] },
+        { from: ids.total, to: ids.doubled, names: ['total'] },
+      ]),
+    );
     expect(res.body.order.indexOf(ids.rows)).toBeLessThan(res.body.order.indexOf(ids.total));
   });
 });
@@ -227,14 +256,18 @@ describe('13. search', () => {
   it('finds text in cell sources, names and outputs across notebooks', async () => {
     const source = await server.request('/api/tools/search?q=reduce');
     expect(source.status).toBe(200);
-    expect(source.body.hits).toEqual(expect.arrayContaining([expect.objectContaining({ notebook: nb, cell_id: ids.total, where: 'source', line: 1 })]));
+    expect(source.body.hits).toEqual(
+      expect.arrayContaining([expect.objectContaining({ notebook: nb, cell_id: ids.total, where: 'source', line: 1 })]),
+    );
     const named = await server.request('/api/tools/search?q=SLOPPY&in=name');
     // In the notebook and in its .ipynb conversion written above.
     expect(named.body.hits.map((h: { notebook: string }) => h.notebook).sort()).toEqual(['tools.ipynb', nb]);
     expect(named.body.hits.every((h: { cell_id: string; where: string }) => h.cell_id === ids.sloppy && h.where === 'name')).toBe(true);
     const output = await server.request('/api/tools/search?q=hello%20notebook&in=output');
     expect(output.body.hits.length).toBeGreaterThan(0);
-    expect(output.body.hits.every((h: { where: string; text: string }) => h.where === 'output' && h.text.includes('hello notebook'))).toBe(true);
+    expect(output.body.hits.every((h: { where: string; text: string }) => h.where === 'output' && h.text.includes('hello notebook'))).toBe(
+      true,
+    );
     expect((await server.request('/api/tools/search')).status).toBe(422);
   });
 });
@@ -242,7 +275,14 @@ describe('13. search', () => {
 describe('OpenAPI', () => {
   it('documents the tool routes', async () => {
     const doc = (await server.request('/openapi.json')).body;
-    for (const path of ['/api/smartprep/{var_name}', '/api/algorithm-match/{var_name}', '/api/patterns/{pattern_id}/apply', '/api/notebooks/{nb}/tools/benchmark', '/api/tools/search', '/api/schedules/{schedule_id}/runs']) {
+    for (const path of [
+      '/api/smartprep/{var_name}',
+      '/api/algorithm-match/{var_name}',
+      '/api/patterns/{pattern_id}/apply',
+      '/api/notebooks/{nb}/tools/benchmark',
+      '/api/tools/search',
+      '/api/schedules/{schedule_id}/runs',
+    ]) {
       expect(Object.keys(doc.paths), path).toContain(path);
     }
   });
@@ -268,7 +308,10 @@ describe('error paths of the tool routes', () => {
 
   it('answers 404 for an unknown cell or variable and 422 for bad bodies', async () => {
     expect((await server.request(`${api}/tools/benchmark`, { method: 'POST', json: { cell: 'nocell', runs: 1 } })).status).toBe(404);
-    const unknownVar = await server.request(`${api}/tools/validate`, { method: 'POST', json: { variable: 'nothing', rules: [{ column: 'a', unique: true }] } });
+    const unknownVar = await server.request(`${api}/tools/validate`, {
+      method: 'POST',
+      json: { variable: 'nothing', rules: [{ column: 'a', unique: true }] },
+    });
     expect(unknownVar.status).toBe(404);
     expect(unknownVar.body.detail).toContain('variable "nothing" is not defined in notebook tools.nb.ts');
     const noRules = await server.request(`${api}/tools/validate`, { method: 'POST', json: { variable: 'rows', rules: [] } });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { cycles, descendants, topologicalOrder } from '../../core/lib/graph.js';
 import { analyzeCell, analyzeCells, analyzeNotebook } from '../../core/notebook/analysis/index.js';
 import { decodeLineMap } from '../../core/notebook/analysis/sourcemap.js';
 import { buildTopology } from '../../core/notebook/graph.js';
-import { cycles, descendants, topologicalOrder } from '../../core/lib/graph.js';
 
 const kinds = (problems: { kind: string }[]) => problems.map((p) => p.kind);
 
@@ -32,7 +32,7 @@ label: for (;;) { break label; }
     expect(a.writes).toEqual(['f', 'g', 'obj']);
   });
 
-  it('treats a name declared anywhere in the cell as the cell\'s own, whatever the order', async () => {
+  it("treats a name declared anywhere in the cell as the cell's own, whatever the order", async () => {
     const a = await analyzeCell('const total = helper(1);\nfunction helper(n) { return n * rate; }');
     expect(a.reads).toEqual(['rate']);
   });
@@ -56,7 +56,7 @@ label: for (;;) { break label; }
     expect(b.problems[0].message).toMatch(/_other.*private/);
   });
 
-  it('reports x = x + 1, x++ and for-of on another cell\'s name as reassignment, with the line', async () => {
+  it("reports x = x + 1, x++ and for-of on another cell's name as reassignment, with the line", async () => {
     for (const source of ['\nx = x + 1', 'x++', 'x += 1', 'for (x of xs) {}', '({ x } = o)']) {
       const a = await analyzeCell(source);
       expect(kinds(a.problems), source).toContain('reassignment');
@@ -72,7 +72,7 @@ label: for (;;) { break label; }
     expect((await analyzeCell('const fact = (n) => (n ? n * fact(n - 1) : 1)')).problems).toEqual([]);
   });
 
-  it('warns about mutations of another cell\'s value but still reads it', async () => {
+  it("warns about mutations of another cell's value but still reads it", async () => {
     const a = await analyzeCell('df.col = 1;\narr.push(2);\ndelete o.k;\nconst mine = [];\nmine.push(1);');
     expect(a.problems.map((p) => [p.kind, p.severity, p.name])).toEqual([
       ['mutation', 'warning', 'df'],
@@ -135,7 +135,7 @@ describe('batched TypeScript stripping', () => {
     expect(together[3].reads).toEqual(['base']);
     // Line maps point into the cell's own source, not the batch.
     const program = together[3].program!.split('\n');
-    expect(together[3].lineMap![program.findIndex((l) => l.includes("throw"))]).toBe(5);
+    expect(together[3].lineMap![program.findIndex((l) => l.includes('throw'))]).toBe(5);
   });
 
   it('reports a syntax error in one TypeScript cell at its own line and analyses the rest', async () => {
@@ -206,7 +206,11 @@ describe('graph algorithms', () => {
     expect(cycles(topo())).toEqual([]);
     const n = 20_000;
     const ids = Array.from({ length: n }, (_, i) => `c${i}`);
-    const chain = buildTopology(ids, (id) => [`v${id.slice(1)}`], (id) => (id === 'c0' ? [] : [`v${Number(id.slice(1)) - 1}`]));
+    const chain = buildTopology(
+      ids,
+      (id) => [`v${id.slice(1)}`],
+      (id) => (id === 'c0' ? [] : [`v${Number(id.slice(1)) - 1}`]),
+    );
     expect(cycles(chain)).toEqual([]);
     expect(topologicalOrder(chain).order).toHaveLength(n);
   });

@@ -1,14 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import http from 'node:http';
 import { copyFile, mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { notebookCli, type CliIo } from '../../core/app/cli/notebook.js';
+import { type CliIo, notebookCli } from '../../core/app/cli/notebook.js';
 import { validateIpynb } from '../../core/notebook/formats.js';
-import { startNotebookServer } from '../../core/notebook/server.js';
 import type { RunningNotebookServer } from '../../core/notebook/server.js';
+import { startNotebookServer } from '../../core/notebook/server.js';
 import { writeAtomically } from '../support/server.js';
 
 const repo = resolve(import.meta.dirname, '..', '..');
@@ -43,8 +43,20 @@ async function serveWith(args: string[]) {
   const ready = new Promise<RunningNotebookServer[]>((r) => (listening = r));
   const { io, cli: sink } = capture({ stopSignal, onListening: listening });
   const done = notebookCli(args, sink);
-  const servers = await Promise.race([ready, done.then((code) => { throw new Error(`exited ${code}: ${io.stderr}`); })]);
-  return { servers, io, stop: async () => { stop(); return done; } };
+  const servers = await Promise.race([
+    ready,
+    done.then((code) => {
+      throw new Error(`exited ${code}: ${io.stderr}`);
+    }),
+  ]);
+  return {
+    servers,
+    io,
+    stop: async () => {
+      stop();
+      return done;
+    },
+  };
 }
 
 describe('hangar notebook run', () => {
@@ -58,7 +70,13 @@ describe('hangar notebook run', () => {
 
   it('exits 1 when a cell fails and 2 for a missing or malformed file', async () => {
     const file = join(dir, 'fails.nb.ts');
-    await writeFile(file, nb([['ok000001', 'const a = 1'], ['bad00001', 'throw new Error("nope")']]));
+    await writeFile(
+      file,
+      nb([
+        ['ok000001', 'const a = 1'],
+        ['bad00001', 'throw new Error("nope")'],
+      ]),
+    );
     const r = await cli(['run', file]);
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('Error: nope');
@@ -77,7 +95,13 @@ describe('hangar notebook run', () => {
     const server = await startNotebookServer({ root, port: 0 });
     try {
       const file = join(dir, 'here.nb.ts');
-      await writeFile(file, nb([['h0000001', 'const x = 20'], ['h0000002', 'x + 1']]));
+      await writeFile(
+        file,
+        nb([
+          ['h0000001', 'const x = 20'],
+          ['h0000002', 'x + 1'],
+        ]),
+      );
       const r = await cli(['run', file, '--server', server.url]);
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('21');
@@ -113,8 +137,24 @@ describe('hangar notebook diff', () => {
   it('reports added, removed, moved and changed cells with line diffs; exit 1 when different', async () => {
     const a = join(dir, 'a.nb.ts');
     const b = join(dir, 'b.nb.ts');
-    await writeFile(a, nb([['keep0001', 'const k = 1'], ['move0001', 'const m = 2'], ['edit0001', 'const e = 3\nconst f = 4'], ['gone0001', 'const g = 5']]));
-    await writeFile(b, nb([['move0001', 'const m = 2'], ['keep0001', 'const k = 1'], ['edit0001', 'const e = 30\nconst f = 4'], ['new00001', 'const n = 6']]));
+    await writeFile(
+      a,
+      nb([
+        ['keep0001', 'const k = 1'],
+        ['move0001', 'const m = 2'],
+        ['edit0001', 'const e = 3\nconst f = 4'],
+        ['gone0001', 'const g = 5'],
+      ]),
+    );
+    await writeFile(
+      b,
+      nb([
+        ['move0001', 'const m = 2'],
+        ['keep0001', 'const k = 1'],
+        ['edit0001', 'const e = 30\nconst f = 4'],
+        ['new00001', 'const n = 6'],
+      ]),
+    );
     const r = await cli(['diff', a, b]);
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('@@ cell new00001: added');
@@ -153,8 +193,24 @@ describe('hangar notebook export', () => {
     expect(r.code).toBe(0);
     const definition = JSON.parse(await readFile(join(dir, 'pipe.pipeline.json'), 'utf8'));
     expect(definition.name).toBe('sales');
-    expect(definition.steps.map((s: { cell: string }) => s.cell)).toEqual(['load0001', 'region01', 'monthly1', 'chart001', 'thresh01', 'bigmon01', 'bigtab01']);
-    expect(definition.steps.map((s: { name: string }) => s.name)).toEqual(['load', 'revenue_by_region', 'monthly_revenue', 'chart', 'threshold', 'big_months', 'big_months_table']);
+    expect(definition.steps.map((s: { cell: string }) => s.cell)).toEqual([
+      'load0001',
+      'region01',
+      'monthly1',
+      'chart001',
+      'thresh01',
+      'bigmon01',
+      'bigtab01',
+    ]);
+    expect(definition.steps.map((s: { name: string }) => s.name)).toEqual([
+      'load',
+      'revenue_by_region',
+      'monthly_revenue',
+      'chart',
+      'threshold',
+      'big_months',
+      'big_months_table',
+    ]);
     // Outside a notebooks/ folder the notebook is named by its file name.
     expect(definition.steps[0]).toEqual({ name: 'load', notebook: 'pipe.nb.ts', cell: 'load0001', input: '$.input' });
     expect(definition.steps[5].after).toEqual(['load', 'monthly_revenue', 'threshold']);
@@ -164,7 +220,12 @@ describe('hangar notebook export', () => {
     const workspace = join(dir, 'ws');
     await mkdir(join(workspace, 'notebooks', 'team'), { recursive: true });
     await copyFile(example, join(workspace, 'notebooks', 'team', 'sales.nb.ts'));
-    const r = await cli(['export', join(workspace, 'notebooks', 'team', 'sales.nb.ts'), '-o', join(workspace, 'pipelines', 'monthly-sales.json')]);
+    const r = await cli([
+      'export',
+      join(workspace, 'notebooks', 'team', 'sales.nb.ts'),
+      '-o',
+      join(workspace, 'pipelines', 'monthly-sales.json'),
+    ]);
     expect(r.code).toBe(0);
     const definition = JSON.parse(await readFile(join(workspace, 'pipelines', 'monthly-sales.json'), 'utf8'));
     expect(definition.name).toBe('monthly-sales');
@@ -189,22 +250,26 @@ describe('hangar notebook export', () => {
   // The run's test browser (test/support/test-browser.ts) as CHROME_PATH. Not the bundled
   // @sparticuz/chromium: that headless shell never exits after `--print-to-pdf` from the command
   // line (tried: --headless, =new, =shell), so it can drive pages but not stand in for a user's Chrome here.
-  it.skipIf(inject('testBrowser').source === 'bundled')('pdf: prints the HTML report with Chromium from CHROME_PATH', async () => {
-    const saved = process.env.CHROME_PATH;
-    process.env.CHROME_PATH = inject('testBrowser').executablePath;
-    const out = join(dir, 'report.pdf');
-    try {
-      const r = await cli(['export', example, '--format', 'pdf', '-o', out]);
-      expect(r.stderr).toBe('');
-      expect(r.code).toBe(0);
-    } finally {
-      if (saved === undefined) delete process.env.CHROME_PATH;
-      else process.env.CHROME_PATH = saved;
-    }
-    const pdf = await readFile(out);
-    expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
-    expect(pdf.length).toBeGreaterThan(10_000);
-  }, 60_000);
+  it.skipIf(inject('testBrowser').source === 'bundled')(
+    'pdf: prints the HTML report with Chromium from CHROME_PATH',
+    async () => {
+      const saved = process.env.CHROME_PATH;
+      process.env.CHROME_PATH = inject('testBrowser').executablePath;
+      const out = join(dir, 'report.pdf');
+      try {
+        const r = await cli(['export', example, '--format', 'pdf', '-o', out]);
+        expect(r.stderr).toBe('');
+        expect(r.code).toBe(0);
+      } finally {
+        if (saved === undefined) delete process.env.CHROME_PATH;
+        else process.env.CHROME_PATH = saved;
+      }
+      const pdf = await readFile(out);
+      expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
+      expect(pdf.length).toBeGreaterThan(10_000);
+    },
+    60_000,
+  );
 
   it('docker: a Dockerfile plus a bundle that really runs the notebook', async () => {
     const out = join(dir, 'docker');
@@ -296,4 +361,3 @@ describe('hangar notebook app / start / dev', () => {
     }
   });
 });
-

@@ -23,11 +23,23 @@ const sample = (): Notebook =>
     metadata: { author: 'ada' },
     cells: [
       { id: 'intro001', cell_type: 'markdown', name: 'intro', source: '# Sales\n\nSome *text*.\n// %% [code] id=fake', created_at: T },
-      { id: 'load0001', cell_type: 'code', name: 'load "data"', source: 'const rows: number[] = [1, 2];\n\n\n', created_at: T, metadata: { tags: ['x'] } },
+      {
+        id: 'load0001',
+        cell_type: 'code',
+        name: 'load "data"',
+        source: 'const rows: number[] = [1, 2];\n\n\n',
+        created_at: T,
+        metadata: { tags: ['x'] },
+      },
       { id: 'trick001', cell_type: 'code', source: '// %% [code] id=evil\n// %%% [deeper]\nrows.length', created_at: T },
       { id: 'empty001', cell_type: 'code', source: '', created_at: T },
       {
-        id: 'out00001', cell_type: 'code', source: 'console.log(1)', created_at: T, execution_count: 3, last_executed: T,
+        id: 'out00001',
+        cell_type: 'code',
+        source: 'console.log(1)',
+        created_at: T,
+        execution_count: 3,
+        last_executed: T,
         outputs: [
           { output_type: 'stream', name: 'stdout', text: '1\n2\n' },
           { output_type: 'execute_result', execution_count: 3, data: { 'text/plain': 'a\nb', 'application/json': { a: 1 } }, metadata: {} },
@@ -44,7 +56,15 @@ describe('cell record', () => {
   it('fills the spec defaults: 8-character id, code, empty name and source, count 0, timestamps', () => {
     const cell = Notebook.parse({ cells: [{}] }).cells[0];
     expect(cell.id).toMatch(/^[a-z0-9]{8}$/);
-    expect(cell).toMatchObject({ cell_type: 'code', name: '', source: '', outputs: [], execution_count: 0, metadata: {}, last_executed: null });
+    expect(cell).toMatchObject({
+      cell_type: 'code',
+      name: '',
+      source: '',
+      outputs: [],
+      execution_count: 0,
+      metadata: {},
+      last_executed: null,
+    });
     expect(Date.parse(cell.created_at)).not.toBeNaN();
     expect(newCellId()).not.toBe(newCellId());
     expect(Notebook.parse({}).name).toBe('untitled');

@@ -1,6 +1,15 @@
-import { describe, expect, it } from 'vitest';
 import * as aq from 'arquero';
-import { bundleToHtml, chartBundle, helpers, niceTicks, outputToText, renderValue, tableBundle, vegaLiteToSvg } from '../../core/notebook/render.js';
+import { describe, expect, it } from 'vitest';
+import {
+  bundleToHtml,
+  chartBundle,
+  helpers,
+  niceTicks,
+  outputToText,
+  renderValue,
+  tableBundle,
+  vegaLiteToSvg,
+} from '../../core/notebook/render.js';
 
 describe('rich outputs', () => {
   it('renders scalars as text and nothing for undefined', () => {
@@ -44,7 +53,13 @@ describe('rich outputs', () => {
       $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
       title: 'Sales',
       mark: 'bar',
-      data: { values: [{ k: 'a', v: 3 }, { k: 'b', v: 7 }, { k: 'a', v: 2 }] },
+      data: {
+        values: [
+          { k: 'a', v: 3 },
+          { k: 'b', v: 7 },
+          { k: 'a', v: 2 },
+        ],
+      },
       encoding: { x: { field: 'k', type: 'nominal' }, y: { field: 'v', type: 'quantitative', aggregate: 'sum' } },
     };
     const bundle = renderValue(spec)!;
@@ -54,7 +69,16 @@ describe('rich outputs', () => {
     expect(svg).toContain('<title>a: 5</title>');
     expect(svg).toContain('>Sales<');
     expect(bundle['application/vnd.vegalite.v5+json']).toEqual(spec);
-    const line = vegaLiteToSvg({ mark: 'line', data: { values: [{ x: 1, y: 1, s: 'p' }, { x: 2, y: 4, s: 'q' }] }, encoding: { x: { field: 'x', type: 'quantitative' }, y: { field: 'y' }, color: { field: 's', type: 'nominal' } } });
+    const line = vegaLiteToSvg({
+      mark: 'line',
+      data: {
+        values: [
+          { x: 1, y: 1, s: 'p' },
+          { x: 2, y: 4, s: 'q' },
+        ],
+      },
+      encoding: { x: { field: 'x', type: 'quantitative' }, y: { field: 'y' }, color: { field: 's', type: 'nominal' } },
+    });
     expect(line.match(/<polyline /g)).toHaveLength(2);
   });
 

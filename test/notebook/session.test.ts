@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { NotebookSession, type SessionEvent } from '../../core/notebook/session.js';
 import { Notebook } from '../../core/notebook/schemas.js';
+import { NotebookSession, type SessionEvent } from '../../core/notebook/session.js';
 
 const sessions: NotebookSession[] = [];
 afterEach(async () => {
@@ -14,9 +14,10 @@ function open(cells: Array<{ id: string; source: string; cell_type?: 'code' | 'm
 }
 
 const text = (session: NotebookSession, id: string) =>
-  session.cell(id).outputs.map((o) =>
-    o.output_type === 'stream' ? o.text : o.output_type === 'error' ? `!${o.evalue}` : String(o.data['text/plain']),
-  ).join('|');
+  session
+    .cell(id)
+    .outputs.map((o) => (o.output_type === 'stream' ? o.text : o.output_type === 'error' ? `!${o.evalue}` : String(o.data['text/plain'])))
+    .join('|');
 
 describe('notebook session: reactive runs', () => {
   it('keeps state between runs and re-runs exactly the dependents of an edited cell', async () => {
@@ -43,7 +44,10 @@ describe('notebook session: reactive runs', () => {
   });
 
   it('runs the stale upstream cells a cell needs', async () => {
-    const s = open([{ id: 'a', source: 'const a = 2' }, { id: 'b', source: 'a * 3' }]);
+    const s = open([
+      { id: 'a', source: 'const a = 2' },
+      { id: 'b', source: 'a * 3' },
+    ]);
     await s.runCell('b');
     expect(text(s, 'b')).toBe('6');
     expect(s.state('a')).toBe('success');
@@ -54,7 +58,11 @@ describe('notebook session: reactive runs', () => {
     const events: SessionEvent[] = [];
     s.subscribe((e) => events.push(e));
     await s.runAll();
-    expect(events.filter((e) => e.type === 'cell-state').map((e) => (e as { state: string }).state)).toEqual(['queued', 'running', 'success']);
+    expect(events.filter((e) => e.type === 'cell-state').map((e) => (e as { state: string }).state)).toEqual([
+      'queued',
+      'running',
+      'success',
+    ]);
     const outputs = events.filter((e) => e.type === 'output').map((e) => (e as { output: { output_type: string } }).output.output_type);
     expect(outputs).toEqual(['stream', 'stream', 'execute_result']);
   });
@@ -83,14 +91,19 @@ describe('notebook session: reactive runs', () => {
   });
 
   it('finds the source line inside a chain esbuild joined onto one line', async () => {
-    const s = open([{ id: 'chain', source: 'const n: number[] = [1, 2];\nconst out = n\n  .map((x) => x * 2)\n  .map((x: any) => x.boom.bang);' }]);
+    const s = open([
+      { id: 'chain', source: 'const n: number[] = [1, 2];\nconst out = n\n  .map((x) => x * 2)\n  .map((x: any) => x.boom.bang);' },
+    ]);
     await s.runAll();
     const error = s.cell('chain').outputs[0] as { traceback: string[] };
     expect(error.traceback.join('\n')).toContain('(cell chain, line 4)');
   });
 
   it('marks a syntax error with its position and leaves the other cells runnable', async () => {
-    const s = open([{ id: 'bad', source: 'const = 1' }, { id: 'ok', source: '1 + 1' }]);
+    const s = open([
+      { id: 'bad', source: 'const = 1' },
+      { id: 'ok', source: '1 + 1' },
+    ]);
     await s.runAll();
     expect(s.state('bad')).toBe('error');
     expect(s.cell('bad').outputs[0]).toMatchObject({ output_type: 'error', ename: 'SyntaxError' });
@@ -113,7 +126,11 @@ describe('notebook session: reactive runs', () => {
 
   it('imports packages and node built-ins, and keeps private names out of the kernel', async () => {
     const s = open([
-      { id: 'i', source: "import * as aq from 'arquero';\nimport { join } from 'node:path';\nconst _secret = 1;\nconst t = aq.table({ n: [1, 2, 3] });" },
+      {
+        id: 'i',
+        source:
+          "import * as aq from 'arquero';\nimport { join } from 'node:path';\nconst _secret = 1;\nconst t = aq.table({ n: [1, 2, 3] });",
+      },
       { id: 'j', source: 't.numRows() + join("a", "b").length' },
     ]);
     await s.runAll();
@@ -129,8 +146,11 @@ describe('notebook session: reactive runs', () => {
     expect(data['text/html']).toContain('&lt;y&gt;');
   });
 
-  it('removes a deleted cell\'s names from the kernel', async () => {
-    const s = open([{ id: 'a', source: 'const a = 1' }, { id: 'b', source: 'a' }]);
+  it("removes a deleted cell's names from the kernel", async () => {
+    const s = open([
+      { id: 'a', source: 'const a = 1' },
+      { id: 'b', source: 'a' },
+    ]);
     await s.runAll();
     await s.deleteCell('a');
     expect(s.state('b')).toBe('stale');
@@ -141,7 +161,10 @@ describe('notebook session: reactive runs', () => {
 
 describe('notebook session: interrupt, timeout, crash', () => {
   it('interrupts an infinite loop, marks cells stale and is ready again', async () => {
-    const s = open([{ id: 'a', source: 'const a = 1' }, { id: 'loop', source: 'while (true) {}' }]);
+    const s = open([
+      { id: 'a', source: 'const a = 1' },
+      { id: 'loop', source: 'while (true) {}' },
+    ]);
     await s.runCell('a');
     const running = s.runCell('loop');
     // Wait until the loop really runs (a loaded machine may take a while to get there).
@@ -161,7 +184,13 @@ describe('notebook session: interrupt, timeout, crash', () => {
   });
 
   it('enforces the per-cell timeout', async () => {
-    const s = open([{ id: 'slow', source: 'while (true) {}' }, { id: 'after', source: 'const later = 1' }], { cellTimeoutMs: 300 });
+    const s = open(
+      [
+        { id: 'slow', source: 'while (true) {}' },
+        { id: 'after', source: 'const later = 1' },
+      ],
+      { cellTimeoutMs: 300 },
+    );
     await s.runAll();
     expect(s.state('slow')).toBe('error');
     expect(text(s, 'slow')).toMatch(/timed out after 300 ms/);
@@ -169,7 +198,10 @@ describe('notebook session: interrupt, timeout, crash', () => {
 
   it('survives running out of memory: the heap limit kills the kernel, not the server', async () => {
     const s = open(
-      [{ id: 'a', source: 'const a = 1' }, { id: 'oom', source: 'const big = [];\nwhile (true) big.push(new Array(1e5).fill(Math.random()));' }],
+      [
+        { id: 'a', source: 'const a = 1' },
+        { id: 'oom', source: 'const big = [];\nwhile (true) big.push(new Array(1e5).fill(Math.random()));' },
+      ],
       { maxHeapMb: 48 },
     );
     await s.runCell('a');
@@ -182,7 +214,10 @@ describe('notebook session: interrupt, timeout, crash', () => {
   });
 
   it('survives process.exit in a cell: reports the crash and restarts the kernel', async () => {
-    const s = open([{ id: 'a', source: 'const a = 1' }, { id: 'exit', source: 'process.exit(3)' }]);
+    const s = open([
+      { id: 'a', source: 'const a = 1' },
+      { id: 'exit', source: 'process.exit(3)' },
+    ]);
     await s.runCell('a');
     await s.runCell('exit');
     expect(s.state('exit')).toBe('error');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { startServer, type RunningServer } from '../../core/app/server.js';
+import { type RunningServer, startServer } from '../../core/app/server.js';
 import { Logger } from '../../core/kernel/log.js';
 import { notebookSubsystem } from '../../core/notebook/subsystem.js';
 
@@ -13,7 +13,10 @@ beforeAll(async () => {
   const root = await mkdtemp(join(tmpdir(), 'nb-main-'));
   await mkdir(join(root, 'notebooks'));
   await writeFile(join(root, 'notebooks', 'main.nb.ts'), '// %% [code] id=m0000001\nconst m = 5;\n\n// %% [code] id=m0000002\nm * 2\n');
-  running = await startServer({ root, port: 0, window: false, logLevel: 'silent' }, { subsystems: [notebookSubsystem], logger: new Logger('silent') });
+  running = await startServer(
+    { root, port: 0, window: false, logLevel: 'silent' },
+    { subsystems: [notebookSubsystem], logger: new Logger('silent') },
+  );
 });
 
 afterAll(async () => {

@@ -14,7 +14,8 @@ export default defineAgent({ run: async (input) => 'echo ' + input.query });
 `;
 const ECHO = { name: 'echo', steps: [{ name: 'say', agent: 'echo', input: { query: '$.input.text' } }] };
 
-const statusErrors = async () => (await server!.request('/api/v1/status')).body.errors as Array<{ kind: string; entry: string; message: string }>;
+const statusErrors = async () =>
+  (await server!.request('/api/v1/status')).body.errors as Array<{ kind: string; entry: string; message: string }>;
 
 describe('pipelines are drop-ins', () => {
   it('a broken pipeline file shows in /api/v1/status errors with its file, and clears when fixed', async () => {
@@ -24,7 +25,15 @@ describe('pipelines are drop-ins', () => {
     expect(error.message).toMatch(/^invalid JSON: /);
     expect((await server.request('/api/v1/status')).body.status).toBe('degraded');
     expect((await server.request('/api/v1/pipelines')).body.pipelines).toEqual([
-      { name: 'echo', description: '', version: '', steps: 0, file: 'pipelines/echo.json', valid: false, errors: [{ step: null, field: '(file)', message: error.message }] },
+      {
+        name: 'echo',
+        description: '',
+        version: '',
+        steps: 0,
+        file: 'pipelines/echo.json',
+        valid: false,
+        errors: [{ step: null, field: '(file)', message: error.message }],
+      },
     ]);
 
     await server.write('pipelines/echo.json', JSON.stringify(ECHO));
@@ -63,12 +72,16 @@ describe('pipelines are drop-ins', () => {
   it('a pipeline module (pipelines/<name>.ts) loads too, and the API will not shadow or delete it', async () => {
     const module = `export default ${JSON.stringify({ ...ECHO, name: 'mod' })};\n`;
     server = await startTestServer({ files: { 'agents/echo.ts': AGENT, 'pipelines/mod.ts': module } });
-    expect((await server.request('/api/v1/pipelines')).body.pipelines).toMatchObject([{ name: 'mod', file: 'pipelines/mod.ts', valid: true }]);
+    expect((await server.request('/api/v1/pipelines')).body.pipelines).toMatchObject([
+      { name: 'mod', file: 'pipelines/mod.ts', valid: true },
+    ]);
     const saved = await server.request('/api/v1/pipelines', { method: 'POST', json: { ...ECHO, name: 'mod' } });
     expect(saved.status).toBe(409);
     expect(saved.body.detail).toBe("pipeline 'mod' is defined in pipelines/mod.ts; change or delete that file");
     expect((await server.request('/api/v1/pipelines/mod', { method: 'DELETE' })).status).toBe(409);
-    expect((await server.request('/api/v1/pipelines/mod/run', { method: 'POST', json: { text: 'm' } })).body.output.say.response).toBe('echo m');
+    expect((await server.request('/api/v1/pipelines/mod/run', { method: 'POST', json: { text: 'm' } })).body.output.say.response).toBe(
+      'echo m',
+    );
   });
 
   it('without a file watcher, saving still makes the pipeline live', async () => {

@@ -56,12 +56,22 @@ describe('notebook export → pipeline', () => {
     const run = res.body;
     expect(run.status).toBe('completed');
     const steps = Object.fromEntries(run.steps.map((s: { name: string }) => [s.name, s]));
-    expect(Object.keys(steps)).toEqual(['load', 'revenue_by_region', 'monthly_revenue', 'chart', 'threshold', 'big_months', 'big_months_table']);
+    expect(Object.keys(steps)).toEqual([
+      'load',
+      'revenue_by_region',
+      'monthly_revenue',
+      'chart',
+      'threshold',
+      'big_months',
+      'big_months_table',
+    ]);
     for (const step of run.steps) expect(step).toMatchObject({ kind: 'notebook', target: 'sales.nb.ts', status: 'completed' });
 
     // Printed output, a table value as rows, a markdown value as text, a chart as its spec.
     expect(steps.load.output).toMatchObject({ notebook: 'sales.nb.ts', cell: 'load0001', name: 'load', value: null });
-    expect(steps.load.output.outputs).toEqual([{ output_type: 'stream', name: 'stdout', text: expect.stringMatching(/^144 rows, columns: /) }]);
+    expect(steps.load.output.outputs).toEqual([
+      { output_type: 'stream', name: 'stdout', text: expect.stringMatching(/^144 rows, columns: /) },
+    ]);
     const regions = steps.revenue_by_region.output.value as Array<{ region: string; revenue: number; units: number }>;
     expect(regions).toHaveLength(4);
     expect(regions.map((r) => r.revenue)).toEqual([...regions.map((r) => r.revenue)].sort((a, b) => b - a));
@@ -82,7 +92,11 @@ describe('notebook export → pipeline', () => {
 describe('notebook steps', () => {
   const SCALE = notebook([
     ['intro001', 'intro', '// # Scaling', 'markdown'],
-    ['factor01', 'factor', "if (typeof pipelineInput.factor !== 'number') throw new TypeError('pipelineInput.factor must be a number');\nconst factor: number = pipelineInput.factor;"],
+    [
+      'factor01',
+      'factor',
+      "if (typeof pipelineInput.factor !== 'number') throw new TypeError('pipelineInput.factor must be a number');\nconst factor: number = pipelineInput.factor;",
+    ],
     ['values01', 'values', 'const values = [1, 2, 3].map((n) => n * factor);\nvalues'],
     ['total001', 'total', 'const total = values.reduce((a, b) => a + b, 0);\n({ total })'],
     // A global the kernel keeps for its lifetime: 1 on every run means every run had its own kernel.
@@ -116,7 +130,13 @@ export default defineAgent({ run: async (input) => ({ response: input.query + ' 
       const run = await server!.request('/api/v1/pipelines/scale/run', { method: 'POST', json: { factor } });
       expect(run.status).toBe(200);
       expect(run.body.output).toEqual({ total: 6 * factor, runs: 1, line: `total = ${6 * factor}` });
-      expect(run.body.steps[0]).toMatchObject({ name: 'total', kind: 'notebook', cell: 'total', input: { factor }, output: { cell: 'total001', name: 'total' } });
+      expect(run.body.steps[0]).toMatchObject({
+        name: 'total',
+        kind: 'notebook',
+        cell: 'total',
+        input: { factor },
+        output: { cell: 'total001', name: 'total' },
+      });
     }
   });
 
@@ -124,7 +144,13 @@ export default defineAgent({ run: async (input) => ({ response: input.query + ' 
     await start();
     await server!.write(
       'notebooks/ticker.nb.ts',
-      notebook([['ticker01', 'ticker', "import { appendFileSync } from 'node:fs';\nconst ticker = setInterval(() => appendFileSync(notebookPath('ticks.txt'), '.'), 5);\nawait new Promise((r) => setTimeout(r, 40));"]]),
+      notebook([
+        [
+          'ticker01',
+          'ticker',
+          "import { appendFileSync } from 'node:fs';\nconst ticker = setInterval(() => appendFileSync(notebookPath('ticks.txt'), '.'), 5);\nawait new Promise((r) => setTimeout(r, 40));",
+        ],
+      ]),
     );
     const draft = { name: 'ticker', steps: [{ name: 'tick', notebook: 'ticker.nb.ts', cell: 'ticker', input: {} }] };
     expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: draft })).status).toBe(201);
@@ -168,7 +194,13 @@ export default defineAgent({ run: async (input) => ({ response: input.query + ' 
 
   it('stop a cell that runs past its step timeout_ms (its kernel closed), failing the run; the next run works', async () => {
     await start();
-    await server!.write('notebooks/spin.nb.ts', notebook([['spin0001', 'spin', 'while (true) {}'], ['fine0001', 'fine', 'const fine = 42;\nfine']]));
+    await server!.write(
+      'notebooks/spin.nb.ts',
+      notebook([
+        ['spin0001', 'spin', 'while (true) {}'],
+        ['fine0001', 'fine', 'const fine = 42;\nfine'],
+      ]),
+    );
     const draft = { name: 'spinner', steps: [{ name: 'spin', notebook: 'spin.nb.ts', cell: 'spin', timeout_ms: 300 }] };
     expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: draft })).status).toBe(201);
     const run = await server!.request('/api/v1/pipelines/spinner/run', { method: 'POST', json: {} });
@@ -182,7 +214,10 @@ export default defineAgent({ run: async (input) => ({ response: input.query + ' 
     expect(ok.status).toBe(200);
     expect(ok.body.steps[0].output).toMatchObject({ value: 42 });
     // timeout_ms is checked like every other field.
-    const bad = await server!.request('/api/v1/pipelines', { method: 'POST', json: { ...draft, steps: [{ ...draft.steps[0], timeout_ms: 0 }] } });
+    const bad = await server!.request('/api/v1/pipelines', {
+      method: 'POST',
+      json: { ...draft, steps: [{ ...draft.steps[0], timeout_ms: 0 }] },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.detail).toMatch(/timeout_ms/);
   });
@@ -193,7 +228,9 @@ export default defineAgent({ run: async (input) => ({ response: input.query + ' 
     expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: draft })).status).toBe(201);
     const run = await server!.request('/api/v1/pipelines/crash/run', { method: 'POST', json: {} });
     expect(run.status).toBe(502);
-    expect(run.body.detail).toMatch(/^pipeline 'crash' failed at step 'exit': cell 'crash' \(crash001\) ended the kernel: KernelCrash: the kernel crashed/);
+    expect(run.body.detail).toMatch(
+      /^pipeline 'crash' failed at step 'exit': cell 'crash' \(crash001\) ended the kernel: KernelCrash: the kernel crashed/,
+    );
   });
 
   it('report a failed upstream cell as the reason a step did not run', async () => {
@@ -203,7 +240,9 @@ export default defineAgent({ run: async (input) => ({ response: input.query + ' 
     expect((await server!.request('/api/v1/pipelines', { method: 'POST', json: draft })).status).toBe(201);
     const run = await server!.request('/api/v1/pipelines/noinput/run', { method: 'POST', json: {} });
     expect(run.status).toBe(502);
-    expect(run.body.detail).toMatch(/^pipeline 'noinput' failed at step 'values': cell 'values' \(values01\) did not run: cell 'factor' \(factor01\), which it needs, failed: TypeError: pipelineInput.factor must be a number$/);
+    expect(run.body.detail).toMatch(
+      /^pipeline 'noinput' failed at step 'values': cell 'values' \(values01\) did not run: cell 'factor' \(factor01\), which it needs, failed: TypeError: pipelineInput.factor must be a number$/,
+    );
   });
 
   it('are validated: unknown notebook, unknown cell, not a code cell, cell missing or misplaced, after', async () => {

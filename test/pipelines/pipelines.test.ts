@@ -3,8 +3,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { json, type Loopback, startLoopback } from '../endpoints/loopback.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
-import { json, startLoopback, type Loopback } from '../endpoints/loopback.js';
 
 let server: TestServer | undefined;
 const open: Loopback[] = [];
@@ -36,7 +36,10 @@ async function setup() {
       const b = req.body ? JSON.parse(req.body) : {};
       json(res, status(b), body(req.query, b));
     });
-  const weather = await slow((_q, b) => ({ city: b.city, temp: b.city.length }), (b) => (b.city === 'Nowhere' ? 500 : 200));
+  const weather = await slow(
+    (_q, b) => ({ city: b.city, temp: b.city.length }),
+    (b) => (b.city === 'Nowhere' ? 500 : 200),
+  );
   const news = await slow((_q, b) => ({ headline: `${b.city} wins the cup` }));
   open.push(weather, news);
   server = await startTestServer({ files: { 'agents/reporter.ts': REPORTER } });
@@ -109,7 +112,12 @@ describe('pipeline definitions', () => {
 
   it('reports shape errors by step and field too', async () => {
     await setup();
-    const report = (await server!.request('/api/v1/pipelines/validate', { method: 'POST', json: { name: 'x', steps: [{ name: 'a', endpoint: 'weather', input: 5 }] } })).body;
+    const report = (
+      await server!.request('/api/v1/pipelines/validate', {
+        method: 'POST',
+        json: { name: 'x', steps: [{ name: 'a', endpoint: 'weather', input: 5 }] },
+      })
+    ).body;
     expect(report).toMatchObject({ valid: false, errors: [{ step: 'a', field: 'input' }] });
     const empty = (await server!.request('/api/v1/pipelines/validate', { method: 'POST', json: { name: 'x', steps: [] } })).body;
     expect(empty.errors).toEqual([{ step: null, field: 'steps', message: 'a pipeline needs at least one step' }]);
@@ -117,7 +125,10 @@ describe('pipeline definitions', () => {
 
   it('saves a definition as pipelines/<name>.json, lists, inspects, draws and deletes it', async () => {
     await setup();
-    const invalid = await server!.request('/api/v1/pipelines', { method: 'POST', json: { name: 'city-report', steps: [{ name: 'a', endpoint: 'nope' }] } });
+    const invalid = await server!.request('/api/v1/pipelines', {
+      method: 'POST',
+      json: { name: 'city-report', steps: [{ name: 'a', endpoint: 'nope' }] },
+    });
     expect(invalid.status).toBe(422);
     expect(invalid.body.errors).toEqual([{ step: 'a', field: 'endpoint', message: "unknown endpoint 'nope'" }]);
 
@@ -129,7 +140,15 @@ describe('pipeline definitions', () => {
 
     const list = (await server!.request('/api/v1/pipelines')).body.pipelines;
     expect(list).toEqual([
-      { name: 'city-report', description: CITY_REPORT.description, version: '0.0.0', steps: 3, file: 'pipelines/city-report.json', valid: true, errors: [] },
+      {
+        name: 'city-report',
+        description: CITY_REPORT.description,
+        version: '0.0.0',
+        steps: 3,
+        file: 'pipelines/city-report.json',
+        valid: true,
+        errors: [],
+      },
     ]);
 
     const inspected = (await server!.request('/api/v1/pipelines/city-report')).body;
@@ -159,7 +178,10 @@ describe('pipeline definitions', () => {
 
   it('hot-reloads a definition edited on disk; a broken file keeps its last good version serving', async () => {
     await setup();
-    await server!.write('pipelines/hand.json', JSON.stringify({ name: 'hand', steps: [{ name: 'w', endpoint: 'weather', input: { city: '$.input.city' } }] }));
+    await server!.write(
+      'pipelines/hand.json',
+      JSON.stringify({ name: 'hand', steps: [{ name: 'w', endpoint: 'weather', input: { city: '$.input.city' } }] }),
+    );
     await eventually(async () => (await server!.request('/api/v1/pipelines/hand')).body.validation?.valid === true);
     await server!.write('pipelines/hand.json', '{ not json');
     const listed = await eventually(async () => {
@@ -177,7 +199,9 @@ describe('pipeline definitions', () => {
   it('answers 422 with the file error for a pipeline whose file never loaded', async () => {
     await setup();
     await server!.write('pipelines/never.json', JSON.stringify({ name: 'never', steps: [{ name: 'w', endpoint: 'weather', input: 7 }] }));
-    const listed = await eventually(async () => (await server!.request('/api/v1/pipelines')).body.pipelines.find((p: { name: string }) => p.name === 'never'));
+    const listed = await eventually(async () =>
+      (await server!.request('/api/v1/pipelines')).body.pipelines.find((p: { name: string }) => p.name === 'never'),
+    );
     expect(listed).toMatchObject({ valid: false, file: 'pipelines/never.json' });
     const run = await server!.request('/api/v1/pipelines/never/run', { method: 'POST', json: {} });
     expect(run.status).toBe(422);
@@ -197,7 +221,10 @@ describe('pipeline input', () => {
     const missing = await server!.request('/api/v1/pipelines/typed/run', { method: 'POST', json: {} });
     expect(missing.status).toBe(422);
     expect(missing.body.detail).toBe("body.city: must have required property 'city'");
-    const short = await server!.request('/api/v1/pipelines/typed/run/batch', { method: 'POST', json: { inputs: [{ city: 'Oslo' }, { city: 'X' }] } });
+    const short = await server!.request('/api/v1/pipelines/typed/run/batch', {
+      method: 'POST',
+      json: { inputs: [{ city: 'Oslo' }, { city: 'X' }] },
+    });
     expect(short.status).toBe(422);
     expect(short.body.detail).toMatch(/^body\.inputs\.1\.city: must NOT have fewer than 2 characters/);
     expect((await server!.request('/api/v1/pipelines/typed/runs')).body.runs).toEqual([]);
@@ -228,9 +255,12 @@ describe('pipeline input', () => {
 describe('pipeline runs', () => {
   it('fails a step at its timeout_ms even when the step ignores the stop, and cancels its siblings', async () => {
     await setup();
-    await server!.write('agents/deaf.ts', `import { defineAgent } from 'hangar';
+    await server!.write(
+      'agents/deaf.ts',
+      `import { defineAgent } from 'hangar';
 export default defineAgent({ run: () => new Promise((resolve) => setTimeout(() => resolve('too late'), 20_000)) });
-`);
+`,
+    );
     await eventually(async () => (await server!.request('/api/v1/deaf/health')).status === 200);
     const draft = {
       name: 'deadline',
@@ -258,11 +288,28 @@ export default defineAgent({ run: () => new Promise((resolve) => setTimeout(() =
     const res = await server!.request('/api/v1/pipelines/city-report/run', { method: 'POST', json: { city: 'Oslo' } });
     expect(res.status).toBe(200);
     const run = res.body;
-    expect(run).toMatchObject({ pipeline: 'city-report', status: 'completed', input: { city: 'Oslo' }, output: { line: 'Oslo: 4 C, Oslo wins the cup', temp: 4 } });
+    expect(run).toMatchObject({
+      pipeline: 'city-report',
+      status: 'completed',
+      input: { city: 'Oslo' },
+      output: { line: 'Oslo: 4 C, Oslo wins the cup', temp: 4 },
+    });
     const [weather, news, report] = run.steps;
-    expect(weather).toMatchObject({ name: 'weather', kind: 'endpoint', status: 'completed', input: { city: 'Oslo' }, output: { city: 'Oslo', temp: 4 }, depends_on: [] });
+    expect(weather).toMatchObject({
+      name: 'weather',
+      kind: 'endpoint',
+      status: 'completed',
+      input: { city: 'Oslo' },
+      output: { city: 'Oslo', temp: 4 },
+      depends_on: [],
+    });
     expect(weather.upstreams[0]).toMatchObject({ name: 'w', ok: true });
-    expect(report).toMatchObject({ kind: 'agent', status: 'completed', depends_on: ['weather', 'news'], input: { query: 'Oslo', context: { temp: 4, headline: 'Oslo wins the cup' } } });
+    expect(report).toMatchObject({
+      kind: 'agent',
+      status: 'completed',
+      depends_on: ['weather', 'news'],
+      input: { query: 'Oslo', context: { temp: 4, headline: 'Oslo wins the cup' } },
+    });
     expect(report.output.response).toBe('Oslo: 4 C, Oslo wins the cup');
     for (const step of run.steps) expect(step.duration_ms).toBeGreaterThan(0);
     // Parallel: each slow step took ≥ 300 ms, and each started before the other finished.
@@ -305,7 +352,10 @@ export default defineAgent({ run: () => new Promise((resolve) => setTimeout(() =
     expect(task).toMatchObject({ kind: 'pipeline.run', status: 'completed', result: { status: 'completed', output: { temp: 4 } } });
     expect(task.result.task_id).toBe(accepted.body.id);
 
-    const batch = await server!.request('/api/v1/pipelines/city-report/run/batch', { method: 'POST', json: { inputs: [{ city: 'Oslo' }, { city: 'Nowhere' }, { city: 'Lima' }] } });
+    const batch = await server!.request('/api/v1/pipelines/city-report/run/batch', {
+      method: 'POST',
+      json: { inputs: [{ city: 'Oslo' }, { city: 'Nowhere' }, { city: 'Lima' }] },
+    });
     const batchTask = await done(batch.body.id);
     expect(batchTask.result).toMatchObject({ total: 3, succeeded: 2, failed: 1 });
     expect(batchTask.result.results.map((r: { status: string; failed_step: string | null }) => [r.status, r.failed_step])).toEqual([
@@ -340,12 +390,22 @@ describe('the shipped example', () => {
     const catalog = await startLoopback((req, res) => json(res, 200, { sku: req.query.get('sku'), price_usd: 12.5 }));
     const tokens = await startLoopback((_req, res) => json(res, 200, { access_token: 'fx-token', expires_in: 3600 }));
     const fx = await startLoopback((req, res) =>
-      req.headers.authorization === 'Bearer fx-token' ? json(res, 200, { base: 'USD', quote: req.query.get('quote'), rate: 2 }) : json(res, 401, {}),
+      req.headers.authorization === 'Bearer fx-token'
+        ? json(res, 200, { base: 'USD', quote: req.query.get('quote'), rate: 2 })
+        : json(res, 401, {}),
     );
     open.push(a, b, catalog, tokens, fx);
     const env = {
-      WEATHER_A_URL: a.url, WEATHER_A_KEY: 'ka', WEATHER_B_URL: b.url, WEATHER_B_TOKEN: 'tb',
-      CATALOG_URL: catalog.url, CATALOG_KEY: 'kc', FX_URL: fx.url, FX_TOKEN_URL: tokens.url, FX_CLIENT_ID: 'id', FX_CLIENT_SECRET: 'cs',
+      WEATHER_A_URL: a.url,
+      WEATHER_A_KEY: 'ka',
+      WEATHER_B_URL: b.url,
+      WEATHER_B_TOKEN: 'tb',
+      CATALOG_URL: catalog.url,
+      CATALOG_KEY: 'kc',
+      FX_URL: fx.url,
+      FX_TOKEN_URL: tokens.url,
+      FX_CLIENT_ID: 'id',
+      FX_CLIENT_SECRET: 'cs',
     };
     Object.assign(process.env, env);
     try {
@@ -358,7 +418,10 @@ describe('the shipped example', () => {
           'pipelines/trip-quote.json': await read('pipelines/trip-quote.json'),
         },
       });
-      const run = await server.request('/api/v1/pipelines/trip-quote/run', { method: 'POST', json: { city: 'Lisbon', sku: 'T-1', currency: 'EUR' } });
+      const run = await server.request('/api/v1/pipelines/trip-quote/run', {
+        method: 'POST',
+        json: { city: 'Lisbon', sku: 'T-1', currency: 'EUR' },
+      });
       expect(run.status).toBe(200);
       expect(run.body.output).toEqual({
         city: 'Lisbon',
@@ -387,7 +450,11 @@ describe('plugin steps', () => {
       name: 'flower-report',
       steps: [
         { name: 'classify', plugin: 'iris', input: '$.input' },
-        { name: 'report', agent: 'reporter', input: { query: '$.steps.classify.output.species', context: { temp: 0, headline: 'classified' } } },
+        {
+          name: 'report',
+          agent: 'reporter',
+          input: { query: '$.steps.classify.output.species', context: { temp: 0, headline: 'classified' } },
+        },
       ],
       output: { species: '$.steps.classify.output.species', line: '$.steps.report.output.response' },
     };

@@ -33,9 +33,25 @@ export default defineEndpoint({
 /** Each batch route with a body of three items, one of which fails where the resource allows it. */
 const BATCHES = [
   { path: '/api/v1/plugins/double/predict/batch', kind: 'plugin.predict', body: { inputs: [{ x: 1 }, { x: 'two' }, { x: 3 }] }, failed: 1 },
-  { path: '/api/v1/ingestion/pages/run/batch', kind: 'ingestion.batch', body: { runs: [{}, { resources: ['nope'] }, { resources: ['a'] }] }, failed: 1 },
+  {
+    path: '/api/v1/ingestion/pages/run/batch',
+    kind: 'ingestion.batch',
+    body: { runs: [{}, { resources: ['nope'] }, { resources: ['a'] }] },
+    failed: 1,
+  },
   { path: '/api/v1/pipelines/add-one/run/batch', kind: 'pipeline.batch', body: { inputs: [{ a: 1 }, { a: 'x' }, { a: 3 }] }, failed: 1 },
-  { path: '/api/v1/endpoints/sum/batch', kind: 'endpoint.batch', body: { inputs: [{ a: 1, b: 1 }, { a: 2, b: 2 }, { a: 3, b: 3 }] }, failed: 0 },
+  {
+    path: '/api/v1/endpoints/sum/batch',
+    kind: 'endpoint.batch',
+    body: {
+      inputs: [
+        { a: 1, b: 1 },
+        { a: 2, b: 2 },
+        { a: 3, b: 3 },
+      ],
+    },
+    failed: 0,
+  },
 ];
 
 describe('every …/batch route is a task on the board', () => {

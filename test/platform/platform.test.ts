@@ -6,7 +6,9 @@ let server: TestServer;
 afterEach(async () => server?.stop());
 
 const files = {
-  'agents/alpha.ts': agentSource(`{ description: 'First', version: '1.2.3', framework: 'custom', prompts: { versions: { v1: 'a', v2: 'b' }, active: 'v2' }, config: { model: 'm1', temperature: 0.3 }, run: async () => 'a' }`),
+  'agents/alpha.ts': agentSource(
+    `{ description: 'First', version: '1.2.3', framework: 'custom', prompts: { versions: { v1: 'a', v2: 'b' }, active: 'v2' }, config: { model: 'm1', temperature: 0.3 }, run: async () => 'a' }`,
+  ),
   'agents/beta.ts': agentSource(`{ run: async () => 'b' }`),
 };
 
@@ -32,7 +34,12 @@ describe('platform routes', () => {
 
   it('GET /health aggregates per agent', async () => {
     server = await startTestServer({ files });
-    expect((await server.request('/health')).body).toEqual({ status: 'healthy', agents: { alpha: { status: 'healthy' }, beta: { status: 'healthy' } }, errors: [], warnings: [] });
+    expect((await server.request('/health')).body).toEqual({
+      status: 'healthy',
+      agents: { alpha: { status: 'healthy' }, beta: { status: 'healthy' } },
+      errors: [],
+      warnings: [],
+    });
   });
 
   it('GET /readiness is 503 until discovery finished, then 200; /ready answers throughout', async () => {
@@ -66,7 +73,10 @@ describe('platform routes', () => {
   it('per-agent health, config and prompts', async () => {
     server = await startTestServer({ files });
     expect((await server.request('/api/v1/alpha/health')).body).toEqual({ status: 'healthy', agent: 'alpha', framework: 'custom' });
-    expect((await server.request('/api/v1/alpha/config')).body).toEqual({ agent: 'alpha', config: { prompt_version: 'v2', model: 'm1', temperature: 0.3 } });
+    expect((await server.request('/api/v1/alpha/config')).body).toEqual({
+      agent: 'alpha',
+      config: { prompt_version: 'v2', model: 'm1', temperature: 0.3 },
+    });
     expect((await server.request('/api/v1/alpha/prompts')).body).toEqual({ agent: 'alpha', versions: ['v1', 'v2'], active: 'v2' });
     expect((await server.request('/api/v1/beta/prompts')).body).toEqual({ agent: 'beta', versions: ['v1'], active: 'v1' });
   });
@@ -89,7 +99,10 @@ describe('platform routes', () => {
     for (const enabled of [true, false]) {
       server = await startTestServer({ files, settings: { tasks: { enabled } } });
       // What a subsystem serving A2A with task persistence declares.
-      Object.assign(server.ctx.agentSurface.endpoints, { a2a_tasks: '/api/v1/{agent}/a2a/tasks', a2a_events: '/api/v1/{agent}/a2a/tasks/{task_id}/events' });
+      Object.assign(server.ctx.agentSurface.endpoints, {
+        a2a_tasks: '/api/v1/{agent}/a2a/tasks',
+        a2a_events: '/api/v1/{agent}/a2a/tasks/{task_id}/events',
+      });
       Object.assign(server.ctx.agentSurface.capabilities, { a2a: true, stateTransitionHistory: true, resumableStreams: true });
       const card = (await server.request('/api/v1/beta/card')).body;
       expect(card.capabilities.stateTransitionHistory).toBe(enabled);
@@ -122,7 +135,9 @@ describe('platform routes', () => {
   });
 
   it('escapes user text in the dashboard', async () => {
-    server = await startTestServer({ files: { 'agents/x.ts': agentSource(`{ version: '<script>alert(1)</script>', run: async () => 'x' }`) } });
+    server = await startTestServer({
+      files: { 'agents/x.ts': agentSource(`{ version: '<script>alert(1)</script>', run: async () => 'x' }`) },
+    });
     const page = await server.request('/status');
     expect(page.text).not.toContain('<script>alert(1)</script>');
     expect(page.text).toContain('&lt;script&gt;');

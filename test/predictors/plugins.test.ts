@@ -84,7 +84,10 @@ describe('ML plugins', () => {
     expect(ok.body.output.species).toBe('setosa');
     expect(ok.body.output.confidence).toBeGreaterThan(0.5);
 
-    const bad = await server.request('/api/v1/plugins/iris/predict', { method: 'POST', json: { input: { ...setosa, petal_width: 'wide' } } });
+    const bad = await server.request('/api/v1/plugins/iris/predict', {
+      method: 'POST',
+      json: { input: { ...setosa, petal_width: 'wide' } },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.detail).toContain('body.input.petal_width');
 
@@ -110,7 +113,12 @@ describe('ML plugins', () => {
     const body = task.result;
     expect(body).toMatchObject({ plugin: 'iris', count: 4, succeeded: 2, failed: 2 });
     expect(body.results[0]).toMatchObject({ index: 0, ok: true, output: { species: 'setosa' } });
-    expect(body.results[1]).toMatchObject({ index: 1, ok: false, status: 422, error: expect.stringContaining('body.inputs.1.sepal_length') });
+    expect(body.results[1]).toMatchObject({
+      index: 1,
+      ok: false,
+      status: 422,
+      error: expect.stringContaining('body.inputs.1.sepal_length'),
+    });
     expect(body.results[2]).toMatchObject({ index: 2, ok: true, output: { species: 'virginica' } });
     expect(body.results[3]).toMatchObject({ index: 3, ok: false, status: 422 });
     expect((await server.request('/api/v1/plugins/iris/predict/batch', { method: 'POST', json: { inputs: [] } })).status).toBe(422);

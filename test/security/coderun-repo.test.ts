@@ -32,7 +32,8 @@ async function start(code: Record<string, unknown> = {}) {
   server = await startTestServer({ settings: { watch: false, code, model: { baseUrl: 'http://127.0.0.1:9/v1', retries: 0 } } as never });
   const token = JSON.parse(await readFile(path.join(server.root, '.hangar', 'code-session.json'), 'utf8')).token as string;
   const s = server;
-  return (pathname: string, init: { method?: string; json?: unknown } = {}) => s.request(pathname, { ...init, headers: { [SESSION_HEADER]: token } });
+  return (pathname: string, init: { method?: string; json?: unknown } = {}) =>
+    s.request(pathname, { ...init, headers: { [SESSION_HEADER]: token } });
 }
 
 describe('coding-run repositories are fenced to the workspace and code.repos', () => {
@@ -54,7 +55,10 @@ describe('coding-run repositories are fenced to the workspace and code.repos', (
       api(`/api/teams?repo=${encodeURIComponent(path.join(outside, 'not-there'))}`),
     ];
     for (const res of await Promise.all(attempts)) {
-      expect([res.status, res.body.detail]).toEqual([403, expect.stringMatching(/^repo: .* is outside the workspace and the folders listed in code\.repos/)]);
+      expect([res.status, res.body.detail]).toEqual([
+        403,
+        expect.stringMatching(/^repo: .* is outside the workspace and the folders listed in code\.repos/),
+      ]);
     }
     expect(existsSync(path.join(outside, '.hangar'))).toBe(false);
   });

@@ -9,9 +9,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Subsystem } from '../../core/kernel/context.js';
 import { SUBSYSTEMS } from '../../core/app/subsystems.js';
-import { launchBrowser, type Browser } from '../e2e/browser.js';
+import type { Subsystem } from '../../core/kernel/context.js';
+import { type Browser, launchBrowser } from '../e2e/browser.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { rawRequest } from './raw.js';
 
@@ -24,7 +24,10 @@ afterEach(async () => {
 /** A workspace whose agent and notebook leave a file behind when they run, so a refused call provably did nothing. */
 function workspace(marker: string) {
   return {
-    'agents/echo.ts': agentSource(`{ run: async (i) => { appendFileSync(${JSON.stringify(marker)}, 'agent\\n'); return 'ok ' + i.query; } }`, `import { appendFileSync } from 'node:fs';`),
+    'agents/echo.ts': agentSource(
+      `{ run: async (i) => { appendFileSync(${JSON.stringify(marker)}, 'agent\\n'); return 'ok ' + i.query; } }`,
+      `import { appendFileSync } from 'node:fs';`,
+    ),
     'notebooks/mark.nb.ts': `// %% [code] id=mark0001\nimport { appendFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(marker)}, 'notebook\\n');\n1 + 1\n`,
   };
 }
@@ -42,17 +45,29 @@ describe('cross-site protection', () => {
     const { s, marker } = await start();
     server = s;
     const body = JSON.stringify({ query: 'hi' });
-    for (const type of ['text/plain', 'text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', undefined]) {
+    for (const type of [
+      'text/plain',
+      'text/plain;charset=UTF-8',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/jsonx',
+      undefined,
+    ]) {
       const headers: Record<string, string> = type ? { 'content-type': type } : {};
       const res = await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', headers, body);
       expect([type, res.status, typeof res.body.detail]).toEqual([type, 415, 'string']);
     }
     // A form post with nothing in it still declares a type no script needs.
-    const emptyForm = await rawRequest(s.port, 'POST', '/api/notebooks/mark.nb.ts/run', { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '0' });
+    const emptyForm = await rawRequest(s.port, 'POST', '/api/notebooks/mark.nb.ts/run', {
+      'content-type': 'application/x-www-form-urlencoded',
+      'content-length': '0',
+    });
     expect(emptyForm.status).toBe(415);
     expect(existsSync(marker)).toBe(false);
     // What a script sends: JSON with its content type; a body-less POST needs nothing.
-    expect((await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { 'content-type': 'application/json; charset=utf-8' }, body)).status).toBe(200);
+    expect(
+      (await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { 'content-type': 'application/json; charset=utf-8' }, body)).status,
+    ).toBe(200);
     expect((await rawRequest(s.port, 'POST', '/api/notebooks/mark.nb.ts/run')).status).toBe(200);
   });
 
@@ -60,7 +75,13 @@ describe('cross-site protection', () => {
     const { s, marker } = await start();
     server = s;
     const own = `http://127.0.0.1:${s.port}`;
-    const foreign = ['http://evil.example', `http://localhost:${s.port + 1}`, `http://127.0.0.1:${s.port + 1}`, `https://127.0.0.1:${s.port}`, 'null'];
+    const foreign = [
+      'http://evil.example',
+      `http://localhost:${s.port + 1}`,
+      `http://127.0.0.1:${s.port + 1}`,
+      `https://127.0.0.1:${s.port}`,
+      'null',
+    ];
     const json = { 'content-type': 'application/json' };
     for (const origin of foreign) {
       const run = await rawRequest(s.port, 'POST', '/api/notebooks/mark.nb.ts/run', { origin });
@@ -70,30 +91,64 @@ describe('cross-site protection', () => {
       expect((await rawRequest(s.port, 'DELETE', '/api/v1/echo/threads/t1', { origin })).status).toBe(403);
     }
     expect((await rawRequest(s.port, 'POST', '/api/notebooks/mark.nb.ts/run', { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
-    expect((await rawRequest(s.port, 'POST', '/api/notebooks/mark.nb.ts/run', { 'sec-fetch-site': 'same-site', origin: `http://localhost:${s.port + 1}` })).status).toBe(403);
+    expect(
+      (
+        await rawRequest(s.port, 'POST', '/api/notebooks/mark.nb.ts/run', {
+          'sec-fetch-site': 'same-site',
+          origin: `http://localhost:${s.port + 1}`,
+        })
+      ).status,
+    ).toBe(403);
     expect(existsSync(marker)).toBe(false);
     expect((await s.request('/api/v1/echo/threads')).body).not.toContain('evil');
     // Reads stay open to any page's GET (no CORS header lets it read the answer).
     expect((await rawRequest(s.port, 'GET', '/api/v1/agents', { origin: 'http://evil.example' })).status).toBe(200);
     // The server's own pages (Origin or Sec-Fetch-Site), and localhost spelled as the page was loaded.
     expect((await rawRequest(s.port, 'POST', '/api/v1/echo/threads', { origin: own, ...json }, '{"thread_id":"mine"}')).status).toBe(200);
-    expect((await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { origin: `http://localhost:${s.port}`, host: `localhost:${s.port}`, ...json }, '{"query":"a"}')).status).toBe(200);
-    expect((await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { 'sec-fetch-site': 'same-origin', ...json }, '{"query":"b"}')).status).toBe(200);
+    expect(
+      (
+        await rawRequest(
+          s.port,
+          'POST',
+          '/api/v1/echo/invoke',
+          { origin: `http://localhost:${s.port}`, host: `localhost:${s.port}`, ...json },
+          '{"query":"a"}',
+        )
+      ).status,
+    ).toBe(200);
+    expect(
+      (await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { 'sec-fetch-site': 'same-origin', ...json }, '{"query":"b"}')).status,
+    ).toBe(200);
   });
 
   it('trusts the origins listed in allowedOrigins, and only those', async () => {
     const { s } = await start({ allowedOrigins: ['http://localhost:5173'] });
     server = s;
     const json = { 'content-type': 'application/json' };
-    expect((await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { origin: 'http://localhost:5173', 'sec-fetch-site': 'same-site', ...json }, '{"query":"a"}')).status).toBe(200);
-    expect((await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { origin: 'http://localhost:5174', ...json }, '{"query":"a"}')).status).toBe(403);
+    expect(
+      (
+        await rawRequest(
+          s.port,
+          'POST',
+          '/api/v1/echo/invoke',
+          { origin: 'http://localhost:5173', 'sec-fetch-site': 'same-site', ...json },
+          '{"query":"a"}',
+        )
+      ).status,
+    ).toBe(200);
+    expect(
+      (await rawRequest(s.port, 'POST', '/api/v1/echo/invoke', { origin: 'http://localhost:5174', ...json }, '{"query":"a"}')).status,
+    ).toBe(403);
   });
 
   it('lets a route that lists another content type in config.bodyTypes take it, as a Buffer, and nothing else', async () => {
     const upload: Subsystem = {
       name: 'upload-test',
       routes(app) {
-        app.post('/api/test/upload', { config: { bodyTypes: ['text/csv'] } }, async (req) => ({ bytes: (req.body as Buffer).length, text: String(req.body) }));
+        app.post('/api/test/upload', { config: { bodyTypes: ['text/csv'] } }, async (req) => ({
+          bytes: (req.body as Buffer).length,
+          text: String(req.body),
+        }));
       },
     };
     server = await startTestServer({ start: { subsystems: [...SUBSYSTEMS, upload] } });
@@ -101,7 +156,10 @@ describe('cross-site protection', () => {
     expect([csv.status, csv.body]).toEqual([200, { bytes: 8, text: 'a,b\n1,2\n' }]);
     expect((await rawRequest(server.port, 'POST', '/api/test/upload', { 'content-type': 'text/plain' }, 'a')).status).toBe(415);
     // The allow-list is about the body type only: another origin is still refused.
-    expect((await rawRequest(server.port, 'POST', '/api/test/upload', { 'content-type': 'text/csv', origin: 'http://evil.example' }, 'a')).status).toBe(403);
+    expect(
+      (await rawRequest(server.port, 'POST', '/api/test/upload', { 'content-type': 'text/csv', origin: 'http://evil.example' }, 'a'))
+        .status,
+    ).toBe(403);
   });
 
   describe('in a browser', () => {

@@ -73,7 +73,10 @@ describe('error bodies', () => {
   it('name workspace files relative to the workspace, never by absolute path', async () => {
     server = await startTestServer({
       files: {
-        'agents/reader.ts': agentSource(`{ run: async (_i, ctx) => readFileSync(join(ctx.workspace, 'data', 'missing.json'), 'utf8') }`, `import { readFileSync } from 'node:fs';\nimport { join } from 'node:path';`),
+        'agents/reader.ts': agentSource(
+          `{ run: async (_i, ctx) => readFileSync(join(ctx.workspace, 'data', 'missing.json'), 'utf8') }`,
+          `import { readFileSync } from 'node:fs';\nimport { join } from 'node:path';`,
+        ),
       },
     });
     const res = await server.request('/api/v1/reader/invoke', { method: 'POST', json: { query: 'x' } });
@@ -90,7 +93,9 @@ describe('control characters in ids', () => {
     server = await startTestServer({
       files: {
         'agents/echo.ts': agentSource(`{ run: async (i) => i.query }`),
-        'agents/approver.ts': agentSource(`{ graph: { nodes: { draft: () => ({ response: 'd' }), ok: { type: 'approval', message: 'Send?' } }, edges: [{ from: 'draft', to: 'ok' }], entry: 'draft' } }`),
+        'agents/approver.ts': agentSource(
+          `{ graph: { nodes: { draft: () => ({ response: 'd' }), ok: { type: 'approval', message: 'Send?' } }, edges: [{ from: 'draft', to: 'ok' }], entry: 'draft' } }`,
+        ),
       },
     });
     const s = server;
@@ -103,7 +108,11 @@ describe('control characters in ids', () => {
       ['/api/v1/echo/invoke', { query: 'x', user_id: 'u\u0000' }],
     ] as const) {
       const res = await s.request(route, { method: 'POST', json: body });
-      expect([route, res.status, res.body.detail]).toEqual([route, 422, expect.stringMatching(/^body\.(thread_id|user_id): must not contain control characters/)]);
+      expect([route, res.status, res.body.detail]).toEqual([
+        route,
+        422,
+        expect.stringMatching(/^body\.(thread_id|user_id): must not contain control characters/),
+      ]);
     }
     const query = await s.request('/api/v1/echo/threads?user_id=a%0Ab');
     expect([query.status, query.body.detail]).toEqual([422, 'query.user_id: must not contain control characters']);
@@ -118,7 +127,8 @@ describe('rate limit', () => {
   it('never limits /metrics or the probes', async () => {
     server = await startTestServer({ settings: { rateLimit: { enabled: true, max: 2, windowMs: 60_000 } } });
     for (let i = 0; i < 6; i++) {
-      for (const route of ['/metrics', '/health', '/readiness']) expect([route, (await server.request(route)).status]).toEqual([route, 200]);
+      for (const route of ['/metrics', '/health', '/readiness'])
+        expect([route, (await server.request(route)).status]).toEqual([route, 200]);
     }
     const limited = [];
     for (let i = 0; i < 3; i++) limited.push((await server.request('/api/v1/agents')).status);

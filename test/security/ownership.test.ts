@@ -15,7 +15,9 @@ type Who = keyof typeof TOKENS;
 
 /** The echo agent repeats the history it was given, so a leaked history would show in bob's answer. */
 const files = async () => ({
-  'agents/echo.ts': agentSource(`{ run: async (input) => 'echo: ' + input.query + ' | heard: ' + input.history.map((m) => m.content).join(' / ') }`),
+  'agents/echo.ts': agentSource(
+    `{ run: async (input) => 'echo: ' + input.query + ' | heard: ' + input.history.map((m) => m.content).join(' / ') }`,
+  ),
   'agents/approval.ts': await readFile(path.resolve('agents/approval.ts'), 'utf8'),
   'pipelines/shout.json': JSON.stringify({ name: 'shout', steps: [{ name: 'say', agent: 'echo', input: { query: '$.input.text' } }] }),
 });
@@ -34,7 +36,11 @@ afterAll(async () => {
 
 function as(who: Who) {
   const call = (method: string, p: string, json?: unknown) =>
-    server.request(p, { method, json: json ?? (method === 'GET' || method === 'DELETE' ? undefined : {}), headers: { authorization: `Bearer ${TOKENS[who]}` } });
+    server.request(p, {
+      method,
+      json: json ?? (method === 'GET' || method === 'DELETE' ? undefined : {}),
+      headers: { authorization: `Bearer ${TOKENS[who]}` },
+    });
   return {
     get: (p: string) => call('GET', p),
     post: (p: string, json?: unknown) => call('POST', p, json),
@@ -49,7 +55,12 @@ const bob = as('bob');
  * Bob's answer for alice's id must be the answer for an id that never existed: same status, same
  * detail with the id swapped. `unknownPath` is the same route with the unknown id.
  */
-async function sameAsUnknown(response: { status: number; body: any }, unknown: { status: number; body: any }, id: string, unknownId: string) {
+async function sameAsUnknown(
+  response: { status: number; body: any },
+  unknown: { status: number; body: any },
+  id: string,
+  unknownId: string,
+) {
   expect(response.status).toBe(unknown.status);
   expect(response.status).toBe(404);
   expect(response.body).toEqual(JSON.parse(JSON.stringify(unknown.body).replaceAll(unknownId, id)));
@@ -65,7 +76,12 @@ describe('threads of another principal', () => {
 
   it('are not readable: get, messages, summary, lineage answer as for an unknown id', async () => {
     for (const suffix of ['', '/messages', '/summary', '/lineage']) {
-      await sameAsUnknown(await bob.get(`/api/v1/echo/threads/alice-1${suffix}`), await bob.get(`/api/v1/echo/threads/never-1${suffix}`), 'alice-1', 'never-1');
+      await sameAsUnknown(
+        await bob.get(`/api/v1/echo/threads/alice-1${suffix}`),
+        await bob.get(`/api/v1/echo/threads/never-1${suffix}`),
+        'alice-1',
+        'never-1',
+      );
     }
     expect((await alice.get('/api/v1/echo/threads/alice-1/messages')).body.total).toBe(2);
   });
@@ -79,15 +95,30 @@ describe('threads of another principal', () => {
   });
 
   it('cannot be changed, cleared, forked or deleted', async () => {
-    await sameAsUnknown(await bob.patch('/api/v1/echo/threads/alice-1', { title: 'mine' }), await bob.patch('/api/v1/echo/threads/never-1', { title: 'mine' }), 'alice-1', 'never-1');
-    await sameAsUnknown(await bob.delete('/api/v1/echo/threads/alice-1/messages'), await bob.delete('/api/v1/echo/threads/never-1/messages'), 'alice-1', 'never-1');
+    await sameAsUnknown(
+      await bob.patch('/api/v1/echo/threads/alice-1', { title: 'mine' }),
+      await bob.patch('/api/v1/echo/threads/never-1', { title: 'mine' }),
+      'alice-1',
+      'never-1',
+    );
+    await sameAsUnknown(
+      await bob.delete('/api/v1/echo/threads/alice-1/messages'),
+      await bob.delete('/api/v1/echo/threads/never-1/messages'),
+      'alice-1',
+      'never-1',
+    );
     await sameAsUnknown(
       await bob.post('/api/v1/echo/threads/alice-1/fork', { message_index: 0 }),
       await bob.post('/api/v1/echo/threads/never-1/fork', { message_index: 0 }),
       'alice-1',
       'never-1',
     );
-    await sameAsUnknown(await bob.delete('/api/v1/echo/threads/alice-1'), await bob.delete('/api/v1/echo/threads/never-1'), 'alice-1', 'never-1');
+    await sameAsUnknown(
+      await bob.delete('/api/v1/echo/threads/alice-1'),
+      await bob.delete('/api/v1/echo/threads/never-1'),
+      'alice-1',
+      'never-1',
+    );
     const kept = await alice.get('/api/v1/echo/threads/alice-1');
     expect(kept.body).toMatchObject({ id: 'alice-1', title: 'Salary talk' });
     expect((await alice.get('/api/v1/echo/threads/alice-1/messages')).body.total).toBe(2);
@@ -196,7 +227,10 @@ describe('pending approvals of another principal', () => {
 
     const own = await alice.get('/api/v1/approval/threads/alice-pub/pending');
     expect(own.body.count).toBe(1);
-    const approved = await alice.post('/api/v1/approval/threads/alice-pub/approve', { approval_id: approvalId, context: { reviewer: 'alice' } });
+    const approved = await alice.post('/api/v1/approval/threads/alice-pub/approve', {
+      approval_id: approvalId,
+      context: { reviewer: 'alice' },
+    });
     expect(approved.status).toBe(200);
     expect(approved.body.response).toContain('Published');
     expect(await readFile(outbox(), 'utf8')).toContain('quarterly numbers');
@@ -221,7 +255,9 @@ describe('feedback of another principal', () => {
     const exported = await bob.get('/api/v1/echo/feedback/export');
     expect(exported.body.count).toBe(1);
     expect(exported.body.data).not.toContain('alice');
-    expect((await alice.get('/api/v1/echo/feedback')).body.feedback).toEqual([expect.objectContaining({ comment: 'alice thinks it is slow', principal: 'alice' })]);
+    expect((await alice.get('/api/v1/echo/feedback')).body.feedback).toEqual([
+      expect.objectContaining({ comment: 'alice thinks it is slow', principal: 'alice' }),
+    ]);
   });
 });
 
@@ -230,7 +266,12 @@ describe('pipeline runs of another principal', () => {
     const run = await alice.post('/api/v1/pipelines/shout/run', { text: 'private words' });
     expect(run.status).toBe(200);
     expect((await bob.get('/api/v1/pipelines/shout/runs')).body).toEqual({ runs: [] });
-    await sameAsUnknown(await bob.get(`/api/v1/pipelines/shout/runs/${run.body.id}`), await bob.get('/api/v1/pipelines/shout/runs/never-run'), run.body.id, 'never-run');
+    await sameAsUnknown(
+      await bob.get(`/api/v1/pipelines/shout/runs/${run.body.id}`),
+      await bob.get('/api/v1/pipelines/shout/runs/never-run'),
+      run.body.id,
+      'never-run',
+    );
     expect((await alice.get('/api/v1/pipelines/shout/runs')).body.runs.map((r: { id: string }) => r.id)).toEqual([run.body.id]);
     expect((await alice.get(`/api/v1/pipelines/shout/runs/${run.body.id}`)).body.output).toBeDefined();
   });
@@ -257,7 +298,11 @@ describe('local, on a server without tokens', () => {
       expect((await server.request('/api/v1/echo/threads')).status).toBe(401);
       const threads = (await server.request('/api/v1/echo/threads', window)).body.threads.map((t: { id: string }) => t.id);
       expect(threads).toEqual(expect.arrayContaining(['alice-1', 'bob-1']));
-      const made = await server.request('/api/v1/echo/chat', { ...window, method: 'POST', json: { thread_id: 'from-window', content: 'hi' } });
+      const made = await server.request('/api/v1/echo/chat', {
+        ...window,
+        method: 'POST',
+        json: { thread_id: 'from-window', content: 'hi' },
+      });
       expect(made.status).toBe(200);
       expect((await server.request('/api/v1/echo/threads/from-window', window)).body.principal).toBe('local');
       expect((await server.request('/studio/agents/echo/threads/alice-studio/history', window)).status).toBe(200);

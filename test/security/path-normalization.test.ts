@@ -97,7 +97,8 @@ describe('path normalisation before every guard', () => {
       for (const target of encodedVariants(route)) expect((await rawRequest(server.port, 'GET', target)).status).toBe(200);
     }
     const statuses: number[] = [];
-    for (const target of encodedVariants('/api/v1/agents').slice(0, 5)) statuses.push((await rawRequest(server.port, 'GET', target)).status);
+    for (const target of encodedVariants('/api/v1/agents').slice(0, 5))
+      statuses.push((await rawRequest(server.port, 'GET', target)).status);
     expect(statuses).toEqual([200, 200, 200, 429, 429]);
   });
 

@@ -14,23 +14,26 @@ export function rawRequest(
   return new Promise((resolve, reject) => {
     // A body always goes with its length (node would send a GET's body unframed).
     const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
-    const req = http.request({ host: '127.0.0.1', port, method, path: target, headers: { connection: 'close', ...length, ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = text;
-        if ((res.headers['content-type'] ?? '').includes('json') && text) {
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = text;
+    const req = http.request(
+      { host: '127.0.0.1', port, method, path: target, headers: { connection: 'close', ...length, ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          if ((res.headers['content-type'] ?? '').includes('json') && text) {
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              parsed = text;
+            }
           }
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
-      });
-      res.on('error', reject);
-    });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

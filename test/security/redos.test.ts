@@ -7,8 +7,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mentionedPaths } from '../../core/coderun/preselect.js';
-import { SESSION_HEADER } from '../../core/coderun/session.js';
 import { MAX_REQUEST_CHARS } from '../../core/coderun/schemas.js';
+import { SESSION_HEADER } from '../../core/coderun/session.js';
 import { API_TEAM, WEB_TEAM } from '../coderun/support/fixture.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -23,8 +23,15 @@ const hostile = (n: number) => ['a'.repeat(n), 'a-'.repeat(n / 2), 'a.'.repeat(n
 
 describe('preselection is linear in the request', () => {
   it('finds the same paths as before in ordinary requests', () => {
-    expect(mentionedPaths('Add a health route in src/api/health.ts and document it in README.md.')).toEqual(['src/api/health.ts', 'README.md']);
-    expect(mentionedPaths('see ./lib/ and /etc/hosts, then test/web/page.test.ts;')).toEqual(['lib/', '/etc/hosts', 'test/web/page.test.ts']);
+    expect(mentionedPaths('Add a health route in src/api/health.ts and document it in README.md.')).toEqual([
+      'src/api/health.ts',
+      'README.md',
+    ]);
+    expect(mentionedPaths('see ./lib/ and /etc/hosts, then test/web/page.test.ts;')).toEqual([
+      'lib/',
+      '/etc/hosts',
+      'test/web/page.test.ts',
+    ]);
     expect(mentionedPaths('docs at https://example.com/a/b and mail me@example.com')).toEqual(['example.com']);
     expect(mentionedPaths('a//b src//x/y')).toEqual(['x/y']);
   });
@@ -39,7 +46,10 @@ describe('preselection is linear in the request', () => {
 
   it('refuses a request past the cap with 422 {detail} at once, and answers one just under it quickly, while /health stays fast', async () => {
     // The full server, so /health (a platform route) answers beside the coding-run routes.
-    server = await startTestServer({ files: { 'teams/api.json': JSON.stringify(API_TEAM), 'teams/web.json': JSON.stringify(WEB_TEAM) }, settings: { watch: false } });
+    server = await startTestServer({
+      files: { 'teams/api.json': JSON.stringify(API_TEAM), 'teams/web.json': JSON.stringify(WEB_TEAM) },
+      settings: { watch: false },
+    });
     const s = server;
     const token = JSON.parse(await readFile(path.join(s.root, '.hangar', 'code-session.json'), 'utf8')).token as string;
     const api = (route: string, json: unknown) => s.request(route, { method: 'POST', json, headers: { [SESSION_HEADER]: token } });
@@ -75,4 +85,3 @@ describe('preselection is linear in the request', () => {
     }
   });
 });
-

@@ -42,7 +42,13 @@ describe('websocket origin', () => {
     const port = server.port;
     for (const route of ['/api/v1/events', '/api/notebooks/ws?notebook=n.nb.ts']) {
       const url = `ws://127.0.0.1:${port}${route}`;
-      for (const origin of [`http://localhost:9999`, `http://127.0.0.1:${port + 1}`, `https://127.0.0.1:${port}`, 'null', 'http://evil.example']) {
+      for (const origin of [
+        `http://localhost:9999`,
+        `http://127.0.0.1:${port + 1}`,
+        `https://127.0.0.1:${port}`,
+        'null',
+        'http://evil.example',
+      ]) {
         expect([route, origin, await upgrade(url, origin)]).toEqual([route, origin, 403]);
       }
       expect(await upgrade(url, `http://127.0.0.1:${port}`)).toBe(101);
@@ -72,7 +78,8 @@ describe('websocket origin', () => {
     expect(await upgrade(url, `http://127.0.0.1:${backend.port}`)).toBe(101);
     expect(await upgrade(url, 'http://127.0.0.1:6000')).toBe(403);
     // And its HTTP API takes state-changing calls from the same two origins only.
-    const run = (origin: string) => fetch(`http://127.0.0.1:${backend.port}/api/notebooks/n.nb.ts/run`, { method: 'POST', headers: { origin } }).then((r) => r.status);
+    const run = (origin: string) =>
+      fetch(`http://127.0.0.1:${backend.port}/api/notebooks/n.nb.ts/run`, { method: 'POST', headers: { origin } }).then((r) => r.status);
     expect(await run('http://127.0.0.1:6000')).toBe(403);
     expect(await run('http://127.0.0.1:5999')).toBe(200);
   });

@@ -14,7 +14,9 @@ describe('a damaged store at start', () => {
   it('starts on an empty store, keeps the damaged file, and says so in the log and /api/v1/status', async () => {
     const root = await damagedWorkspace();
     server = await startTestServer({ root, settings: { watch: false } });
-    expect(server.logs.join('\n')).toMatch(/store: hangar\.db is damaged \(.+\); moved it to hangar\.db\.damaged-.+ and started an empty store/);
+    expect(server.logs.join('\n')).toMatch(
+      /store: hangar\.db is damaged \(.+\); moved it to hangar\.db\.damaged-.+ and started an empty store/,
+    );
     const status = (await server.request('/api/v1/status')).body;
     expect(status.status).toBe('degraded');
     expect(status.store).toMatchObject({

@@ -16,18 +16,25 @@ const nested = (depth: number, leaf: unknown = 1) => {
 describe('the JSON depth limit', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ files: { 'agents/echo.ts': agentSource(`{ run: async (input) => 'echo: ' + input.query }`) }, settings: { watch: false } });
+    server = await startTestServer({
+      files: { 'agents/echo.ts': agentSource(`{ run: async (input) => 'echo: ' + input.query }`) },
+      settings: { watch: false },
+    });
   });
   afterAll(() => server?.stop());
 
   /** JSON text nested `depth` deep, written as text: JSON.stringify itself overflows on such values. */
   const deepText = (depth: number) => '{"k":'.repeat(depth) + '1' + '}'.repeat(depth);
-  const post = (pathname: string, body: string) => server.request(pathname, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  const post = (pathname: string, body: string) =>
+    server.request(pathname, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
 
   it('refuses a 5,000-level body with 400 naming the limit, and later writes still work', async () => {
     const deep = await post('/api/v1/echo/invoke/async', `{"query":"x","metadata":${deepText(5000)}}`);
     expect(deep.status).toBe(400);
-    expect(deep.body).toEqual({ detail: 'request body nests arrays and objects deeper than 64 levels (setting bodyDepthLimit)', code: expect.stringMatching(/^HANGAR_[A-Z_]+$/) });
+    expect(deep.body).toEqual({
+      detail: 'request body nests arrays and objects deeper than 64 levels (setting bodyDepthLimit)',
+      code: expect.stringMatching(/^HANGAR_[A-Z_]+$/),
+    });
     const thread = await post('/api/v1/echo/threads', `{"thread_id":"deep","metadata":{"context":${deepText(5000)}}}`);
     expect(thread.status).toBe(400);
     expect((await server.request('/api/v1/echo/threads/deep')).status).toBe(404);

@@ -7,9 +7,9 @@ import { DatabaseSync } from 'node:sqlite';
 import * as esbuild from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { HttpError } from '../../core/http/errors.js';
+import type { Store } from '../../core/kernel/store.js';
 import { LowdbStore } from '../../core/storage/lowdb-store.js';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
-import type { Store } from '../../core/kernel/store.js';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const scratch = () => mkdtemp(path.join(tmpdir(), 'hangar-sqlite-'));
@@ -75,7 +75,12 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     const statuses = ['queued', 'working', 'done'];
     for (let i = 0; i < 30; i++) {
       // Three records share each timestamp, so the order of ties is visible.
-      await tasks.put(`t${String(i).padStart(2, '0')}`, { status: statuses[i % 3]!, kind: i < 15 ? 'a' : 'b', created_at: `2026-01-01T00:00:${String(Math.floor(i / 3)).padStart(2, '0')}Z`, urgent: i % 5 === 0 });
+      await tasks.put(`t${String(i).padStart(2, '0')}`, {
+        status: statuses[i % 3]!,
+        kind: i < 15 ? 'a' : 'b',
+        created_at: `2026-01-01T00:00:${String(Math.floor(i / 3)).padStart(2, '0')}Z`,
+        urgent: i % 5 === 0,
+      });
     }
     const ids = async (q: Parameters<typeof tasks.query>[0]) => {
       const page = await tasks.query(q);
@@ -84,7 +89,14 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     const newestDone = await tasks.query({ where: { status: 'done' }, orderBy: [{ field: 'created_at', desc: true }], limit: 3 });
     expect(newestDone.total).toBe(10);
     expect(newestDone.items.map((t) => t.created_at.slice(17, 19))).toEqual(['09', '08', '07']);
-    expect(await ids({ where: { status: ['queued', 'working'], kind: 'b' }, orderBy: [{ field: 'created_at', desc: true }], limit: 4, offset: 1 })).toEqual({
+    expect(
+      await ids({
+        where: { status: ['queued', 'working'], kind: 'b' },
+        orderBy: [{ field: 'created_at', desc: true }],
+        limit: 4,
+        offset: 1,
+      }),
+    ).toEqual({
       ids: ['queued@09', 'working@08', 'queued@08', 'working@07'],
       total: 10,
     });
@@ -101,16 +113,27 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     await tasks.put('t03', { status: 'done', kind: 'b', created_at: '2026-01-02T00:00:00Z', urgent: false });
     expect(await tasks.deleteWhere((t) => t.kind === 'b' && t.status === 'working')).toBe(5);
     const all = await tasks.list();
-    const filters: Array<Record<string, string | string[]>> = [{ status: 'done' }, { status: ['queued', 'working'] }, { kind: 'b' }, { status: 'done', kind: 'a' }, {}];
+    const filters: Array<Record<string, string | string[]>> = [
+      { status: 'done' },
+      { status: ['queued', 'working'] },
+      { kind: 'b' },
+      { status: 'done', kind: 'a' },
+      {},
+    ];
     for (const where of filters) {
-      const expected = all.filter((t) => Object.entries(where).every(([f, v]) => (Array.isArray(v) ? v : [v]).includes((t as unknown as Record<string, string>)[f]!))).length;
+      const expected = all.filter((t) =>
+        Object.entries(where).every(([f, v]) => (Array.isArray(v) ? v : [v]).includes((t as unknown as Record<string, string>)[f]!)),
+      ).length;
       expect((await tasks.query({ where, limit: 1 })).total, JSON.stringify(where)).toBe(expected);
     }
   });
 
   it('keyed logs: a range reads a page or the newest items without the rest, with the total', async () => {
     const log = openStore(await scratch()).appendLog<number>('messages');
-    await log.append('t', Array.from({ length: 50 }, (_, i) => i));
+    await log.append(
+      't',
+      Array.from({ length: 50 }, (_, i) => i),
+    );
     expect(await log.range('t', 10, 3)).toEqual({ items: [10, 11, 12], total: 50 });
     expect(await log.range('t', -3, 3)).toEqual({ items: [47, 48, 49], total: 50 });
     expect(await log.range('t', -80, 2)).toEqual({ items: [0, 1], total: 50 });
@@ -122,10 +145,13 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
 });
 
 describe('SQLite store', () => {
-  it('an append to a key of 10,000 items writes one row and the key\'s head, nothing else', async () => {
+  it("an append to a key of 10,000 items writes one row and the key's head, nothing else", async () => {
     const store = new SqliteStore(path.join(await scratch(), 'hangar.db'));
     const log = store.appendLog<{ text: string }>('messages');
-    await log.set('long', Array.from({ length: 10_000 }, (_, i) => ({ text: `message ${i} ${'x'.repeat(200)}` })));
+    await log.set(
+      'long',
+      Array.from({ length: 10_000 }, (_, i) => ({ text: `message ${i} ${'x'.repeat(200)}` })),
+    );
     const changes = () => (store.statement('SELECT total_changes() AS n').get() as { n: number }).n;
     const before = changes();
     const after = await log.append('long', [{ text: 'one more' }]);
@@ -161,7 +187,9 @@ describe('SQLite store', () => {
     const store = new SqliteStore(path.join(await scratch(), 'hangar.db'));
     store.collection('tasks', { indexes: [['status', 'created_at']] });
     const plan = store
-      .statement("EXPLAIN QUERY PLAN SELECT value FROM records WHERE collection = 'tasks' AND json_extract(value, '$.status') IN (?) ORDER BY json_extract(value, '$.created_at') DESC, id DESC LIMIT 20")
+      .statement(
+        "EXPLAIN QUERY PLAN SELECT value FROM records WHERE collection = 'tasks' AND json_extract(value, '$.status') IN (?) ORDER BY json_extract(value, '$.created_at') DESC, id DESC LIMIT 20",
+      )
       .all('done') as Array<{ detail: string }>;
     expect(plan.map((row) => row.detail).join(' | ')).toMatch(/USING INDEX ix_tasks_status_created_at/);
   });
@@ -211,7 +239,10 @@ describe('SQLite store', () => {
     expect((await store.collection('counted', { countBy: ['title'] }).query({ where: { title: 'x' } })).total).toBe(0);
     expect((await store.collection('threads', { countBy: ['title'] }).query({ where: { title: ['thread 1', 'thread 2'] } })).total).toBe(2);
     expect(await store.appendLog('thread_messages').get('t1')).toEqual({
-      items: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }],
+      items: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello' },
+      ],
       version: 2,
     });
     expect(lines).toContain('store: imported threads: 50 record(s)');
@@ -254,7 +285,15 @@ for (let i = 0; i < Number(count); i++) {
 }
 `,
     );
-    await esbuild.build({ entryPoints: [entry], outfile: writer, bundle: true, platform: 'node', format: 'esm', target: 'node22', logLevel: 'silent' });
+    await esbuild.build({
+      entryPoints: [entry],
+      outfile: writer,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node22',
+      logLevel: 'silent',
+    });
   }, 60_000);
 
   function run(file: string, name: string, count: number, mode: 'counter' | 'log') {
@@ -284,7 +323,8 @@ for (let i = 0; i < Number(count); i++) {
       // Once both are writing (however slow the machine is to start them), let them go on for a
       // while that differs per round, then kill both without warning.
       while (writers.some((w) => w.acked() < 20)) {
-        if (writers.some((w) => w.child.exitCode !== null)) throw new Error(`a writer exited early: ${writers.map((w) => w.stderr()).join('')}`);
+        if (writers.some((w) => w.child.exitCode !== null))
+          throw new Error(`a writer exited early: ${writers.map((w) => w.stderr()).join('')}`);
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       await new Promise((resolve) => setTimeout(resolve, 50 + round * 40));

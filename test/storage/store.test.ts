@@ -29,7 +29,7 @@ describe('lowdb store', () => {
     const files = (await readdir(path.join(dir, 'big'))).filter((f) => /^\d+\.json$/.test(f));
     expect(files.length).toBe(16);
     const sizes = await Promise.all(files.map(async (f) => (await readFile(path.join(dir, 'big', f), 'utf8')).length));
-    expect(Math.max(...sizes)).toBeLessThan(64 * 110 / 2);
+    expect(Math.max(...sizes)).toBeLessThan((64 * 110) / 2);
   });
 
   it('loses no update under concurrency and leaves no temp files', async () => {

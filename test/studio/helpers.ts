@@ -1,8 +1,8 @@
 import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { SseFrame } from '../support/sse.js';
 import { agentSource, makeWorkspace } from '../support/server.js';
+import type { SseFrame } from '../support/sse.js';
 
 const shipped = fileURLToPath(new URL('../../agents', import.meta.url));
 

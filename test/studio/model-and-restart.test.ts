@@ -2,7 +2,7 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
 import { readSse } from '../support/sse.js';
 import { studioWorkspace, typesOf } from './helpers.js';
@@ -30,7 +30,10 @@ describe('studio with a model configured', () => {
   beforeAll(async () => {
     fake = await startFakeOpenAI();
     root = await studioWorkspace();
-    server = await startTestServer({ root, settings: { watch: false, model: { baseUrl: fake.baseUrl, model: 'tiny', timeoutMs: 5000, retries: 0 } } });
+    server = await startTestServer({
+      root,
+      settings: { watch: false, model: { baseUrl: fake.baseUrl, model: 'tiny', timeoutMs: 5000, retries: 0 } },
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -40,14 +43,27 @@ describe('studio with a model configured', () => {
 
   it('streams every event type of the spec across a run, its resume and a failing run', async () => {
     fake.enqueue({ chunks: ['A ', 'short ', 'brief.'] });
-    const run = await readSse(`${server.url}${demo}/runs/stream`, { json: { query: 'outline the talk and rehearse', thread_id: 'talk', prompt_version: 'v2' } });
+    const run = await readSse(`${server.url}${demo}/runs/stream`, {
+      json: { query: 'outline the talk and rehearse', thread_id: 'talk', prompt_version: 'v2' },
+    });
     const types = typesOf(run.frames);
     expect(types).toEqual([
       'run_start',
-      'node_start', 'task_update', 'node_end',
-      'node_start', 'subagent_start', 'subagent_end', 'node_end',
-      'node_start', 'task_update', 'message_chunk', 'message_chunk', 'message_chunk', 'node_end',
-      'node_start', 'breakpoint_hit',
+      'node_start',
+      'task_update',
+      'node_end',
+      'node_start',
+      'subagent_start',
+      'subagent_end',
+      'node_end',
+      'node_start',
+      'task_update',
+      'message_chunk',
+      'message_chunk',
+      'message_chunk',
+      'node_end',
+      'node_start',
+      'breakpoint_hit',
       'done',
     ]);
     const chunks = run.frames.filter((f) => f.data.type === 'message_chunk').map((f) => f.data);
@@ -69,7 +85,10 @@ describe('studio with a model configured', () => {
 
   it('a model failure mid-run is the run’s error, stored with it', async () => {
     fake.enqueue({ status: 500, error: 'model melted' });
-    const { body } = await server.request(`${demo}/runs`, { method: 'POST', json: { query: 'summarise the notes', metadata: { auto_approve: true } } });
+    const { body } = await server.request(`${demo}/runs`, {
+      method: 'POST',
+      json: { query: 'summarise the notes', metadata: { auto_approve: true } },
+    });
     expect(body).toMatchObject({ status: 'error', error_node: 'draft' });
     expect(body.error).toMatch(/model endpoint answered 500/);
     expect(body.events.map((e: { type: string }) => e.type).slice(-2)).toEqual(['run_error', 'done']);
@@ -86,11 +105,16 @@ describe('studio across a restart', () => {
     root = await studioWorkspace();
     const first = await startTestServer({ root, settings: { watch: false } });
     const demo = '/studio/agents/studio-demo';
-    const paused = (await first.request(`${demo}/runs`, { method: 'POST', json: { query: 'fix the roof', thread_id: 'house', breakpoints: ['draft'] } })).body;
+    const paused = (
+      await first.request(`${demo}/runs`, { method: 'POST', json: { query: 'fix the roof', thread_id: 'house', breakpoints: ['draft'] } })
+    ).body;
     expect(paused.status).toBe('breakpoint');
     const done = (await first.request('/studio/agents/echo/runs', { method: 'POST', json: { query: 'keep me' } })).body;
     // A run still executing when the server stops is cancelled and stays resumable.
-    const slow = await readSse(`${first.url}/studio/agents/slow/runs/stream`, { json: { query: 'x', thread_id: 'slow' }, stopAfter: (f) => f.data.type === 'node_start' });
+    const slow = await readSse(`${first.url}/studio/agents/slow/runs/stream`, {
+      json: { query: 'x', thread_id: 'slow' },
+      stopAfter: (f) => f.data.type === 'node_start',
+    });
     await first.stop();
 
     const second = await startTestServer({ root, settings: { watch: false } });
@@ -103,7 +127,10 @@ describe('studio across a restart', () => {
       expect(slowRun.status).toBe('cancelled');
       expect(slowRun.events.map((e: { type: string }) => e.type).slice(-2)).toEqual(['run_error', 'done']);
 
-      expect((await second.request(`${demo}/threads/house/state`)).body).toMatchObject({ next: 'draft', checkpoint_id: paused.paused.checkpoint_id });
+      expect((await second.request(`${demo}/threads/house/state`)).body).toMatchObject({
+        next: 'draft',
+        checkpoint_id: paused.paused.checkpoint_id,
+      });
       const resumed = await readSse(`${second.url}${demo}/threads/house/resume`, { json: {} });
       expect(resumed.headers.get('x-studio-run-id')).toBe(paused.run_id);
       expect(typesOf(resumed.frames).slice(-2)).toEqual(['breakpoint_hit', 'done']);
@@ -132,19 +159,27 @@ describe('studio and the HITL routes', () => {
   });
 
   it('a thread suspended by /invoke is visible in the studio, and a studio resume uses up its pending approval', async () => {
-    const suspended = await server.request('/api/v1/studio-demo/invoke', { method: 'POST', json: { query: 'water the plants', thread_id: 'garden' } });
+    const suspended = await server.request('/api/v1/studio-demo/invoke', {
+      method: 'POST',
+      json: { query: 'water the plants', thread_id: 'garden' },
+    });
     expect(suspended.status).toBe(202);
     const state = (await server.request('/studio/agents/studio-demo/threads/garden/state')).body;
     expect(state).toMatchObject({ next: 'review', interrupt: { node: 'review' } });
 
-    const resumed = await readSse(`${server.url}/studio/agents/studio-demo/threads/garden/resume`, { json: { value: { reviewer: 'kim' } } });
+    const resumed = await readSse(`${server.url}/studio/agents/studio-demo/threads/garden/resume`, {
+      json: { value: { reviewer: 'kim' } },
+    });
     expect(resumed.frames.find((f) => f.data.type === 'run_complete')!.data.response).toMatch(/approved by kim/);
     // The run behind the 202 was not a studio run, so the continuation is a new run record.
     const run = (await server.request(`/studio/agents/studio-demo/runs/${resumed.headers.get('x-studio-run-id')}`)).body;
     expect(run).toMatchObject({ status: 'completed', checkpoint_id: state.checkpoint_id, input: { query: 'water the plants' } });
 
     expect((await server.request('/api/v1/studio-demo/threads/garden/pending')).body.count).toBe(0);
-    const late = await server.request('/api/v1/studio-demo/threads/garden/approve', { method: 'POST', json: { approval_id: suspended.body.detail.approval_id } });
+    const late = await server.request('/api/v1/studio-demo/threads/garden/approve', {
+      method: 'POST',
+      json: { approval_id: suspended.body.detail.approval_id },
+    });
     expect(late.status).toBe(404);
   });
 
@@ -171,7 +206,10 @@ describe('studio after a crash', () => {
     const server = await startTestServer({ root, settings: { watch: false } });
     let runId: string | null = null;
     try {
-      const started = await readSse(`${server.url}/studio/agents/slow/runs/stream`, { json: { query: 'x', thread_id: 's' }, stopAfter: (f) => f.data.type === 'node_start' });
+      const started = await readSse(`${server.url}/studio/agents/slow/runs/stream`, {
+        json: { query: 'x', thread_id: 's' },
+        stopAfter: (f) => f.data.type === 'node_start',
+      });
       runId = started.headers.get('x-studio-run-id');
       // Events are written behind the run, at most 200 ms late; after that window, what is on
       // disk while the run executes is what a crash leaves behind.

@@ -27,7 +27,9 @@ describe('studio', () => {
       expect(status).toBe(200);
       expect(body).toMatchObject({ platform_title: 'Hangar Studio', agent_count: 4, model_configured: false });
       expect(typeof body.version).toBe('string');
-      expect(body.capabilities).toEqual(expect.arrayContaining(['graph', 'streaming', 'checkpoints', 'state', 'breakpoints', 'hitl', 'time_travel']));
+      expect(body.capabilities).toEqual(
+        expect.arrayContaining(['graph', 'streaming', 'checkpoints', 'state', 'breakpoints', 'hitl', 'time_travel']),
+      );
     });
 
     it('agents report the capabilities each really has', async () => {
@@ -43,7 +45,17 @@ describe('studio', () => {
         has_prompts: true,
         graph_error: null,
       });
-      expect(byName['studio-demo'].capabilities).toEqual(['graph', 'streaming', 'checkpoints', 'state', 'breakpoints', 'hitl', 'subagents', 'planning', 'model']);
+      expect(byName['studio-demo'].capabilities).toEqual([
+        'graph',
+        'streaming',
+        'checkpoints',
+        'state',
+        'breakpoints',
+        'hitl',
+        'subagents',
+        'planning',
+        'model',
+      ]);
       // A function agent has no graph of its own, no approval and no subagent.
       expect(byName.echo).toMatchObject({ has_graph: false, has_config: false, has_prompts: true });
       expect(byName.echo.capabilities).toEqual(['streaming', 'checkpoints', 'state', 'breakpoints']);
@@ -64,7 +76,9 @@ describe('studio', () => {
         ['__end__', 'end'],
       ]);
       expect(body.nodes.find((n: { id: string }) => n.id === 'analyze').metadata).toMatchObject({ agent: 'word-stats' });
-      const edges = body.edges.map((e: { source: string; target: string; condition: string | null }) => `${e.source}->${e.target}:${e.condition}`);
+      const edges = body.edges.map(
+        (e: { source: string; target: string; condition: string | null }) => `${e.source}->${e.target}:${e.condition}`,
+      );
       expect(edges).toEqual([
         '__start__->plan:null',
         'plan->analyze:null',
@@ -80,8 +94,15 @@ describe('studio', () => {
 
     it('a function agent’s graph is start → agent → end', async () => {
       const { body } = await server.request('/studio/agents/echo/graph');
-      expect(body.nodes.map((n: { id: string; type: string }) => `${n.id}:${n.type}`)).toEqual(['__start__:start', 'agent:agent', '__end__:end']);
-      expect(body.edges.map((e: { source: string; target: string }) => `${e.source}->${e.target}`)).toEqual(['__start__->agent', 'agent->__end__']);
+      expect(body.nodes.map((n: { id: string; type: string }) => `${n.id}:${n.type}`)).toEqual([
+        '__start__:start',
+        'agent:agent',
+        '__end__:end',
+      ]);
+      expect(body.edges.map((e: { source: string; target: string }) => `${e.source}->${e.target}`)).toEqual([
+        '__start__->agent',
+        'agent->__end__',
+      ]);
       expect(body).toMatchObject({ entry_point: 'agent', end_points: ['agent'] });
     });
 
@@ -143,10 +164,18 @@ describe('studio', () => {
       expect(run.done).toBe(true);
       expect(typesOf(run.frames)).toEqual([
         'run_start',
-        'node_start', 'task_update', 'node_end', // plan
-        'node_start', 'subagent_start', 'subagent_end', 'node_end', // analyze
-        'node_start', 'task_update', 'node_end', // draft
-        'node_start', 'breakpoint_hit', // review asks a person
+        'node_start',
+        'task_update',
+        'node_end', // plan
+        'node_start',
+        'subagent_start',
+        'subagent_end',
+        'node_end', // analyze
+        'node_start',
+        'task_update',
+        'node_end', // draft
+        'node_start',
+        'breakpoint_hit', // review asks a person
         'done',
       ]);
       const events = run.frames.map((f) => f.data);
@@ -156,7 +185,11 @@ describe('studio', () => {
       expect(new Set(events.map((e) => e.run_id))).toEqual(new Set([runId]));
       expect(events[2]).toMatchObject({ type: 'task_update', node: 'planning:write_todos', tool: 'write_todos' });
       expect(events[2].args.todos.map((t: { content: string }) => t.content)).toEqual(['compare flights', 'book a hotel', 'pack light']);
-      expect(events[5]).toMatchObject({ type: 'subagent_start', node: 'word-stats', query: 'compare flights, book a hotel and pack light' });
+      expect(events[5]).toMatchObject({
+        type: 'subagent_start',
+        node: 'word-stats',
+        query: 'compare flights, book a hotel and pack light',
+      });
       expect(events[6]).toMatchObject({ type: 'subagent_end', node: 'word-stats' });
       expect(events[6].output.output.words).toBe(8);
       expect(events[3]).toMatchObject({ type: 'node_end', node: 'plan', step: 1 });
@@ -167,7 +200,13 @@ describe('studio', () => {
       expect(events[13]).toMatchObject({ type: 'done', status: 'interrupted' });
 
       const state = await server.request(`${demo}/threads/trip/state`);
-      expect(state.body).toMatchObject({ thread_id: 'trip', agent_name: 'studio-demo', checkpoint_id: hit.checkpoint_id, next: 'review', run_id: runId });
+      expect(state.body).toMatchObject({
+        thread_id: 'trip',
+        agent_name: 'studio-demo',
+        checkpoint_id: hit.checkpoint_id,
+        next: 'review',
+        run_id: runId,
+      });
       expect(state.body.interrupt).toMatchObject({ node: 'review' });
       expect(state.body.state.todos.map((t: { status: string }) => t.status)).toEqual(['in_progress', 'in_progress', 'in_progress']);
 
@@ -175,7 +214,16 @@ describe('studio', () => {
       expect(resumed.status).toBe(200);
       expect(resumed.headers.get('x-studio-run-id')).toBe(runId);
       // Only the continued events, numbered after the ones before.
-      expect(typesOf(resumed.frames)).toEqual(['run_start', 'node_start', 'node_end', 'node_start', 'task_update', 'node_end', 'run_complete', 'done']);
+      expect(typesOf(resumed.frames)).toEqual([
+        'run_start',
+        'node_start',
+        'node_end',
+        'node_start',
+        'task_update',
+        'node_end',
+        'run_complete',
+        'done',
+      ]);
       expect(resumed.frames[0].data).toMatchObject({ resumed_from: hit.checkpoint_id, seq: 15 });
       expect(resumed.frames[1].data).toMatchObject({ node: 'review' });
       const complete = resumed.frames[6].data;
@@ -184,7 +232,15 @@ describe('studio', () => {
 
       // The stored run holds every event of both segments, and the result.
       const stored = await server.request(`${demo}/runs/${runId}`);
-      expect(stored.body).toMatchObject({ run_id: runId, agent_name: 'studio-demo', thread_id: 'trip', status: 'completed', resumes: 1, paused: null, error: null });
+      expect(stored.body).toMatchObject({
+        run_id: runId,
+        agent_name: 'studio-demo',
+        thread_id: 'trip',
+        status: 'completed',
+        resumes: 1,
+        paused: null,
+        error: null,
+      });
       expect(stored.body.events).toEqual([...events, ...resumed.frames.map((f) => f.data)]);
       expect(stored.body.event_count).toBe(22);
       expect(stored.body.result.output).toMatchObject({ approval: 'approved by ada', reviewer: 'ada' });
@@ -196,15 +252,38 @@ describe('studio', () => {
     });
 
     it('a breakpoint stops before the named node; resume continues from there with the run’s breakpoints', async () => {
-      const run = await stream(`${demo}/runs/stream`, { query: 'write tests and ship', thread_id: 'bp', breakpoints: ['draft', 'finalize'], metadata: { auto_approve: true } });
-      expect(typesOf(run.frames)).toEqual(['run_start', 'node_start', 'task_update', 'node_end', 'node_start', 'subagent_start', 'subagent_end', 'node_end', 'breakpoint_hit', 'done']);
+      const run = await stream(`${demo}/runs/stream`, {
+        query: 'write tests and ship',
+        thread_id: 'bp',
+        breakpoints: ['draft', 'finalize'],
+        metadata: { auto_approve: true },
+      });
+      expect(typesOf(run.frames)).toEqual([
+        'run_start',
+        'node_start',
+        'task_update',
+        'node_end',
+        'node_start',
+        'subagent_start',
+        'subagent_end',
+        'node_end',
+        'breakpoint_hit',
+        'done',
+      ]);
       const hit = run.frames.at(-2)!.data;
       expect(hit).toMatchObject({ node: 'draft', reason: 'breakpoint' });
       expect(run.frames.at(-1)!.data.status).toBe('breakpoint');
       const runId = run.headers.get('x-studio-run-id');
       const paused = (await server.request(`${demo}/runs/${runId}`)).body;
-      expect(paused).toMatchObject({ status: 'breakpoint', paused: { node: 'draft', reason: 'breakpoint', checkpoint_id: hit.checkpoint_id } });
-      expect((await server.request(`${demo}/threads/bp/state`)).body).toMatchObject({ next: 'draft', interrupt: null, checkpoint_id: hit.checkpoint_id });
+      expect(paused).toMatchObject({
+        status: 'breakpoint',
+        paused: { node: 'draft', reason: 'breakpoint', checkpoint_id: hit.checkpoint_id },
+      });
+      expect((await server.request(`${demo}/threads/bp/state`)).body).toMatchObject({
+        next: 'draft',
+        interrupt: null,
+        checkpoint_id: hit.checkpoint_id,
+      });
 
       // A new run on a paused thread is refused: resume it, or name a checkpoint.
       const busy = await post(`${demo}/runs`, { query: 'again', thread_id: 'bp' });
@@ -266,7 +345,11 @@ describe('studio', () => {
     });
 
     it('the synchronous run answers with the stored run record', async () => {
-      const { status, headers, body } = await post(`${demo}/runs`, { query: 'plan the sprint', metadata: { auto_approve: true }, user_id: 'ada' });
+      const { status, headers, body } = await post(`${demo}/runs`, {
+        query: 'plan the sprint',
+        metadata: { auto_approve: true },
+        user_id: 'ada',
+      });
       expect(status).toBe(200);
       expect(headers.get('x-studio-run-id')).toBe(body.run_id);
       expect(body).toMatchObject({
@@ -291,7 +374,17 @@ describe('studio', () => {
     it('an agent error mid-run emits run_error then done, and is stored with the run', async () => {
       const run = await stream(`${demo}/runs/stream`, { query: '!!! ???', thread_id: 'broken' });
       expect(typesOf(run.frames)).toEqual([
-        'run_start', 'node_start', 'task_update', 'node_end', 'node_start', 'subagent_start', 'subagent_end', 'node_end', 'node_start', 'run_error', 'done',
+        'run_start',
+        'node_start',
+        'task_update',
+        'node_end',
+        'node_start',
+        'subagent_start',
+        'subagent_end',
+        'node_end',
+        'node_start',
+        'run_error',
+        'done',
       ]);
       expect(run.done).toBe(true);
       const error = run.frames[9].data;
@@ -306,10 +399,21 @@ describe('studio', () => {
       // The failed node can be retried: the thread waits before it. Fix the state, then resume.
       expect((await server.request(`${demo}/threads/broken/state`)).body.next).toBe('draft');
       await post(`${demo}/threads/broken/state`, {
-        updates: { request: 'fixed request', subagent_results: { analyze: { output: { words: 2, sentences: 1, top_words: [['fixed', 1]], reading_ease: 50 } } } },
+        updates: {
+          request: 'fixed request',
+          subagent_results: { analyze: { output: { words: 2, sentences: 1, top_words: [['fixed', 1]], reading_ease: 50 } } },
+        },
       });
       const retried = await stream(`${demo}/threads/broken/resume`, {});
-      expect(typesOf(retried.frames)).toEqual(['run_start', 'node_start', 'task_update', 'node_end', 'node_start', 'breakpoint_hit', 'done']);
+      expect(typesOf(retried.frames)).toEqual([
+        'run_start',
+        'node_start',
+        'task_update',
+        'node_end',
+        'node_start',
+        'breakpoint_hit',
+        'done',
+      ]);
     });
 
     it('runs are listed newest first, 50 by default, without their events', async () => {
@@ -455,11 +559,20 @@ describe('studio', () => {
       expect(afterPlan.metadata.next).toBe('analyze');
 
       // Re-run from after `plan`, with an edited todo list on a fork of that checkpoint.
-      const fork = await post(`${demo}/runs`, { query: 'draft a memo', thread_id: 'tt', checkpoint_id: afterPlan.id, metadata: { auto_approve: true } });
+      const fork = await post(`${demo}/runs`, {
+        query: 'draft a memo',
+        thread_id: 'tt',
+        checkpoint_id: afterPlan.id,
+        metadata: { auto_approve: true },
+      });
       expect(fork.status).toBe(200);
       expect(fork.body).toMatchObject({ status: 'completed', checkpoint_id: afterPlan.id });
       expect(fork.body.events[0]).toMatchObject({ type: 'run_start', resumed_from: afterPlan.id });
-      expect(fork.body.events.filter((e: { type: string }) => e.type === 'node_start').map((e: { node: string }) => e.node)).toEqual(['analyze', 'draft', 'finalize']);
+      expect(fork.body.events.filter((e: { type: string }) => e.type === 'node_start').map((e: { node: string }) => e.node)).toEqual([
+        'analyze',
+        'draft',
+        'finalize',
+      ]);
 
       const history = (await server.request(`${demo}/threads/tt/history`)).body;
       // Nothing was rewritten: every original checkpoint is still there, unchanged.
@@ -479,7 +592,8 @@ describe('studio', () => {
       const first = (await post(`${demo}/runs`, { query: 'order pizza', thread_id: 'ask' })).body;
       expect(first.status).toBe('interrupted');
       await stream(`${demo}/threads/ask/resume`, { value: { reviewer: 'bob' } });
-      const again = (await post(`${demo}/runs`, { query: 'order pizza', thread_id: 'ask', checkpoint_id: first.paused.checkpoint_id })).body;
+      const again = (await post(`${demo}/runs`, { query: 'order pizza', thread_id: 'ask', checkpoint_id: first.paused.checkpoint_id }))
+        .body;
       expect(again).toMatchObject({ status: 'interrupted', paused: { node: 'review', reason: 'interrupt' } });
       expect(again.paused.checkpoint_id).not.toBe(first.paused.checkpoint_id);
     });
@@ -495,7 +609,9 @@ describe('studio', () => {
       expect(state.state.messages.at(-1).content).toBe('second topic');
       expect(state.state.steps_taken).toEqual([]);
       const done = await stream(`${demo}/threads/turns/resume`, {});
-      expect(done.frames.find((f) => f.data.type === 'task_update')!.data.args.todos).toEqual([{ content: 'second topic', status: 'pending' }]);
+      expect(done.frames.find((f) => f.data.type === 'task_update')!.data.args.todos).toEqual([
+        { content: 'second topic', status: 'pending' },
+      ]);
     });
 
     it('reject at a breakpoint ends the run there', async () => {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -43,7 +43,10 @@ export function runCli(args: string[], options: { env?: Record<string, string>; 
 }
 
 /** Runs a command to its end. */
-export async function cli(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function cli(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = runCli(args, options);
   const code = await proc.exited;
   return { code, stdout: proc.out(), stderr: proc.err() };

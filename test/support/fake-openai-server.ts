@@ -35,7 +35,12 @@ export interface RecordedRequest {
   authorization: string | undefined;
   body: {
     model: string;
-    messages: Array<{ role: string; content: string | null; tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>; tool_call_id?: string }>;
+    messages: Array<{
+      role: string;
+      content: string | null;
+      tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+      tool_call_id?: string;
+    }>;
     stream?: boolean;
     temperature?: number;
     max_tokens?: number;
@@ -67,7 +72,9 @@ export async function startFakeOpenAI(
     let raw = '';
     for await (const chunk of req) raw += chunk;
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-      res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
+      res
+        .writeHead(404, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
       return;
     }
     const recorded: RecordedRequest = { path: req.url, authorization: req.headers.authorization, body: JSON.parse(raw) };
@@ -103,7 +110,11 @@ export async function startFakeOpenAI(
           choices: [
             {
               index: 0,
-              message: { role: 'assistant', content: toolCalls.length && !content ? null : content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+              message: {
+                role: 'assistant',
+                content: toolCalls.length && !content ? null : content,
+                ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+              },
               finish_reason: finishReason,
               logprobs: null,
             },
@@ -125,7 +136,9 @@ export async function startFakeOpenAI(
     }
     // As OpenAI streams them: the call's id and name first, then its arguments in pieces.
     for (const [index, call] of toolCalls.entries()) {
-      res.write(frame({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }, null));
+      res.write(
+        frame({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }, null),
+      );
       const args = call.function.arguments;
       const third = Math.max(1, Math.ceil(args.length / 3));
       for (let at = 0; at < args.length; at += third) {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { type RunningServer, type StartOptions, startServer } from '../../core/app/server.js';
 import { Logger } from '../../core/kernel/log.js';
-import { startServer, type RunningServer, type StartOptions } from '../../core/app/server.js';
 import type { SettingsInput } from '../../core/kernel/settings.js';
 
 /**
@@ -13,7 +13,10 @@ import type { SettingsInput } from '../../core/kernel/settings.js';
 export interface TestServer extends RunningServer {
   root: string;
   /** fetch relative to the server, JSON-decoding the body when it is JSON. */
-  request(pathname: string, init?: RequestInit & { json?: unknown }): Promise<{ status: number; headers: Headers; body: any; text: string }>;
+  request(
+    pathname: string,
+    init?: RequestInit & { json?: unknown },
+  ): Promise<{ status: number; headers: Headers; body: any; text: string }>;
   write(relative: string, content: string): Promise<void>;
   logs: string[];
   stop(): Promise<void>;
@@ -85,4 +88,5 @@ export async function eventually<T>(check: () => Promise<T | undefined | false> 
   }
 }
 
-export const agentSource = (body: string, extra = '') => `import { defineAgent } from 'hangar';\n${extra}\nexport default defineAgent(${body});\n`;
+export const agentSource = (body: string, extra = '') =>
+  `import { defineAgent } from 'hangar';\n${extra}\nexport default defineAgent(${body});\n`;

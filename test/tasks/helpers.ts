@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
-import { TaskService, type TaskServiceOptions } from '../../core/tasks/service.js';
 import type { Task, TaskStatus } from '../../core/tasks/schemas.js';
+import { TaskService, type TaskServiceOptions } from '../../core/tasks/service.js';
 
 /** A fresh data folder per test; removed by the returned cleanup. */
 export function tempDir(prefix = 'hangar-tasks-'): { dir: string; cleanup: () => void } {
@@ -17,11 +17,7 @@ export function openService(dir: string, options: Partial<TaskServiceOptions> = 
 }
 
 /** Poll until the task reaches one of `statuses` (the runner is asynchronous by design). */
-export async function waitForStatus(
-  get: () => Promise<Task>,
-  statuses: TaskStatus[],
-  timeoutMs = 15_000,
-): Promise<Task> {
+export async function waitForStatus(get: () => Promise<Task>, statuses: TaskStatus[], timeoutMs = 15_000): Promise<Task> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const task = await get();

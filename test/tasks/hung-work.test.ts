@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Task } from '../../core/tasks/schemas.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { openService, tempDir, waitForStatus } from './helpers.js';
-import type { Task } from '../../core/tasks/schemas.js';
 
 const principal = 'local';
 const cleanups: Array<() => void | Promise<void>> = [];
@@ -17,7 +17,8 @@ describe('a cancelled task frees its slot at once, whether or not its work retur
     cleanups.push(() => tasks.stop());
     // Work that ignores its signal and never settles: the worst a drop-in can do without a loop.
     const hung: Task[] = [];
-    for (let i = 0; i < 6; i++) hung.push(await tasks.submit({ kind: 'adhoc', target: 'hang', principal, run: () => new Promise(() => {}) }));
+    for (let i = 0; i < 6; i++)
+      hung.push(await tasks.submit({ kind: 'adhoc', target: 'hang', principal, run: () => new Promise(() => {}) }));
     await waitForStatus(() => tasks.get(hung[3]!.id), ['working']);
     expect(tasks.load()).toMatchObject({ running: 4, queued: 2 });
 
@@ -36,7 +37,12 @@ describe('a cancelled task frees its slot at once, whether or not its work retur
     const tasks = openService(tmp.dir, { concurrency: 1 });
     cleanups.push(() => tasks.stop());
     let finishLate!: (value: unknown) => void;
-    const task = await tasks.submit({ kind: 'adhoc', target: 'late', principal, run: () => new Promise((resolve) => (finishLate = resolve)) });
+    const task = await tasks.submit({
+      kind: 'adhoc',
+      target: 'late',
+      principal,
+      run: () => new Promise((resolve) => (finishLate = resolve)),
+    });
     await waitForStatus(() => tasks.get(task.id), ['working']);
     await tasks.cancel(task.id);
     finishLate({ late: true });

@@ -27,7 +27,14 @@ describe('task retention', () => {
     const old = [];
     for (let i = 0; i < 3; i++) old.push(await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: (ctx) => ctx.emit(i) }));
     for (const t of old) await waitForStatus(() => tasks.get(t.id), ['completed']);
-    const failed = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: () => { throw new Error('no'); } });
+    const failed = await tasks.submit({
+      kind: 'adhoc',
+      target: 'x',
+      principal,
+      run: () => {
+        throw new Error('no');
+      },
+    });
     await waitForStatus(() => tasks.get(failed.id), ['failed']);
     const cutoff = new Date(Date.now() + 1);
     await new Promise((r) => setTimeout(r, 5));
@@ -39,7 +46,10 @@ describe('task retention', () => {
     expect(await tasks.pruneFinished(cutoff)).toBe(4);
     const left = (await tasks.list({ limit: 50 })).tasks.map((t) => t.id).sort();
     expect(left).toEqual([running.id, queued.id].sort());
-    expect(await store.collection<{ task_id: string }>('task_events').query({ where: { task_id: old[0]!.id } })).toEqual({ items: [], total: 0 });
+    expect(await store.collection<{ task_id: string }>('task_events').query({ where: { task_id: old[0]!.id } })).toEqual({
+      items: [],
+      total: 0,
+    });
     held.open();
     await waitForStatus(() => tasks.get(queued.id), ['completed']);
     // Finished after the cutoff: kept.
@@ -55,7 +65,9 @@ describe('task retention', () => {
   });
 
   it('a bad tasks.retention is a clear setting error; 0 keeps every task', async () => {
-    await expect(startTestServer({ settings: { tasks: { retention: '30 days' } } as never })).rejects.toThrow(/"retention"[\s\S]*expected a duration such as 30d/);
+    await expect(startTestServer({ settings: { tasks: { retention: '30 days' } } as never })).rejects.toThrow(
+      /"retention"[\s\S]*expected a duration such as 30d/,
+    );
     const server: TestServer = await startTestServer({ settings: { watch: false, tasks: { retention: '0' } } as never });
     cleanups.push(() => server.stop());
     expect(server.ctx.settings.tasks.retention).toBe('0');

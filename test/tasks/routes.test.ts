@@ -2,8 +2,8 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskService } from '../../core/tasks/service.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
-import { gate } from './helpers.js';
 import { readSse } from '../support/sse.js';
+import { gate } from './helpers.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {
@@ -40,7 +40,10 @@ describe('/api/v1/tasks board', () => {
   it('submits, polls, streams and collects a task', async () => {
     const server = await boot();
     registerCounter(server.tasks);
-    const submit = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'test.count', target: 'demo', input: { count: 3 } } });
+    const submit = await server.request('/api/v1/tasks', {
+      method: 'POST',
+      json: { kind: 'test.count', target: 'demo', input: { count: 3 } },
+    });
     expect(submit.status).toBe(202);
     expect(submit.headers.get('location')).toBe(`/api/v1/tasks/${submit.body.id}`);
     expect(submit.body).toMatchObject({ kind: 'test.count', target: 'demo', status: 'submitted', principal: 'local' });
@@ -87,7 +90,12 @@ describe('/api/v1/tasks board', () => {
       ['DELETE', '/api/v1/tasks/missing'],
     ] as const) {
       const res = await server.request(path, { method });
-      expect([method, path, res.status, res.body]).toEqual([method, path, 404, { detail: 'task missing not found', code: 'HANGAR_TASK_NOT_FOUND' }]);
+      expect([method, path, res.status, res.body]).toEqual([
+        method,
+        path,
+        404,
+        { detail: 'task missing not found', code: 'HANGAR_TASK_NOT_FOUND' },
+      ]);
     }
   });
 
@@ -96,7 +104,9 @@ describe('/api/v1/tasks board', () => {
     registerCounter(server.tasks);
     const ids: string[] = [];
     for (const target of ['a', 'b', 'a']) {
-      ids.push((await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'test.count', target, input: { count: 1 } } })).body.id);
+      ids.push(
+        (await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'test.count', target, input: { count: 1 } } })).body.id,
+      );
     }
     await eventually(async () => (await server.request('/api/v1/tasks?status=completed')).body.total === 3);
     const page = await server.request('/api/v1/tasks?target=a&limit=1');
@@ -112,7 +122,10 @@ describe('/api/v1/tasks board', () => {
     const server = await boot();
     const go = gate();
     registerCounter(server.tasks, go.promise);
-    const { body: task } = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'test.count', target: 'x', input: { count: 5 } } });
+    const { body: task } = await server.request('/api/v1/tasks', {
+      method: 'POST',
+      json: { kind: 'test.count', target: 'x', input: { count: 5 } },
+    });
 
     // First connection: read the two status frames (submitted, working), then drop.
     const first = await readSse(`${server.url}/api/v1/tasks/${task.id}/events`, { stopAfter: (_f, all) => all.length === 2 });
@@ -165,7 +178,10 @@ describe('/api/v1/tasks board', () => {
   it('sends the truncated marker and the current task when the resume point was evicted', async () => {
     const server = await boot({ settings: { tasks: { eventsPerTask: 10 } } });
     registerCounter(server.tasks);
-    const { body: task } = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'test.count', target: 'x', input: { count: 20 } } });
+    const { body: task } = await server.request('/api/v1/tasks', {
+      method: 'POST',
+      json: { kind: 'test.count', target: 'x', input: { count: 20 } },
+    });
     await eventually(async () => (await server.request(`/api/v1/tasks/${task.id}`)).body.status === 'completed');
     // 1 submitted + 1 working + 20 × (output + progress) + 1 completed = 43 events; 34..43 kept.
     const stream = await readSse(`${server.url}/api/v1/tasks/${task.id}/events`, { headers: { 'Last-Event-ID': '5' } });
@@ -176,7 +192,9 @@ describe('/api/v1/tasks board', () => {
     expect(stream.frames[1]!.data).toMatchObject({ id: task.id, status: 'completed', last_sequence: 43 });
     expect(stream.frames.slice(2).map((f) => Number(f.id))).toEqual([34, 35, 36, 37, 38, 39, 40, 41, 42, 43]);
     expect(stream.done).toBe(true);
-    const reconnected = await readSse(`${server.url}/api/v1/tasks/${task.id}/events`, { headers: { 'Last-Event-ID': stream.frames[1]!.id! } });
+    const reconnected = await readSse(`${server.url}/api/v1/tasks/${task.id}/events`, {
+      headers: { 'Last-Event-ID': stream.frames[1]!.id! },
+    });
     expect(reconnected.frames.map((f) => Number(f.id))).toEqual([34, 35, 36, 37, 38, 39, 40, 41, 42, 43]);
     const inside = await readSse(`${server.url}/api/v1/tasks/${task.id}/events?since=40`);
     expect(inside.frames.map((f) => f.id)).toEqual(['41', '42', '43']);
@@ -212,7 +230,11 @@ describe('/api/v1/tasks board', () => {
     expect(stream.frames.at(-1)!.data).toMatchObject({ type: 'status', status: 'canceled' });
 
     const again = await server.request(`/api/v1/tasks/${task.id}/cancel`, { method: 'POST' });
-    expect(again.body).toMatchObject({ canceled: false, message: 'task already canceled; cancel changed nothing', task: { status: 'canceled' } });
+    expect(again.body).toMatchObject({
+      canceled: false,
+      message: 'task already canceled; cancel changed nothing',
+      task: { status: 'canceled' },
+    });
     const result = await server.request(`/api/v1/tasks/${task.id}/result`);
     expect(result.body).toEqual({ id: task.id, status: 'canceled', result: null, error: 'canceled by request' });
   });
@@ -220,7 +242,10 @@ describe('/api/v1/tasks board', () => {
   it('DELETE removes a task; afterwards it is 404', async () => {
     const server = await boot();
     registerCounter(server.tasks);
-    const { body: task } = await server.request('/api/v1/tasks', { method: 'POST', json: { kind: 'test.count', target: 'x', input: { count: 1 } } });
+    const { body: task } = await server.request('/api/v1/tasks', {
+      method: 'POST',
+      json: { kind: 'test.count', target: 'x', input: { count: 1 } },
+    });
     const res = await server.request(`/api/v1/tasks/${task.id}`, { method: 'DELETE' });
     expect(res).toMatchObject({ status: 200, body: { status: 'deleted', id: task.id } });
     expect((await server.request(`/api/v1/tasks/${task.id}`)).status).toBe(404);

@@ -70,7 +70,14 @@ describe('TaskService', () => {
 
   it('a throwing task ends failed with the message and the runner keeps going', async () => {
     const { tasks } = service({ concurrency: 1 });
-    const bad = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: () => { throw new Error('boom: disk on fire'); } });
+    const bad = await tasks.submit({
+      kind: 'adhoc',
+      target: 'x',
+      principal,
+      run: () => {
+        throw new Error('boom: disk on fire');
+      },
+    });
     const good = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: async () => 'fine' });
     const failed = await waitForStatus(() => tasks.get(bad.id), ['failed', 'completed']);
     expect(failed.status).toBe('failed');
@@ -92,8 +99,23 @@ describe('TaskService', () => {
     const { tasks } = service({ concurrency: 1 });
     const hold = gate();
     const order: string[] = [];
-    const first = await tasks.submit({ kind: 'adhoc', target: 'a', principal, run: async () => { order.push('a'); await hold.promise; } });
-    const second = await tasks.submit({ kind: 'adhoc', target: 'b', principal, run: async () => { order.push('b'); } });
+    const first = await tasks.submit({
+      kind: 'adhoc',
+      target: 'a',
+      principal,
+      run: async () => {
+        order.push('a');
+        await hold.promise;
+      },
+    });
+    const second = await tasks.submit({
+      kind: 'adhoc',
+      target: 'b',
+      principal,
+      run: async () => {
+        order.push('b');
+      },
+    });
     await waitForStatus(() => tasks.get(first.id), ['working']);
     await new Promise((r) => setTimeout(r, 30));
     expect((await tasks.get(second.id)).status).toBe('submitted');
@@ -139,7 +161,14 @@ describe('TaskService', () => {
     const hold = gate();
     let ran = false;
     const blocker = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: () => hold.promise });
-    const queued = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: () => { ran = true; } });
+    const queued = await tasks.submit({
+      kind: 'adhoc',
+      target: 'x',
+      principal,
+      run: () => {
+        ran = true;
+      },
+    });
     const outcome = await tasks.cancel(queued.id);
     expect(outcome).toMatchObject({ canceled: true, task: { status: 'canceled' } });
     hold.open();
@@ -188,7 +217,14 @@ describe('TaskService', () => {
 
   it('deletes evicted chunks from disk so a long log stays bounded', async () => {
     const { tasks, dir } = service({ eventsPerTask: 50 });
-    const task = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: (ctx) => { for (let i = 0; i < 1000; i++) ctx.emit(i); } });
+    const task = await tasks.submit({
+      kind: 'adhoc',
+      target: 'x',
+      principal,
+      run: (ctx) => {
+        for (let i = 0; i < 1000; i++) ctx.emit(i);
+      },
+    });
     await waitForStatus(() => tasks.get(task.id), ['completed']);
     await tasks.stop();
     const { SqliteStore } = await import('../../core/storage/sqlite-store.js');
@@ -253,7 +289,10 @@ describe('TaskService', () => {
       principal,
       run: (ctx) =>
         new Promise<void>((resolve) => {
-          ctx.signal.addEventListener('abort', () => { aborted = true; resolve(); });
+          ctx.signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve();
+          });
           started.open();
         }),
     });
@@ -296,12 +335,29 @@ describe('TaskService', () => {
   it('a subscriber that throws is dropped without hurting the task or other subscribers', async () => {
     const { tasks } = service();
     const hold = gate();
-    const task = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: async (ctx) => { await hold.promise; ctx.emit('a'); ctx.emit('b'); } });
+    const task = await tasks.submit({
+      kind: 'adhoc',
+      target: 'x',
+      principal,
+      run: async (ctx) => {
+        await hold.promise;
+        ctx.emit('a');
+        ctx.emit('b');
+      },
+    });
     const source = await tasks.events(task.id);
     const seen: number[] = [];
     let ended = false;
-    source.subscribe(() => { throw new Error('broken socket'); }, () => {});
-    source.subscribe((e) => seen.push(e.seq), () => (ended = true));
+    source.subscribe(
+      () => {
+        throw new Error('broken socket');
+      },
+      () => {},
+    );
+    source.subscribe(
+      (e) => seen.push(e.seq),
+      () => (ended = true),
+    );
     hold.open();
     // waitFor resolves once the task is finished and on disk, after its subscribers were ended.
     const done = await tasks.waitFor(task.id);
@@ -376,7 +432,15 @@ describe('TaskService restart', () => {
 
   it('a finished task and its whole log survive a restart', async () => {
     const first = service();
-    const task = await first.tasks.submit({ kind: 'adhoc', target: 'x', principal, run: (ctx) => { for (let i = 0; i < 150; i++) ctx.emit(i); return 'ok'; } });
+    const task = await first.tasks.submit({
+      kind: 'adhoc',
+      target: 'x',
+      principal,
+      run: (ctx) => {
+        for (let i = 0; i < 150; i++) ctx.emit(i);
+        return 'ok';
+      },
+    });
     await waitForStatus(() => first.tasks.get(task.id), ['completed']);
     await first.tasks.stop();
     const second = service({}, first.dir);

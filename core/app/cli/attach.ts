@@ -5,12 +5,13 @@
  * process for the command, said on stderr so the person knows why it took longer and that nothing
  * stays running.
  */
-import type { CliIO } from './convention.js';
-import { CommandError, UsageError } from './convention.js';
+
 import { Logger } from '../../kernel/log.js';
 import { serverFor } from '../../kernel/server-files.js';
-import { startServer, StartupError } from '../server.js';
-import { loadSettings, resolveSecret, SettingsError, type Settings } from '../../kernel/settings.js';
+import { loadSettings, resolveSecret, type Settings, SettingsError } from '../../kernel/settings.js';
+import { StartupError, startServer } from '../server.js';
+import type { CliIO } from './convention.js';
+import { CommandError, UsageError } from './convention.js';
 
 export interface Attached {
   url: string;

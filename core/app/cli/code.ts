@@ -13,11 +13,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createParser } from 'eventsource-parser';
-import type { CliIO } from './convention.js';
-import { attachOrStart, type Attached } from './attach.js';
-import { CommandError, report, UsageError } from './convention.js';
 import type { RunEvent, RunRecord } from '../../coderun/schemas.js';
 import { SESSION_FILE } from '../../coderun/session.js';
+import { type Attached, attachOrStart } from './attach.js';
+import type { CliIO } from './convention.js';
+import { CommandError, report, UsageError } from './convention.js';
 
 export const CODE_HELP = `Usage:
   hangar code run "<request>" [--repo DIR] [--teams a,b] [--approve]   plan and run; prints waves, gates, tickets
@@ -44,6 +44,7 @@ const defaultIO: CliIO = {
 };
 
 interface Client {
+  // biome-ignore lint/suspicious/noExplicitAny: each command reads the fields of its own answer
   call(method: string, pathname: string, body?: unknown): Promise<any>;
   events(runId: string, onEvent: (e: RunEvent) => void): Promise<void>;
   close(): Promise<void>;
@@ -58,7 +59,10 @@ function client(url: string, token: string, attached?: Attached): Client {
     try {
       return await fetch(url + pathname, init);
     } catch (err) {
-      throw new CommandError(`no Hangar answers at ${url} (${(err as { cause?: Error }).cause?.message ?? (err as Error).message})`, 'is it running? `hangar list` shows the running servers');
+      throw new CommandError(
+        `no Hangar answers at ${url} (${(err as { cause?: Error }).cause?.message ?? (err as Error).message})`,
+        'is it running? `hangar list` shows the running servers',
+      );
     }
   };
   return {
@@ -94,7 +98,9 @@ export function formatEvent(e: RunEvent): string | undefined {
       const lines = [`plan: ${e.tasks} task(s)${e.summary ? ` — ${e.summary}` : ''}`];
       // Older servers send no cap report.
       if (e.dropped?.length) {
-        lines.push(`  plan size cap ${e.cap}: dropped ${e.dropped.map((t) => `${t.id}${t.team ? ` [${t.team}]` : ''} ${t.title}`).join('; ')}`);
+        lines.push(
+          `  plan size cap ${e.cap}: dropped ${e.dropped.map((t) => `${t.id}${t.team ? ` [${t.team}]` : ''} ${t.title}`).join('; ')}`,
+        );
         if (e.teams_without_work.length) lines.push(`  teams left without work: ${e.teams_without_work.join(', ')}`);
       }
       for (const problem of e.problems ?? []) lines.push(`  plan problem: ${problem}`);
@@ -158,12 +164,22 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
     io.out(CODE_HELP);
     return 0;
   }
-  if (!command) return report(io, new UsageError('hangar code needs a command: run, teams, preselect or calibrate', 'see hangar code --help'));
+  if (!command)
+    return report(io, new UsageError('hangar code needs a command: run, teams, preselect or calibrate', 'see hangar code --help'));
   if (!['run', 'teams', 'preselect', 'calibrate'].includes(command)) {
-    return report(io, new UsageError(`unknown command 'hangar code ${command}'`, 'the commands are run, teams, preselect and calibrate; see hangar code --help'));
+    return report(
+      io,
+      new UsageError(
+        `unknown command 'hangar code ${command}'`,
+        'the commands are run, teams, preselect and calibrate; see hangar code --help',
+      ),
+    );
   }
   if (command === 'run' && !rest.join(' ').trim()) {
-    return report(io, new UsageError('hangar code run needs the request', 'e.g. hangar code run "add a /health route with a test" --repo .'));
+    return report(
+      io,
+      new UsageError('hangar code run needs the request', 'e.g. hangar code run "add a /health route with a test" --repo .'),
+    );
   }
   const root = path.resolve(values.root ?? process.cwd());
   let api: Client;
@@ -175,7 +191,10 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
         try {
           token = (JSON.parse(readFileSync(file, 'utf8')) as { token: string }).token;
         } catch {
-          throw new UsageError(`--url needs the server's session token and ${file} cannot be read`, 'pass --session TOKEN, or --root the workspace that server serves');
+          throw new UsageError(
+            `--url needs the server's session token and ${file} cannot be read`,
+            'pass --session TOKEN, or --root the workspace that server serves',
+          );
         }
       }
       api = client(values.url.replace(/\/$/, ''), token);
@@ -188,13 +207,19 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
     return report(io, err, 'hangar code --help');
   }
   const repo = values.repo ? path.resolve(values.repo) : undefined;
-  const teams = values.teams?.split(',').map((t) => t.trim()).filter(Boolean);
+  const teams = values.teams
+    ?.split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
   const repoQuery = repo ? `?repo=${encodeURIComponent(repo)}` : '';
   try {
     switch (command) {
       case 'teams': {
         const list = await api.call('GET', `/api/teams${repoQuery}`);
-        for (const t of list.teams) io.out(`${t.id.padEnd(16)} ${t.source.padEnd(8)} owns ${t.owns.join(', ')}  acceptance: ${t.acceptance || '(none)'}  manager: ${t.effective_manager}`);
+        for (const t of list.teams)
+          io.out(
+            `${t.id.padEnd(16)} ${t.source.padEnd(8)} owns ${t.owns.join(', ')}  acceptance: ${t.acceptance || '(none)'}  manager: ${t.effective_manager}`,
+          );
         if (!list.teams.length) io.out('no teams (add teams/<id>.json or <repo>/.hangar/teams/<id>.json)');
         return 0;
       }
@@ -207,7 +232,9 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
       case 'calibrate': {
         const c = await api.call('GET', '/api/calibration');
         io.out(`model ${c.model} at ${c.base_url}`);
-        io.out(`latency ${c.latency_ms} ms, throughput ${c.throughput_tokens_per_s ?? '?'} tok/s, useful parallelism ${c.useful_parallelism}`);
+        io.out(
+          `latency ${c.latency_ms} ms, throughput ${c.throughput_tokens_per_s ?? '?'} tok/s, useful parallelism ${c.useful_parallelism}`,
+        );
         io.out(`context window ${c.context_window ?? 'unknown'} (${c.context_window_source})`);
         return 0;
       }
@@ -228,13 +255,16 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
               api
                 .call('GET', `/api/runs/${run.id}/plan`)
                 .then((card) => {
-                  for (const t of card.tasks) io.out(`  ${t.id} [${t.squad ?? 'no team'}] ${t.title} — files ${t.files.join(', ') || '(none)'}`);
+                  for (const t of card.tasks)
+                    io.out(`  ${t.id} [${t.squad ?? 'no team'}] ${t.title} — files ${t.files.join(', ') || '(none)'}`);
                   if (card.note) io.out(`  (${card.note})`);
                   return api.call('POST', `/api/runs/${run.id}/approve`);
                 })
                 .catch((err: unknown) => {
                   // Nobody else will approve this run: stop it rather than wait at the gate forever.
-                  io.err(`hangar: approval failed: ${(err as Error).message} (the run is cancelled; approve it in the Runs view next time)`);
+                  io.err(
+                    `hangar: approval failed: ${(err as Error).message} (the run is cancelled; approve it in the Runs view next time)`,
+                  );
                   return api.call('POST', `/api/runs/${run.id}/cancel`).catch(() => undefined);
                 });
             }
@@ -243,7 +273,9 @@ export async function codeCli(argv: string[], io: CliIO = defaultIO): Promise<nu
           process.off('SIGINT', onSigint);
         }
         const final = (await api.call('GET', `/api/runs/${run.id}`)) as RunRecord;
-        io.out(`branch ${final.branch ?? '(none)'}; repairs found ${final.repairs.found}, resolved ${final.repairs.resolved}, restaffed ${final.repairs.restaffed}, needs_human ${final.repairs.needs_human}`);
+        io.out(
+          `branch ${final.branch ?? '(none)'}; repairs found ${final.repairs.found}, resolved ${final.repairs.resolved}, restaffed ${final.repairs.restaffed}, needs_human ${final.repairs.needs_human}`,
+        );
         return final.status === 'succeeded' ? 0 : 1;
       }
     }

@@ -18,9 +18,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { VERSION } from '../../kernel/version.js';
 import type { CliIO } from './convention.js';
 import { CommandError, report, UsageError } from './convention.js';
-import { VERSION } from '../../kernel/version.js';
 
 export const INIT_HELP = `Usage: hangar init [DIR]
 
@@ -46,7 +46,12 @@ export const CHECKED_FOLDERS = ['agents', 'endpoints', 'plugins', 'ingestors', '
 
 export async function initCli(argv: string[], installRoot: string, io: CliIO = defaultIO): Promise<number> {
   try {
-    const { values, positionals } = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: true });
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: { help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: true,
+    });
     if (values.help) {
       io.out(INIT_HELP);
       return 0;
@@ -55,7 +60,10 @@ export async function initCli(argv: string[], installRoot: string, io: CliIO = d
     const dir = path.resolve(positionals[0] ?? '.');
     const present = existsSync(dir) ? readdirSync(dir).filter((name) => name !== '.git') : [];
     if (present.length) {
-      throw new CommandError(`${dir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''})`, 'choose a new or empty folder: hangar init my-workspace');
+      throw new CommandError(
+        `${dir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''})`,
+        'choose a new or empty folder: hangar init my-workspace',
+      );
     }
     const files = workspaceFiles(path.basename(dir), dependencySpec(installRoot));
     for (const [relative, content] of Object.entries(files)) {
@@ -85,7 +93,10 @@ function dependencySpec(installRoot: string): string {
 
 /** Package names npm accepts: lowercase, no spaces; anything else becomes `hangar-workspace`. */
 function packageName(folder: string): string {
-  const name = folder.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '');
+  const name = folder
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[._-]+/, '');
   return name || 'hangar-workspace';
 }
 

@@ -10,10 +10,10 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { listServers, type ServerInfo, workspacesUnder } from '../../kernel/server-files.js';
+import { loadSettings, SettingsError } from '../../kernel/settings.js';
 import type { CliIO } from './convention.js';
 import { report, UsageError } from './convention.js';
-import { listServers, workspacesUnder, type ServerInfo } from '../../kernel/server-files.js';
-import { loadSettings, SettingsError } from '../../kernel/settings.js';
 
 export const LIST_HELP = `Usage: hangar list [--root DIR] [--json]
 
@@ -54,7 +54,8 @@ export async function listCli(argv: string[], defaultRoot: string, io: CliIO = d
     try {
       served = loadSettings({ defaultRoot, flags: { window: false } }).root;
     } catch (err) {
-      if (err instanceof SettingsError) return report(io, new UsageError(err.message, 'fix hangar.config.json or the HANGAR_* variable it names'));
+      if (err instanceof SettingsError)
+        return report(io, new UsageError(err.message, 'fix hangar.config.json or the HANGAR_* variable it names'));
       throw err;
     }
     workspaces = [...new Set([served, path.resolve(process.cwd())])];
@@ -66,7 +67,9 @@ export async function listCli(argv: string[], defaultRoot: string, io: CliIO = d
     return 0;
   }
   if (!servers.length) {
-    io.out(`no Hangar running on ${values.root ? `${path.resolve(values.root)} or below` : workspaces.join(' or ')} (start one with \`hangar --root DIR\`)`);
+    io.out(
+      `no Hangar running on ${values.root ? `${path.resolve(values.root)} or below` : workspaces.join(' or ')} (start one with \`hangar --root DIR\`)`,
+    );
     return 0;
   }
   for (const s of servers) io.out(`${s.url}/ui/  ${s.workspace}  (pid ${s.pid}, since ${s.started})`);

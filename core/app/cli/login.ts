@@ -12,13 +12,13 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { repositoryRoot } from '../../../desktop/build.js';
-import type { CliIO } from './convention.js';
-import { firstToken } from './attach.js';
-import { CommandError, report, UsageError } from './convention.js';
-import { listServers } from '../../kernel/server-files.js';
-import { loadSettings, SettingsError } from '../../kernel/settings.js';
 import { LOGIN_LINKS_PATH } from '../../coderun/login.js';
 import { SESSION_FILE } from '../../coderun/session.js';
+import { listServers } from '../../kernel/server-files.js';
+import { loadSettings, SettingsError } from '../../kernel/settings.js';
+import { firstToken } from './attach.js';
+import type { CliIO } from './convention.js';
+import { CommandError, report, UsageError } from './convention.js';
 
 export const LOGIN_HELP = `Usage: hangar login [--root DIR] [--config FILE] [--url URL]
 
@@ -70,10 +70,16 @@ async function login(argv: string[], io: CliIO): Promise<number> {
   if (!session) {
     // A server found only by --url (another host name for it, an older Hangar): the workspace's session file.
     const file = path.join(settings.root, '.hangar', SESSION_FILE);
-    session = await readFile(file, 'utf8').then((text) => (JSON.parse(text) as { token?: string }).token, () => undefined);
+    session = await readFile(file, 'utf8').then(
+      (text) => (JSON.parse(text) as { token?: string }).token,
+      () => undefined,
+    );
   }
   if (!base || !session) {
-    throw new CommandError(`no Hangar is running on ${settings.root}`, `start it with \`npm start\` or \`hangar --root ${settings.root}\`; \`hangar list\` shows the running servers`);
+    throw new CommandError(
+      `no Hangar is running on ${settings.root}`,
+      `start it with \`npm start\` or \`hangar --root ${settings.root}\`; \`hangar list\` shows the running servers`,
+    );
   }
   const headers: Record<string, string> = { 'x-hangar-session': session };
   const bearer = firstToken(settings.auth.tokens);
@@ -82,11 +88,18 @@ async function login(argv: string[], io: CliIO): Promise<number> {
   try {
     res = await fetch(base + LOGIN_LINKS_PATH, { method: 'POST', headers });
   } catch {
-    throw new CommandError(`no Hangar answers at ${base}`, 'is it running? `hangar list` shows the running servers; pass --url for another');
+    throw new CommandError(
+      `no Hangar answers at ${base}`,
+      'is it running? `hangar list` shows the running servers; pass --url for another',
+    );
   }
   const body = (await res.json().catch(() => ({}))) as { url?: string; detail?: unknown };
   if (res.status !== 201 || !body.url) {
-    if (res.status === 401) throw new CommandError(`the server at ${base} refused the session token`, 'is it serving this workspace? pass --root the workspace it serves');
+    if (res.status === 401)
+      throw new CommandError(
+        `the server at ${base} refused the session token`,
+        'is it serving this workspace? pass --root the workspace it serves',
+      );
     throw new CommandError(`the server at ${base} answered ${res.status}: ${String(body.detail ?? '')}`);
   }
   io.out(`login link: ${body.url} (works once)`);

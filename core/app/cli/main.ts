@@ -1,15 +1,15 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { COMMANDS } from './commands.js';
-import { errorLine, type CliIO } from './convention.js';
-import { listServers } from '../../kernel/server-files.js';
-import { startServer, StartupError } from '../server.js';
-import { loadSettings, SettingsError } from '../../kernel/settings.js';
-import { PLATFORM_NAME, VERSION } from '../../kernel/version.js';
 import { browserToken, loginUrl } from '../../coderun/login.js';
 import { recordServerUrl } from '../../coderun/session.js';
+import { listServers } from '../../kernel/server-files.js';
+import { loadSettings, SettingsError } from '../../kernel/settings.js';
+import { PLATFORM_NAME, VERSION } from '../../kernel/version.js';
+import { StartupError, startServer } from '../server.js';
 import { openAppWindow, type WindowOutcome } from '../window.js';
+import { COMMANDS } from './commands.js';
+import { type CliIO, errorLine } from './convention.js';
 
 export const HELP = `${PLATFORM_NAME} ${VERSION} — local-first agent platform
 
@@ -42,7 +42,6 @@ function repositoryRoot(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
   return path.basename(here) === 'dist' ? path.dirname(here) : path.resolve(here, '..', '..', '..');
 }
-
 
 const defaultIO: CliIO = {
   out: (line) => process.stdout.write(line + '\n'),
@@ -111,7 +110,12 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
       // wants to open (a second `npm start` in another terminal), rather than a bare port clash.
       const already = (await listServers(settings.root)).find((s) => s.port === settings.port);
       if (already) {
-        io.err(errorLine(`Hangar is already running on this workspace at ${already.url}/ui/ (pid ${already.pid})`, 'open it; `hangar login` prints a login link; or start another with --port 0'));
+        io.err(
+          errorLine(
+            `Hangar is already running on this workspace at ${already.url}/ui/ (pid ${already.pid})`,
+            'open it; `hangar login` prints a login link; or start another with --port 0',
+          ),
+        );
         return 1;
       }
       io.err(errorLine(err.message, err.how));

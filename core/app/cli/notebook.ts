@@ -27,19 +27,27 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { serverFor } from '../../kernel/server-files.js';
 import { diffNotebooks, formatDiffHtml, formatDiffText } from '../../notebook/diff.js';
-import { exportDocker, htmlToPdf, LAYOUTS, MissingBrowserError, pipelineDefinition, reportHtml, type Layout } from '../../notebook/export.js';
+import {
+  exportDocker,
+  htmlToPdf,
+  LAYOUTS,
+  type Layout,
+  MissingBrowserError,
+  pipelineDefinition,
+  reportHtml,
+} from '../../notebook/export.js';
 import { convertedPath, formatOf, NotebookFormatError, nameFromPath, readNotebookFile, writeNotebookFile } from '../../notebook/formats.js';
 import { outputToText } from '../../notebook/render.js';
 import type { Cell, CellState } from '../../notebook/schemas.js';
-import { runNotebook, type HeadlessRunResult } from '../../notebook/service.js';
+import { type RunningNotebookServer, startAppServer, startNotebookServer, startUiServer } from '../../notebook/server.js';
+import { type HeadlessRunResult, runNotebook } from '../../notebook/service.js';
 import { attachOrStart } from './attach.js';
-import { serverFor } from '../../kernel/server-files.js';
-import { report, UsageError as CliUsageError } from './convention.js';
-import { startAppServer, startNotebookServer, startUiServer, type RunningNotebookServer } from '../../notebook/server.js';
+import { UsageError as CliUsageError, report } from './convention.js';
 
 export const EXPORT_FORMATS = ['pipeline', 'html', 'pdf', 'docker'] as const;
 
@@ -139,7 +147,11 @@ export async function notebookCli(args: string[], io: CliIo = defaultIo()): Prom
         if (rest.length < 2) throw new UsageError('diff needs <file_a> <file_b>');
         const [a, b] = await Promise.all([readNotebookFile(resolve(rest[0])), readNotebookFile(resolve(rest[1]))]);
         const diff = diffNotebooks(a, b);
-        io.out(values.html ? formatDiffHtml(diff, { a: rest[0], b: rest[1] }) : formatDiffText(diff, { a: rest[0], b: rest[1], color: io.color }));
+        io.out(
+          values.html
+            ? formatDiffHtml(diff, { a: rest[0], b: rest[1] })
+            : formatDiffText(diff, { a: rest[0], b: rest[1], color: io.color }),
+        );
         return diff.identical ? 0 : 1;
       }
       case 'export':
@@ -160,7 +172,8 @@ export async function notebookCli(args: string[], io: CliIo = defaultIo()): Prom
     }
   } catch (err) {
     if (err instanceof UsageError) return report(lines(io), new CliUsageError(err.message, 'see hangar notebook --help'));
-    if (err instanceof NotebookFormatError) return report(lines(io), new CliUsageError(err.message, 'check the file name and its contents'));
+    if (err instanceof NotebookFormatError)
+      return report(lines(io), new CliUsageError(err.message, 'check the file name and its contents'));
     return report(lines(io), err, 'hangar notebook --help');
   }
 }
@@ -174,7 +187,14 @@ function lines(io: CliIo): { err: (line: string) => void } {
 
 function printRun(result: HeadlessRunResult, io: CliIo): void {
   const paint = (code: number, text: string) => (io.color ? `\x1b[${code}m${text}\x1b[0m` : text);
-  const mark: Record<CellState, string> = { success: paint(32, 'ok'), error: paint(31, 'FAILED'), stale: paint(33, 'not run'), idle: 'idle', queued: 'queued', running: 'running' };
+  const mark: Record<CellState, string> = {
+    success: paint(32, 'ok'),
+    error: paint(31, 'FAILED'),
+    stale: paint(33, 'not run'),
+    idle: 'idle',
+    queued: 'queued',
+    running: 'running',
+  };
   for (const cell of result.cells as Array<Cell & { state: CellState }>) {
     if (cell.cell_type !== 'code') continue;
     io.out(`── ${cell.name || cell.id} ${mark[cell.state]}\n`);
@@ -268,7 +288,9 @@ async function listCommand(serverFlag: string | undefined, io: CliIo): Promise<n
   try {
     const headers: Record<string, string> = attached?.bearer ? { authorization: `Bearer ${attached.bearer}` } : {};
     const response = await fetch(new URL('/api/notebooks', server), { headers }).catch((err: Error) => {
-      throw new Error(`cannot reach ${server}: ${err.cause instanceof Error ? err.cause.message : err.message} (is it running? \`hangar list\` shows the running servers)`);
+      throw new Error(
+        `cannot reach ${server}: ${err.cause instanceof Error ? err.cause.message : err.message} (is it running? \`hangar list\` shows the running servers)`,
+      );
     });
     if (!response.ok) throw new Error(`${server} answered ${response.status}`);
     const { notebooks } = (await response.json()) as { notebooks: Array<{ id: string; format: string; modified: string; open: boolean }> };
@@ -358,11 +380,22 @@ async function serveCommand(command: 'start' | 'dev', values: Record<string, str
   const frontendPort = port(values['frontend-port'] as string, 3000);
   const backendPort = port(values['backend-port'] as string, 8899);
   const backend = await startNotebookServer({ root, port: backendPort, allowOrigin: `http://127.0.0.1:${frontendPort}` });
-  const frontend = await startUiServer({ root, port: frontendPort, api: backend.url, initial, onFileChange: (id) => backend.service.reloadIfChanged(id) }).catch(async (err) => {
+  const frontend = await startUiServer({
+    root,
+    port: frontendPort,
+    api: backend.url,
+    initial,
+    onFileChange: (id) => backend.service.reloadIfChanged(id),
+  }).catch(async (err) => {
     await backend.close();
     throw err;
   });
   io.out(`API on ${backend.url}\n`);
-  return serve([frontend, backend], 'notebook UI (hot reload)', `${frontend.url}/?notebook=${encodeURIComponent(initial)}`, !values['no-browser'], io);
+  return serve(
+    [frontend, backend],
+    'notebook UI (hot reload)',
+    `${frontend.url}/?notebook=${encodeURIComponent(initial)}`,
+    !values['no-browser'],
+    io,
+  );
 }
-

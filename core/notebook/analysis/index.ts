@@ -37,7 +37,7 @@ import { cycles, topologicalOrder } from '../../lib/graph.js';
 import { buildTopology, type Topology } from '../graph.js';
 import { type CellProgram, endsInValue, generateProgram } from './codegen.js';
 import { type Parsed, parsePlain, stripTypeScript } from './transpile.js';
-import { type CellProblem, type CellScope, analyzeScopes } from './visitor.js';
+import { analyzeScopes, type CellProblem, type CellScope } from './visitor.js';
 
 /** One code cell analysed; `program`, `lineMap` and `segmentMap` are absent when the cell has an error. */
 export interface CellAnalysis extends CellScope, Partial<CellProgram> {
@@ -158,7 +158,9 @@ export async function analyzeNotebook(cells: readonly CellInput[]): Promise<Note
       const others = definedBy.get(name)!.filter((other) => other !== cell);
       if (others.length > 0) {
         problems.push({
-          kind: 'multiple-definitions', severity: 'error', name,
+          kind: 'multiple-definitions',
+          severity: 'error',
+          name,
           message: `\`${name}\` is also defined by cell ${others.map(label).join(', ')}; a name may be defined by one cell only`,
         });
       }
@@ -166,7 +168,11 @@ export async function analyzeNotebook(cells: readonly CellInput[]): Promise<Note
     byId.set(cell.id, { ...result, id: cell.id, problems, dependsOn });
   });
   const ids = cells.map((c) => c.id);
-  const topology = buildTopology(ids, (id) => byId.get(id)!.writes, (id) => byId.get(id)!.dependsOn);
+  const topology = buildTopology(
+    ids,
+    (id) => byId.get(id)!.writes,
+    (id) => byId.get(id)!.dependsOn,
+  );
   const found = cycles(topology);
   const cellById = new Map(cells.map((c) => [c.id, c]));
   for (const cycle of found) {

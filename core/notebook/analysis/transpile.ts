@@ -7,7 +7,7 @@
 import * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
 import { transform } from 'esbuild';
-import { type Segment, decodeSegments } from './sourcemap.js';
+import { decodeSegments, type Segment } from './sourcemap.js';
 import type { CellProblem } from './visitor.js';
 
 /** Code with something that TypeScript reads as a generic call but JavaScript as comparisons. */
@@ -121,10 +121,15 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
     if (lines[markers[k]] !== `${BATCH_MARKER}${k}` || lines[open] !== `async function __hangar_cell_${k}() {` || lines[end] !== '}') {
       return undefined;
     }
-    const own = segments.slice(open + 1, end).map((segs) =>
-      segs.map(([column, sourceLine, name]) => [column, sourceLine - firstLine[k] + 1, name] as Segment).filter(([, l]) => l >= 1),
-    );
-    const js = lines.slice(open + 1, end).map((text, i) => restoreNames(text, own[i], names)).join('\n');
+    const own = segments
+      .slice(open + 1, end)
+      .map((segs) =>
+        segs.map(([column, sourceLine, name]) => [column, sourceLine - firstLine[k] + 1, name] as Segment).filter(([, l]) => l >= 1),
+      );
+    const js = lines
+      .slice(open + 1, end)
+      .map((text, i) => restoreNames(text, own[i], names))
+      .join('\n');
     let ast: acorn.Program;
     try {
       ast = parse(js);
@@ -164,8 +169,7 @@ async function transformOne(source: string): Promise<Parsed> {
   try {
     ({ code: js, map } = await transform(source, TS_OPTIONS));
   } catch (err) {
-    const first = (err as { errors?: Array<{ text: string; location?: { line: number; column: number } | null }> })
-      .errors?.[0];
+    const first = (err as { errors?: Array<{ text: string; location?: { line: number; column: number } | null }> }).errors?.[0];
     return {
       problem: {
         kind: 'syntax',

@@ -42,18 +42,55 @@ export const KERNEL_HELPERS = ['display', 'html', 'svg', 'md', 'chart', 'table',
 const GLOBALS = new Set<string>([
   ...Object.getOwnPropertyNames(globalThis),
   ...KERNEL_HELPERS,
-  'undefined', 'NaN', 'Infinity', 'globalThis', 'console', 'process', 'Buffer', 'URL', 'URLSearchParams',
-  'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate',
-  'queueMicrotask', 'structuredClone', 'fetch', 'AbortController', 'AbortSignal', 'TextEncoder',
-  'TextDecoder', 'performance', 'crypto', 'require', 'module', 'exports', '__filename', '__dirname',
+  'undefined',
+  'NaN',
+  'Infinity',
+  'globalThis',
+  'console',
+  'process',
+  'Buffer',
+  'URL',
+  'URLSearchParams',
+  'setTimeout',
+  'clearTimeout',
+  'setInterval',
+  'clearInterval',
+  'setImmediate',
+  'clearImmediate',
+  'queueMicrotask',
+  'structuredClone',
+  'fetch',
+  'AbortController',
+  'AbortSignal',
+  'TextEncoder',
+  'TextDecoder',
+  'performance',
+  'crypto',
+  'require',
+  'module',
+  'exports',
+  '__filename',
+  '__dirname',
 ]);
 // These are not real globals in the worker's module scope, and a cell might well define them.
 for (const notGlobal of ['require', 'module', 'exports', '__filename', '__dirname']) GLOBALS.delete(notGlobal);
 
 /** Method names that change their receiver: a call on another cell's value is a mutation. */
 const MUTATORS = new Set([
-  'push', 'pop', 'shift', 'unshift', 'splice', 'sort', 'reverse', 'fill', 'copyWithin',
-  'set', 'delete', 'clear', 'add', 'assign',
+  'push',
+  'pop',
+  'shift',
+  'unshift',
+  'splice',
+  'sort',
+  'reverse',
+  'fill',
+  'copyWithin',
+  'set',
+  'delete',
+  'clear',
+  'add',
+  'assign',
 ]);
 
 const PRIVATE = (name: string) => name.startsWith('_');
@@ -89,7 +126,6 @@ function patternNames(pattern: acorn.Pattern | null | undefined, into: string[] 
 const isFunction = (node: acorn.Node): node is acorn.Function =>
   node.type === 'FunctionDeclaration' || node.type === 'FunctionExpression' || node.type === 'ArrowFunctionExpression';
 
-
 /** What a cell shares and uses, and the rules it breaks. */
 export interface CellScope {
   /** Shared top-level names this cell defines, in order of declaration. */
@@ -119,7 +155,11 @@ export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellS
   const problems: CellProblem[] = [];
   const problem = (p: Omit<CellProblem, 'line' | 'column'>, node?: acorn.Node) => {
     const line = node?.loc ? toSourceLine(node.loc.start.line) : undefined;
-    problems.push({ ...p, ...(line !== undefined ? { line } : {}), ...(node?.loc && !lineMap ? { column: node.loc.start.column + 1 } : {}) });
+    problems.push({
+      ...p,
+      ...(line !== undefined ? { line } : {}),
+      ...(node?.loc && !lineMap ? { column: node.loc.start.column + 1 } : {}),
+    });
   };
 
   // Pass 1: declarations, each into the scope JavaScript puts it in.
@@ -127,8 +167,14 @@ export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellS
     for (let i = ancestors.length - 2; i >= 0; i--) {
       const node = ancestors[i];
       if (isFunction(node) || node.type === 'Program' || node.type === 'StaticBlock') return node;
-      if (blockScoped && (node.type === 'BlockStatement' || node.type === 'ForStatement' ||
-        node.type === 'ForInStatement' || node.type === 'ForOfStatement' || node.type === 'SwitchStatement')) {
+      if (
+        blockScoped &&
+        (node.type === 'BlockStatement' ||
+          node.type === 'ForStatement' ||
+          node.type === 'ForInStatement' ||
+          node.type === 'ForOfStatement' ||
+          node.type === 'SwitchStatement')
+      ) {
         // A function's body block shares the function's scope for our purposes.
         const parent = ancestors[i - 1];
         if (node.type === 'BlockStatement' && parent && isFunction(parent)) return parent;
@@ -142,17 +188,18 @@ export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellS
   walk.ancestor(program, {
     VariableDeclaration(node, _state, ancestors) {
       const scope = nearest(ancestors, node.kind !== 'var');
-      for (const declarator of node.declarations) for (const name of patternNames(declarator.id)) {
-        declare(scope, name);
-        if (scope !== program) continue;
-        topLevel.push(name);
-        // Only let/const: `var` has no dead zone, and esbuild compiles `enum E` to `var E = ...(E || {})`.
-        if (node.kind !== 'var' && declarator.init) {
-          const list = initialisers.get(name) ?? [];
-          list.push({ start: declarator.init.start, end: declarator.init.end });
-          initialisers.set(name, list);
+      for (const declarator of node.declarations)
+        for (const name of patternNames(declarator.id)) {
+          declare(scope, name);
+          if (scope !== program) continue;
+          topLevel.push(name);
+          // Only let/const: `var` has no dead zone, and esbuild compiles `enum E` to `var E = ...(E || {})`.
+          if (node.kind !== 'var' && declarator.init) {
+            const list = initialisers.get(name) ?? [];
+            list.push({ start: declarator.init.start, end: declarator.init.end });
+            initialisers.set(name, list);
+          }
         }
-      }
     },
     Function(node, _state, ancestors) {
       if (node.type === 'FunctionDeclaration' && node.id) {
@@ -204,10 +251,16 @@ export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellS
 
   const useFree = (name: string, node: acorn.Node) => {
     if (PRIVATE(name)) {
-      reportOnce(`private:${name}`, {
-        kind: 'private', severity: 'error', name,
-        message: `\`${name}\` is not defined in this cell; names starting with _ are private to the cell that declares them`,
-      }, node);
+      reportOnce(
+        `private:${name}`,
+        {
+          kind: 'private',
+          severity: 'error',
+          name,
+          message: `\`${name}\` is not defined in this cell; names starting with _ are private to the cell that declares them`,
+        },
+        node,
+      );
       return;
     }
     if (seenFree.has(name)) return;
@@ -225,35 +278,57 @@ export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellS
       if (a.start < range.start) break;
       if (isFunction(a) || a.type === 'ClassBody') return;
     }
-    reportOnce(`self:${name}`, {
-      kind: 'self-reference', severity: 'error', name,
-      message: `\`${name}\` is used in its own definition; in a cell it refers to this cell's \`${name}\`, ` +
-        `which is not initialised yet. To build on another cell's \`${name}\`, give the result a new name`,
-    }, node);
+    reportOnce(
+      `self:${name}`,
+      {
+        kind: 'self-reference',
+        severity: 'error',
+        name,
+        message:
+          `\`${name}\` is used in its own definition; in a cell it refers to this cell's \`${name}\`, ` +
+          `which is not initialised yet. To build on another cell's \`${name}\`, give the result a new name`,
+      },
+      node,
+    );
   };
 
   const reassignment = (name: string, node: acorn.Node) =>
-    reportOnce(`assign:${name}`, {
-      kind: 'reassignment', severity: 'error', name,
-      message: `assigns to \`${name}\`, which this cell does not declare; a cell may only change the names it defines. ` +
-        `Declare a new name instead (e.g. \`const ${name}2 = ...\`)`,
-    }, node);
+    reportOnce(
+      `assign:${name}`,
+      {
+        kind: 'reassignment',
+        severity: 'error',
+        name,
+        message:
+          `assigns to \`${name}\`, which this cell does not declare; a cell may only change the names it defines. ` +
+          `Declare a new name instead (e.g. \`const ${name}2 = ...\`)`,
+      },
+      node,
+    );
 
   const rootIdentifier = (node: acorn.Node): acorn.Identifier | undefined => {
     let current: acorn.Node = node;
     while (current.type === 'MemberExpression' || current.type === 'ChainExpression') {
-      current = current.type === 'ChainExpression' ? (current as acorn.ChainExpression).expression : (current as acorn.MemberExpression).object;
+      current =
+        current.type === 'ChainExpression' ? (current as acorn.ChainExpression).expression : (current as acorn.MemberExpression).object;
     }
     return current.type === 'Identifier' ? (current as acorn.Identifier) : undefined;
   };
   const mutation = (target: acorn.Node, how: string, ancestors: acorn.Node[]) => {
     const root = rootIdentifier(target);
     if (!root || GLOBALS.has(root.name) || resolve(root.name, ancestors) !== 'free') return;
-    reportOnce(`mutate:${root.name}`, {
-      kind: 'mutation', severity: 'warning', name: root.name,
-      message: `${how} \`${root.name}\`, which another cell defines; cells that read \`${root.name}\` will not re-run ` +
-        `and re-running its cell undoes the change. Mutate it in the cell that defines it`,
-    }, target);
+    reportOnce(
+      `mutate:${root.name}`,
+      {
+        kind: 'mutation',
+        severity: 'warning',
+        name: root.name,
+        message:
+          `${how} \`${root.name}\`, which another cell defines; cells that read \`${root.name}\` will not re-run ` +
+          `and re-running its cell undoes the change. Mutate it in the cell that defines it`,
+      },
+      target,
+    );
   };
 
   // Pass 2: references, resolved against the scopes found above.
@@ -313,12 +388,19 @@ export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellS
 
   // Module syntax: `export` is refused (imports are rewritten by codegen.ts).
   for (const statement of program.body) {
-    if (statement.type === 'ExportNamedDeclaration' || statement.type === 'ExportDefaultDeclaration' ||
-      statement.type === 'ExportAllDeclaration') {
-      problem({
-        kind: 'export', severity: 'error',
-        message: '`export` is not needed in a cell: every top-level name is shared with the other cells already',
-      }, statement);
+    if (
+      statement.type === 'ExportNamedDeclaration' ||
+      statement.type === 'ExportDefaultDeclaration' ||
+      statement.type === 'ExportAllDeclaration'
+    ) {
+      problem(
+        {
+          kind: 'export',
+          severity: 'error',
+          message: '`export` is not needed in a cell: every top-level name is shared with the other cells already',
+        },
+        statement,
+      );
     }
   }
 

@@ -9,8 +9,8 @@
  */
 import { fail } from '../../kernel/errors.js';
 import type { Collection, Store } from '../../kernel/store.js';
-import type { NotebookService } from '../service.js';
 import type { Cell } from '../schemas.js';
+import type { NotebookService } from '../service.js';
 import type { PatternCreateBody } from './schemas.js';
 import { STARTER_PATTERNS } from './starters.js';
 
@@ -25,7 +25,14 @@ export interface Pattern extends PatternCreateBody {
 const PLACEHOLDER = /\{\{\s*([A-Za-z_$][\w$]*)\s*\}\}/g;
 
 export function slugOf(name: string): string {
-  return name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 80) || 'pattern';
+  return (
+    name
+      .toLowerCase()
+      .normalize('NFKD')
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 80) || 'pattern'
+  );
 }
 
 function paramsOf(cells: PatternCreateBody['cells']): string[] {
@@ -34,13 +41,20 @@ function paramsOf(cells: PatternCreateBody['cells']): string[] {
   return [...found];
 }
 
-const tokens = (text: string) => text.toLowerCase().split(/[^a-z0-9]+/).filter((t) => t.length > 1);
+const tokens = (text: string) =>
+  text
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((t) => t.length > 1);
 
 export class PatternService {
   readonly #patterns: Collection<Pattern>;
   readonly #meta: Collection<{ seeded_at: string }>;
 
-  constructor(store: Store, private readonly notebooks: NotebookService) {
+  constructor(
+    store: Store,
+    private readonly notebooks: NotebookService,
+  ) {
     this.#patterns = store.collection<Pattern>('notebook_patterns');
     this.#meta = store.collection<{ seeded_at: string }>('notebook_patterns_meta');
   }
@@ -87,7 +101,13 @@ export class PatternService {
    * text. Filters (tags: all must be present; problem_type, data_type: exact) apply before ranking;
    * with an empty query every pattern passing the filters is returned, by name.
    */
-  async search(input: { query: string; tags: string[]; problem_type?: string; data_type?: string; limit: number }): Promise<Array<Pattern & { score: number }>> {
+  async search(input: {
+    query: string;
+    tags: string[];
+    problem_type?: string;
+    data_type?: string;
+    limit: number;
+  }): Promise<Array<Pattern & { score: number }>> {
     const wanted = tokens(input.query);
     const tagSet = input.tags.map((t) => t.toLowerCase());
     const results: Array<Pattern & { score: number }> = [];
@@ -121,11 +141,18 @@ export class PatternService {
   }
 
   /** Insert the pattern's cells into a notebook (placeholders filled in), optionally running them. */
-  async apply(id: string, input: { notebook: string; position?: number; params: Record<string, string>; run: boolean }): Promise<{ notebook: string; cells: Array<Cell & { state: string }> }> {
+  async apply(
+    id: string,
+    input: { notebook: string; position?: number; params: Record<string, string>; run: boolean },
+  ): Promise<{ notebook: string; cells: Array<Cell & { state: string }> }> {
     const pattern = await this.get(id);
     const missing = pattern.params.filter((p) => input.params[p] === undefined);
     if (missing.length) {
-      throw fail('HANGAR_NOTEBOOK_INTEL_PATTERN_PARAMS_MISSING', { pattern: id, missing: missing.join(', '), example: `{"params": {"${missing[0]}": "my_table"}}` });
+      throw fail('HANGAR_NOTEBOOK_INTEL_PATTERN_PARAMS_MISSING', {
+        pattern: id,
+        missing: missing.join(', '),
+        example: `{"params": {"${missing[0]}": "my_table"}}`,
+      });
     }
     const session = await this.notebooks.open(input.notebook);
     const start = input.position ?? session.notebook.cells.length;

@@ -87,7 +87,8 @@ export interface SchedulerOptions {
 const OUTPUT_TEXT_LIMIT = 10_000;
 
 function truncate(output: Output): Output {
-  const cut = (text: string) => (text.length > OUTPUT_TEXT_LIMIT ? `${text.slice(0, OUTPUT_TEXT_LIMIT)}\n… (${text.length - OUTPUT_TEXT_LIMIT} more characters)` : text);
+  const cut = (text: string) =>
+    text.length > OUTPUT_TEXT_LIMIT ? `${text.slice(0, OUTPUT_TEXT_LIMIT)}\n… (${text.length - OUTPUT_TEXT_LIMIT} more characters)` : text;
   if (output.output_type === 'stream') return { ...output, text: cut(output.text) };
   if (output.output_type === 'execute_result' || output.output_type === 'display_data') {
     // Rich bundles (HTML tables, charts) can be large; history keeps the plain text.
@@ -112,7 +113,8 @@ export function parseCron(cron: string, timezone: string): Cron {
 }
 
 let counter = 0;
-const newId = (prefix: string) => `${prefix}_${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+const newId = (prefix: string) =>
+  `${prefix}_${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 
 export class ScheduleService {
   readonly #schedules: Collection<Schedule>;
@@ -124,7 +126,11 @@ export class ScheduleService {
   readonly #running = new Map<string, { done: Promise<void>; session?: NotebookSession }>();
   #closed = false;
 
-  constructor(store: Store, private readonly notebooks: NotebookService, options: SchedulerOptions = {}) {
+  constructor(
+    store: Store,
+    private readonly notebooks: NotebookService,
+    options: SchedulerOptions = {},
+  ) {
     this.#schedules = store.collection<Schedule>('notebook_schedules');
     this.#runs = store.collection<ScheduleRun>('notebook_schedule_runs', { shards: 8 });
     this.#clock = options.clock ?? systemClock;
@@ -136,11 +142,20 @@ export class ScheduleService {
     for (const schedule of await this.#schedules.list()) if (!schedule.paused) this.#arm(schedule);
   }
 
-  async create(notebook: string, input: { cron: string; timezone?: string; name: string; cell_timeout_ms: number }): Promise<Schedule & { next_run_at: string | null }> {
+  async create(
+    notebook: string,
+    input: { cron: string; timezone?: string; name: string; cell_timeout_ms: number },
+  ): Promise<Schedule & { next_run_at: string | null }> {
     const timezone = input.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     parseCron(input.cron, timezone);
     const file = await this.notebooks.resolvePath(notebook);
-    if (!(await stat(file).then((s) => s.isFile(), () => false))) throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook });
+    if (
+      !(await stat(file).then(
+        (s) => s.isFile(),
+        () => false,
+      ))
+    )
+      throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook });
     const schedule: Schedule = {
       id: newId('sch'),
       notebook,
@@ -218,7 +233,10 @@ export class ScheduleService {
     const next = this.#nextRun(schedule);
     if (!next) return; // a one-off expression whose time has passed
     const delay = Math.max(0, next.getTime() - this.#clock.now());
-    this.#timers.set(schedule.id, this.#clock.setTimer(delay, () => void this.#fire(schedule.id, next)));
+    this.#timers.set(
+      schedule.id,
+      this.#clock.setTimer(delay, () => void this.#fire(schedule.id, next)),
+    );
   }
 
   /** A timer went off: arm the next one first, so a slow or failing run never stops the schedule. */
@@ -230,8 +248,12 @@ export class ScheduleService {
     const started = this.#clock.now();
     if (this.#running.has(schedule.notebook)) {
       await this.#record(schedule, {
-        scheduled_for: scheduledFor.toISOString(), started, duration: 0, status: 'skipped',
-        error: `skipped: the previous run of ${schedule.notebook} was still running`, cells: [],
+        scheduled_for: scheduledFor.toISOString(),
+        started,
+        duration: 0,
+        status: 'skipped',
+        error: `skipped: the previous run of ${schedule.notebook} was still running`,
+        cells: [],
       });
       return;
     }
@@ -268,10 +290,20 @@ export class ScheduleService {
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
     }
-    await this.#record(schedule, { scheduled_for: scheduledFor.toISOString(), started, duration: performance.now() - t0, status, error, cells });
+    await this.#record(schedule, {
+      scheduled_for: scheduledFor.toISOString(),
+      started,
+      duration: performance.now() - t0,
+      status,
+      error,
+      cells,
+    });
   }
 
-  async #record(schedule: Schedule, run: { scheduled_for: string; started: number; duration: number; status: RunStatus; error: string | null; cells: ScheduleRun['cells'] }): Promise<void> {
+  async #record(
+    schedule: Schedule,
+    run: { scheduled_for: string; started: number; duration: number; status: RunStatus; error: string | null; cells: ScheduleRun['cells'] },
+  ): Promise<void> {
     const record: ScheduleRun = {
       id: newId('run'),
       schedule_id: schedule.id,
@@ -285,12 +317,19 @@ export class ScheduleService {
       cells: run.cells,
     };
     // The schedule may have been deleted while it ran: then its history goes with it.
-    const still = await this.#schedules.update(schedule.id, (current) => (current ? { ...current, last_run_at: record.started_at, last_status: record.status } : undefined));
+    const still = await this.#schedules.update(schedule.id, (current) =>
+      current ? { ...current, last_run_at: record.started_at, last_status: record.status } : undefined,
+    );
     if (!still) return;
     await this.#runs.put(record.id, record);
     const mine = (await this.#runs.list()).filter((r) => r.schedule_id === schedule.id);
     if (mine.length > this.#historyLimit) {
-      const old = new Set(mine.sort((a, b) => a.started_at.localeCompare(b.started_at) || a.id.localeCompare(b.id)).slice(0, mine.length - this.#historyLimit).map((r) => r.id));
+      const old = new Set(
+        mine
+          .sort((a, b) => a.started_at.localeCompare(b.started_at) || a.id.localeCompare(b.id))
+          .slice(0, mine.length - this.#historyLimit)
+          .map((r) => r.id),
+      );
       await this.#runs.deleteWhere((r) => old.has(r.id));
     }
   }

@@ -75,7 +75,11 @@ export const ValidateBody = z.object({
 
 export const InstallBody = z.object({
   /** An npm package spec: `name`, `name@version`, `@scope/name`, or a path to a local package folder. */
-  package: z.string().min(1).max(300).refine((s) => !s.startsWith('-'), 'a package spec cannot start with "-"'),
+  package: z
+    .string()
+    .min(1)
+    .max(300)
+    .refine((s) => !s.startsWith('-'), 'a package spec cannot start with "-"'),
 });
 
 export const ConvertBody = z.object({

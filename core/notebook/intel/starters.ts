@@ -58,7 +58,8 @@ export const STARTER_PATTERNS: PatternCreateBody[] = [
   },
   {
     name: 'Train/test split',
-    description: 'Shuffle the rows with a fixed seed and split them 80/20 into train and test sets, so a model is judged on rows it never saw.',
+    description:
+      'Shuffle the rows with a fixed seed and split them 80/20 into train and test sets, so a model is judged on rows it never saw.',
     tags: ['modeling', 'validation', 'split'],
     problem_type: 'classification',
     data_type: 'tabular',
@@ -101,7 +102,8 @@ export const STARTER_PATTERNS: PatternCreateBody[] = [
   },
   {
     name: 'Daily time series',
-    description: 'Resample events to one row per day (count and sum of a value), the usual first step before plotting or forecasting a time series.',
+    description:
+      'Resample events to one row per day (count and sum of a value), the usual first step before plotting or forecasting a time series.',
     tags: ['time-series', 'resample', 'aggregation'],
     problem_type: 'forecasting',
     data_type: 'time-series',
@@ -120,7 +122,8 @@ export const STARTER_PATTERNS: PatternCreateBody[] = [
   },
   {
     name: 'Random forest baseline',
-    description: 'Train a random forest classifier on the numeric columns with a held-out 20% and report its accuracy: a quick baseline before feature work.',
+    description:
+      'Train a random forest classifier on the numeric columns with a held-out 20% and report its accuracy: a quick baseline before feature work.',
     tags: ['modeling', 'baseline', 'random-forest'],
     problem_type: 'classification',
     data_type: 'tabular',
@@ -128,7 +131,7 @@ export const STARTER_PATTERNS: PatternCreateBody[] = [
       code(
         "import { RandomForestClassifier as _Forest } from 'ml-random-forest';\n" +
           "import * as _aq from 'arquero';\n" +
-          'const _rows = _aq.from({{data}}).objects().filter((r) => r[\'{{target}}\'] != null);\n' +
+          "const _rows = _aq.from({{data}}).objects().filter((r) => r['{{target}}'] != null);\n" +
           "const _features = Object.keys(_rows[0]).filter((k) => k !== '{{target}}' && _rows.every((r) => typeof r[k] === 'number'));\n" +
           "const _classes = [...new Set(_rows.map((r) => r['{{target}}']))];\n" +
           'const _cut = Math.round(_rows.length * 0.8);\n' +

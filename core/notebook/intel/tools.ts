@@ -15,16 +15,16 @@ import * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
 import { transformSync } from 'esbuild';
 import { fail } from '../../kernel/errors.js';
+import { ancestors, descendants } from '../../lib/graph.js';
 import { packageRoot } from '../assets.js';
 import { diffNotebooks, formatDiffText } from '../diff.js';
 import { convertedPath, formatOf, readNotebookFile, serializeNotebook } from '../formats.js';
-import { ancestors, descendants } from '../../lib/graph.js';
 import type { Notebook, Output } from '../schemas.js';
 import type { NotebookService } from '../service.js';
 import type { CellRunRecord, NotebookSession } from '../session.js';
 import type { DataIntelligence } from './prep-and-match.js';
-import type { Rule } from './worker/validate.js';
 import { SNIPPETS, type Snippet } from './snippets.js';
+import type { Rule } from './worker/validate.js';
 
 export interface Finding {
   rule: string;
@@ -62,7 +62,13 @@ export function outputText(output: Output): string {
 
 /** Parse a cell as JavaScript, stripping TypeScript first when it is not plain JS. */
 function parseCell(source: string): acorn.Program | undefined {
-  const options: acorn.Options = { ecmaVersion: 'latest', sourceType: 'module', allowAwaitOutsideFunction: true, allowReturnOutsideFunction: true, locations: true };
+  const options: acorn.Options = {
+    ecmaVersion: 'latest',
+    sourceType: 'module',
+    allowAwaitOutsideFunction: true,
+    allowReturnOutsideFunction: true,
+    locations: true,
+  };
   try {
     return acorn.parse(source, options);
   } catch {
@@ -80,8 +86,14 @@ function complexityOf(ast: acorn.Node): number {
   let decisions = 0;
   const count = () => void decisions++;
   walk.simple(ast, {
-    IfStatement: count, ConditionalExpression: count, ForStatement: count, ForInStatement: count, ForOfStatement: count,
-    WhileStatement: count, DoWhileStatement: count, CatchClause: count,
+    IfStatement: count,
+    ConditionalExpression: count,
+    ForStatement: count,
+    ForInStatement: count,
+    ForOfStatement: count,
+    WhileStatement: count,
+    DoWhileStatement: count,
+    CatchClause: count,
     SwitchCase: (node) => ((node as acorn.SwitchCase).test ? count() : undefined),
     LogicalExpression: count,
   });
@@ -94,18 +106,32 @@ function lint(ast: acorn.Program): Finding[] {
   walk.simple(ast, {
     VariableDeclaration(node) {
       const decl = node as acorn.VariableDeclaration;
-      if (decl.kind === 'var') findings.push({ rule: 'no-var', severity: 'warning', message: 'use const or let: var is function-scoped and hoisted', line: line(decl) });
+      if (decl.kind === 'var')
+        findings.push({
+          rule: 'no-var',
+          severity: 'warning',
+          message: 'use const or let: var is function-scoped and hoisted',
+          line: line(decl),
+        });
     },
     BinaryExpression(node) {
       const bin = node as acorn.BinaryExpression;
-      const nullish = (n: acorn.Node) => (n.type === 'Literal' && (n as acorn.Literal).value === null) || (n.type === 'Identifier' && (n as acorn.Identifier).name === 'undefined');
+      const nullish = (n: acorn.Node) =>
+        (n.type === 'Literal' && (n as acorn.Literal).value === null) ||
+        (n.type === 'Identifier' && (n as acorn.Identifier).name === 'undefined');
       if ((bin.operator === '==' || bin.operator === '!=') && !nullish(bin.left) && !nullish(bin.right)) {
-        findings.push({ rule: 'eqeqeq', severity: 'warning', message: `use ${bin.operator}= : ${bin.operator} converts types before comparing`, line: line(bin) });
+        findings.push({
+          rule: 'eqeqeq',
+          severity: 'warning',
+          message: `use ${bin.operator}= : ${bin.operator} converts types before comparing`,
+          line: line(bin),
+        });
       }
     },
     CatchClause(node) {
       const clause = node as acorn.CatchClause;
-      if (clause.body.body.length === 0) findings.push({ rule: 'no-empty-catch', severity: 'warning', message: 'empty catch block hides errors', line: line(clause) });
+      if (clause.body.body.length === 0)
+        findings.push({ rule: 'no-empty-catch', severity: 'warning', message: 'empty catch block hides errors', line: line(clause) });
     },
     DebuggerStatement(node) {
       findings.push({ rule: 'no-debugger', severity: 'warning', message: 'debugger statement left in', line: line(node) });
@@ -176,7 +202,8 @@ export class NotebookTools {
     if (cell.cell_type !== 'code') throw fail('HANGAR_NOTEBOOK_INTEL_CELL_NOT_CODE', { cell: cell.id, type: cell.cell_type });
     const info = (await session.analysis()).cells.get(cell.id)!;
     const problem = info.problems.find((p) => p.severity === 'error');
-    if (!info.program || problem) throw fail('HANGAR_NOTEBOOK_INTEL_CELL_CANNOT_RUN', { cell: cell.id, problem: problem?.message ?? 'it does not compile' });
+    if (!info.program || problem)
+      throw fail('HANGAR_NOTEBOOK_INTEL_CELL_CANNOT_RUN', { cell: cell.id, problem: problem?.message ?? 'it does not compile' });
     const durations: number[] = [];
     for (let i = 0; i < input.runs; i++) {
       const result = await session.kernel.run({
@@ -192,12 +219,25 @@ export class NotebookTools {
       if (result.status === 'error') {
         const error = result.outputs.find((o) => o.output_type === 'error');
         const hint = info.dependsOn.length ? ' (run the cells it reads from first)' : '';
-        throw fail('HANGAR_NOTEBOOK_INTEL_BENCHMARK_RUN_FAILED', { run: i + 1, cell: cell.id, problem: `${error ? outputText(error) : 'unknown error'}${hint}` });
+        throw fail('HANGAR_NOTEBOOK_INTEL_BENCHMARK_RUN_FAILED', {
+          run: i + 1,
+          cell: cell.id,
+          problem: `${error ? outputText(error) : 'unknown error'}${hint}`,
+        });
       }
       durations.push(result.durationMs);
     }
     const stats = quantiles(durations);
-    return { notebook: id, cell: cell.id, runs: input.runs, min_ms: stats.min, median_ms: stats.median, max_ms: stats.max, mean_ms: stats.mean, durations_ms: durations.map(round) };
+    return {
+      notebook: id,
+      cell: cell.id,
+      runs: input.runs,
+      min_ms: stats.min,
+      median_ms: stats.median,
+      max_ms: stats.max,
+      mean_ms: stats.mean,
+      durations_ms: durations.map(round),
+    };
   }
 
   /** 3. Data validator: rules on a data frame in the notebook's kernel. */
@@ -218,25 +258,50 @@ export class NotebookTools {
         readBy.get(r)!.add(cellId);
       }
     }
-    const cells = session.notebook.cells.filter((c) => c.cell_type === 'code').map((c) => {
-      const info = analysis.cells.get(c.id)!;
-      const ast = parseCell(c.source);
-      const undefinedNames = info.dependsOn.filter((n) => !defined.has(n));
-      const unused = info.writes.filter((w) => ![...(readBy.get(w) ?? [])].some((reader) => reader !== c.id));
-      const complexity = ast ? complexityOf(ast) : null;
-      const lines = c.source.split('\n').length;
-      const findings: Finding[] = [
-        ...info.problems.map((p) => ({ rule: p.kind, severity: p.severity, message: p.message, ...(p.line ? { line: p.line } : {}) })),
-        ...undefinedNames.map((n) => ({ rule: 'undefined-name', severity: 'error' as const, message: `${n} is not defined by any cell` })),
-        ...unused.map((n) => ({ rule: 'unused-name', severity: 'info' as const, message: `${n} is defined here but no other cell uses it` })),
-        ...(ast ? lint(ast) : []),
-      ];
-      if (complexity !== null && complexity > COMPLEXITY_LIMIT) {
-        findings.push({ rule: 'complexity', severity: 'warning', message: `cyclomatic complexity ${complexity} (over ${COMPLEXITY_LIMIT}): split the cell or extract functions` });
-      }
-      if (lines > LONG_CELL_LINES) findings.push({ rule: 'long-cell', severity: 'info', message: `${lines} lines: long cells re-run more than they need to` });
-      return { cell_id: c.id, name: c.name, lines, complexity, reads: info.dependsOn, writes: info.writes, undefined_names: undefinedNames, unused_names: unused, findings };
-    });
+    const cells = session.notebook.cells
+      .filter((c) => c.cell_type === 'code')
+      .map((c) => {
+        const info = analysis.cells.get(c.id)!;
+        const ast = parseCell(c.source);
+        const undefinedNames = info.dependsOn.filter((n) => !defined.has(n));
+        const unused = info.writes.filter((w) => ![...(readBy.get(w) ?? [])].some((reader) => reader !== c.id));
+        const complexity = ast ? complexityOf(ast) : null;
+        const lines = c.source.split('\n').length;
+        const findings: Finding[] = [
+          ...info.problems.map((p) => ({ rule: p.kind, severity: p.severity, message: p.message, ...(p.line ? { line: p.line } : {}) })),
+          ...undefinedNames.map((n) => ({
+            rule: 'undefined-name',
+            severity: 'error' as const,
+            message: `${n} is not defined by any cell`,
+          })),
+          ...unused.map((n) => ({
+            rule: 'unused-name',
+            severity: 'info' as const,
+            message: `${n} is defined here but no other cell uses it`,
+          })),
+          ...(ast ? lint(ast) : []),
+        ];
+        if (complexity !== null && complexity > COMPLEXITY_LIMIT) {
+          findings.push({
+            rule: 'complexity',
+            severity: 'warning',
+            message: `cyclomatic complexity ${complexity} (over ${COMPLEXITY_LIMIT}): split the cell or extract functions`,
+          });
+        }
+        if (lines > LONG_CELL_LINES)
+          findings.push({ rule: 'long-cell', severity: 'info', message: `${lines} lines: long cells re-run more than they need to` });
+        return {
+          cell_id: c.id,
+          name: c.name,
+          lines,
+          complexity,
+          reads: info.dependsOn,
+          writes: info.writes,
+          undefined_names: undefinedNames,
+          unused_names: unused,
+          findings,
+        };
+      });
     return { notebook: id, cells, total_findings: cells.reduce((a, c) => a + c.findings.length, 0) };
   }
 
@@ -255,10 +320,12 @@ export class NotebookTools {
     if (!definer) throw fail('HANGAR_NOTEBOOK_INTEL_DEFINER_NOT_FOUND', { notebook: id, variable });
     const [cellId, info] = definer;
     const describe = (ids: Iterable<string>) =>
-      session.notebook.cells.filter((c) => new Set(ids).has(c.id)).map((c) => {
-        const cellInfo = analysis.cells.get(c.id)!;
-        return { cell_id: c.id, name: c.name, reads: cellInfo.dependsOn, writes: cellInfo.writes, state: session.state(c.id) };
-      });
+      session.notebook.cells
+        .filter((c) => new Set(ids).has(c.id))
+        .map((c) => {
+          const cellInfo = analysis.cells.get(c.id)!;
+          return { cell_id: c.id, name: c.name, reads: cellInfo.dependsOn, writes: cellInfo.writes, state: session.state(c.id) };
+        });
     const upstream = describe(ancestors(analysis.topology, [cellId]));
     const downstream = describe(descendants(analysis.topology, [cellId]));
     return {
@@ -274,9 +341,18 @@ export class NotebookTools {
 
   /** 7. Environment: Node, the machine, memory, and the packages cells can import. */
   async environment() {
-    const readJson = async (file: string) => JSON.parse(await readFile(file, 'utf8').catch(() => '{}')) as { dependencies?: Record<string, string>; version?: string };
+    const readJson = async (file: string) =>
+      JSON.parse(await readFile(file, 'utf8').catch(() => '{}')) as { dependencies?: Record<string, string>; version?: string };
     const installed = async (base: string, deps: Record<string, string> = {}) =>
-      Promise.all(Object.entries(deps).sort().map(async ([name, wanted]) => ({ name, wanted, installed: (await readJson(join(base, 'node_modules', name, 'package.json'))).version ?? null })));
+      Promise.all(
+        Object.entries(deps)
+          .sort()
+          .map(async ([name, wanted]) => ({
+            name,
+            wanted,
+            installed: (await readJson(join(base, 'node_modules', name, 'package.json'))).version ?? null,
+          })),
+      );
     const hangarRoot = packageRoot();
     const notebooksDir = this.notebooks.dir;
     const memory = process.memoryUsage();
@@ -287,7 +363,12 @@ export class NotebookTools {
       arch: process.arch,
       cpus: os.cpus().length,
       hangar: this.version,
-      memory: { total_bytes: os.totalmem(), free_bytes: os.freemem(), server_rss_bytes: memory.rss, server_heap_used_bytes: memory.heapUsed },
+      memory: {
+        total_bytes: os.totalmem(),
+        free_bytes: os.freemem(),
+        server_rss_bytes: memory.rss,
+        server_heap_used_bytes: memory.heapUsed,
+      },
       packages: {
         notebooks: await installed(notebooksDir, (await readJson(join(notebooksDir, 'package.json'))).dependencies),
         hangar: await installed(hangarRoot, (await readJson(join(hangarRoot, 'package.json'))).dependencies),
@@ -304,7 +385,10 @@ export class NotebookTools {
     await mkdir(dir, { recursive: true });
     const manifest = join(dir, 'package.json');
     if (!existsSync(manifest)) {
-      await writeFile(manifest, `${JSON.stringify({ name: 'hangar-notebooks', private: true, description: 'Packages installed for notebook cells', dependencies: {} }, null, 2)}\n`);
+      await writeFile(
+        manifest,
+        `${JSON.stringify({ name: 'hangar-notebooks', private: true, description: 'Packages installed for notebook cells', dependencies: {} }, null, 2)}\n`,
+      );
     }
     const before = (JSON.parse(await readFile(manifest, 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {};
     const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>((resolve) => {
@@ -312,16 +396,21 @@ export class NotebookTools {
         process.platform === 'win32' ? 'npm.cmd' : 'npm',
         ['install', '--no-audit', '--no-fund', '--save', '--', spec],
         { cwd: dir, timeout: 5 * 60_000, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } },
-        (err, out, errOut) => resolve({ stdout: String(out), stderr: String(errOut), code: err ? (typeof err.code === 'number' ? err.code : 1) : 0 }),
+        (err, out, errOut) =>
+          resolve({ stdout: String(out), stderr: String(errOut), code: err ? (typeof err.code === 'number' ? err.code : 1) : 0 }),
       );
     });
     if (code !== 0) throw fail('HANGAR_NOTEBOOK_INTEL_INSTALL_FAILED', { package: spec, exit: code, output: stderr || stdout });
     const after = (JSON.parse(await readFile(manifest, 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {};
     const changed = Object.keys(after).filter((name) => before[name] !== after[name]);
-    const packages = await Promise.all(changed.map(async (name) => ({
-      name,
-      version: (JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8').catch(() => '{}')) as { version?: string }).version ?? null,
-    })));
+    const packages = await Promise.all(
+      changed.map(async (name) => ({
+        name,
+        version:
+          (JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8').catch(() => '{}')) as { version?: string })
+            .version ?? null,
+      })),
+    );
     return { package: spec, installed: packages, output: `${stdout}${stderr}`.trim() };
   }
 
@@ -330,7 +419,13 @@ export class NotebookTools {
     const open = (await this.notebooks.list()).find((n) => n.id === id && n.open);
     if (open) return (await this.#open(id)).notebook;
     const file = await this.notebooks.resolvePath(id);
-    if (!(await stat(file).then((s) => s.isFile(), () => false))) throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook: id });
+    if (
+      !(await stat(file).then(
+        (s) => s.isFile(),
+        () => false,
+      ))
+    )
+      throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook: id });
     return readNotebookFile(file);
   }
 
@@ -341,7 +436,13 @@ export class NotebookTools {
     const content = serializeNotebook(notebook, target);
     if (input.save) {
       const file = await this.notebooks.resolvePath(target);
-      if (await stat(file).then(() => true, () => false)) throw fail('HANGAR_NOTEBOOK_EXISTS', { notebook: target });
+      if (
+        await stat(file).then(
+          () => true,
+          () => false,
+        )
+      )
+        throw fail('HANGAR_NOTEBOOK_EXISTS', { notebook: target });
       await writeFile(file, content);
     }
     return { from: input.notebook, to: target, format: formatOf(target), content, saved: input.save };
@@ -382,7 +483,14 @@ export class NotebookTools {
     const report = await (await this.#open(id)).dependencies();
     return {
       notebook: id,
-      nodes: report.cells.map(({ id: cellId, name, cell_type, state, reads, writes }) => ({ id: cellId, name, cell_type, state, reads, writes })),
+      nodes: report.cells.map(({ id: cellId, name, cell_type, state, reads, writes }) => ({
+        id: cellId,
+        name,
+        cell_type,
+        state,
+        reads,
+        writes,
+      })),
       edges: report.edges,
       order: report.order,
       stale: report.stale,
@@ -394,15 +502,30 @@ export class NotebookTools {
   async search(input: { q: string; in?: string; limit: number }) {
     const where = new Set((input.in ?? 'name,source,output').split(',').map((s) => s.trim()));
     const needle = input.q.toLowerCase();
-    const hits: Array<{ notebook: string; cell_id: string; cell_name: string; where: 'name' | 'source' | 'output'; line?: number; text: string }> = [];
+    const hits: Array<{
+      notebook: string;
+      cell_id: string;
+      cell_name: string;
+      where: 'name' | 'source' | 'output';
+      line?: number;
+      text: string;
+    }> = [];
     for (const summary of await this.notebooks.list()) {
       const notebook = await this.#read(summary.id).catch(() => undefined);
       if (!notebook) continue;
       for (const cell of notebook.cells) {
         const hit = (w: 'name' | 'source' | 'output', text: string, line?: number) =>
-          hits.push({ notebook: summary.id, cell_id: cell.id, cell_name: cell.name, where: w, ...(line ? { line } : {}), text: text.trim().slice(0, 200) });
+          hits.push({
+            notebook: summary.id,
+            cell_id: cell.id,
+            cell_name: cell.name,
+            where: w,
+            ...(line ? { line } : {}),
+            text: text.trim().slice(0, 200),
+          });
         if (where.has('name') && cell.name.toLowerCase().includes(needle)) hit('name', cell.name);
-        if (where.has('source')) cell.source.split('\n').forEach((text, i) => text.toLowerCase().includes(needle) && hit('source', text, i + 1));
+        if (where.has('source'))
+          cell.source.split('\n').forEach((text, i) => text.toLowerCase().includes(needle) && hit('source', text, i + 1));
         if (where.has('output')) {
           for (const output of cell.outputs) {
             const text = outputText(output);

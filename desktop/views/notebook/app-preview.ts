@@ -1,8 +1,8 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { arrangeApp, type AppCell, type Layout } from './app-layout.js';
 import type { Output } from '../../../core/notebook/schemas.js';
+import { type AppCell, arrangeApp, type Layout } from './app-layout.js';
 import { Outputs, renderMarkdown } from './outputs.js';
 
 /** The notebook as an app: outputs and prose only, in one of the five layouts. */
@@ -30,7 +30,8 @@ export function AppPreview({ cells, layout }: { cells: Cell[]; layout: Layout })
     return html`<div class="app layout-tabs" data-testid="app-preview">
       <div class="app-tabs" role="tablist" aria-label="Notebook sections" onKeyDown=${onKey}>
         ${titles.map(
-          (title, i) => html`<button role="tab" id=${`app-tab-${i}`} aria-selected=${i === current} aria-controls="app-tabpanel" tabindex=${i === current ? 0 : -1} onClick=${() => setTab(i)}>${title}</button>`,
+          (title, i) =>
+            html`<button role="tab" id=${`app-tab-${i}`} aria-selected=${i === current} aria-controls="app-tabpanel" tabindex=${i === current ? 0 : -1} onClick=${() => setTab(i)}>${title}</button>`,
         )}
       </div>
       <div id="app-tabpanel" role="tabpanel" aria-labelledby=${`app-tab-${current}`}><${Block} cell=${main[current]!} /></div>

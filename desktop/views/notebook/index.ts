@@ -1,6 +1,8 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { CellState, Cell as StoredCell } from '../../../core/notebook/schemas.js';
+import type { DependencyReport, SessionEvent } from '../../../core/notebook/session.js';
 import { ApiError, getJson, postJson, request } from '../api.js';
 import { connectLive, type LiveState } from '../live.js';
 import { href } from '../router.js';
@@ -8,8 +10,6 @@ import { LAYOUTS, type Layout } from './app-layout.js';
 import { AppPreview } from './app-preview.js';
 import { CodeEditor } from './editor.js';
 import { Outputs, renderMarkdown } from './outputs.js';
-import type { Cell as StoredCell, CellState } from '../../../core/notebook/schemas.js';
-import type { DependencyReport, SessionEvent } from '../../../core/notebook/session.js';
 import { ToolsPanel } from './tools-panel.js';
 
 /**
@@ -35,7 +35,14 @@ type Dependencies = DependencyReport & { error?: string };
 /** What the notebook's ws channel sends: the current states on connecting, then the session's events. */
 type NotebookEvent = { type: 'hello'; cells: { id: string; state: CellState }[] } | SessionEvent;
 
-const STATE_LABEL: Record<CellState, string> = { idle: 'not run', queued: 'queued', running: 'running', success: 'ok', error: 'error', stale: 'stale' };
+const STATE_LABEL: Record<CellState, string> = {
+  idle: 'not run',
+  queued: 'queued',
+  running: 'running',
+  success: 'ok',
+  error: 'error',
+  stale: 'stale',
+};
 const SAVE_DELAY_MS = 400;
 
 function NotebookList() {
@@ -43,7 +50,10 @@ function NotebookList() {
   const [name, setName] = useState('');
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    getJson<{ notebooks: typeof notebooks & object }>('/api/notebooks').then((r) => setNotebooks(r.notebooks), (err: unknown) => setError(String(err)));
+    getJson<{ notebooks: typeof notebooks & object }>('/api/notebooks').then(
+      (r) => setNotebooks(r.notebooks),
+      (err: unknown) => setError(String(err)),
+    );
   }, []);
   const create = async (e: Event) => {
     e.preventDefault();
@@ -55,15 +65,18 @@ function NotebookList() {
     }
   };
   return html`<div>
-    ${notebooks === null
-      ? html`<p class="muted">Loading…</p>`
-      : notebooks.length === 0
-        ? html`<p class="muted">No notebooks yet in <code>notebooks/</code>.</p>`
-        : html`<ul class="agent-grid">
+    ${
+      notebooks === null
+        ? html`<p class="muted">Loading…</p>`
+        : notebooks.length === 0
+          ? html`<p class="muted">No notebooks yet in <code>notebooks/</code>.</p>`
+          : html`<ul class="agent-grid">
             ${notebooks.map(
-              (nb) => html`<li class="card"><h2><a href=${href('notebook', nb.id)}>${nb.name}</a></h2><p class="muted mono">${nb.id}</p></li>`,
+              (nb) =>
+                html`<li class="card"><h2><a href=${href('notebook', nb.id)}>${nb.name}</a></h2><p class="muted mono">${nb.id}</p></li>`,
             )}
-          </ul>`}
+          </ul>`
+    }
     <form class="card inline-form" onSubmit=${create}>
       <label>New notebook <input value=${name} placeholder="name" onInput=${(e: Event) => setName((e.target as HTMLInputElement).value)} /></label>
       <button class="primary" type="submit">Create</button>
@@ -100,23 +113,27 @@ function CellView({
       ${!markdown && html`<span class="muted mono">[${cell.execution_count || ' '}]</span>`}
       <input class="cell-name" aria-label="Cell name" value=${cell.name} placeholder="name" onChange=${(e: Event) => onRename((e.target as HTMLInputElement).value)} />
       <span class="cell-actions">
-        ${markdown
-          ? html`<button class="small" onClick=${() => setEditingMarkdown(!editingMarkdown)}>${editingMarkdown ? 'Done' : 'Edit'}</button>`
-          : html`<button class="small primary" aria-label=${`Run ${label}`} onClick=${onRun}>Run</button>`}
+        ${
+          markdown
+            ? html`<button class="small" onClick=${() => setEditingMarkdown(!editingMarkdown)}>${editingMarkdown ? 'Done' : 'Edit'}</button>`
+            : html`<button class="small primary" aria-label=${`Run ${label}`} onClick=${onRun}>Run</button>`
+        }
         <button class="small" aria-label=${`Move ${label} up`} disabled=${index === 0} onClick=${() => onMove(-1)}>↑</button>
         <button class="small" aria-label=${`Move ${label} down`} disabled=${index === count - 1} onClick=${() => onMove(1)}>↓</button>
         <button class="small danger" aria-label=${`Delete ${label}`} onClick=${onDelete}>✕</button>
       </span>
     </div>
-    ${markdown && !editingMarkdown
-      ? html`<div class="markdown" onDblClick=${() => setEditingMarkdown(true)} dangerouslySetInnerHTML=${{ __html: renderMarkdown(cell.source) }}></div>`
-      : html`<${CodeEditor}
+    ${
+      markdown && !editingMarkdown
+        ? html`<div class="markdown" onDblClick=${() => setEditingMarkdown(true)} dangerouslySetInnerHTML=${{ __html: renderMarkdown(cell.source) }}></div>`
+        : html`<${CodeEditor}
           value=${cell.source}
           language=${markdown ? 'markdown' : 'javascript'}
           label=${`Source of ${label}`}
           onChange=${onSource}
           onRun=${markdown ? () => setEditingMarkdown(false) : onRun}
-        />`}
+        />`
+    }
     <${Outputs} outputs=${cell.outputs} />
   </li>`;
 }
@@ -130,11 +147,13 @@ function DependencyView({ deps, cells }: { deps: Dependencies | null; cells: Cel
   };
   return html`<div data-testid="dependencies">
     ${deps.cycles.length > 0 && html`<p class="alert">Cycle: ${deps.cycles.map((c) => c.map(nameOf).join(' → ')).join('; ')}</p>`}
-    ${deps.edges.length === 0
-      ? html`<p class="muted">No cell reads what another defines.</p>`
-      : html`<ul class="plain deps">
+    ${
+      deps.edges.length === 0
+        ? html`<p class="muted">No cell reads what another defines.</p>`
+        : html`<ul class="plain deps">
           ${deps.edges.map((e) => html`<li><strong>${nameOf(e.from)}</strong> → <strong>${nameOf(e.to)}</strong> <small class="muted mono">${e.names.join(', ')}</small></li>`)}
-        </ul>`}
+        </ul>`
+    }
     <h3>Defines</h3>
     <ul class="plain deps">
       ${deps.cells.filter((c) => c.writes.length).map((c) => html`<li>${nameOf(c.id)}: <span class="mono">${c.writes.join(', ')}</span></li>`)}
@@ -182,7 +201,12 @@ function NotebookEditor({ id }: { id: string }) {
         const cells = fresh.cells.map((cell) => {
           const shown = current.cells.find((c) => c.id === cell.id);
           if (!shown || (lastEvent.current.get(cell.id) ?? 0) <= asked) return cell;
-          return { ...cell, outputs: shown.outputs, state: shown.state, execution_count: Math.max(cell.execution_count, shown.execution_count) };
+          return {
+            ...cell,
+            outputs: shown.outputs,
+            state: shown.state,
+            execution_count: Math.max(cell.execution_count, shown.execution_count),
+          };
         });
         return { ...fresh, cells };
       });
@@ -204,7 +228,9 @@ function NotebookEditor({ id }: { id: string }) {
         };
         switch (event.type) {
           case 'hello':
-            setDoc((d) => (d ? { ...d, cells: d.cells.map((c) => ({ ...c, state: event.cells.find((s) => s.id === c.id)?.state ?? c.state })) } : d));
+            setDoc((d) =>
+              d ? { ...d, cells: d.cells.map((c) => ({ ...c, state: event.cells.find((s) => s.id === c.id)?.state ?? c.state })) } : d,
+            );
             break;
           case 'cell-state':
             patch(event.cellId, (c) => ({ ...c, state: event.state }));
@@ -231,7 +257,10 @@ function NotebookEditor({ id }: { id: string }) {
 
   useEffect(() => {
     const timer = setTimeout(
-      () => getJson<Dependencies>(`${base}/dependencies`).then(setDeps, (err: unknown) => setDeps({ cells: [], edges: [], order: [], stale: [], cycles: [], error: String(err) })),
+      () =>
+        getJson<Dependencies>(`${base}/dependencies`).then(setDeps, (err: unknown) =>
+          setDeps({ cells: [], edges: [], order: [], stale: [], cycles: [], error: String(err) }),
+        ),
       150,
     );
     return () => clearTimeout(timer);
@@ -291,17 +320,20 @@ function NotebookEditor({ id }: { id: string }) {
           <button aria-pressed=${mode === 'edit'} onClick=${() => setMode('edit')}>Edit</button>
           <button aria-pressed=${mode === 'app'} onClick=${() => setMode('app')}>App preview</button>
         </span>
-        ${mode === 'app' &&
-        html`<label>Layout <select value=${layout} onChange=${(e: Event) => setLayout((e.target as HTMLSelectElement).value as Layout)}>
+        ${
+          mode === 'app' &&
+          html`<label>Layout <select value=${layout} onChange=${(e: Event) => setLayout((e.target as HTMLSelectElement).value as Layout)}>
           ${LAYOUTS.map((l) => html`<option value=${l}>${l}</option>`)}
-        </select></label>`}
+        </select></label>`
+        }
         <span class=${`live ${live}`} role="status">${live === 'live' ? 'kernel connected' : live}</span>
       </div>
       ${notice && html`<p class="notice" role="status">${notice}</p>`}
       ${error && html`<p class="alert" role="alert">${error}</p>`}
-      ${mode === 'app'
-        ? html`<${AppPreview} cells=${doc.cells} layout=${layout} />`
-        : html`<ol class="cells" aria-label="Cells">
+      ${
+        mode === 'app'
+          ? html`<${AppPreview} cells=${doc.cells} layout=${layout} />`
+          : html`<ol class="cells" aria-label="Cells">
         ${doc.cells.map(
           (cell, index) => html`<${CellView}
             key=${cell.id}
@@ -315,7 +347,8 @@ function NotebookEditor({ id }: { id: string }) {
             onRename=${(name: string) => act(async () => (await request('PATCH', `${base}/cells/${cell.id}`, { name }), reload()))}
           />`,
         )}
-      </ol>`}
+      </ol>`
+      }
     </div>
     <div class="side-panels">
       <aside class="card" aria-labelledby="deps-title">

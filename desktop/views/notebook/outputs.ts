@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { marked } from 'marked';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { Output } from '../../../core/notebook/schemas.js';
 
 /**
@@ -36,7 +36,12 @@ export function inspectHtml(markup: string): { clean: string; active: boolean } 
       for (const attr of Array.from(child.attributes)) {
         const name = attr.name.toLowerCase();
         const url = ['href', 'src', 'xlink:href', 'action', 'formaction'].includes(name);
-        if (name.startsWith('on') || name === 'style' || name === 'srcdoc' || (url && !/^(https?:|data:image\/|#)/i.test(attr.value.trim()))) {
+        if (
+          name.startsWith('on') ||
+          name === 'style' ||
+          name === 'srcdoc' ||
+          (url && !/^(https?:|data:image\/|#)/i.test(attr.value.trim()))
+        ) {
           child.removeAttribute(attr.name);
           active = true;
         }
@@ -105,7 +110,8 @@ export function renderMarkdown(source: string): string {
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*m/g;
-const text = (value: unknown) => (Array.isArray(value) ? value.join('') : typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+const text = (value: unknown) =>
+  Array.isArray(value) ? value.join('') : typeof value === 'string' ? value : JSON.stringify(value, null, 2);
 
 function MimeBundle({ data }: { data: Record<string, unknown> }) {
   if ('text/html' in data) return html`<${HtmlOutput} markup=${text(data['text/html'])} />`;
@@ -114,10 +120,13 @@ function MimeBundle({ data }: { data: Record<string, unknown> }) {
     return html`<img class="out-image" alt="chart" src=${`data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`} />`;
   }
   for (const mime of ['image/png', 'image/jpeg']) {
-    if (mime in data) return html`<img class="out-image" alt="image output" src=${`data:${mime};base64,${text(data[mime]).replace(/\s/g, '')}`} />`;
+    if (mime in data)
+      return html`<img class="out-image" alt="image output" src=${`data:${mime};base64,${text(data[mime]).replace(/\s/g, '')}`} />`;
   }
-  if ('text/markdown' in data) return html`<div class="markdown" dangerouslySetInnerHTML=${{ __html: renderMarkdown(text(data['text/markdown'])) }}></div>`;
-  if ('application/json' in data && !('text/plain' in data)) return html`<pre class="out-text">${JSON.stringify(data['application/json'], null, 2)}</pre>`;
+  if ('text/markdown' in data)
+    return html`<div class="markdown" dangerouslySetInnerHTML=${{ __html: renderMarkdown(text(data['text/markdown'])) }}></div>`;
+  if ('application/json' in data && !('text/plain' in data))
+    return html`<pre class="out-text">${JSON.stringify(data['application/json'], null, 2)}</pre>`;
   return html`<pre class="out-text">${text(data['text/plain'] ?? '')}</pre>`;
 }
 

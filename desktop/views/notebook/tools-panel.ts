@@ -1,9 +1,9 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, getJson, request } from '../api.js';
 import type { z } from 'zod';
 import type { AlgorithmMatchResponse, SmartPrepResponse } from '../../../core/notebook/intel/schemas.js';
+import { ApiError, getJson, request } from '../api.js';
 
 /**
  * The notebook's tools panel (spec 3, Part A, data intelligence; routes in
@@ -40,22 +40,51 @@ export const TOOLS: readonly Tool[] = [
   { n: 1, name: 'Profiler', method: 'GET', path: '/api/notebooks/{nb}/tools/profile', what: 'time and heap change per cell', opens: true },
   { n: 2, name: 'Benchmark', method: 'POST', path: '/api/notebooks/{nb}/tools/benchmark', what: 'run one cell N times', opens: false },
   { n: 3, name: 'Data validator', method: 'POST', path: '/api/notebooks/{nb}/tools/validate', what: 'rules on a data frame', opens: false },
-  { n: 4, name: 'Code analyzer', method: 'GET', path: '/api/notebooks/{nb}/tools/analyze', what: 'undefined and unused names, complexity', opens: true },
-  { n: 5, name: 'Execution history', method: 'GET', path: '/api/notebooks/{nb}/tools/history', what: 'every run with duration and outcome', opens: true },
-  { n: 6, name: 'Lineage', method: 'GET', path: '/api/notebooks/{nb}/tools/lineage/{variable}', what: 'upstream and downstream of a variable', opens: true },
+  {
+    n: 4,
+    name: 'Code analyzer',
+    method: 'GET',
+    path: '/api/notebooks/{nb}/tools/analyze',
+    what: 'undefined and unused names, complexity',
+    opens: true,
+  },
+  {
+    n: 5,
+    name: 'Execution history',
+    method: 'GET',
+    path: '/api/notebooks/{nb}/tools/history',
+    what: 'every run with duration and outcome',
+    opens: true,
+  },
+  {
+    n: 6,
+    name: 'Lineage',
+    method: 'GET',
+    path: '/api/notebooks/{nb}/tools/lineage/{variable}',
+    what: 'upstream and downstream of a variable',
+    opens: true,
+  },
   { n: 7, name: 'Environment', method: 'GET', path: '/api/tools/environment', what: 'Node, machine, packages', opens: true },
   { n: 8, name: 'Package installer', method: 'POST', path: '/api/tools/packages', what: 'npm install into notebooks/', opens: false },
   { n: 9, name: 'Converter', method: 'POST', path: '/api/tools/convert', what: '.nb.ts ↔ .ipynb', opens: false },
   { n: 10, name: 'Diff', method: 'POST', path: '/api/tools/diff', what: 'two notebooks cell by cell', opens: false },
   { n: 11, name: 'Snippets', method: 'GET', path: '/api/tools/snippets', what: 'the snippet library', opens: true },
-  { n: 12, name: 'Cell dependencies', method: 'GET', path: '/api/notebooks/{nb}/tools/dependencies', what: 'the reactive graph', opens: true },
+  {
+    n: 12,
+    name: 'Cell dependencies',
+    method: 'GET',
+    path: '/api/notebooks/{nb}/tools/dependencies',
+    what: 'the reactive graph',
+    opens: true,
+  },
   { n: 13, name: 'Search', method: 'GET', path: '/api/tools/search', what: 'names, sources and outputs across notebooks', opens: false },
 ];
 
 /** JSON shown for an opened tool is cut here: an environment listing can run to megabytes. */
 const TOOL_OUTPUT_LIMIT = 6000;
 
-const describe = (err: unknown) => (err instanceof ApiError ? `${err.status}: ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail)}` : String(err));
+const describe = (err: unknown) =>
+  err instanceof ApiError ? `${err.status}: ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail)}` : String(err);
 
 function toolPath(tool: Tool, notebook: string, variable: string): string {
   return tool.path.replace('{nb}', encodeURIComponent(notebook)).replace('{variable}', encodeURIComponent(variable));
@@ -83,9 +112,10 @@ function InsertButton({ label, onInsert }: { label: string; onInsert: () => Prom
 function SmartPrepResult({ result, onInsert }: { result: SmartPrep; onInsert: (source: string, name: string) => Promise<void> }) {
   return html`<div data-testid="smartprep">
     <p class="muted">${result.rows} rows × ${result.columns} columns · ${result.total_issues} ${result.total_issues === 1 ? 'issue' : 'issues'}</p>
-    ${result.suggestions.length === 0
-      ? html`<p class="muted">Nothing to prepare: no issue found in ${result.variable}.</p>`
-      : html`<ul class="plain suggestions">
+    ${
+      result.suggestions.length === 0
+        ? html`<p class="muted">Nothing to prepare: no issue found in ${result.variable}.</p>`
+        : html`<ul class="plain suggestions">
           ${result.suggestions.map(
             (s) => html`<li class="suggestion" data-type=${s.type}>
               <div><span class=${`pill severity-${s.severity}`}>${s.severity}</span> <strong>${s.title}</strong></div>
@@ -97,7 +127,8 @@ function SmartPrepResult({ result, onInsert }: { result: SmartPrep; onInsert: (s
               <${InsertButton} label=${`Insert "${s.title}" as a cell`} onInsert=${() => onInsert(s.code, s.fixed_as)} />
             </li>`,
           )}
-        </ul>`}
+        </ul>`
+    }
   </div>`;
 }
 
@@ -105,9 +136,10 @@ function AlgorithmMatchResult({ result, onInsert }: { result: AlgorithmMatch; on
   const { n_samples, n_features } = result.data_characteristics;
   return html`<div data-testid="algorithm-match">
     <p class="muted">${result.task_type} · ${n_samples} samples · ${n_features} features · score: ${SCORE_NAME[result.task_type]}</p>
-    ${result.recommendations.length === 0
-      ? html`<p class="muted">No candidate could be scored within the time budget.</p>`
-      : html`<ol class="plain suggestions">
+    ${
+      result.recommendations.length === 0
+        ? html`<p class="muted">No candidate could be scored within the time budget.</p>`
+        : html`<ol class="plain suggestions">
           ${result.recommendations.map(
             (r) => html`<li class="suggestion" data-algorithm=${r.name}>
               <div><strong>${r.name}</strong> <span class="mono">${r.score.toFixed(3)}</span></div>
@@ -120,7 +152,8 @@ function AlgorithmMatchResult({ result, onInsert }: { result: AlgorithmMatch; on
               <${InsertButton} label=${`Insert ${r.name} as a cell`} onInsert=${() => onInsert(r.code, '')} />
             </li>`,
           )}
-        </ol>`}
+        </ol>`
+    }
   </div>`;
 }
 
@@ -131,7 +164,14 @@ function ToolList({ notebook, variable }: { notebook: string; variable: string }
     try {
       const answer = await getJson<unknown>(toolPath(tool, notebook, variable));
       const text = JSON.stringify(answer, null, 2);
-      setOpen({ tool, text: text.length > TOOL_OUTPUT_LIMIT ? `${text.slice(0, TOOL_OUTPUT_LIMIT)}\n… (${text.length - TOOL_OUTPUT_LIMIT} more characters)` : text, failed: false });
+      setOpen({
+        tool,
+        text:
+          text.length > TOOL_OUTPUT_LIMIT
+            ? `${text.slice(0, TOOL_OUTPUT_LIMIT)}\n… (${text.length - TOOL_OUTPUT_LIMIT} more characters)`
+            : text,
+        failed: false,
+      });
     } catch (err) {
       setOpen({ tool, text: describe(err), failed: true });
     }
@@ -142,18 +182,22 @@ function ToolList({ notebook, variable }: { notebook: string; variable: string }
         const needsVariable = tool.path.includes('{variable}');
         return html`<li data-tool=${tool.n}>
           <span class="tool-name">${tool.n}. ${tool.name}</span>
-          ${tool.opens
-            ? html`<button class="small" aria-label=${`Open ${tool.name}`} disabled=${needsVariable && !variable} onClick=${() => void show(tool)}>Open</button>`
-            : html`<small class="muted mono">${tool.method}</small>`}
+          ${
+            tool.opens
+              ? html`<button class="small" aria-label=${`Open ${tool.name}`} disabled=${needsVariable && !variable} onClick=${() => void show(tool)}>Open</button>`
+              : html`<small class="muted mono">${tool.method}</small>`
+          }
           <small class="muted">${tool.what}</small>
         </li>`;
       })}
     </ol>
-    ${open &&
-    html`<div class="tool-output" data-testid="tool-output">
+    ${
+      open &&
+      html`<div class="tool-output" data-testid="tool-output">
       <h4>${open.tool.name} <small class="muted mono">${toolPath(open.tool, notebook, variable)}</small></h4>
       <pre class=${open.failed ? 'error-text' : 'code'}>${open.text}</pre>
-    </div>`}
+    </div>`
+    }
   </div>`;
 }
 
@@ -161,7 +205,15 @@ function ToolList({ notebook, variable }: { notebook: string; variable: string }
  * @example
  * html`<${ToolsPanel} notebook="sales.nb.ts" variables=${['sales']} onInserted=${reload} />`
  */
-export function ToolsPanel({ notebook, variables, onInserted }: { notebook: string; variables: string[]; onInserted: (cellId: string) => Promise<void> | void }) {
+export function ToolsPanel({
+  notebook,
+  variables,
+  onInserted,
+}: {
+  notebook: string;
+  variables: string[];
+  onInserted: (cellId: string) => Promise<void> | void;
+}) {
   const [variable, setVariable] = useState(variables[0] ?? '');
   const [target, setTarget] = useState('');
   const [busy, setBusy] = useState<'smartprep' | 'match' | null>(null);
@@ -197,7 +249,11 @@ export function ToolsPanel({ notebook, variables, onInserted }: { notebook: stri
   };
   const insert = async (source: string, name: string) => {
     try {
-      const cell = await request<{ id: string; name: string }>('POST', `/api/notebooks/${encodeURIComponent(notebook)}/cells`, { cell_type: 'code', source, name });
+      const cell = await request<{ id: string; name: string }>('POST', `/api/notebooks/${encodeURIComponent(notebook)}/cells`, {
+        cell_type: 'code',
+        source,
+        name,
+      });
       setInserted(cell.name || cell.id);
       await onInserted(cell.id);
     } catch (err) {

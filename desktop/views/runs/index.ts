@@ -1,11 +1,11 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { READ_ONLY_CONFIG_KEYS } from '../../../core/coderun/config-keys.js';
+import type { RunEvent, RunRecord, Task, Team } from '../../../core/coderun/schemas.js';
 import { ApiError, codeSession, getJson, getStream, request, setCodeSession } from '../api.js';
 import { href } from '../router.js';
 import { PlanEditor } from './plan-editor.js';
-import { READ_ONLY_CONFIG_KEYS } from '../../../core/coderun/config-keys.js';
-import type { RunEvent, RunRecord, Task, Team } from '../../../core/coderun/schemas.js';
 
 /**
  * The coding-run views on /api/runs, /api/teams and /api/config: the runs with a start form; one
@@ -23,9 +23,12 @@ const TASK_COLUMNS = [
 ] as const;
 
 /** A card on the board: a task of the run, or one of the plan waiting for approval. */
-type Card = Pick<Task, 'id' | 'title' | 'state' | 'squad' | 'role' | 'assignee' | 'attempts' | 'needs_human' | 'ticket'> & { planned?: boolean };
+type Card = Pick<Task, 'id' | 'title' | 'state' | 'squad' | 'role' | 'assignee' | 'attempts' | 'needs_human' | 'ticket'> & {
+  planned?: boolean;
+};
 
-const describe = (err: unknown) => (err instanceof ApiError ? `${err.status}: ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail)}` : String(err));
+const describe = (err: unknown) =>
+  err instanceof ApiError ? `${err.status}: ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail)}` : String(err);
 
 function SessionPrompt({ onDone }: { onDone: () => void }) {
   const [value, setValue] = useState('');
@@ -51,7 +54,10 @@ function RunList() {
   const [approval, setApproval] = useState(true);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    getJson<{ runs: RunRecord[] }>('/api/runs').then((r) => setRuns(r.runs), (err: unknown) => setError(describe(err)));
+    getJson<{ runs: RunRecord[] }>('/api/runs').then(
+      (r) => setRuns(r.runs),
+      (err: unknown) => setError(describe(err)),
+    );
   }, []);
   const start = async (e: Event) => {
     e.preventDefault();
@@ -70,11 +76,12 @@ function RunList() {
       <button class="primary" type="submit" disabled=${!text.trim()}>Start run</button>
     </form>
     ${error && html`<p class="alert" role="alert">${error}</p>`}
-    ${runs === null
-      ? html`<p class="muted">Loading…</p>`
-      : runs.length === 0
-        ? html`<p class="muted">No runs yet.</p>`
-        : html`<table>
+    ${
+      runs === null
+        ? html`<p class="muted">Loading…</p>`
+        : runs.length === 0
+          ? html`<p class="muted">No runs yet.</p>`
+          : html`<table>
             <thead><tr><th scope="col">Run</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Started</th></tr></thead>
             <tbody>
               ${runs.map(
@@ -86,7 +93,8 @@ function RunList() {
                 </tr>`,
               )}
             </tbody>
-          </table>`}
+          </table>`
+    }
   </div>`;
 }
 
@@ -96,7 +104,15 @@ function RunList() {
  */
 function boardTasks(run: RunRecord): Card[] {
   if (run.tasks.length > 0 || !run.plan) return run.tasks;
-  return run.plan.tasks.map((t) => ({ ...t, state: 'ready_to_dev', assignee: null, attempts: 0, needs_human: false, ticket: null, planned: true }));
+  return run.plan.tasks.map((t) => ({
+    ...t,
+    state: 'ready_to_dev',
+    assignee: null,
+    attempts: 0,
+    needs_human: false,
+    ticket: null,
+    planned: true,
+  }));
 }
 
 function Board({ run, pendingReviews }: { run: RunRecord; pendingReviews: Map<string, string> }) {
@@ -173,63 +189,78 @@ function RunPage({ id }: { id: string }) {
     <div class="card">
       <p><span class=${`pill ${run.status}`} data-testid="run-status">${run.status}</span> ${run.request}</p>
       ${run.plan?.summary && html`<p class="muted">Plan: ${run.plan.summary}</p>`}
-      ${run.plan_cut && run.plan_cut.dropped.length > 0 &&
-      html`<div class="notice" data-testid="plan-cut">
+      ${
+        run.plan_cut &&
+        run.plan_cut.dropped.length > 0 &&
+        html`<div class="notice" data-testid="plan-cut">
         <p>The plan size cap (${run.plan_cut.cap}) dropped ${run.plan_cut.dropped.length} of ${run.plan_cut.proposed} proposed tasks:</p>
         <ul class="plain">${run.plan_cut.dropped.map((t) => html`<li><strong>${t.id}</strong> ${t.title} <small class="muted">${t.team ?? 'no team'}</small></li>`)}</ul>
         ${run.plan_cut.teams_without_work.length > 0 && html`<p>Teams left without work: ${run.plan_cut.teams_without_work.join(', ')}</p>`}
-      </div>`}
+      </div>`
+      }
       ${(run.plan_problems ?? []).map((p) => html`<p class="alert" role="alert" data-testid="plan-problem">${p}</p>`)}
       ${run.summary && html`<p data-testid="run-summary">${run.summary}</p>`}
       ${run.error && html`<p class="alert">${run.error}</p>`}
       ${run.branch && html`<p class="muted">Branch <code>${run.branch}</code></p>`}
       <div class="actions">
-        ${run.status === 'awaiting_approval' &&
-        html`<button class="primary" disabled=${planDirty || (run.plan_problems ?? []).length > 0} title=${planDirty ? 'save or discard the plan edits first' : (run.plan_problems ?? []).length > 0 ? 'solve the plan problems first' : ''} onClick=${() => act(`${base}/approve`)}>Approve plan and start</button>`}
+        ${
+          run.status === 'awaiting_approval' &&
+          html`<button class="primary" disabled=${planDirty || (run.plan_problems ?? []).length > 0} title=${planDirty ? 'save or discard the plan edits first' : (run.plan_problems ?? []).length > 0 ? 'solve the plan problems first' : ''} onClick=${() => act(`${base}/approve`)}>Approve plan and start</button>`
+        }
         ${active && html`<button class="danger" onClick=${() => act(`${base}/cancel`)}>Cancel run</button>`}
         ${planDirty && html`<small class="muted">Save or discard the plan edits before approving.</small>`}
       </div>
     </div>
     ${error && html`<p class="alert" role="alert">${error}</p>`}
-    ${run.status === 'awaiting_approval' &&
-    html`<section class="card" aria-labelledby="plan-title">
+    ${
+      run.status === 'awaiting_approval' &&
+      html`<section class="card" aria-labelledby="plan-title">
       <h2 id="plan-title">Plan awaiting approval</h2>
       <${PlanEditor} runId=${run.id} revision=${JSON.stringify(run.plan)} onDirty=${setPlanDirty} onSaved=${() => void load()} />
-    </section>`}
-    ${waves.length > 0 &&
-    html`<section class="card" aria-labelledby="waves-title">
+    </section>`
+    }
+    ${
+      waves.length > 0 &&
+      html`<section class="card" aria-labelledby="waves-title">
       <h2 id="waves-title">Waves</h2>
       <ol class="plain" data-testid="waves">
         ${waves.sort((a, b) => a.wave - b.wave).map((w) => html`<li>Wave ${w.wave}: <span class="mono">${w.tasks.join(', ')}</span> <small class="muted">teams ${w.teams.join(', ')}</small></li>`)}
       </ol>
-    </section>`}
+    </section>`
+    }
     <section class="card" aria-labelledby="board-title">
       <h2 id="board-title">Board</h2>
       <${Board} run=${run} pendingReviews=${pendingReviews} />
     </section>
     <section class="card" aria-labelledby="review-title">
       <h2 id="review-title">Review queue <span class="count">${pendingReviews.size}</span></h2>
-      ${pendingReviews.size === 0
-        ? html`<p class="muted">Nothing waits for review.</p>`
-        : html`<ul class="plain">${[...pendingReviews].map(([task, reviewer]) => html`<li><strong>${task}</strong> — ${reviewer}</li>`)}</ul>`}
+      ${
+        pendingReviews.size === 0
+          ? html`<p class="muted">Nothing waits for review.</p>`
+          : html`<ul class="plain">${[...pendingReviews].map(([task, reviewer]) => html`<li><strong>${task}</strong> — ${reviewer}</li>`)}</ul>`
+      }
     </section>
     <section class="card" aria-labelledby="fixes-title">
       <h2 id="fixes-title">Fixes <span class="count">${run.tickets.length}</span></h2>
       <p class="muted">Repairs: found ${run.repairs.found}, resolved ${run.repairs.resolved}, restaffed ${run.repairs.restaffed}, needs a person ${run.repairs.needs_human}</p>
-      ${run.tickets.length > 0 &&
-      html`<table>
+      ${
+        run.tickets.length > 0 &&
+        html`<table>
         <thead><tr><th scope="col">Ticket</th><th scope="col">Team</th><th scope="col">Status</th><th scope="col">Seen</th><th scope="col">Failing check</th></tr></thead>
         <tbody>${run.tickets.map((t) => html`<tr><td class="mono">${t.id}</td><td>${t.team}</td><td>${t.status}</td><td>${t.count}×</td><td><code>${t.command}</code><pre class="error-text">${t.output_tail}</pre></td></tr>`)}</tbody>
-      </table>`}
+      </table>`
+      }
     </section>
     <section class="card" aria-labelledby="gates-title">
       <h2 id="gates-title">Gates</h2>
-      ${run.gates.length === 0
-        ? html`<p class="muted">No gate has run yet.</p>`
-        : html`<ul class="plain" data-testid="gates">
+      ${
+        run.gates.length === 0
+          ? html`<p class="muted">No gate has run yet.</p>`
+          : html`<ul class="plain" data-testid="gates">
             ${run.gates.map((g) => html`<li><span class=${`pill gate-${g.outcome}`}>${g.outcome}</span> ${g.team} <code>${g.command}</code> <small class="muted">${g.reason}</small></li>`)}
             ${run.integration && html`<li><span class=${`pill gate-${run.integration.outcome}`}>${run.integration.outcome}</span> integration <small class="muted">${run.integration.reason}</small></li>`}
-          </ul>`}
+          </ul>`
+      }
     </section>
   </div>`;
 }
@@ -272,7 +303,8 @@ function Settings() {
     e.preventDefault();
     try {
       const body: Record<string, unknown> = {};
-      for (const [key, raw] of Object.entries(draft)) body[key] = typeof config[key] === 'string' || config[key] === undefined ? raw : JSON.parse(raw);
+      for (const [key, raw] of Object.entries(draft))
+        body[key] = typeof config[key] === 'string' || config[key] === undefined ? raw : JSON.parse(raw);
       setConfig(await request<Record<string, unknown>>('PUT', '/api/config', body));
       setDraft({});
       setMessage({ ok: true, text: 'Saved.' });
@@ -281,19 +313,23 @@ function Settings() {
     }
   };
   return html`<form class="card settings" onSubmit=${save} data-testid="settings">
-    ${Object.keys(config).sort().map((key) => {
-      const readOnly = (READ_ONLY_CONFIG_KEYS as readonly string[]).includes(key);
-      const value = config[key];
-      const id = `setting-${key}`;
-      return html`<div class="setting">
+    ${Object.keys(config)
+      .sort()
+      .map((key) => {
+        const readOnly = (READ_ONLY_CONFIG_KEYS as readonly string[]).includes(key);
+        const value = config[key];
+        const id = `setting-${key}`;
+        return html`<div class="setting">
         <label for=${id}>${key}${readOnly && html` <small class="muted">read-only — set under "code" in hangar.config.json</small>`}</label>
-        ${typeof value === 'boolean'
-          ? html`<input id=${id} type="checkbox" checked=${draft[key] ? draft[key] === 'true' : value} disabled=${readOnly}
+        ${
+          typeof value === 'boolean'
+            ? html`<input id=${id} type="checkbox" checked=${draft[key] ? draft[key] === 'true' : value} disabled=${readOnly}
               onChange=${(e: Event) => setDraft({ ...draft, [key]: String((e.target as HTMLInputElement).checked) })} />`
-          : html`<input id=${id} value=${shown(key)} readOnly=${readOnly} aria-readonly=${readOnly} class=${readOnly ? 'readonly' : ''}
-              onInput=${(e: Event) => setDraft({ ...draft, [key]: (e.target as HTMLInputElement).value })} />`}
+            : html`<input id=${id} value=${shown(key)} readOnly=${readOnly} aria-readonly=${readOnly} class=${readOnly ? 'readonly' : ''}
+              onInput=${(e: Event) => setDraft({ ...draft, [key]: (e.target as HTMLInputElement).value })} />`
+        }
       </div>`;
-    })}
+      })}
     <div class="actions"><button class="primary" type="submit" disabled=${Object.keys(draft).length === 0}>Save settings</button></div>
     ${message && html`<p class=${message.ok ? 'notice' : 'alert'} role="status">${message.text}</p>`}
   </form>`;
@@ -333,17 +369,19 @@ export function CodeRunView({ view, id }: { view: string; id?: string }) {
     <nav class="tabs" aria-label="Coding runs">
       ${TABS.map((t) => html`<a href=${href(t.view)} aria-current=${view === t.view ? 'page' : undefined}>${t.label}</a>`)}
     </nav>
-    ${session === undefined
-      ? html`<p class="muted">…</p>`
-      : session === null
-        ? html`${refused && html`<p class="alert" role="alert">The server refused that session token: it is the workspace's while a Hangar runs on it, and new once none runs (read <code>.hangar/code-session.json</code> again, or run <code>hangar login</code>).</p>`}
+    ${
+      session === undefined
+        ? html`<p class="muted">…</p>`
+        : session === null
+          ? html`${refused && html`<p class="alert" role="alert">The server refused that session token: it is the workspace's while a Hangar runs on it, and new once none runs (read <code>.hangar/code-session.json</code> again, or run <code>hangar login</code>).</p>`}
             <${SessionPrompt} onDone=${() => setGeneration((g) => g + 1)} />`
-        : view === 'teams'
-          ? html`<${Teams} key=${generation} />`
-          : view === 'settings'
-            ? html`<${Settings} key=${generation} />`
-            : id
-              ? html`<${RunPage} id=${id} key=${id} />`
-              : html`<${RunList} key=${generation} />`}
+          : view === 'teams'
+            ? html`<${Teams} key=${generation} />`
+            : view === 'settings'
+              ? html`<${Settings} key=${generation} />`
+              : id
+                ? html`<${RunPage} id=${id} key=${id} />`
+                : html`<${RunList} key=${generation} />`
+    }
   </section>`;
 }

@@ -7,7 +7,10 @@
 import type { TaskSpec } from '../../../core/coderun/schemas.js';
 
 /** A task of the plan as GET /api/runs/{id}/plan answers it: the fields edited here. */
-export type PlanTask = Pick<TaskSpec, 'id' | 'title' | 'description' | 'role' | 'squad' | 'acceptance' | 'priority' | 'files' | 'dependencies'>;
+export type PlanTask = Pick<
+  TaskSpec,
+  'id' | 'title' | 'description' | 'role' | 'squad' | 'acceptance' | 'priority' | 'files' | 'dependencies'
+>;
 
 /** A row as edited: list fields as the text typed, so half-typed commas are not rewritten. */
 export interface Draft {
@@ -26,7 +29,11 @@ export interface Draft {
 
 const EDITABLE = ['title', 'description', 'role', 'squad', 'priority', 'files', 'dependencies'] as const;
 
-const list = (text: string) => text.split(/[,\n]/).map((s) => s.trim()).filter(Boolean);
+const list = (text: string) =>
+  text
+    .split(/[,\n]/)
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 export const toDraft = (t: PlanTask): Draft => ({
   id: t.id,

@@ -2,7 +2,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, getJson, request } from '../api.js';
-import { planEdit, toDraft, type Draft, type PlanTask } from './plan-edit.js';
+import { type Draft, type PlanTask, planEdit, toDraft } from './plan-edit.js';
 
 /**
  * The plan at the approval gate, editable (rule 3 of core/coderun; GET and PATCH
@@ -22,7 +22,8 @@ export interface PlanCard {
   note: string | null;
 }
 
-const describe = (err: unknown) => (err instanceof ApiError ? `${err.status}: ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail)}` : String(err));
+const describe = (err: unknown) =>
+  err instanceof ApiError ? `${err.status}: ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail)}` : String(err);
 
 function TaskRow({ draft, teams, onChange }: { draft: Draft; teams: PlanCard['teams']; onChange: (next: Draft) => void }) {
   const field = (key: keyof Draft, label: string, attrs: Record<string, unknown> = {}) => html`<label>
@@ -31,9 +32,11 @@ function TaskRow({ draft, teams, onChange }: { draft: Draft; teams: PlanCard['te
   </label>`;
   return html`<li class=${`plan-task${draft.remove ? ' removed' : ''}`} data-task=${draft.id} aria-label=${`Task ${draft.id || 'new'}`}>
     <div class="plan-task-head">
-      ${draft.added
-        ? html`<label>Id <input class="mono" value=${draft.id} size="8" onInput=${(e: Event) => onChange({ ...draft, id: (e.target as HTMLInputElement).value })} /></label>`
-        : html`<strong class="mono">${draft.id}</strong>`}
+      ${
+        draft.added
+          ? html`<label>Id <input class="mono" value=${draft.id} size="8" onInput=${(e: Event) => onChange({ ...draft, id: (e.target as HTMLInputElement).value })} /></label>`
+          : html`<strong class="mono">${draft.id}</strong>`
+      }
       ${draft.added && html`<small class="chip">new</small>`}
       <label class="check remove"><input type="checkbox" checked=${draft.remove} onChange=${(e: Event) => onChange({ ...draft, remove: (e.target as HTMLInputElement).checked })} /> Remove</label>
     </div>
@@ -61,7 +64,17 @@ function TaskRow({ draft, teams, onChange }: { draft: Draft; teams: PlanCard['te
  * @example
  * html`<${PlanEditor} runId=${run.id} revision=${JSON.stringify(run.plan)} onDirty=${setDirty} onSaved=${load} />`
  */
-export function PlanEditor({ runId, revision, onDirty, onSaved }: { runId: string; revision: string; onDirty: (dirty: boolean) => void; onSaved: () => void }) {
+export function PlanEditor({
+  runId,
+  revision,
+  onDirty,
+  onSaved,
+}: {
+  runId: string;
+  revision: string;
+  onDirty: (dirty: boolean) => void;
+  onSaved: () => void;
+}) {
   const base = `/api/runs/${encodeURIComponent(runId)}/plan`;
   const [card, setCard] = useState<PlanCard | null>(null);
   const [drafts, setDrafts] = useState<Draft[]>([]);
@@ -106,7 +119,21 @@ export function PlanEditor({ runId, revision, onDirty, onSaved }: { runId: strin
     let n = drafts.length + 1;
     while (taken.has(`T${n}`)) n++;
     setMessage(null);
-    setDrafts([...drafts, { id: `T${n}`, title: '', description: '', role: 'developer', squad: card?.teams[0]?.id ?? '', priority: '5', files: '', dependencies: '', added: true, remove: false }]);
+    setDrafts([
+      ...drafts,
+      {
+        id: `T${n}`,
+        title: '',
+        description: '',
+        role: 'developer',
+        squad: card?.teams[0]?.id ?? '',
+        priority: '5',
+        files: '',
+        dependencies: '',
+        added: true,
+        remove: false,
+      },
+    ]);
   };
 
   if (!card) return message ? html`<p class="alert" role="alert">${message.text}</p>` : html`<p class="muted">Loading plan…</p>`;
@@ -115,8 +142,10 @@ export function PlanEditor({ runId, revision, onDirty, onSaved }: { runId: strin
     <ol class="plain plan-tasks">
       ${drafts.map((d, i) => html`<${TaskRow} key=${i} draft=${d} teams=${card.teams} onChange=${(next: Draft) => change(i, next)} />`)}
     </ol>
-    ${card.teams.length > 0 &&
-    html`<p class="muted">Teams: ${card.teams.map((t) => html`<span class="chip" title=${t.charter}>${t.id} <small class="mono">${t.owns.join(', ')}</small></span> `)}</p>`}
+    ${
+      card.teams.length > 0 &&
+      html`<p class="muted">Teams: ${card.teams.map((t) => html`<span class="chip" title=${t.charter}>${t.id} <small class="mono">${t.owns.join(', ')}</small></span> `)}</p>`
+    }
     <div class="actions">
       <button type="button" onClick=${add}>+ Task</button>
       <button class="primary" type="submit" disabled=${!edit || saving}>${saving ? 'Saving…' : 'Save plan'}</button>

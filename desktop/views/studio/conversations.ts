@@ -26,7 +26,10 @@ export function Conversations({ agent }: { agent: string }) {
   const [refresh, setRefresh] = useState(0);
 
   useEffect(() => {
-    getJson<{ threads: Thread[] }>(`${base}/threads`).then((r) => setThreads(r.threads), (err: unknown) => setError(describeError(err)));
+    getJson<{ threads: Thread[] }>(`${base}/threads`).then(
+      (r) => setThreads(r.threads),
+      (err: unknown) => setError(describeError(err)),
+    );
   }, [base, refresh]);
   useEffect(() => {
     if (!selected) {
@@ -35,7 +38,10 @@ export function Conversations({ agent }: { agent: string }) {
       return;
     }
     const thread = `${base}/threads/${encodeURIComponent(selected)}`;
-    getJson<{ messages: Message[] }>(`${thread}/messages?limit=500`).then((r) => setMessages(r.messages), (err: unknown) => setError(describeError(err)));
+    getJson<{ messages: Message[] }>(`${thread}/messages?limit=500`).then(
+      (r) => setMessages(r.messages),
+      (err: unknown) => setError(describeError(err)),
+    );
     getJson<Lineage>(`${thread}/lineage`).then(setLineage, () => setLineage(null));
   }, [base, selected, refresh]);
 
@@ -82,13 +88,15 @@ export function Conversations({ agent }: { agent: string }) {
         )}
       </ul>
       <div>
-        ${lineage &&
-        (lineage.ancestors.length > 0 || lineage.descendants.length > 0) &&
-        html`<p class="lineage" data-testid="lineage">
+        ${
+          lineage &&
+          (lineage.ancestors.length > 0 || lineage.descendants.length > 0) &&
+          html`<p class="lineage" data-testid="lineage">
           Lineage: ${[...lineage.ancestors].reverse().map((a) => html`<button class="link" onClick=${() => setSelected(a.id)}>${label(a)}</button> › `)}
           <strong>this</strong>
           ${lineage.descendants.length > 0 && html` › forks: ${lineage.descendants.map((d) => html`<button class="link" onClick=${() => setSelected(d.id)}>${label(d)}</button> `)}`}
-        </p>`}
+        </p>`
+        }
         <ol class="transcript" aria-label="Messages" data-testid="messages">
           ${messages.map(
             (m, i) => html`<li class=${`turn ${m.role === 'user' ? 'user' : 'assistant'}`}>

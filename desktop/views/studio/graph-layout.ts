@@ -95,7 +95,7 @@ export function layoutGraph(nodes: GraphNode[], edges: GraphEdge[]): Layout {
   const placed = new Map<string, LaidOutNode>();
   layers.forEach((row = [], index) => {
     const rowWidth = row.length * NODE_WIDTH + (row.length - 1) * GAP_X;
-    const left = MARGIN + ((widest * NODE_WIDTH + (widest - 1) * GAP_X) - rowWidth) / 2;
+    const left = MARGIN + (widest * NODE_WIDTH + (widest - 1) * GAP_X - rowWidth) / 2;
     row.forEach((node, i) => {
       placed.set(node.id, {
         ...node,

@@ -2,7 +2,7 @@
 import { html } from 'htm/preact';
 import { useMemo, useState } from 'preact/hooks';
 import type { GraphView as GraphViewData } from '../../../core/agents/graph.js';
-import { layoutGraph, type GraphNode } from './graph-layout.js';
+import { type GraphNode, layoutGraph } from './graph-layout.js';
 import { idleRun, type RunView } from './run-state.js';
 
 /**
@@ -57,7 +57,9 @@ export function GraphView({
         </marker>
       </defs>
       ${layout.edges.map(
-        (e) => html`<g class=${`edge${e.back ? ' back' : ''}${visited.has(e.source) && (visited.has(e.target) || run.active === e.target || run.paused?.node === e.target) ? ' taken' : ''}`}>
+        (
+          e,
+        ) => html`<g class=${`edge${e.back ? ' back' : ''}${visited.has(e.source) && (visited.has(e.target) || run.active === e.target || run.paused?.node === e.target) ? ' taken' : ''}`}>
           <path d=${e.path} marker-end=${`url(#${arrow})`} />
           ${e.condition && html`<text x=${e.labelX + 6} y=${e.labelY} class="edge-label">${e.condition}</text>`}
         </g>`,
@@ -116,10 +118,12 @@ function SubagentGraph({ node, load }: { node: GraphNode; load: (agent: string) 
   };
   return html`<details class="subgraph" data-testid=${`subgraph-${node.id}`} onToggle=${onToggle}>
     <summary>Inside <strong>${node.name}</strong>: agent ${agent}</summary>
-    ${error
-      ? html`<p class="error" role="alert">${error}</p>`
-      : inner
-        ? html`<${GraphView} graph=${inner} run=${idleRun} breakpoints=${[]} onToggleBreakpoint=${() => {}} readOnly=${true} testId=${`subgraph-graph-${node.id}`} />`
-        : html`<p class="muted">Loading…</p>`}
+    ${
+      error
+        ? html`<p class="error" role="alert">${error}</p>`
+        : inner
+          ? html`<${GraphView} graph=${inner} run=${idleRun} breakpoints=${[]} onToggleBreakpoint=${() => {}} readOnly=${true} testId=${`subgraph-graph-${node.id}`} />`
+          : html`<p class="muted">Loading…</p>`
+    }
   </details>`;
 }

@@ -2,17 +2,17 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { z } from 'zod';
+import type { Checkpoint } from '../../../core/agents/checkpointer.js';
+import type { StudioEvent } from '../../../core/studio/events.js';
 import type { AgentEntry, RunSummary as RunSummarySchema } from '../../../core/studio/schemas.js';
 import type { WorkspaceSnapshot } from '../../../core/ui/workspace.js';
 import { getJson, postJson, postStream } from '../api.js';
 import { href } from '../router.js';
 import { Conversations } from './conversations.js';
 import { describeError } from './errors.js';
-import { GraphView, SubagentGraphs, type AgentGraph } from './graph.js';
-import type { StudioEvent } from '../../../core/studio/events.js';
+import { type AgentGraph, GraphView, SubagentGraphs } from './graph.js';
 import { applyEvent, idleRun, type RunView } from './run-state.js';
 import { Timeline } from './timeline.js';
-import type { Checkpoint } from '../../../core/agents/checkpointer.js';
 
 /**
  * The studio, on the /studio debug routes: the agents with what each supports; for one agent its
@@ -39,7 +39,15 @@ function AgentList({ agents }: { agents: AgentEntry[] }) {
   </ul>`;
 }
 
-function Paused({ run, busy, onResume }: { run: RunView; busy: boolean; onResume: (action: 'approve' | 'reject', reason: string) => void }) {
+function Paused({
+  run,
+  busy,
+  onResume,
+}: {
+  run: RunView;
+  busy: boolean;
+  onResume: (action: 'approve' | 'reject', reason: string) => void;
+}) {
   const [reason, setReason] = useState('');
   const paused = run.paused!;
   if (paused.reason === 'breakpoint') {
@@ -69,24 +77,32 @@ function RunOutput({ run, query }: { run: RunView; query: string }) {
       ${run.error && html`<p class="alert" role="alert">${run.error.node ? `${run.error.node}: ` : ''}${run.error.message}</p>`}
       ${run.durationMs !== null && html`<small class="muted">${Math.round(run.durationMs)} ms</small>`}
     </div>
-    ${run.todos.length > 0 &&
-    html`<section aria-label="Plan"><h3>Plan</h3><ul class="todos" data-testid="todos">
+    ${
+      run.todos.length > 0 &&
+      html`<section aria-label="Plan"><h3>Plan</h3><ul class="todos" data-testid="todos">
       ${run.todos.map((t) => html`<li class=${t.status}><span class="chip">${t.status.replace('_', ' ')}</span> ${t.content}</li>`)}
-    </ul></section>`}
-    ${run.tools.length > 0 &&
-    html`<section aria-label="Tool calls"><h3>Tool calls</h3><ol class="plain mono tools" data-testid="tools">
+    </ul></section>`
+    }
+    ${
+      run.tools.length > 0 &&
+      html`<section aria-label="Tool calls"><h3>Tool calls</h3><ol class="plain mono tools" data-testid="tools">
       ${run.tools.map(
-        (t) => html`<li class=${t.state ?? ''} data-call=${t.callId ?? ''}><strong>${t.tool}</strong> <small class="muted">${JSON.stringify(t.args ?? null).slice(0, 160)}</small>
+        (
+          t,
+        ) => html`<li class=${t.state ?? ''} data-call=${t.callId ?? ''}><strong>${t.tool}</strong> <small class="muted">${JSON.stringify(t.args ?? null).slice(0, 160)}</small>
           ${t.state === 'running' && html` <span class="chip">running</span>`}
           ${t.state === 'ok' && html`<div>→ <span data-testid="tool-result">${(typeof t.result === 'string' ? t.result : JSON.stringify(t.result ?? null)).slice(0, 400)}</span> <small class="muted">${Math.round(t.durationMs ?? 0)} ms</small></div>`}
           ${t.state === 'error' && html`<div class="alert">✗ <span data-testid="tool-error">${t.error}</span> <small class="muted">${Math.round(t.durationMs ?? 0)} ms</small></div>`}
         </li>`,
       )}
-    </ol></section>`}
-    ${run.subagents.length > 0 &&
-    html`<section aria-label="Subagents"><h3>Subagents</h3><ul class="plain">
+    </ol></section>`
+    }
+    ${
+      run.subagents.length > 0 &&
+      html`<section aria-label="Subagents"><h3>Subagents</h3><ul class="plain">
       ${run.subagents.map((s) => html`<li><strong>${s.name}</strong> ${s.done ? '✓' : '…'} <small class="muted">${s.query}</small></li>`)}
-    </ul></section>`}
+    </ul></section>`
+    }
     <details class="events">
       <summary>Events (${run.log.length})</summary>
       <ol class="plain mono">${run.log.map((e) => html`<li>#${e.seq} ${e.type}${e.node ? ` · ${e.node}` : ''}</li>`)}</ol>
@@ -148,7 +164,8 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
   const resume = (action: 'approve' | 'reject', reason: string) =>
     void follow(`${base}/threads/${encodeURIComponent(threadId)}/resume`, { action, reason: reason || null, breakpoints });
   const cancel = async () => {
-    if (run.runId) await postJson(`${base}/runs/${encodeURIComponent(run.runId)}/cancel`, {}).catch((err: unknown) => setError(describeError(err)));
+    if (run.runId)
+      await postJson(`${base}/runs/${encodeURIComponent(run.runId)}/cancel`, {}).catch((err: unknown) => setError(describeError(err)));
   };
 
   /** Shows another thread: its latest run replayed from the stored events. */
@@ -160,7 +177,9 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
     const latest = threads.find((t) => t.thread_id === id);
     if (!latest) return;
     try {
-      const stored = await getJson<{ events: StudioEvent[]; input: { query: string } }>(`${base}/runs/${encodeURIComponent(latest.run_id)}`);
+      const stored = await getJson<{ events: StudioEvent[]; input: { query: string } }>(
+        `${base}/runs/${encodeURIComponent(latest.run_id)}`,
+      );
       setQuery(stored.input.query);
       setRun(stored.events.reduce(applyEvent, idleRun));
     } catch (err) {
@@ -170,7 +189,13 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
 
   const sendFeedback = async (up: boolean) => {
     try {
-      await postJson(`/api/v1/${encodeURIComponent(name)}/feedback`, { feedback_type: 'thumbs', rating: up ? 5 : 1, query, response: run.answer, thread_id: threadId });
+      await postJson(`/api/v1/${encodeURIComponent(name)}/feedback`, {
+        feedback_type: 'thumbs',
+        rating: up ? 5 : 1,
+        query,
+        response: run.answer,
+        thread_id: threadId,
+      });
       setFeedback(up ? 'up' : 'down');
     } catch (err) {
       setError(`feedback not recorded: ${describeError(err)}`);
@@ -182,14 +207,16 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
   return html`<div class="studio-grid">
     <section class="card graph-panel" aria-labelledby="graph-title">
       <h2 id="graph-title">Graph</h2>
-      ${graph
-        ? html`<${GraphView}
+      ${
+        graph
+          ? html`<${GraphView}
             graph=${graph}
             run=${run}
             breakpoints=${breakpoints}
             onToggleBreakpoint=${(node: string) => setBreakpoints((list) => (list.includes(node) ? list.filter((n) => n !== node) : [...list, node]))}
           />`
-        : html`<p class="muted">Loading graph…</p>`}
+          : html`<p class="muted">Loading graph…</p>`
+      }
       ${breakpoints.length > 0 && html`<p class="muted">Breakpoints: ${breakpoints.join(', ')}</p>`}
       ${graph && html`<${SubagentGraphs} graph=${graph} load=${(agent: string) => getJson<AgentGraph>(`/studio/agents/${encodeURIComponent(agent)}/graph`)} />`}
     </section>
@@ -217,13 +244,15 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
       </div>
       <${RunOutput} run=${run} query=${query} />
       ${run.paused && !busy && html`<${Paused} run=${run} busy=${busy} onResume=${resume} />`}
-      ${run.status === 'completed' &&
-      !busy &&
-      html`<div class="meta">
+      ${
+        run.status === 'completed' &&
+        !busy &&
+        html`<div class="meta">
         <span class="muted">Was this answer good?</span>
         <button class="icon" aria-label="Good answer" aria-pressed=${feedback === 'up'} onClick=${() => sendFeedback(true)}>▲</button>
         <button class="icon" aria-label="Bad answer" aria-pressed=${feedback === 'down'} onClick=${() => sendFeedback(false)}>▼</button>
-      </div>`}
+      </div>`
+      }
       ${error && html`<p class="alert" role="alert">${error}</p>`}
       <form
         class="composer"
@@ -246,9 +275,11 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
             }
           }}
         ></textarea>
-        ${busy
-          ? html`<button type="button" class="danger" onClick=${cancel}>Cancel</button>`
-          : html`<button class="primary" type="submit" disabled=${!input.trim()}>Send</button>`}
+        ${
+          busy
+            ? html`<button type="button" class="danger" onClick=${cancel}>Cancel</button>`
+            : html`<button class="primary" type="submit" disabled=${!input.trim()}>Send</button>`
+        }
       </form>
     </section>
 
@@ -291,12 +322,14 @@ export function StudioView({ agent, workspace }: { agent?: string; workspace: Wo
     ${error && html`<p class="alert" role="alert">${error}</p>`}
     ${!agent && agents && html`<${AgentList} agents=${agents} />`}
     ${agent && agents && !entry && html`<p class="alert" role="alert">No agent named “${agent}” in this workspace. <a href=${href('studio')}>All agents</a></p>`}
-    ${entry &&
-    html`<div class="agent-head">
+    ${
+      entry &&
+      html`<div class="agent-head">
         <p>${entry.description} <small class="muted">v${entry.version}</small></p>
         <ul class="chips" aria-label="Capabilities">${entry.capabilities.map((c) => html`<li class="chip">${c}</li>`)}</ul>
       </div>
       <${AgentStudio} agent=${entry} version=${version} key=${entry.name} />
-      <${Conversations} agent=${entry.name} key=${`conv-${entry.name}`} />`}
+      <${Conversations} agent=${entry.name} key=${`conv-${entry.name}`} />`
+    }
   </section>`;
 }

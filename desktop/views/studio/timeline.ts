@@ -56,7 +56,8 @@ export function Timeline({
   const current = checkpoints.find((c) => c.id === selected) ?? checkpoints[0]!;
   const latest = checkpoints[0]!;
   // A checkpoint whose parent is not the one just before it starts a branch.
-  const branchOf = (c: Checkpoint, i: number) => (c.parent_id && checkpoints[i + 1]?.id !== c.parent_id ? byId.get(c.parent_id) : undefined);
+  const branchOf = (c: Checkpoint, i: number) =>
+    c.parent_id && checkpoints[i + 1]?.id !== c.parent_id ? byId.get(c.parent_id) : undefined;
 
   const save = async () => {
     try {
@@ -88,16 +89,20 @@ export function Timeline({
     </ol>
     <section class="state" aria-label="State at the selected checkpoint">
       <h3>State at step ${current.step}${current.metadata.next ? html` <small class="muted">next: ${current.metadata.next}</small>` : ''}</h3>
-      ${editing === null
-        ? html`<pre class="json" data-testid="state">${JSON.stringify(current.state, null, 2)}</pre>
-            ${current.id === latest.id &&
-            html`<button class="small" disabled=${busy} onClick=${() => setEditing(JSON.stringify(current.state, null, 2))}>Edit state</button>`}`
-        : html`<label class="sr-only" for="state-editor">State (JSON)</label>
+      ${
+        editing === null
+          ? html`<pre class="json" data-testid="state">${JSON.stringify(current.state, null, 2)}</pre>
+            ${
+              current.id === latest.id &&
+              html`<button class="small" disabled=${busy} onClick=${() => setEditing(JSON.stringify(current.state, null, 2))}>Edit state</button>`
+            }`
+          : html`<label class="sr-only" for="state-editor">State (JSON)</label>
             <textarea id="state-editor" class="json" rows="14" value=${editing} onInput=${(e: Event) => setEditing((e.target as HTMLTextAreaElement).value)}></textarea>
             <div class="actions">
               <button class="primary small" onClick=${save}>Save as a new checkpoint</button>
               <button class="small" onClick=${() => setEditing(null)}>Cancel</button>
-            </div>`}
+            </div>`
+      }
       ${error && html`<p class="alert" role="alert">${error}</p>`}
     </section>
   </div>`;

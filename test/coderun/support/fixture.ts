@@ -18,7 +18,10 @@ import type { ScriptedModel } from './scripted-model.js';
 export const CODE_SUBSYSTEMS = SUBSYSTEMS.filter((s) => s.name === 'docs' || s.name === 'coderun');
 
 export function git(repo: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@localhost', '-c', 'commit.gpgsign=false', ...args], { cwd: repo, encoding: 'utf8' }).trim();
+  return execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@localhost', '-c', 'commit.gpgsign=false', ...args], {
+    cwd: repo,
+    encoding: 'utf8',
+  }).trim();
 }
 
 /**
@@ -74,9 +77,12 @@ export interface CodeServer extends TestServer {
 }
 
 /** `root`: a workspace the caller owns (to restart a server on it); `stop()` leaves it in place. */
-export async function startCodeServer(options: { baseUrl?: string; teams?: Record<string, unknown>; code?: Record<string, unknown>; root?: string } = {}): Promise<CodeServer> {
+export async function startCodeServer(
+  options: { baseUrl?: string; teams?: Record<string, unknown>; code?: Record<string, unknown>; root?: string } = {},
+): Promise<CodeServer> {
   const files: Record<string, string> = {};
-  for (const [id, team] of Object.entries(options.teams ?? { api: API_TEAM, web: WEB_TEAM })) files[`teams/${id}.json`] = JSON.stringify(team);
+  for (const [id, team] of Object.entries(options.teams ?? { api: API_TEAM, web: WEB_TEAM }))
+    files[`teams/${id}.json`] = JSON.stringify(team);
   if (options.root) {
     for (const [rel, content] of Object.entries(files)) {
       await mkdir(path.dirname(path.join(options.root, rel)), { recursive: true });
@@ -94,7 +100,8 @@ export async function startCodeServer(options: { baseUrl?: string; teams?: Recor
   });
   const { readFile } = await import('node:fs/promises');
   const token = (JSON.parse(await readFile(path.join(server.root, '.hangar', 'code-session.json'), 'utf8')) as { token: string }).token;
-  const api: CodeServer['api'] = (pathname, init = {}) => server.request(pathname, { ...init, headers: { ...(init.headers as object), 'x-hangar-session': token } });
+  const api: CodeServer['api'] = (pathname, init = {}) =>
+    server.request(pathname, { ...init, headers: { ...(init.headers as object), 'x-hangar-session': token } });
   const settle: CodeServer['settle'] = async (runId, timeoutMs = 60_000) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {

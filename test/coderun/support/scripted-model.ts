@@ -47,7 +47,13 @@ export function classify(body: ModelRequest): Classified {
   const all = body.messages.map((m) => m.content ?? '').join('\n');
   const task = /Task (\S+?):/.exec(all)?.[1] ?? /task (\S+?)\./.exec(system)?.[1] ?? null;
   return {
-    kind: tools.includes('submit_plan') ? 'planner' : tools.includes('review') ? 'reviewer' : tools.includes('write_file') ? 'agent' : 'other',
+    kind: tools.includes('submit_plan')
+      ? 'planner'
+      : tools.includes('review')
+        ? 'reviewer'
+        : tools.includes('write_file')
+          ? 'agent'
+          : 'other',
     task,
     agent: /You are ([^,]+),/.exec(system)?.[1] ?? null,
     turn: body.messages.filter((m) => m.role === 'assistant').length,
@@ -82,11 +88,15 @@ export async function startScriptedModel(
     for await (const chunk of req) raw += chunk;
     const listed = req.method === 'GET' ? /\/v1\/models\/([^/?]+)$/.exec(req.url ?? '') : null;
     if (listed && options.models?.[decodeURIComponent(listed[1]!)]) {
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: decodeURIComponent(listed[1]!), object: 'model', ...options.models[decodeURIComponent(listed[1]!)] }));
+      res
+        .writeHead(200, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ id: decodeURIComponent(listed[1]!), object: 'model', ...options.models[decodeURIComponent(listed[1]!)] }));
       return;
     }
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-      res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
+      res
+        .writeHead(404, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
       return;
     }
     active++;
@@ -98,7 +108,9 @@ export async function startScriptedModel(
       await sleep(answer.delayMs ?? options.delayMs ?? 0);
       if (res.destroyed) return;
       if (answer.status && answer.status >= 400) {
-        res.writeHead(answer.status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: `scripted ${answer.status}`, type: 'server_error' } }));
+        res
+          .writeHead(answer.status, { 'Content-Type': 'application/json' })
+          .end(JSON.stringify({ error: { message: `scripted ${answer.status}`, type: 'server_error' } }));
         return;
       }
       const toolCalls = (answer.tool_calls ?? []).map((c) => ({
@@ -153,9 +165,13 @@ export function agentScript(turns: ScriptedAnswer[], c: Classified): ScriptedAns
   return turns[c.turn] ?? { tool_calls: [{ name: 'finish', arguments: { summary: 'done' } }] };
 }
 
-export const write = (path: string, content: string): ScriptedAnswer => ({ tool_calls: [{ name: 'write_file', arguments: { path, content } }] });
+export const write = (path: string, content: string): ScriptedAnswer => ({
+  tool_calls: [{ name: 'write_file', arguments: { path, content } }],
+});
 export const approve: ScriptedAnswer = { tool_calls: [{ name: 'review', arguments: { verdict: 'approve', findings: [] } }] };
-export const reject = (finding: string): ScriptedAnswer => ({ tool_calls: [{ name: 'review', arguments: { verdict: 'reject', findings: [finding] } }] });
+export const reject = (finding: string): ScriptedAnswer => ({
+  tool_calls: [{ name: 'review', arguments: { verdict: 'reject', findings: [finding] } }],
+});
 
 /**
  * Holds each caller until `n` have arrived, so the answers that follow overlap whatever the worker

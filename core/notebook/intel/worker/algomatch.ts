@@ -24,10 +24,10 @@ import LogisticRegression from 'ml-logistic-regression';
 import { Matrix } from 'ml-matrix';
 import { RandomForestClassifier, RandomForestRegression } from 'ml-random-forest';
 import MLR from 'ml-regression-multivariate-linear';
-import { AnalysisError, checkTarget, isMissing, profileColumn, toFrame, type ColumnProfile } from './frame.js';
-import { MAX_CLASSES, isClassTarget } from './smartprep.js';
-import { ENCODER_SOURCE, type EncoderSpec, type FeatureSpec } from './encoder.js';
 import { seededRandom } from '../../../kernel/seeded-random.js';
+import { ENCODER_SOURCE, type EncoderSpec, type FeatureSpec } from './encoder.js';
+import { AnalysisError, type ColumnProfile, checkTarget, isMissing, profileColumn, toFrame } from './frame.js';
+import { isClassTarget, MAX_CLASSES } from './smartprep.js';
 
 export type TaskType = 'classification' | 'regression' | 'clustering';
 type Level = 'fast' | 'medium' | 'slow';
@@ -64,7 +64,6 @@ const MAX_LEVELS = 10;
  */
 const FOREST_SHARE = 20;
 
-
 function shuffle<T>(xs: T[], random: () => number): T[] {
   for (let i = xs.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
@@ -81,7 +80,11 @@ const median = (xs: number[]) => {
 };
 
 /** Decide which columns become which features (numbers standardised, small categoricals one-hot). */
-function buildSpec(profiles: ColumnProfile[], column: (name: string) => unknown[], rows: number[]): { spec: EncoderSpec; dropped: Array<{ column: string; why: string }> } {
+function buildSpec(
+  profiles: ColumnProfile[],
+  column: (name: string) => unknown[],
+  rows: number[],
+): { spec: EncoderSpec; dropped: Array<{ column: string; why: string }> } {
   const features: FeatureSpec[] = [];
   const dropped: Array<{ column: string; why: string }> = [];
   for (const p of profiles) {
@@ -100,10 +103,16 @@ function buildSpec(profiles: ColumnProfile[], column: (name: string) => unknown[
     } else if (p.kind === 'string' && p.distinct <= 50) {
       const counts = new Map<string, number>();
       for (const v of values) if (!isMissing(v)) counts.set(String(v), (counts.get(String(v)) ?? 0) + 1);
-      const levels = [...counts].sort((a, b) => b[1] - a[1]).slice(0, MAX_LEVELS).map(([l]) => l);
+      const levels = [...counts]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, MAX_LEVELS)
+        .map(([l]) => l);
       features.push({ name: p.name, kind: 'onehot', levels });
     } else {
-      dropped.push({ column: p.name, why: p.kind === 'string' ? `${p.distinct} categories (too many to encode)` : `values of type ${p.kind}` });
+      dropped.push({
+        column: p.name,
+        why: p.kind === 'string' ? `${p.distinct} categories (too many to encode)` : `values of type ${p.kind}`,
+      });
     }
   }
   return { spec: { features }, dropped };
@@ -134,7 +143,9 @@ interface Candidate {
 function classifiers(nClasses: number): Candidate[] {
   return [
     {
-      name: 'Logistic Regression', slug: 'logistic_regression', interpretability: 'high',
+      name: 'Logistic Regression',
+      slug: 'logistic_regression',
+      interpretability: 'high',
       why: 'A linear model: its coefficients say how each (standardised) feature moves the odds of each class.',
       fitPredict(X, y, Xt) {
         const m = new LogisticRegression({ numSteps: 150, learningRate: 0.3 });
@@ -143,12 +154,15 @@ function classifiers(nClasses: number): Candidate[] {
       },
       code: {
         imports: "import _LogisticRegression from 'ml-logistic-regression';\nimport { Matrix as _Matrix } from 'ml-matrix';\n",
-        train: 'const _model = new _LogisticRegression({ numSteps: 150, learningRate: 0.3 });\n_model.train(new _Matrix(_X), _Matrix.columnVector(_y));\n',
+        train:
+          'const _model = new _LogisticRegression({ numSteps: 150, learningRate: 0.3 });\n_model.train(new _Matrix(_X), _Matrix.columnVector(_y));\n',
         predict: 'Array.from(_model.predict(new _Matrix(X)))',
       },
     },
     {
-      name: 'Decision Tree', slug: 'decision_tree', interpretability: 'high',
+      name: 'Decision Tree',
+      slug: 'decision_tree',
+      interpretability: 'high',
       why: 'Readable if-then splits; handles non-linear effects and interactions without feature engineering.',
       fitPredict(X, y, Xt) {
         const m = new DecisionTreeClassifier({ maxDepth: 10, minNumSamples: 3 });
@@ -162,7 +176,9 @@ function classifiers(nClasses: number): Candidate[] {
       },
     },
     {
-      name: 'k-Nearest Neighbors', slug: 'knn', interpretability: 'medium',
+      name: 'k-Nearest Neighbors',
+      slug: 'knn',
+      interpretability: 'medium',
       why: 'Predicts from the most similar rows; no training, but prediction cost grows with the data.',
       fitPredict(X, y, Xt) {
         const m = new KNN(X, y, { k: Math.min(5, X.length - 1) });
@@ -175,17 +191,27 @@ function classifiers(nClasses: number): Candidate[] {
       },
     },
     {
-      name: 'Random Forest', slug: 'random_forest', interpretability: 'medium',
+      name: 'Random Forest',
+      slug: 'random_forest',
+      interpretability: 'medium',
       projected: (measured) => FOREST_SHARE * (measured.get('decision_tree') ?? 0),
       why: `An ensemble of ${nClasses > 2 ? 'multi-class ' : ''}trees on bootstrap samples: usually the strongest of these on tabular data, less prone to overfit than one tree.`,
       fitPredict(X, y, Xt) {
-        const m = new RandomForestClassifier({ nEstimators: 20, maxFeatures: 0.6, seed: 42, useSampleBagging: true, noOOB: true, treeOptions: { maxDepth: 10 } });
+        const m = new RandomForestClassifier({
+          nEstimators: 20,
+          maxFeatures: 0.6,
+          seed: 42,
+          useSampleBagging: true,
+          noOOB: true,
+          treeOptions: { maxDepth: 10 },
+        });
         m.train(X, y);
         return m.predict(Xt);
       },
       code: {
         imports: "import { RandomForestClassifier as _Forest } from 'ml-random-forest';\n",
-        train: 'const _model = new _Forest({ nEstimators: 20, maxFeatures: 0.6, seed: 42, useSampleBagging: true, noOOB: true, treeOptions: { maxDepth: 10 } });\n_model.train(_X, _y);\n',
+        train:
+          'const _model = new _Forest({ nEstimators: 20, maxFeatures: 0.6, seed: 42, useSampleBagging: true, noOOB: true, treeOptions: { maxDepth: 10 } });\n_model.train(_X, _y);\n',
         predict: '_model.predict(X)',
       },
     },
@@ -195,10 +221,15 @@ function classifiers(nClasses: number): Candidate[] {
 function regressors(): Candidate[] {
   return [
     {
-      name: 'Linear Regression', slug: 'linear_regression', interpretability: 'high',
+      name: 'Linear Regression',
+      slug: 'linear_regression',
+      interpretability: 'high',
       why: 'Ordinary least squares: each coefficient is the effect of one standardised feature.',
       fitPredict(X, y, Xt) {
-        const m = new MLR(X, y.map((v) => [v]));
+        const m = new MLR(
+          X,
+          y.map((v) => [v]),
+        );
         return Xt.map((row) => (m.predict(row) as number[])[0]);
       },
       code: {
@@ -208,7 +239,9 @@ function regressors(): Candidate[] {
       },
     },
     {
-      name: 'Decision Tree Regressor', slug: 'decision_tree', interpretability: 'high',
+      name: 'Decision Tree Regressor',
+      slug: 'decision_tree',
+      interpretability: 'high',
       why: 'Piecewise-constant predictions from readable splits; captures thresholds and interactions.',
       fitPredict(X, y, Xt) {
         const m = new DecisionTreeRegression({ maxDepth: 10, minNumSamples: 5 });
@@ -222,17 +255,27 @@ function regressors(): Candidate[] {
       },
     },
     {
-      name: 'Random Forest Regressor', slug: 'random_forest', interpretability: 'medium',
+      name: 'Random Forest Regressor',
+      slug: 'random_forest',
+      interpretability: 'medium',
       projected: (measured) => FOREST_SHARE * (measured.get('decision_tree') ?? 0),
       why: 'Averages many trees on bootstrap samples: smooth, strong on non-linear tabular data.',
       fitPredict(X, y, Xt) {
-        const m = new RandomForestRegression({ nEstimators: 20, maxFeatures: 0.6, seed: 42, useSampleBagging: true, noOOB: true, treeOptions: { maxDepth: 10 } });
+        const m = new RandomForestRegression({
+          nEstimators: 20,
+          maxFeatures: 0.6,
+          seed: 42,
+          useSampleBagging: true,
+          noOOB: true,
+          treeOptions: { maxDepth: 10 },
+        });
         m.train(X, y);
         return m.predict(Xt);
       },
       code: {
         imports: "import { RandomForestRegression as _Forest } from 'ml-random-forest';\n",
-        train: 'const _model = new _Forest({ nEstimators: 20, maxFeatures: 0.6, seed: 42, useSampleBagging: true, noOOB: true, treeOptions: { maxDepth: 10 } });\n_model.train(_X, _y);\n',
+        train:
+          'const _model = new _Forest({ nEstimators: 20, maxFeatures: 0.6, seed: 42, useSampleBagging: true, noOOB: true, treeOptions: { maxDepth: 10 } });\n_model.train(_X, _y);\n',
         predict: '_model.predict(X)',
       },
     },
@@ -298,9 +341,19 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
   const usable: number[] = [];
   for (let r = 0; r < frame.rows; r++) if (!targetValues || !isMissing(targetValues[r])) usable.push(r);
   const limit = target === undefined ? CLUSTER_SAMPLE_ROWS : SAMPLE_ROWS;
-  const sample = usable.length > limit ? shuffle([...usable], random).slice(0, limit).sort((a, b) => a - b) : usable;
+  const sample =
+    usable.length > limit
+      ? shuffle([...usable], random)
+          .slice(0, limit)
+          .sort((a, b) => a - b)
+      : usable;
   const featureCols = frame.columns.filter((c) => c !== target);
-  const profiles = featureCols.map((c) => profileColumn(c, sample.map((r) => frame.column(c)[r])));
+  const profiles = featureCols.map((c) =>
+    profileColumn(
+      c,
+      sample.map((r) => frame.column(c)[r]),
+    ),
+  );
   const { spec, dropped } = buildSpec(profiles, (c) => frame.column(c), sample);
   const rowObject = (r: number) => {
     const o: Record<string, unknown> = {};
@@ -315,7 +368,10 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
   let classes: unknown[] = [];
   let y: number[] = [];
   if (target !== undefined) {
-    const tp = profileColumn(target, sample.map((r) => targetValues![r]));
+    const tp = profileColumn(
+      target,
+      sample.map((r) => targetValues![r]),
+    );
     if (isClassTarget(tp)) {
       taskType = 'classification';
       const counts = new Map<unknown, number>();
@@ -329,7 +385,10 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
       y = sample.map((r) => toNumber(targetValues![r], 'number'));
       taskReason = `target "${target}" is numeric with ${tp.distinct} distinct values: regression`;
     } else {
-      throw new AnalysisError(422, `target "${target}" has ${tp.distinct} distinct ${tp.kind} values: too many classes to predict and not numeric; pick a numeric target or one with at most ${MAX_CLASSES} classes`);
+      throw new AnalysisError(
+        422,
+        `target "${target}" has ${tp.distinct} distinct ${tp.kind} values: too many classes to predict and not numeric; pick a numeric target or one with at most ${MAX_CLASSES} classes`,
+      );
     }
   }
 
@@ -350,7 +409,10 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
   characteristics.prep_ms = Math.round(performance.now() - started);
 
   if (nEncoded === 0 || sample.length < 6) {
-    throw new AnalysisError(422, `${variable} has ${sample.length} usable rows and ${nEncoded} usable features; algorithm match needs at least 6 rows and one numeric or categorical feature`);
+    throw new AnalysisError(
+      422,
+      `${variable} has ${sample.length} usable rows and ${nEncoded} usable features; algorithm match needs at least 6 rows and one numeric or categorical feature`,
+    );
   }
 
   if (taskType === 'clustering') {
@@ -366,7 +428,11 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
       const fitMs = performance.now() - t0;
       const score = silhouette(X, result.clusters);
       recommendations.push({
-        name: `K-Means (k=${k})`, score, speed: speedOf(fitMs), interpretability: 'high', defines: `${variable}_kmeans_${k}`,
+        name: `K-Means (k=${k})`,
+        score,
+        speed: speedOf(fitMs),
+        interpretability: 'high',
+        defines: `${variable}_kmeans_${k}`,
         reasons: [
           `silhouette ${fmt(score)} on ${sample.length} sampled rows (1 = tight, well separated clusters; 0 = overlapping)`,
           'centroids are readable: each cluster is described by its average (standardised) feature values',
@@ -378,7 +444,10 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
   } else {
     const classification = taskType === 'classification';
     const folds = sample.length >= 500 ? 3 : 5;
-    const order = shuffle(sample.map((_, i) => i), random);
+    const order = shuffle(
+      sample.map((_, i) => i),
+      random,
+    );
     const foldOf = new Array<number>(sample.length);
     order.forEach((i, pos) => (foldOf[i] = pos % folds));
     characteristics.metric = classification ? 'accuracy' : 'r2';
@@ -396,7 +465,7 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
       const scores: number[] = [];
       let fitMs = 0;
       for (let f = 0; f < folds; f++) {
-        const projected = scores.length ? fitMs / scores.length : cand.projected?.(measured) ?? 0;
+        const projected = scores.length ? fitMs / scores.length : (cand.projected?.(measured) ?? 0);
         // The first fold of the first (cheapest) candidate always runs: an answer with no score is no answer.
         const first = recommendations.length === 0 && scores.length === 0 && notScored.length === 0;
         if (!first && performance.now() - started + projected > budget) break;
@@ -405,7 +474,11 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
         for (let i = 0; i < sample.length; i++) (foldOf[i] === f ? test : train).push(i);
         const t0 = performance.now();
         try {
-          const pred = cand.fitPredict(train.map((i) => X[i]), train.map((i) => y[i]), test.map((i) => X[i]));
+          const pred = cand.fitPredict(
+            train.map((i) => X[i]),
+            train.map((i) => y[i]),
+            test.map((i) => X[i]),
+          );
           const truth = test.map((i) => y[i]);
           scores.push(classification ? accuracy(pred, truth) : r2(pred, truth));
         } catch (err) {
@@ -429,10 +502,20 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
       if (classification) reasons.push(`always predicting the largest class scores ${fmt(characteristics.baseline_accuracy as number)}`);
       if (scores.length < folds) reasons.push(`only ${scores.length} of ${folds} folds ran within the ${budget} ms budget`);
       recommendations.push({
-        name: cand.name, score, speed: speedOf(fitMs / scores.length), interpretability: cand.interpretability,
-        defines: `${variable}_${cand.slug}`, reasons,
+        name: cand.name,
+        score,
+        speed: speedOf(fitMs / scores.length),
+        interpretability: cand.interpretability,
+        defines: `${variable}_${cand.slug}`,
+        reasons,
         code: modelCode(variable, target!, spec, cand, classification ? classes : undefined),
-        cv: { metric: classification ? 'accuracy' : 'r2', folds: scores.length, fold_scores: scores, std: stdOf(scores), fit_ms: fitMs / scores.length },
+        cv: {
+          metric: classification ? 'accuracy' : 'r2',
+          folds: scores.length,
+          fold_scores: scores,
+          std: stdOf(scores),
+          fit_ms: fitMs / scores.length,
+        },
       });
     }
   }
@@ -440,7 +523,9 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
   recommendations.sort((a, b) => b.score - a.score);
   if (recommendations.length > 1) {
     const [best, second] = recommendations;
-    best.reasons.push(`best of the ${recommendations.length} candidates scored (${fmt(best.score - second.score)} ahead of ${second.name})`);
+    best.reasons.push(
+      `best of the ${recommendations.length} candidates scored (${fmt(best.score - second.score)} ahead of ${second.name})`,
+    );
   }
   characteristics.not_scored = notScored;
   characteristics.elapsed_ms = Math.round(performance.now() - started);

@@ -19,10 +19,10 @@ export function fixName(variable: string, column: string | null, what: string): 
   return [variable, column ? part(column) : '', what].filter(Boolean).join('_');
 }
 
-const header = (variable: string, comment: string) =>
-  `// ${comment}\nimport * as _aq from 'arquero';\nconst _t = _aq.from(${variable});\n`;
+const header = (variable: string, comment: string) => `// ${comment}\nimport * as _aq from 'arquero';\nconst _t = _aq.from(${variable});\n`;
 
-const MISSING_FN = "const _missing = (v) => v == null || (typeof v === 'number' && Number.isNaN(v)) || (typeof v === 'string' && v.trim() === '');\n";
+const MISSING_FN =
+  "const _missing = (v) => v == null || (typeof v === 'number' && Number.isNaN(v)) || (typeof v === 'string' && v.trim() === '');\n";
 
 const TO_NUMBER_FN =
   "const _toNumber = (v) => { const x = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v.replace(/,/g, '')) : Number.NaN; return Number.isFinite(x) ? x : null; };\n";
@@ -124,7 +124,10 @@ export function groupRare(variable: string, col: string, keep: number, out: stri
 
 export function oversample(variable: string, target: string, out: string): string {
   return (
-    header(variable, `random oversampling: repeat rows of the smaller classes of ${target} until every class is as large as the largest (do this on the training split only)`) +
+    header(
+      variable,
+      `random oversampling: repeat rows of the smaller classes of ${target} until every class is as large as the largest (do this on the training split only)`,
+    ) +
     `const _classes = [...new Set(_t.array(${key(target)}))];\n` +
     `const _parts = _classes.map((c) => _t.filter(_aq.escape((d) => ${field(target)} === c)));\n` +
     `const _largest = Math.max(..._parts.map((p) => p.numRows()));\n` +

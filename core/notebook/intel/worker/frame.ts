@@ -32,7 +32,8 @@ interface ArqueroLike {
 }
 
 const isArquero = (value: unknown): value is ArqueroLike =>
-  typeof value === 'object' && value !== null &&
+  typeof value === 'object' &&
+  value !== null &&
   typeof (value as ArqueroLike).numRows === 'function' &&
   typeof (value as ArqueroLike).columnNames === 'function' &&
   typeof (value as ArqueroLike).array === 'function';
@@ -44,7 +45,8 @@ export const EXPECTED = 'an array of records (objects with the same keys, e.g. [
 
 export function describeValue(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : `an array of ${describeValue(value.find((v) => v !== undefined))}s`;
+  if (Array.isArray(value))
+    return value.length === 0 ? 'an empty array' : `an array of ${describeValue(value.find((v) => v !== undefined))}s`;
   if (value instanceof Date) return 'a Date';
   if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
   return `a ${typeof value}`;
@@ -247,7 +249,7 @@ export function skewness(xs: Float64Array): number {
   }
   m2 /= xs.length;
   m3 /= xs.length;
-  return m2 === 0 ? 0 : m3 / Math.pow(m2, 1.5);
+  return m2 === 0 ? 0 : m3 / m2 ** 1.5;
 }
 
 export function pearson(a: ArrayLike<number>, b: ArrayLike<number>): number {

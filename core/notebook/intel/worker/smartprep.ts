@@ -8,16 +8,33 @@
  */
 import * as fix from './fixes.js';
 import {
-  checkTarget, isMissing, pearson, profileColumn, quantile, skewness, toFrame, valueKey,
-  type ColumnProfile, type Frame,
+  type ColumnProfile,
+  checkTarget,
+  type Frame,
+  isMissing,
+  pearson,
+  profileColumn,
+  quantile,
+  skewness,
+  toFrame,
+  valueKey,
 } from './frame.js';
 
 export type Severity = 'high' | 'medium' | 'low';
 
 export type SuggestionType =
-  | 'missing_values' | 'duplicate_rows' | 'constant_column' | 'near_constant_column' | 'mixed_types'
-  | 'numeric_as_string' | 'date_as_string' | 'outliers' | 'skewed' | 'high_cardinality'
-  | 'class_imbalance' | 'target_leakage';
+  | 'missing_values'
+  | 'duplicate_rows'
+  | 'constant_column'
+  | 'near_constant_column'
+  | 'mixed_types'
+  | 'numeric_as_string'
+  | 'date_as_string'
+  | 'outliers'
+  | 'skewed'
+  | 'high_cardinality'
+  | 'class_imbalance'
+  | 'target_leakage';
 
 export interface Suggestion {
   type: SuggestionType;
@@ -77,7 +94,8 @@ function severityOfShare(share: number, high: number, medium: number): Severity 
 }
 
 export function isClassTarget(profile: ColumnProfile): boolean {
-  if (profile.kind === 'string' || profile.kind === 'boolean') return profile.distinct <= MAX_CLASSES || profile.distinct <= profile.present * 0.05;
+  if (profile.kind === 'string' || profile.kind === 'boolean')
+    return profile.distinct <= MAX_CLASSES || profile.distinct <= profile.present * 0.05;
   if (profile.kind === 'number') return profile.distinct <= Math.min(MAX_CLASSES, 10) && profile.numbers.every(Number.isInteger);
   return false;
 }
@@ -104,12 +122,17 @@ export function smartprep(value: unknown, args: { variable: string; target?: str
   const duplicates = countDuplicates(frame);
   if (duplicates > 0) {
     const out = fix.fixName(variable, null, 'deduped');
-    add({
-      type: 'duplicate_rows', severity: severityOfShare(duplicates / n, 0.1, 0.01), column: null,
-      title: `${duplicates} duplicate rows`,
-      reason: `${duplicates} of ${n} rows (${pct(duplicates, n)}) repeat an earlier row exactly; they over-weight those observations and can leak between train and test splits.`,
-      code: fix.dedupe(variable, out),
-    }, out);
+    add(
+      {
+        type: 'duplicate_rows',
+        severity: severityOfShare(duplicates / n, 0.1, 0.01),
+        column: null,
+        title: `${duplicates} duplicate rows`,
+        reason: `${duplicates} of ${n} rows (${pct(duplicates, n)}) repeat an earlier row exactly; they over-weight those observations and can leak between train and test splits.`,
+        code: fix.dedupe(variable, out),
+      },
+      out,
+    );
   }
 
   for (const p of profiles.values()) {
@@ -119,12 +142,20 @@ export function smartprep(value: unknown, args: { variable: string; target?: str
     if (p.present === 0 || p.distinct <= 1) {
       if (!isTarget) {
         const out = fix.fixName(variable, col, 'dropped');
-        add({
-          type: 'constant_column', severity: 'medium', column: col,
-          title: p.present === 0 ? `${col} is always missing` : `${col} has a single value`,
-          reason: p.present === 0 ? `Every value of ${col} is missing; it carries no information.` : `Every present value of ${col} is the same; a model cannot learn anything from it.`,
-          code: fix.dropColumns(variable, [col], out, `drop ${col}: it has no variation`),
-        }, out);
+        add(
+          {
+            type: 'constant_column',
+            severity: 'medium',
+            column: col,
+            title: p.present === 0 ? `${col} is always missing` : `${col} has a single value`,
+            reason:
+              p.present === 0
+                ? `Every value of ${col} is missing; it carries no information.`
+                : `Every present value of ${col} is the same; a model cannot learn anything from it.`,
+            code: fix.dropColumns(variable, [col], out, `drop ${col}: it has no variation`),
+          },
+          out,
+        );
       }
       continue;
     }
@@ -132,17 +163,25 @@ export function smartprep(value: unknown, args: { variable: string; target?: str
     if (p.missing > 0) {
       const share = p.missing / n;
       const out = fix.fixName(variable, col, share > 0.5 && !isTarget ? 'dropped' : 'imputed');
-      const code = share > 0.5 && !isTarget
-        ? fix.dropColumns(variable, [col], out, `drop ${col}: more than half of it is missing, imputing would invent most of it`)
-        : p.kind === 'number' ? fix.imputeMedian(variable, col, out)
-        : p.kind === 'date' || isTarget ? fix.dropMissingRows(variable, col, out)
-        : fix.imputeMode(variable, col, out);
-      add({
-        type: 'missing_values', severity: severityOfShare(share, 0.3, 0.05), column: col,
-        title: `${p.missing} missing values in ${col}`,
-        reason: `${p.missing} of ${n} values (${pct(p.missing, n)}) of ${col} are null, undefined, NaN or empty text; most learners cannot take them.`,
-        code,
-      }, out);
+      const code =
+        share > 0.5 && !isTarget
+          ? fix.dropColumns(variable, [col], out, `drop ${col}: more than half of it is missing, imputing would invent most of it`)
+          : p.kind === 'number'
+            ? fix.imputeMedian(variable, col, out)
+            : p.kind === 'date' || isTarget
+              ? fix.dropMissingRows(variable, col, out)
+              : fix.imputeMode(variable, col, out);
+      add(
+        {
+          type: 'missing_values',
+          severity: severityOfShare(share, 0.3, 0.05),
+          column: col,
+          title: `${p.missing} missing values in ${col}`,
+          reason: `${p.missing} of ${n} values (${pct(p.missing, n)}) of ${col} are null, undefined, NaN or empty text; most learners cannot take them.`,
+          code,
+        },
+        out,
+      );
     }
 
     const kinds = Object.entries(p.kinds) as Array<[string, number]>;
@@ -151,40 +190,60 @@ export function smartprep(value: unknown, args: { variable: string; target?: str
     if (kinds.length > 1 && topShare < PURE_TYPE_SHARE && !stringsParse) {
       const to: fix.Coercion = p.kind === 'object' || p.kind === 'empty' ? 'string' : p.kind;
       const out = fix.fixName(variable, col, `as_${to}`);
-      add({
-        type: 'mixed_types', severity: topShare < 0.9 ? 'high' : 'medium', column: col,
-        title: `${col} mixes ${kinds.map(([k]) => k).join(' and ')} values`,
-        reason: `${col} holds ${kinds.map(([k, c]) => `${c} ${k}`).join(', ')} values; most are ${p.kind}, so the others are probably entry errors or a missing-value marker.`,
-        code: fix.coerce(variable, col, to, out),
-      }, out);
+      add(
+        {
+          type: 'mixed_types',
+          severity: topShare < 0.9 ? 'high' : 'medium',
+          column: col,
+          title: `${col} mixes ${kinds.map(([k]) => k).join(' and ')} values`,
+          reason: `${col} holds ${kinds.map(([k, c]) => `${c} ${k}`).join(', ')} values; most are ${p.kind}, so the others are probably entry errors or a missing-value marker.`,
+          code: fix.coerce(variable, col, to, out),
+        },
+        out,
+      );
     } else if (stringsParse && p.numericStrings >= p.dateStrings) {
       const out = fix.fixName(variable, col, 'as_number');
-      add({
-        type: 'numeric_as_string', severity: 'medium', column: col,
-        title: `${col} holds numbers stored as text`,
-        reason: `${p.numericStrings} of ${p.present} values of ${col} are text that reads as a number ("${sampleOf(p)}"); as text they sort, compare and aggregate wrongly.`,
-        code: fix.coerce(variable, col, 'number', out),
-      }, out);
+      add(
+        {
+          type: 'numeric_as_string',
+          severity: 'medium',
+          column: col,
+          title: `${col} holds numbers stored as text`,
+          reason: `${p.numericStrings} of ${p.present} values of ${col} are text that reads as a number ("${sampleOf(p)}"); as text they sort, compare and aggregate wrongly.`,
+          code: fix.coerce(variable, col, 'number', out),
+        },
+        out,
+      );
     } else if (stringsParse) {
       const out = fix.fixName(variable, col, 'as_date');
-      add({
-        type: 'date_as_string', severity: 'medium', column: col,
-        title: `${col} holds dates stored as text`,
-        reason: `${p.dateStrings} of ${p.present} values of ${col} are text that reads as a date ("${sampleOf(p)}"); parsed, they can be compared, binned and split into parts.`,
-        code: fix.coerce(variable, col, 'date', out),
-      }, out);
+      add(
+        {
+          type: 'date_as_string',
+          severity: 'medium',
+          column: col,
+          title: `${col} holds dates stored as text`,
+          reason: `${p.dateStrings} of ${p.present} values of ${col} are text that reads as a date ("${sampleOf(p)}"); parsed, they can be compared, binned and split into parts.`,
+          code: fix.coerce(variable, col, 'date', out),
+        },
+        out,
+      );
     }
 
     if (!isTarget && p.distinct > 1 && p.counts.size > 0) {
       const top = Math.max(...p.counts.values());
       if (top / n >= NEAR_CONSTANT_SHARE) {
         const out = fix.fixName(variable, col, 'dropped');
-        add({
-          type: 'near_constant_column', severity: 'low', column: col,
-          title: `${col} is nearly constant`,
-          reason: `One value of ${col} covers ${pct(top, n)} of the rows; the column has almost no variance and can destabilise models (and cross-validation folds may see only one value).`,
-          code: fix.dropColumns(variable, [col], out, `drop ${col}: it is nearly constant`),
-        }, out);
+        add(
+          {
+            type: 'near_constant_column',
+            severity: 'low',
+            column: col,
+            title: `${col} is nearly constant`,
+            reason: `One value of ${col} covers ${pct(top, n)} of the rows; the column has almost no variance and can destabilise models (and cross-validation folds may see only one value).`,
+            code: fix.dropColumns(variable, [col], out, `drop ${col}: it is nearly constant`),
+          },
+          out,
+        );
       }
     }
 
@@ -200,39 +259,54 @@ export function smartprep(value: unknown, args: { variable: string; target?: str
         for (const x of sorted) if (x < low || x > high) outside++;
         if (outside > 0) {
           const out = fix.fixName(variable, col, 'clipped');
-          add({
-            type: 'outliers', severity: severityOfShare(outside / p.numbers.length, 0.05, 0.01), column: col,
-            title: `${outside} outliers in ${col}`,
-            reason: `${outside} values of ${col} (${pct(outside, p.numbers.length)}) lie beyond the Tukey fences [${round(low)}, ${round(high)}] (quartiles ${round(q1)} and ${round(q3)}); they dominate squared-error losses and distance-based models.`,
-            code: fix.clipOutliers(variable, col, out),
-          }, out);
+          add(
+            {
+              type: 'outliers',
+              severity: severityOfShare(outside / p.numbers.length, 0.05, 0.01),
+              column: col,
+              title: `${outside} outliers in ${col}`,
+              reason: `${outside} values of ${col} (${pct(outside, p.numbers.length)}) lie beyond the Tukey fences [${round(low)}, ${round(high)}] (quartiles ${round(q1)} and ${round(q3)}); they dominate squared-error losses and distance-based models.`,
+              code: fix.clipOutliers(variable, col, out),
+            },
+            out,
+          );
         }
       }
       const skew = skewness(p.numbers);
       if (Math.abs(skew) > SKEW_LIMIT && p.distinct > 10) {
         const out = fix.fixName(variable, col, 'log');
-        add({
-          type: 'skewed', severity: Math.abs(skew) > 2 ? 'medium' : 'low', column: col,
-          title: `${col} is ${skew > 0 ? 'right' : 'left'}-skewed`,
-          reason: `The skewness of ${col} is ${skew.toFixed(2)} (|skew| > ${SKEW_LIMIT}); linear models and distance-based methods work better on a more symmetric scale.`,
-          code: fix.logTransform(variable, col, out),
-        }, out);
+        add(
+          {
+            type: 'skewed',
+            severity: Math.abs(skew) > 2 ? 'medium' : 'low',
+            column: col,
+            title: `${col} is ${skew > 0 ? 'right' : 'left'}-skewed`,
+            reason: `The skewness of ${col} is ${skew.toFixed(2)} (|skew| > ${SKEW_LIMIT}); linear models and distance-based methods work better on a more symmetric scale.`,
+            code: fix.logTransform(variable, col, out),
+          },
+          out,
+        );
       }
     }
 
     if (!isTarget && p.kind === 'string' && !stringsParse && p.distinct > HIGH_CARDINALITY) {
       const identifier = p.distinct >= 0.9 * p.present;
       const out = fix.fixName(variable, col, identifier ? 'dropped' : 'grouped');
-      add({
-        type: 'high_cardinality', severity: identifier ? 'medium' : 'low', column: col,
-        title: identifier ? `${col} looks like an identifier` : `${col} has ${p.distinct} categories`,
-        reason: identifier
-          ? `${p.distinct} distinct values in ${p.present} rows: nearly every row has its own value, so the column identifies rows rather than describing them and only lets a model memorise.`
-          : `${p.distinct} distinct text values: one-hot encoding would add ${p.distinct} sparse features, and rare categories cannot be learnt from a handful of rows.`,
-        code: identifier
-          ? fix.dropColumns(variable, [col], out, `drop ${col}: an identifier is not a feature`)
-          : fix.groupRare(variable, col, KEEP_CATEGORIES, out),
-      }, out);
+      add(
+        {
+          type: 'high_cardinality',
+          severity: identifier ? 'medium' : 'low',
+          column: col,
+          title: identifier ? `${col} looks like an identifier` : `${col} has ${p.distinct} categories`,
+          reason: identifier
+            ? `${p.distinct} distinct values in ${p.present} rows: nearly every row has its own value, so the column identifies rows rather than describing them and only lets a model memorise.`
+            : `${p.distinct} distinct text values: one-hot encoding would add ${p.distinct} sparse features, and rare categories cannot be learnt from a handful of rows.`,
+          code: identifier
+            ? fix.dropColumns(variable, [col], out, `drop ${col}: an identifier is not a feature`)
+            : fix.groupRare(variable, col, KEEP_CATEGORIES, out),
+        },
+        out,
+      );
     }
   }
 
@@ -245,22 +319,32 @@ export function smartprep(value: unknown, args: { variable: string; target?: str
       const ratio = minority[1] / majority[1];
       if (ratio < IMBALANCE_RATIO) {
         const out = fix.fixName(variable, null, 'balanced');
-        add({
-          type: 'class_imbalance', severity: ratio < 0.05 ? 'high' : 'medium', column: target,
-          title: `${target} is imbalanced`,
-          reason: `The smallest class (${label(minority[0])}: ${minority[1]} rows) is ${(ratio * 100).toFixed(1)}% the size of the largest (${label(majority[0])}: ${majority[1]} rows); accuracy will look good while the small class is missed. Judge models by balanced accuracy or F1, and rebalance the training data.`,
-          code: fix.oversample(variable, target, out),
-        }, out);
+        add(
+          {
+            type: 'class_imbalance',
+            severity: ratio < 0.05 ? 'high' : 'medium',
+            column: target,
+            title: `${target} is imbalanced`,
+            reason: `The smallest class (${label(minority[0])}: ${minority[1]} rows) is ${(ratio * 100).toFixed(1)}% the size of the largest (${label(majority[0])}: ${majority[1]} rows); accuracy will look good while the small class is missed. Judge models by balanced accuracy or F1, and rebalance the training data.`,
+            code: fix.oversample(variable, target, out),
+          },
+          out,
+        );
       }
     }
     for (const leak of findLeaks(frame, profiles, target, classTarget)) {
       const out = fix.fixName(variable, leak.column, 'dropped');
-      add({
-        type: 'target_leakage', severity: 'high', column: leak.column,
-        title: `${leak.column} may leak the target`,
-        reason: `${leak.why} A feature this predictive is usually recorded after the outcome (or derived from it) and will not be available when predicting.`,
-        code: fix.dropColumns(variable, [leak.column], out, `drop ${leak.column}: it leaks ${target}`),
-      }, out);
+      add(
+        {
+          type: 'target_leakage',
+          severity: 'high',
+          column: leak.column,
+          title: `${leak.column} may leak the target`,
+          reason: `${leak.why} A feature this predictive is usually recorded after the outcome (or derived from it) and will not be available when predicting.`,
+          code: fix.dropColumns(variable, [leak.column], out, `drop ${leak.column}: it leaks ${target}`),
+        },
+        out,
+      );
     }
   }
 
@@ -326,7 +410,12 @@ function countDuplicates(frame: Frame): number {
   return duplicates;
 }
 
-function findLeaks(frame: Frame, profiles: Map<string, ColumnProfile>, target: string, classTarget: boolean): Array<{ column: string; why: string }> {
+function findLeaks(
+  frame: Frame,
+  profiles: Map<string, ColumnProfile>,
+  target: string,
+  classTarget: boolean,
+): Array<{ column: string; why: string }> {
   const leaks: Array<{ column: string; why: string }> = [];
   const y = frame.column(target);
   const tp = profiles.get(target)!;
@@ -373,7 +462,10 @@ function findLeaks(frame: Frame, profiles: Map<string, ColumnProfile>, target: s
       for (const m of byValue.values()) pure += Math.max(...m.values());
       const baseline = Math.max(...tp.counts.values()) / tp.present;
       if (rows >= 10 && pure / rows >= LEAKAGE_PURITY && baseline < LEAKAGE_PURITY) {
-        leaks.push({ column: p.name, why: `Knowing ${p.name} gives ${target} right for ${pct(pure, rows)} of the rows (always guessing the largest class: ${pct(baseline * rows, rows)}).` });
+        leaks.push({
+          column: p.name,
+          why: `Knowing ${p.name} gives ${target} right for ${pct(pure, rows)} of the rows (always guessing the largest class: ${pct(baseline * rows, rows)}).`,
+        });
       }
     }
   }

@@ -43,7 +43,10 @@ export function validateFrame(value: unknown, args: { variable: string; rules: R
   const violations: Violation[] = [];
   for (const rule of args.rules) {
     if (!frame.columns.includes(rule.column)) {
-      throw new AnalysisError(422, `rule on "${rule.column}": not a column of ${args.variable}; its columns are: ${frame.columns.join(', ')}`);
+      throw new AnalysisError(
+        422,
+        `rule on "${rule.column}": not a column of ${args.variable}; its columns are: ${frame.columns.join(', ')}`,
+      );
     }
     const values = frame.column(rule.column);
     const checks: Array<{ rule: string; message: string; breaks: (v: unknown) => boolean }> = [];
@@ -51,7 +54,8 @@ export function validateFrame(value: unknown, args: { variable: string; rules: R
     if (rule.type) {
       const type = rule.type;
       checks.push({
-        rule: 'type', message: `is not of type ${type}`,
+        rule: 'type',
+        message: `is not of type ${type}`,
         breaks: (v) => !isMissing(v) && (type === 'integer' ? !(typeof v === 'number' && Number.isInteger(v)) : kindOf(v) !== type),
       });
     }
@@ -65,7 +69,11 @@ export function validateFrame(value: unknown, args: { variable: string; rules: R
     }
     if (rule.in) {
       const allowed = new Set<unknown>(rule.in);
-      checks.push({ rule: 'in', message: `is not one of ${rule.in.map((x) => JSON.stringify(x)).join(', ')}`, breaks: (v) => !isMissing(v) && !allowed.has(v) });
+      checks.push({
+        rule: 'in',
+        message: `is not one of ${rule.in.map((x) => JSON.stringify(x)).join(', ')}`,
+        breaks: (v) => !isMissing(v) && !allowed.has(v),
+      });
     }
     if (rule.pattern) {
       let re: RegExp;
@@ -79,7 +87,8 @@ export function validateFrame(value: unknown, args: { variable: string; rules: R
     if (rule.unique) {
       const seen = new Set<unknown>();
       checks.push({
-        rule: 'unique', message: 'repeats an earlier value',
+        rule: 'unique',
+        message: 'repeats an earlier value',
         breaks: (v) => {
           if (isMissing(v)) return false;
           const k = v instanceof Date ? v.getTime() : v;
@@ -97,7 +106,14 @@ export function validateFrame(value: unknown, args: { variable: string; rules: R
         count++;
         if (examples.length < EXAMPLES) examples.push({ row: r, value: cloneable(values[r]) ?? null });
       }
-      if (count > 0) violations.push({ column: rule.column, rule: check.rule, count, examples, message: `${count} value${count === 1 ? '' : 's'} of ${rule.column} ${check.message}` });
+      if (count > 0)
+        violations.push({
+          column: rule.column,
+          rule: check.rule,
+          count,
+          examples,
+          message: `${count} value${count === 1 ? '' : 's'} of ${rule.column} ${check.message}`,
+        });
     }
   }
   return { variable: args.variable, rows: frame.rows, rules: args.rules.length, valid: violations.length === 0, violations };

@@ -6,9 +6,9 @@
 // Monthly unit sales and revenue for four regions and three products, read from `data/sales.csv`
 // (144 rows). Edit the threshold cell and only the cells that depend on it re-run.
 
-import { readFile } from 'node:fs/promises';
 // %% [code] id=load0001 name="load"
 import * as aq from 'arquero';
+import { readFile } from 'node:fs/promises';
 
 const sales = aq.fromCSV(await readFile(notebookPath('data/sales.csv'), 'utf8'));
 console.log(`${sales.numRows()} rows, columns: ${sales.columnNames().join(', ')}`);

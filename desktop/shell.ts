@@ -1,4 +1,4 @@
-import { uiContentSecurityPolicy } from '../core/ui/csp.js';
+import { uiContentSecurityPolicy } from '../core/http/csp.js';
 import type { BrowserWindowLike, ElectronMain, MenuItemOptions } from './electron-api.js';
 import {
   DEEP_LINK_SCHEME,

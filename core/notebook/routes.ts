@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { type AnyRoute, defineRoute } from '../http/route.js';
-import { untrustedHtmlHeaders } from '../ui/csp.js';
+import { untrustedHtmlHeaders } from '../http/csp.js';
 import { renderMarkdown } from './export.js';
 import { outputToHtml } from './render.js';
 import { CreateCellBody, CreateNotebookBody, ReorderBody, RunDocumentBody, RunQuery, SettingsBody, UpdateCellBody } from './schemas.js';

@@ -27,7 +27,7 @@ import { hostCheck, upgradeChecker } from '../http/security.js';
 import { fail } from '../kernel/errors.js';
 import { SettingsSchema } from '../kernel/settings.js';
 import { watchTree } from '../kernel/watch-tree.js';
-import { untrustedHtmlHeaders } from '../ui/csp.js';
+import { untrustedHtmlHeaders } from '../http/csp.js';
 import { type Layout, reportHtml } from './export.js';
 import { readNotebookFile } from './formats.js';
 import { attachNotebookSocket, notebookRoutes } from './routes.js';

@@ -12,7 +12,7 @@ import { mountRoutes } from '../http/route.js';
 import { parseInput } from '../http/validate.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { pipelineKind } from './kind.js';
-import { NotebookSteps } from './notebook.js';
+import { NotebookSteps } from '../notebook/steps.js';
 import { pipelineRoutes } from './routes.js';
 import { PipelineService, type StepRunner } from './service.js';
 import { PipelineJobs } from './tasks.js';

@@ -25,11 +25,23 @@ const LAYERS = 'lib|kernel|http|storage|app';
 const SUBSYSTEM = `^core/(notebook/intel|(?!(?:${LAYERS})/)[^/]+)/`;
 /**
  * The modules another subsystem may import: its service (or its type, for the service map), its data shapes
- * and its drop-in kind (to look its definitions up in the registry). Errors need no module of their own: codes
+ * its drop-in kind (to look its definitions up in the registry) and its events (what its streams carry). Errors need no module of their own: codes
  * live in the kernel's catalogue (core/kernel/error-catalogue.ts); define.ts is for drop-ins, through the SDK.
  */
-const PUBLIC = 'service|schemas|types|kind';
+const PUBLIC = 'service|schemas|types|kind|events';
 const PUBLIC_MODULE = `^core/(?:notebook/intel|[^/]+)/(?:${PUBLIC})\\.ts$`;
+/**
+ * Subsystems built on another's internals by design, each named with its reason: the studio is the agents'
+ * debugger (it drives their engine step by step and reads their checkpoints), and notebook/intel reads the
+ * notebook's sessions and files (its tools inspect live variables in the notebook's own runtime).
+ */
+const FRIENDS = [
+  ['^core/studio/', '^core/agents/'],
+  ['^core/notebook/intel/', '^core/notebook/'],
+];
+/** `^core/studio/` → `studio`: the friend's own folder, which it may always import. */
+const SUBSYSTEM_OF = (pattern) => pattern.replace(/^\^core\//, '').replace(/\/$/, '');
+
 /** Packages and node builtins: every layer may use them. */
 const OUTSIDE_THE_REPO = { dependencyTypesNot: ['core', 'npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-bundled', 'npm-no-pkg'] };
 
@@ -75,9 +87,16 @@ module.exports = {
       name: 'subsystem-through-public-modules',
       severity: 'error',
       comment: `Another subsystem is reached through its public modules only (${PUBLIC.split('|').join(', ')}), or through the service map.`,
-      from: { path: SUBSYSTEM },
+      from: { path: SUBSYSTEM, pathNot: FRIENDS.map(([from]) => from) },
       to: { path: SUBSYSTEM, pathNot: ['^core/$1/', PUBLIC_MODULE] },
     },
+    ...FRIENDS.map(([from, to]) => ({
+      name: 'subsystem-through-public-modules',
+      severity: 'error',
+      comment: `${from} may reach ${to} (see FRIENDS); any other subsystem only through its public modules.`,
+      from: { path: `${from}` },
+      to: { path: SUBSYSTEM, pathNot: [`^core/(?:${SUBSYSTEM_OF(from)})/`, to, PUBLIC_MODULE] },
+    })),
     {
       name: 'notebook-through-intel-public-modules',
       severity: 'error',
@@ -89,7 +108,8 @@ module.exports = {
       name: 'subsystem-not-to-desktop',
       severity: 'error',
       comment: 'Only the composition root (core/app) opens the desktop shell; subsystems and layers stay UI-free.',
-      from: { path: '^core/', pathNot: '^core/app/' },
+      // Except the UI subsystem, which builds the desktop's views on demand and serves them (core/ui/assets.ts).
+      from: { path: '^core/', pathNot: ['^core/app/', '^core/ui/assets\\.ts$'] },
       to: { path: '^desktop/' },
     },
     {
@@ -103,23 +123,17 @@ module.exports = {
     {
       name: 'only-entry-points-import-app',
       severity: 'error',
-      comment: 'core/app composes everything; only bin/, scripts/, test/ and bench/ start it.',
-      from: { pathNot: '^(?:core/app/|bin/|scripts/|test/|bench/)' },
+      comment: 'core/app composes everything; only entry points start it: bin/, the Electron main process, scripts/, test/, bench/.',
+      from: { pathNot: '^(?:core/app/|bin/|desktop/main\\.ts$|scripts/|test/|bench/)' },
       to: { path: '^core/app/' },
     },
     {
-      name: 'views-import-only-schema-types',
+      name: 'views-import-only-types',
       severity: 'error',
-      comment: 'Views run in the browser: from core they take types of core/*/schemas.ts, never server code.',
+      comment:
+        'Views run in the browser: from core they take types (erased when bundled), never server code; a value import would bundle it. The one exception is a module that imports nothing (config-keys.ts).',
       from: { path: '^desktop/views/' },
-      to: { path: '^core/', pathNot: '^core/(?:notebook/intel|[^/]+)/schemas\\.ts$' },
-    },
-    {
-      name: 'views-schema-imports-are-type-only',
-      severity: 'error',
-      comment: 'A value import of a schema module would bundle zod and the schema into the view; use `import type`.',
-      from: { path: '^desktop/views/' },
-      to: { path: '^core/', dependencyTypesNot: ['type-only'] },
+      to: { path: '^core/', pathNot: '^core/coderun/config-keys\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'not-to-unresolvable',

@@ -9,7 +9,7 @@ import { AgentParams, InvokeRequest } from '../agents/schemas.js';
 import { type AnyRoute, defineRoute, mountRoutes } from '../http/route.js';
 import type { HangarContext } from '../kernel/context.js';
 import { fail, HangarError } from '../kernel/errors.js';
-import { streamTaskEvents } from '../tasks/routes.js';
+import { streamTaskEvents } from '../tasks/events.js';
 import { TaskEventsQuery } from '../tasks/schemas.js';
 import { a2aAgentCard, workspaceAgentCard } from './cards.js';
 import { A2AJsonRpc } from './jsonrpc.js';

@@ -21,13 +21,11 @@
  *   of the same names, so A2A conversations can continue a thread.
  */
 import { randomUUID } from 'node:crypto';
-import type { PendingApproval } from '../agents/approvals.js';
-import type { RunEvent } from '../agents/events.js';
+import { type RunEvent, toolFrame } from '../agents/events.js';
 import { findAgent } from '../agents/kind.js';
-import { modelNotConfigured } from '../agents/model.js';
 import { InvokeRequest, type InvokeResponse } from '../agents/schemas.js';
 import { type ApprovalDecision, isSuspension, type RejectedRun, type SuspensionDetail, suspended } from '../agents/service.js';
-import { toolFrame } from '../agents/streams.js';
+import type { PendingApproval } from '../agents/types.js';
 import { formatIssues } from '../http/validate.js';
 import type { HangarContext } from '../kernel/context.js';
 import { errorMessage, fail, HangarError } from '../kernel/errors.js';
@@ -100,7 +98,8 @@ export function agentTaskKind(ctx: HangarContext): TaskKind {
       const parsed = InvokeRequest.safeParse(input ?? {});
       if (!parsed.success) throw fail('HANGAR_A2A_TASK_INPUT_INVALID', { problem: formatIssues(parsed.error.issues, 'body.input') });
       // Refuse now rather than queue work that can only fail.
-      if (agent.definition.requiresModel && !ctx.services.get('agents').provider.configured) throw modelNotConfigured(agent.name);
+      if (agent.definition.requiresModel && !ctx.services.get('agents').provider.configured)
+        throw fail('HANGAR_AGENT_MODEL_NOT_CONFIGURED', { who: `agent '${agent.name}' needs a chat model` });
       return { target: agent.name, input: parsed.data };
     },
     run(task: TaskContext) {

@@ -11,31 +11,10 @@
  */
 
 import { fail } from '../kernel/errors.js';
-import { canSee, type Owned, ownerOf } from '../kernel/ownership.js';
+import { canSee, ownerOf } from '../kernel/ownership.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { timeOrderedId } from '../storage/ids.js';
-import type { Checkpoint } from './checkpointer.js';
-
-export interface PendingApproval extends Owned {
-  id: string;
-  agent: string;
-  thread_id: string;
-  node_name: string;
-  message: string;
-  payload: Record<string, unknown>;
-  state_snapshot: Checkpoint['state'];
-  checkpoint: Checkpoint;
-  prompt_version: string;
-  /** The run kept its checkpoints in the persistent store (it named a thread). */
-  persistent: boolean;
-  /** Set when the run came from /chat with persist: the answer is saved to the thread on completion. */
-  chat?: { persist: boolean; history_loaded: number };
-  /** Which route started the run (see `RunOrigin`); absent on records from before it was kept. */
-  source?: string;
-  /** The board task that ran the agent and now waits in `input-required` for this decision. */
-  task_id?: string;
-  created_at: string;
-}
+import type { PendingApproval } from './types.js';
 
 /** Where a pending approval is decided: its thread's routes (the ids are URL-safe). */
 export function approvalLinks(record: Pick<PendingApproval, 'agent' | 'thread_id'>) {

@@ -12,6 +12,8 @@
  * approval message) because the spec's list has no separate interrupt event and the studio treats
  * both the same way: the run is paused at a node and can be resumed.
  */
+
+import type { InvokeFrame } from './streams.js';
 import type { AgentState } from './types.js';
 
 interface Base {
@@ -71,4 +73,13 @@ export function assertNever(value: never): never {
 export function summariseOutput(output: Partial<AgentState> | void | undefined): unknown {
   if (output === undefined || output === null) return null;
   return JSON.parse(JSON.stringify(output)) as unknown;
+}
+
+/**
+ * A tool call as a stream frame: the run event's fields (name, call_id, arguments, then result or
+ * error and duration_ms) beside the response and steps every frame carries.
+ */
+export function toolFrame(event: Extract<RunEvent, { type: 'tool_start' | 'tool_end' }>, response: string, steps: string[]): InvokeFrame {
+  const { type, run_id: _run, thread_id: _thread, timestamp: _time, ...fields } = event;
+  return { event: type, ...fields, response, steps_taken: steps };
 }

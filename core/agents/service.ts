@@ -41,21 +41,21 @@ import { ownerFor } from '../kernel/ownership.js';
 import type { Store } from '../kernel/store.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { ThreadService } from '../threads/service.js';
-import { ApprovalStore, approvalLinks, type PendingApproval } from './approvals.js';
+import { ApprovalStore, approvalLinks } from './approvals.js';
 import { type Checkpoint, type Checkpointer, ownedBy, StoreCheckpointer, UNRETAINED } from './checkpointer.js';
 import { runWithDeadline } from './deadline.js';
 import { readDocuments } from './documents.js';
 import { Engine, type RunOutcome, type RunRequest } from './engine.js';
-import type { RunEvent } from './events.js';
+import { type RunEvent, toolFrame } from './events.js';
 import type { Agent } from './kind.js';
 import type { ModelProvider } from './model.js';
 import { resolvePrompt } from './prompts.js';
 import { deadlineOf, planRun, type RunOrigin, type RunPlan } from './run-plan.js';
 import { invokeResponse, retrievalContext, runFailure } from './run-results.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
-import { type InvokeFrame, InvokeStreams, type StreamRetention, toolFrame } from './streams.js';
+import { type InvokeFrame, InvokeStreams, type StreamRetention } from './streams.js';
 import type { AnyTool } from './tools.js';
-import type { ChatMessage } from './types.js';
+import type { ChatMessage, PendingApproval } from './types.js';
 import type { RunUsage } from './usage.js';
 
 export interface AgentServiceOptions {

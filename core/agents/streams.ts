@@ -14,7 +14,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventLog } from '../http/event-log.js';
 import { fail } from '../kernel/errors.js';
-import type { RunEvent } from './events.js';
 
 /** One frame of an invoke stream: every frame carries the response so far and the steps. */
 export interface InvokeFrame {
@@ -22,15 +21,6 @@ export interface InvokeFrame {
   response: string;
   steps_taken: string[];
   [key: string]: unknown;
-}
-
-/**
- * A tool call as a stream frame: the run event's fields (name, call_id, arguments, then result or
- * error and duration_ms) beside the response and steps every frame carries.
- */
-export function toolFrame(event: Extract<RunEvent, { type: 'tool_start' | 'tool_end' }>, response: string, steps: string[]): InvokeFrame {
-  const { type, run_id: _run, thread_id: _thread, timestamp: _time, ...fields } = event;
-  return { event: type, ...fields, response, steps_taken: steps };
 }
 
 interface Retained {

@@ -4,6 +4,8 @@
  * this folder executes both the same way (a function agent is the graph start → agent → end).
  */
 import type { z } from 'zod';
+import type { Owned } from '../kernel/ownership.js';
+import type { Checkpoint } from './checkpointer.js';
 import type { ObjectOptions } from './structured.js';
 import type { ToolLoopOptions, ToolLoopResult } from './tool-loop.js';
 import type { AnyTool } from './tools.js';
@@ -235,4 +237,26 @@ export interface AgentDefinition {
   tools?: Array<AnyTool | string>;
   run?: AgentRunFn;
   graph?: GraphSpec;
+}
+
+/** A run suspended for a person's decision (core/agents/approvals.ts stores them). */
+export interface PendingApproval extends Owned {
+  id: string;
+  agent: string;
+  thread_id: string;
+  node_name: string;
+  message: string;
+  payload: Record<string, unknown>;
+  state_snapshot: Checkpoint['state'];
+  checkpoint: Checkpoint;
+  prompt_version: string;
+  /** The run kept its checkpoints in the persistent store (it named a thread). */
+  persistent: boolean;
+  /** Set when the run came from /chat with persist: the answer is saved to the thread on completion. */
+  chat?: { persist: boolean; history_loaded: number };
+  /** Which route started the run (see `RunOrigin`); absent on records from before it was kept. */
+  source?: string;
+  /** The board task that ran the agent and now waits in `input-required` for this decision. */
+  task_id?: string;
+  created_at: string;
 }

@@ -16,13 +16,13 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve, sep } from 'node:path';
 import { ancestors, topologicalOrder } from '../lib/graph.js';
+import type { NotebookStepOutput } from '../pipelines/schemas.js';
+import type { RunScope } from '../pipelines/service.js';
 import { analyzeNotebook, type NotebookAnalysis } from './analysis/index.js';
 import { isNotebookFile, parseNotebook, readNotebookFile } from './formats.js';
 import { NotebookRuntime } from './runtime.js';
 import type { Cell, Notebook, Output } from './schemas.js';
 import type { NotebookService } from './service.js';
-import type { NotebookStepOutput } from '../pipelines/schemas.js';
-import type { RunScope } from '../pipelines/service.js';
 
 /** The global through which a notebook step's input reaches its cells. */
 export const PIPELINE_INPUT_GLOBAL = 'pipelineInput';

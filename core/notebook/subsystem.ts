@@ -10,19 +10,23 @@ import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
 import { NOTEBOOK_WS_PATH, notebookRoutes, notebookUpgradeHandler } from './routes.js';
 import { NotebookService } from './service.js';
+import { NotebookSteps } from './steps.js';
 
 declare module '../kernel/services.js' {
   interface ServiceMap {
     notebooks: NotebookService;
+    /** Notebook cells as pipeline steps (core/notebook/steps.ts), for the pipelines subsystem. */
+    notebookSteps: NotebookSteps;
   }
 }
 
 export const notebookSubsystem: Subsystem = {
   name: 'notebook',
-  provides: ['notebooks'],
+  provides: ['notebooks', 'notebookSteps'],
   setup(ctx) {
     const service = new NotebookService({ root: ctx.paths.root });
     ctx.services.provide('notebooks', service);
+    ctx.services.provideLazy('notebookSteps', () => new NotebookSteps(service));
     ctx.upgrades.set(NOTEBOOK_WS_PATH, notebookUpgradeHandler(service));
   },
   routes: (app, ctx) => mountRoutes(app, notebookRoutes(ctx.services.get('notebooks'))),

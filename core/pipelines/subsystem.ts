@@ -12,7 +12,6 @@ import { mountRoutes } from '../http/route.js';
 import { parseInput } from '../http/validate.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { pipelineKind } from './kind.js';
-import { NotebookSteps } from '../notebook/steps.js';
 import { pipelineRoutes } from './routes.js';
 import { PipelineService, type StepRunner } from './service.js';
 import { PipelineJobs } from './tasks.js';
@@ -28,7 +27,7 @@ function stepRunner(ctx: HangarContext): StepRunner {
   const endpoints = () => ctx.services.get('endpoints');
   // The notebook service is the notebook subsystem's (one per server), so notebook steps and the
   // editor agree on which folder holds the workspace's notebooks.
-  const notebooks = new NotebookSteps(ctx.services.get('notebooks'));
+  const notebooks = ctx.services.get('notebookSteps');
   return {
     exists(kind, name) {
       if (kind === 'endpoint') return endpoints().get(name) !== undefined;
@@ -72,7 +71,7 @@ function stepRunner(ctx: HangarContext): StepRunner {
 export const pipelinesSubsystem: Subsystem = {
   name: 'pipelines',
   provides: ['pipelines'],
-  depends: ['tasks', 'notebooks'],
+  depends: ['tasks', 'notebookSteps'],
   uses: ['endpoints', 'predictors', 'agents'],
   kinds: [pipelineKind],
   setup(ctx) {

@@ -3,12 +3,11 @@
  * result, cancel, delete. Cross-agent: every kind of task shows here, scoped to the caller's
  * principal. Logic lives in `service.ts`; these handlers parse, call and shape.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { queryOf } from '../http/request.js';
+import type { FastifyRequest } from 'fastify';
 import { defineRoute } from '../http/route.js';
-import { resumePoint, serveSse } from '../http/sse.js';
 import { LOCAL_PRINCIPAL, viewerOf } from '../kernel/ownership.js';
 import type { Settings } from '../kernel/settings.js';
+import { streamTaskEvents } from './events.js';
 import { ListTasksQuery, SubmitTaskRequest, TaskEventsQuery, TaskParams, TaskView } from './schemas.js';
 import { type TaskScope, type TaskService, tasksDisabled } from './service.js';
 
@@ -16,23 +15,6 @@ import { type TaskScope, type TaskService, tasksDisabled } from './service.js';
  * Serve a task's events as SSE: replay after `since` / Last-Event-ID, then live, `[DONE]` at the
  * end; the `truncated` marker is followed by the current task. Shared with the A2A routes.
  */
-export async function streamTaskEvents(
-  tasks: TaskService,
-  req: FastifyRequest,
-  reply: FastifyReply,
-  id: string,
-  scope: TaskScope,
-): Promise<void> {
-  const since = resumePoint(req, queryOf(req));
-  const source = await tasks.events(id, scope);
-  await serveSse(reply, source, {
-    since,
-    toWire: tasks.wire,
-    snapshot: () => tasks.get(id, scope),
-    headers: { 'X-Task-Id': id },
-  });
-}
-
 const tags = ['tasks'];
 const disabled = 'the task subsystem is disabled (tasks.enabled = false)';
 const missing = 'unknown task, or a task of another principal';

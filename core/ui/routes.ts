@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { OUTPUT_SANDBOX_POLICY, uiContentSecurityPolicy } from '../http/csp.js';
 import { sentPathOf } from '../http/request.js';
 import { type AnyRoute, defineRoute } from '../http/route.js';
 import { UI_FILES, type UiFile, uiAssets } from './assets.js';
-import { OUTPUT_SANDBOX_POLICY, uiContentSecurityPolicy } from '../http/csp.js';
 
 /**
  * The UI's files at /ui/: the views of desktop/views/ (the same UI the Electron window shows, for

@@ -19,7 +19,9 @@
  *
  * Inputs are parsed with zod when the handler first reads them (`body`, `query`, `params` are
  * getters), so a handler that checks the agent exists before reading the body answers 404 before
- * 422, as it did when each handler called `parseInput` itself.
+ * 422, as it did when each handler called `parseInput` itself. Destructuring the input
+ * (`({ params, body }) => …`) reads every getter at once: a handler whose checks must come before
+ * the body's reads `input.body` where it needs it.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { z } from 'zod';

@@ -7,6 +7,7 @@ import { isLoopbackHost, resolveSecret, type Settings } from '../kernel/settings
 import { originChecker } from './cross-site.js';
 import { forbidden, type HttpError, tooManyRequests, unauthorized } from './errors.js';
 import { pathOf } from './request.js';
+import type { RouteConfig } from './route.js';
 
 /**
  * Localhost security, in the order requests meet it:
@@ -153,7 +154,8 @@ export function principalHook(
   publicPaths: ReadonlySet<string>,
 ): onRequestHookHandler {
   return function principal(req, _reply, done) {
-    if (publicPaths.has(pathOf(req))) {
+    // A route declared `config.public` (core/http/route.ts), or a path a subsystem listed (the UI's files).
+    if ((req.routeOptions.config as RouteConfig | undefined)?.public === true || publicPaths.has(pathOf(req))) {
       try {
         req.principal = resolvePrincipal(req.raw, settings, extraTokens());
       } catch {

@@ -14,10 +14,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DatabaseSync } from 'node:sqlite';
-import { and, asc, desc, eq, sql as dsql } from 'drizzle-orm';
+import { and, asc, desc, sql as dsql, eq } from 'drizzle-orm';
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { drizzle } from 'drizzle-orm/sqlite-proxy';
-import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql as ksql } from 'kysely';
+import { DummyDriver, Kysely, sql as ksql, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
 import { report } from './lib/figures.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -243,7 +243,8 @@ function timePerOp(n, fn) {
   return ((performance.now() - t0) * 1000) / n;
 }
 
-function measure(layer) {
+/** A filled database for one layer; `round()` times each operation once over OPS calls. */
+function prepare(layer, tasks = TASKS, ops = OPS) {
   const dir = mkdtempSync(path.join(tmpdir(), 'hangar-query-layer-'));
   const db = new DatabaseSync(path.join(dir, 'store.db'));
   const statements = new Map();
@@ -255,16 +256,16 @@ function measure(layer) {
   const run = (q) => prepared(q).run(...q.parameters);
   const get = (q) => prepared(q).get(...q.parameters);
   const all = (q) => prepared(q).all(...q.parameters);
-  try {
+  {
     db.exec(SCHEMA);
     db.exec('BEGIN');
     for (let i = 0; i < THREAD; i++) run(hand.insertItem('thread_messages', 'echo/long', i, message));
     run(hand.upsertHead('thread_messages', 'echo/long', THREAD, THREAD));
-    for (let i = 0; i < TASKS; i++) run(hand.upsertRecord('tasks', `t${i}`, taskValue(i, i % 10 ? 'completed' : 'queued')));
+    for (let i = 0; i < tasks; i++) run(hand.upsertRecord('tasks', `t${i}`, taskValue(i, i % 10 ? 'completed' : 'queued')));
     db.exec('COMMIT');
     db.exec('ANALYZE');
 
-    let taskNo = TASKS;
+    let taskNo = tasks;
     const figures = { append: [], history: [], submit: [], claim: [], page: [] };
     const transaction = (fn) => {
       db.exec('BEGIN IMMEDIATE');
@@ -276,9 +277,9 @@ function measure(layer) {
         throw err;
       }
     };
-    for (let r = 0; r < ROUNDS; r++) {
+    const round = () => {
       figures.append.push(
-        timePerOp(OPS, () =>
+        timePerOp(ops, () =>
           transaction(() => {
             const head = get(layer.head('thread_messages', 'echo/long'));
             run(layer.insertItem('thread_messages', 'echo/long', head.length, message));
@@ -287,13 +288,13 @@ function measure(layer) {
         ),
       );
       figures.history.push(
-        timePerOp(OPS, () => {
+        timePerOp(ops, () => {
           const head = get(layer.head('thread_messages', 'echo/long'));
           return all(layer.range('thread_messages', 'echo/long', head.length - 100, head.length)).map((row) => JSON.parse(row.value));
         }),
       );
       figures.submit.push(
-        timePerOp(OPS, () => {
+        timePerOp(ops, () => {
           const i = taskNo++;
           transaction(() => {
             run(layer.upsertRecord('tasks', `t${i}`, taskValue(i, 'queued')));
@@ -302,7 +303,7 @@ function measure(layer) {
         }),
       );
       figures.claim.push(
-        timePerOp(OPS, () =>
+        timePerOp(ops, () =>
           transaction(() => {
             const row = get(layer.oldest('queued', 1));
             const task = JSON.parse(row.value);
@@ -312,16 +313,23 @@ function measure(layer) {
         ),
       );
       figures.page.push(
-        timePerOp(OPS, () => {
+        timePerOp(ops, () => {
           all(layer.groups('tasks'));
           return all(layer.page('completed', 20, 0)).map((row) => JSON.parse(row.value));
         }),
       );
-    }
-    return Object.fromEntries(Object.entries(figures).map(([op, values]) => [op, median(values)]));
-  } finally {
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
+    };
+    return {
+      round,
+      reset: () => {
+        for (const values of Object.values(figures)) values.length = 0;
+      },
+      medians: () => Object.fromEntries(Object.entries(figures).map(([op, values]) => [op, median(values)])),
+      close: () => {
+        db.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   }
 }
 
@@ -337,8 +345,16 @@ for (const [name, layer] of Object.entries(layers)) {
   const q = layer.page('completed', 20, 0);
   if (!/json_extract/.test(q.sql) || q.parameters.length < 2) throw new Error(`${name} built an unexpected page query: ${q.sql}`);
 }
-const results = {};
-for (const [name, layer] of Object.entries(layers)) results[name] = measure(layer);
+// Rounds alternate between the layers (warm-up round discarded), so none is measured alone on a
+// quieter or busier moment of the machine.
+const benches = Object.fromEntries(Object.entries(layers).map(([name, layer]) => [name, prepare(layer)]));
+for (const bench of Object.values(benches)) {
+  bench.round();
+  bench.reset();
+}
+for (let r = 0; r < ROUNDS; r++) for (const bench of Object.values(benches)) bench.round();
+const results = Object.fromEntries(Object.entries(benches).map(([name, bench]) => [name, bench.medians()]));
+for (const bench of Object.values(benches)) bench.close();
 const base = results['hand-written SQL'];
 const LABELS = {
   append: 'append a message to a thread of 10,000',

@@ -37,10 +37,10 @@ export const CODE_PREFIXES = ['/api/runs', '/api/teams', '/api/composition', '/a
  * handler inside that scope, so an unknown path or method under a prefix answers 401 before 404, as
  * a prefix guard should (the answer is the app's own 404, core/http/app.ts `answerWithDetail`).
  */
-export function mountCodeRoutes(app: FastifyInstance, sessionToken: string, service: () => CodeRunService): void {
+export function mountCodeRoutes(app: FastifyInstance, sessionToken: string, service: () => CodeRunService, more: AnyRoute[] = []): void {
   app.register(async (scope) => {
     scope.addHook('onRequest', sessionGuard(sessionToken));
-    mountRoutes(scope, codeRoutes(service));
+    mountRoutes(scope, [...codeRoutes(service), ...more]);
     for (const prefix of CODE_PREFIXES) {
       scope.register(
         async (under) =>

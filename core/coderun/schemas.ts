@@ -344,3 +344,27 @@ export type RunEvent =
   | { type: 'ticket'; run: string; team: string; ticket: string; action: 'raised' | 'bumped' | 'resolved' | 'needs_human'; count: number }
   | { type: 'integration'; run: string; outcome: GateOutcome | 'skipped'; reason: string }
   | { type: 'run_finished'; run: string; status: RunStatus; summary: string };
+
+/** The model endpoint as the settings panel shows it: whether a key is set, never the key. */
+export const ModelSettingsView = z.object({
+  base_url: z.string().nullable(),
+  model: z.string(),
+  /** `environment` when the key is a `${NAME}` reference (named in `api_key_variable`), `literal` when written out. */
+  api_key: z.enum(['none', 'literal', 'environment']),
+  api_key_variable: z.string().nullable(),
+  timeout_ms: z.number().int(),
+  retries: z.number().int(),
+});
+export type ModelSettingsView = z.output<typeof ModelSettingsView>;
+
+/** The outcome of one real request to the model endpoint: a failure is data, said in words. */
+export const ModelConnectionTest = z.object({
+  ok: z.boolean(),
+  base_url: z.string().nullable(),
+  model: z.string(),
+  duration_ms: z.number().nullable(),
+  /** What the model answered (cut to 200 characters). */
+  reply: z.string().nullable(),
+  error: z.string().nullable(),
+});
+export type ModelConnectionTest = z.output<typeof ModelConnectionTest>;

@@ -13,6 +13,7 @@ import { WebSocketServer } from 'ws';
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
 import { LOGIN_PATH, LoginLinks, loginRoutes } from './login.js';
+import { modelRoutes } from './model-routes.js';
 import { mountCodeRoutes } from './routes.js';
 import type { Team } from './schemas.js';
 import { CodeRunService, recoverInterruptedRuns } from './service.js';
@@ -78,7 +79,12 @@ export const coderunSubsystem: Subsystem = {
   },
   routes: (app, ctx) => {
     const token = ctx.clientTokens.session!;
-    mountCodeRoutes(app, token, () => ctx.services.get('coderun'));
+    mountCodeRoutes(
+      app,
+      token,
+      () => ctx.services.get('coderun'),
+      modelRoutes(() => ctx.settings.model),
+    );
     mountRoutes(
       app,
       loginRoutes(ctx, ctx.services.get('loginLinks'), () => token),

@@ -7,6 +7,7 @@
 import { formatIssues } from '../http/validate.js';
 import { errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { TaskService } from '../tasks/service.js';
+import { runBatch } from '../tasks/types.js';
 import { BatchRunRequest, type BatchRunResult, RunRequest } from './schemas.js';
 import type { IngestionService } from './service.js';
 
@@ -41,28 +42,26 @@ export function registerIngestionTasks(tasks: TaskService, service: IngestionSer
       parsed.data.runs.forEach((run, i) => service.check(submission.target, run.options, `body.runs.${i}.options`));
       return { input: parsed.data };
     },
-    run: async (task): Promise<BatchRunResult> => {
-      const { runs } = task.task.input as BatchRunRequest;
-      const results: BatchRunResult['results'] = [];
-      // One after another (runs of an ingestor never overlap anyway); a failing run does not stop
-      // the rest, a cancelled task does (the board discards the outcome then).
-      for (const [index, run] of runs.entries()) {
-        if (task.signal.aborted) break;
-        try {
-          const result = await service.run(task.task.target, run, {
-            principal: task.task.principal,
-            signal: task.signal,
-            taskId: task.task.id,
-            operation: 'run.batch',
-          });
-          results.push({ index, ok: true, result });
-        } catch (err) {
-          results.push({ index, ok: false, status: err instanceof HangarError ? err.status : 500, error: errorMessage(err) });
-        }
-        task.progress((100 * (index + 1)) / runs.length, `${index + 1}/${runs.length} runs`);
-      }
-      const succeeded = results.filter((r) => r.ok).length;
-      return { total: runs.length, succeeded, failed: results.length - succeeded, results };
-    },
+    // One run after another (runs of an ingestor never overlap anyway); a failing run does not stop
+    // the rest, a cancelled task does (the board discards the outcome then).
+    run: (task): Promise<BatchRunResult> =>
+      runBatch(task, (task.task.input as BatchRunRequest).runs, {
+        concurrency: 1,
+        unit: 'runs',
+        item: async (run, index): Promise<BatchRunResult['results'][number]> => {
+          try {
+            const result = await service.run(task.task.target, run, {
+              principal: task.task.principal,
+              signal: task.signal,
+              taskId: task.task.id,
+              operation: 'run.batch',
+            });
+            return { index, ok: true, result };
+          } catch (err) {
+            return { index, ok: false, status: err instanceof HangarError ? err.status : 500, error: errorMessage(err) };
+          }
+        },
+        succeeded: (result) => result.ok,
+      }),
   });
 }

@@ -82,6 +82,8 @@ export function cutAlongTeams(tasks: readonly TaskSpec[], teams: readonly Team[]
  * Drop dependencies naming no task and edges closing a cycle (kept in id order, so the result is
  * deterministic); each drop is reported, since the live view announces dropped dependencies.
  */
+// Not core/lib/graph.ts: each kept edge changes which later edge would close a cycle, an incremental
+// rule that graph's built-once graphs do not model (and plans are capped at PLAN_SIZE_CAP tasks).
 export function repairDependencies(tasks: readonly TaskSpec[]): { tasks: TaskSpec[]; dropped: DroppedDependency[] } {
   const ids = new Set(tasks.map((t) => t.id));
   const dropped: DroppedDependency[] = [];

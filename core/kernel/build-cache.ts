@@ -13,13 +13,14 @@
  * at start. Deleting `.hangar/build/dropins` clears the cache.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { type InputStamp, inputsUnchanged, stampInputs } from '../lib/input-stamps.js';
 import type { BuiltModule } from './evaluator.js';
 
 interface CachedBuild {
   key: string;
-  inputs: Array<[file: string, size: number, mtimeMs: number]>;
+  inputs: InputStamp[];
   built: BuiltModule;
 }
 
@@ -41,21 +42,14 @@ export class BuildCache {
     } catch {
       return undefined;
     }
-    if (cached.key !== this.#key || cached.built.file !== entry) return undefined;
-    for (const [file, size, mtimeMs] of cached.inputs) {
-      const now = statSync(file, { throwIfNoEntry: false });
-      if (!now || now.size !== size || now.mtimeMs !== mtimeMs) return undefined;
-    }
+    if (cached.key !== this.#key || cached.built.file !== entry || !inputsUnchanged(cached.inputs)) return undefined;
     return cached.built;
   }
 
   /** Keeps a fresh bundle; a cache that cannot be written only costs the next start its build. */
   write(built: BuiltModule): void {
     try {
-      const inputs = built.inputs.map((file): CachedBuild['inputs'][number] => {
-        const stat = statSync(file);
-        return [file, stat.size, stat.mtimeMs];
-      });
+      const inputs = stampInputs(built.inputs);
       mkdirSync(this.#dir, { recursive: true });
       const target = this.#fileOf(built.file);
       // Written aside and renamed, so a crash mid-write never leaves half a bundle to be read.

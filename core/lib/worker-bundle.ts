@@ -3,7 +3,9 @@
  * bundled by esbuild on first use into `node_modules/.cache/hangar-workers/<name>.<hash>.cjs` —
  * inside the package, so the worker's bare imports (zod, arquero, …) resolve to Hangar's own
  * dependencies. The hash is of the bundle itself, so any change to the worker or a module it
- * imports gives a new file, and a stale one is never loaded.
+ * imports gives a new file, and a stale one is never loaded. Beside it, `<name>.<format>.inputs.json`
+ * records the files the bundle was built from (size and modification time): a later process whose
+ * inputs are unchanged uses the bundle without running esbuild, which would block its main thread.
  *
  * Always CommonJS: piscina loads a worker with `require()` first, and on Node 20.19+ `require()` of
  * an ES module can abort the whole process with a V8 fatal error ("IsGraphAsync must be used on an
@@ -12,10 +14,11 @@
  * inside a worker (notebook cells importing ES modules) still works from CommonJS.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
+import { type InputStamp, inputsUnchanged, stampInputs } from './input-stamps.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const built = new Map<string, string>();
@@ -43,8 +46,21 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
   const cachedPath = built.get(entry);
   if (cachedPath) return cachedPath;
   const root = packageRoot();
+  const name = entry
+    .replace(/^core\//, '')
+    .replace(/\.ts$/, '')
+    .replace(/[/\\]/g, '-');
+  const ext = format === 'cjs' ? 'cjs' : 'mjs';
+  const cache = join(root, 'node_modules', '.cache', 'hangar-workers');
+  const manifest = join(cache, `${name}.${ext}.inputs.json`);
+  const previous = readManifest(manifest);
+  if (previous && existsSync(previous.bundle) && inputsUnchanged(previous.inputs)) {
+    built.set(entry, previous.bundle);
+    return previous.bundle;
+  }
   const result = buildSync({
     entryPoints: [join(root, entry)],
+    absWorkingDir: root,
     bundle: true,
     platform: 'node',
     format,
@@ -52,16 +68,11 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
     packages: 'external',
     write: false,
     outfile: `worker.${format === 'cjs' ? 'cjs' : 'mjs'}`,
+    metafile: true,
     logLevel: 'silent',
   });
   const code = result.outputFiles[0]!.text;
-  const name = entry
-    .replace(/^core\//, '')
-    .replace(/\.ts$/, '')
-    .replace(/[/\\]/g, '-');
   const hash = createHash('sha256').update(code).digest('hex').slice(0, 12);
-  const ext = format === 'cjs' ? 'cjs' : 'mjs';
-  const cache = join(root, 'node_modules', '.cache', 'hangar-workers');
   const target = join(cache, `${name}.${hash}.${ext}`);
   if (!existsSync(target)) {
     mkdirSync(cache, { recursive: true });
@@ -78,6 +89,34 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
       if ((statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? Infinity) < stale) rmSync(file, { force: true });
     }
   }
+  writeManifest(manifest, {
+    bundle: target,
+    inputs: stampInputs(Object.keys(result.metafile.inputs).map((input) => resolve(root, input))),
+  });
   built.set(entry, target);
   return target;
+}
+
+interface WorkerManifest {
+  bundle: string;
+  inputs: InputStamp[];
+}
+
+function readManifest(file: string): WorkerManifest | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as WorkerManifest;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Written aside and renamed; a manifest that cannot be written only costs the next process a build. */
+function writeManifest(file: string, manifest: WorkerManifest): void {
+  try {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(manifest));
+    renameSync(tmp, file);
+  } catch {
+    // a read-only installation: build again next time
+  }
 }

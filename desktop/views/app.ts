@@ -4,8 +4,11 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { EventMessage } from '../../core/ui/events.js';
 import type { WorkspaceSnapshot } from '../../core/ui/workspace.js';
 import { codeSession, getJson, loginProblem, onUnauthorized, setBrowserToken } from './api.js';
+import { EndpointsView } from './endpoints/index.js';
 import { connectLive, type LiveState } from './live.js';
 import { NotebookView } from './notebook/index.js';
+import { PipelinesView } from './pipelines/index.js';
+import { PluginsView } from './plugins/index.js';
 import { href, useRoute } from './router.js';
 import { CodeRunView } from './runs/index.js';
 import { StatusView } from './status.js';
@@ -18,6 +21,7 @@ const KIND_LABELS: Record<string, string> = {
   agent: 'Agents',
   endpoint: 'Endpoints',
   plugin: 'Plugins',
+  ingestor: 'Ingestors',
   pipeline: 'Pipelines',
   notebook: 'Notebooks',
   run: 'Runs',
@@ -27,12 +31,24 @@ const KIND_LABELS: Record<string, string> = {
 const VIEWS = [
   { view: 'status', label: 'Status' },
   { view: 'studio', label: 'Studio' },
+  { view: 'endpoints', label: 'Endpoints' },
+  { view: 'plugins', label: 'Plugins', also: ['ingestors'] },
+  { view: 'pipelines', label: 'Pipelines' },
   { view: 'notebook', label: 'Notebooks' },
   { view: 'runs', label: 'Runs', also: ['teams', 'settings'] },
 ];
 
 /** Where a sidebar item leads, by kind (kinds without a view are listed, not linked). */
-const ITEM_VIEW: Record<string, string> = { agent: 'studio', notebook: 'notebook', run: 'runs', team: 'teams' };
+const ITEM_VIEW: Record<string, string> = {
+  agent: 'studio',
+  endpoint: 'endpoints',
+  plugin: 'plugins',
+  ingestor: 'ingestors',
+  pipeline: 'pipelines',
+  notebook: 'notebook',
+  run: 'runs',
+  team: 'teams',
+};
 
 /**
  * Notebooks and coding runs are not registry drop-ins: they come from their own routes and are
@@ -161,9 +177,15 @@ export function App() {
       ? html`<${StudioView} agent=${route.params[0]} workspace=${workspace} key=${generation} />`
       : route.view === 'notebook'
         ? html`<${NotebookView} id=${route.params[0]} key=${`${generation}:${route.params[0] ?? ''}`} />`
-        : ['runs', 'teams', 'settings'].includes(route.view)
-          ? html`<${CodeRunView} view=${route.view} id=${route.params[0]} key=${generation} />`
-          : html`<${StatusView} workspace=${workspace} key=${generation} />`;
+        : route.view === 'endpoints'
+          ? html`<${EndpointsView} name=${route.params[0]} workspace=${workspace} key=${generation} />`
+          : route.view === 'plugins' || route.view === 'ingestors'
+            ? html`<${PluginsView} view=${route.view} name=${route.params[0]} workspace=${workspace} key=${generation} />`
+            : route.view === 'pipelines'
+              ? html`<${PipelinesView} name=${route.params[0]} workspace=${workspace} key=${generation} />`
+              : ['runs', 'teams', 'settings'].includes(route.view)
+                ? html`<${CodeRunView} view=${route.view} id=${route.params[0]} key=${generation} />`
+                : html`<${StatusView} workspace=${workspace} key=${generation} />`;
   const shown = workspace
     ? {
         ...workspace,

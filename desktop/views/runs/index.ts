@@ -5,6 +5,7 @@ import { READ_ONLY_CONFIG_KEYS } from '../../../core/coderun/config-keys.js';
 import type { RunEvent, RunRecord, Task, Team } from '../../../core/coderun/schemas.js';
 import { ApiError, codeSession, getJson, getStream, request, setCodeSession } from '../api.js';
 import { href } from '../router.js';
+import { ModelSettings } from './model-settings.js';
 import { PlanEditor } from './plan-editor.js';
 
 /**
@@ -378,7 +379,7 @@ export function CodeRunView({ view, id }: { view: string; id?: string }) {
           : view === 'teams'
             ? html`<${Teams} key=${generation} />`
             : view === 'settings'
-              ? html`<${Settings} key=${generation} />`
+              ? html`<${ModelSettings} key=${`model-${generation}`} /><${Settings} key=${generation} />`
               : id
                 ? html`<${RunPage} id=${id} key=${id} />`
                 : html`<${RunList} key=${generation} />`

@@ -7,6 +7,7 @@ import type { StudioEvent } from '../../../core/studio/events.js';
 import type { AgentEntry, RunSummary as RunSummarySchema } from '../../../core/studio/schemas.js';
 import type { WorkspaceSnapshot } from '../../../core/ui/workspace.js';
 import { getJson, postJson, postStream } from '../api.js';
+import { ProblemBanners } from '../drop-ins.js';
 import { href } from '../router.js';
 import { Conversations } from './conversations.js';
 import { describeError } from './errors.js';
@@ -319,6 +320,7 @@ export function StudioView({ agent, workspace }: { agent?: string; workspace: Wo
 
   return html`<section class="view studio-view" aria-labelledby="studio-title">
     <h1 id="studio-title" tabindex="-1">${agent ? `Studio · ${agent}` : 'Studio'}</h1>
+    <${ProblemBanners} problems=${workspace?.problems ?? []} />
     ${error && html`<p class="alert" role="alert">${error}</p>`}
     ${!agent && agents && html`<${AgentList} agents=${agents} />`}
     ${agent && agents && !entry && html`<p class="alert" role="alert">No agent named “${agent}” in this workspace. <a href=${href('studio')}>All agents</a></p>`}

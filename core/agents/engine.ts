@@ -23,6 +23,7 @@ import { type CompiledNode, compileGraph, GraphDefinitionError, nextNode } from 
 import { NodeJournal, type ToolJournal } from './journal.js';
 import { ModelCallAborted, type ModelProvider } from './model.js';
 import { createModelClient } from './model-client.js';
+import { isToolApproval, type ToolApprovalAnswer } from './tool-approval.js';
 import type { AnyTool } from './tools.js';
 import type {
   AgentDefinition,
@@ -61,6 +62,8 @@ export interface ResumeRequest {
   /** What the interrupted `interrupt()` call returns; a plain object is also merged into `state.metadata`. */
   value?: unknown;
   reason?: string | null;
+  /** For a gated tool call's interrupt: the arguments the person approved instead of the model's. */
+  arguments?: unknown;
 }
 
 export interface RunRequest {
@@ -265,7 +268,15 @@ export class Engine {
           input: { query: input.query, user_id: input.user_id },
           resumed_from: resume.checkpoint.id,
         });
-      if (pending) {
+      if (pending && isToolApproval(pending)) {
+        // A gated tool call's decision goes to that call only (tool-approval.ts): a rejection is
+        // the call's result and the run goes on; nothing joins the state.
+        const answer: ToolApprovalAnswer =
+          resume.action === 'reject'
+            ? { approved: false, reason: resume.reason ?? null }
+            : { approved: true, ...(resume.arguments !== undefined ? { arguments: resume.arguments } : {}) };
+        resumeScope = { values: [...pending.resume_values, answer], next: 0 };
+      } else if (pending) {
         if (resume.action === 'reject') {
           state = { ...state, metadata: { ...state.metadata, hitl_approved: false, hitl_rejection_reason: resume.reason ?? null } };
           const checkpoint = await save('rejected', pending.node, null);
@@ -327,7 +338,9 @@ export class Engine {
             payload: err.payload,
             resume_values: err.resumeValues,
           };
-          last = await save('interrupt', current, current, journal.hasResults ? { interrupt, journal: journal.snapshot() } : { interrupt });
+          // A gated tool call's resume must meet the model answer that asked for it, so its journal is kept even before any call finished.
+          const keepJournal = journal.hasResults || isToolApproval(interrupt);
+          last = await save('interrupt', current, current, keepJournal ? { interrupt, journal: journal.snapshot() } : { interrupt });
           emit({
             type: 'breakpoint_hit',
             node: current,
@@ -477,6 +490,8 @@ export class Engine {
       journal,
       tools: () => this.toolsOf(agent),
       maxSteps: provider.maxSteps,
+      // `ctx` is built below; a gated tool call asks through its interrupt, long after.
+      interrupt: (message, payload) => ctx.interrupt(message, payload),
       toolContext: { agent: agent.name, input: { ...input, thread_id: threadId }, threadId, workspace: this.options.workspace, documents },
       onToolCall: (call) => {
         toolCalls.push(call);

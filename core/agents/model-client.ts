@@ -12,6 +12,7 @@ import type { RunEventBody } from './events.js';
 import type { NodeJournal } from './journal.js';
 import { type ModelProvider, type ModelTurn, modelNotConfigured, type TurnRequest } from './model.js';
 import { generateObject } from './structured.js';
+import { approvalMessage, TOOL_APPROVAL, type ToolApprovalAnswer, type ToolApprovalRequest } from './tool-approval.js';
 import { type LoopHost, runToolLoop, type ToolCallResult, type ToolLoopOptions } from './tool-loop.js';
 import type { AnyTool, ToolContext } from './tools.js';
 import type { AgentConfig, AgentInput, ChatMessage, ModelCallOptions, ModelClient, ToolCall } from './types.js';
@@ -36,6 +37,8 @@ export interface ModelClientOptions {
   onToolCall: (call: ToolCall) => void;
   /** The node execution's journal: replays what an earlier execution recorded, checkpoints each finished call. */
   journal?: NodeJournal;
+  /** The run's `ctx.interrupt`: how a call to a tool with `needsApproval` asks a person (tool-approval.ts). */
+  interrupt?: <T>(message: string, payload: Record<string, unknown>) => Promise<T>;
 }
 
 export function createModelClient(options: ModelClientOptions): ModelClient {
@@ -83,6 +86,14 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
       ? {
           replayResult: (id: string) => options.journal!.replayResult(id),
           recordResult: (result: ToolCallResult) => options.journal!.recordResult(result),
+        }
+      : {}),
+    ...(options.interrupt
+      ? {
+          approve: (request: Omit<ToolApprovalRequest, 'kind' | 'node'>) => {
+            const payload: ToolApprovalRequest = { kind: TOOL_APPROVAL, node: options.node, ...request };
+            return options.interrupt!<ToolApprovalAnswer>(approvalMessage(request.tool, request.arguments), { ...payload });
+          },
         }
       : {}),
     onStepCalls: (results) => {

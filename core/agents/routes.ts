@@ -26,8 +26,8 @@ import {
   InvokeRequest,
   InvokeResponse,
   PendingList,
+  RejectOrContinued,
   RejectRequest,
-  RejectResponse,
   ReplayQuery,
   SuspensionBody,
 } from './schemas.js';
@@ -149,9 +149,13 @@ export function agentRoutes(ctx: HangarContext): AnyRoute[] {
     defineRoute({
       method: 'POST',
       url: '/api/v1/:agent/threads/:thread_id/reject',
-      summary: 'Reject a suspended run (it is discarded)',
+      summary: 'Reject a suspended run (it is discarded; a rejected tool call is told to the model and the run goes on)',
       tags: TAGS,
-      schema: { params: AgentThreadParams, body: RejectRequest, response: { 200: RejectResponse, 404: UNKNOWN_APPROVAL } },
+      schema: {
+        params: AgentThreadParams,
+        body: RejectRequest,
+        response: { 200: RejectOrContinued, 202: SUSPENDED, 404: UNKNOWN_APPROVAL },
+      },
       config: runs('reject'),
       handler: async ({ body, params, req }) => service.reject(params.agent, params.thread_id, body, viewer(req)),
     }),

@@ -118,6 +118,11 @@ export const ApproveRequest = z.object({
   approval_id: PrintableString.min(1),
   approved: z.boolean().default(true),
   context: JsonObject.default({}),
+  /**
+   * For a gated tool call (`payload.kind: 'tool_call'`): the arguments to run it with instead of
+   * the model's (validated by the tool's input schema; refused ones are the call's error result).
+   */
+  arguments: JsonObject.optional(),
 });
 export type ApproveRequest = z.output<typeof ApproveRequest>;
 
@@ -128,11 +133,21 @@ export const RejectRequest = z.object({
 export type RejectRequest = z.output<typeof RejectRequest>;
 
 export const RejectResponse = z.object({ status: z.literal('rejected'), approval_id: z.string(), reason: z.string().nullable() });
+/** A rejected gated tool call does not end the run (the model reads the denial), so /reject may answer the run's result. */
+export const RejectOrContinued = z.union([RejectResponse, InvokeResponse]);
 
 export const PendingList = z.object({
   thread_id: z.string(),
   pending: z.array(
-    z.object({ id: z.string(), node_name: z.string(), message: z.string(), state_snapshot: JsonObject, created_at: z.string() }),
+    z.object({
+      id: z.string(),
+      node_name: z.string(),
+      message: z.string(),
+      /** What the approval is about; a gated tool call's is `{kind: 'tool_call', tool, call_id, arguments, node}`. */
+      payload: JsonObject,
+      state_snapshot: JsonObject,
+      created_at: z.string(),
+    }),
   ),
   count: z.number().int(),
 });

@@ -54,6 +54,7 @@ import { deadlineOf, planRun, type RunOrigin, type RunPlan } from './run-plan.js
 import { invokeResponse, retrievalContext, runFailure } from './run-results.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
 import { type InvokeFrame, InvokeStreams, type StreamRetention } from './streams.js';
+import { isToolApproval } from './tool-approval.js';
 import type { AnyTool } from './tools.js';
 import type { ChatMessage, PendingApproval } from './types.js';
 import type { RunUsage } from './usage.js';
@@ -94,7 +95,9 @@ export interface SuspensionDetail {
 }
 
 /** A person's answer to a pending approval. */
-export type ApprovalDecision = { approved: true; context: Record<string, unknown> } | { approved: false; reason: string | null };
+export type ApprovalDecision =
+  | { approved: true; context: Record<string, unknown> /** a gated tool call's edited arguments */; arguments?: Record<string, unknown> }
+  | { approved: false; reason: string | null };
 
 export interface RejectedRun {
   status: 'rejected';
@@ -302,6 +305,7 @@ export class AgentService {
         id: r.id,
         node_name: r.node_name,
         message: r.message,
+        payload: r.payload,
         state_snapshot: r.state_snapshot,
         created_at: r.created_at,
       })),
@@ -338,12 +342,18 @@ export class AgentService {
    */
   async approve(agentName: string, threadId: string, request: ApproveRequest, principal?: string): Promise<InvokeResponse | RejectedRun> {
     const record = await this.takeApproval(agentName, threadId, request.approval_id, principal);
-    return this.settle(record, request.approved ? { approved: true, context: request.context } : { approved: false, reason: null });
+    return this.settle(
+      record,
+      request.approved
+        ? { approved: true, context: request.context, ...(request.arguments ? { arguments: request.arguments } : {}) }
+        : { approved: false, reason: null },
+    );
   }
 
-  async reject(agentName: string, threadId: string, request: RejectRequest, principal?: string): Promise<RejectedRun> {
+  /** Discard the suspended run; for a gated tool call, the model is told of the denial and the run goes on. */
+  async reject(agentName: string, threadId: string, request: RejectRequest, principal?: string): Promise<InvokeResponse | RejectedRun> {
     const record = await this.takeApproval(agentName, threadId, request.approval_id, principal);
-    return (await this.settle(record, { approved: false, reason: request.reason ?? null })) as RejectedRun;
+    return this.settle(record, { approved: false, reason: request.reason ?? null });
   }
 
   /** Take (delete) a pending approval the caller may see; anything else is the 404 of an unknown id. */
@@ -385,7 +395,8 @@ export class AgentService {
     onEvent?: (event: RunEvent) => void,
   ): Promise<InvokeResponse | RejectedRun> {
     const agent = this.options.findAgent(record.agent);
-    if (!decision.approved) return this.discard(agent, record, decision.reason);
+    const toolCall = isToolApproval(record.checkpoint.metadata.interrupt);
+    if (!decision.approved && !toolCall) return this.discard(agent, record, decision.reason);
     const plan: RunPlan = {
       agent,
       input: record.checkpoint.metadata.input,
@@ -400,7 +411,12 @@ export class AgentService {
     const outcome = await this.execute(
       'approve',
       plan,
-      { onEvent, resume: { checkpoint: record.checkpoint, action: 'approve', value: decision.context } },
+      {
+        onEvent,
+        resume: decision.approved
+          ? { checkpoint: record.checkpoint, action: 'approve', value: decision.context, arguments: decision.arguments }
+          : { checkpoint: record.checkpoint, action: 'reject', reason: decision.reason },
+      },
       record.chat,
     );
     const body = await invokeResponse(plan.agent, plan.promptVersion, outcome);

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { errorMessage } from '../kernel/errors.js';
 import type { ModelToolCall } from '../lib/model-client.js';
 import { ModelCallAborted, type ModelMessage, type ModelTurn, type TokenUsage, type ToolChoice, type TurnRequest } from './model.js';
+import { deniedResult, type ToolApprovalAnswer, type ToolApprovalRequest } from './tool-approval.js';
 import { type AnyTool, type ToolContext, toolSpec } from './tools.js';
 import type { ChatMessage } from './types.js';
 
@@ -39,6 +40,8 @@ export interface ToolCallResult {
   /** Set when it did not; the model was sent `{"error": error}`. */
   error?: string;
   duration_ms: number;
+  /** Set on a call a person decided (`needsApproval`): approved (perhaps with edited `args`) or denied. */
+  approval?: 'approved' | 'denied';
 }
 
 export interface LoopStep {
@@ -86,6 +89,11 @@ export interface LoopHost {
   replayResult?(callId: string): ToolCallResult | undefined;
   /** Checkpoint a finished call; the loop goes on once it is written. */
   recordResult?(result: ToolCallResult): Promise<unknown>;
+  /**
+   * Ask a person to approve a gated call (tool-approval.ts): suspends the run until they decide,
+   * then answers their decision. Absent where no one can be asked (a tool tried on its own).
+   */
+  approve?(request: Omit<ToolApprovalRequest, 'kind' | 'node'>): Promise<ToolApprovalAnswer>;
 }
 
 export async function runToolLoop(
@@ -127,7 +135,7 @@ export async function runToolLoop(
     const calls = turn.tool_calls.map((c, i) => (c.id ? c : { ...c, id: `call_${n}_${i}` }));
     conversation.push({ role: 'assistant', content: turn.content || null, tool_calls: calls });
     const seen = conversation.filter((m): m is ChatMessage => typeof m.content === 'string' && !('tool_calls' in m) && m.role !== 'tool');
-    const results = await Promise.all(calls.map((call) => runCall(host, byName, call, seen, options.signal)));
+    const results = await runCalls(host, byName, calls, seen, options.signal);
     host.onStepCalls(results);
     for (const result of results) {
       conversation.push({ role: 'tool', tool_call_id: result.id, content: toolMessage(result) });
@@ -174,7 +182,7 @@ export function callTool(tool: AnyTool, args: unknown, toolContext: LoopHost['to
     onStepCalls: () => {},
   };
   const call = { id: `try_${randomUUID()}`, name: tool.name, arguments: JSON.stringify(args ?? {}) };
-  return runCall(host, new Map([[tool.name, tool]]), call, [], undefined);
+  return runCalls(host, new Map([[tool.name, tool]]), [call], [], undefined).then(([result]) => result!);
 }
 
 /** The text the model reads as a call's result: a string as is, anything else as JSON. */
@@ -186,55 +194,133 @@ function toolMessage(result: ToolCallResult): string {
 
 class ToolTimeout extends Error {}
 
-async function runCall(
+/**
+ * A call after its arguments were read: finished already (`fresh` when refused just now, so its
+ * result still has to be checkpointed; else replayed), or ready to run.
+ */
+type PreparedCall =
+  | { done: ToolCallResult; fresh: boolean; started?: undefined }
+  | { done?: undefined; call: ModelToolCall; tool: AnyTool; args: unknown; started: number; approval?: 'approved' };
+
+/**
+ * Run one step's calls. Arguments are read and validated first; then the calls that need a
+ * person's approval ask for it one at a time in the model's order; then every call that may run
+ * runs, concurrently. A resumed node's `interrupt()` answers are matched by position, so a
+ * replayed call that was decided by a person asks again (and gets its recorded answer at once).
+ */
+async function runCalls(
   host: LoopHost,
   tools: Map<string, AnyTool>,
-  call: ModelToolCall,
+  calls: readonly ModelToolCall[],
   messages: readonly ChatMessage[],
   callSignal: AbortSignal | undefined,
-): Promise<ToolCallResult> {
+): Promise<ToolCallResult[]> {
+  const prepared = calls.map((call) => prepare(host, tools, call));
+  for (let i = 0; i < prepared.length; i++) {
+    const ready = prepared[i]!;
+    if (ready.done) {
+      if (!ready.fresh && ready.done.approval && host.approve)
+        await host.approve({ call_id: ready.done.id, tool: ready.done.name, arguments: ready.done.args });
+      continue;
+    }
+    if (await needsApproval(ready.tool, ready.args, host, ready.call.id, messages)) prepared[i] = await approved(host, ready.tool, ready);
+  }
+  return Promise.all(
+    prepared.map(async (ready) => {
+      if (!ready.done) return start(host, ready, messages, callSignal);
+      if (ready.fresh) await host.recordResult?.(ready.done);
+      return ready.done;
+    }),
+  );
+}
+
+async function needsApproval(
+  tool: AnyTool,
+  args: unknown,
+  host: LoopHost,
+  callId: string,
+  messages: readonly ChatMessage[],
+): Promise<boolean> {
+  if (typeof tool.needsApproval !== 'function') return tool.needsApproval === true;
+  const context: ToolContext = { ...host.toolContext, toolCallId: callId, signal: host.signal, messages };
+  return Boolean(await tool.needsApproval(args, context));
+}
+
+/** Ask the person (suspending the run until they answer); what they decided, as the call to run or its result. */
+async function approved(host: LoopHost, tool: AnyTool, ready: Extract<PreparedCall, { call: ModelToolCall }>): Promise<PreparedCall> {
+  const { call } = ready;
+  const refused = (args: unknown, error: string, approval?: 'denied'): PreparedCall => {
+    const result: ToolCallResult = { id: call.id, name: call.name, args, error, duration_ms: 0, ...(approval ? { approval } : {}) };
+    host.onToolStart({ id: call.id, name: call.name, args });
+    host.onToolEnd(result);
+    return { done: result, fresh: true };
+  };
+  if (!host.approve) return refused(ready.args, `'${tool.name}' needs a person's approval, and this run has no one to ask: it was not run`);
+  const answer = await host.approve({ call_id: call.id, tool: tool.name, arguments: ready.args });
+  if (!answer.approved) return refused(ready.args, deniedResult(answer.reason), 'denied');
+  if (answer.arguments === undefined) return { ...ready, started: performance.now(), approval: 'approved' };
+  const edited = tool.input.safeParse(answer.arguments);
+  if (!edited.success)
+    return refused(
+      answer.arguments,
+      `the arguments the user approved are invalid for '${tool.name}':\n${z.prettifyError(edited.error)}`,
+      'denied',
+    );
+  return { ...ready, args: edited.data, started: performance.now(), approval: 'approved' };
+}
+
+/** Read and validate a call's arguments; a replayed call is done already. */
+function prepare(host: LoopHost, tools: Map<string, AnyTool>, call: ModelToolCall): PreparedCall {
   // Finished before a resume: its result stands, and the tool does not run again.
   const replayed = host.replayResult?.(call.id);
-  if (replayed) return replayed;
+  if (replayed) return { done: replayed, fresh: false };
   const started = performance.now();
   let args: unknown = call.arguments;
-  const failed = (error: string): ToolCallResult => ({
-    id: call.id,
-    name: call.name,
-    args,
-    error,
-    duration_ms: performance.now() - started,
-  });
-  const end = async (result: ToolCallResult) => {
+  const refused = (error: string): PreparedCall => {
+    const result: ToolCallResult = { id: call.id, name: call.name, args, error, duration_ms: performance.now() - started };
+    host.onToolStart({ id: call.id, name: call.name, args });
     host.onToolEnd(result);
-    await host.recordResult?.(result);
-    return result;
+    return { done: result, fresh: true };
   };
   try {
     // An empty argument string is what some servers send for a tool without parameters.
     args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
   } catch (err) {
-    host.onToolStart({ id: call.id, name: call.name, args });
-    return end(failed(`the arguments are not valid JSON (${errorMessage(err)}); send one JSON object matching the tool's parameters`));
+    return refused(`the arguments are not valid JSON (${errorMessage(err)}); send one JSON object matching the tool's parameters`);
   }
-  host.onToolStart({ id: call.id, name: call.name, args });
   const tool = tools.get(call.name);
-  if (!tool) return end(failed(`there is no tool named '${call.name}'; the tools are: ${[...tools.keys()].join(', ') || 'none'}`));
+  if (!tool) return refused(`there is no tool named '${call.name}'; the tools are: ${[...tools.keys()].join(', ') || 'none'}`);
   const parsed = tool.input.safeParse(args);
-  if (!parsed.success) return end(failed(`invalid arguments for '${tool.name}':\n${z.prettifyError(parsed.error)}`));
+  if (!parsed.success) return refused(`invalid arguments for '${tool.name}':\n${z.prettifyError(parsed.error)}`);
+  return { call, tool, args: parsed.data, started };
+}
 
+/** Run a validated (and, if it needed to be, approved) call and checkpoint its result. */
+async function start(
+  host: LoopHost,
+  ready: Extract<PreparedCall, { call: ModelToolCall }>,
+  messages: readonly ChatMessage[],
+  callSignal: AbortSignal | undefined,
+): Promise<ToolCallResult> {
+  const { call, tool, args, started, approval } = ready;
+  host.onToolStart({ id: call.id, name: call.name, args });
   const controller = new AbortController();
   const signal = AbortSignal.any([host.signal, controller.signal, ...(callSignal ? [callSignal] : [])]);
   const context: ToolContext = { ...host.toolContext, toolCallId: call.id, signal, messages };
-  return end(
-    await execute(tool, parsed.data, context, controller, host.signal, callSignal, failed, (result) => ({
-      id: call.id,
-      name: call.name,
-      args: parsed.data,
-      result,
-      duration_ms: performance.now() - started,
-    })),
+  const base = { id: call.id, name: call.name, args, ...(approval ? { approval } : {}) };
+  const result = await execute(
+    tool,
+    args,
+    context,
+    controller,
+    host.signal,
+    callSignal,
+    (error) => ({ ...base, error, duration_ms: performance.now() - started }),
+    (value) => ({ ...base, result: value, duration_ms: performance.now() - started }),
   );
+  host.onToolEnd(result);
+  await host.recordResult?.(result);
+  return result;
 }
 
 /**
@@ -254,8 +340,6 @@ async function execute(
 ): Promise<ToolCallResult> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    const approval = typeof tool.needsApproval === 'function' ? await tool.needsApproval(args, context) : tool.needsApproval;
-    if (approval) return failed(`'${tool.name}' needs a person's approval, and approving tool calls is not supported yet: it was not run`);
     const running = Promise.resolve(tool.run(args, context));
     const raced = tool.timeout_ms
       ? Promise.race([

@@ -41,8 +41,9 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   output?: O;
   run(args: z.output<I>, ctx: ToolContext): Promise<z.input<O>> | z.input<O>;
   /**
-   * The call needs a person's approval before it runs. Approvals of tool calls are not wired to
-   * the approval routes yet: a call that needs one is not run, and the model is told so.
+   * The call needs a person's approval before it runs: the run suspends as at an approval node
+   * (202, a pending approval); approving runs it (with the person's edited arguments, if any),
+   * rejecting tells the model `denied by the user: <reason>` and the run goes on (tool-approval.ts).
    */
   needsApproval?: boolean | ((args: z.output<I>, ctx: ToolContext) => boolean | Promise<boolean>);
   /** The call fails (and its signal aborts) after this many milliseconds. */

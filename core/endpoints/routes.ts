@@ -18,6 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { param, pathOf, queryOf, REQUEST_ID_HEADER, requestIdOf } from '../http/request.js';
 import { defineRoute, type ResourceConfig, type RouteMethod } from '../http/route.js';
 import { fail } from '../kernel/errors.js';
+import { accepted } from '../tasks/events.js';
 import { ENDPOINTS_PREFIX } from './describe.js';
 import { coerceQuery } from './query.js';
 import { forwardToRouter } from './router.js';
@@ -97,8 +98,7 @@ export function endpointRoutes(service: EndpointService, jobs: EndpointJobs | un
         variant === 'async'
           ? await jobs.submitCall(name, typeof chosen === 'string' ? chosen : undefined, req.body, principal)
           : await jobs.submitBatch(name, typeof chosen === 'string' ? chosen : undefined, req.body, principal);
-      reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
-      return task;
+      return accepted(reply, task);
     }
     if (sub === '/health' || sub === '/info') {
       if (method !== 'GET' && method !== 'HEAD') {

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { defineRoute, type ResourceConfig } from '../http/route.js';
+import { accepted } from '../tasks/events.js';
 import { type TaskService, tasksDisabled } from '../tasks/service.js';
 import { BatchRunRequest, IngestorHealthResponse, IngestorInfo, IngestorList, IngestorParams, RunRequest, RunResult } from './schemas.js';
 import type { IngestionService } from './service.js';
@@ -101,8 +102,7 @@ export function ingestionRoutes(service: IngestionService, tasks: TaskService) {
           principal: input.req.principal,
           metadata: { source: 'run/async' },
         });
-        input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
-        return task;
+        return accepted(input.reply, task);
       },
     }),
     // Like every `…/batch` route: a task on the board (202, Location), its result one entry per run.
@@ -138,8 +138,7 @@ export function ingestionRoutes(service: IngestionService, tasks: TaskService) {
           principal: input.req.principal,
           metadata: { source: 'run/batch' },
         });
-        input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
-        return task;
+        return accepted(input.reply, task);
       },
     }),
   ];

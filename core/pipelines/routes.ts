@@ -10,6 +10,7 @@ import { defineRoute, type ResourceConfig } from '../http/route.js';
 import { fail } from '../kernel/errors.js';
 import { viewerOf } from '../kernel/ownership.js';
 import type { Settings } from '../kernel/settings.js';
+import { accepted } from '../tasks/events.js';
 import {
   BatchRunBody,
   GraphQuery,
@@ -131,8 +132,7 @@ export function pipelineRoutes(service: PipelineService, jobs: PipelineJobs | un
       config: call('run.async', true),
       handler: async ({ params, req, reply }) => {
         const task = await board().submitRun(params.name, req.body, principalOf(req));
-        reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
-        return task;
+        return accepted(reply, task);
       },
     }),
     defineRoute({
@@ -148,8 +148,7 @@ export function pipelineRoutes(service: PipelineService, jobs: PipelineJobs | un
       config: call('run.batch', true),
       handler: async ({ params, req, reply }) => {
         const task = await board().submitBatch(params.name, req.body, principalOf(req));
-        reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
-        return task;
+        return accepted(reply, task);
       },
     }),
     defineRoute({

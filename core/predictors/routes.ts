@@ -1,7 +1,8 @@
 /**
  * Routes of the ML plugins: parse, call the service, shape the response. Logic is in `service.ts`.
  */
-import { defineRoute, type ResourceConfig } from '../http/route.js';
+import { defineRoute, type ResourceConfig, type RouteInput } from '../http/route.js';
+import { accepted } from '../tasks/events.js';
 import { type TaskService, tasksDisabled } from '../tasks/service.js';
 import {
   AsyncPredictRequest,
@@ -35,6 +36,20 @@ export function pluginRoutes(plugins: () => PluginService, tasks: TaskService) {
   const board = () => {
     if (!tasks.enabled) throw tasksDisabled();
     return tasks;
+  };
+
+  /** /predict/batch and /predict/async: the plugin must be known and ready, then the board runs it. */
+  const submitPrediction = async (input: RouteInput<{ name: string }, unknown, unknown>, source: string) => {
+    const tasks = board();
+    plugins().health(input.params.name);
+    const task = await tasks.submit({
+      kind: PLUGIN_TASK_KIND,
+      target: input.params.name,
+      input: input.body,
+      principal: input.req.principal,
+      metadata: { source },
+    });
+    return accepted(input.reply, task);
   };
 
   return [
@@ -133,20 +148,7 @@ export function pluginRoutes(plugins: () => PluginService, tasks: TaskService) {
         },
       },
       config: call('batch', true),
-      handler: async (input) => {
-        const plugin = input.params.name;
-        const tasks = board();
-        plugins().health(plugin);
-        const task = await tasks.submit({
-          kind: PLUGIN_TASK_KIND,
-          target: plugin,
-          input: input.body,
-          principal: input.req.principal,
-          metadata: { source: 'predict/batch' },
-        });
-        input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
-        return task;
-      },
+      handler: (input) => submitPrediction(input, 'predict/batch'),
     }),
     defineRoute({
       method: 'POST',
@@ -159,20 +161,7 @@ export function pluginRoutes(plugins: () => PluginService, tasks: TaskService) {
         response: { 202: 'The task (Location: /api/v1/tasks/{id})', 501: noBoard },
       },
       config: call('async', true),
-      handler: async (input) => {
-        const plugin = input.params.name;
-        const tasks = board();
-        plugins().health(plugin);
-        const task = await tasks.submit({
-          kind: PLUGIN_TASK_KIND,
-          target: plugin,
-          input: input.body,
-          principal: input.req.principal,
-          metadata: { source: 'predict/async' },
-        });
-        input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
-        return task;
-      },
+      handler: (input) => submitPrediction(input, 'predict/async'),
     }),
     defineRoute({
       method: 'POST',

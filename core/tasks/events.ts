@@ -1,7 +1,8 @@
 /**
  * A task's events as Server-Sent Events, with replay from `Last-Event-ID`/`since` and a snapshot of
  * the task when the resume point was evicted: the board's own route and the A2A task routes serve
- * them the same way, so this is the task board's public way to stream a task.
+ * them the same way, so this is the task board's public way to stream a task. `accepted` answers a
+ * submission the way every route that puts work on the board does.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { queryOf } from '../http/request.js';
@@ -23,4 +24,10 @@ export async function streamTaskEvents(
     snapshot: () => tasks.get(id, scope),
     headers: { 'X-Task-Id': id },
   });
+}
+
+/** 202 Accepted with `Location` naming where the task is followed, as every async and batch route answers. */
+export function accepted<T extends { id: string }>(reply: FastifyReply, task: T): T {
+  reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
+  return task;
 }

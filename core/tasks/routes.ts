@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import { defineRoute } from '../http/route.js';
 import { LOCAL_PRINCIPAL, viewerOf } from '../kernel/ownership.js';
 import type { Settings } from '../kernel/settings.js';
-import { streamTaskEvents } from './events.js';
+import { accepted, streamTaskEvents } from './events.js';
 import { ListTasksQuery, SubmitTaskRequest, TaskEventsQuery, TaskParams, TaskView } from './schemas.js';
 import { type TaskScope, type TaskService, tasksDisabled } from './service.js';
 
@@ -48,8 +48,7 @@ export function taskRoutes(service: TaskService, settings: Pick<Settings, 'auth'
       handler: async (input) => {
         const tasks = board();
         const task = await tasks.submit({ ...input.body, principal: input.req.principal });
-        input.reply.code(202).header('Location', `/api/v1/tasks/${task.id}`);
-        return task;
+        return accepted(input.reply, task);
       },
     }),
     defineRoute({

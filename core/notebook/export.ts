@@ -27,6 +27,8 @@ export const renderMarkdown = (md: string): string => marked.parse(md, { async: 
 const STYLE = `
 *{box-sizing:border-box}body{font-family:system-ui,-apple-system,sans-serif;margin:0;color:#1f2328;background:#fff}
 main{max-width:980px;margin:0 auto;padding:2rem}
+.stale-note{color:#9a6700;background:#fff8c5;border-left:3px solid #d4a72c;padding:.2rem .5rem;font-size:.85rem;margin:.3rem 0}
+.cell.stale .outputs>:not(.stale-note){opacity:.6}
 h1.title{font-size:1.6rem;margin:.2rem 0 1.5rem}
 .cell{margin:0 0 1.25rem}
 .cell pre.source{background:#f6f8fa;border:1px solid #e5e7eb;border-radius:6px;padding:.75rem;overflow:auto;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace}
@@ -67,8 +69,16 @@ function cellTitle(cell: Notebook['cells'][number], index: number): string {
   return heading ? heading[1] : `Cell ${index + 1}`;
 }
 
-/** A self-contained HTML page of the notebook with its outputs. */
-export function reportHtml(notebook: Notebook, options: ReportOptions = {}): string {
+/** Outputs are current only when this run made them; a cell without a state carries the file's outputs. */
+type ReportCell = Notebook['cells'][number] & { state?: string; stale_outputs?: boolean };
+const outputsAreCurrent = (cell: ReportCell) => (cell.state === 'success' || cell.state === 'error') && !cell.stale_outputs;
+
+/**
+ * A self-contained HTML page of the notebook with its outputs. Outputs an earlier run made (saved
+ * in the file, not re-run now) are marked stale, with their execution count starred, so a page
+ * never passes old results off as fresh ones.
+ */
+export function reportHtml(notebook: { name: string; cells: ReportCell[] }, options: ReportOptions = {}): string {
   const layout = options.layout ?? 'linear';
   const cellHtml = notebook.cells
     .map((cell, index) => {
@@ -77,12 +87,15 @@ export function reportHtml(notebook: Notebook, options: ReportOptions = {}): str
       }
       if (cell.cell_type === 'raw')
         return options.hideCode ? '' : `<section class="cell raw"><pre class="source">${escapeHtml(cell.source)}</pre></section>`;
-      const outputs = cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n');
+      const stale = cell.outputs.length > 0 && !outputsAreCurrent(cell);
+      const staleNote = stale ? '<div class="stale-note" role="note">stale: outputs from an earlier run, not re-run</div>' : '';
+      const outputs = staleNote + cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n');
       if (options.hideCode && !outputs) return '';
+      const count = cell.execution_count ? `${cell.execution_count}${stale ? '*' : ''}` : ' ';
       const code = options.hideCode
         ? ''
-        : `<div class="label">[${cell.execution_count || ' '}] ${escapeHtml(cell.name || cell.id)}</div><pre class="source"><code>${escapeHtml(cell.source)}</code></pre>`;
-      return `<section class="cell code" data-title="${escapeHtml(cellTitle(cell, index))}">${code}<div class="outputs">${outputs}</div></section>`;
+        : `<div class="label">[${count}] ${escapeHtml(cell.name || cell.id)}</div><pre class="source"><code>${escapeHtml(cell.source)}</code></pre>`;
+      return `<section class="cell code${stale ? ' stale' : ''}" data-title="${escapeHtml(cellTitle(cell, index))}">${code}<div class="outputs">${outputs}</div></section>`;
     })
     .filter(Boolean);
 

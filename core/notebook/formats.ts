@@ -18,23 +18,28 @@
  * - Cells are separated by one blank line. A source line that itself starts like a marker
  *   (`// %% [`) is written with one more `%` and read back with one less, so any source
  *   round-trips exactly.
- * - Outputs, execution counts and run times are not stored: they belong to a run, not to the code
- *   (like jupytext and marimo files). Cells read from the file get the header's `created_at`.
+ * - Outputs, execution counts and run times are not in the file: they belong to a run, not to the
+ *   code (like jupytext and marimo files). `readNotebookFile`/`writeNotebookFile` keep them in a
+ *   sidecar, `.<name>.outputs.json` (outputs-sidecar.ts), so `.ipynb → .nb.ts → .ipynb` loses
+ *   nothing. Cells get the header's `created_at` unless the sidecar says otherwise.
  *
  * ## `.ipynb` — nbformat 4.5
- * A TypeScript kernelspec, outputs kept, our own fields in `metadata.hangar` (notebook name;
- * per cell `name`, `created_at`, `last_executed`). JSON is written the way Jupyter writes it
+ * The source's kernelspec and language_info kept (a TypeScript one when it has none), outputs
+ * kept, our own fields in `metadata.hangar` (notebook name; per cell `name`, `created_at`,
+ * `last_executed`). A notebook Jupyter wrote has no cell dates: reading its file gives them the
+ * file's modification time, the one date it has. JSON is written the way Jupyter writes it
  * (sorted keys, one-space indent, trailing newline) so a Jupyter save produces no diff noise.
  *
  * Both writers are deterministic: converting either way and back gives the same ids, names, types
  * and sources, and a second round trip is byte-identical to the first.
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import * as acorn from 'acorn';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { assetDir } from './assets.js';
+import { applySidecar, readSidecar, writeSidecar } from './outputs-sidecar.js';
 import { CellType, Notebook, type Output } from './schemas.js';
 
 /** A file that cannot be read as a notebook; the message names the file and, when known, the line. */
@@ -81,10 +86,13 @@ const LOOKS_LIKE_MARKER = /^\/\/ %%+ \[/;
 const escapeLine = (line: string) => (LOOKS_LIKE_MARKER.test(line) ? line.replace('// %', '// %%') : line);
 const unescapeLine = (line: string) => (/^\/\/ %%%+ \[/.test(line) ? line.replace('// %%', '// %') : line);
 
+/** The header's date: the first cell's (the notebook's creation, as far as the file can tell). */
+const headerCreatedAt = (notebook: Notebook) => notebook.cells[0]?.created_at ?? EPOCH;
+
 export function serializeNbTs(notebook: Notebook): string {
   const header = {
     name: notebook.name,
-    created_at: notebook.cells[0]?.created_at ?? EPOCH,
+    created_at: headerCreatedAt(notebook),
     metadata: notebook.metadata,
   };
   const blocks = notebook.cells.map((cell) => {
@@ -244,9 +252,9 @@ export function toIpynbDocument(notebook: Notebook): Record<string, unknown> {
     nbformat: 4,
     nbformat_minor: 5,
     metadata: {
-      ...notebook.metadata,
       kernelspec: TYPESCRIPT_KERNELSPEC,
       language_info: LANGUAGE_INFO,
+      ...notebook.metadata,
       hangar: { name: notebook.name },
     },
     cells: notebook.cells.map((cell) => {
@@ -280,7 +288,10 @@ function jsonErrorLine(text: string, err: Error): number | undefined {
   return undefined;
 }
 
-export function parseIpynb(text: string, file = 'notebook.ipynb'): Notebook {
+/** Same JSON whatever the key order (Jupyter writes keys sorted). */
+const sameJson = (a: unknown, b: unknown) => stableJson(a) === stableJson(b);
+
+export function parseIpynb(text: string, file = 'notebook.ipynb', options: { createdAt?: string } = {}): Notebook {
   let document: Record<string, unknown>;
   try {
     document = JSON.parse(text);
@@ -291,7 +302,11 @@ export function parseIpynb(text: string, file = 'notebook.ipynb'): Notebook {
     throw new NotebookFormatError(file, `only nbformat 4 notebooks are supported (found nbformat ${String(document?.nbformat)})`);
   }
   const rawCells = Array.isArray(document.cells) ? (document.cells as Array<Record<string, unknown>>) : [];
-  const { kernelspec: _k, language_info: _l, hangar: notebookHangar, ...metadata } = (document.metadata ?? {}) as Record<string, unknown>;
+  const { hangar: notebookHangar, ...metadata } = (document.metadata ?? {}) as Record<string, unknown>;
+  // Our own kernelspec is implied (the writer adds it); another kernel's is the source's and is kept.
+  if (sameJson(metadata.kernelspec, TYPESCRIPT_KERNELSPEC)) delete metadata.kernelspec;
+  if (sameJson(metadata.language_info, LANGUAGE_INFO)) delete metadata.language_info;
+  const fallbackDate = options.createdAt ?? EPOCH;
   const cells = rawCells.map((raw, index) => {
     const { hangar, ...cellMetadata } = (raw.metadata ?? {}) as Record<string, unknown>;
     const ours = (hangar ?? {}) as Record<string, unknown>;
@@ -305,7 +320,7 @@ export function parseIpynb(text: string, file = 'notebook.ipynb'): Notebook {
       outputs: raw.cell_type === 'code' ? (raw.outputs ?? []) : [],
       execution_count: typeof raw.execution_count === 'number' ? raw.execution_count : 0,
       metadata: cellMetadata,
-      created_at: typeof ours.created_at === 'string' ? ours.created_at : EPOCH,
+      created_at: typeof ours.created_at === 'string' ? ours.created_at : fallbackDate,
       last_executed: typeof ours.last_executed === 'string' ? ours.last_executed : null,
     };
   });
@@ -315,8 +330,8 @@ export function parseIpynb(text: string, file = 'notebook.ipynb'): Notebook {
 
 // ---- files ------------------------------------------------------------------------------------
 
-export function parseNotebook(text: string, file: string): Notebook {
-  return formatOf(file) === 'ipynb' ? parseIpynb(text, file) : parseNbTs(text, file);
+export function parseNotebook(text: string, file: string, options: { createdAt?: string } = {}): Notebook {
+  return formatOf(file) === 'ipynb' ? parseIpynb(text, file, options) : parseNbTs(text, file);
 }
 
 export function serializeNotebook(notebook: Notebook, file: string): string {
@@ -330,7 +345,13 @@ export async function readNotebookFile(file: string): Promise<Notebook> {
   } catch (err) {
     throw new NotebookFormatError(file, (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message);
   }
-  return { ...parseNotebook(text, file), file_path: file };
+  const modified = await stat(file).then(
+    (s) => s.mtime.toISOString(),
+    () => undefined,
+  );
+  const notebook = parseNotebook(text, file, modified ? { createdAt: modified } : {});
+  if (formatOf(file) === 'nb.ts') applySidecar(notebook.cells, await readSidecar(file));
+  return { ...notebook, file_path: file };
 }
 
 /** Write atomically (temp file + rename) so a crash never leaves half a notebook on disk. */
@@ -339,6 +360,7 @@ export async function writeNotebookFile(notebook: Notebook, file: string): Promi
   const tmp = `${file}.${process.pid}.tmp`;
   await writeFile(tmp, serializeNotebook(notebook, file));
   await rename(tmp, file);
+  if (formatOf(file) === 'nb.ts') await writeSidecar(notebook, file, headerCreatedAt(notebook));
 }
 
 export const isNotebookFile = (file: string) => file.endsWith('.nb.ts') || extname(file) === '.ipynb';

@@ -12,6 +12,10 @@
  *   run either and stay `stale`, since their inputs are missing or out of date.
  * - Interrupt, restart, timeout and kernel crash all replace the kernel; every cell that had run
  *   becomes `stale` because its values are gone.
+ * - Outputs read from the file (an `.ipynb`, or a `.nb.ts` sidecar) were made by an earlier run:
+ *   their cells start `stale` and carry `stale_outputs: true` until they run here, so no view,
+ *   CLI or export shows them as current (Jupyter shows saved outputs too, but its execution
+ *   counts at least say which kernel made them; ours would not).
  *
  * Runs are processed one after another through a queue (Vite's hmrHandler does the same with
  * updates), so two clicks on "run" never interleave in the kernel. Interrupt bypasses the queue.
@@ -86,6 +90,8 @@ export class NotebookSession {
   #queue: Promise<unknown> = Promise.resolve();
   #listeners = new Set<(event: SessionEvent) => void>();
   #executionCount = 0;
+  /** Cells whose outputs came from the file, not from a run in this session. */
+  #savedOutputs = new Set<string>();
   /** Bumped on interrupt so a queued plan knows to stop. */
   #epoch = 0;
 
@@ -97,7 +103,11 @@ export class NotebookSession {
       baseDir: this.#filePath ? dirname(this.#filePath) : process.cwd(),
       ...(options.maxHeapMb ? { maxHeapMb: options.maxHeapMb } : {}),
     });
-    for (const cell of notebook.cells) this.#states.set(cell.id, 'idle');
+    for (const cell of notebook.cells) {
+      const saved = cell.cell_type === 'code' && (cell.outputs.length > 0 || cell.execution_count > 0);
+      this.#states.set(cell.id, saved ? 'stale' : 'idle');
+      if (saved) this.#savedOutputs.add(cell.id);
+    }
     this.#executionCount = Math.max(0, ...notebook.cells.map((c) => c.execution_count));
   }
 
@@ -189,6 +199,7 @@ export class NotebookSession {
       if (cell.cell_type !== 'code') {
         this.#setState(cellId, 'idle');
         cell.outputs = [];
+        this.#savedOutputs.delete(cellId);
       }
     }
     this.#emit({ type: 'cells-changed' });
@@ -297,6 +308,7 @@ export class NotebookSession {
       const where = p.line ? `line ${p.line}${p.column ? `, column ${p.column}` : ''}: ` : '';
       return { output_type: 'error', ename, evalue: p.message, traceback: [`${ename}: ${where}${p.message}`] };
     });
+    this.#savedOutputs.delete(id);
     this.#emit({ type: 'outputs-cleared', cellId: id });
     for (const output of cell.outputs) this.#emit({ type: 'output', cellId: id, output });
     this.#setState(id, 'error');
@@ -309,6 +321,7 @@ export class NotebookSession {
     await this.kernel.start();
     const generation = this.kernel.generation;
     cell.outputs = [];
+    this.#savedOutputs.delete(id);
     this.#emit({ type: 'outputs-cleared', cellId: id });
     this.#setState(id, 'running');
     for (const warning of info.problems.filter((p) => p.severity === 'warning')) {
@@ -415,9 +428,9 @@ export class NotebookSession {
     };
   }
 
-  /** Cells with their states, as the API returns them. */
-  cellsWithState(): Array<Cell & { state: CellState }> {
-    return this.notebook.cells.map((cell) => ({ ...cell, state: this.state(cell.id) }));
+  /** Cells with their states, as the API returns them; `stale_outputs`: shown outputs are from an earlier run. */
+  cellsWithState(): Array<Cell & { state: CellState; stale_outputs: boolean }> {
+    return this.notebook.cells.map((cell) => ({ ...cell, state: this.state(cell.id), stale_outputs: this.#savedOutputs.has(cell.id) }));
   }
 
   async save(filePath = this.#filePath): Promise<string> {

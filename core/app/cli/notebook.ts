@@ -198,6 +198,9 @@ function printRun(result: HeadlessRunResult, io: CliIo): void {
   for (const cell of result.cells as Array<Cell & { state: CellState }>) {
     if (cell.cell_type !== 'code') continue;
     io.out(`── ${cell.name || cell.id} ${mark[cell.state]}\n`);
+    // A cell that did not run here still holds the file's outputs: say they are old, do not pass them off as this run's.
+    const current = (cell.state === 'success' || cell.state === 'error') && !(cell as { stale_outputs?: boolean }).stale_outputs;
+    if (!current && cell.outputs.length > 0) io.out(`${paint(33, '(stale: outputs from an earlier run)')}\n`);
     for (const output of cell.outputs) {
       const text = outputToText(output);
       if (text) io.out(text.endsWith('\n') ? text : `${text}\n`);

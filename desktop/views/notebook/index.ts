@@ -19,8 +19,13 @@ import { ToolsPanel } from './tools-panel.js';
  * while cells run.
  */
 
-/** A cell as the session answers it: the stored cell and its run state. */
-type Cell = StoredCell & { state: CellState };
+/** A cell as the session answers it: the stored cell, its run state, and whether its outputs are the file's (an earlier run). */
+type Cell = StoredCell & { state: CellState; stale_outputs?: boolean };
+
+function staleTitle(cell: Cell): string {
+  if (cell.stale_outputs) return 'these outputs were saved by an earlier run: run the cell to update them';
+  return cell.state === 'stale' ? 'an input changed since this cell ran: run it to update' : '';
+}
 
 interface NotebookDoc {
   id: string;
@@ -109,7 +114,7 @@ function CellView({
   const markdown = cell.cell_type === 'markdown';
   return html`<li class=${`cell ${cell.cell_type}`} data-state=${cell.state} data-cell=${cell.id} aria-label=${label}>
     <div class="cell-bar">
-      <span class=${`cell-state ${cell.state}`} title=${cell.state === 'stale' ? 'an input changed since this cell ran: run it to update' : ''}>${markdown ? 'markdown' : STATE_LABEL[cell.state]}</span>
+      <span class=${`cell-state ${cell.state}`} title=${staleTitle(cell)}>${markdown ? 'markdown' : STATE_LABEL[cell.state]}</span>
       ${!markdown && html`<span class="muted mono">[${cell.execution_count || ' '}]</span>`}
       <input class="cell-name" aria-label="Cell name" value=${cell.name} placeholder="name" onChange=${(e: Event) => onRename((e.target as HTMLInputElement).value)} />
       <span class="cell-actions">
@@ -134,6 +139,7 @@ function CellView({
           onRun=${markdown ? () => setEditingMarkdown(false) : onRun}
         />`
     }
+    ${cell.stale_outputs && cell.outputs.length > 0 && html`<p class="stale-note" role="note">stale: outputs from an earlier run</p>`}
     <${Outputs} outputs=${cell.outputs} />
   </li>`;
 }

@@ -1,0 +1,50 @@
+/**
+ * The modules that guard users and their data, grouped, each with the tests that exercise it.
+ * Each group is its own Stryker run (`scripts/mutate.mjs`), so a mutant is only ever tested against
+ * the tests that can reach it, and a group's incremental file records only its own mutants.
+ */
+export const MUTATION_GROUPS = {
+  http: {
+    mutate: ['core/http/security.ts', 'core/http/cross-site.ts', 'core/http/normalize.ts'],
+    tests: [
+      'test/security/host-check.test.ts',
+      'test/security/cross-site.test.ts',
+      'test/security/path-normalization.test.ts',
+      'test/security/websocket-origin.test.ts',
+      'test/security/hardening.test.ts',
+      'test/kernel/http.test.ts',
+    ],
+  },
+  storage: {
+    mutate: ['core/storage/sqlite-*.ts'],
+    tests: ['test/storage/*.test.ts'],
+  },
+  tasks: {
+    mutate: ['core/tasks/lifecycle.ts', 'core/tasks/runner.ts', 'core/tasks/recovery.ts'],
+    tests: ['test/tasks/*.test.ts'],
+  },
+  approvals: {
+    mutate: ['core/agents/approvals.ts'],
+    tests: ['test/agents/approvals.test.ts', 'test/agents/engine.test.ts', 'test/agents/restart.test.ts'],
+  },
+  deadline: {
+    mutate: ['core/agents/deadline.ts'],
+    tests: ['test/agents/deadlines.test.ts'],
+  },
+  aggregate: {
+    mutate: ['core/endpoints/aggregate.ts'],
+    tests: ['test/endpoints/aggregate.test.ts'],
+  },
+  gates: {
+    mutate: ['core/coderun/gates.ts'],
+    tests: ['test/coderun/gate-signatures.test.ts', 'test/coderun/model-and-gates.test.ts'],
+  },
+  discovery: {
+    mutate: ['core/kernel/discovery.ts'],
+    tests: ['test/kernel/discovery.test.ts', 'test/kernel/load-errors.test.ts', 'test/kernel/load-timeout.test.ts'],
+  },
+  notebook: {
+    mutate: ['core/notebook/session.ts'],
+    tests: ['test/notebook/session.test.ts', 'test/notebook/staleness.test.ts'],
+  },
+};

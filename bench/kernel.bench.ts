@@ -22,19 +22,10 @@ import {
   startProcess,
   stop,
   throughput,
+  timeToReady,
   waitFor,
   workspace,
 } from './lib/measure.js';
-
-async function timeToReady(args: string[], probe: string): Promise<number> {
-  freshDist();
-  const started = performance.now();
-  const { child, url } = await startProcess(args);
-  await waitFor(url + probe);
-  const ms = performance.now() - started;
-  await stop(child);
-  return ms;
-}
 
 /** Spawn to serving: readiness, every agent healthy and listed, every plugin ready. */
 async function timeToHealthy(root: string, agents: number): Promise<number> {
@@ -59,6 +50,7 @@ async function timeToHealthy(root: string, agents: number): Promise<number> {
 
 async function coldStart() {
   const bare: number[] = [];
+  freshDist();
   for (let i = 0; i < 5; i++) bare.push(await timeToReady(['-e', BARE_SERVER], '/'));
   const b = median(bare);
   for (const agents of [1, 100, 1_000]) {
@@ -124,6 +116,7 @@ async function hotReload() {
     await new Promise((r) => setTimeout(r, 30));
   }
   await stop(child);
+  freshDist();
   const restart = await timeToReady(hangarArgs(root), '/readiness');
   const m = median(samples);
   report({

@@ -7,17 +7,7 @@
 import { spawn } from 'node:child_process';
 import { cp } from 'node:fs/promises';
 import path from 'node:path';
-import { BARE_SERVER, freshDist, hangarArgs, median, repo, report, round, startProcess, stop, waitFor, workspace } from './lib/measure.js';
-
-/** Spawn to the first 200 of `probe`. */
-async function timeToReady(args: string[], probe: string): Promise<number> {
-  const started = performance.now();
-  const { child, url } = await startProcess(args);
-  await waitFor(url + probe);
-  const ms = performance.now() - started;
-  await stop(child);
-  return ms;
-}
+import { BARE_SERVER, freshDist, hangarArgs, median, repo, report, round, stop, timeToReady, waitFor, workspace } from './lib/measure.js';
 
 /**
  * The example workspace (this repository's drop-in folders) from spawn to `/readiness` 200, as a

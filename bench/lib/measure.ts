@@ -134,3 +134,13 @@ export const BARE_SSE_SERVER = `require('http').createServer((q, s) => {
     });
   });
 }).listen(0, '127.0.0.1', function () { console.log('http://127.0.0.1:' + this.address().port); });`;
+
+/** Spawn to the first 200 of `probe` (build `dist/` first with `freshDist()` when timing hangar). */
+export async function timeToReady(args: string[], probe: string): Promise<number> {
+  const started = performance.now();
+  const { child, url } = await startProcess(args);
+  await waitFor(url + probe);
+  const ms = performance.now() - started;
+  await stop(child);
+  return ms;
+}

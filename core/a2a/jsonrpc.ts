@@ -399,6 +399,7 @@ export class A2AJsonRpc {
     const onEvent = async (event: TaskEvent) => {
       if (event.sequence <= lastSeq || connection.closed) return;
       lastSeq = event.sequence;
+      if (event.type === 'output' && isToolFrame(event.data)) return emit(toolProgress(task.id, contextId, event));
       if (event.type !== 'status') return;
       if (isSettled(event.status)) return sendFinal();
       emit({
@@ -479,4 +480,38 @@ function closedSignal(res: ServerResponse): AbortSignal {
     if (!res.writableFinished) controller.abort(fail('HANGAR_A2A_CLIENT_CLOSED', {}));
   });
   return controller.signal;
+}
+
+/** A tool call's frame in a task's output (`tool_start` / `tool_end` of the model's tool loop). */
+function isToolFrame(data: unknown): data is { event: 'tool_start' | 'tool_end' } & Record<string, unknown> {
+  const event = (data as { event?: unknown } | null)?.event;
+  return event === 'tool_start' || event === 'tool_end';
+}
+
+/**
+ * A tool call as A2A progress: a `working` status-update whose message carries the call (name,
+ * call_id, arguments, then result or error and duration_ms) as a data part, the protocol's place
+ * for structured content in a message. The frame's running `response` and `steps_taken` are
+ * left out: the artifact carries the answer.
+ */
+function toolProgress(taskId: string, contextId: string, event: TaskEvent) {
+  const { response: _response, steps_taken: _steps, ...call } = event.data as Record<string, unknown>;
+  return {
+    kind: 'status-update',
+    taskId,
+    contextId,
+    status: {
+      state: 'working',
+      timestamp: event.timestamp,
+      message: {
+        kind: 'message',
+        role: 'agent',
+        messageId: `${taskId}:${event.sequence}`,
+        taskId,
+        contextId,
+        parts: [{ kind: 'data', data: call }],
+      },
+    },
+    final: false,
+  };
 }

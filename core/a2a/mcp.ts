@@ -35,6 +35,7 @@ import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { z } from 'zod';
+import type { RunEvent } from '../agents/events.js';
 import type { Agent } from '../agents/kind.js';
 import { isSuspension, type SuspensionDetail } from '../agents/service.js';
 import { allowedHostNames } from '../http/security.js';
@@ -227,7 +228,7 @@ export async function buildMcpServer(
                 max_tokens: null,
               },
               extra.signal,
-              undefined,
+              toolProgress(extra),
               principal,
               { source: 'mcp' },
             ),
@@ -272,6 +273,40 @@ export async function buildMcpServer(
       ),
   );
   return server;
+}
+
+/** What a tool handler gets from the SDK that progress needs: the request's `_meta` and a way to notify. */
+interface ProgressExtra {
+  _meta?: { progressToken?: string | number };
+  sendNotification(notification: {
+    method: 'notifications/progress';
+    params: { progressToken: string | number; progress: number; message?: string };
+  }): Promise<void>;
+}
+
+/**
+ * The agent's tool calls as MCP progress, when the client asked for progress (a `progressToken`
+ * in the call's `_meta`): one `notifications/progress` per tool_start and tool_end, `progress`
+ * counting them, `message` saying which call and how it went (MCP progress carries text only).
+ */
+function toolProgress(extra: ProgressExtra): ((event: RunEvent) => void) | undefined {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return undefined;
+  let progress = 0;
+  return (event) => {
+    if (event.type !== 'tool_start' && event.type !== 'tool_end') return;
+    const args = JSON.stringify(event.arguments);
+    const message =
+      event.type === 'tool_start'
+        ? `tool ${event.name} (${event.call_id}) started with ${args}`
+        : event.error !== undefined
+          ? `tool ${event.name} (${event.call_id}) failed in ${Math.round(event.duration_ms)} ms: ${event.error}`
+          : `tool ${event.name} (${event.call_id}) finished in ${Math.round(event.duration_ms)} ms: ${JSON.stringify(event.result)}`;
+    // A client gone meanwhile is the run's business (its signal), not the notification's.
+    extra
+      .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } })
+      .catch(() => {});
+  };
 }
 
 /** A JSON-RPC error without an id, as the SDK answers transport-level refusals. */

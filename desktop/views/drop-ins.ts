@@ -69,25 +69,30 @@ const time = (iso: string) => new Date(iso).toLocaleTimeString();
 /**
  * The newest calls to one drop-in from the invocation log (`GET /api/v1/logs`). The log is off
  * unless `logs.enabled` is set; the table then says so and how to turn it on, instead of an error.
+ * `probes` are operations left out (an endpoint's `GET /health`, which this very view asks): the
+ * table is about what callers did, not about the views looking at it.
  */
 export function LastCalls({
   resource,
   name,
   refresh = 0,
   limit = 10,
+  probes = [],
 }: {
   resource: string;
   name: string;
-  refresh?: number;
+  refresh?: number | string;
   limit?: number;
+  probes?: readonly string[];
 }) {
   const [calls, setCalls] = useState<InvocationRecord[] | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
   useEffect(() => {
     let cancelled = false;
-    const query = new URLSearchParams({ resource, name, limit: String(limit) });
+    // Probes are left out after the fact (the log filters by one operation, not by several left out).
+    const query = new URLSearchParams({ resource, name, limit: String(probes.length > 0 ? limit * 5 : limit) });
     getJson<LogPage>(`/api/v1/logs?${query}`).then(
-      (page) => !cancelled && (setCalls(page.logs), setProblem(null)),
+      (page) => !cancelled && (setCalls(page.logs.filter((c) => !probes.includes(c.operation)).slice(0, limit)), setProblem(null)),
       (err: unknown) =>
         !cancelled &&
         setProblem(
@@ -99,7 +104,7 @@ export function LastCalls({
     return () => {
       cancelled = true;
     };
-  }, [resource, name, refresh, limit]);
+  }, [resource, name, refresh, limit, probes.join()]);
   if (problem) return html`<p class="muted" data-testid="last-calls-off">${problem}</p>`;
   if (!calls) return html`<p class="muted">Loading…</p>`;
   if (calls.length === 0) return html`<p class="muted" data-testid="last-calls">No calls yet.</p>`;

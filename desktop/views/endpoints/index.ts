@@ -34,6 +34,9 @@ interface EndpointInfo extends Omit<EndpointSummary, 'upstreams' | 'url' | 'rout
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/** What this view itself asks of an endpoint: not calls worth listing. */
+const ENDPOINT_PROBES = ['GET /health', 'GET /info', 'HEAD /health'];
+
 function EndpointCards({ endpoints }: { endpoints: EndpointSummary[] }) {
   if (endpoints.length === 0)
     return html`<p class="muted">No endpoints in this workspace yet. Drop a file into <code>endpoints/</code> (<code>defineEndpoint</code>).</p>`;
@@ -171,7 +174,7 @@ function EndpointDetail({ summary }: { summary: EndpointSummary }) {
     </section>
     <section class="card" aria-labelledby="ep-calls">
       <h2 id="ep-calls">Last calls</h2>
-      <${LastCalls} resource="endpoint" name=${summary.name} refresh=${calls} />
+      <${LastCalls} resource="endpoint" name=${summary.name} refresh=${calls} probes=${ENDPOINT_PROBES} />
     </section>
   </div>`;
 }

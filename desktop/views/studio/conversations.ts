@@ -11,7 +11,14 @@ import { describeError } from './errors.js';
  * messages, chatting on with the thread's history, forking at any message into a new thread, and
  * the lineage (ancestors and forks) of the one shown. These are the persisted chat threads; the run
  * panel's threads are the checkpointed run threads of the debug routes.
+ *
+ * Every thread of the agent is listed, whoever created it (the studio, `curl`, a script through the
+ * SDK). Threads made elsewhere raise no event the UI hears, so the list is asked again every
+ * `POLL_MS` while the tab is visible and whenever the window gets focus, as Jupyter's file browser
+ * polls its folder.
  */
+const POLL_MS = 5000;
+
 type Lineage = z.output<typeof LineageResponse>;
 
 export function Conversations({ agent }: { agent: string }) {
@@ -25,6 +32,15 @@ export function Conversations({ agent }: { agent: string }) {
   const [error, setError] = useState<string | null>(null);
   const [refresh, setRefresh] = useState(0);
 
+  useEffect(() => {
+    const again = () => document.visibilityState === 'visible' && setRefresh((n) => n + 1);
+    const timer = setInterval(again, POLL_MS);
+    window.addEventListener('focus', again);
+    return () => {
+      clearInterval(timer);
+      window.removeEventListener('focus', again);
+    };
+  }, []);
   useEffect(() => {
     getJson<{ threads: Thread[] }>(`${base}/threads`).then(
       (r) => setThreads(r.threads),

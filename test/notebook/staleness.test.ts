@@ -21,7 +21,9 @@ function open(cells: Array<{ id: string; source: string }>) {
 const value = (session: NotebookSession, id: string) =>
   session
     .cell(id)
-    .outputs.map((o) => (o.output_type === 'execute_result' ? String(o.data['text/plain']) : o.output_type === 'error' ? `!${o.evalue}` : ''))
+    .outputs.map((o) =>
+      o.output_type === 'execute_result' ? String(o.data['text/plain']) : o.output_type === 'error' ? `!${o.evalue}` : '',
+    )
     .join('');
 
 describe('notebook staleness after a dependency goes away', () => {

@@ -302,6 +302,10 @@ export const ERROR_CATALOGUE = {
   HANGAR_NOTEBOOK_CELL_NOT_FOUND: { status: 404, message: 'cell {cell} not found' },
   HANGAR_NOTEBOOK_ORDER_INVALID: { status: 422, message: 'order must list every cell id of the notebook exactly once' },
   HANGAR_NOTEBOOK_NO_FILE: { status: 409, message: 'this notebook has no file to save to' },
+  HANGAR_NOTEBOOK_SAVE_CONFLICT: {
+    status: 409,
+    message: '{file} changed on disk since this session read it: reload it, or save with force to overwrite',
+  },
   HANGAR_NOTEBOOK_BODY_NOT_OBJECT: { status: 400, message: 'request body must be a JSON object or array' },
   HANGAR_NOTEBOOK_BODY_INVALID_JSON: { status: 400, message: '{problem}' },
   // (end notebook)

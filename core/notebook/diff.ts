@@ -6,6 +6,9 @@
  * (kept, but its position relative to the other kept cells changed — the cells outside a longest
  * common subsequence of the two orders, which is the smallest set of moves that explains the new
  * order), added, or removed. A cell can be both moved and changed.
+ *
+ * A change only in whitespace (a trailing newline, indentation, spaces) is reported as such, as
+ * `git diff` readers expect from `-w`: its line diff would show the same text removed and added.
  */
 import { diffLines } from 'diff';
 import { escapeHtml } from './render.js';
@@ -23,6 +26,8 @@ export interface CellDiff {
   moved: boolean;
   /** What changed besides the source ("name", "cell_type"), for changed cells. */
   fields: string[];
+  /** The source differs only in whitespace; `whitespace` says where. */
+  whitespace?: 'trailing newlines' | 'whitespace';
   lines: LineChange[];
   /** Positions (0-based) in a and b; absent on the side the cell is not in. */
   from?: number;
@@ -67,6 +72,17 @@ function lineDiff(before: string, after: string): LineChange[] {
   return out;
 }
 
+/** Which kind of whitespace-only change turns `before` into `after`; undefined for a real change. */
+function whitespaceChange(before: string, after: string): CellDiff['whitespace'] {
+  if (before.replace(/\s+/g, '') !== after.replace(/\s+/g, '')) return undefined;
+  return before.replace(/\n+$/, '') === after.replace(/\n+$/, '') ? 'trailing newlines' : 'whitespace';
+}
+
+/** A line diff a reader can see: whitespace made visible where it is the only difference. */
+function visibleWhitespace(text: string): string {
+  return text.replace(/\t/g, '→').replace(/ /g, '·');
+}
+
 const allLines = (cell: Cell, op: '+' | '-'): LineChange[] => cell.source.split('\n').map((text) => ({ op, text }));
 
 export function diffNotebooks(a: Notebook, b: Notebook): NotebookDiff {
@@ -104,13 +120,22 @@ export function diffNotebooks(a: Notebook, b: Notebook): NotebookDiff {
     const sourceChanged = before.cell.source !== cell.source;
     const moved = !inOrder.has(cell.id);
     const changed = sourceChanged || fields.length > 0;
+    const whitespace = sourceChanged ? whitespaceChange(before.cell.source, cell.source) : undefined;
+    const count = (text: string) => /\n*$/.exec(text)![0].length;
+    let lines = sourceChanged ? lineDiff(before.cell.source, cell.source) : [];
+    if (whitespace === 'trailing newlines') {
+      lines = [{ op: ' ', text: `(${count(before.cell.source)} → ${count(cell.source)} trailing newlines)` }];
+    } else if (whitespace) {
+      lines = lines.map((line) => (line.op === ' ' ? line : { ...line, text: visibleWhitespace(line.text) }));
+    }
     cells.push({
       id: cell.id,
       name: cell.name,
       status: changed ? 'changed' : moved ? 'moved' : 'unchanged',
       moved,
       fields,
-      lines: sourceChanged ? lineDiff(before.cell.source, cell.source) : [],
+      ...(whitespace ? { whitespace } : {}),
+      lines,
       from: before.index,
       to,
     });
@@ -134,6 +159,7 @@ function describe(cell: CellDiff): string {
   if (cell.status === 'changed' && cell.moved) parts.push('moved');
   if (cell.moved) parts.push(`${(cell.from ?? 0) + 1} → ${(cell.to ?? 0) + 1}`);
   if (cell.fields.length) parts.push(`(${cell.fields.join(', ')})`);
+  if (cell.whitespace) parts.push(`(${cell.whitespace} only)`);
   return parts.join(' ');
 }
 

@@ -16,7 +16,16 @@ import { untrustedHtmlHeaders } from '../http/csp.js';
 import { type AnyRoute, defineRoute } from '../http/route.js';
 import { renderMarkdown } from './export.js';
 import { outputToHtml } from './render.js';
-import { CreateCellBody, CreateNotebookBody, ReorderBody, RunDocumentBody, RunQuery, SettingsBody, UpdateCellBody } from './schemas.js';
+import {
+  CreateCellBody,
+  CreateNotebookBody,
+  ReorderBody,
+  RunDocumentBody,
+  RunQuery,
+  SaveQuery,
+  SettingsBody,
+  UpdateCellBody,
+} from './schemas.js';
 import { type NotebookService, toServiceError } from './service.js';
 import type { NotebookSession } from './session.js';
 
@@ -55,6 +64,8 @@ const view = (s: NotebookSession, id: string) => ({
   metadata: s.notebook.metadata,
   cell_timeout_ms: s.cellTimeoutMs,
   kernel_generation: s.kernel.generation,
+  /** Edited since read or saved; a disk change then waits for the user's reload or overwrite. */
+  dirty: s.dirty,
   cells: s.cellsWithState(),
 });
 
@@ -134,12 +145,28 @@ export function notebookRoutes(service: NotebookService): AnyRoute[] {
     defineRoute({
       method: 'POST',
       url: '/api/notebooks/:nb/save',
-      summary: 'Write the notebook file',
+      summary: 'Write the notebook file (409 with {detail, code, diff} when it changed on disk; ?force=true overwrites)',
       tags,
-      schema: { response: { 200: '{saved}', ...missing } },
-      handler: async ({ params }) => {
-        await (await session(params)).save();
+      schema: {
+        querystring: SaveQuery,
+        response: { 200: '{saved}', 409: 'the file changed on disk since the session read it: {detail, code, diff}', ...missing },
+      },
+      handler: async ({ params, query }) => {
+        const s = await session(params);
+        await s.save(s.filePath, { force: query.force === 'true' });
         return { saved: params.nb };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/reload',
+      summary: "Take the file's version on disk, dropping this session's unsaved edits; changed cells become stale",
+      tags,
+      schema: { response: { 200: 'the notebook as now read', ...missing } },
+      handler: async ({ params }) => {
+        const s = await session(params);
+        await s.reloadFromDisk();
+        return view(s, params.nb);
       },
     }),
     defineRoute({

@@ -128,6 +128,11 @@ export const RunDocumentBody = z.object({
 
 // ---- query strings --------------------------------------------------------------------------
 
+/** `?force=true` overwrites a file changed on disk since the session read it (the UI's "Overwrite"). */
+export const SaveQuery = z.object({
+  force: z.enum(['true', 'false']).optional().catch(undefined).describe('true: overwrite even when the file changed on disk'),
+});
+
 /**
  * `?wait=false` answers 202 with the cell states at once; the outputs follow over ws. Any other
  * value waits, as the run routes always did, so a typo is never a 422.

@@ -7,9 +7,10 @@
  * `..` segments, NUL bytes, non-notebook extensions and symlinks that resolve outside the folder
  * are refused before any file is touched.
  */
-import { mkdir, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { fail } from '../kernel/errors.js';
+import { watchTree } from '../kernel/watch-tree.js';
 import {
   formatOf,
   isNotebookFile,
@@ -17,7 +18,6 @@ import {
   nameFromPath,
   parseNotebook,
   readNotebookFile,
-  serializeNotebook,
   writeNotebookFile,
 } from './formats.js';
 import { type Cell, type CellState, Notebook } from './schemas.js';
@@ -39,6 +39,8 @@ export interface NotebookServiceOptions {
   cellTimeoutMs?: number;
   /** Heap limit of each kernel in MB; a cell exceeding it crashes its kernel, never the server. */
   maxHeapMb?: number;
+  /** Follow disk edits of open notebooks with a watcher of our own (the notebook CLI's servers have theirs). */
+  watch?: boolean;
 }
 
 export interface HeadlessRunResult {
@@ -66,9 +68,12 @@ export class NotebookService {
   readonly #cellTimeoutMs: number;
   readonly #maxHeapMb: number | undefined;
   readonly #sessions = new Map<string, Promise<NotebookSession>>();
+  readonly #watchFiles: boolean;
+  #watcher: { close(): void } | undefined;
 
   constructor(options: NotebookServiceOptions) {
     this.dir = resolve(options.root, 'notebooks');
+    this.#watchFiles = options.watch ?? false;
     this.#cellTimeoutMs = options.cellTimeoutMs ?? 0;
     this.#maxHeapMb = options.maxHeapMb;
   }
@@ -127,11 +132,14 @@ export class NotebookService {
           () => false,
         );
         if (!exists) throw fail('HANGAR_NOTEBOOK_NOT_FOUND', { notebook: id });
-        return new NotebookSession(await readNotebookFile(file), {
+        const opened = new NotebookSession(await readNotebookFile(file), {
           filePath: file,
           cellTimeoutMs: this.#cellTimeoutMs,
           ...(this.#maxHeapMb ? { maxHeapMb: this.#maxHeapMb } : {}),
         });
+        await opened.trackDisk();
+        if (this.#watchFiles) this.#startWatching();
+        return opened;
       });
       this.#sessions.set(id, session);
       // A failed open must not stick: the next request tries again (the file may be fixed by then).
@@ -175,8 +183,8 @@ export class NotebookService {
   }
 
   /**
-   * Hot reload: the file changed on disk. When it no longer matches the open session (an edit in
-   * another editor, not our own save), drop the session so the next open reads the new file.
+   * Live reload: the file changed on disk. An open session follows it (`NotebookSession.followDisk`:
+   * takes the new version and re-runs what changed, or, with unsaved edits, tells its UI).
    * Returns whether the file differs from what this service holds (so pages should reload);
    * a notebook that is not open always counts as changed.
    */
@@ -184,15 +192,46 @@ export class NotebookService {
     const pending = this.#sessions.get(id);
     if (!pending) return true;
     const session = await pending.catch(() => undefined);
-    const file = session?.filePath;
-    const onDisk = file ? await readFile(file, 'utf8').catch(() => undefined) : undefined;
-    if (session && file && onDisk === serializeNotebook(session.notebook, file)) return false;
-    this.#sessions.delete(id);
-    await session?.close();
-    return true;
+    if (!session) {
+      this.#sessions.delete(id);
+      return true;
+    }
+    return session.followDisk();
+  }
+
+  /**
+   * Follow edits made on disk to open notebooks (the main server, when `watch` is on). Started with
+   * the first open session, so a server nobody opens a notebook on watches nothing; fs.watch reports
+   * one save as several events, so each file is handled once per 100 ms.
+   */
+  #startWatching(): void {
+    if (this.#watcher) return;
+    const pending = new Map<string, NodeJS.Timeout>();
+    const tree = watchTree(this.dir, (changed) => {
+      const name = relative(this.dir, changed);
+      if (!name || name.split(sep).some((part) => part.startsWith('.')) || !isNotebookFile(name)) return;
+      const id = name.split(sep).join('/');
+      if (!this.#sessions.has(id)) return;
+      clearTimeout(pending.get(id));
+      pending.set(
+        id,
+        setTimeout(() => {
+          pending.delete(id);
+          void this.reloadIfChanged(id).catch(() => undefined);
+        }, 100),
+      );
+    });
+    this.#watcher = {
+      close: () => {
+        tree.close();
+        for (const timer of pending.values()) clearTimeout(timer);
+      },
+    };
   }
 
   async closeAll(): Promise<void> {
+    this.#watcher?.close();
+    this.#watcher = undefined;
     const sessions = [...this.#sessions.values()];
     this.#sessions.clear();
     await Promise.all(sessions.map(async (s) => (await s.catch(() => undefined))?.close()));

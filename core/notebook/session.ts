@@ -25,7 +25,8 @@ import { fail } from '../kernel/errors.js';
 import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
 import { analyzeNotebook, type NotebookAnalysis } from './analysis/index.js';
 import type { CellProblem } from './analysis/visitor.js';
-import { writeNotebookFile } from './formats.js';
+import { type DiskVersion, diskDiff, isNewerOnDisk, readDiskVersion } from './disk-version.js';
+import { readNotebookFile, writeNotebookFile } from './formats.js';
 import { NotebookRuntime } from './runtime.js';
 import { Cell, type CellState, type CellType, type Notebook, newCellId, type Output } from './schemas.js';
 
@@ -35,7 +36,11 @@ export type SessionEvent =
   | { type: 'output'; cellId: string; output: Output }
   | { type: 'outputs-cleared'; cellId: string }
   | { type: 'cells-changed' }
-  | { type: 'kernel'; status: 'restarted' | 'timeout' | 'crashed'; generation: number };
+  | { type: 'kernel'; status: 'restarted' | 'timeout' | 'crashed'; generation: number }
+  /** The file changed on disk while this session has unsaved edits: the UI offers reload / overwrite. */
+  | { type: 'disk-changed'; diff: string }
+  /** The session took the file's new version (live reload); `rerun`: cells it re-runs. */
+  | { type: 'reloaded'; rerun: string[] };
 
 export interface SessionOptions {
   /** Where `save()` writes; also the folder relative imports resolve against. */
@@ -90,6 +95,10 @@ export class NotebookSession {
   #queue: Promise<unknown> = Promise.resolve();
   #listeners = new Set<(event: SessionEvent) => void>();
   #executionCount = 0;
+  /** The file version this session was read from or last wrote. */
+  #disk: DiskVersion | undefined;
+  /** Edited since it was read or saved: a disk change then needs the user's choice. */
+  #dirty = false;
   /** Cells whose outputs came from the file, not from a run in this session. */
   #savedOutputs = new Set<string>();
   /** Bumped on interrupt so a queued plan knows to stop. */
@@ -174,6 +183,7 @@ export class NotebookSession {
     const cell = Cell.parse({ ...input, id });
     const index = input.index === undefined ? this.notebook.cells.length : Math.min(input.index, this.notebook.cells.length);
     this.notebook.cells.splice(index, 0, cell);
+    this.#dirty = true;
     this.#states.set(cell.id, 'idle');
     this.#analysis = undefined;
     // A new cell may define a name others were missing: they need a re-run.
@@ -192,6 +202,7 @@ export class NotebookSession {
       (patch.source !== undefined && patch.source !== cell.source) || (patch.cell_type !== undefined && patch.cell_type !== cell.cell_type);
     const before = codeChanged ? await this.analysis() : undefined;
     Object.assign(cell, Cell.parse({ ...cell, ...patch }));
+    this.#dirty = true;
     if (codeChanged) {
       this.#analysis = undefined;
       const after = await this.analysis();
@@ -211,6 +222,7 @@ export class NotebookSession {
     const before = await this.analysis();
     const writes = before.cells.get(cellId)?.writes ?? [];
     this.notebook.cells.splice(this.notebook.cells.indexOf(cell), 1);
+    this.#dirty = true;
     this.#states.delete(cellId);
     this.#analysis = undefined;
     this.#markStale(descendants(before.topology, [cellId]));
@@ -228,6 +240,7 @@ export class NotebookSession {
     }
     const byId = new Map(this.notebook.cells.map((c) => [c.id, c]));
     this.notebook.cells.splice(0, this.notebook.cells.length, ...order.map((id) => byId.get(id)!));
+    this.#dirty = true;
     // Ties in the execution order follow notebook order, so the analysis is recomputed.
     this.#analysis = undefined;
     this.#emit({ type: 'cells-changed' });
@@ -243,12 +256,16 @@ export class NotebookSession {
 
   /** Run a cell, the stale upstream cells it needs, and everything downstream of it. */
   async runCell(cellId: string): Promise<void> {
-    const cell = this.cell(cellId);
-    if (cell.cell_type !== 'code') return;
+    await this.runCells([cellId]);
+  }
+
+  /** Run cells, the stale upstream cells they need, and everything downstream of them, in one plan. */
+  async runCells(cellIds: string[]): Promise<void> {
+    const code = cellIds.filter((id) => this.cell(id).cell_type === 'code');
+    if (code.length === 0) return;
     const analysis = await this.analysis();
-    const needed = [...ancestors(analysis.topology, [cellId])].filter((id) => this.state(id) !== 'success');
-    const plan = new Set([cellId, ...needed, ...descendants(analysis.topology, [cellId])]);
-    await this.#runPlan(plan);
+    const needed = [...ancestors(analysis.topology, code)].filter((id) => this.state(id) !== 'success');
+    await this.#runPlan(new Set([...code, ...needed, ...descendants(analysis.topology, code)]));
   }
 
   /** Run every code cell in dependency order. */
@@ -433,11 +450,111 @@ export class NotebookSession {
     return this.notebook.cells.map((cell) => ({ ...cell, state: this.state(cell.id), stale_outputs: this.#savedOutputs.has(cell.id) }));
   }
 
-  async save(filePath = this.#filePath): Promise<string> {
+  // ---- the file ------------------------------------------------------------------------------
+
+  /** Remember the file's current version as the one this session holds (on open). */
+  async trackDisk(): Promise<void> {
+    if (this.#filePath) this.#disk = (await readDiskVersion(this.#filePath))?.version;
+  }
+
+  get diskVersion(): DiskVersion | undefined {
+    return this.#disk;
+  }
+
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  /**
+   * Write the notebook file. Over a version of the file newer than the one this session holds,
+   * refuse with a 409 carrying the diff, unless `force` (the user chose to overwrite).
+   */
+  async save(filePath = this.#filePath, options: { force?: boolean } = {}): Promise<string> {
     if (!filePath) throw fail('HANGAR_NOTEBOOK_NO_FILE', {});
+    if (filePath === this.#filePath && !options.force) {
+      const now = await readDiskVersion(filePath);
+      if (now && isNewerOnDisk(this.#disk, now.version)) {
+        throw fail(
+          'HANGAR_NOTEBOOK_SAVE_CONFLICT',
+          { file: filePath },
+          { fields: { diff: diskDiff(this.notebook, now.text, filePath), disk_modified: new Date(now.version.mtimeMs).toISOString() } },
+        );
+      }
+    }
     await writeNotebookFile(this.notebook, filePath);
     this.#filePath = filePath;
+    this.#disk = (await readDiskVersion(filePath))?.version;
+    this.#dirty = false;
     return filePath;
+  }
+
+  /**
+   * The file changed on disk. Unchanged (our own save): nothing. With unsaved edits here: tell the
+   * UI (`disk-changed` with the diff) and keep both until the user chooses. Otherwise take the new
+   * version at once and re-run what changed, as marimo's `--watch` does. Returns whether the file
+   * differs from what the session held.
+   */
+  async followDisk(): Promise<boolean> {
+    if (!this.#filePath) return false;
+    const now = await readDiskVersion(this.#filePath);
+    if (!now || !isNewerOnDisk(this.#disk, now.version)) return false;
+    if (this.#dirty) {
+      this.#emit({ type: 'disk-changed', diff: diskDiff(this.notebook, now.text, this.#filePath) });
+      return true;
+    }
+    await this.reloadFromDisk({ rerun: true });
+    return true;
+  }
+
+  /**
+   * Replace the cells with the file's. A cell whose id, type and source are unchanged keeps its
+   * outputs and state; a changed cell (and what depends on it) becomes stale; a removed cell's
+   * names leave the kernel. With `rerun`, changed and added code cells run when this session has
+   * run anything (a live session follows the file; one nobody ran stays unrun).
+   */
+  async reloadFromDisk(options: { rerun?: boolean } = {}): Promise<string[]> {
+    if (!this.#filePath) throw fail('HANGAR_NOTEBOOK_NO_FILE', {});
+    const now = await readDiskVersion(this.#filePath);
+    const fresh = await readNotebookFile(this.#filePath);
+    const before = await this.analysis();
+    const old = new Map(this.notebook.cells.map((c) => [c.id, c]));
+    const changed: string[] = [];
+    const cells = fresh.cells.map((cell) => {
+      const previous = old.get(cell.id);
+      if (previous && previous.source === cell.source && previous.cell_type === cell.cell_type) {
+        return Object.assign(previous, { name: cell.name, metadata: cell.metadata });
+      }
+      changed.push(cell.id);
+      const saved = cell.cell_type === 'code' && cell.outputs.length > 0;
+      if (saved) this.#savedOutputs.add(cell.id);
+      else this.#savedOutputs.delete(cell.id);
+      this.#states.set(cell.id, saved ? 'stale' : (this.#states.get(cell.id) ?? 'idle'));
+      return cell;
+    });
+    const kept = new Set(cells.map((c) => c.id));
+    const removedNames = [...old.keys()].filter((id) => !kept.has(id)).flatMap((id) => before.cells.get(id)?.writes ?? []);
+    for (const id of old.keys()) if (!kept.has(id)) this.#states.delete(id);
+    this.notebook.cells.splice(0, this.notebook.cells.length, ...cells);
+    this.notebook.name = fresh.name;
+    this.notebook.metadata = fresh.metadata;
+    this.#analysis = undefined;
+    this.#disk = now?.version;
+    this.#dirty = false;
+    const after = await this.analysis();
+    this.#markStale([
+      ...changed,
+      ...descendants(
+        before.topology,
+        changed.filter((id) => before.cells.has(id)),
+      ),
+      ...descendants(after.topology, changed),
+    ]);
+    if (removedNames.length > 0) await this.#enqueue(() => (this.kernel.running ? this.kernel.deleteNames(removedNames) : undefined));
+    const rerun = options.rerun && this.history.length > 0 ? changed.filter((id) => this.cell(id).cell_type === 'code') : [];
+    this.#emit({ type: 'cells-changed' });
+    this.#emit({ type: 'reloaded', rerun });
+    if (rerun.length > 0) void this.runCells(rerun).catch(() => undefined);
+    return rerun;
   }
 
   async close(): Promise<void> {

@@ -24,7 +24,8 @@ export const notebookSubsystem: Subsystem = {
   name: 'notebook',
   provides: ['notebooks', 'notebookSteps'],
   setup(ctx) {
-    const service = new NotebookService({ root: ctx.paths.root });
+    // Open sessions follow edits made on disk when the server watches files (marimo's --watch).
+    const service = new NotebookService({ root: ctx.paths.root, watch: ctx.settings.watch });
     ctx.services.provide('notebooks', service);
     ctx.services.provideLazy('notebookSteps', () => new NotebookSteps(service));
     ctx.upgrades.set(NOTEBOOK_WS_PATH, notebookUpgradeHandler(service));

@@ -112,6 +112,8 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly detail: unknown,
+    /** The whole error body (`{detail, code, …}`), for views that branch on `code` or read extra fields. */
+    readonly body: Record<string, unknown> = {},
   ) {
     super(typeof detail === 'string' ? detail : `HTTP ${status}`);
     this.name = 'ApiError';
@@ -139,12 +141,14 @@ async function failure(res: Response, path = ''): Promise<ApiError> {
     for (const listener of unauthorizedListeners) listener();
   const text = await res.text();
   let detail: unknown = text || res.statusText;
+  let body: Record<string, unknown> = {};
   try {
-    detail = (JSON.parse(text) as { detail?: unknown }).detail ?? detail;
+    body = JSON.parse(text) as Record<string, unknown>;
+    detail = body.detail ?? detail;
   } catch {
     // not JSON: keep the text
   }
-  return new ApiError(res.status, detail);
+  return new ApiError(res.status, detail, body && typeof body === 'object' ? body : {});
 }
 
 export async function getText(path: string): Promise<string> {

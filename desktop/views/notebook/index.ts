@@ -8,6 +8,7 @@ import { connectLive, type LiveState } from '../live.js';
 import { href } from '../router.js';
 import { LAYOUTS, type Layout } from './app-layout.js';
 import { AppPreview } from './app-preview.js';
+import { type DiskConflict, DiskConflictBanner } from './disk-conflict.js';
 import { CodeEditor } from './editor.js';
 import { Outputs, renderMarkdown } from './outputs.js';
 import { ToolsPanel } from './tools-panel.js';
@@ -174,6 +175,7 @@ function NotebookEditor({ id }: { id: string }) {
   const [error, setError] = useState<string | null>(null);
   const [live, setLive] = useState<LiveState>('connecting');
   const [notice, setNotice] = useState<string | null>(null);
+  const [conflict, setConflict] = useState<DiskConflict | null>(null);
   const [version, setVersion] = useState(0);
   const [mode, setMode] = useState<'edit' | 'app'>('edit');
   const [layout, setLayout] = useState<Layout>('linear');
@@ -247,9 +249,18 @@ function NotebookEditor({ id }: { id: string }) {
             patch(event.cellId, (c) => ({ ...c, outputs: [...c.outputs, event.output] }));
             break;
           case 'outputs-cleared':
-            patch(event.cellId, (c) => ({ ...c, outputs: [] }));
+            // Cleared for a run here: whatever follows is current, no longer the file's.
+            patch(event.cellId, (c) => ({ ...c, outputs: [], stale_outputs: false }));
             break;
           case 'cells-changed':
+            void reload();
+            break;
+          case 'disk-changed':
+            setConflict({ diff: event.diff, why: 'disk' });
+            break;
+          case 'reloaded':
+            setConflict(null);
+            setNotice(`Reloaded from disk${event.rerun.length ? `; re-running ${event.rerun.length} changed cell(s)` : ''}.`);
             void reload();
             break;
           case 'kernel':
@@ -308,6 +319,27 @@ function NotebookEditor({ id }: { id: string }) {
       await reload();
     });
 
+  const save = (force: boolean) =>
+    act(async () => {
+      try {
+        await request('POST', `${base}/save${force ? '?force=true' : ''}`);
+        setConflict(null);
+        setNotice('Saved.');
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.body.code !== 'HANGAR_NOTEBOOK_SAVE_CONFLICT') throw err;
+        setConflict({ diff: String(err.body.diff ?? ''), why: 'save' });
+      }
+    });
+  const reloadFromDisk = () =>
+    act(async () => {
+      // act() has sent what was typed; the disk version replaces it, so nothing typed is kept.
+      local.current.clear();
+      await request('POST', `${base}/reload`);
+      setConflict(null);
+      setNotice('Reloaded from disk.');
+      await reload();
+    });
+
   if (error && !doc) return html`<p class="alert" role="alert">${error}</p>`;
   if (!doc) return html`<p class="muted">Opening…</p>`;
   const stale = doc.cells.filter((c) => c.state === 'stale').length;
@@ -319,7 +351,7 @@ function NotebookEditor({ id }: { id: string }) {
         <button disabled=${stale === 0} onClick=${() => act(() => request('POST', `${base}/run-stale?wait=false`))}>Run stale${stale ? ` (${stale})` : ''}</button>
         <button onClick=${() => act(() => request('POST', `${base}/interrupt`))}>Interrupt</button>
         <button onClick=${() => act(() => request('POST', `${base}/restart`))}>Restart</button>
-        <button onClick=${() => act(async () => (await request('POST', `${base}/save`), setNotice('Saved.')))}>Save</button>
+        <button onClick=${() => void save(false)}>Save</button>
         <button onClick=${() => add('code')}>+ Code</button>
         <button onClick=${() => add('markdown')}>+ Markdown</button>
         <span class="mode" role="group" aria-label="Mode">
@@ -335,6 +367,15 @@ function NotebookEditor({ id }: { id: string }) {
         <span class=${`live ${live}`} role="status">${live === 'live' ? 'kernel connected' : live}</span>
       </div>
       ${notice && html`<p class="notice" role="status">${notice}</p>`}
+      ${
+        conflict &&
+        html`<${DiskConflictBanner}
+          conflict=${conflict}
+          onReload=${() => void reloadFromDisk()}
+          onOverwrite=${() => void save(true)}
+          onDismiss=${() => setConflict(null)}
+        />`
+      }
       ${error && html`<p class="alert" role="alert">${error}</p>`}
       ${
         mode === 'app'

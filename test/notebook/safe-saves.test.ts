@@ -1,0 +1,153 @@
+/**
+ * Safe saves (#23): a session knows which version of its file it holds; a save over a newer disk
+ * version answers 409 `{detail, code, diff}` until the user reloads or overwrites; open sessions
+ * follow disk edits live and re-run what changed (marimo's --watch).
+ */
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mountRoutes } from '../../core/http/route.js';
+import { notebookRoutes } from '../../core/notebook/routes.js';
+import { createNotebookApp } from '../../core/notebook/server.js';
+import { NotebookService } from '../../core/notebook/service.js';
+import type { SessionEvent } from '../../core/notebook/session.js';
+
+let base = '';
+let root = '';
+let server: http.Server;
+let service: NotebookService;
+
+const file = (cells: Array<[string, string]>) =>
+  `// @hangar-notebook {"name":"t","created_at":"2026-01-01T00:00:00.000Z","metadata":{}}\n\n` +
+  cells.map(([id, source]) => `// %% [code] id=${id}\n${source}\n`).join('\n');
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'nb-safe-'));
+  await mkdir(join(root, 'notebooks'));
+  const built = createNotebookApp({ root });
+  // watch: true is what the main server passes when it watches files.
+  service = new NotebookService({ root, watch: true });
+  mountRoutes(built.app, notebookRoutes(service));
+  await built.app.ready();
+  server = built.server;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await service.closeAll();
+  await new Promise((r) => server.close(r));
+});
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(base + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** The next event of a session matching `test`. */
+function nextEvent(id: string, test: (e: SessionEvent) => boolean): Promise<SessionEvent> {
+  return service.open(id).then(
+    (session) =>
+      new Promise((resolve) => {
+        const stop = session.subscribe((event) => {
+          if (!test(event)) return;
+          stop();
+          resolve(event);
+        });
+      }),
+  );
+}
+
+describe('saving over a newer file', () => {
+  it('answers 409 with the diff, keeps the disk version, and overwrites only with force', async () => {
+    const path = join(root, 'notebooks', 'clash.nb.ts');
+    await writeFile(path, file([['c0000001', 'const a = 1']]));
+    const nb = '/api/notebooks/clash.nb.ts';
+    expect((await call('GET', nb)).status).toBe(200);
+    expect((await call('PATCH', `${nb}/cells/c0000001`, { source: 'const a = 2' })).status).toBe(200);
+    // Another editor saves meanwhile (the session has unsaved edits, so it does not take it).
+    const theirs = file([['c0000001', 'const a = 3']]);
+    await writeFile(path, theirs);
+
+    const refused = await call('POST', `${nb}/save`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('HANGAR_NOTEBOOK_SAVE_CONFLICT');
+    expect(refused.body.detail).toMatch(/changed on disk/);
+    expect(refused.body.diff).toContain('- const a = 2');
+    expect(refused.body.diff).toContain('+ const a = 3');
+    expect(await readFile(path, 'utf8')).toBe(theirs);
+
+    expect((await call('POST', `${nb}/save?force=true`)).status).toBe(200);
+    expect(await readFile(path, 'utf8')).toContain('const a = 2');
+    // After the overwrite the session holds the file's version: a plain save works again.
+    expect((await call('POST', `${nb}/save`)).status).toBe(200);
+  });
+
+  it('reload takes the disk version and drops the unsaved edit', async () => {
+    const path = join(root, 'notebooks', 'back.nb.ts');
+    await writeFile(path, file([['b0000001', 'const b = 1']]));
+    const nb = '/api/notebooks/back.nb.ts';
+    await call('GET', nb);
+    await call('PATCH', `${nb}/cells/b0000001`, { source: 'const b = 2' });
+    expect((await call('GET', nb)).body.dirty).toBe(true);
+    await writeFile(path, file([['b0000001', 'const b = 7']]));
+    const reloaded = await call('POST', `${nb}/reload`);
+    expect(reloaded.status).toBe(200);
+    expect(reloaded.body.cells[0].source).toBe('const b = 7');
+    expect(reloaded.body.dirty).toBe(false);
+    expect((await call('POST', `${nb}/save`)).status).toBe(200);
+  });
+});
+
+describe('following the file live', () => {
+  it('a session without unsaved edits takes a disk edit and re-runs the changed cell and its dependents', async () => {
+    const path = join(root, 'notebooks', 'live.nb.ts');
+    await writeFile(
+      path,
+      file([
+        ['l0000001', 'const x = 2'],
+        ['l0000002', 'x * 10'],
+      ]),
+    );
+    const nb = '/api/notebooks/live.nb.ts';
+    const ran = await call('POST', `${nb}/cells/l0000002/run`);
+    expect(ran.body.cells[1].outputs[0].data['text/plain']).toBe('20');
+
+    const reloaded = nextEvent('live.nb.ts', (e) => e.type === 'reloaded');
+    await writeFile(
+      path,
+      file([
+        ['l0000001', 'const x = 5'],
+        ['l0000002', 'x * 10'],
+      ]),
+    );
+    expect(await reloaded).toEqual({ type: 'reloaded', rerun: ['l0000001'] });
+    const session = await service.open('live.nb.ts');
+    await session.idle();
+    const cells = (await call('GET', nb)).body.cells;
+    expect(cells[0].source).toBe('const x = 5');
+    expect(cells[1]).toMatchObject({ state: 'success' });
+    expect(cells[1].outputs[0].data['text/plain']).toBe('50');
+  });
+
+  it('a session with unsaved edits keeps them and tells its UI, with the diff', async () => {
+    const path = join(root, 'notebooks', 'busy.nb.ts');
+    await writeFile(path, file([['u0000001', 'const u = 1']]));
+    const nb = '/api/notebooks/busy.nb.ts';
+    await call('GET', nb);
+    await call('PATCH', `${nb}/cells/u0000001`, { source: 'const u = 2' });
+    const told = nextEvent('busy.nb.ts', (e) => e.type === 'disk-changed');
+    await writeFile(path, file([['u0000001', 'const u = 3']]));
+    const event = (await told) as Extract<SessionEvent, { type: 'disk-changed' }>;
+    expect(event.diff).toContain('+ const u = 3');
+    expect((await call('GET', nb)).body.cells[0].source).toBe('const u = 2');
+  });
+});

@@ -180,7 +180,7 @@ export class Engine {
     const signal = request.signal ?? NEVER_ABORTED;
     const breakpoints: ReadonlySet<string> = request.breakpoints?.length ? new Set(request.breakpoints) : NO_BREAKPOINTS;
     const toolCalls: ToolCall[] = [];
-    const meter = new UsageMeter();
+    const meter = new UsageMeter(this.options.provider.pricing);
 
     const emit = (body: RunEventBody) => {
       if (!request.onEvent) return;
@@ -234,8 +234,17 @@ export class Engine {
     const finish = (status: RunOutcome['status'], checkpoint: Checkpoint, paused?: RunOutcome['paused']): RunOutcome => {
       const result = buildResult(agent.definition, state);
       const duration_ms = performance.now() - started;
+      const usage = meter.summary();
       if (status === 'completed' || status === 'rejected') {
-        if (!nested) emit({ type: 'run_complete', status, response: result.response, steps_taken: result.steps_taken ?? [], duration_ms });
+        if (!nested)
+          emit({
+            type: 'run_complete',
+            status,
+            response: result.response,
+            steps_taken: result.steps_taken ?? [],
+            duration_ms,
+            ...(usage.calls.length ? { usage } : {}),
+          });
       }
       return {
         run_id: runId,
@@ -246,7 +255,7 @@ export class Engine {
         checkpoint,
         paused,
         tool_calls: toolCalls,
-        usage: meter.summary(),
+        usage,
         duration_ms,
       };
     };

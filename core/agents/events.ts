@@ -15,6 +15,7 @@
 
 import type { InvokeFrame } from './streams.js';
 import type { AgentState } from './types.js';
+import type { RunUsage } from './usage.js';
 
 interface Base {
   run_id: string;
@@ -54,7 +55,8 @@ export type RunEvent =
       message?: string;
       payload?: Record<string, unknown>;
     })
-  | (Base & { type: 'run_complete'; status: RunStatus; response: string; steps_taken: string[]; duration_ms: number })
+  /** `usage`: the run's tokens (and cost, with a price table) when it called a model. */
+  | (Base & { type: 'run_complete'; status: RunStatus; response: string; steps_taken: string[]; duration_ms: number; usage?: RunUsage })
   | (Base & { type: 'run_error'; error: string; node: string | null; cancelled?: boolean });
 
 export type RunEventType = RunEvent['type'];

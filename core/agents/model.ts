@@ -24,6 +24,7 @@ import {
   toWireTools,
 } from '../lib/model-client.js';
 import type { ChatMessage } from './types.js';
+import type { ModelPrice, Pricing } from './usage.js';
 
 export interface ModelSettings {
   baseUrl?: string;
@@ -34,6 +35,9 @@ export interface ModelSettings {
   retries: number;
   /** Default `maxSteps` of the tool loop (setting `model.maxSteps`). */
   maxSteps?: number;
+  /** Prices per million tokens by model (setting `model.prices`), in `currency`. */
+  prices?: Record<string, ModelPrice>;
+  currency?: string;
 }
 
 /** `auto` (the model decides), `none`, `required` (some tool), or one named tool. */
@@ -90,6 +94,8 @@ export interface ModelProvider {
   readonly model: string;
   /** Default `maxSteps` of the tool loop. */
   readonly maxSteps: number;
+  /** The price table runs are costed with; absent when the settings have none (usage.ts). */
+  readonly pricing?: Pricing;
   complete(request: CompletionRequest): Promise<string>;
   turn(request: TurnRequest): Promise<ModelTurn>;
 }
@@ -131,6 +137,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
   readonly configured = true;
   readonly model: string;
   readonly maxSteps: number;
+  readonly pricing?: Pricing;
 
   constructor(
     private readonly settings: ModelSettings & { baseUrl: string },
@@ -138,6 +145,8 @@ export class OpenAICompatibleProvider implements ModelProvider {
   ) {
     this.model = settings.model;
     this.maxSteps = settings.maxSteps ?? DEFAULT_MAX_STEPS;
+    if (settings.prices && Object.keys(settings.prices).length)
+      this.pricing = { prices: settings.prices, currency: settings.currency ?? 'USD' };
   }
 
   async complete(request: CompletionRequest): Promise<string> {

@@ -225,10 +225,16 @@ async function runCalls(
     }
     if (await needsApproval(ready.tool, ready.args, host, ready.call.id, messages)) prepared[i] = await approved(host, ready.tool, ready);
   }
+  // One pass in the model's order, so tool_start events come in the order the model made the calls.
   return Promise.all(
     prepared.map(async (ready) => {
       if (!ready.done) return start(host, ready, messages, callSignal);
-      if (ready.fresh) await host.recordResult?.(ready.done);
+      if (ready.fresh) {
+        const { id, name, args } = ready.done;
+        host.onToolStart({ id, name, args });
+        host.onToolEnd(ready.done);
+        await host.recordResult?.(ready.done);
+      }
       return ready.done;
     }),
   );
@@ -251,8 +257,6 @@ async function approved(host: LoopHost, tool: AnyTool, ready: Extract<PreparedCa
   const { call } = ready;
   const refused = (args: unknown, error: string, approval?: 'denied'): PreparedCall => {
     const result: ToolCallResult = { id: call.id, name: call.name, args, error, duration_ms: 0, ...(approval ? { approval } : {}) };
-    host.onToolStart({ id: call.id, name: call.name, args });
-    host.onToolEnd(result);
     return { done: result, fresh: true };
   };
   if (!host.approve) return refused(ready.args, `'${tool.name}' needs a person's approval, and this run has no one to ask: it was not run`);
@@ -278,8 +282,6 @@ function prepare(host: LoopHost, tools: Map<string, AnyTool>, call: ModelToolCal
   let args: unknown = call.arguments;
   const refused = (error: string): PreparedCall => {
     const result: ToolCallResult = { id: call.id, name: call.name, args, error, duration_ms: performance.now() - started };
-    host.onToolStart({ id: call.id, name: call.name, args });
-    host.onToolEnd(result);
     return { done: result, fresh: true };
   };
   try {

@@ -122,6 +122,16 @@ export const SettingsSchema = z
          * stops calling tools ends with finish reason `max_steps` instead of running up a bill.
          */
         maxSteps: z.coerce.number().int().positive().default(20),
+        /**
+         * What tokens cost, per model name as calls report it, in `currency` per million tokens
+         * (the unit providers publish prices in). A run's `metadata.usage` then carries `cost`;
+         * a run with a call to a model not listed here has `cost: null` rather than a partial sum.
+         */
+        prices: z
+          .record(z.string(), z.object({ prompt_per_1m: z.number().nonnegative(), completion_per_1m: z.number().nonnegative() }).strict())
+          .default({}),
+        /** The currency `prices` are in; only a label on `usage.currency`. */
+        currency: z.string().min(1).default('USD'),
       })
       .prefault({}),
     /** ML plugins (core/ml): worker threads of the prediction pool (default: cores − 1, at least 1) and a heap cap per thread. */

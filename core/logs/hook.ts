@@ -26,6 +26,7 @@ function usageOf(body: unknown, streamText: string): TokenTotals | null {
       prompt_tokens: usage.prompt_tokens,
       completion_tokens: usage.completion_tokens,
       total_tokens: usage.total_tokens ?? usage.prompt_tokens + usage.completion_tokens,
+      ...(usage.currency !== undefined ? { cost: typeof usage.cost === 'number' ? usage.cost : null, currency: usage.currency } : {}),
     };
   };
   if (body && typeof body === 'object') return from(body);

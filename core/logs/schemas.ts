@@ -29,7 +29,17 @@ export const InvocationRecord = z.object({
    * frame), kept beside `output` so a truncated output does not lose them. Null when the call
    * used no model; absent from records written before it existed.
    */
-  usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }).nullable().optional(),
+  usage: z
+    .object({
+      prompt_tokens: z.number(),
+      completion_tokens: z.number(),
+      total_tokens: z.number(),
+      /** With a price table in the settings (`model.prices`): the run's cost, null when a call could not be priced. */
+      cost: z.number().nullable().optional(),
+      currency: z.string().optional(),
+    })
+    .nullable()
+    .optional(),
 });
 export type InvocationRecord = z.infer<typeof InvocationRecord>;
 

@@ -39,6 +39,9 @@ export interface TokenTotals {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** The run's cost when the settings hold a price table (`model.prices`); null when a call could not be priced. */
+  cost?: number | null;
+  currency?: string;
 }
 
 export interface InvocationRecorder {

@@ -77,6 +77,12 @@ function RunOutput({ run, query }: { run: RunView; query: string }) {
       <div class="text" aria-live="polite" data-testid="answer">${run.answer}</div>
       ${run.error && html`<p class="alert" role="alert">${run.error.node ? `${run.error.node}: ` : ''}${run.error.message}</p>`}
       ${run.durationMs !== null && html`<small class="muted">${Math.round(run.durationMs)} ms</small>`}
+      ${
+        run.usage &&
+        html` <small class="muted" data-testid="usage">${run.usage.prompt} + ${run.usage.completion} tokens${
+          run.usage.currency ? ` · ${run.usage.cost === null ? 'cost unknown' : `${formatCost(run.usage.cost)} ${run.usage.currency}`}` : ''
+        }</small>`
+      }
     </div>
     ${
       run.todos.length > 0 &&
@@ -334,4 +340,9 @@ export function StudioView({ agent, workspace }: { agent?: string; workspace: Wo
       <${Conversations} agent=${entry.name} key=${`conv-${entry.name}`} />`
     }
   </section>`;
+}
+
+/** A run's cost: small amounts keep their significant digits (a cheap run costs fractions of a cent). */
+function formatCost(amount: number): string {
+  return amount >= 1 ? amount.toFixed(2) : amount.toPrecision(2);
 }

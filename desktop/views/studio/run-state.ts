@@ -42,6 +42,8 @@ export interface RunView {
   paused: { node: string; reason: 'breakpoint' | 'interrupt'; message: string; checkpointId: string } | null;
   error: { message: string; node: string | null } | null;
   durationMs: number | null;
+  /** The run's tokens, and its cost when the server has a price table (`model.prices`); null before the end or without a model call. */
+  usage: { prompt: number; completion: number; cost: number | null; currency: string | null } | null;
   /** One line per event, for the event list. */
   log: { seq: number; type: string; node: string | null }[];
   /** Set by a token after a node starts: the next chunk starts a fresh answer. */
@@ -60,6 +62,7 @@ export const idleRun: RunView = {
   paused: null,
   error: null,
   durationMs: null,
+  usage: null,
   log: [],
   freshAnswer: true,
 };
@@ -118,8 +121,17 @@ export function applyEvent(view: RunView, event: StudioEvent): RunView {
         active: null,
         paused: { node: event.node, reason: event.reason, message: event.message ?? '', checkpointId: event.checkpoint_id },
       };
-    case 'run_complete':
-      return { ...next, status: event.status, answer: event.response || view.answer, durationMs: event.duration_ms, active: null };
+    case 'run_complete': {
+      const usage = event.usage
+        ? {
+            prompt: event.usage.prompt_tokens,
+            completion: event.usage.completion_tokens,
+            cost: event.usage.cost ?? null,
+            currency: event.usage.currency ?? null,
+          }
+        : null;
+      return { ...next, status: event.status, answer: event.response || view.answer, durationMs: event.duration_ms, usage, active: null };
+    }
     case 'run_error':
       return { ...next, status: 'error', error: { message: event.error, node: event.node }, active: null };
     case 'done':

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { dropInUnavailable } from '../http/errors.js';
-import { fail } from '../kernel/errors.js';
+import { dropInUnavailable, fail } from '../kernel/errors.js';
 import type { DropInKind, Registry } from '../kernel/registry.js';
 import { TimeoutMs } from './schemas.js';
 import { toolAgentRun } from './tool-agent.js';

@@ -24,9 +24,8 @@
 import { performance } from 'node:perf_hooks';
 import { Registry as PromRegistry } from 'prom-client';
 import type { z } from 'zod';
-import { dropInUnavailable } from '../http/errors.js';
 import { formatIssues, parseInput } from '../http/validate.js';
-import { fail, HangarError } from '../kernel/errors.js';
+import { dropInUnavailable, fail, HangarError } from '../kernel/errors.js';
 import type { DropInProblem } from '../kernel/registry.js';
 import { runAggregation } from './aggregate.js';
 import { TokenCache } from './auth.js';

@@ -5,11 +5,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import bytes from 'bytes';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import type { Metrics } from '../kernel/metrics.js';
 import type { Settings } from '../kernel/settings.js';
 import { crossSiteGuard } from './cross-site.js';
-import { badRequest, HttpError, pathScrubber, toHttpError, unprocessable } from './errors.js';
+import { pathScrubber, toHttpError } from './errors.js';
 import { hasEncodedControl, normalizeUrl } from './normalize.js';
 import { pathOf } from './request.js';
 import { hostCheck, principalHook, type ReconfigurableRateLimiter } from './security.js';
@@ -70,10 +71,7 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     },
     // A target the router cannot decode (`%zz`, broken UTF-8) is the caller's mistake, said as `{detail}`.
     frameworkErrors: (err, req, reply) => {
-      const error =
-        err.code === 'FST_ERR_BAD_URL'
-          ? badRequest(`the request path is not valid percent-encoding: ${req.originalUrl}`)
-          : toHttpError(err);
+      const error = err.code === 'FST_ERR_BAD_URL' ? fail('HANGAR_HTTP_BAD_PATH', { path: req.originalUrl }) : toHttpError(err);
       void (reply as FastifyReply)
         .code(error.status)
         .headers(error.headers)
@@ -102,7 +100,7 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
   app.addHook('onRequest', hostCheck(settings));
   app.addHook('onRequest', function pathCheck(req, _reply, done) {
     // Decoded, a control character would reach ids, file names and response headers (a 500 from node).
-    done(hasEncodedControl(pathOf(req)) ? unprocessable('the request path contains a control character') : undefined);
+    done(hasEncodedControl(pathOf(req)) ? fail('HANGAR_HTTP_PATH_CONTROL_CHARACTER', {}) : undefined);
   });
   app.addHook('onRequest', crossSiteGuard(settings));
   app.addHook('onRequest', principalHook(settings, extraTokens, publicPaths));
@@ -118,12 +116,12 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     // Before parsing: a value nested thousands deep parses, then overflows the stack of whatever
     // walks it next (validation, the store's serialiser) — refused here, with the limit named.
     if (nestsDeeperThan(text as string, depthLimit)) {
-      return done(badRequest(`request body nests arrays and objects deeper than ${depthLimit} levels (setting bodyDepthLimit)`), undefined);
+      return done(fail('HANGAR_HTTP_BODY_TOO_DEEP', { limit: depthLimit }), undefined);
     }
     try {
       done(null, JSON.parse(text as string));
     } catch (err) {
-      done(new HttpError(422, `request body is not valid JSON: ${(err as Error).message}`), undefined);
+      done(new HangarError(422, `request body is not valid JSON: ${(err as Error).message}`), undefined);
     }
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -134,7 +132,7 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
       log.error(`${req.method} ${pathOf(req)} failed: ${error.message}`, {
         status: error.status,
         stack:
-          !(err instanceof HttpError) && !(err as FastifyError).statusCode ? err.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
+          !(err instanceof HangarError) && !(err as FastifyError).statusCode ? err.stack?.split('\n').slice(1, 4).join(' | ') : undefined,
       });
     },
     pathScrubber({ workspace: path.resolve(settings.root), install: HANGAR_INSTALL, home: os.homedir() }),
@@ -156,8 +154,8 @@ const HANGAR_INSTALL = (() => {
  */
 export function answerWithDetail(
   app: FastifyInstance,
-  onServerError?: (req: FastifyRequest, error: HttpError, err: FastifyError | Error) => void,
-  scrub: (error: HttpError) => HttpError = (error) => error,
+  onServerError?: (req: FastifyRequest, error: HangarError, err: FastifyError | Error) => void,
+  scrub: (error: HangarError) => HangarError = (error) => error,
 ): void {
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send({ detail: `no route for ${req.method} ${pathOf(req)}` });

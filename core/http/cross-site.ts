@@ -1,6 +1,6 @@
 import type { onRequestHookHandler } from 'fastify';
+import { fail } from '../kernel/errors.js';
 import type { Settings } from '../kernel/settings.js';
-import { forbidden, unsupportedMediaType } from './errors.js';
 
 /**
  * Cross-site request protection. Hangar answers no CORS preflight, so a web page on another origin
@@ -94,13 +94,7 @@ export function crossSiteGuard(settings: Pick<Settings, 'allowedOrigins'>): onRe
     if (hasBody || (type !== undefined && !safe)) {
       const media = type === undefined ? '' : mediaTypeOf(type);
       if (media !== 'application/json' && !req.routeOptions.config?.bodyTypes?.includes(media)) {
-        return done(
-          unsupportedMediaType(
-            media
-              ? `content type ${media} is not accepted here: send the body as JSON with content-type: application/json`
-              : 'a request body needs content-type: application/json',
-          ),
-        );
+        return done(media ? fail('HANGAR_HTTP_MEDIA_TYPE', { media }) : fail('HANGAR_HTTP_MEDIA_TYPE_MISSING', {}));
       }
     }
     if (safe) return done();
@@ -109,12 +103,6 @@ export function crossSiteGuard(settings: Pick<Settings, 'allowedOrigins'>): onRe
     if (site === 'same-origin' || site === 'none') return done();
     if (site === undefined && origin === undefined) return done();
     if (origin !== undefined && isAllowedOrigin(origin, headers.host)) return done();
-    done(
-      forbidden(
-        origin !== undefined
-          ? `cross-origin request refused: origin ${origin} is not this server's (add it to allowedOrigins to trust it)`
-          : `cross-site request refused (Sec-Fetch-Site: ${String(site)})`,
-      ),
-    );
+    done(origin !== undefined ? fail('HANGAR_HTTP_CROSS_ORIGIN', { origin }) : fail('HANGAR_HTTP_CROSS_SITE', { site: String(site) }));
   };
 }

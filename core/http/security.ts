@@ -3,9 +3,12 @@ import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import type { onRequestHookHandler } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { fail, type HangarError } from '../kernel/errors.js';
 import { isLoopbackHost, resolveSecret, type Settings } from '../kernel/settings.js';
 import { originChecker } from './cross-site.js';
-import { forbidden, type HttpError, tooManyRequests, unauthorized } from './errors.js';
+
+const BEARER = { 'WWW-Authenticate': 'Bearer' };
+
 import { pathOf } from './request.js';
 import type { RouteConfig } from './route.js';
 
@@ -72,7 +75,7 @@ export function hostCheck(settings: Settings): onRequestHookHandler {
       ok = name !== undefined && allowed.has(name);
       if (verdicts.size < 1000) verdicts.set(header, ok);
     }
-    done(ok ? undefined : forbidden(`host "${header}" is not allowed`));
+    done(ok ? undefined : fail('HANGAR_HTTP_HOST_NOT_ALLOWED', { host: header ?? '' }));
   };
 }
 
@@ -83,14 +86,14 @@ export function hostCheck(settings: Settings): onRequestHookHandler {
  */
 export function upgradeChecker(
   settings: Pick<Settings, 'host' | 'allowedHosts' | 'allowedOrigins'>,
-): (req: IncomingMessage) => HttpError | undefined {
+): (req: IncomingMessage) => HangarError | undefined {
   const allowed = allowedHostNames(settings);
   const isAllowedOrigin = originChecker(settings);
   return function checkUpgradeRequest(req) {
     const host = hostNameOf(req.headers.host);
-    if (!host || !allowed.has(host)) return forbidden(`host "${req.headers.host ?? ''}" is not allowed`);
+    if (!host || !allowed.has(host)) return fail('HANGAR_HTTP_HOST_NOT_ALLOWED', { host: req.headers.host ?? '' });
     const origin = req.headers.origin;
-    if (origin !== undefined && !isAllowedOrigin(origin, req.headers.host)) return forbidden(`origin "${origin}" is not allowed`);
+    if (origin !== undefined && !isAllowedOrigin(origin, req.headers.host)) return fail('HANGAR_HTTP_ORIGIN_NOT_ALLOWED', { origin });
     return undefined;
   };
 }
@@ -131,7 +134,7 @@ export function resolvePrincipal(
   const configured = { ...settings.auth.tokens, ...extraTokens };
   const token = presentedToken(req) ?? fallbackToken ?? undefined;
   if (Object.keys(configured).length === 0) return 'local';
-  if (!token) throw unauthorized();
+  if (!token) throw fail('HANGAR_AUTH_MISSING', {}, { headers: BEARER });
   for (const [principal, ref] of Object.entries(configured)) {
     let secret: string | undefined;
     try {
@@ -141,7 +144,7 @@ export function resolvePrincipal(
     }
     if (secret && sameSecret(token, secret)) return principal;
   }
-  throw unauthorized('invalid token');
+  throw fail('HANGAR_AUTH_INVALID', {}, { headers: BEARER });
 }
 
 /**
@@ -166,7 +169,7 @@ export function principalHook(
     try {
       req.principal = resolvePrincipal(req.raw, settings, extraTokens());
     } catch (err) {
-      return done(err as HttpError);
+      return done(err as HangarError);
     }
     done();
   };
@@ -211,7 +214,8 @@ export class ReconfigurableRateLimiter {
         () => done(),
         (rejected: unknown) => {
           const wait = rejected instanceof RateLimiterRes ? rejected.msBeforeNext : this.#limits.windowMs;
-          done(tooManyRequests(Math.max(1, Math.ceil(wait / 1000))));
+          const seconds = Math.max(1, Math.ceil(wait / 1000));
+          done(fail('HANGAR_RATE_LIMITED', { seconds }, { headers: { 'Retry-After': String(seconds) } }));
         },
       );
     };

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { unprocessable } from './errors.js';
+import { fail } from '../kernel/errors.js';
 import type { ReplayableSource, SequencedEvent } from './event-log.js';
 
 /**
@@ -42,7 +42,7 @@ export function resumePoint(req: { headers: IncomingMessage['headers'] }, query:
   if (raw === undefined || raw === '') return 0;
   const value = Number(Array.isArray(raw) ? raw[0] : raw);
   if (!Number.isInteger(value) || value < 0) {
-    throw unprocessable(`${query.since !== undefined ? 'query.since' : 'header Last-Event-ID'}: expected a non-negative integer`);
+    throw fail('HANGAR_SSE_RESUME_POINT', { where: query.since !== undefined ? 'query.since' : 'header Last-Event-ID' });
   }
   return value;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HttpError } from './errors.js';
+import { HangarError } from '../kernel/errors.js';
 
 /**
  * Parse `value` with `schema`; on failure throw a 422 whose detail names the field, e.g.
@@ -11,7 +11,7 @@ import { HttpError } from './errors.js';
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where = 'body'): z.output<S> {
   const result = schema.safeParse(value ?? (where === 'body' ? {} : value));
   if (result.success) return result.data;
-  throw new HttpError(422, formatIssues(result.error.issues, where));
+  throw new HangarError(422, formatIssues(result.error.issues, where));
 }
 
 /**

@@ -15,9 +15,8 @@
  * - The latest run of each ingestor is kept in the `ingestion_runs` collection and shown in its info.
  */
 import { createHash } from 'node:crypto';
-import { dropInUnavailable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
-import { errorMessage, fail, HangarError } from '../kernel/errors.js';
+import { dropInUnavailable, errorMessage, fail, HangarError } from '../kernel/errors.js';
 import type { Registry } from '../kernel/registry.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { type InvocationRecorder, noRecorder } from '../logs/types.js';
@@ -44,6 +43,9 @@ const hashOf = (doc: IngestDocument) =>
   createHash('sha256')
     .update(JSON.stringify([doc.title ?? null, doc.content, doc.metadata ?? {}]))
     .digest('hex');
+
+/** An ingestor's documents are read by its name (a collection may hold several ingestors' and others' records). */
+const DOCUMENT_OPTIONS = { indexes: [['ingestor']] } as const;
 
 export class IngestionService {
   private readonly runs: Collection<RunResult>;
@@ -129,9 +131,8 @@ export class IngestionService {
     } catch (err) {
       throw fail('HANGAR_INGESTOR_DISCOVERY_FAILED', { ingestor: name, problem: errorMessage(err) });
     }
-    const collection = this.options.store.collection<StoredDocument>(definition.collection);
-    const prefix = `${name}:`;
-    const documents = (await collection.entries()).filter(([id]) => id.startsWith(prefix)).length;
+    const collection = this.options.store.collection<StoredDocument>(definition.collection, DOCUMENT_OPTIONS);
+    const documents = (await collection.query({ where: { ingestor: name }, limit: 0 })).total;
     return {
       name,
       version: definition.version,
@@ -180,7 +181,7 @@ export class IngestionService {
     try {
       const ctx = this.context(definition, request.options, signal);
       const collectionName = request.collection ?? definition.collection;
-      const collection = this.options.store.collection<StoredDocument>(collectionName);
+      const collection = this.options.store.collection<StoredDocument>(collectionName, DOCUMENT_OPTIONS);
       let discovered: IngestResource[];
       try {
         discovered = await definition.discover(ctx);
@@ -201,10 +202,9 @@ export class IngestionService {
         resources = discovered.filter((r) => wanted.has(r.id));
       }
 
-      // What this ingestor already stored in the collection, by resource.
-      const prefix = `${name}:`;
+      // What this ingestor already stored in the collection (from its index, not the whole collection).
       const existing = new Map<string, StoredDocument>();
-      for (const [id, doc] of await collection.entries()) if (id.startsWith(prefix)) existing.set(id, doc);
+      for (const doc of (await collection.query({ where: { ingestor: name } })).items) existing.set(doc.id, doc);
 
       const counts = { created: 0, updated: 0, unchanged: 0, deleted: 0 };
       const failures: { resource: string; error: string }[] = [];
@@ -219,7 +219,7 @@ export class IngestionService {
           for (const doc of docs) {
             if (typeof doc?.id !== 'string' || typeof doc.content !== 'string')
               throw new Error('read() must return documents with a string id and content');
-            const id = `${prefix}${doc.id}`;
+            const id = `${name}:${doc.id}`;
             if (ids.has(id)) throw new Error(`document id "${doc.id}" returned twice for one resource`);
             ids.add(id);
             const hash = hashOf(doc);

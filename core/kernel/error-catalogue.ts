@@ -15,6 +15,29 @@ export interface ErrorSpec {
 
 export const ERROR_CATALOGUE = {
   // ── http: requests at the HTTP boundary: validation, auth, limits
+  HANGAR_HTTP_HOST_NOT_ALLOWED: { status: 403, message: 'host "{host}" is not allowed' },
+  HANGAR_HTTP_ORIGIN_NOT_ALLOWED: { status: 403, message: 'origin "{origin}" is not allowed' },
+  HANGAR_HTTP_CROSS_ORIGIN: {
+    status: 403,
+    message: "cross-origin request refused: origin {origin} is not this server's (add it to allowedOrigins to trust it)",
+  },
+  HANGAR_HTTP_CROSS_SITE: { status: 403, message: 'cross-site request refused (Sec-Fetch-Site: {site})' },
+  HANGAR_HTTP_MEDIA_TYPE: {
+    status: 415,
+    message: 'content type {media} is not accepted here: send the body as JSON with content-type: application/json',
+  },
+  HANGAR_HTTP_MEDIA_TYPE_MISSING: { status: 415, message: 'a request body needs content-type: application/json' },
+  HANGAR_AUTH_MISSING: { status: 401, message: 'missing or invalid credentials' },
+  HANGAR_AUTH_INVALID: { status: 401, message: 'invalid token' },
+  HANGAR_RATE_LIMITED: { status: 429, message: 'rate limit exceeded; retry after {seconds}s' },
+  HANGAR_HTTP_BAD_PATH: { status: 400, message: 'the request path is not valid percent-encoding: {path}' },
+  HANGAR_HTTP_PATH_CONTROL_CHARACTER: { status: 422, message: 'the request path contains a control character' },
+  HANGAR_HTTP_BODY_TOO_DEEP: {
+    status: 400,
+    message: 'request body nests arrays and objects deeper than {limit} levels (setting bodyDepthLimit)',
+  },
+  HANGAR_HTTP_BODY_TOO_LARGE: { status: 413, message: 'request body too large' },
+  HANGAR_SSE_RESUME_POINT: { status: 422, message: '{where}: expected a non-negative integer' },
   // (end http)
   // ── dropins: drop-ins that exist but do not load
   HANGAR_DROPIN_UNAVAILABLE: { status: 503, message: '{kind} "{name}" failed to load: {problem} ({where}); fix the file and it reloads' },
@@ -165,6 +188,7 @@ export const ERROR_CATALOGUE = {
   HANGAR_PLATFORM_MAINTENANCE: { status: 503, message: 'in maintenance{note}' },
   // (end platform)
   // ── storage: the store
+  HANGAR_STORAGE_WRITE_FAILED: { status: 503, message: 'the store could not write {what}: {reason}' },
   // (end storage)
   // ── studio: studio debug runs
   HANGAR_STUDIO_GRAPH_INVALID: { status: 500, message: "agent '{agent}' has an invalid graph: {problem}" },

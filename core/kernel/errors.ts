@@ -99,3 +99,27 @@ export function errorMessage(err: unknown): string {
     return String(err);
   }
 }
+
+/**
+ * A drop-in that exists but does not load: 503 (it is there, it cannot serve until its file is
+ * fixed), not 404, with where and why as Vite's overlay shows it.
+ */
+export const dropInUnavailable = (problem: {
+  kind: string;
+  name: string;
+  file: string;
+  line: number | null;
+  column: number | null;
+  message: string;
+  excerpt: string | null;
+}) =>
+  fail(
+    'HANGAR_DROPIN_UNAVAILABLE',
+    {
+      kind: problem.kind,
+      name: problem.name,
+      problem: problem.message,
+      where: `${problem.file}${problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ''}` : ''}`,
+    },
+    { fields: { error: problem.message, file: problem.file, line: problem.line, column: problem.column, excerpt: problem.excerpt } },
+  );

@@ -20,10 +20,9 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { dropInUnavailable } from '../http/errors.js';
 import { formatIssues } from '../http/validate.js';
 import type { ErrorCode } from '../kernel/error-catalogue.js';
-import { errorMessage, fail, HangarError } from '../kernel/errors.js';
+import { dropInUnavailable, errorMessage, fail, HangarError } from '../kernel/errors.js';
 import { bundleDropIn } from '../kernel/evaluator.js';
 import type { Logger } from '../kernel/log.js';
 import type { Registry, RegistryChange } from '../kernel/registry.js';

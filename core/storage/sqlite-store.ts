@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
-import { serviceUnavailable } from '../http/errors.js';
+import { fail } from '../kernel/errors.js';
 import type { Collection, CollectionOptions, CollectionStats, KeyedLog, Store, StoreDescription, StoreStats } from '../kernel/store.js';
 import { importLowdbData } from './lowdb-import.js';
 import { checkFields } from './query.js';
@@ -82,6 +82,39 @@ const MIGRATIONS: string[] = [
      n INTEGER NOT NULL,
      PRIMARY KEY (collection, grp)
    ) WITHOUT ROWID;`,
+  // Checkpoints (core/agents/checkpoint-tables.ts): a row per step with the versions of its
+  // channels, a value per channel version, and the messages no thread log holds. Chain records
+  // move here from the records table; steps of the older layouts are converted when first touched.
+  `CREATE TABLE cp_chains (
+     id INTEGER PRIMARY KEY,
+     chain TEXT NOT NULL UNIQUE,
+     principal TEXT,
+     next INTEGER NOT NULL,
+     channels TEXT NOT NULL DEFAULT '[]',
+     messages INTEGER NOT NULL DEFAULT 0
+   );
+   INSERT INTO cp_chains (chain, principal, next)
+     SELECT id, json_extract(value, '$.principal'), json_extract(value, '$.next') FROM records WHERE collection = 'checkpoint_chains';
+   DELETE FROM records WHERE collection = 'checkpoint_chains';
+   CREATE TABLE cp_steps (
+     chain INTEGER NOT NULL,
+     seq INTEGER NOT NULL,
+     id NOT NULL,
+     parent,
+     step INTEGER NOT NULL,
+     ts NOT NULL,
+     source TEXT,
+     node TEXT,
+     next TEXT,
+     extra TEXT,
+     versions TEXT NOT NULL,
+     PRIMARY KEY (chain, seq)
+   ) WITHOUT ROWID;
+   CREATE INDEX cp_steps_id ON cp_steps (chain, id);
+   CREATE TABLE cp_blobs (chain INTEGER NOT NULL, channel INTEGER NOT NULL, version INTEGER NOT NULL, value TEXT NOT NULL,
+     PRIMARY KEY (chain, channel, version)) WITHOUT ROWID;
+   CREATE TABLE cp_messages (chain INTEGER NOT NULL, position INTEGER NOT NULL, value TEXT NOT NULL,
+     PRIMARY KEY (chain, position)) WITHOUT ROWID;`,
 ];
 
 /**
@@ -108,7 +141,7 @@ export const DATABASE_FILE = 'hangar.db';
 /** What could not be written, as the 503 a client sees. */
 function writeFailed(what: string, err: unknown) {
   const reason = err instanceof Error ? err.message : String(err);
-  return serviceUnavailable(`the store could not write ${what}: ${reason}`, 1);
+  return fail('HANGAR_STORAGE_WRITE_FAILED', { what, reason }, { headers: { 'Retry-After': '1' } });
 }
 
 export class SqliteStore implements Store, SqlAccess {
@@ -117,6 +150,8 @@ export class SqliteStore implements Store, SqlAccess {
   private readonly statements = new Map<string, StatementSync>();
   private readonly collections = new Map<string, SqliteCollection<unknown>>();
   private readonly logs = new Map<string, SqliteLog<unknown>>();
+  /** Indexes made (or found) by this process, so reopening a collection costs nothing. */
+  private readonly indexes = new Set<string>();
   private readonly log: NonNullable<SqliteStoreOptions['log']>;
   /** The last failed write, until a write succeeds again (what /readiness reports). */
   private failing: { at: Date; message: string } | undefined;
@@ -245,9 +280,11 @@ export class SqliteStore implements Store, SqlAccess {
     let collection = this.collections.get(name);
     if (!collection) {
       this.collections.set(name, (collection = new SqliteCollection<unknown>(this, name, options.countBy)));
-      for (const fields of options.indexes ?? []) this.ensureIndex(name, fields);
       if (options.countBy) (collection as SqliteCollection<unknown>).ensureGroups();
     }
+    // Indexes named by any opener count, not only the first: a collection read as documents
+    // (no options) before its ingestor opened it still gets the ingestor's index.
+    for (const fields of options.indexes ?? []) this.ensureIndex(name, fields);
     return collection as SqliteCollection<T>;
   }
 
@@ -258,6 +295,8 @@ export class SqliteStore implements Store, SqlAccess {
   private ensureIndex(collection: string, fields: readonly string[]): void {
     checkFields({ orderBy: fields.map((field) => ({ field })) });
     const name = `ix_${collection}_${fields.join('_')}`.replace(/[^A-Za-z0-9_]/g, '_');
+    if (this.indexes.has(name)) return;
+    this.indexes.add(name);
     const columns = fields.map(fieldExpression).join(', ');
     this.transaction(
       () => this.db.exec(`CREATE INDEX IF NOT EXISTS "${name}" ON records (${columns}) WHERE collection = '${collection}'`),

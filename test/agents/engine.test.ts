@@ -9,9 +9,9 @@ import { graphView } from '../../core/agents/graph.js';
 import { type Agent, normaliseAgent } from '../../core/agents/kind.js';
 import { createModelProvider, UnconfiguredProvider } from '../../core/agents/model.js';
 import type { AgentDefinition, AgentInput } from '../../core/agents/types.js';
-import { HttpError } from '../../core/http/errors.js';
+import { HangarError } from '../../core/kernel/errors.js';
 import { defineAgent, END } from '../../core/sdk.js';
-import { LowdbStore } from '../../core/storage/lowdb-store.js';
+import { SqliteStore } from '../../core/storage/sqlite-store.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 
 const agent = (name: string, def: AgentDefinition): Agent => normaliseAgent(defineAgent(def), name);
@@ -332,10 +332,10 @@ describe('engine with a model', () => {
     const chatty = agent('needy', { run: async (i, ctx) => ctx.model.chat([{ role: 'user', content: i.query }]) });
     const { run } = harness([chatty]);
     const err = await run('needy').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(HttpError);
-    expect((err as HttpError).status).toBe(503);
-    expect(String((err as HttpError).detail)).toMatch(/HANGAR_MODEL__BASE_URL/);
-    expect(String((err as HttpError).detail)).toMatch(/model\.baseUrl/);
+    expect(err).toBeInstanceOf(HangarError);
+    expect((err as HangarError).status).toBe(503);
+    expect(String((err as HangarError).detail)).toMatch(/HANGAR_MODEL__BASE_URL/);
+    expect(String((err as HangarError).detail)).toMatch(/model\.baseUrl/);
   });
 });
 
@@ -343,13 +343,14 @@ describe('persistent checkpoints', () => {
   it('survive reopening the store (a restart)', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'hangar-cp-'));
     try {
-      const first = new StoreCheckpointer(new LowdbStore(dir));
+      const firstStore = new SqliteStore(path.join(dir, 'hangar.db'));
+      const first = new StoreCheckpointer(firstStore);
       const byName = new Map([['approver', approvalFlow]]);
       const engine = new Engine({ resolveAgent: (n) => byName.get(n), provider: new UnconfiguredProvider(), workspace: dir });
       const paused = await engine.run({ agent: approvalFlow, input: input('x'), prompt: '', checkpointer: first });
-      await new LowdbStore(dir).flush();
+      firstStore.close();
 
-      const reopened = new StoreCheckpointer(new LowdbStore(dir));
+      const reopened = new StoreCheckpointer(new SqliteStore(path.join(dir, 'hangar.db')));
       const latest = await reopened.latest('approver', 't1');
       expect(latest!.id).toBe(paused.checkpoint.id);
       expect((await reopened.list('approver', 't1')).map((c) => c.step)).toEqual([2, 1, 0]);

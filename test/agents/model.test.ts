@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createModelProvider, ModelCallAborted, UnconfiguredProvider } from '../../core/agents/model.js';
-import { HttpError } from '../../core/http/errors.js';
+import { HangarError } from '../../core/kernel/errors.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 
 describe('OpenAI-compatible provider (against a loopback chat-completions server)', () => {
@@ -42,9 +42,9 @@ describe('OpenAI-compatible provider (against a loopback chat-completions server
     const err = await createModelProvider({ ...settings(), retries: 1 })
       .complete({ messages: [{ role: 'user', content: 'q' }] })
       .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(HttpError);
-    expect((err as HttpError).status).toBe(502);
-    expect(String((err as HttpError).detail)).toMatch(/answered 500/);
+    expect(err).toBeInstanceOf(HangarError);
+    expect((err as HangarError).status).toBe(502);
+    expect(String((err as HangarError).detail)).toMatch(/answered 500/);
   });
 
   it('times out a slow endpoint as a 504, as gateways answer an upstream that does not answer in time', async () => {
@@ -52,8 +52,8 @@ describe('OpenAI-compatible provider (against a loopback chat-completions server
     const err = await createModelProvider({ ...settings(), timeoutMs: 100, retries: 0 })
       .complete({ messages: [{ role: 'user', content: 'q' }] })
       .catch((e: unknown) => e);
-    expect((err as HttpError).status).toBe(504);
-    expect(String((err as HttpError).detail)).toMatch(/timed out/);
+    expect((err as HangarError).status).toBe(504);
+    expect(String((err as HangarError).detail)).toMatch(/timed out/);
   });
 
   it('stops a streamed call when the signal aborts', async () => {
@@ -87,8 +87,8 @@ describe('OpenAI-compatible provider (against a loopback chat-completions server
     const err = await createModelProvider({ ...settings(), apiKey: '${NOT_SET_ANYWHERE}' }, {})
       .complete({ messages: [{ role: 'user', content: 'q' }] })
       .catch((e: unknown) => e);
-    expect((err as HttpError).status).toBe(503);
-    expect(String((err as HttpError).detail)).toMatch(/NOT_SET_ANYWHERE/);
+    expect((err as HangarError).status).toBe(503);
+    expect(String((err as HangarError).detail)).toMatch(/NOT_SET_ANYWHERE/);
   });
 
   it('is unconfigured without a base URL', async () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { HttpError } from '../../core/http/errors.js';
+import { HangarError } from '../../core/kernel/errors.js';
 import type { TaskService } from '../../core/tasks/service.js';
 import { gate, openService, tempDir, waitForStatus } from './helpers.js';
 
@@ -25,7 +25,7 @@ async function statusOf(promise: Promise<unknown>): Promise<number> {
   try {
     await promise;
   } catch (err) {
-    if (err instanceof HttpError) return err.status;
+    if (err instanceof HangarError) return err.status;
     throw err;
   }
   return 200;
@@ -186,9 +186,9 @@ describe('TaskService', () => {
     const hold = gate();
     const task = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: () => hold.promise });
     const err = await tasks.result(task.id).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(HttpError);
-    expect((err as HttpError).status).toBe(409);
-    expect((err as HttpError).headers['Retry-After']).toBe('1');
+    expect(err).toBeInstanceOf(HangarError);
+    expect((err as HangarError).status).toBe(409);
+    expect((err as HangarError).headers['Retry-After']).toBe('1');
     hold.open();
   });
 
@@ -264,7 +264,7 @@ describe('TaskService', () => {
     const { tasks } = service();
     tasks.registerKind('strict', {
       prepare: ({ input }) => {
-        if (typeof input !== 'string') throw new HttpError(422, 'body.input: expected a string');
+        if (typeof input !== 'string') throw new HangarError(422, 'body.input: expected a string');
         return { input: input.trim() };
       },
       run: (ctx) => ctx.task.input,

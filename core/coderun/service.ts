@@ -78,9 +78,12 @@ const RUNS_COLLECTION = 'coderun_runs';
  * cancels runs first, so this only finds runs of a process that died. A function of the store,
  * not of the service, so a server recovers at start-up without building the service.
  */
+/** Runs are listed newest first and recovered by status, each from its own index. */
+const RUNS_OPTIONS = { shards: 4, indexes: [['created_at'], ['status']] } as const;
+
 export async function recoverInterruptedRuns(store: Store, state: string): Promise<string[]> {
-  const runs = store.collection<RunRecord>(RUNS_COLLECTION, { shards: 4 });
-  const interrupted = (await runs.list()).filter((r) => ['planning', 'awaiting_approval', 'running'].includes(r.status));
+  const runs = store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
+  const interrupted = (await runs.query({ where: { status: ['planning', 'awaiting_approval', 'running'] } })).items;
   for (const record of interrupted) {
     const dir = path.join(state, 'worktrees', record.id);
     if (existsSync(dir)) {
@@ -113,7 +116,7 @@ export class CodeRunService {
 
   constructor(private readonly options: CodeRunServiceOptions) {
     this.library = new TeamLibrary(options.shippedTeams);
-    this.runs = options.store.collection<RunRecord>(RUNS_COLLECTION, { shards: 4 });
+    this.runs = options.store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
     this.events = new RunEventLogs(options.store, options.log);
     this.configuration = new CodeRunConfig(options.store, options.fileConfig, options.root);
   }
@@ -322,14 +325,21 @@ export class CodeRunService {
     return stored;
   }
 
-  async list(): Promise<RunRecord[]> {
-    const stored = new Map((await this.runs.list()).map((r) => [r.id, r]));
-    for (const [id, run] of this.live) stored.set(id, structuredClone(run.record));
-    return [...stored.values()].sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
+  /**
+   * Newest first; a run of this process answers with its live record (its store write may still
+   * be on its way). Reads the first `offset + limit` stored runs from the index, not the collection.
+   */
+  async list(page: { limit?: number; offset?: number } = {}): Promise<RunRecord[]> {
+    const offset = page.offset ?? 0;
+    const end = page.limit === undefined ? undefined : offset + page.limit;
+    const { items } = await this.runs.query({ orderBy: [{ field: 'created_at', desc: true }], limit: end });
+    const runs = new Map(items.map((r) => [r.id, r]));
+    for (const [id, run] of this.live) runs.set(id, structuredClone(run.record));
+    return [...runs.values()].sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id)).slice(offset, end);
   }
 
   async latest(): Promise<RunRecord> {
-    const [first] = await this.list();
+    const [first] = await this.list({ limit: 1 });
     if (!first) throw fail('HANGAR_CODERUN_NO_RUNS', {});
     return first;
   }

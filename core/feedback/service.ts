@@ -1,11 +1,11 @@
 /**
  * Feedback on agent answers: record, list (newest first) and export as JSON Lines for evaluation.
- * Records are keyed by id in a sharded collection; each carries its agent, so one agent's list
- * is a filter (feedback is small next to threads and read rarely). Each also carries the principal
+ * Records are keyed by id; each carries its agent, and one agent's list is read from an index on
+ * (agent, created_at), so a page never loads the collection. Each also carries the principal
  * that gave it; lists and exports show a principal only its own (core/kernel/ownership.ts).
  */
 
-import { canSee, ownerFor } from '../kernel/ownership.js';
+import { ownerFor, visibleTo } from '../kernel/ownership.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { FeedbackRecord, FeedbackRequest } from './schemas.js';
@@ -14,7 +14,13 @@ export class FeedbackService {
   private readonly records: Collection<FeedbackRecord>;
 
   constructor(store: Store) {
-    this.records = store.collection<FeedbackRecord>('feedback', { shards: 16 });
+    this.records = store.collection<FeedbackRecord>('feedback', {
+      shards: 16,
+      indexes: [
+        ['agent', 'created_at'],
+        ['agent', 'principal', 'created_at'],
+      ],
+    });
   }
 
   async record(agent: string, request: FeedbackRequest, principal?: string): Promise<FeedbackRecord> {
@@ -31,10 +37,12 @@ export class FeedbackService {
 
   /** Newest first, at most `limit` (all when omitted), of what `principal` may see. */
   async list(agent: string, limit?: number, principal?: string): Promise<FeedbackRecord[]> {
-    const mine = (await this.records.list())
-      .filter((r) => r.agent === agent && canSee(principal, r))
-      .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
-    return limit === undefined ? mine : mine.slice(0, limit);
+    const { items } = await this.records.query({
+      where: { agent, ...visibleTo(principal) },
+      orderBy: [{ field: 'created_at', desc: true }],
+      limit,
+    });
+    return items;
   }
 
   /**

@@ -44,6 +44,14 @@ export function canSee(viewer: string | undefined, record: Owned): boolean {
   return viewer === undefined || viewer === LOCAL_PRINCIPAL || ownerOf(record) === viewer;
 }
 
+/**
+ * `canSee` as a store filter (`Collection.query`'s `where`): nothing for a viewer who sees every
+ * record, else exactly the records stored with the viewer's name (records without one are `local`'s).
+ */
+export function visibleTo(viewer: string | undefined): { principal?: string } {
+  return viewer === undefined || viewer === LOCAL_PRINCIPAL ? {} : { principal: viewer };
+}
+
 /** The principal a new record is stored with: the caller, or `local` for the platform's own work. */
 export function ownerFor(viewer: string | undefined): string {
   return viewer ?? LOCAL_PRINCIPAL;

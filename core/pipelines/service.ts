@@ -31,7 +31,7 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { jsonDropInVersion } from '../kernel/discovery.js';
 import { errorMessage, fail, HangarError } from '../kernel/errors.js';
-import { canSee } from '../kernel/ownership.js';
+import { canSee, visibleTo } from '../kernel/ownership.js';
 import type { DropInProblem, Registry, RegistryEntry } from '../kernel/registry.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { timeOrderedId } from '../storage/ids.js';
@@ -192,7 +192,13 @@ export class PipelineService {
 
   constructor(options: PipelineServiceOptions) {
     this.#dir = path.join(options.root, 'pipelines');
-    this.#runs = options.store.collection<RunRecord>('pipeline_runs', { shards: 8 });
+    this.#runs = options.store.collection<RunRecord>('pipeline_runs', {
+      shards: 8,
+      indexes: [
+        ['pipeline', 'started_at'],
+        ['pipeline', 'principal', 'started_at'],
+      ],
+    });
     this.#steps = options.steps;
     this.#registry = options.registry;
   }
@@ -456,12 +462,16 @@ export class PipelineService {
    */
   async runs(name: string, limit = 50, principal?: string): Promise<RunRecord[]> {
     this.fileOf(name);
-    const all = (await this.#runs.list()).filter((r) => r.pipeline === name && canSee(principal, r));
+    const page = await this.#runs.query({
+      where: { pipeline: name, ...visibleTo(principal) },
+      orderBy: [{ field: 'started_at', desc: true }],
+      limit,
+    });
     const known =
       this.#registry.get(PIPELINE_KIND, name) !== undefined ||
       this.#registry.problemsOf(PIPELINE_KIND).some((p) => nameOfFile(p.entry) === name);
-    if (!known && all.length === 0) throw fail('HANGAR_PIPELINE_NOT_FOUND', { pipeline: name });
-    return all.sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id)).slice(0, limit);
+    if (!known && page.total === 0) throw fail('HANGAR_PIPELINE_NOT_FOUND', { pipeline: name });
+    return page.items;
   }
 
   /** Unknown, another pipeline's or another principal's run → the same 404. */

@@ -17,6 +17,7 @@
  * deleted when a new run starts. A run's events are not capped (accepted: a debugging run with a
  * six-figure token count is the exception, and the record is what the studio shows).
  */
+import { visibleTo } from '../kernel/ownership.js';
 import type { Collection, Store } from '../kernel/store.js';
 import type { StudioEvent, StudioRunStatus } from './events.js';
 
@@ -77,7 +78,12 @@ export class RunStore {
     store: Store,
     private readonly options: { maxPerAgent?: number; saveDelayMs?: number; onError?: (err: unknown) => void } = {},
   ) {
-    this.runs = store.collection<StudioRun>('studio_runs', { shards: 16 });
+    // An index per read: an agent's runs newest first (of one thread, of one principal), the
+    // runs still marked running at start, and the newest order number.
+    this.runs = store.collection<StudioRun>('studio_runs', {
+      shards: 16,
+      indexes: [['agent_name', 'order'], ['agent_name', 'thread_id', 'order'], ['agent_name', 'principal', 'order'], ['status'], ['order']],
+    });
   }
 
   /**
@@ -86,9 +92,9 @@ export class RunStore {
    */
   async recover(): Promise<number> {
     let recovered = 0;
-    for (const run of await this.runs.list()) {
-      this.lastOrder = Math.max(this.lastOrder, run.order);
-      if (run.status !== 'running') continue;
+    const [newest] = (await this.runs.query({ orderBy: [{ field: 'order', desc: true }], limit: 1 })).items;
+    this.lastOrder = Math.max(this.lastOrder, newest?.order ?? 0);
+    for (const run of (await this.runs.query({ where: { status: 'running' } })).items) {
       const timestamp = new Date().toISOString();
       const base = { run_id: run.run_id, thread_id: run.thread_id, timestamp };
       let seq = run.events.at(-1)?.seq ?? 0;
@@ -116,20 +122,25 @@ export class RunStore {
     return this.dirty.get(runId) ?? (await this.runs.get(runId));
   }
 
-  /** Newest first; optionally only one thread's runs. */
-  async list(agent: string, options: { limit: number; thread_id?: string }): Promise<StudioRun[]> {
-    const stored = await this.runs.list();
-    return stored
-      .map((run) => this.dirty.get(run.run_id) ?? run)
-      .filter((run) => run.agent_name === agent && (!options.thread_id || run.thread_id === options.thread_id))
-      .sort((a, b) => b.order - a.order)
-      .slice(0, options.limit);
+  /**
+   * Newest first; optionally only one thread's runs, only those `principal` may see. A page read
+   * from the index; a run with events not yet written answers with its live copy (the fields
+   * filtered on never change during a run).
+   */
+  async list(agent: string, options: { limit: number; thread_id?: string; principal?: string }): Promise<StudioRun[]> {
+    const { items } = await this.runs.query({
+      where: { agent_name: agent, ...(options.thread_id ? { thread_id: options.thread_id } : {}), ...visibleTo(options.principal) },
+      orderBy: [{ field: 'order', desc: true }],
+      limit: options.limit,
+    });
+    return items.map((run) => this.dirty.get(run.run_id) ?? run);
   }
 
   /** Remove every run of the thread (deleting a thread); none may be executing. */
   async deleteThread(agent: string, threadId: string): Promise<void> {
     for (const run of this.dirty.values()) if (run.agent_name === agent && run.thread_id === threadId) this.dirty.delete(run.run_id);
-    await this.runs.deleteWhere((run) => run.agent_name === agent && run.thread_id === threadId);
+    const { items } = await this.runs.query({ where: { agent_name: agent, thread_id: threadId } });
+    for (const run of items) await this.runs.delete(run.run_id);
   }
 
   /** Write the run soon (events arriving while it runs are batched into one write). */
@@ -157,16 +168,12 @@ export class RunStore {
 
   private async prune(agent: string): Promise<void> {
     const max = this.options.maxPerAgent ?? 500;
-    const runs = (await this.runs.list()).filter((r) => r.agent_name === agent).sort((a, b) => b.order - a.order);
-    if (runs.length <= max) return;
+    // Only the runs past the newest `max` are read (usually none).
+    const { items } = await this.runs.query({ where: { agent_name: agent }, orderBy: [{ field: 'order', desc: true }], offset: max });
     // A running or paused run may still be resumed or watched; only settled ones go.
-    const doomed = new Set(
-      runs
-        .slice(max)
-        .filter((r) => r.status !== 'running' && r.status !== 'breakpoint' && r.status !== 'interrupted')
-        .map((r) => r.run_id),
-    );
-    if (doomed.size) await this.runs.deleteWhere((r) => doomed.has(r.run_id));
+    for (const run of items) {
+      if (run.status !== 'running' && run.status !== 'breakpoint' && run.status !== 'interrupted') await this.runs.delete(run.run_id);
+    }
   }
 }
 

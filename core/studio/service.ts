@@ -267,11 +267,7 @@ export class StudioService {
   /** Newest first, the caller's runs only. */
   async listRuns(agentName: string, query: { limit: number; thread_id?: string }, principal?: string) {
     const agent = this.options.findAgent(agentName);
-    const all = await this.options.runs.list(agent.name, { ...query, limit: Number.MAX_SAFE_INTEGER });
-    return all
-      .filter((run) => canSee(principal, run))
-      .slice(0, query.limit)
-      .map(summarise);
+    return (await this.options.runs.list(agent.name, { ...query, principal })).map(summarise);
   }
 
   async getRun(agentName: string, runId: string, principal?: string) {

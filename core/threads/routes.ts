@@ -54,9 +54,9 @@ export function threadRoutes(ctx: HangarContext): AnyRoute[] {
       schema: { params: AgentParams, querystring: S.ListThreadsQuery, response: { 200: S.ThreadList } },
       handler: async (input) => {
         const agent = agentOf(input.params);
-        const { user_id } = input.query;
-        const list = await threads().list(agent, user_id, viewer(input.req));
-        return { threads: list, count: list.length };
+        const { user_id, limit, offset } = input.query;
+        const page = await threads().list(agent, user_id, viewer(input.req), { limit, offset });
+        return { threads: page.threads, count: page.threads.length, ...(limit === undefined ? {} : { total: page.total }) };
       },
     }),
     defineRoute({

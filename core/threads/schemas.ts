@@ -20,7 +20,12 @@ export const UpdateThreadRequest = z.object({
 });
 export type UpdateThreadRequest = z.output<typeof UpdateThreadRequest>;
 
-export const ListThreadsQuery = z.object({ user_id: PrintableString.min(1).optional() });
+export const ListThreadsQuery = z.object({
+  user_id: PrintableString.min(1).optional(),
+  /** Absent: every matching thread (as before paging existed). */
+  limit: z.coerce.number().int().min(1).max(10_000).optional(),
+  offset: z.coerce.number().int().min(0).default(0),
+});
 
 export const MessagesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(10_000).default(100),
@@ -57,7 +62,13 @@ export const Message = z.object({
 });
 export type Message = z.output<typeof Message>;
 
-export const ThreadList = z.object({ threads: z.array(Thread), count: z.number().int() });
+export const ThreadList = z.object({
+  threads: z.array(Thread),
+  /** How many threads this answer holds. */
+  count: z.number().int(),
+  /** With `limit`: how many threads match in all (absent without one, where `count` is that number). */
+  total: z.number().int().optional(),
+});
 export const MessagesResponse = z.object({
   thread_id: z.string(),
   messages: z.array(Message),

@@ -20,7 +20,7 @@
 
 import type { ChatMessage } from '../agents/types.js';
 import { fail } from '../kernel/errors.js';
-import { canSee, ownerFor, ownerOf } from '../kernel/ownership.js';
+import { canSee, ownerFor, ownerOf, visibleTo } from '../kernel/ownership.js';
 import type { Collection, KeyedLog, Store } from '../kernel/store.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { CreateThreadRequest, ForkThreadRequest, Message, Thread, UpdateThreadRequest } from './schemas.js';
@@ -61,6 +61,12 @@ export interface SummaryModel {
   complete(request: { messages: ChatMessage[] }): Promise<string>;
 }
 
+/** One page of an agent's threads and how many match in all. */
+export interface ThreadPage {
+  threads: Thread[];
+  total: number;
+}
+
 /** How a thread id stands for a caller: nobody's yet, theirs (or visible to them), or someone else's. */
 export type ThreadAccess = 'free' | 'visible' | 'hidden';
 
@@ -77,7 +83,17 @@ export class ThreadService {
     private readonly provider: SummaryModel,
     private readonly onModelError: (err: unknown) => void = () => {},
   ) {
-    this.threads = store.collection<Thread>('threads', { shards: 64 });
+    // An index per list the API serves: an agent's threads newest first, of one user, of one
+    // principal, and a thread's children (lineage).
+    this.threads = store.collection<Thread>('threads', {
+      shards: 64,
+      indexes: [
+        ['agent_name', 'created_at'],
+        ['agent_name', 'user_id', 'created_at'],
+        ['agent_name', 'principal', 'created_at'],
+        ['agent_name', 'parent_thread_id', 'created_at'],
+      ],
+    });
     this.messageLog = store.appendLog<Message>('thread_messages');
     this.summaries = store.collection<CachedSummary>('thread_summaries', { shards: 16 });
   }
@@ -170,12 +186,14 @@ export class ThreadService {
     return this.threads.has(key(agent, threadId));
   }
 
-  /** Newest first; only the caller's threads; `userId` keeps only that user's threads. */
-  async list(agent: string, userId?: string, principal?: string): Promise<Thread[]> {
-    const all = await this.threads.list();
-    return all
-      .filter((t) => t.agent_name === agent && (userId === undefined || t.user_id === userId) && canSee(principal, t))
-      .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
+  /**
+   * Newest first; only the caller's threads; `userId` keeps only that user's threads. Served from
+   * the collection's indexes: a page reads only its rows, however many threads are stored.
+   */
+  async list(agent: string, userId?: string, principal?: string, page: { limit?: number; offset?: number } = {}): Promise<ThreadPage> {
+    const where = { agent_name: agent, ...(userId === undefined ? {} : { user_id: userId }), ...visibleTo(principal) };
+    const { items, total } = await this.threads.query({ where, orderBy: [{ field: 'created_at', desc: true }], ...page });
+    return { threads: items, total };
   }
 
   /**
@@ -357,16 +375,11 @@ export class ThreadService {
     principal?: string,
   ): Promise<{ thread_id: string; ancestors: LineageEntry[]; descendants: LineageEntry[] }> {
     const thread = await this.get(agent, threadId, principal);
-    const everyone = (await this.threads.list()).filter((t) => t.agent_name === agent);
-    const all = everyone.filter((t) => canSee(principal, t));
-    const byId = new Map(everyone.map((t) => [t.id, t]));
-    const entry = (t: Thread): LineageEntry => ({ id: t.id, title: t.title, parent_thread_id: t.parent_thread_id ?? null, deleted: false });
-
     const ancestors: LineageEntry[] = [];
     const seen = new Set([thread.id]);
     for (let p = thread.parent_thread_id; p && !seen.has(p); ) {
       seen.add(p);
-      const parent = byId.get(p);
+      const parent = await this.threads.get(key(agent, p));
       if (!parent) {
         ancestors.push({ id: p, title: null, parent_thread_id: null, deleted: true });
         break;
@@ -377,16 +390,15 @@ export class ThreadService {
     }
     ancestors.reverse();
 
-    const children = new Map<string, Thread[]>();
-    for (const t of all) {
-      if (!t.parent_thread_id) continue;
-      children.set(t.parent_thread_id, [...(children.get(t.parent_thread_id) ?? []), t]);
-    }
+    // Children come from the (agent, parent) index, one indexed read per thread of the tree.
     const descendants: LineageEntry[] = [];
     const queue = [thread.id];
     while (queue.length) {
-      const kids = (children.get(queue.shift()!) ?? []).sort((a, b) => a.created_at.localeCompare(b.created_at));
-      for (const kid of kids) {
+      const { items } = await this.threads.query({
+        where: { agent_name: agent, parent_thread_id: queue.shift()! },
+        orderBy: [{ field: 'created_at' }],
+      });
+      for (const kid of items.filter((t) => canSee(principal, t))) {
         if (seen.has(kid.id)) continue;
         seen.add(kid.id);
         descendants.push(entry(kid));

@@ -132,7 +132,8 @@ export class ScheduleService {
     options: SchedulerOptions = {},
   ) {
     this.#schedules = store.collection<Schedule>('notebook_schedules');
-    this.#runs = store.collection<ScheduleRun>('notebook_schedule_runs', { shards: 8 });
+    // A schedule's history, newest first, read from its index (pruning reads only what goes).
+    this.#runs = store.collection<ScheduleRun>('notebook_schedule_runs', { shards: 8, indexes: [['schedule_id', 'started_at']] });
     this.#clock = options.clock ?? systemClock;
     this.#historyLimit = options.historyLimit ?? 100;
   }
@@ -203,8 +204,8 @@ export class ScheduleService {
   /** Runs of a schedule, newest first. */
   async runs(id: string, limit = 50): Promise<ScheduleRun[]> {
     await this.#get(id);
-    const runs = (await this.#runs.list()).filter((r) => r.schedule_id === id);
-    return runs.sort((a, b) => b.started_at.localeCompare(a.started_at) || b.id.localeCompare(a.id)).slice(0, limit);
+    const { items } = await this.#runs.query({ where: { schedule_id: id }, orderBy: [{ field: 'started_at', desc: true }], limit });
+    return items;
   }
 
   async setPaused(id: string, paused: boolean) {
@@ -219,7 +220,7 @@ export class ScheduleService {
     await this.#get(id);
     this.#disarm(id);
     await this.#schedules.delete(id);
-    await this.#runs.deleteWhere((run) => run.schedule_id === id);
+    for (const run of (await this.#runs.query({ where: { schedule_id: id } })).items) await this.#runs.delete(run.id);
   }
 
   #disarm(id: string): void {
@@ -322,16 +323,12 @@ export class ScheduleService {
     );
     if (!still) return;
     await this.#runs.put(record.id, record);
-    const mine = (await this.#runs.list()).filter((r) => r.schedule_id === schedule.id);
-    if (mine.length > this.#historyLimit) {
-      const old = new Set(
-        mine
-          .sort((a, b) => a.started_at.localeCompare(b.started_at) || a.id.localeCompare(b.id))
-          .slice(0, mine.length - this.#historyLimit)
-          .map((r) => r.id),
-      );
-      await this.#runs.deleteWhere((r) => old.has(r.id));
-    }
+    const older = await this.#runs.query({
+      where: { schedule_id: schedule.id },
+      orderBy: [{ field: 'started_at', desc: true }],
+      offset: this.#historyLimit,
+    });
+    for (const run of older.items) await this.#runs.delete(run.id);
   }
 
   /** Stop every timer and every run in progress (their kernels are terminated). */

@@ -33,7 +33,7 @@
  * only the caller's records. The checkpoints and approvals are parts of the thread
  * (`ThreadService.attach`), so deleting a thread removes them.
  */
-import type { EventLog } from '../http/event-log.js';
+import type { EventLog } from '../lib/event-log.js';
 import { ERROR_CATALOGUE } from '../kernel/error-catalogue.js';
 import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';

@@ -12,7 +12,7 @@
  * so an idle server holds at most `retain` finished streams.
  */
 import { randomUUID } from 'node:crypto';
-import { EventLog } from '../http/event-log.js';
+import { EventLog } from '../lib/event-log.js';
 import { fail } from '../kernel/errors.js';
 
 /** One frame of an invoke stream: every frame carries the response so far and the steps. */

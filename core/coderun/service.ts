@@ -18,7 +18,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit } from 'simple-git';
-import type { EventLog } from '../http/event-log.js';
+import type { EventLog } from '../lib/event-log.js';
 import { formatIssues } from '../http/validate.js';
 import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';

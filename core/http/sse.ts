@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { fail } from '../kernel/errors.js';
-import type { ReplayableSource, SequencedEvent } from './event-log.js';
+import type { ReplayableSource, SequencedEvent } from '../lib/event-log.js';
 
 /**
  * The one SSE implementation. Every stream in Hangar (invoke streams and their replay, task and A2A

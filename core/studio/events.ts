@@ -12,7 +12,7 @@
  */
 
 import type { RunEvent } from '../agents/events.js';
-import type { EventLog, ReplayableSource, SequencedEvent } from '../http/event-log.js';
+import type { EventLog, ReplayableSource, SequencedEvent } from '../lib/event-log.js';
 
 export type StudioRunStatus = 'running' | 'completed' | 'interrupted' | 'breakpoint' | 'rejected' | 'cancelled' | 'error';
 

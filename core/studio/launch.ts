@@ -12,7 +12,7 @@ import type { RunEvent } from '../agents/events.js';
 import type { Agent } from '../agents/kind.js';
 import type { AgentRuntime } from '../agents/runtime.js';
 import type { AgentInput, AgentState, ChatMessage } from '../agents/types.js';
-import { EventLog } from '../http/event-log.js';
+import { EventLog } from '../lib/event-log.js';
 import { errorMessage, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import { timeOrderedId } from '../storage/ids.js';

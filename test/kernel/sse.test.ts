@@ -1,7 +1,7 @@
 import { createParser } from 'eventsource-parser';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EventLog } from '../../core/http/event-log.js';
+import { EventLog } from '../../core/lib/event-log.js';
 import { queryOf } from '../../core/http/request.js';
 import { resumePoint, serveSse } from '../../core/http/sse.js';
 import { eventually } from '../support/server.js';

@@ -105,7 +105,7 @@ function IngestorCard({ ingestor, version }: { ingestor: Ingestor; version: stri
     <h3>Last run</h3>
     ${info?.last_run ? html`<${IngestionRunLine} run=${info.last_run} />` : html`<p class="muted">Not run yet.</p>`}
     ${ingestor.status !== 'error' && html`<div class="actions"><button disabled=${busy} onClick=${runNow}>${busy ? 'Running…' : 'Run now'}</button></div>`}
-    <h3>Last runs</h3>
+    <h3>Last calls</h3>
     <${LastCalls} resource="ingestor" name=${ingestor.name} refresh=${`${version}:${runs}`} limit=${5} />
   </li>`;
 }

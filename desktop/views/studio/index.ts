@@ -329,7 +329,7 @@ export function StudioView({ agent, workspace }: { agent?: string; workspace: Wo
     <${ProblemBanners} problems=${workspace?.problems ?? []} />
     ${error && html`<p class="alert" role="alert">${error}</p>`}
     ${!agent && agents && html`<${AgentList} agents=${agents} />`}
-    ${agent && agents && !entry && html`<p class="alert" role="alert">No agent named “${agent}” in this workspace. <a href=${href('studio')}>All agents</a></p>`}
+    ${agent && agents && !entry && !workspace?.problems.some((p) => p.kind === 'agent' && p.name === agent) && html`<p class="alert" role="alert">No agent named “${agent}” in this workspace. <a href=${href('studio')}>All agents</a></p>`}
     ${
       entry &&
       html`<div class="agent-head">

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { buildGraph, topologicalOrder } from '../lib/graph.js';
 import { failures, normalizeLine, stripAnsi } from './runner-output.js';
-import type { Task, TaskSpec, TaskState, Ticket } from './schemas.js';
+import type { RunTask, TaskSpec, TaskState, Ticket } from './schemas.js';
 
 export class BoardError extends Error {
   constructor(message: string) {
@@ -37,7 +37,7 @@ export type BoardAction =
   | { type: 'give_up'; reason: string }
   | { type: 'retry' };
 
-export function newTask(spec: TaskSpec, ticket: string | null = null): Task {
+export function newTask(spec: TaskSpec, ticket: string | null = null): RunTask {
   return {
     ...spec,
     state: 'ready_to_dev',
@@ -55,13 +55,13 @@ export function newTask(spec: TaskSpec, ticket: string | null = null): Task {
   };
 }
 
-function expect(task: Task, action: string, ...states: TaskState[]): void {
+function expect(task: RunTask, action: string, ...states: TaskState[]): void {
   if (!states.includes(task.state)) {
     throw new BoardError(`task ${task.id}: cannot ${action} from ${task.state} (allowed from ${states.join(', ')})`);
   }
 }
 
-export function transition(task: Task, action: BoardAction, limits: BoardLimits): Task {
+export function transition(task: RunTask, action: BoardAction, limits: BoardLimits): RunTask {
   switch (action.type) {
     case 'dispatch':
       expect(task, 'dispatch', 'ready_to_dev');
@@ -122,7 +122,7 @@ export function transition(task: Task, action: BoardAction, limits: BoardLimits)
 }
 
 /** Tasks whose dependencies are all done, best priority first (0 is most urgent), ties by id. */
-export function dispatchable(tasks: readonly Task[]): Task[] {
+export function dispatchable(tasks: readonly RunTask[]): RunTask[] {
   const done = new Set(tasks.filter((t) => t.state === 'done').map((t) => t.id));
   return tasks
     .filter((t) => t.state === 'ready_to_dev' && t.dependencies.every((d) => done.has(d)))
@@ -133,8 +133,8 @@ export function dispatchable(tasks: readonly Task[]): Task[] {
  * The next wave: dispatchable tasks whose files do not collide, in priority order. Tasks with no
  * declared files are given a wave of their own (we cannot prove they do not collide).
  */
-export function nextWave(tasks: readonly Task[], maxTasks = Infinity): Task[] {
-  const wave: Task[] = [];
+export function nextWave(tasks: readonly RunTask[], maxTasks = Infinity): RunTask[] {
+  const wave: RunTask[] = [];
   const taken = new Set<string>();
   for (const task of dispatchable(tasks)) {
     if (wave.length >= maxTasks) break;
@@ -154,7 +154,7 @@ export function nextWave(tasks: readonly Task[], maxTasks = Infinity): Task[] {
  * A task no state change can move without a person: it waits, directly or not, on a dependency that
  * cannot finish (no such task, one set aside in to_scope, or a cycle).
  */
-export function blocked(tasks: readonly Task[]): Task[] {
+export function blocked(tasks: readonly RunTask[]): RunTask[] {
   const done = new Set(tasks.filter((t) => t.state === 'done').map((t) => t.id));
   const byId = new Map(tasks.map((t) => [t.id, t]));
   // Done dependencies are met and drop out; a task in to_scope is left out of the graph, so

@@ -7,7 +7,7 @@
 import { implicatedFiles, newTask, raiseDefect } from './board.js';
 import { runGate } from './gates.js';
 import { finalGates } from './report.js';
-import type { CodeConfig, GateResult, RunEvent, RunRecord, Task, Team, Ticket } from './schemas.js';
+import type { CodeConfig, GateResult, RunEvent, RunRecord, RunTask, Team, Ticket } from './schemas.js';
 
 /** Gate runs per team: first run plus re-runs after fixes (bounds a lane that keeps finding new defects). */
 const MAX_GATE_RUNS = 3;
@@ -77,7 +77,7 @@ export class RunGating {
   }
 
   /** Raise (or bump) the ticket of a RED gate and queue its fix task; false when no fix is allowed. */
-  private ticketFor(team: Team, result: GateResult, lane: Task[]): boolean {
+  private ticketFor(team: Team, result: GateResult, lane: RunTask[]): boolean {
     const laneFiles = [...new Set(lane.flatMap((t) => [...t.files, ...t.changed]))];
     const { tickets, ticket, action } = raiseDefect(this.host.record.tickets, {
       team: team.id,

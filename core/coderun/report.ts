@@ -4,7 +4,7 @@
  * Pure functions of the run record, so they say the same whenever they are read.
  */
 import { describeCut } from './plan.js';
-import type { GateResult, RunRecord, Task } from './schemas.js';
+import type { GateResult, RunRecord, RunTask } from './schemas.js';
 
 /** The last gate result of every gated team. */
 export function finalGates(record: RunRecord): GateResult[] {
@@ -31,7 +31,7 @@ export function repairsOf(record: RunRecord): RunRecord['repairs'] {
 }
 
 /** A fix task that gave up while a later fix resolved its ticket: nothing is left for a person. */
-export function isSuperseded(record: RunRecord, task: Task): boolean {
+export function isSuperseded(record: RunRecord, task: RunTask): boolean {
   return task.ticket !== null && record.tickets.some((t) => t.id === task.ticket && t.status === 'resolved');
 }
 

@@ -9,7 +9,7 @@ import type { AgentOutcome } from './agent-worker.js';
 import { runCommand } from './command.js';
 import { jsonFromText, type Message, type ModelGate, type ToolSpec } from './model.js';
 import { MALFORMED_RETRIES } from './planner.js';
-import type { Task } from './schemas.js';
+import type { RunTask } from './schemas.js';
 
 export interface Verdict {
   approve: boolean;
@@ -37,7 +37,7 @@ const REVIEW_TOOL: ToolSpec = {
 };
 
 /** Judge the change `outcome` made for `task`. */
-export async function reviewTask(task: Task, outcome: AgentOutcome, seat: ReviewSeat): Promise<Verdict> {
+export async function reviewTask(task: RunTask, outcome: AgentOutcome, seat: ReviewSeat): Promise<Verdict> {
   const { reviewer, dir, gate, commandTimeoutMs, signal } = seat;
   const failures: string[] = [];
   for (const criterion of task.criteria) {

@@ -27,7 +27,7 @@ import type { AgentPool } from './pool.js';
 import { staffingOf } from './preselect.js';
 import { repairsOf, succeeded, summaryOf } from './report.js';
 import { reviewTask, type Verdict } from './review.js';
-import type { CodeConfig, RunEvent, RunRecord, Task, Team } from './schemas.js';
+import type { CodeConfig, RunEvent, RunRecord, RunTask, Team } from './schemas.js';
 import { type CommandWrites, listRepository } from './tools.js';
 
 export interface RunDeps {
@@ -100,7 +100,7 @@ export class CodeRun {
     this.deps.emit({ type: 'run_status', run: this.record.id, status, ...(detail ? { detail } : {}) });
   }
 
-  private task(id: string): Task {
+  private task(id: string): RunTask {
     const t = this.record.tasks.find((x) => x.id === id);
     if (!t) throw new BoardError(`no task ${id}`);
     return t;
@@ -111,7 +111,7 @@ export class CodeRun {
    * (files written, the commit sha, an escalation) are stored silently; a note said meanwhile
    * (an escalation) travels with the next state change.
    */
-  private setTask(next: Task, note?: string): Task {
+  private setTask(next: RunTask, note?: string): RunTask {
     const before = this.record.tasks.find((t) => t.id === next.id);
     this.update({ tasks: this.record.tasks.map((t) => (t.id === next.id ? next : t)) });
     const said = note ?? next.note ?? undefined;
@@ -133,7 +133,7 @@ export class CodeRun {
     return next;
   }
 
-  private move(id: string, action: Parameters<typeof transition>[1], note?: string): Task {
+  private move(id: string, action: Parameters<typeof transition>[1], note?: string): RunTask {
     return this.setTask(transition(this.task(id), action, this.limits), note);
   }
 
@@ -263,19 +263,19 @@ export class CodeRun {
     }
   }
 
-  private fenceOf(task: Task): { team: FenceTeam; teams: FenceTeam[] } {
+  private fenceOf(task: RunTask): { team: FenceTeam; teams: FenceTeam[] } {
     const inRun = this.record.teams.map((t) => ({ id: t.id, owns: t.owns }));
     const teams = [...inRun, ...this.deps.libraryTeams.filter((l) => !inRun.some((t) => t.id === l.id))];
     const team = inRun.find((t) => t.id === task.squad);
     return { team: team ?? { id: 'unowned', owns: [], unowned: true }, teams };
   }
 
-  private teamOf(task: Task): Team | undefined {
+  private teamOf(task: RunTask): Team | undefined {
     return this.record.teams.find((t) => t.id === task.squad);
   }
 
   /** A corrector of the task's team whose languages cover the task's files (or any language). */
-  private correctorFor(task: Task): string | null {
+  private correctorFor(task: RunTask): string | null {
     const team = this.teamOf(task);
     const exts = new Set(task.files.map((f) => path.extname(f).slice(1)).filter(Boolean));
     const fit = team?.agents.find(
@@ -365,7 +365,7 @@ export class CodeRun {
    * paths no team owns (build output), is left alone — it is never committed, since commits stage
    * only a task's fenced writes.
    */
-  private async revertStrays(task: Task): Promise<void> {
+  private async revertStrays(task: RunTask): Promise<void> {
     const fence = this.fenceOf(task);
     const busy = new Set(this.record.tasks.filter((t) => t.id !== task.id && this.working.has(t.id)).map((t) => t.squad));
     const strays: Array<{ file: string; owner: string }> = [];
@@ -395,7 +395,7 @@ export class CodeRun {
    * edge: if the command also wrote that very file, the owner's task keeps the command's bytes; its
    * own review and gate are what judge them.
    */
-  private judgeCommandWrites(task: Task, writes: CommandWrites): string[] {
+  private judgeCommandWrites(task: RunTask, writes: CommandWrites): string[] {
     const revert: string[] = [];
     for (const change of writes.changes) {
       const fenced = this.fencedWrites.get(change.path);
@@ -414,7 +414,7 @@ export class CodeRun {
     return revert;
   }
 
-  private async runAgent(task: Task): Promise<AgentOutcome> {
+  private async runAgent(task: RunTask): Promise<AgentOutcome> {
     const fence = this.fenceOf(task);
     const team = this.teamOf(task);
     const agent = task.assignee ?? 'developer';
@@ -468,7 +468,7 @@ export class CodeRun {
   }
 
   /** Announce the review, then let the team's tester and reviewer seats judge the change (review.ts). */
-  private async review(task: Task, outcome: AgentOutcome): Promise<Verdict> {
+  private async review(task: RunTask, outcome: AgentOutcome): Promise<Verdict> {
     const team = this.teamOf(task);
     const reviewer = team ? staffingOf(team).reviewer : 'reviewer';
     this.deps.emit({ type: 'review_pending', run: this.record.id, task: task.id, team: task.squad, reviewer });

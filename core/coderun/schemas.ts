@@ -76,7 +76,7 @@ export const TaskSpec = z.object({
 });
 export type TaskSpec = z.output<typeof TaskSpec>;
 
-export const Task = TaskSpec.extend({
+export const RunTask = TaskSpec.extend({
   state: TaskState,
   /** Dispatches so far (bounded by the attempt ceiling). */
   attempts: z.number().int(),
@@ -96,7 +96,7 @@ export const Task = TaskSpec.extend({
   needs_human: z.boolean(),
   note: z.string().nullable(),
 });
-export type Task = z.output<typeof Task>;
+export type RunTask = z.output<typeof RunTask>;
 
 export const ContractClause = z.object({
   name: z.string().min(1),
@@ -210,7 +210,7 @@ export interface RunRecord {
   plan_cut?: PlanCut | null;
   /** Problems that keep the plan from being approved (a pinned team left without tasks). */
   plan_problems?: string[];
-  tasks: Task[];
+  tasks: RunTask[];
   tickets: Ticket[];
   gates: GateResult[];
   integration: GateResult | null;

@@ -2,7 +2,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { READ_ONLY_CONFIG_KEYS } from '../../../core/coderun/config-keys.js';
-import type { RunEvent, RunRecord, Task, Team } from '../../../core/coderun/schemas.js';
+import type { RunEvent, RunRecord, RunTask, Team } from '../../../core/coderun/schemas.js';
 import { ApiError, codeSession, getJson, getStream, request, setCodeSession } from '../api.js';
 import { href } from '../router.js';
 import { ModelSettings } from './model-settings.js';
@@ -24,7 +24,7 @@ const TASK_COLUMNS = [
 ] as const;
 
 /** A card on the board: a task of the run, or one of the plan waiting for approval. */
-type Card = Pick<Task, 'id' | 'title' | 'state' | 'squad' | 'role' | 'assignee' | 'attempts' | 'needs_human' | 'ticket'> & {
+type Card = Pick<RunTask, 'id' | 'title' | 'state' | 'squad' | 'role' | 'assignee' | 'attempts' | 'needs_human' | 'ticket'> & {
   planned?: boolean;
 };
 

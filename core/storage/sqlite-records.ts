@@ -158,29 +158,50 @@ export class SqliteCollection<T> implements Collection<T> {
     return (this.store.statement('SELECT COUNT(*) AS n FROM records WHERE collection = ?').get(this.name) as { n: number }).n;
   }
 
-  /** The semantics of query.ts's queryInMemory, in SQL (the contract tests hold both to it). */
-  async query(query: RecordQuery): Promise<{ items: T[]; total: number }> {
+  /** The WHERE and ORDER BY of a query, or undefined when it can match nothing (an empty `IN`). */
+  private sqlOf(query: RecordQuery): { where: string; order: string; params: Array<string | number> } | undefined {
     checkFields(query);
     const conditions = [`collection = '${this.name}'`];
     const params: Array<string | number> = [];
     for (const [field, wanted] of Object.entries(query.where ?? {})) {
       const values = (Array.isArray(wanted) ? wanted : [wanted]) as FieldValue[];
-      if (values.length === 0) return { items: [], total: 0 };
+      if (values.length === 0) return undefined;
       conditions.push(`${fieldExpression(field)} IN (${values.map(() => '?').join(', ')})`);
       params.push(...values.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
     }
-    const where = conditions.join(' AND ');
     const order = query.orderBy ?? [];
     const orderSql = [
       ...order.map((o) => `${fieldExpression(o.field)} ${o.desc ? 'DESC' : 'ASC'}`),
       `id ${order.at(-1)?.desc ? 'DESC' : 'ASC'}`,
     ].join(', ');
+    return { where: conditions.join(' AND '), order: orderSql, params };
+  }
+
+  /** The semantics of query.ts's queryInMemory, in SQL (the contract tests hold both to it). */
+  async query(query: RecordQuery): Promise<{ items: T[]; total: number }> {
+    const sql = this.sqlOf(query);
+    if (!sql) return { items: [], total: 0 };
+    const { where, order, params } = sql;
     const total =
       this.totalFromGroups(query.where ?? {}) ??
       (this.store.statement(`SELECT COUNT(*) AS n FROM records WHERE ${where}`).get(...params) as { n: number }).n;
+    if (query.limit === 0) return { items: [], total };
     const rows = this.store
-      .statement(`SELECT value FROM records WHERE ${where} ORDER BY ${orderSql} LIMIT ? OFFSET ?`)
+      .statement(`SELECT value FROM records WHERE ${where} ORDER BY ${order} LIMIT ? OFFSET ?`)
       .all(...params, query.limit ?? -1, query.offset ?? 0) as Array<{ value: string }>;
     return { items: rows.map((row) => JSON.parse(row.value) as T), total };
+  }
+
+  /**
+   * SQLite's plan for a query's page (`EXPLAIN QUERY PLAN`, one line per step): how a test or a
+   * person checks that a list is served from an index rather than a scan and a sort.
+   */
+  explain(query: RecordQuery): string[] {
+    const sql = this.sqlOf(query);
+    if (!sql) return [];
+    const rows = this.store
+      .statement(`EXPLAIN QUERY PLAN SELECT value FROM records WHERE ${sql.where} ORDER BY ${sql.order} LIMIT ? OFFSET ?`)
+      .all(...sql.params, query.limit ?? -1, query.offset ?? 0) as Array<{ detail: string }>;
+    return rows.map((row) => row.detail);
   }
 }

@@ -294,14 +294,17 @@ export class SqliteStore implements Store, SqlAccess {
    */
   private ensureIndex(collection: string, fields: readonly string[]): void {
     checkFields({ orderBy: fields.map((field) => ({ field })) });
-    const name = `ix_${collection}_${fields.join('_')}`.replace(/[^A-Za-z0-9_]/g, '_');
+    const base = `ix_${collection}_${fields.join('_')}`.replace(/[^A-Za-z0-9_]/g, '_');
+    const name = `${base}__id`;
     if (this.indexes.has(name)) return;
     this.indexes.add(name);
-    const columns = fields.map(fieldExpression).join(', ');
-    this.transaction(
-      () => this.db.exec(`CREATE INDEX IF NOT EXISTS "${name}" ON records (${columns}) WHERE collection = '${collection}'`),
-      `the index ${name}`,
-    );
+    // `id` last: queries break ties by id, so with it the index gives the whole ORDER BY and a
+    // page is read in order instead of sorted in a temporary b-tree. The older index without it goes.
+    const columns = [...fields.map(fieldExpression), 'id'].join(', ');
+    this.transaction(() => {
+      this.db.exec(`DROP INDEX IF EXISTS "${base}"`);
+      this.db.exec(`CREATE INDEX IF NOT EXISTS "${name}" ON records (${columns}) WHERE collection = '${collection}'`);
+    }, `the index ${name}`);
   }
 
   appendLog<T>(name: string): KeyedLog<T> {

@@ -1,0 +1,113 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UnconfiguredProvider } from '../../core/agents/model.js';
+import { FeedbackRequest } from '../../core/feedback/schemas.js';
+import { FeedbackService } from '../../core/feedback/service.js';
+import type { SqliteCollection } from '../../core/storage/sqlite-records.js';
+import { SqliteStore } from '../../core/storage/sqlite-store.js';
+import { RunStore } from '../../core/studio/run-store.js';
+import { ThreadService } from '../../core/threads/service.js';
+import { agentSource, startTestServer, type TestServer } from '../support/server.js';
+
+/**
+ * The lists the API serves at scale: a page comes from the collection's index (SQLite's plan
+ * says so), never from loading the collection and sorting it. Asserted on the plan, not on time.
+ */
+describe('indexed lists at scale', () => {
+  const THREADS = 10_000;
+  let store: SqliteStore;
+  let threads: ThreadService;
+
+  beforeAll(async () => {
+    store = new SqliteStore(path.join(await mkdtemp(path.join(tmpdir(), 'hangar-lists-')), 'hangar.db'));
+    threads = new ThreadService(store, new UnconfiguredProvider());
+    // Two agents, two principals, three users: every filter the route takes has something to skip.
+    for (let i = 0; i < THREADS; i++) {
+      await threads.create(
+        i % 2 ? 'echo' : 'other',
+        { thread_id: `t${String(i).padStart(5, '0')}`, user_id: `u${i % 3}` },
+        i % 4 < 2 ? 'ada' : 'bob',
+      );
+    }
+  }, 60_000);
+  afterAll(() => store.close());
+
+  const plan = (collection: string, query: Parameters<SqliteCollection<unknown>['explain']>[0]) =>
+    (store.collection(collection) as SqliteCollection<unknown>).explain(query).join('\n');
+
+  it('serves a page of 20 of 10,000 threads newest first, filtered by agent, user and principal', async () => {
+    const page = await threads.list('echo', undefined, 'ada', { limit: 20 });
+    expect(page.total).toBe(THREADS / 4);
+    expect(page.threads).toHaveLength(20);
+    expect(page.threads.every((t) => t.agent_name === 'echo' && t.principal === 'ada')).toBe(true);
+    const created = page.threads.map((t) => t.created_at);
+    expect(created).toEqual([...created].sort().reverse());
+
+    const next = await threads.list('echo', undefined, 'ada', { limit: 20, offset: 20 });
+    expect(next.threads[0]!.created_at <= page.threads[19]!.created_at).toBe(true);
+    expect(new Set([...page.threads, ...next.threads].map((t) => t.id)).size).toBe(40);
+
+    const ofUser = await threads.list('echo', 'u1', undefined, { limit: 5 });
+    expect(ofUser.threads.every((t) => t.user_id === 'u1')).toBe(true);
+    expect(ofUser.total).toBe(Array.from({ length: THREADS }, (_, i) => i).filter((i) => i % 2 && i % 3 === 1).length);
+  });
+
+  it('plans each thread list on its index, with no scan of the table and no sort', () => {
+    const lists = [
+      { where: { agent_name: 'echo' } },
+      { where: { agent_name: 'echo', user_id: 'u1' } },
+      { where: { agent_name: 'echo', principal: 'ada' } },
+    ];
+    for (const { where } of lists) {
+      const text = plan('threads', { where, orderBy: [{ field: 'created_at', desc: true }], limit: 20 });
+      expect(text).toMatch(/USING INDEX ix_threads_agent_name/);
+      expect(text).not.toMatch(/TEMP B-TREE/);
+      expect(text).not.toMatch(/^SCAN records$/m);
+    }
+  });
+
+  it('plans the feedback and studio-run lists on their indexes', async () => {
+    const feedback = new FeedbackService(store);
+    await feedback.record('echo', FeedbackRequest.parse({ rating: 5 }), 'ada');
+    expect((await feedback.list('echo', 10, 'ada')).map((r) => r.rating)).toEqual([5]);
+    expect(await feedback.list('echo', 10, 'bob')).toEqual([]);
+    const newestFirst = [{ field: 'created_at', desc: true }];
+    expect(plan('feedback', { where: { agent: 'echo', principal: 'ada' }, orderBy: newestFirst })).toMatch(/USING INDEX ix_feedback_agent/);
+
+    new RunStore(store);
+    const byOrder = [{ field: 'order', desc: true }];
+    for (const where of [{ agent_name: 'echo' }, { agent_name: 'echo', thread_id: 't1' }, { agent_name: 'echo', principal: 'ada' }]) {
+      const text = plan('studio_runs', { where, orderBy: byOrder, limit: 20 });
+      expect(text).toMatch(/USING INDEX ix_studio_runs_agent_name/);
+      expect(text).not.toMatch(/TEMP B-TREE/);
+    }
+  });
+});
+
+describe('GET /threads pages', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ files: { 'agents/echo.ts': agentSource(`{ run: async () => 'ok' }`) }, settings: { watch: false } });
+    for (const id of ['a', 'b', 'c', 'd', 'e']) await server.request('/api/v1/echo/threads', { method: 'POST', json: { thread_id: id } });
+  });
+  afterAll(() => server?.stop());
+
+  it('answers a page with its total, and every thread without a limit as before', async () => {
+    const all = await server.request('/api/v1/echo/threads');
+    expect(all.body.count).toBe(5);
+    expect(all.body.total).toBeUndefined();
+    const page = await server.request('/api/v1/echo/threads?limit=2&offset=1');
+    expect(page.body).toMatchObject({ count: 2, total: 5 });
+    expect(page.body.threads.map((t: { id: string }) => t.id)).toEqual(all.body.threads.slice(1, 3).map((t: { id: string }) => t.id));
+  });
+
+  it('refuses a limit that is no positive integer with a coded 422, as every invalid query answers', async () => {
+    for (const bad of ['0', '-1', 'x', '10001']) {
+      const answer = await server.request(`/api/v1/echo/threads?limit=${bad}`);
+      expect(answer.status).toBe(422);
+      expect(answer.body).toMatchObject({ code: expect.stringMatching(/^HANGAR_/), detail: expect.stringContaining('limit') });
+    }
+  });
+});

@@ -136,6 +136,21 @@ const isVegaLite = (value: unknown): value is VegaLiteSpec =>
   ((typeof value.$schema === 'string' && value.$schema.includes('vega-lite')) || ('mark' in value && 'encoding' in value));
 
 /**
+ * Deno's and tslab's display protocol: an object with a `Symbol.for('Jupyter.display')` method
+ * answers its own MIME bundle (what `Deno.jupyter.html` and friends return, and what libraries
+ * written for those kernels implement).
+ */
+export const JUPYTER_DISPLAY = Symbol.for('Jupyter.display');
+
+export function jupyterBundle(value: unknown): MimeBundle | undefined {
+  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return undefined;
+  const method = (value as Record<symbol, unknown>)[JUPYTER_DISPLAY];
+  if (typeof method !== 'function') return undefined;
+  const bundle = method.call(value) as unknown;
+  return bundle && typeof bundle === 'object' && !(bundle instanceof Promise) ? (bundle as MimeBundle) : undefined;
+}
+
+/**
  * The bundle for a cell's value; undefined means "no output" (the value was `undefined`).
  * Never throws: a value that cannot be shown any other way falls back to `util.inspect`.
  */
@@ -143,6 +158,8 @@ export function renderValue(value: unknown): MimeBundle | undefined {
   if (value === undefined) return undefined;
   try {
     if (isDisplayable(value)) return value[DISPLAY];
+    const jupyter = jupyterBundle(value);
+    if (jupyter) return jupyter;
     if (typeof value === 'string') return { 'text/plain': value };
     if (value instanceof Uint8Array && PNG_SIGNATURE.every((b, i) => value[i] === b)) {
       return { 'image/png': Buffer.from(value).toString('base64'), 'text/plain': `<PNG image, ${value.length} bytes>` };

@@ -21,7 +21,9 @@ import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { runInThisContext } from 'node:vm';
 import type { MessagePort } from 'node:worker_threads';
-import { helpers, renderValue } from './render.js';
+import { classifySpecifier, missingPackage } from './import-specifiers.js';
+import { denoShim, tslabShim } from './kernel-shims.js';
+import { helpers, type MimeBundle, renderValue } from './render.js';
 import type { Output } from './schemas.js';
 
 export type RuntimeTask =
@@ -104,20 +106,42 @@ Object.assign(globalThis, helpers, {
 });
 globalThis.console = captured;
 
+const displayBundle = (data: MimeBundle) => emit({ output_type: 'display_data', data, metadata: {} });
+// Notebooks from Deno's Jupyter kernel (see kernel-shims.ts).
+Object.assign(globalThis, { Deno: denoShim(displayBundle, () => baseDir) });
+const tslab = tslabShim(displayBundle);
+
+/** Whether Node can find `request` as a package from `dir` (its node_modules, or up the tree). */
+function resolveFrom(dir: string, request: string): string | undefined {
+  try {
+    return createRequire(join(dir, 'noop.js')).resolve(request);
+  } catch {
+    // Not resolvable from here (or ESM-only without a require condition): try the next way.
+    return undefined;
+  }
+}
+
 async function importFrom(specifier: string): Promise<unknown> {
   if (specifier.startsWith('.') || isAbsolute(specifier)) {
     return import(pathToFileURL(resolvePath(baseDir, specifier)).href);
   }
   if (specifier.startsWith('node:')) return import(specifier);
+  const kind = classifySpecifier(specifier);
+  if (kind.kind === 'refused') throw Object.assign(new Error(kind.message), { name: 'ImportRefused' });
+  if (kind.kind === 'other') return import(kind.request);
+  if (kind.name === 'tslab') return tslab;
   // The notebook's own folder first (its node_modules), then Hangar's dependencies.
   for (const dir of [baseDir, fallbackDir]) {
-    try {
-      return await import(pathToFileURL(createRequire(join(dir, 'noop.js')).resolve(specifier)).href);
-    } catch {
-      // Not resolvable from here (or ESM-only without a require condition): try the next way.
-    }
+    const found = resolveFrom(dir, kind.request);
+    if (found) return import(pathToFileURL(found).href);
   }
-  return import(specifier);
+  try {
+    return await import(kind.request);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') throw missingPackage(kind.name, kind.version, baseDir);
+    throw err;
+  }
 }
 
 const hangarFor = (): { import: typeof importFrom; value: unknown } => ({ import: importFrom, value: undefined });

@@ -16,7 +16,10 @@
  *   JavaScript/Node globals and the kernel helpers (`display`, `html`, ...). A global shadowed by a
  *   cell (`const fetch = ...`) is a read again, resolved at the notebook level.
  * - **Defined twice**: a shared name written by two cells is an error on both; neither runs until
- *   one is renamed (running either would silently pick a winner).
+ *   one is renamed (running either would silently pick a winner). One exception, for notebooks
+ *   written the Jupyter way: the *same import* (same module, same binding, same local name) in
+ *   several cells is no conflict, since every copy is the same value. The first cell in notebook
+ *   order shares it; in the others it stays local to the cell.
  * - **Cycles** (`a` reads `b`, `b` reads `a`) are an error on every cell of the cycle; cells
  *   downstream of a cycle are not run either.
  * - **Reassignment** of a name the cell did not declare (`x = x + 1`, `x++`, `x += 1`, or
@@ -89,7 +92,7 @@ function fromParsed(parsed: Parsed): CellAnalysis {
   if ('problem' in parsed) {
     return { writes: [], reads: [], globals: [], privates: [], problems: [parsed.problem], hasValue: false };
   }
-  const { writes, reads, globals, privates, problems } = analyzeScopes(parsed.ast, parsed.lineMap);
+  const { writes, reads, globals, privates, problems, imports } = analyzeScopes(parsed.ast, parsed.lineMap);
   const hasValue = endsInValue(parsed.ast);
   // A cell with an error is not run, so it gets no program.
   const runnable = !problems.some((p) => p.severity === 'error');
@@ -99,6 +102,7 @@ function fromParsed(parsed: Parsed): CellAnalysis {
     globals,
     privates,
     problems,
+    ...(imports ? { imports } : {}),
     hasValue,
     ...(runnable ? generateProgram(parsed.js, parsed.ast, { reads, writes }, parsed.lineMap, parsed.segments) : {}),
   };
@@ -142,9 +146,27 @@ export async function analyzeNotebook(cells: readonly CellInput[]): Promise<Note
   const label = (cell: CellInput) => (cell.name ? `"${cell.name}" (${cell.id})` : cell.id);
   const byId = new Map<string, AnalyzedCell>();
   const definedBy = new Map<string, CellInput[]>();
+  const firstImport = new Map<string, { cell: CellInput; what: string }>();
+  const localImports = new Map<CellInput, Set<string>>();
+  cells.forEach((cell, i) => {
+    for (const [name, what] of Object.entries(results[i].imports ?? {})) {
+      const first = firstImport.get(name);
+      if (!first) firstImport.set(name, { cell, what });
+      else if (first.what === what && first.cell !== cell) {
+        const set = localImports.get(cell) ?? new Set<string>();
+        set.add(name);
+        localImports.set(cell, set);
+      }
+    }
+  });
+  // A repeated identical import is not one of the cell's shared writes (see the rules above).
+  const sharedWrites = (cell: CellInput, writes: string[]) => {
+    const local = localImports.get(cell);
+    return local ? writes.filter((name) => !local.has(name)) : writes;
+  };
   cells.forEach((cell, i) => {
     const result = results[i];
-    for (const name of result.writes) {
+    for (const name of sharedWrites(cell, result.writes)) {
       const list = definedBy.get(name);
       if (list) list.push(cell);
       else definedBy.set(name, [cell]);
@@ -154,7 +176,8 @@ export async function analyzeNotebook(cells: readonly CellInput[]): Promise<Note
     const result = results[i];
     const dependsOn = [...result.reads, ...result.globals.filter((name) => definedBy.has(name))];
     const problems = [...result.problems];
-    for (const name of result.writes) {
+    const writes = sharedWrites(cell, result.writes);
+    for (const name of writes) {
       const others = definedBy.get(name)!.filter((other) => other !== cell);
       if (others.length > 0) {
         problems.push({
@@ -165,7 +188,7 @@ export async function analyzeNotebook(cells: readonly CellInput[]): Promise<Note
         });
       }
     }
-    byId.set(cell.id, { ...result, id: cell.id, problems, dependsOn });
+    byId.set(cell.id, { ...result, writes, id: cell.id, problems, dependsOn });
   });
   const ids = cells.map((c) => c.id);
   const topology = buildTopology(

@@ -33,7 +33,7 @@ export interface CellProblem {
  * Helpers the kernel puts in every cell's scope (see `runtime-worker.ts`). They are treated as
  * globals so using them creates no dependency.
  */
-export const KERNEL_HELPERS = ['display', 'html', 'svg', 'md', 'chart', 'table', 'image', 'notebookPath'] as const;
+export const KERNEL_HELPERS = ['display', 'html', 'svg', 'md', 'chart', 'table', 'image', 'notebookPath', 'Deno'] as const;
 
 /**
  * Globals: the ECMAScript/Node set the worker will have, captured from this realm plus a fixed
@@ -137,6 +137,8 @@ export interface CellScope {
   /** Names declared at the top level that start with `_` (kept inside the cell). */
   privates: string[];
   problems: CellProblem[];
+  /** Top-level names bound by an import: name → what it is (module and binding), to recognise the same import in two cells. */
+  imports?: Record<string, string>;
 }
 
 /**
@@ -146,6 +148,7 @@ export interface CellScope {
 export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellScope {
   const toSourceLine = (line: number) => (lineMap ? lineMap[line - 1] : line);
   const scopes = new Map<Scope, Set<string>>();
+  const imports: Record<string, string> = {};
   const declare = (scope: Scope, name: string) => {
     let set = scopes.get(scope);
     if (!set) scopes.set(scope, (set = new Set()));
@@ -227,6 +230,15 @@ export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellS
       for (const specifier of node.specifiers) {
         declare(program, specifier.local.name);
         topLevel.push(specifier.local.name);
+        const binding =
+          specifier.type === 'ImportSpecifier'
+            ? specifier.imported.type === 'Identifier'
+              ? specifier.imported.name
+              : String(specifier.imported.value)
+            : specifier.type === 'ImportDefaultSpecifier'
+              ? 'default'
+              : '*';
+        imports[specifier.local.name] = `${String(node.source.value)} ${binding}`;
       }
     },
   });
@@ -410,5 +422,5 @@ export function analyzeScopes(program: acorn.Program, lineMap?: number[]): CellS
     const list = PRIVATE(name) ? privates : writes;
     if (!list.includes(name)) list.push(name);
   }
-  return { writes, reads, globals, privates, problems };
+  return { writes, reads, globals, privates, problems, imports };
 }

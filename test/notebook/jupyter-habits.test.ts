@@ -4,7 +4,7 @@
  * with the reason and what to do, a missing package says how to install it, and the same import
  * in two cells is no conflict.
  */
-import { copyFile, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';

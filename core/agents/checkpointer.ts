@@ -5,7 +5,10 @@
  */
 
 import { ownerFor } from '../kernel/ownership.js';
-import type { Collection, Store } from '../kernel/store.js';
+import type { KeyedLog, Store } from '../kernel/store.js';
+import type { SqlAccess } from '../storage/sqlite-sql.js';
+import { THREAD_MESSAGES_LOG } from '../threads/service.js';
+import { CheckpointTables } from './checkpoint-tables.js';
 import type { ToolJournal } from './journal.js';
 import type { AgentInput, AgentState } from './types.js';
 
@@ -53,8 +56,8 @@ export interface Checkpointer {
    * keeps its owner (see core/kernel/ownership.ts), so a later writer never takes a thread over.
    */
   put(agent: string, checkpoint: Checkpoint, principal?: string): Promise<void>;
-  /** Newest step first (the order the studio's history route shows). */
-  list(agent: string, threadId: string): Promise<Checkpoint[]>;
+  /** Newest step first (the order the studio's history route shows), at most `limit`. */
+  list(agent: string, threadId: string, limit?: number): Promise<Checkpoint[]>;
   get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined>;
   latest(agent: string, threadId: string): Promise<Checkpoint | undefined>;
   /** Who owns the thread's chain; undefined when the thread has no checkpoints. */
@@ -72,7 +75,7 @@ export function ownedBy(checkpointer: Checkpointer, principal: string | undefine
   return {
     retains: checkpointer.retains,
     put: (agent, checkpoint) => checkpointer.put(agent, checkpoint, principal),
-    list: (agent, threadId) => checkpointer.list(agent, threadId),
+    list: (agent, threadId, limit) => checkpointer.list(agent, threadId, limit),
     get: (agent, threadId, checkpointId) => checkpointer.get(agent, threadId, checkpointId),
     latest: (agent, threadId) => checkpointer.latest(agent, threadId),
     owner: (agent, threadId) => checkpointer.owner(agent, threadId),
@@ -82,125 +85,74 @@ export function ownedBy(checkpointer: Checkpointer, principal: string | undefine
 
 const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
 
+export interface StoreCheckpointerOptions {
+  /** The threads' message log, which checkpoints refer to instead of copying messages (default: the store's). */
+  threadMessages?: KeyedLog<unknown>;
+  /** `checkpoints.keep`: the newest steps kept per thread; undefined (the default) keeps all. */
+  keep?: number;
+}
+
 /**
- * Persistent checkpoints: one record per step (`checkpoint_steps`, keyed by chain and step number)
- * and one small record per chain (`checkpoint_chains`: owner and next step number). A step writes
- * its own record and bumps the chain's counter, so its cost is that of its own state, whatever the
- * thread's length — one record holding the whole chain was rewritten on every step (100 full
- * states at a time). The newest and the history are indexed reads.
+ * Persistent checkpoints in the workspace's SQLite database (core/agents/checkpoint-tables.ts):
+ * a step stores the channels it changed and refers to messages by their position in the thread's
+ * log, so its cost is that of its own change, whatever the conversation's length.
  *
- * Only the newest `maxPerThread` steps are kept — a long chat thread would otherwise grow without
- * bound; older steps cannot be resumed from (accepted: the studio shows recent history, and the
- * newest checkpoint is what resume and thread state use). Older steps are pruned every
- * `PRUNE_EVERY` steps, so a step does not pay for a delete.
- *
- * Chains stored by earlier versions as one record per thread (`checkpoints`) are moved to this
- * layout the first time they are touched.
+ * Decision (the store issue, #25, says "default: all"): every step is kept unless
+ * `checkpoints.keep` names how many per thread, as LangGraph's SQLite checkpointer keeps every
+ * checkpoint; older ones are then pruned in the background, never by the put that passed the bound.
  */
-interface ChainRecord {
-  /** The step number the next checkpoint gets. */
-  next: number;
-  /** Absent on chains written before owners were stored: those belong to `local`. */
-  principal?: string;
-}
-
-interface StepRecord {
-  chain: string;
-  seq: number;
-  checkpoint: Checkpoint;
-}
-
-/** The layout before one record per step: the whole chain in one record. */
-interface LegacyChain {
-  checkpoints: Checkpoint[];
-  principal?: string;
-}
-
-const PRUNE_EVERY = 20;
-
 export class StoreCheckpointer implements Checkpointer {
-  private readonly chains: Collection<ChainRecord>;
-  private readonly steps: Collection<StepRecord>;
-  private readonly legacy: Collection<LegacyChain>;
+  private readonly tables: CheckpointTables;
 
-  constructor(
-    store: Store,
-    private readonly maxPerThread = 100,
-  ) {
-    this.chains = store.collection('checkpoint_chains');
-    this.steps = store.collection('checkpoint_steps', { indexes: [['chain', 'seq']] });
-    this.legacy = store.collection('checkpoints', { shards: 32 });
-  }
-
-  private stepId = (chain: string, seq: number) => `${chain}#${String(seq).padStart(12, '0')}`;
-
-  /** Moves a chain kept in the old one-record layout into this one (once). */
-  private async upgrade(chain: string): Promise<void> {
-    const old = await this.legacy.get(chain);
-    if (!old) return;
-    let first = 0;
-    await this.chains.update(chain, (current) => {
-      first = current?.next ?? 0;
-      const owner = current?.principal ?? old.principal;
-      return { next: first + old.checkpoints.length, ...(owner !== undefined ? { principal: owner } : {}) };
+  constructor(store: Store, options: StoreCheckpointerOptions = {}) {
+    this.tables = new CheckpointTables(sqlOf(store), store, {
+      threadMessages: options.threadMessages ?? store.appendLog(THREAD_MESSAGES_LOG),
+      keep: options.keep,
     });
-    for (const [i, checkpoint] of old.checkpoints.entries())
-      await this.steps.put(this.stepId(chain, first + i), { chain, seq: first + i, checkpoint });
-    await this.legacy.delete(chain);
   }
 
-  async put(agent: string, checkpoint: Checkpoint, principal?: string): Promise<void> {
-    const chain = key(agent, checkpoint.thread_id);
-    await this.upgrade(chain);
-    let seq = 0;
-    await this.chains.update(chain, (current) => {
-      seq = current?.next ?? 0;
-      const owner = current ? current.principal : ownerFor(principal);
-      return { next: seq + 1, ...(owner !== undefined ? { principal: owner } : {}) };
-    });
-    await this.steps.put(this.stepId(chain, seq), { chain, seq, checkpoint });
-    if (seq % PRUNE_EVERY === 0 && seq >= this.maxPerThread) await this.prune(chain, seq);
+  put(agent: string, checkpoint: Checkpoint, principal?: string): Promise<void> {
+    return this.tables.put(key(agent, checkpoint.thread_id), checkpoint, principal);
   }
 
-  /** Drops the steps older than the newest `maxPerThread`. */
-  private async prune(chain: string, newest: number): Promise<void> {
-    const { items } = await this.steps.query({ where: { chain }, orderBy: [{ field: 'seq', desc: true }], offset: this.maxPerThread });
-    for (const step of items) if (step.seq <= newest - this.maxPerThread) await this.steps.delete(this.stepId(chain, step.seq));
+  owner(agent: string, threadId: string): Promise<string | undefined> {
+    return this.tables.owner(key(agent, threadId));
   }
 
-  /** Newest first, at most the kept number. */
-  private async newest(chain: string, limit = this.maxPerThread): Promise<Checkpoint[]> {
-    await this.upgrade(chain);
-    const { items } = await this.steps.query({ where: { chain }, orderBy: [{ field: 'seq', desc: true }], limit });
-    return items.map((step) => step.checkpoint);
+  delete(agent: string, threadId: string): Promise<void> {
+    return this.tables.delete(key(agent, threadId));
   }
 
-  async owner(agent: string, threadId: string): Promise<string | undefined> {
-    const chain = key(agent, threadId);
-    await this.upgrade(chain);
-    const record = await this.chains.get(chain);
-    return record ? ownerFor(record.principal) : undefined;
+  list(agent: string, threadId: string, limit?: number): Promise<Checkpoint[]> {
+    return this.tables.list(key(agent, threadId), threadId, limit);
   }
 
-  async delete(agent: string, threadId: string): Promise<void> {
-    const chain = key(agent, threadId);
-    await this.legacy.delete(chain);
-    const { items } = await this.steps.query({ where: { chain } });
-    for (const step of items) await this.steps.delete(this.stepId(chain, step.seq));
-    await this.chains.delete(chain);
+  get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined> {
+    return this.tables.get(key(agent, threadId), threadId, checkpointId);
   }
 
-  async list(agent: string, threadId: string): Promise<Checkpoint[]> {
-    return this.newest(key(agent, threadId));
+  latest(agent: string, threadId: string): Promise<Checkpoint | undefined> {
+    return this.tables.latest(key(agent, threadId), threadId);
   }
 
-  async get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined> {
-    return (await this.newest(key(agent, threadId))).find((c) => c.id === checkpointId);
+  /** Before the thread's messages are replaced: checkpoints keep their own copy of what they refer to. */
+  detachMessages(agent: string, threadId: string): Promise<void> {
+    return this.tables.detachMessages(key(agent, threadId));
   }
 
-  async latest(agent: string, threadId: string): Promise<Checkpoint | undefined> {
-    return (await this.newest(key(agent, threadId), 1))[0];
+  /** Resolves once the background pruning scheduled so far is done. */
+  settled(): Promise<void> {
+    return this.tables.settled();
   }
+}
+
+/** The SQL beneath the store: checkpoints are laid out in tables of their own. */
+function sqlOf(store: Store): SqlAccess {
+  const sql = store as Partial<SqlAccess>;
+  if (typeof sql.statement !== 'function' || typeof sql.transaction !== 'function') {
+    throw new Error('persistent checkpoints need the SQLite store');
+  }
+  return sql as SqlAccess;
 }
 
 /**
@@ -257,8 +209,8 @@ export class MemoryCheckpointer implements Checkpointer {
     this.owners.delete(key(agent, threadId));
   }
 
-  async list(agent: string, threadId: string): Promise<Checkpoint[]> {
-    return [...(this.threads.get(key(agent, threadId)) ?? [])].reverse();
+  async list(agent: string, threadId: string, limit?: number): Promise<Checkpoint[]> {
+    return [...(this.threads.get(key(agent, threadId)) ?? [])].reverse().slice(0, limit);
   }
 
   async get(agent: string, threadId: string, checkpointId: string): Promise<Checkpoint | undefined> {

@@ -36,6 +36,7 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
     threads,
     streams: { retain: ctx.settings.streams.retain, ttlMs: ctx.settings.streams.ttlSeconds * 1000 },
     defaultMaxHistory: ctx.settings.chat.max_history,
+    keepCheckpoints: ctx.settings.checkpoints.keep,
     defaultTimeoutMs: ctx.settings.agents.timeoutMs,
     onRun: (agent, route, outcome) => ctx.metrics.agentInvocations.inc({ agent, route, outcome }),
     onUsage: (agent, usage) => {

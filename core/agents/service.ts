@@ -74,6 +74,8 @@ export interface AgentServiceOptions {
   streams: StreamRetention;
   /** `chat.max_history`: the newest messages a chat loads when the request names no limit (null: all). */
   defaultMaxHistory?: number | null;
+  /** `checkpoints.keep`: the newest checkpoints kept per thread (undefined: all). */
+  keepCheckpoints?: number;
   /** `agents.timeoutMs`: the deadline of a run whose agent and request name none (default 5 min). */
   defaultTimeoutMs?: number;
   /** Told of every finished run (metrics: `agent_invocations_total`). */
@@ -143,12 +145,13 @@ export class AgentService {
     });
     this.approvals = new ApprovalStore(options.store);
     this.streams = new InvokeStreams(options.streams);
-    this.checkpoints = new StoreCheckpointer(options.store);
-    const checkpoints = this.checkpoints;
+    const checkpoints = new StoreCheckpointer(options.store, { keep: options.keepCheckpoints });
+    this.checkpoints = checkpoints;
     const approvals = this.approvals;
     options.threads.attach({
       name: 'checkpoints',
       owner: (agent, threadId) => checkpoints.owner(agent, threadId),
+      beforeMessagesReplaced: (agent, threadId) => checkpoints.detachMessages(agent, threadId),
       delete: (agent, threadId) => checkpoints.delete(agent, threadId),
     });
     options.threads.attach({

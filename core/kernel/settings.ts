@@ -81,6 +81,15 @@ export const SettingsSchema = z
         loadTimeoutMs: z.coerce.number().int().positive().max(600_000).default(3_000),
       })
       .prefault({}),
+    checkpoints: z
+      .object({
+        /**
+         * How many of a thread's newest checkpoints are kept; older ones are pruned in the
+         * background. Unset (the default) keeps every one, as LangGraph's SQLite checkpointer does.
+         */
+        keep: z.coerce.number().int().positive().optional(),
+      })
+      .prefault({}),
     storage: z
       .object({
         /**

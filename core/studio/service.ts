@@ -336,9 +336,11 @@ export class StudioService {
   async history(agentName: string, threadId: string, limit?: number, principal?: string) {
     const agent = this.options.findAgent(agentName);
     await this.visibleThread(agent.name, threadId, principal);
-    const list = await this.checkpoints.list(agent.name, threadId);
+    // Without a limit, the newest 100: every checkpoint is kept by default (`checkpoints.keep`),
+    // and 100 is what this route answered when only 100 were kept.
+    const list = await this.checkpoints.list(agent.name, threadId, limit ?? 100);
     if (list.length === 0) throw this.unknownThread(agent.name, threadId);
-    return limit ? list.slice(0, limit) : list;
+    return list;
   }
 
   /** Stop every executing run (they end `cancelled`, resumable) and write what is pending. */

@@ -49,6 +49,8 @@ export interface ThreadPart {
   name: string;
   owner(agent: string, threadId: string): Promise<string | undefined>;
   beforeDelete?(agent: string, threadId: string): void | Promise<void>;
+  /** Before the thread's messages are replaced (clear, a fork onto the id): a part referring to them keeps a copy. */
+  beforeMessagesReplaced?(agent: string, threadId: string): Promise<void>;
   delete(agent: string, threadId: string): Promise<void>;
 }
 
@@ -72,6 +74,9 @@ export type ThreadAccess = 'free' | 'visible' | 'hidden';
 
 const key = (agent: string, threadId: string) => `${agent}/${threadId}`;
 
+/** The store's log of every thread's messages, keyed `agent/thread` (checkpoints refer into it). */
+export const THREAD_MESSAGES_LOG = 'thread_messages';
+
 export class ThreadService {
   private readonly threads: Collection<Thread>;
   private readonly messageLog: KeyedLog<Message>;
@@ -94,7 +99,7 @@ export class ThreadService {
         ['agent_name', 'parent_thread_id', 'created_at'],
       ],
     });
-    this.messageLog = store.appendLog<Message>('thread_messages');
+    this.messageLog = store.appendLog<Message>(THREAD_MESSAGES_LOG);
     this.summaries = store.collection<CachedSummary>('thread_summaries', { shards: 16 });
   }
 
@@ -249,6 +254,10 @@ export class ThreadService {
     return length;
   }
 
+  private async replacing(agent: string, threadId: string): Promise<void> {
+    for (const part of this.parts) await part.beforeMessagesReplaced?.(agent, threadId);
+  }
+
   /** A thread changes when its conversation does: `updated_at` follows every append and clear. */
   private async touch(agent: string, threadId: string, at: string): Promise<void> {
     await this.threads.update(key(agent, threadId), (current) => (current ? { ...current, updated_at: at } : undefined));
@@ -275,6 +284,7 @@ export class ThreadService {
 
   async clear(agent: string, threadId: string, principal?: string): Promise<void> {
     await this.get(agent, threadId, principal);
+    await this.replacing(agent, threadId);
     await this.messageLog.set(key(agent, threadId), []);
     await this.touch(agent, threadId, new Date().toISOString());
   }
@@ -356,6 +366,7 @@ export class ThreadService {
       return current ?? fork;
     });
     if (existed) throw fail('HANGAR_THREAD_EXISTS', { thread: id, agent });
+    await this.replacing(agent, id);
     await this.messageLog.set(key(agent, id), messages.slice(0, index + 1));
     return fork;
   }

@@ -33,7 +33,7 @@ export const MUTATION_GROUPS = {
   },
   aggregate: {
     mutate: ['core/endpoints/aggregate.ts'],
-    tests: ['test/endpoints/aggregate.test.ts'],
+    tests: ['test/endpoints/aggregate.test.ts', 'test/endpoints/aggregate-rules.test.ts'],
   },
   gates: {
     mutate: ['core/coderun/gates.ts'],

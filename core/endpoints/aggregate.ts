@@ -57,6 +57,7 @@ async function firstSuccess(upstreams: readonly UpstreamDefinition[], call: Call
   // One controller for the losers; the parent signal (caller gone) is forwarded to it.
   const losers = new AbortController();
   const forward = () => losers.abort();
+  // Stryker disable next-line ObjectLiteral,BooleanLiteral: equivalent, `once` only spares the removal the `finally` below makes anyway
   parent.addEventListener('abort', forward, { once: true });
   let winner: UpstreamCallResult | null = null;
   const results = await Promise.all(
@@ -97,8 +98,10 @@ export function majorityVote(ballots: readonly Ballot[]): { value: unknown; scor
     else groups.set(key, { value: ballot.data, score: ballot.weight, first: index });
   });
   let best: { value: unknown; score: number; first: number } | null = null;
+  // Groups come in the order of their first vote (Map insertion order), so keeping the earlier group
+  // unless a later one scores strictly more is the tie rule: the answer of the upstream declared first.
   for (const group of groups.values()) {
-    if (best === null || group.score > best.score || (group.score === best.score && group.first < best.first)) best = group;
+    if (best === null || group.score > best.score) best = group;
   }
   return best;
 }

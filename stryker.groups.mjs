@@ -29,7 +29,7 @@ export const MUTATION_GROUPS = {
   },
   deadline: {
     mutate: ['core/agents/deadline.ts'],
-    tests: ['test/agents/deadlines.test.ts'],
+    tests: ['test/agents/deadlines.test.ts', 'test/agents/deadline-cleanup.test.ts'],
   },
   aggregate: {
     mutate: ['core/endpoints/aggregate.ts'],

@@ -8,14 +8,16 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { builtinModules } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve, sep } from 'node:path';
-import { build } from 'esbuild';
+import { build, type Metafile } from 'esbuild';
 import { marked } from 'marked';
 import { PIPELINE_NAME, type PipelineDefinitionInput } from '../pipelines/schemas.js';
 import { analyzeNotebook } from './analysis/index.js';
 import { assetDir, packageRoot } from './assets.js';
 import { serializeNbTs } from './formats.js';
+import { classifySpecifier } from './import-specifiers.js';
 import { escapeHtml, outputToHtml } from './render.js';
 import type { Notebook } from './schemas.js';
 
@@ -297,21 +299,44 @@ export async function htmlToPdf(html: string, output: string, env: NodeJS.Proces
 
 // ---- docker -----------------------------------------------------------------------------------
 
-/** Packages the bundled runner imports at run time (kept external so esbuild/piscina work). */
-const RUNTIME_PACKAGES = [
-  'acorn',
-  'acorn-walk',
-  'ajv',
-  'arquero',
-  'diff',
-  'esbuild',
-  'marked',
-  'piscina',
-  'zod',
-  'fastify',
-  'rate-limiter-flexible',
-  'ws',
-];
+/** `@scope/name/sub` or `name/sub` → the package name; undefined for a Node built-in. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith('node:') || builtinModules.includes(specifier.split('/')[0])) return undefined;
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+/**
+ * The packages a bundle imports at run time, read from esbuild's metafile, so the exported
+ * package.json lists exactly what the runner needs (a hand-kept list missed `bytes`, a dependency
+ * of a module the CLI reaches, and the image failed with ERR_MODULE_NOT_FOUND).
+ */
+function externalPackages(metafile: Metafile): Set<string> {
+  const found = new Set<string>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const imported of output.imports) {
+      if (!imported.external) continue;
+      const name = packageOf(imported.path);
+      if (name) found.add(name);
+    }
+  }
+  return found;
+}
+
+/** Packages the notebook's cells import by name (`npm:` specifiers included). */
+async function notebookPackages(notebook: Notebook): Promise<string[]> {
+  const analysis = await analyzeNotebook(notebook.cells);
+  const names = new Set<string>();
+  for (const cell of analysis.cells.values()) {
+    for (const what of Object.values(cell.imports ?? {})) {
+      const specifier = classifySpecifier(what.slice(0, what.lastIndexOf(' ')));
+      if (specifier.kind !== 'package' || specifier.name === 'tslab') continue;
+      const name = packageOf(specifier.name);
+      if (name) names.add(name);
+    }
+  }
+  return [...names];
+}
 
 /**
  * A folder with a Dockerfile, the notebook (as `notebook.nb.ts`), a `package.json` pinning the
@@ -326,14 +351,6 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
   const cliEntry = join(here, '..', 'app', 'cli', 'notebook.ts');
   if (!existsSync(cliEntry))
     throw new Error("docker export needs Hangar's sources (core/notebook/*.ts, core/app/cli/notebook.ts), which this installation lacks");
-  const rootPackage = JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-  const dependencies = Object.fromEntries(
-    RUNTIME_PACKAGES.filter((p) => rootPackage.dependencies[p]).map((p) => [p, rootPackage.dependencies[p]]),
-  );
-  await writeFile(
-    join(outDir, 'package.json'),
-    `${JSON.stringify({ name: `notebook-${notebook.name}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'), private: true, type: 'module', dependencies }, null, 2)}\n`,
-  );
   await writeFile(join(outDir, 'notebook.nb.ts'), serializeNbTs(notebook));
   const common = {
     bundle: true,
@@ -343,8 +360,9 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
     packages: 'external' as const,
     logLevel: 'silent' as const,
   };
-  await build({
+  const runner = await build({
     ...common,
+    metafile: true,
     entryPoints: [cliEntry],
     outfile: join(outDir, 'runner.mjs'),
     // The CLI module only exports notebookCli; the runner calls it with the container's arguments.
@@ -352,7 +370,37 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
   });
   // The kernel worker and the nbformat schema are files the runner loads from its own folder.
   // CommonJS, for the reason given in core/lib/worker-bundle.ts.
-  await build({ ...common, format: 'cjs', entryPoints: [join(here, 'runtime-worker.ts')], outfile: join(outDir, 'runtime-worker.cjs') });
+  const worker = await build({
+    ...common,
+    metafile: true,
+    format: 'cjs',
+    entryPoints: [join(here, 'runtime-worker.ts')],
+    outfile: join(outDir, 'runtime-worker.cjs'),
+  });
+  const rootPackage = JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+    optionalDependencies?: Record<string, string>;
+  };
+  const versions = { ...rootPackage.optionalDependencies, ...rootPackage.dependencies };
+  const forRunner = new Set([...externalPackages(runner.metafile), ...externalPackages(worker.metafile)]);
+  const unknown = [...forRunner].filter((name) => !versions[name]);
+  if (unknown.length > 0) throw new Error(`the notebook runner imports ${unknown.join(', ')}, which Hangar's package.json does not list`);
+  // The notebook's own imports too: at Hangar's version when Hangar has the package, else any.
+  for (const name of await notebookPackages(notebook)) if (!versions[name]) versions[name] = '*';
+  const needed = [...new Set([...forRunner, ...(await notebookPackages(notebook))])].sort();
+  await writeFile(
+    join(outDir, 'package.json'),
+    `${JSON.stringify(
+      {
+        name: `notebook-${notebook.name}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'),
+        private: true,
+        type: 'module',
+        dependencies: Object.fromEntries(needed.map((name) => [name, versions[name]])),
+      },
+      null,
+      2,
+    )}\n`,
+  );
   await copyFile(join(here, 'nbformat.v4.schema.json'), join(outDir, 'nbformat.v4.schema.json'));
   await copyFile(join(here, 'NBFORMAT-LICENSE'), join(outDir, 'NBFORMAT-LICENSE'));
   await writeFile(

@@ -8,6 +8,7 @@ export const MUTATION_GROUPS = {
     mutate: ['core/http/security.ts', 'core/http/cross-site.ts', 'core/http/normalize.ts'],
     tests: [
       'test/security/host-check.test.ts',
+      'test/security/limits.test.ts',
       'test/security/cross-site.test.ts',
       'test/security/path-normalization.test.ts',
       'test/security/websocket-origin.test.ts',

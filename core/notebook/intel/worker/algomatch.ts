@@ -43,6 +43,11 @@ export interface Recommendation {
   /** Name the code defines. */
   defines: string;
   cv: { metric: string; folds: number; fold_scores: number[]; std: number; fit_ms: number };
+  /** Supervised tasks: what always predicting the largest class (accuracy) or the mean (R² 0) scores. */
+  baseline?: number;
+  /** Whether the score beats the baseline by more than a point; candidates that do not rank last, with a warning. */
+  beats_baseline?: boolean;
+  warning?: string;
 }
 
 export interface AlgorithmMatchResult {
@@ -501,7 +506,17 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
       ];
       if (classification) reasons.push(`always predicting the largest class scores ${fmt(characteristics.baseline_accuracy as number)}`);
       if (scores.length < folds) reasons.push(`only ${scores.length} of ${folds} folds ran within the ${budget} ms budget`);
+      // A model no better than a constant guess has learned nothing from the features: say so, and rank it last.
+      const baseline = classification ? (characteristics.baseline_accuracy as number) : 0;
+      const beats = score > baseline + 0.01;
+      const warning = beats
+        ? undefined
+        : `no better than the baseline: ${fmt(score)} against ${fmt(baseline)} for ${classification ? 'always predicting the largest class' : 'always predicting the mean'}; the features may not predict ${target}`;
+      if (warning) reasons.unshift(`warning: ${warning}`);
       recommendations.push({
+        baseline,
+        beats_baseline: beats,
+        ...(warning ? { warning } : {}),
         name: cand.name,
         score,
         speed: speedOf(fitMs / scores.length),
@@ -520,7 +535,7 @@ export function algorithmMatch(value: unknown, args: { variable: string; target?
     }
   }
 
-  recommendations.sort((a, b) => b.score - a.score);
+  recommendations.sort((a, b) => Number(b.beats_baseline !== false) - Number(a.beats_baseline !== false) || b.score - a.score);
   if (recommendations.length > 1) {
     const [best, second] = recommendations;
     best.reasons.push(

@@ -9,10 +9,15 @@
 //    frames 9994…10003 and [DONE]); median of 300 requests, target ≤ 5 ms. Also the same replay
 //    straight from the service (no HTTP), and against a bare node:http SSE response for scale.
 // 3. The board under load: submit (POST /api/v1/tasks) and a page of 20 (GET /api/v1/tasks?limit=20)
-//    with 10,000 finished tasks on the board vs with 100. Targets from the store issue (#25):
+//    with 100,000 finished tasks on the board vs with 100. Targets from the store issue (#25):
 //    submit ≤ 1.5× the small board, a page ≤ 10 ms. The board is filled through the service, 100
 //    submits at a time, and drained (every task finished) before timing, so both boards are idle.
 //    BENCH_BOARD_TASKS=2000 for a quicker run.
+// 4. No-op task throughput (POST /api/v1/tasks, 8 clients, until every task finished) with the
+//    full board vs the empty one (target ≥ 0.7×), and beside it POST /api/v1/{agent}/invoke/async
+//    of a no-op agent on a server with every subsystem (context: what a caller of an agent sees).
+// 5. Restart with the full board: from starting the server on the workspace to the first page of
+//    20 tasks answered (target ≤ 2 s), against the same restart of an empty workspace.
 //
 // Subscribers run in a child process so parsing them does not share the server's event loop
 // (the machine has two cores: one serves, one reads).
@@ -29,7 +34,8 @@ import { Logger } from '../core/kernel/log.ts';
 import { tasksSubsystem } from '../core/tasks/subsystem.ts';
 import { median, repo, report, round } from './lib/measure.ts';
 
-const BOARD = Number(process.env.BENCH_BOARD_TASKS ?? 10_000);
+const BOARD = Number(process.env.BENCH_BOARD_TASKS ?? 100_000);
+const THROUGHPUT_TASKS = Number(process.env.BENCH_THROUGHPUT_TASKS ?? 2000);
 
 const out = path.join(repo, '.hangar', 'bench');
 mkdirSync(out, { recursive: true });
@@ -97,11 +103,17 @@ function subscribe(url, expected) {
 
 // ---- 1. fan-out through Hangar --------------------------------------------------------------------
 const root = mkdtempSync(path.join(os.tmpdir(), 'hangar-bench-tasks-'));
-const server = await startServer(
-  { root, port: 0, watch: false, requestLog: false, logLevel: 'error', tasks: { eventsPerTask: 20_000 } },
-  { subsystems: [tasksSubsystem], logger: new Logger('error') },
-);
-const tasks = server.ctx.services.get('tasks');
+const serverSettings = (at) => ({
+  root: at,
+  port: 0,
+  watch: false,
+  requestLog: false,
+  logLevel: 'error',
+  tasks: { eventsPerTask: 20_000 },
+});
+const startBoard = (at) => startServer(serverSettings(at), { subsystems: [tasksSubsystem], logger: new Logger('error') });
+let server = await startBoard(root);
+let tasks = server.ctx.services.get('tasks');
 
 let release;
 const gate = new Promise((resolve) => (release = resolve));
@@ -273,10 +285,35 @@ async function boardFigures() {
   while (tasks.load().queued + tasks.load().running > 0) await new Promise((r) => setTimeout(r, 20));
   return { submit: median(submits), page: median(pages) };
 }
+/**
+ * Tasks finished per second: `count` no-op tasks posted by 8 clients at once to `url`, timed
+ * until the board has run them all (the figure a busy board must keep: execution keeping pace).
+ */
+async function throughput(base, url, body, board, count = THROUGHPUT_TASKS) {
+  const idle = () => board.load().queued + board.load().running === 0;
+  const started = performance.now();
+  let posted = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (posted < count) {
+        posted++;
+        const res = await fetch(`${base}${url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        await res.arrayBuffer();
+        if (res.status !== 202) throw new Error(`${url} answered ${res.status}`);
+      }
+    }),
+  );
+  while (!idle()) await new Promise((r) => setTimeout(r, 5));
+  return count / ((performance.now() - started) / 1000);
+}
+
 await fillBoard(100);
+await throughput(server.url, '/api/v1/tasks', submitBody, tasks, 200); // warm-up
+const emptyRate = await throughput(server.url, '/api/v1/tasks', submitBody, tasks);
 const small = await boardFigures();
 const fillMs = await fillBoard(BOARD);
 const large = await boardFigures();
+const fullRate = await throughput(server.url, '/api/v1/tasks', submitBody, tasks);
 const onBoard = (await tasks.list({ limit: 1, offset: 0 }, { principal: 'local' })).total;
 report({
   name: `task submit (POST /api/v1/tasks) with ${BOARD.toLocaleString('en')} tasks on the board vs 100`,
@@ -293,6 +330,65 @@ report({
   baseline: { label: '100 tasks', value: small.page },
   target: { on: 'value', op: '<=', limit: 10, unit: 'ms' },
   detail: `${round(large.page, 3)} ms vs ${round(small.page, 3)} ms median with 100 tasks`,
+});
+report({
+  name: `no-op task throughput (POST /api/v1/tasks, 8 clients, ${THROUGHPUT_TASKS.toLocaleString('en')} tasks run) with ${BOARD.toLocaleString('en')} finished tasks on the board vs an empty board`,
+  value: fullRate,
+  unit: 'tasks/s',
+  baseline: { label: 'empty board', value: emptyRate },
+  target: { on: 'ratio', op: '>=', limit: 0.7 },
+  detail: `${round(fullRate, 0)} tasks/s vs ${round(emptyRate, 0)} tasks/s on an empty board (posted and run to the end)`,
+});
+
+// ---- 4b. /invoke/async beside it: the same no-op work as an agent run on a whole server --------
+const agentRoot = mkdtempSync(path.join(os.tmpdir(), 'hangar-bench-invoke-async-'));
+mkdirSync(path.join(agentRoot, 'agents'));
+writeFileSync(
+  path.join(agentRoot, 'agents', 'noop.ts'),
+  `import { defineAgent } from 'hangar';\nexport default defineAgent({ run: async () => 'ok' });\n`,
+);
+const whole = await startServer(serverSettings(agentRoot), { logger: new Logger('error') });
+await whole.discovered;
+const invokeBody = JSON.stringify({ query: 'q' });
+const wholeBoard = whole.ctx.services.get('tasks');
+await throughput(whole.url, '/api/v1/noop/invoke/async', invokeBody, wholeBoard, 200);
+const invokeRate = await throughput(whole.url, '/api/v1/noop/invoke/async', invokeBody, wholeBoard);
+await whole.close();
+rmSync(agentRoot, { recursive: true, force: true });
+report({
+  name: `POST /api/v1/{agent}/invoke/async throughput (no-op agent, 8 clients, ${THROUGHPUT_TASKS.toLocaleString('en')} runs to the end)`,
+  value: invokeRate,
+  unit: 'tasks/s',
+  baseline: { label: 'no-op task on an empty board', value: emptyRate },
+  detail: `${round(invokeRate, 0)} runs/s vs ${round(emptyRate, 0)} no-op tasks/s (every subsystem: invocation hooks, the agent runtime)`,
+});
+
+// ---- 5. restart with the full board to the first page ----------------------------------------------
+async function restartToFirstPage(at) {
+  const started = performance.now();
+  const restarted = await startBoard(at);
+  const res = await fetch(`${restarted.url}/api/v1/tasks?limit=20`);
+  const body = await res.json();
+  const ms = performance.now() - started;
+  if (res.status !== 200) throw new Error(`first page after restart answered ${res.status}`);
+  return { ms, server: restarted, listed: body.tasks.length };
+}
+await server.close();
+const emptyRoot = mkdtempSync(path.join(os.tmpdir(), 'hangar-bench-restart-'));
+const emptyRestart = await restartToFirstPage(emptyRoot);
+await emptyRestart.server.close();
+rmSync(emptyRoot, { recursive: true, force: true });
+const fullRestart = await restartToFirstPage(root);
+server = fullRestart.server;
+tasks = server.ctx.services.get('tasks');
+report({
+  name: `restart with ${BOARD.toLocaleString('en')} tasks on the board to the first page of 20`,
+  value: fullRestart.ms,
+  unit: 'ms',
+  baseline: { label: 'restart of an empty workspace', value: emptyRestart.ms },
+  target: { on: 'value', op: '<=', limit: 2000, unit: 'ms' },
+  also: [{ label: 'the page lists 20 tasks', pass: fullRestart.listed === 20 }],
+  detail: `${round(fullRestart.ms, 0)} ms vs ${round(emptyRestart.ms, 0)} ms for an empty workspace (start-up, recovery, the first GET /api/v1/tasks?limit=20)`,
 });
 
 await server.close();

@@ -83,6 +83,10 @@ describe('indexed lists at scale', () => {
       expect(text).toMatch(/USING INDEX ix_studio_runs_agent_name/);
       expect(text).not.toMatch(/TEMP B-TREE/);
     }
+    // Nothing filtered but the order: the index still beats the primary key and a sort.
+    const newest = plan('studio_runs', { orderBy: byOrder, limit: 1 });
+    expect(newest).toMatch(/USING INDEX ix_studio_runs_order/);
+    expect(newest).not.toMatch(/TEMP B-TREE/);
   });
 });
 

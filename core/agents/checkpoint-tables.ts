@@ -54,7 +54,7 @@ import type { Checkpoint, CheckpointMetadata } from './checkpointer.js';
 import type { AgentState } from './types.js';
 
 /** Values whose JSON is at most this long are written in the step's row rather than as a blob. */
-const INLINE = 48;
+const INLINE = 64;
 /** Extra positions read around a message list's expected place (appends by concurrent turns). */
 const SLACK = 16;
 

@@ -16,7 +16,7 @@ const upstreams = (...specs: Array<[string, number?]>) =>
 const answer = (name: string, ok: boolean, data?: unknown): UpstreamCallResult => ({
   name,
   ok,
-  outcome: ok ? 'ok' : 'http_error',
+  outcome: ok ? 'success' : 'http_error',
   status: ok ? 200 : 500,
   duration_ms: 1,
   attempts: 1,
@@ -33,7 +33,7 @@ function scripted(plan: Record<string, { ok: boolean; data?: unknown; after: num
       const timer = setTimeout(() => resolve(answer(u.name, ok, data)), after);
       signal.addEventListener('abort', () => {
         clearTimeout(timer);
-        resolve({ ...answer(u.name, false), outcome: 'cancelled' as UpstreamCallResult['outcome'], status: null });
+        resolve({ ...answer(u.name, false), outcome: 'cancelled', status: null });
       });
     });
   };

@@ -74,7 +74,7 @@ describe('tokens and their near misses', () => {
     expect(await status({ authorization: 'Bearer alice-token-1' })).toBe(200);
     expect(await status({ authorization: 'bearer alice-token-1' })).toBe(200);
     expect(await status({ 'x-api-key': 'alice-token-1' })).toBe(200);
-    for (const headers of [
+    for (const headers of <Array<Record<string, string>>>[
       {},
       { authorization: 'Bearer alice-token-' },
       { authorization: 'Bearer alice-token-12' },

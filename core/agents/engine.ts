@@ -16,6 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { isoNow } from '../kernel/clock.js';
 import { errorMessage, HangarError } from '../kernel/errors.js';
+import { NO_TRACING, type TraceSpan } from '../lib/telemetry.js';
 import { timeOrderedId } from '../storage/ids.js';
 import { type Checkpoint, type Checkpointer, type CheckpointMetadata, type PendingInterrupt, UNRETAINED } from './checkpointer.js';
 import { type EventSink, type RunEvent, type RunEventBody, type RunStatus, summariseOutput } from './events.js';
@@ -25,6 +26,7 @@ import { ModelCallAborted, type ModelProvider } from './model.js';
 import { createModelClient } from './model-client.js';
 import { isToolApproval, type ToolApprovalAnswer } from './tool-approval.js';
 import type { AnyTool } from './tools.js';
+import { type AgentTracing, nodeSpan, runAttributes } from './tracing.js';
 import type {
   AgentDefinition,
   AgentInput,
@@ -53,6 +55,8 @@ export interface EngineOptions {
   maxSteps?: number;
   /** Looks up `tools/` drop-ins an agent lists by name. */
   resolveTool?: (name: string) => AnyTool | undefined;
+  /** Spans of runs, nodes, model and tool calls (tracing.ts); none by default. */
+  tracing?: AgentTracing;
 }
 
 export interface ResumeRequest {
@@ -122,6 +126,9 @@ interface InterruptScope {
   next: number;
 }
 
+/** The span of a run nobody traces: every child of it is itself. */
+const NOOP_SPAN: TraceSpan = NO_TRACING.start('');
+
 /** The signal of a run nobody can cancel, and the breakpoints of a run that has none: shared, since a run is cheap. */
 const NEVER_ABORTED = new AbortController().signal;
 const NO_BREAKPOINTS: ReadonlySet<string> = new Set();
@@ -168,7 +175,28 @@ export class Engine {
     return this.execute(request, null);
   }
 
-  private async execute(request: RunRequest, parentScope: InterruptScope | null): Promise<RunOutcome> {
+  /** A run (or a subagent's, inside `parentSpan`), in its `invoke_agent` span when tracing is on. */
+  private async execute(request: RunRequest, parentScope: InterruptScope | null, parentSpan?: TraceSpan): Promise<RunOutcome> {
+    const tracing = this.options.tracing?.tracing;
+    if (!tracing?.enabled) return this.executeRun(request, parentScope, NOOP_SPAN);
+    const runId = request.runId ?? randomUUID();
+    const attributes = runAttributes(request.agent.name, runId, request.input.thread_id);
+    const name = `invoke_agent ${request.agent.name}`;
+    const span = parentSpan ? parentSpan.child(name, attributes) : tracing.start(name, attributes);
+    try {
+      const outcome = await this.executeRun({ ...request, runId }, parentScope, span);
+      span.set({ 'gen_ai.conversation.id': outcome.thread_id, 'hangar.run.status': outcome.status });
+      return outcome;
+    } catch (err) {
+      if (err instanceof InterruptSignal) span.set({ 'hangar.run.status': 'interrupted' });
+      else span.fail(err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async executeRun(request: RunRequest, parentScope: InterruptScope | null, runSpan: TraceSpan): Promise<RunOutcome> {
     const started = performance.now();
     const { agent, input } = request;
     const nested = parentScope !== null;
@@ -331,12 +359,17 @@ export class Engine {
         save('tool', nodeName, nodeName, { journal: recorded }),
       );
       resumeJournal = null;
-      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter, journal);
+      const span = nodeSpan(runSpan, current, step + 1);
+      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter, journal, span);
 
       let output: Partial<AgentState> | void;
       try {
         output = await (node.kind === 'function' ? node.run(state, ctx) : this.runNode(node, state, ctx, scope));
+        span.end();
       } catch (err) {
+        if (err instanceof InterruptSignal) span.set({ 'hangar.graph.interrupted': true });
+        else span.fail(err);
+        span.end();
         // The checkpoints of calls that finished are written before the run reports how it stopped.
         await journal.settled().catch(() => {});
         if (err instanceof InterruptSignal) {
@@ -446,7 +479,7 @@ export class Engine {
     name: string,
     query: string,
     context: Record<string, unknown>,
-    ctx: RunContext & { emitEvent?: (body: RunEventBody) => void; meter?: UsageMeter },
+    ctx: RunContext & { emitEvent?: (body: RunEventBody) => void; meter?: UsageMeter; span?: TraceSpan },
     scope: InterruptScope,
   ): Promise<AgentResult> {
     const ref = this.options.resolveAgent(name);
@@ -466,6 +499,7 @@ export class Engine {
         },
       },
       scope,
+      ctx.span,
     );
     ctx.meter?.absorb(outcome.usage);
     emit({ type: 'subagent_end', node: name, output: summariseOutput(outcome.result as Partial<AgentState>) });
@@ -483,7 +517,8 @@ export class Engine {
     node: string,
     meter: UsageMeter,
     journal: NodeJournal,
-  ): RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter } {
+    span: TraceSpan,
+  ): RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter; span: TraceSpan } {
     const { agent, input } = request;
     const provider = this.options.provider;
     const documents = (collection: string) => this.options.documents?.(collection) ?? Promise.resolve([]);
@@ -497,6 +532,8 @@ export class Engine {
       emit,
       meter,
       journal,
+      span,
+      captureContent: this.options.tracing?.captureContent ?? false,
       tools: () => this.toolsOf(agent),
       maxSteps: provider.maxSteps,
       // `ctx` is built below; a gated tool call asks through its interrupt, long after.
@@ -507,7 +544,7 @@ export class Engine {
         nodeSteps.push(`tool:${call.name}`);
       },
     });
-    const ctx: RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter } = {
+    const ctx: RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter; span: TraceSpan } = {
       input: { ...input, thread_id: threadId },
       prompt: request.prompt,
       model,
@@ -517,6 +554,7 @@ export class Engine {
       threadId,
       emitEvent: emit,
       meter,
+      span,
       step: (name) => nodeSteps.push(String(name)),
       tool: (name, args) => toolCalls.push({ name, args }),
       plan: (tool, args) => {

@@ -8,6 +8,7 @@
  * `run` answers what the AI SDK's `generateText` and Mastra's `agent.generate` answer — text,
  * steps, tool calls and results, finish reason and usage.
  */
+import type { TraceSpan } from '../lib/telemetry.js';
 import type { RunEventBody } from './events.js';
 import type { NodeJournal } from './journal.js';
 import { type ModelProvider, type ModelTurn, modelNotConfigured, type TurnRequest } from './model.js';
@@ -15,6 +16,7 @@ import { generateObject } from './structured.js';
 import { approvalMessage, TOOL_APPROVAL, type ToolApprovalAnswer, type ToolApprovalRequest } from './tool-approval.js';
 import { type LoopHost, runToolLoop, type ToolCallResult, type ToolLoopOptions } from './tool-loop.js';
 import type { AnyTool, ToolContext } from './tools.js';
+import { endModelCall, endToolCall, modelCallSpan, toolCallSpan } from './tracing.js';
 import type { AgentConfig, AgentInput, ChatMessage, ModelCallOptions, ModelClient, ToolCall } from './types.js';
 import type { UsageMeter } from './usage.js';
 
@@ -37,12 +39,19 @@ export interface ModelClientOptions {
   onToolCall: (call: ToolCall) => void;
   /** The node execution's journal: replays what an earlier execution recorded, checkpoints each finished call. */
   journal?: NodeJournal;
+  /** The node's span: model and tool calls are traced inside it (tracing.ts). */
+  span?: TraceSpan;
+  /** Prompts, answers and tool arguments and results on the spans (`telemetry.captureContent`). */
+  captureContent?: boolean;
   /** The run's `ctx.interrupt`: how a call to a tool with `needsApproval` asks a person (tool-approval.ts). */
   interrupt?: <T>(message: string, payload: Record<string, unknown>) => Promise<T>;
 }
 
 export function createModelClient(options: ModelClientOptions): ModelClient {
   const { provider, agent, config, input, signal, emit, meter } = options;
+  const capture = options.captureContent ?? false;
+  /** Open tool-call spans by call id (a step's calls run concurrently). */
+  const toolSpans = new Map<string, TraceSpan>();
 
   const turn = async (
     request: Omit<TurnRequest, 'signal' | 'onToken'> & { signal?: AbortSignal | undefined },
@@ -52,14 +61,25 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     const recorded = options.journal?.replayTurn();
     if (recorded) return recorded;
     const modelName = request.model ?? config.model ?? provider.model;
-    const answer = await provider.turn({
-      ...request,
-      model: modelName,
-      temperature: request.temperature ?? input.temperature ?? config.temperature ?? null,
-      max_tokens: request.max_tokens ?? input.max_tokens ?? config.max_tokens ?? null,
-      signal: request.signal ? AbortSignal.any([request.signal, signal]) : signal,
-      ...(quiet ? {} : { onToken: (token: string) => emit({ type: 'message_chunk', node: modelName, content: token }) }),
-    });
+    const temperature = request.temperature ?? input.temperature ?? config.temperature ?? null;
+    const max_tokens = request.max_tokens ?? input.max_tokens ?? config.max_tokens ?? null;
+    const span = options.span && modelCallSpan(options.span, modelName, { ...request, temperature, max_tokens }, capture);
+    let answer: ModelTurn;
+    try {
+      answer = await provider.turn({
+        ...request,
+        model: modelName,
+        temperature,
+        max_tokens,
+        signal: request.signal ? AbortSignal.any([request.signal, signal]) : signal,
+        ...(quiet ? {} : { onToken: (token: string) => emit({ type: 'message_chunk', node: modelName, content: token }) }),
+      });
+    } catch (err) {
+      span?.fail(err);
+      span?.end();
+      throw err;
+    }
+    if (span) endModelCall(span, answer, capture);
     meter.add(answer.model, answer.usage);
     options.journal?.recordTurn(answer);
     return answer;
@@ -70,8 +90,16 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     toolContext: options.toolContext,
     signal,
     defaultMaxSteps: options.maxSteps,
-    onToolStart: (call) => emit({ type: 'tool_start', node: options.node, call_id: call.id, name: call.name, arguments: call.args }),
+    onToolStart: (call) => {
+      if (options.span) toolSpans.set(call.id, toolCallSpan(options.span, call, capture));
+      emit({ type: 'tool_start', node: options.node, call_id: call.id, name: call.name, arguments: call.args });
+    },
     onToolEnd: (result: ToolCallResult) => {
+      const span = toolSpans.get(result.id);
+      if (span) {
+        toolSpans.delete(result.id);
+        endToolCall(span, result, capture);
+      }
       emit({
         type: 'tool_end',
         node: options.node,

@@ -12,15 +12,18 @@ import { type Agent, findAgent } from './kind.js';
 import { createModelProvider, type ModelProvider } from './model.js';
 import { AgentService } from './service.js';
 import type { AnyTool } from './tools.js';
+import { type AgentTracing, NO_AGENT_TRACING } from './tracing.js';
 
 export interface AgentRuntime {
   provider: ModelProvider;
   service: AgentService;
   threads: ThreadService;
   feedback: FeedbackService;
+  /** Spans of runs over OTLP when `telemetry.otlp.endpoint` is set (tracing.ts). */
+  tracing: AgentTracing;
 }
 
-export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
+export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = NO_AGENT_TRACING): AgentRuntime {
   const provider = createModelProvider(ctx.settings.model);
   const threads = new ThreadService(ctx.store, provider, (err) =>
     ctx.log.warn('thread summary: model failed, used an extractive summary', { error: errorMessage(err) }),
@@ -38,6 +41,7 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
     defaultMaxHistory: ctx.settings.chat.max_history,
     keepCheckpoints: ctx.settings.checkpoints.keep,
     defaultTimeoutMs: ctx.settings.agents.timeoutMs,
+    tracing,
     onRun: (agent, route, outcome) => ctx.metrics.agentInvocations.inc({ agent, route, outcome }),
     onUsage: (agent, usage) => {
       for (const call of usage.calls) {
@@ -46,5 +50,5 @@ export function createAgentRuntime(ctx: HangarContext): AgentRuntime {
       }
     },
   });
-  return { provider, service, threads, feedback: new FeedbackService(ctx.store) };
+  return { provider, service, threads, feedback: new FeedbackService(ctx.store), tracing };
 }

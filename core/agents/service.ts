@@ -33,12 +33,13 @@
  * only the caller's records. The checkpoints and approvals are parts of the thread
  * (`ThreadService.attach`), so deleting a thread removes them.
  */
-import type { EventLog } from '../lib/event-log.js';
+
 import { ERROR_CATALOGUE } from '../kernel/error-catalogue.js';
 import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import { ownerFor } from '../kernel/ownership.js';
 import type { Store } from '../kernel/store.js';
+import type { EventLog } from '../lib/event-log.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { ThreadService } from '../threads/service.js';
 import { ApprovalStore, approvalLinks } from './approvals.js';
@@ -56,6 +57,7 @@ import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeRe
 import { type InvokeFrame, InvokeStreams, type StreamRetention } from './streams.js';
 import { isToolApproval } from './tool-approval.js';
 import type { AnyTool } from './tools.js';
+import type { AgentTracing } from './tracing.js';
 import type { ChatMessage, PendingApproval } from './types.js';
 import type { RunUsage } from './usage.js';
 
@@ -78,6 +80,8 @@ export interface AgentServiceOptions {
   keepCheckpoints?: number;
   /** `agents.timeoutMs`: the deadline of a run whose agent and request name none (default 5 min). */
   defaultTimeoutMs?: number;
+  /** Spans of runs, nodes, model and tool calls (tracing.ts); none when absent. */
+  tracing?: AgentTracing;
   /** Told of every finished run (metrics: `agent_invocations_total`). */
   onRun?: (agent: string, route: RunRoute, outcome: string) => void;
   /** Told of the model calls of every run that made any (metrics: `model_tokens_total`). */
@@ -142,6 +146,7 @@ export class AgentService {
       provider: options.provider,
       workspace: options.workspace,
       documents: (collection) => readDocuments(options.store, collection),
+      tracing: options.tracing,
     });
     this.approvals = new ApprovalStore(options.store);
     this.streams = new InvokeStreams(options.streams);

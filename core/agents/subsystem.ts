@@ -6,10 +6,12 @@
 
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
+import { VERSION } from '../kernel/version.js';
 import { agentRoutes } from './routes.js';
 import { type AgentRuntime, createAgentRuntime } from './runtime.js';
 import { toolKind } from './tool-kind.js';
 import { toolRoutes } from './tool-routes.js';
+import { tracingFromSettings } from './tracing.js';
 
 declare module '../kernel/services.js' {
   interface ServiceMap {
@@ -21,8 +23,9 @@ export const agentsSubsystem: Subsystem = {
   name: 'agents',
   provides: ['agents'],
   kinds: [toolKind],
-  setup(ctx) {
-    ctx.services.provide('agents', createAgentRuntime(ctx));
+  async setup(ctx) {
+    // Off (and nothing imported) unless telemetry.otlp.endpoint is set.
+    ctx.services.provide('agents', createAgentRuntime(ctx, await tracingFromSettings(ctx.settings.telemetry, VERSION)));
     Object.assign(ctx.agentSurface.endpoints, {
       invoke: '/api/v1/{agent}/invoke',
       chat: '/api/v1/{agent}/chat',
@@ -34,4 +37,6 @@ export const agentsSubsystem: Subsystem = {
   routes(app, ctx) {
     mountRoutes(app, [...agentRoutes(ctx), ...toolRoutes(ctx)]);
   },
+  // The spans of the last runs are sent before the process goes.
+  close: (ctx) => ctx.services.find('agents')?.tracing.tracing.shutdown(),
 };

@@ -162,6 +162,32 @@ export const SettingsSchema = z
       })
       .prefault({}),
     /**
+     * Traces of agent runs (runs, graph nodes, model and tool calls, with the OpenTelemetry GenAI
+     * conventions) over OTLP/HTTP. Off unless `otlp.endpoint` is set: nothing leaves the machine
+     * unless asked. The endpoint is a collector's base URL (`/v1/traces` is appended unless it
+     * ends so): Jaeger `http://localhost:4318`, Phoenix `http://localhost:6006`, Langfuse
+     * `https://cloud.langfuse.com/api/public/otel` with an `Authorization` header. Header values
+     * may be `${ENV}` references. `captureContent` adds prompts, answers and tool arguments and
+     * results to the spans (the conventions' opt-in: they may hold personal data).
+     */
+    telemetry: z
+      .object({
+        serviceName: z.string().min(1).default('hangar'),
+        captureContent: z.boolean().default(false),
+        otlp: z
+          .object({
+            endpoint: z.url().optional(),
+            protocol: z.enum(['http/protobuf', 'http/json']).default('http/protobuf'),
+            headers: z.record(z.string(), z.string()).default({}),
+            /** Most milliseconds a finished span waits for its batch to be sent. */
+            batchDelayMs: z.coerce.number().int().positive().default(5000),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
+    /**
      * Control plane (core/control): off by default; when on, `token` (or a `${ENV}` reference) is
      * required in the X-Control-Token header of every /api/v1/control request.
      */
@@ -300,6 +326,13 @@ export function redactSettings(settings: Settings): Record<string, unknown> {
     auth: { tokens: Object.fromEntries(Object.keys(settings.auth.tokens).map((p) => [p, hide(settings.auth.tokens[p])])) },
     model: { ...settings.model, apiKey: hide(settings.model.apiKey) },
     control: { ...settings.control, token: hide(settings.control.token) },
+    telemetry: {
+      ...settings.telemetry,
+      otlp: {
+        ...settings.telemetry.otlp,
+        headers: Object.fromEntries(Object.entries(settings.telemetry.otlp.headers).map(([name, value]) => [name, hide(value)])),
+      },
+    },
   };
 }
 

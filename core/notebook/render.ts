@@ -228,6 +228,9 @@ export function niceTicks(min: number, max: number, count = 5, cover = true): nu
  * nominal/ordinal x use bands in first-seen order. `aggregate: "sum" | "mean" | "count"` on y
  * groups by x (and color).
  */
+/** Width of an 11px sans-serif axis label, generously estimated (wide glyphs count fully). */
+const labelWidth = (text: string) => text.length * 7;
+
 export function vegaLiteToSvg(spec: VegaLiteSpec): string {
   const mark = typeof spec.mark === 'string' ? spec.mark : spec.mark?.type;
   if (!mark || !['bar', 'line', 'point', 'area', 'circle'].includes(mark)) throw new Error(`unsupported mark "${mark}"`);
@@ -239,9 +242,6 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
   if (!x?.field || !y) throw new Error('encoding.x.field and encoding.y are required');
   const width = spec.width ?? 480;
   const height = spec.height ?? 280;
-  const margin = { top: spec.title ? 32 : 12, right: color?.field ? 110 : 16, bottom: 44, left: 56 };
-  const innerW = width - margin.left - margin.right;
-  const innerH = height - margin.top - margin.bottom;
 
   const xTemporal = x.type === 'temporal';
   const xBand = mark === 'bar' || x.type === 'nominal' || x.type === 'ordinal';
@@ -282,16 +282,32 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
   const yTicks = niceTicks(yMin, yMax === yMin ? yMin + 1 : yMax);
   const y0 = Math.min(yMin, yTicks[0]);
   const y1 = Math.max(yMax, yTicks[yTicks.length - 1]);
+  // The left margin fits the longest y tick label beside the rotated y title, so they never overlap.
+  const yLabelWidth = Math.max(...yTicks.map((t) => labelWidth(fmt(t))));
+  const margin = { top: spec.title ? 32 : 12, right: color?.field ? 110 : 16, bottom: 44, left: Math.max(56, 22 + yLabelWidth + 8) };
+  const innerW = width - margin.left - margin.right;
+  // Band labels wider than their band are drawn vertically (Vega-Lite's labelAngle -90) below the
+  // axis, shortened to what half the chart's height holds, with the bottom margin grown to hold them;
+  // every k-th is kept when even vertical ones would touch.
+  const domain = xBand ? [...new Set(points.map((p) => String(p.x)))] : [];
+  const bandwidth = innerW / Math.max(domain.length, 1);
+  const slanted = xBand && Math.max(0, ...domain.map((d) => labelWidth(d))) + 6 > bandwidth;
+  const maxChars = slanted ? Math.max(4, Math.floor((height / 2 - 44) / 7)) : Number.POSITIVE_INFINITY;
+  const shortLabel = (text: string) => (text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text);
+  const widest = Math.max(0, ...domain.map((d) => labelWidth(shortLabel(d))));
+  if (slanted) margin.bottom = widest + 44;
+  const innerH = height - margin.top - margin.bottom;
   const sy = (v: number) => margin.top + innerH - ((v - y0) / (y1 - y0 || 1)) * innerH;
 
   let sx: (v: unknown) => number;
-  let bandwidth = 0;
   const xLabels: Array<{ at: number; text: string }> = [];
   if (xBand) {
-    const domain = [...new Set(points.map((p) => String(p.x)))];
-    bandwidth = innerW / Math.max(domain.length, 1);
     sx = (v) => margin.left + domain.indexOf(String(v)) * bandwidth + bandwidth / 2;
-    domain.forEach((d) => xLabels.push({ at: sx(d), text: d }));
+    // Vertical labels need a line's height (16 px) between them; straight ones their own width.
+    const every = Math.max(1, Math.ceil((slanted ? 16 : widest + 6) / Math.max(bandwidth, 1)));
+    domain.forEach((d, i) => {
+      if (i % every === 0) xLabels.push({ at: sx(d), text: shortLabel(d) });
+    });
   } else {
     const num = (v: unknown) => (xTemporal ? new Date(v as string).getTime() : Number(v));
     const xs = points.map((p) => num(p.x));
@@ -317,8 +333,11 @@ export function vegaLiteToSvg(spec: VegaLiteSpec): string {
   }
   parts.push(`<line x1="${margin.left}" x2="${margin.left + innerW}" y1="${sy(y0).toFixed(1)}" y2="${sy(y0).toFixed(1)}" stroke="#888"/>`);
   for (const label of xLabels) {
+    const y = margin.top + innerH + 16;
     parts.push(
-      `<text x="${label.at.toFixed(1)}" y="${margin.top + innerH + 16}" text-anchor="middle" font-size="11">${escapeHtml(label.text)}</text>`,
+      slanted
+        ? `<text transform="translate(${(label.at + 4).toFixed(1)} ${y - 6}) rotate(-90)" text-anchor="end" font-size="11">${escapeHtml(label.text)}</text>`
+        : `<text x="${label.at.toFixed(1)}" y="${y}" text-anchor="middle" font-size="11">${escapeHtml(label.text)}</text>`,
     );
   }
   parts.push(

@@ -129,7 +129,8 @@ export function notebookRoutes(service: NotebookService): AnyRoute[] {
       summary: 'Open a notebook (`nb`: its path inside notebooks/, URL-encoded): cells with states',
       tags,
       schema: { response: { 200: 'the notebook', ...missing } },
-      handler: async ({ params }) => view(await session(params), params.nb),
+      // `id` is the file's (`sales.nb.ts` for a link to `sales`), so clients can correct their link.
+      handler: async ({ params }) => view(await session(params), service.canonicalId(params.nb)),
     }),
     defineRoute({
       method: 'DELETE',

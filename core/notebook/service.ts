@@ -7,6 +7,7 @@
  * `..` segments, NUL bytes, non-notebook extensions and symlinks that resolve outside the folder
  * are refused before any file is touched.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { fail } from '../kernel/errors.js';
@@ -121,8 +122,21 @@ export class NotebookService {
     return found.sort((a, b) => a.id.localeCompare(b.id));
   }
 
+  /**
+   * `sales` names `sales.nb.ts` (or else `sales.ipynb`) when it exists, as Jupyter's and marimo's
+   * links name a notebook without caring about its suffix; any other id is returned as given.
+   */
+  canonicalId(id: string): string {
+    if (isNotebookFile(id) || !id || id.includes('\0')) return id;
+    for (const suffix of ['.nb.ts', '.ipynb']) {
+      if (existsSync(join(this.dir, `${id}${suffix}`))) return `${id}${suffix}`;
+    }
+    return id;
+  }
+
   /** The session for a notebook file, opening it (and parsing the file) on first use. */
-  open(id: string): Promise<NotebookSession> {
+  open(name: string): Promise<NotebookSession> {
+    const id = this.canonicalId(name);
     let session = this.#sessions.get(id);
     if (!session) {
       session = guard(async () => {

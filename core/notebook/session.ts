@@ -32,7 +32,8 @@ import { Cell, type CellState, type CellType, type Notebook, newCellId, type Out
 
 /** Everything a UI needs to follow a session live; sent as JSON over the ws channel. */
 export type SessionEvent =
-  | { type: 'cell-state'; cellId: string; state: CellState }
+  /** `execution_count` comes with a finished run, so a UI shows `[n]` without asking again. */
+  | { type: 'cell-state'; cellId: string; state: CellState; execution_count?: number }
   | { type: 'output'; cellId: string; output: Output }
   | { type: 'outputs-cleared'; cellId: string }
   | { type: 'cells-changed' }
@@ -140,9 +141,11 @@ export class NotebookSession {
   }
 
   #setState(cellId: string, state: CellState): void {
-    if (this.#states.get(cellId) === state) return;
+    if (this.#states.get(cellId) === state && state !== 'success' && state !== 'error') return;
     this.#states.set(cellId, state);
-    this.#emit({ type: 'cell-state', cellId, state });
+    const finished = state === 'success' || state === 'error';
+    const count = finished ? this.notebook.cells.find((c) => c.id === cellId)?.execution_count : undefined;
+    this.#emit({ type: 'cell-state', cellId, state, ...(count ? { execution_count: count } : {}) });
   }
 
   state(cellId: string): CellState {

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
 import { javascript } from '@codemirror/lang-javascript';
-import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
+import { bracketMatching, defaultHighlightStyle, HighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
 import { EditorState } from '@codemirror/state';
 import { EditorView, highlightActiveLine, keymap, lineNumbers, placeholder as placeholderText } from '@codemirror/view';
 import { html } from 'htm/preact';
@@ -14,6 +14,17 @@ import { useEffect, useRef } from 'preact/hooks';
  * differs (a reload or another client's edit) and the editor is not focused, so typing never
  * fights a re-render.
  */
+/**
+ * CodeMirror's default highlighting with each colour read from a CSS variable (`--cm-708` for
+ * `#708`, falling back to it), so styles.css gives the dark theme its own readable palette. The
+ * light colours on a dark background made definitions (`#00f`) all but invisible.
+ */
+const themedHighlightStyle = HighlightStyle.define(
+  defaultHighlightStyle.specs.map((spec) =>
+    typeof spec.color === 'string' ? { ...spec, color: `var(--cm-${spec.color.replace('#', '')}, ${spec.color})` } : spec,
+  ),
+);
+
 /** The per-load style nonce the server put in the page (see core/ui/csp.ts). */
 const styleNonce = document.querySelector<HTMLMetaElement>('meta[name="hangar-style-nonce"]')?.content ?? '';
 
@@ -48,7 +59,7 @@ export function CodeEditor({
         indentOnInput(),
         bracketMatching(),
         highlightActiveLine(),
-        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        syntaxHighlighting(themedHighlightStyle, { fallback: true }),
         keymap.of([{ key: 'Shift-Enter', run }, { key: 'Mod-Enter', run }, ...defaultKeymap, ...historyKeymap]),
         language === 'javascript' ? javascript({ typescript: true }) : [],
         placeholderText(language === 'markdown' ? 'Markdown…' : 'Code… (Shift+Enter runs)'),

@@ -197,6 +197,8 @@ function NotebookEditor({ id }: { id: string }) {
     const asked = liveEvents.current;
     try {
       const fresh = await getJson<NotebookDoc>(base);
+      // A link without the suffix (`#/notebook/sales`) opened `sales.nb.ts`: show the file's own link.
+      if (fresh.id !== id) history.replaceState(null, '', href('notebook', fresh.id));
       // Keep what was typed here until the server has it; then its copy is the truth again.
       for (const cell of fresh.cells) {
         const typed = local.current.get(cell.id);
@@ -241,7 +243,7 @@ function NotebookEditor({ id }: { id: string }) {
             );
             break;
           case 'cell-state':
-            patch(event.cellId, (c) => ({ ...c, state: event.state }));
+            patch(event.cellId, (c) => ({ ...c, state: event.state, execution_count: event.execution_count ?? c.execution_count }));
             // A finished cell changes what is stale and its execution count: refresh both.
             if (event.state === 'success' || event.state === 'error' || event.state === 'stale') setVersion((v) => v + 1);
             break;

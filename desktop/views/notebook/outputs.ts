@@ -138,7 +138,8 @@ export function Outputs({ outputs }: { outputs: Output[] }) {
         case 'stream':
           return html`<pre class=${`out-stream ${output.name}`}>${text(output.text)}</pre>`;
         case 'error':
-          return html`<pre class="out-error" role="alert">${output.ename}: ${output.evalue}${output.traceback.length ? '\n' + output.traceback.join('\n').replace(ANSI, '') : ''}</pre>`;
+          // As Jupyter: the traceback when there is one (its first line already is "ename: evalue"), else the message.
+          return html`<pre class="out-error" role="alert">${output.traceback.length ? output.traceback.join('\n').replace(ANSI, '') : `${output.ename}: ${output.evalue}`}</pre>`;
         default:
           return html`<${MimeBundle} data=${output.data} />`;
       }

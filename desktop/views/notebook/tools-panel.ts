@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { z } from 'zod';
 import type { AlgorithmMatchResponse, SmartPrepResponse } from '../../../core/notebook/intel/schemas.js';
 import { ApiError, getJson, request } from '../api.js';
@@ -159,6 +159,11 @@ function AlgorithmMatchResult({ result, onInsert }: { result: AlgorithmMatch; on
 
 function ToolList({ notebook, variable }: { notebook: string; variable: string }) {
   const [open, setOpen] = useState<{ tool: Tool; text: string; failed: boolean } | null>(null);
+  const outputRef = useRef<HTMLDivElement>(null);
+  // The output is drawn below the list, past the side panel's fold: bring it on screen when it opens.
+  useEffect(() => {
+    if (open) outputRef.current?.scrollIntoView({ block: 'nearest' });
+  }, [open?.tool, open?.text]);
   const show = async (tool: Tool) => {
     setOpen({ tool, text: 'Loading…', failed: false });
     try {
@@ -193,7 +198,7 @@ function ToolList({ notebook, variable }: { notebook: string; variable: string }
     </ol>
     ${
       open &&
-      html`<div class="tool-output" data-testid="tool-output">
+      html`<div class="tool-output" data-testid="tool-output" ref=${outputRef} tabindex="-1">
       <h4>${open.tool.name} <small class="muted mono">${toolPath(open.tool, notebook, variable)}</small></h4>
       <pre class=${open.failed ? 'error-text' : 'code'}>${open.text}</pre>
     </div>`

@@ -6,6 +6,7 @@ import { type Checkpoint, StoreCheckpointer } from '../../core/agents/checkpoint
 import type { ChatMessage } from '../../core/agents/types.js';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
 import { ThreadService } from '../../core/threads/service.js';
+import { agentSource, startTestServer } from '../support/server.js';
 
 /**
  * Checkpoints on the workspace store: a step stores the channels it changed and refers to the
@@ -178,6 +179,47 @@ describe('persistent checkpoints', () => {
     // Per turn a response and a run patch, and the runs' base; the other thread's 3 turns.
     expect(blobs).toBeLessThanOrEqual(kept.length + 2 + 7);
     expect(await checkpoints.list('chat', 'other')).toHaveLength(6);
+  });
+
+  it('checkpoints.keep also drops the messages of a studio conversation that only pruned steps used', async () => {
+    const store = await openStore();
+    const checkpoints = new StoreCheckpointer(store, { keep: 4 });
+    let conversation: ChatMessage[] = [];
+    const written: Checkpoint[] = [];
+    for (let n = 0; n < 30; n++) {
+      // Each step's conversation is its own (a new question replaces the list): older messages stop being used.
+      conversation = [{ role: 'user', content: `topic ${n}` }];
+      const checkpoint = turnCheckpoint('studio', n, conversation, { source: 'loop' });
+      await checkpoints.put('chat', checkpoint);
+      written.push(checkpoint);
+    }
+    await checkpoints.settled();
+    const kept = await checkpoints.list('chat', 'studio');
+    expect(kept).toStrictEqual([...written].reverse().slice(0, kept.length));
+    const stored = (store.statement('SELECT COUNT(*) AS n FROM cp_messages').get() as { n: number }).n;
+    expect(stored).toBeLessThanOrEqual(kept.length);
+  });
+
+  it('checkpoints.keep is a setting the server honours', async () => {
+    const server = await startTestServer({
+      files: { 'agents/echo.ts': agentSource(`{ run: async (input) => 'echo: ' + input.query }`) },
+      settings: { logLevel: 'error', checkpoints: { keep: 6 } },
+    });
+    try {
+      for (let turn = 0; turn < 30; turn++) {
+        const res = await server.request('/api/v1/echo/chat', { method: 'POST', json: { content: `turn ${turn}`, thread_id: 'kept' } });
+        expect(res.status).toBe(200);
+      }
+      await (server.ctx.services.get('agents').service.checkpoints as StoreCheckpointer).settled();
+      const history = (await server.request('/studio/agents/echo/threads/kept/history')).body as Checkpoint[];
+      expect(history.length).toBeGreaterThanOrEqual(6);
+      expect(history.length).toBeLessThanOrEqual(6 + 10);
+      expect(history[0]!.state.response).toBe('echo: turn 29');
+      // The thread keeps every message; only checkpoints are pruned.
+      expect(await server.ctx.services.get('agents').threads.allMessages('echo', 'kept')).toHaveLength(60);
+    } finally {
+      await server.stop();
+    }
   });
 
   it('converts both older layouts when a thread is first touched, keeping order, step numbers and owner', async () => {

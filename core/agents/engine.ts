@@ -25,7 +25,7 @@ import { NodeJournal, type ToolJournal } from './journal.js';
 import { ModelCallAborted, type ModelProvider } from './model.js';
 import { createModelClient } from './model-client.js';
 import { isToolApproval, type ToolApprovalAnswer } from './tool-approval.js';
-import type { AnyTool } from './tools.js';
+import { type AnyTool, MCP_TOOL_REF } from './tools.js';
 import { type AgentTracing, nodeSpan, runAttributes } from './tracing.js';
 import type {
   AgentDefinition,
@@ -57,6 +57,8 @@ export interface EngineOptions {
   resolveTool?: (name: string) => AnyTool | undefined;
   /** Spans of runs, nodes, model and tool calls (tracing.ts); none by default. */
   tracing?: AgentTracing;
+  /** The tools an agent's `mcp:<server>/…` entry names (mcp-servers.ts). */
+  resolveMcpTools?: (ref: string, agent: string) => Promise<AnyTool[]>;
 }
 
 export interface ResumeRequest {
@@ -428,14 +430,25 @@ export class Engine {
     return finish('completed', last);
   }
 
-  /** The agent's tools, names resolved to the live `tools/` drop-ins (a clear error for one that is not loaded). */
-  private toolsOf(agent: AgentRef): AnyTool[] {
-    return (agent.definition.tools ?? []).map((tool) => {
-      if (typeof tool !== 'string') return tool;
-      const found = this.options.resolveTool?.(tool);
-      if (!found) throw new Error(`agent '${agent.name}' lists tool '${tool}', which is not a loaded tool (tools/${tool}.ts)`);
-      return found;
-    });
+  /**
+   * The agent's tools, names resolved to the live `tools/` drop-ins (a clear error for one that is
+   * not loaded) and `mcp:` entries to their servers' tools (starting a server on first use).
+   */
+  private async toolsOf(agent: AgentRef): Promise<AnyTool[]> {
+    const listed = agent.definition.tools ?? [];
+    const resolved = await Promise.all(
+      listed.map(async (tool): Promise<AnyTool | AnyTool[]> => {
+        if (typeof tool !== 'string') return tool;
+        if (MCP_TOOL_REF.test(tool)) {
+          if (!this.options.resolveMcpTools) throw new Error(`agent '${agent.name}' lists '${tool}', but no MCP servers are configured`);
+          return this.options.resolveMcpTools(tool, agent.name);
+        }
+        const found = this.options.resolveTool?.(tool);
+        if (!found) throw new Error(`agent '${agent.name}' lists tool '${tool}', which is not a loaded tool (tools/${tool}.ts)`);
+        return found;
+      }),
+    );
+    return resolved.flat();
   }
 
   private cancelled(

@@ -31,7 +31,7 @@ export interface ModelClientOptions {
   emit: (body: RunEventBody) => void;
   meter: UsageMeter;
   /** The agent's declared tools (resolved when first used): what `run` offers when the call names none. */
-  tools: () => readonly AnyTool[];
+  tools: () => Promise<readonly AnyTool[]>;
   /** Default `maxSteps` (setting `model.maxSteps`). */
   maxSteps: number;
   toolContext: Omit<ToolContext, 'toolCallId' | 'signal' | 'messages'>;
@@ -139,8 +139,8 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     configured: provider.configured,
     name: config.model ?? provider.model,
     chat: async (messages: ChatMessage[], callOptions: ModelCallOptions = {}) => (await turn({ messages, ...callOptions })).content,
-    run: (messages: ChatMessage[], loopOptions: ToolLoopOptions = {}) =>
-      runToolLoop(host, messages, loopOptions.tools ?? options.tools(), loopOptions),
+    run: async (messages: ChatMessage[], loopOptions: ToolLoopOptions = {}) =>
+      runToolLoop(host, messages, loopOptions.tools ?? (await options.tools()), loopOptions),
     object: (schema, messages, objectOptions = {}) => {
       if (!provider.configured) throw modelNotConfigured(agent);
       const modelName = objectOptions.model ?? config.model ?? provider.model;

@@ -9,6 +9,7 @@ import type { HangarContext } from '../kernel/context.js';
 import { errorMessage } from '../kernel/errors.js';
 import { ThreadService } from '../threads/service.js';
 import { type Agent, findAgent } from './kind.js';
+import { McpServers } from './mcp-servers.js';
 import { createModelProvider, type ModelProvider } from './model.js';
 import { AgentService } from './service.js';
 import type { AnyTool } from './tools.js';
@@ -21,9 +22,12 @@ export interface AgentRuntime {
   feedback: FeedbackService;
   /** Spans of runs over OTLP when `telemetry.otlp.endpoint` is set (tracing.ts). */
   tracing: AgentTracing;
+  /** The MCP servers of `mcp.servers`, supervised; their tools for agents that list them. */
+  mcp: McpServers;
 }
 
 export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = NO_AGENT_TRACING): AgentRuntime {
+  const mcp = new McpServers(ctx.settings.mcp, ctx.log, ctx.version);
   const provider = createModelProvider(ctx.settings.model);
   const threads = new ThreadService(ctx.store, provider, (err) =>
     ctx.log.warn('thread summary: model failed, used an extractive summary', { error: errorMessage(err) }),
@@ -42,6 +46,7 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
     keepCheckpoints: ctx.settings.checkpoints.keep,
     defaultTimeoutMs: ctx.settings.agents.timeoutMs,
     tracing,
+    resolveMcpTools: (ref, agent) => mcp.resolve(ref, agent),
     onRun: (agent, route, outcome) => ctx.metrics.agentInvocations.inc({ agent, route, outcome }),
     onUsage: (agent, usage) => {
       for (const call of usage.calls) {
@@ -50,5 +55,5 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
       }
     },
   });
-  return { provider, service, threads, feedback: new FeedbackService(ctx.store), tracing };
+  return { provider, service, threads, feedback: new FeedbackService(ctx.store), tracing, mcp };
 }

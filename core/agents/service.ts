@@ -82,6 +82,8 @@ export interface AgentServiceOptions {
   defaultTimeoutMs?: number;
   /** Spans of runs, nodes, model and tool calls (tracing.ts); none when absent. */
   tracing?: AgentTracing;
+  /** The tools an agent's `mcp:<server>/…` entry names (mcp-servers.ts). */
+  resolveMcpTools?: (ref: string, agent: string) => Promise<AnyTool[]>;
   /** Told of every finished run (metrics: `agent_invocations_total`). */
   onRun?: (agent: string, route: RunRoute, outcome: string) => void;
   /** Told of the model calls of every run that made any (metrics: `model_tokens_total`). */
@@ -147,6 +149,7 @@ export class AgentService {
       workspace: options.workspace,
       documents: (collection) => readDocuments(options.store, collection),
       tracing: options.tracing,
+      resolveMcpTools: options.resolveMcpTools,
     });
     this.approvals = new ApprovalStore(options.store);
     this.streams = new InvokeStreams(options.streams);

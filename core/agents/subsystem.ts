@@ -37,6 +37,9 @@ export const agentsSubsystem: Subsystem = {
   routes(app, ctx) {
     mountRoutes(app, [...agentRoutes(ctx), ...toolRoutes(ctx)]);
   },
-  // The spans of the last runs are sent before the process goes.
-  close: (ctx) => ctx.services.find('agents')?.tracing.tracing.shutdown(),
+  // MCP servers stop with Hangar, and the spans of the last runs are sent before the process goes.
+  close: async (ctx) => {
+    const runtime = ctx.services.find('agents');
+    await Promise.all([runtime?.mcp.stop(), runtime?.tracing.tracing.shutdown()]);
+  },
 };

@@ -54,6 +54,8 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
 export type AnyTool = ToolDefinition<any, any>;
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** An agent's `tools` entry naming an MCP server's tools: `mcp:<server>/*` or `mcp:<server>/<tool>` (mcp-servers.ts). */
+export const MCP_TOOL_REF = /^mcp:([a-zA-Z0-9_-]{1,32})\/(\*|[^/\s]{1,128})$/;
 const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', 'expected a function');
 const zodSchema = z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'expected a zod schema');
 
@@ -78,7 +80,10 @@ export function validateTools(tools: unknown): Array<AnyTool | string> {
   const seen = new Set<string>();
   tools.forEach((tool, i) => {
     if (typeof tool === 'string') {
-      if (!TOOL_NAME.test(tool)) throw new Error(`tools.${i}: '${tool}' is not a tool name (letters, digits, _ and -, at most 64)`);
+      if (!TOOL_NAME.test(tool) && !MCP_TOOL_REF.test(tool))
+        throw new Error(
+          `tools.${i}: '${tool}' is not a tool name (letters, digits, _ and -, at most 64) or an MCP server's tools (mcp:<server>/* or mcp:<server>/<tool>)`,
+        );
       if (seen.has(tool)) throw new Error(`tools: two tools are named '${tool}'`);
       seen.add(tool);
       return;
@@ -97,6 +102,11 @@ export function validateTools(tools: unknown): Array<AnyTool | string> {
 }
 
 const specs = new WeakMap<AnyTool, ToolSpec>();
+
+/** Give a tool the JSON Schema the model sees, instead of its zod input's (an MCP server's own schema). */
+export function withParameters(tool: AnyTool, parameters: Record<string, unknown>): void {
+  specs.set(tool, { name: tool.name, description: tool.description, parameters });
+}
 
 /**
  * The tool as the model sees it, its arguments' JSON Schema made by zod. Cached per definition (a

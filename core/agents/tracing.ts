@@ -15,7 +15,7 @@
  * after a resume made no call, so it has no span.
  */
 import type { Settings } from '../kernel/settings.js';
-import { resolveSecret } from '../kernel/settings.js';
+import { expandEnvRefs } from '../lib/env-refs.js';
 import type { SpanAttributes, TraceSpan, Tracing } from '../lib/telemetry.js';
 import { NO_TRACING, startTracing } from '../lib/telemetry.js';
 import type { ModelTurn, TurnRequest } from './model.js';
@@ -36,7 +36,7 @@ export async function tracingFromSettings(settings: Settings['telemetry'], versi
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(otlp.headers)) {
     try {
-      headers[name] = resolveSecret(value) ?? '';
+      headers[name] = expandEnvRefs(value);
     } catch (err) {
       throw new Error(`setting telemetry.otlp.headers.${name}: ${(err as Error).message}`);
     }

@@ -69,6 +69,12 @@ export const ERROR_CATALOGUE = {
     status: 502,
     message: "the model's structured answer did not match the schema after one repair: {problem}",
   },
+  HANGAR_AGENT_MCP_UNKNOWN_SERVER: { status: 500, message: "agent '{agent}' lists '{ref}', but mcp.servers has no server '{server}'" },
+  HANGAR_AGENT_MCP_UNAVAILABLE: { status: 502, message: "MCP server '{server}' is not available: {problem}" },
+  HANGAR_AGENT_MCP_NO_TOOL: {
+    status: 500,
+    message: "agent '{agent}' lists '{ref}', but MCP server '{server}' has no such tool (it has: {tools})",
+  },
   // (end agents)
   // ── threads: threads and their messages
   HANGAR_THREAD_NOT_FOUND: { status: 404, message: "thread '{thread}' not found for agent '{agent}'" },

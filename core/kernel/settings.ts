@@ -162,6 +162,43 @@ export const SettingsSchema = z
       })
       .prefault({}),
     /**
+     * MCP servers whose tools agents may use (`tools: ['mcp:<server>/*']` or `'mcp:<server>/<tool>'`),
+     * in the shape Claude Desktop and VS Code use: a child process (`command`, `args`, `env`, `cwd`)
+     * spoken to over stdio, or a Streamable HTTP server (`url`, `headers`). `env` and `headers`
+     * values may be `${ENV}` references. `needsApproval: true` gates every tool of the server
+     * behind a person's approval. Servers come only from here, never from a request.
+     */
+    mcp: z
+      .object({
+        servers: z
+          .record(
+            z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/, 'an MCP server name is letters, digits, _ and -, at most 32'),
+            z.union([
+              z
+                .object({
+                  type: z.literal('stdio').optional(),
+                  command: z.string().min(1),
+                  args: z.array(z.string()).default([]),
+                  env: z.record(z.string(), z.string()).default({}),
+                  cwd: z.string().optional(),
+                  needsApproval: z.boolean().default(false),
+                })
+                .strict(),
+              z
+                .object({
+                  type: z.enum(['http', 'streamable-http']).optional(),
+                  url: z.url(),
+                  headers: z.record(z.string(), z.string()).default({}),
+                  needsApproval: z.boolean().default(false),
+                })
+                .strict(),
+            ]),
+          )
+          .default({}),
+      })
+      .strict()
+      .prefault({}),
+    /**
      * Traces of agent runs (runs, graph nodes, model and tool calls, with the OpenTelemetry GenAI
      * conventions) over OTLP/HTTP. Off unless `otlp.endpoint` is set: nothing leaves the machine
      * unless asked. The endpoint is a collector's base URL (`/v1/traces` is appended unless it

@@ -97,6 +97,18 @@ export const PlatformStatus = z.object({
   type_errors: z.array(z.object({ file: z.string(), line: z.number().int(), column: z.number().int(), message: z.string() })),
   requests: z.object({ total: z.number(), by_status: z.record(z.string(), z.number()) }),
   tasks: z.object({ enabled: z.boolean() }),
+  /** The MCP servers of `mcp.servers`: started on first use, so `idle` until an agent needs one. */
+  mcp_servers: z.array(
+    z.object({
+      name: z.string(),
+      transport: z.enum(['stdio', 'http']),
+      state: z.enum(['idle', 'starting', 'ready', 'failed', 'stopped']),
+      error: z.string().nullable(),
+      restarts: z.number().int(),
+      pid: z.number().int().nullable(),
+      tools: z.array(z.string()),
+    }),
+  ),
   store: z
     .object({
       backend: z.string(),

@@ -89,6 +89,7 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
     requests: await requestCounts(ctx),
     tasks: { enabled: ctx.settings.tasks.enabled },
     store,
+    mcp_servers: ctx.services.find('agents')?.mcp.status() ?? [],
   };
 }
 

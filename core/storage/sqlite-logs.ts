@@ -1,35 +1,36 @@
 import type { CollectionStats, KeyedLog, LogEntry } from '../kernel/store.js';
-import { encode, type SqlAccess } from './sqlite-sql.js';
+import { encode, runner, type SqlAccess } from './sqlite-sql.js';
+import { type StoreStatements, storeStatements } from './store-sql.js';
+
+/** The statements every keyed log shares (the query layer's, compiled once for SQLite). */
+const STATEMENTS: StoreStatements = storeStatements('sqlite');
 
 /**
  * A keyed list (a thread's messages): each item is one row, so an append inserts rows and never
  * touches what the key already holds.
  */
 export class SqliteLog<T> implements KeyedLog<T> {
+  private readonly sql: ReturnType<typeof runner>;
+
   constructor(
     private readonly store: SqlAccess,
     readonly name: string,
-  ) {}
+  ) {
+    this.sql = runner(store);
+  }
 
   private head(key: string): { version: number; length: number } | undefined {
-    return this.store.statement('SELECT version, length FROM log_keys WHERE log = ? AND key = ?').get(this.name, key) as
-      | { version: number; length: number }
-      | undefined;
+    return this.sql.get<{ version: number; length: number }>(STATEMENTS.logHead(this.name, key));
   }
 
   private tombstone(key: string): number {
-    const row = this.store.statement('SELECT version FROM log_tombstones WHERE log = ? AND key = ?').get(this.name, key) as
-      | { version: number }
-      | undefined;
-    return row?.version ?? 0;
+    return this.sql.get<{ version: number }>(STATEMENTS.logTombstone(this.name, key))?.version ?? 0;
   }
 
   async get(key: string): Promise<LogEntry<T> | undefined> {
     const head = this.head(key);
     if (!head) return undefined;
-    const rows = this.store
-      .statement('SELECT value FROM log_items WHERE log = ? AND key = ? ORDER BY position')
-      .all(this.name, key) as Array<{ value: string }>;
+    const rows = this.sql.all<{ value: string }>(STATEMENTS.logItems(this.name, key));
     return { items: rows.map((row) => JSON.parse(row.value) as T), version: head.version };
   }
 
@@ -37,22 +38,19 @@ export class SqliteLog<T> implements KeyedLog<T> {
     const total = this.head(key)?.length ?? 0;
     const start = offset < 0 ? Math.max(0, total + offset) : offset;
     if (limit <= 0 || start >= total) return { items: [], total };
-    const rows = this.store
-      .statement('SELECT value FROM log_items WHERE log = ? AND key = ? AND position >= ? AND position < ? ORDER BY position')
-      .all(this.name, key, start, start + limit) as Array<{ value: string }>;
+    const rows = this.sql.all<{ value: string }>(STATEMENTS.logRange(this.name, key, start, start + limit));
     return { items: rows.map((row) => JSON.parse(row.value) as T), total };
   }
 
   async keys(): Promise<string[]> {
-    return (this.store.statement('SELECT key FROM log_keys WHERE log = ?').all(this.name) as Array<{ key: string }>).map((row) => row.key);
+    return this.sql.all<{ key: string }>(STATEMENTS.logKeys(this.name)).map((row) => row.key);
   }
 
   async append(key: string, items: T[]): Promise<{ length: number; version: number }> {
     const texts = items.map(encode);
     return this.store.transaction(() => {
       const head = this.head(key) ?? { version: this.tombstone(key), length: 0 };
-      const insert = this.store.statement('INSERT INTO log_items (log, key, position, value) VALUES (?, ?, ?, ?)');
-      texts.forEach((text, i) => insert.run(this.name, key, head.length + i, text));
+      texts.forEach((text, i) => this.sql.run(STATEMENTS.appendItem(this.name, key, head.length + i, text)));
       const next = { length: head.length + texts.length, version: head.version + 1 };
       this.writeHead(key, next.version, next.length);
       return next;
@@ -63,9 +61,8 @@ export class SqliteLog<T> implements KeyedLog<T> {
     const texts = items.map(encode);
     const version = this.store.transaction(() => {
       const version = (this.head(key)?.version ?? this.tombstone(key)) + 1;
-      this.store.statement('DELETE FROM log_items WHERE log = ? AND key = ?').run(this.name, key);
-      const insert = this.store.statement('INSERT INTO log_items (log, key, position, value) VALUES (?, ?, ?, ?)');
-      texts.forEach((text, i) => insert.run(this.name, key, i, text));
+      this.sql.run(STATEMENTS.deleteItems(this.name, key));
+      texts.forEach((text, i) => this.sql.run(STATEMENTS.appendItem(this.name, key, i, text)));
       this.writeHead(key, version, texts.length);
       return version;
     }, `${this.name}/${key}`);
@@ -76,24 +73,16 @@ export class SqliteLog<T> implements KeyedLog<T> {
     return this.store.transaction(() => {
       const head = this.head(key);
       if (!head) return false;
-      this.store.statement('DELETE FROM log_items WHERE log = ? AND key = ?').run(this.name, key);
-      this.store.statement('DELETE FROM log_keys WHERE log = ? AND key = ?').run(this.name, key);
+      this.sql.run(STATEMENTS.deleteItems(this.name, key));
+      this.sql.run(STATEMENTS.deleteHead(this.name, key));
       // A key created again keeps counting upwards, as readers compare versions.
-      this.store
-        .statement(
-          'INSERT INTO log_tombstones (log, key, version) VALUES (?, ?, ?) ON CONFLICT (log, key) DO UPDATE SET version = excluded.version',
-        )
-        .run(this.name, key, head.version + 1);
+      this.sql.run(STATEMENTS.writeTombstone(this.name, key, head.version + 1));
       return true;
     }, `${this.name}/${key}`);
   }
 
   private writeHead(key: string, version: number, length: number): void {
-    this.store
-      .statement(
-        'INSERT INTO log_keys (log, key, version, length) VALUES (?, ?, ?, ?) ON CONFLICT (log, key) DO UPDATE SET version = excluded.version, length = excluded.length',
-      )
-      .run(this.name, key, version, length);
+    this.sql.run(STATEMENTS.writeHead(this.name, key, version, length));
   }
 
   async flush(): Promise<void> {}

@@ -4,9 +4,13 @@
  * names `countBy` fields keeps a count per combination of their values in `record_groups`, in the
  * same transaction as each write, so a filtered list's total is a sum over a few groups.
  */
-import type { Collection, FieldValue, RecordQuery } from '../kernel/store.js';
+import type { Collection, RecordQuery } from '../kernel/store.js';
 import { checkFields } from './query.js';
-import { encode, fieldExpression, type SqlAccess } from './sqlite-sql.js';
+import { encode, runner, type SqlAccess } from './sqlite-sql.js';
+import { RecordQueries, type StoreStatements, storeStatements } from './store-sql.js';
+
+/** The statements every SQLite collection shares (compiled once, on first use). */
+const STATEMENTS: StoreStatements = storeStatements('sqlite');
 
 /** The marker row that records which fields a collection's groups count. */
 const SPEC = '#fields';
@@ -14,12 +18,16 @@ const SPEC = '#fields';
 export class SqliteCollection<T> implements Collection<T> {
   /** `json_array(json_extract(value, '$.f1'), …)`: a record's group, computed by SQLite both ways. */
   private readonly groupOf: string | undefined;
+  private readonly sql: ReturnType<typeof runner>;
+  private readonly queries: RecordQueries;
 
   constructor(
     private readonly store: SqlAccess,
     readonly name: string,
     private readonly countBy?: readonly string[],
   ) {
+    this.sql = runner(store);
+    this.queries = new RecordQueries('sqlite', name);
     if (countBy) {
       checkFields({ orderBy: countBy.map((field) => ({ field })) });
       this.groupOf = `json_array(${countBy.map((f) => `json_extract(value, '$.${f}')`).join(', ')})`;
@@ -67,17 +75,13 @@ export class SqliteCollection<T> implements Collection<T> {
 
   private write(id: string, text: string): void {
     this.leaveGroup(id);
-    this.store
-      .statement(
-        'INSERT INTO records (collection, id, value) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET value = excluded.value',
-      )
-      .run(this.name, id, text);
+    this.sql.run(STATEMENTS.putRecord(this.name, id, text));
     this.joinGroup(text);
   }
 
   private remove(id: string): boolean {
     this.leaveGroup(id);
-    return Number(this.store.statement('DELETE FROM records WHERE collection = ? AND id = ?').run(this.name, id).changes) > 0;
+    return Number(this.sql.run(STATEMENTS.deleteRecord(this.name, id)).changes) > 0;
   }
 
   /** The total of a query whose filter names only counted fields: a sum over groups, not a count of records. */
@@ -98,14 +102,12 @@ export class SqliteCollection<T> implements Collection<T> {
   }
 
   async get(id: string): Promise<T | undefined> {
-    const row = this.store.statement('SELECT value FROM records WHERE collection = ? AND id = ?').get(this.name, id) as
-      | { value: string }
-      | undefined;
+    const row = this.sql.get<{ value: string }>(STATEMENTS.getRecord(this.name, id));
     return row ? (JSON.parse(row.value) as T) : undefined;
   }
 
   async has(id: string): Promise<boolean> {
-    return this.store.statement('SELECT 1 FROM records WHERE collection = ? AND id = ?').get(this.name, id) !== undefined;
+    return this.sql.get(STATEMENTS.hasRecord(this.name, id)) !== undefined;
   }
 
   async put(id: string, value: T): Promise<T> {
@@ -116,9 +118,7 @@ export class SqliteCollection<T> implements Collection<T> {
 
   async update(id: string, fn: (current: T | undefined) => T | undefined): Promise<T | undefined> {
     return this.store.transaction(() => {
-      const row = this.store.statement('SELECT value FROM records WHERE collection = ? AND id = ?').get(this.name, id) as
-        | { value: string }
-        | undefined;
+      const row = this.sql.get<{ value: string }>(STATEMENTS.getRecord(this.name, id));
       const next = fn(row ? (JSON.parse(row.value) as T) : undefined);
       if (next === undefined) this.remove(id);
       else this.write(id, encode(next));
@@ -132,9 +132,8 @@ export class SqliteCollection<T> implements Collection<T> {
 
   async deleteWhere(predicate: (value: T, id: string) => boolean): Promise<number> {
     return this.store.transaction(() => {
-      const doomed = (
-        this.store.statement('SELECT id, value FROM records WHERE collection = ?').all(this.name) as Array<{ id: string; value: string }>
-      )
+      const doomed = this.sql
+        .all<{ id: string; value: string }>(STATEMENTS.allRecords(this.name))
         .filter((row) => predicate(JSON.parse(row.value) as T, row.id))
         .map((row) => row.id);
       for (const id of doomed) this.remove(id);
@@ -143,10 +142,7 @@ export class SqliteCollection<T> implements Collection<T> {
   }
 
   async entries(): Promise<Array<[string, T]>> {
-    const rows = this.store.statement('SELECT id, value FROM records WHERE collection = ?').all(this.name) as Array<{
-      id: string;
-      value: string;
-    }>;
+    const rows = this.sql.all<{ id: string; value: string }>(STATEMENTS.allRecords(this.name));
     return rows.map((row) => [row.id, JSON.parse(row.value) as T]);
   }
 
@@ -155,40 +151,16 @@ export class SqliteCollection<T> implements Collection<T> {
   }
 
   async count(): Promise<number> {
-    return (this.store.statement('SELECT COUNT(*) AS n FROM records WHERE collection = ?').get(this.name) as { n: number }).n;
-  }
-
-  /** The WHERE and ORDER BY of a query, or undefined when it can match nothing (an empty `IN`). */
-  private sqlOf(query: RecordQuery): { where: string; order: string; params: Array<string | number> } | undefined {
-    checkFields(query);
-    const conditions = [`collection = '${this.name}'`];
-    const params: Array<string | number> = [];
-    for (const [field, wanted] of Object.entries(query.where ?? {})) {
-      const values = (Array.isArray(wanted) ? wanted : [wanted]) as FieldValue[];
-      if (values.length === 0) return undefined;
-      conditions.push(`${fieldExpression(field)} IN (${values.map(() => '?').join(', ')})`);
-      params.push(...values.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
-    }
-    const order = query.orderBy ?? [];
-    const orderSql = [
-      ...order.map((o) => `${fieldExpression(o.field)} ${o.desc ? 'DESC' : 'ASC'}`),
-      `id ${order.at(-1)?.desc ? 'DESC' : 'ASC'}`,
-    ].join(', ');
-    return { where: conditions.join(' AND '), order: orderSql, params };
+    return this.sql.get<{ n: number }>(STATEMENTS.countRecords(this.name))!.n;
   }
 
   /** The semantics of query.ts's queryInMemory, in SQL (the contract tests hold both to it). */
   async query(query: RecordQuery): Promise<{ items: T[]; total: number }> {
-    const sql = this.sqlOf(query);
-    if (!sql) return { items: [], total: 0 };
-    const { where, order, params } = sql;
-    const total =
-      this.totalFromGroups(query.where ?? {}) ??
-      (this.store.statement(`SELECT COUNT(*) AS n FROM records WHERE ${where}`).get(...params) as { n: number }).n;
+    const compiled = this.queries.compile(query);
+    if (!compiled) return { items: [], total: 0 };
+    const total = this.totalFromGroups(query.where ?? {}) ?? this.sql.get<{ n: number }>(compiled.count)!.n;
     if (query.limit === 0) return { items: [], total };
-    const rows = this.store
-      .statement(`SELECT value FROM records WHERE ${where} ORDER BY ${order} LIMIT ? OFFSET ?`)
-      .all(...params, query.limit ?? -1, query.offset ?? 0) as Array<{ value: string }>;
+    const rows = this.sql.all<{ value: string }>(compiled.page);
     return { items: rows.map((row) => JSON.parse(row.value) as T), total };
   }
 
@@ -197,11 +169,9 @@ export class SqliteCollection<T> implements Collection<T> {
    * person checks that a list is served from an index rather than a scan and a sort.
    */
   explain(query: RecordQuery): string[] {
-    const sql = this.sqlOf(query);
-    if (!sql) return [];
-    const rows = this.store
-      .statement(`EXPLAIN QUERY PLAN SELECT value FROM records WHERE ${sql.where} ORDER BY ${sql.order} LIMIT ? OFFSET ?`)
-      .all(...sql.params, query.limit ?? -1, query.offset ?? 0) as Array<{ detail: string }>;
+    const compiled = this.queries.compile(query);
+    if (!compiled) return [];
+    const rows = this.sql.all<{ detail: string }>({ sql: `EXPLAIN QUERY PLAN ${compiled.page.sql}`, parameters: compiled.page.parameters });
     return rows.map((row) => row.detail);
   }
 }

@@ -3,7 +3,8 @@
  * transactions that answer 503 on failure), the JSON text a value is stored as, and the SQL
  * spelling of a record's field that queries and indexes must agree on.
  */
-import type { StatementSync } from 'node:sqlite';
+import type { SQLInputValue, StatementSync } from 'node:sqlite';
+import type { CompiledSql } from './store-sql.js';
 
 /** The database as the collections, logs and the lowdb import use it (see `SqliteStore`). */
 export interface SqlAccess {
@@ -11,6 +12,17 @@ export interface SqlAccess {
   statement(sql: string): StatementSync;
   /** Runs `fn` in one write transaction; a failure rolls everything back and answers 503. */
   transaction<R>(fn: () => R, what?: string): R;
+}
+
+/** Runs a statement the query layer compiled (store-sql.ts) on the store's cached prepared statements. */
+export function runner(store: SqlAccess) {
+  const prepared = (q: CompiledSql) => store.statement(q.sql);
+  const params = (q: CompiledSql) => q.parameters as SQLInputValue[];
+  return {
+    get: <R>(q: CompiledSql) => prepared(q).get(...params(q)) as R | undefined,
+    all: <R>(q: CompiledSql) => prepared(q).all(...params(q)) as R[],
+    run: (q: CompiledSql) => prepared(q).run(...params(q)),
+  };
 }
 
 /** Where the store reports what it finds at open (damage) and what the lowdb import did. */

@@ -27,7 +27,7 @@ describe('indexed lists at scale', () => {
     for (let i = 0; i < THREADS; i++) {
       await threads.create(
         i % 2 ? 'echo' : 'other',
-        { thread_id: `t${String(i).padStart(5, '0')}`, user_id: `u${i % 3}` },
+        { thread_id: `t${String(i).padStart(5, '0')}`, user_id: `u${i % 3}`, title: null, metadata: {} },
         i % 4 < 2 ? 'ada' : 'bob',
       );
     }
@@ -55,7 +55,7 @@ describe('indexed lists at scale', () => {
   });
 
   it('plans each thread list on its index, with no scan of the table and no sort', () => {
-    const lists = [
+    const lists: Array<{ where: Record<string, string> }> = [
       { where: { agent_name: 'echo' } },
       { where: { agent_name: 'echo', user_id: 'u1' } },
       { where: { agent_name: 'echo', principal: 'ada' } },
@@ -78,7 +78,12 @@ describe('indexed lists at scale', () => {
 
     new RunStore(store);
     const byOrder = [{ field: 'order', desc: true }];
-    for (const where of [{ agent_name: 'echo' }, { agent_name: 'echo', thread_id: 't1' }, { agent_name: 'echo', principal: 'ada' }]) {
+    const filters: Array<Record<string, string>> = [
+      { agent_name: 'echo' },
+      { agent_name: 'echo', thread_id: 't1' },
+      { agent_name: 'echo', principal: 'ada' },
+    ];
+    for (const where of filters) {
       const text = plan('studio_runs', { where, orderBy: byOrder, limit: 20 });
       expect(text).toMatch(/USING INDEX ix_studio_runs_agent_name/);
       expect(text).not.toMatch(/TEMP B-TREE/);

@@ -269,13 +269,6 @@ export class CheckpointTables {
     return { source: 'c', start, texts: rows.map((row) => row.value) };
   }
 
-  private previousSeq(chain: number, seq: number): number | undefined {
-    const row = this.sql.statement('SELECT seq FROM cp_steps WHERE chain = ? AND seq < ? ORDER BY seq DESC LIMIT 1').get(chain, seq) as
-      | { seq: number }
-      | undefined;
-    return row?.seq;
-  }
-
   private previousId(chain: number, seq: number): unknown {
     const row = this.sql.statement('SELECT id FROM cp_steps WHERE chain = ? AND seq < ? ORDER BY seq DESC LIMIT 1').get(chain, seq) as
       | { id: unknown }
@@ -349,13 +342,10 @@ export class CheckpointTables {
       }
       return blobs.get(key);
     };
-    // A parent stored as "the step before" is the id of the row before it.
+    // A parent stored as "the step before" is the id of the row before it: the next one of a
+    // page (pages are consecutive rows, newest first), else read.
     rows.forEach((row, i) => {
-      if (typeof row.parent !== 'number') return;
-      row.parent =
-        rows[i + 1]?.seq !== undefined && rows[i + 1]!.seq < row.seq && this.previousSeq(chain.id, row.seq) === rows[i + 1]!.seq
-          ? rows[i + 1]!.id
-          : this.previousId(chain.id, row.seq);
+      if (typeof row.parent === 'number') row.parent = rows[i + 1]?.id ?? this.previousId(chain.id, row.seq);
     });
     const steps = rows.map((row) => {
       const entries = JSON.parse(row.versions) as Entry[];

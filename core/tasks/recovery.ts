@@ -37,9 +37,11 @@ export class TaskRecovery {
   async recover(): Promise<void> {
     const { records, lifecycle, kinds, runner } = this.options;
     const open = TASK_STATUSES.filter((status) => !isSettled(status));
-    const unfinished = (await records.query({ where: { status: open }, orderBy: [{ field: 'created_at' }] })).items.filter(
-      (t) => !lifecycle.live.has(t.id),
-    );
+    // No ORDER BY in SQL: with several statuses SQLite would walk the created_at index over every
+    // finished task (600 ms at 100,000) rather than look each status up; the unfinished are few.
+    const unfinished = (await records.query({ where: { status: open } })).items
+      .filter((t) => !lifecycle.live.has(t.id))
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
     for (const stored of unfinished) {
       if (kinds.has(stored.kind)) await this.recoverOne(stored);
       else this.awaitingKind.set(stored.id, stored);

@@ -97,6 +97,7 @@ const agent = normaliseAgent(defineAgent({ instructions: 'Add.', tools: [add] })
 const input = (): AgentInput => ({
   query: 'add them',
   user_id: 'bench',
+  thread_id: null,
   context: {},
   metadata: {},
   prompt_version: 'v1',

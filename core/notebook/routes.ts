@@ -24,6 +24,7 @@ import {
   RunQuery,
   SaveQuery,
   SettingsBody,
+  UiValueBody,
   UpdateCellBody,
 } from './schemas.js';
 import { type NotebookService, toServiceError } from './service.js';
@@ -156,6 +157,17 @@ export function notebookRoutes(service: NotebookService): AnyRoute[] {
         const s = await session(params);
         await s.save(s.filePath, { force: query.force === 'true' });
         return { saved: params.nb };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/ui/:element',
+      summary: "Set an interactive element's value (`ui.slider` …) and re-run the cells that read it",
+      tags,
+      schema: { querystring: RunQuery, body: UiValueBody, response: { ...runAnswers, ...invalid } },
+      handler: async ({ params, body, query, reply }) => {
+        const s = await session(params);
+        return runAndAnswer(reply, query.wait, s, params.nb, () => s.setUiValue(params.element, body.value));
       },
     }),
     defineRoute({

@@ -25,11 +25,14 @@ import { classifySpecifier, missingPackage } from './import-specifiers.js';
 import { denoShim, tslabShim } from './kernel-shims.js';
 import { helpers, type MimeBundle, renderValue } from './render.js';
 import type { Output } from './schemas.js';
+import { createUi, type UiElement } from './ui-elements.js';
 
 export type RuntimeTask =
   | { op: 'init'; baseDir: string; fallbackDir: string }
   | { op: 'ping' }
   | { op: 'delete'; names: string[] }
+  /** The user changed an interactive element (ui-elements.ts): set its value where cells read it. */
+  | { op: 'ui-set'; id: string; value: unknown }
   /**
    * Call an analysis function (`fn` exported by the ES module file `module`) on one of the
    * notebook's values, inside this thread, so a large data frame never crosses to the server
@@ -46,6 +49,8 @@ export type RuntimeTask =
       lineMap: number[];
       segmentMap?: Array<Array<[number, number]>>;
       executionCount: number;
+      /** Values the user gave this cell's interactive elements (by element id), restored on creation. */
+      uiValues?: Record<string, unknown>;
       /** Where each output is posted as it is produced (absent: nobody watches live). */
       port?: MessagePort;
     };
@@ -110,6 +115,17 @@ const displayBundle = (data: MimeBundle) => emit({ output_type: 'display_data', 
 // Notebooks from Deno's Jupyter kernel (see kernel-shims.ts).
 Object.assign(globalThis, { Deno: denoShim(displayBundle, () => baseDir) });
 const tslab = tslabShim(displayBundle);
+
+/** Interactive elements alive in the kernel, by id; the cell running now and its saved values. */
+const uiElements = new Map<string, UiElement>();
+let uiCell: string | undefined;
+let uiSaved: Record<string, unknown> = {};
+const ui = createUi({
+  cellId: () => uiCell,
+  saved: (id) => uiSaved[id],
+  register: (element) => void uiElements.set(element.id, element),
+});
+Object.assign(globalThis, { ui });
 
 /** Whether Node can find `request` as a package from `dir` (its node_modules, or up the tree). */
 function resolveFrom(dir: string, request: string): string | undefined {
@@ -204,6 +220,11 @@ export default async function runtime(task: RuntimeTask): Promise<RunResult | Ca
       return null;
     case 'ping':
       return null;
+    case 'ui-set': {
+      const element = uiElements.get(task.id);
+      if (element) element.value = task.value;
+      return null;
+    }
     case 'delete':
       for (const name of task.names) {
         delete scope[name];
@@ -252,6 +273,10 @@ async function run(task: Extract<RuntimeTask, { op: 'run' }>): Promise<RunResult
     }
   }
   defined.delete(task.cellId);
+  for (const id of uiElements.keys()) if (id.startsWith(`${task.cellId}:`)) uiElements.delete(id);
+  uiCell = task.cellId;
+  uiSaved = task.uiValues ?? {};
+  ui.reset();
   try {
     const args: Record<string, unknown> = {};
     for (const name of task.reads) {

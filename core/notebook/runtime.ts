@@ -42,6 +42,8 @@ export interface CellRun {
   lineMap: number[];
   segmentMap?: Array<Array<[number, number]>>;
   executionCount: number;
+  /** Saved values of the cell's interactive elements (ui-elements.ts). */
+  uiValues?: Record<string, unknown>;
   /** 0 or undefined = no limit. */
   timeoutMs?: number;
   /** Called for each output as it is produced; every call comes before run() resolves. */
@@ -127,6 +129,7 @@ export class NotebookRuntime {
           lineMap: cell.lineMap,
           ...(cell.segmentMap ? { segmentMap: cell.segmentMap } : {}),
           executionCount: cell.executionCount,
+          ...(cell.uiValues ? { uiValues: cell.uiValues } : {}),
         },
         { deadlineMs: cell.timeoutMs, channel },
       )) as RunResult;
@@ -165,6 +168,12 @@ export class NotebookRuntime {
       ...(task.name !== undefined ? { name: task.name } : {}),
       args: task.args ?? null,
     })) as CallResult;
+  }
+
+  /** Set an interactive element's value in the kernel (when it runs; a new kernel restores it on the cell's run). */
+  async setUiValue(id: string, value: unknown): Promise<void> {
+    if (!this.#pool) return;
+    await this.#pool.run({ op: 'ui-set', id, value });
   }
 
   /** Remove names from the runtime's globals (a deleted cell's definitions). */

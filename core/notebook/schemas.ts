@@ -110,6 +110,9 @@ export const UpdateCellBody = z
 
 export const ReorderBody = z.object({ order: z.array(z.string()).min(1) });
 
+/** A new value for an interactive element (`ui.slider` …), as the control sends it. */
+export const UiValueBody = z.object({ value: z.unknown() });
+
 export const SettingsBody = z.object({
   /** Per-cell time limit in ms; the kernel is interrupted when a cell runs longer. 0 = none. */
   cell_timeout_ms: z

@@ -29,6 +29,7 @@ import { type DiskVersion, diskDiff, isNewerOnDisk, readDiskVersion } from './di
 import { readNotebookFile, writeNotebookFile } from './formats.js';
 import { NotebookRuntime } from './runtime.js';
 import { Cell, type CellState, type CellType, type Notebook, newCellId, type Output } from './schemas.js';
+import { UI_MIME } from './ui-elements.js';
 
 /** Everything a UI needs to follow a session live; sent as JSON over the ws channel. */
 export type SessionEvent =
@@ -100,6 +101,8 @@ export class NotebookSession {
   #disk: DiskVersion | undefined;
   /** Edited since it was read or saved: a disk change then needs the user's choice. */
   #dirty = false;
+  /** The last value the user gave each interactive element (`<cell id>:<n>`), restored when its cell runs again. */
+  #uiValues = new Map<string, unknown>();
   /** Cells whose outputs came from the file, not from a run in this session. */
   #savedOutputs = new Set<string>();
   /** Bumped on interrupt so a queued plan knows to stop. */
@@ -276,6 +279,33 @@ export class NotebookSession {
     await this.#runPlan(new Set(this.notebook.cells.filter((c) => c.cell_type === 'code').map((c) => c.id)));
   }
 
+  /**
+   * The user changed an interactive element: keep the value, set it in the kernel, and re-run the
+   * cells downstream of the element's cell (they read it), as marimo does. The defining cell does
+   * not re-run, so the element stays the same object.
+   */
+  async setUiValue(elementId: string, value: unknown): Promise<void> {
+    const cellId = elementId.slice(0, elementId.lastIndexOf(':'));
+    this.cell(cellId);
+    this.#uiValues.set(elementId, value);
+    await this.#enqueue(() => this.kernel.setUiValue(elementId, value));
+    // The control's stored output holds the new value too, so a reloaded page draws it as set. No
+    // event: the control on screen already shows it, and redrawing it would take its keyboard focus.
+    const cell = this.cell(cellId);
+    cell.outputs = cell.outputs.map((o) => {
+      const payload = 'data' in o ? (o.data[UI_MIME] as { id?: string } | undefined) : undefined;
+      return payload?.id === elementId && 'data' in o ? { ...o, data: { ...o.data, [UI_MIME]: { ...payload, value } } } : o;
+    });
+    const analysis = await this.analysis();
+    const readers = [...descendants(analysis.topology, [cellId])];
+    if (this.state(cellId) === 'success' && readers.length > 0) await this.#runPlan(new Set(readers));
+  }
+
+  /** Values of the interactive elements the user set, by element id. */
+  uiValues(): Record<string, unknown> {
+    return Object.fromEntries(this.#uiValues);
+  }
+
   /** Run only the cells that are stale or never ran (and what depends on them). */
   async runStale(): Promise<void> {
     const analysis = await this.analysis();
@@ -363,6 +393,7 @@ export class NotebookSession {
       lineMap: info.lineMap ?? [],
       ...(info.segmentMap ? { segmentMap: info.segmentMap } : {}),
       executionCount,
+      uiValues: Object.fromEntries([...this.#uiValues].filter(([element]) => element.startsWith(`${id}:`))),
       timeoutMs: this.cellTimeoutMs,
       onOutput: (output) => this.#emit({ type: 'output', cellId: id, output }),
     });

@@ -33,7 +33,7 @@ export interface CellProblem {
  * Helpers the kernel puts in every cell's scope (see `runtime-worker.ts`). They are treated as
  * globals so using them creates no dependency.
  */
-export const KERNEL_HELPERS = ['display', 'html', 'svg', 'md', 'chart', 'table', 'image', 'notebookPath', 'Deno'] as const;
+export const KERNEL_HELPERS = ['display', 'html', 'svg', 'md', 'chart', 'table', 'image', 'notebookPath', 'Deno', 'ui'] as const;
 
 /**
  * Globals: the ECMAScript/Node set the worker will have, captured from this realm plus a fixed

@@ -100,6 +100,7 @@ function CellView({
   onDelete,
   onMove,
   onRename,
+  onUi,
 }: {
   cell: Cell;
   index: number;
@@ -109,6 +110,7 @@ function CellView({
   onDelete: () => void;
   onMove: (delta: number) => void;
   onRename: (name: string) => void;
+  onUi: (elementId: string, value: unknown) => void;
 }) {
   const [editingMarkdown, setEditingMarkdown] = useState(cell.source === '');
   const label = cell.name || `cell ${index + 1}`;
@@ -141,7 +143,7 @@ function CellView({
         />`
     }
     ${cell.stale_outputs && cell.outputs.length > 0 && html`<p class="stale-note" role="note">stale: outputs from an earlier run</p>`}
-    <${Outputs} outputs=${cell.outputs} />
+    <${Outputs} outputs=${cell.outputs} onUiChange=${onUi} />
   </li>`;
 }
 
@@ -332,6 +334,9 @@ function NotebookEditor({ id }: { id: string }) {
         setConflict({ diff: String(err.body.diff ?? ''), why: 'save' });
       }
     });
+  // An interactive element changed: the server keeps the value and re-runs the cells that read it.
+  const setUi = (elementId: string, value: unknown) =>
+    void act(() => request('POST', `${base}/ui/${encodeURIComponent(elementId)}?wait=false`, { value }));
   const reloadFromDisk = () =>
     act(async () => {
       // act() has sent what was typed; the disk version replaces it, so nothing typed is kept.
@@ -394,6 +399,7 @@ function NotebookEditor({ id }: { id: string }) {
             onDelete=${() => act(async () => (await request('DELETE', `${base}/cells/${cell.id}`), reload()))}
             onMove=${(delta: number) => void move(cell.id, delta)}
             onRename=${(name: string) => act(async () => (await request('PATCH', `${base}/cells/${cell.id}`, { name }), reload()))}
+            onUi=${setUi}
           />`,
         )}
       </ol>`

@@ -3,6 +3,7 @@ import { html } from 'htm/preact';
 import { marked } from 'marked';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { Output } from '../../../core/notebook/schemas.js';
+import { UI_MIME, UiControl, type UiPayload } from './ui-control.js';
 
 /**
  * Rich outputs of notebook cells (nbformat 4 shapes): streams, results and displays by their
@@ -113,7 +114,8 @@ const ANSI = /\u001b\[[0-9;]*m/g;
 const text = (value: unknown) =>
   Array.isArray(value) ? value.join('') : typeof value === 'string' ? value : JSON.stringify(value, null, 2);
 
-function MimeBundle({ data }: { data: Record<string, unknown> }) {
+function MimeBundle({ data, onUiChange }: { data: Record<string, unknown>; onUiChange?: (id: string, value: unknown) => void }) {
+  if (UI_MIME in data) return html`<${UiControl} payload=${data[UI_MIME] as UiPayload} send=${onUiChange} />`;
   if ('text/html' in data) return html`<${HtmlOutput} markup=${text(data['text/html'])} />`;
   if ('image/svg+xml' in data) {
     const svg = text(data['image/svg+xml']);
@@ -130,7 +132,8 @@ function MimeBundle({ data }: { data: Record<string, unknown> }) {
   return html`<pre class="out-text">${text(data['text/plain'] ?? '')}</pre>`;
 }
 
-export function Outputs({ outputs }: { outputs: Output[] }) {
+/** `onUiChange`: where interactive elements send a new value (absent: the controls change nothing). */
+export function Outputs({ outputs, onUiChange }: { outputs: Output[]; onUiChange?: (id: string, value: unknown) => void }) {
   if (outputs.length === 0) return null;
   return html`<div class="outputs" data-testid="outputs">
     ${outputs.map((output) => {
@@ -141,7 +144,7 @@ export function Outputs({ outputs }: { outputs: Output[] }) {
           // As Jupyter: the traceback when there is one (its first line already is "ename: evalue"), else the message.
           return html`<pre class="out-error" role="alert">${output.traceback.length ? output.traceback.join('\n').replace(ANSI, '') : `${output.ename}: ${output.evalue}`}</pre>`;
         default:
-          return html`<${MimeBundle} data=${output.data} />`;
+          return html`<${MimeBundle} data=${output.data} onUiChange=${onUiChange} />`;
       }
     })}
   </div>`;

@@ -150,6 +150,25 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
           </table>`
       }
     </section>
+    ${
+      status &&
+      status.mcp_servers.length > 0 &&
+      html`<section class="card" aria-labelledby="mcp-title" data-testid="mcp-servers">
+        <h2 id="mcp-title">MCP servers <span class="count">${status.mcp_servers.length}</span></h2>
+        <table>
+          <thead><tr><th scope="col">Server</th><th scope="col">State</th><th scope="col">Tools</th></tr></thead>
+          <tbody>
+            ${status.mcp_servers.map(
+              (m) => html`<tr data-server=${m.name}>
+                <td><strong>${m.name}</strong> <small class="muted">${m.transport}${m.pid ? ` · pid ${m.pid}` : ''}</small></td>
+                <td class=${m.state === 'failed' ? 'bad' : ''}>${m.state}${m.restarts ? ` (restarted ${m.restarts}×)` : ''}${m.error ? html`<br /><small>${m.error}</small>` : ''}</td>
+                <td class="mono">${m.tools.length ? m.tools.join(', ') : m.state === 'idle' ? html`<small class="muted">started on first use</small>` : '—'}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>
+      </section>`
+    }
     <section class="card" aria-labelledby="tasks-title" data-testid="task-board">
       <h2 id="tasks-title">Task board</h2>
       ${

@@ -52,7 +52,10 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
     .replace(/[/\\]/g, '-');
   const ext = format === 'cjs' ? 'cjs' : 'mjs';
   const cache = join(root, 'node_modules', '.cache', 'hangar-workers');
-  const manifest = join(cache, `${name}.${ext}.inputs.json`);
+  // One manifest per source tree: a copy of the sources that shares this node_modules (a mutation
+  // testing sandbox links it) must not make this tree reuse a bundle built from the copy's files.
+  const tree = createHash('sha256').update(root).digest('hex').slice(0, 8);
+  const manifest = join(cache, `${name}.${ext}.${tree}.inputs.json`);
   const previous = readManifest(manifest);
   if (previous && existsSync(previous.bundle) && inputsUnchanged(previous.inputs)) {
     built.set(entry, previous.bundle);

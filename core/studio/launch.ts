@@ -12,9 +12,9 @@ import type { RunEvent } from '../agents/events.js';
 import type { Agent } from '../agents/kind.js';
 import type { AgentRuntime } from '../agents/runtime.js';
 import type { AgentInput, AgentState, ChatMessage } from '../agents/types.js';
-import { EventLog } from '../lib/event-log.js';
 import { errorMessage, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
+import { EventLog } from '../lib/event-log.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { DoneEvent, StudioEvent, StudioRunStatus } from './events.js';
 import type { RunStore, StudioRun } from './run-store.js';
@@ -39,7 +39,15 @@ export interface Execution {
 
 export type Start =
   | { kind: 'fresh' }
-  | { kind: 'resume'; checkpoint: Checkpoint; action?: 'approve' | 'reject'; value?: unknown; reason?: string | null }
+  | {
+      kind: 'resume';
+      checkpoint: Checkpoint;
+      action?: 'approve' | 'reject';
+      value?: unknown;
+      reason?: string | null;
+      /** A gated tool call's arguments as the person edited them. */
+      arguments?: unknown;
+    }
   /** A breakpoint on the entry node of a new turn: the turn's first checkpoint is the pause. */
   | { kind: 'pause'; checkpoint: Checkpoint; node: string }
   /** `reject` at a breakpoint: the run ends there. */
@@ -155,7 +163,7 @@ async function runSegment(
           runId: run.run_id,
           resume:
             start.kind === 'resume'
-              ? { checkpoint: start.checkpoint, action: start.action, value: start.value, reason: start.reason }
+              ? { checkpoint: start.checkpoint, action: start.action, value: start.value, reason: start.reason, arguments: start.arguments }
               : undefined,
         },
         run.principal,

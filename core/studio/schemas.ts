@@ -55,8 +55,10 @@ export type StudioStateUpdate = z.output<typeof StudioStateUpdate>;
 export const StudioResumeRequest = z.object({
   value: z.unknown().default(null),
   action: z.enum(['approve', 'reject']).default('approve'),
-  /** Why a rejection was made (kept in the state's metadata). */
+  /** Why a rejection was made (kept in the state's metadata; a rejected tool call's reason is told to the model). */
   reason: z.string().nullish().default(null),
+  /** For a run paused at a tool call that needs approval: the arguments to run it with instead of the model's. */
+  arguments: z.record(z.string(), z.unknown()).optional(),
   /** Breakpoints for the continued execution; absent → the ones the run was started with. */
   breakpoints: z.array(z.string().min(1)).optional(),
 });

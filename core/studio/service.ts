@@ -250,7 +250,14 @@ export class StudioService {
       }
       const start: Start =
         latest.metadata.interrupt || request.action === 'approve'
-          ? { kind: 'resume', checkpoint: latest, action: request.action, value: request.value, reason: request.reason }
+          ? {
+              kind: 'resume',
+              checkpoint: latest,
+              action: request.action,
+              value: request.value,
+              reason: request.reason,
+              arguments: request.arguments,
+            }
           : { kind: 'reject', checkpoint: latest, reason: request.reason };
       return this.launch(agent, run, { input, prompt: prompt.text, breakpoints, start }, release);
     } catch (err) {

@@ -47,10 +47,26 @@ function Paused({
 }: {
   run: RunView;
   busy: boolean;
-  onResume: (action: 'approve' | 'reject', reason: string) => void;
+  onResume: (action: 'approve' | 'reject', reason: string, args?: Record<string, unknown>) => void;
 }) {
   const [reason, setReason] = useState('');
   const paused = run.paused!;
+  const toolCall = paused.payload?.kind === 'tool_call' ? paused.payload : null;
+  const proposed = toolCall ? JSON.stringify(toolCall.arguments ?? {}, null, 2) : '';
+  const [args, setArgs] = useState(proposed);
+  const [argsError, setArgsError] = useState<string | null>(null);
+  /** Approve, with the edited arguments when the person changed them (they must be a JSON object). */
+  const approve = () => {
+    if (!toolCall || args === proposed) return onResume('approve', '');
+    try {
+      const parsed: unknown = JSON.parse(args);
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('the arguments must be a JSON object');
+      setArgsError(null);
+      onResume('approve', '', parsed as Record<string, unknown>);
+    } catch (err) {
+      setArgsError((err as Error).message);
+    }
+  };
   if (paused.reason === 'breakpoint') {
     return html`<div class="approval" role="group" aria-label="Paused at a breakpoint" data-testid="breakpoint">
       <p><strong>Paused at breakpoint “${paused.node}”.</strong> Inspect or edit the state, then continue.</p>
@@ -60,9 +76,15 @@ function Paused({
   return html`<div class="approval" role="group" aria-label="Approval needed" data-testid="approval">
     <p><strong>Waiting for you at “${paused.node}”.</strong></p>
     <pre class="message">${paused.message}</pre>
+    ${
+      toolCall &&
+      html`<label>Arguments for <strong>${String(toolCall.tool)}</strong> (edit before approving)
+        <textarea class="mono" rows="6" data-testid="tool-arguments" value=${args} onInput=${(e: Event) => setArgs((e.target as HTMLTextAreaElement).value)}></textarea></label>
+      ${argsError && html`<p class="alert" role="alert">${argsError}</p>`}`
+    }
     <label>Reason (for a rejection) <input value=${reason} onInput=${(e: Event) => setReason((e.target as HTMLInputElement).value)} /></label>
     <div class="actions">
-      <button class="primary" disabled=${busy} onClick=${() => onResume('approve', '')}>Approve</button>
+      <button class="primary" disabled=${busy} onClick=${approve}>Approve</button>
       <button class="danger" disabled=${busy} onClick=${() => onResume('reject', reason)}>Reject</button>
     </div>
   </div>`;
@@ -168,8 +190,13 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
     setInput('');
     start(text);
   };
-  const resume = (action: 'approve' | 'reject', reason: string) =>
-    void follow(`${base}/threads/${encodeURIComponent(threadId)}/resume`, { action, reason: reason || null, breakpoints });
+  const resume = (action: 'approve' | 'reject', reason: string, args?: Record<string, unknown>) =>
+    void follow(`${base}/threads/${encodeURIComponent(threadId)}/resume`, {
+      action,
+      reason: reason || null,
+      breakpoints,
+      ...(args ? { arguments: args } : {}),
+    });
   const cancel = async () => {
     if (run.runId)
       await postJson(`${base}/runs/${encodeURIComponent(run.runId)}/cancel`, {}).catch((err: unknown) => setError(describeError(err)));
@@ -250,7 +277,7 @@ function AgentStudio({ agent, version }: { agent: AgentEntry; version: string })
         </button>
       </div>
       <${RunOutput} run=${run} query=${query} />
-      ${run.paused && !busy && html`<${Paused} run=${run} busy=${busy} onResume=${resume} />`}
+      ${run.paused && !busy && html`<${Paused} key=${run.paused.checkpointId} run=${run} busy=${busy} onResume=${resume} />`}
       ${
         run.status === 'completed' &&
         !busy &&

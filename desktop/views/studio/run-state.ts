@@ -39,7 +39,14 @@ export interface RunView {
    */
   tools: ToolCallView[];
   subagents: { name: string; query: string; done: boolean }[];
-  paused: { node: string; reason: 'breakpoint' | 'interrupt'; message: string; checkpointId: string } | null;
+  /** Where the run waits; `payload` says what for (a gated tool call's is `{kind: 'tool_call', tool, arguments}`). */
+  paused: {
+    node: string;
+    reason: 'breakpoint' | 'interrupt';
+    message: string;
+    checkpointId: string;
+    payload?: Record<string, unknown>;
+  } | null;
   error: { message: string; node: string | null } | null;
   durationMs: number | null;
   /** The run's tokens, and its cost when the server has a price table (`model.prices`); null before the end or without a model call. */
@@ -119,7 +126,13 @@ export function applyEvent(view: RunView, event: StudioEvent): RunView {
       return {
         ...next,
         active: null,
-        paused: { node: event.node, reason: event.reason, message: event.message ?? '', checkpointId: event.checkpoint_id },
+        paused: {
+          node: event.node,
+          reason: event.reason,
+          message: event.message ?? '',
+          checkpointId: event.checkpoint_id,
+          ...(event.payload ? { payload: event.payload } : {}),
+        },
       };
     case 'run_complete': {
       const usage = event.usage

@@ -12,8 +12,8 @@
  * so an idle server holds at most `retain` finished streams.
  */
 import { randomUUID } from 'node:crypto';
-import { EventLog } from '../lib/event-log.js';
 import { fail } from '../kernel/errors.js';
+import { EventLog } from '../lib/event-log.js';
 
 /** One frame of an invoke stream: every frame carries the response so far and the steps. */
 export interface InvokeFrame {

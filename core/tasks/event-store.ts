@@ -3,9 +3,10 @@
  * replay comes from once the task has settled (retention and chunking are explained in `service.ts`).
  * Appending costs one small record update per turn of the event loop, whatever the log's length.
  */
-import type { Replay, SequencedEvent } from '../lib/event-log.js';
+
 import { errorMessage } from '../kernel/errors.js';
 import type { Collection, Store } from '../kernel/store.js';
+import type { Replay, SequencedEvent } from '../lib/event-log.js';
 import { type LiveTask, nowIso, type TaskLogger, trackWrite } from './live-task.js';
 import type { Task, TaskEvent, TaskEventType } from './schemas.js';
 

@@ -3,8 +3,9 @@
  * written (its event first, then the record) before the caller goes on, progress is written behind
  * the work, and a settled task leaves memory only once its whole log is stored.
  */
-import type { SequencedEvent } from '../lib/event-log.js';
+
 import type { Collection } from '../kernel/store.js';
+import type { SequencedEvent } from '../lib/event-log.js';
 import { chunkOf, type TaskEventStore } from './event-store.js';
 import { copyTask, type LiveTask, nowIso, type TaskLogger, trackWrite } from './live-task.js';
 import type { Task, TaskEvent, TaskStatus } from './schemas.js';

@@ -3,8 +3,9 @@
  * copying rules for what leaves it. Shared by the event store, the lifecycle, the runner and
  * recovery, so it depends on none of them.
  */
-import type { SequencedEvent } from '../lib/event-log.js';
+
 import { errorMessage } from '../kernel/errors.js';
+import type { SequencedEvent } from '../lib/event-log.js';
 import type { Task, TaskEvent } from './schemas.js';
 import type { TaskWork } from './types.js';
 

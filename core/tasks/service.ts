@@ -52,9 +52,10 @@
  *   work (coalesced by the store) so a chatty task is not throttled by the disk; a crash can lose the
  *   last few milliseconds of them, never a status change.
  */
-import type { Replay, ReplayableSource, SequencedEvent } from '../lib/event-log.js';
+
 import { errorMessage, fail, type HangarError } from '../kernel/errors.js';
 import type { Collection, Store } from '../kernel/store.js';
+import type { Replay, ReplayableSource, SequencedEvent } from '../lib/event-log.js';
 import { timeOrderedId } from '../storage/ids.js';
 import { TaskEventStore } from './event-store.js';
 import { TaskLifecycle } from './lifecycle.js';

@@ -1,9 +1,9 @@
 import { createParser } from 'eventsource-parser';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EventLog } from '../../core/lib/event-log.js';
 import { queryOf } from '../../core/http/request.js';
 import { resumePoint, serveSse } from '../../core/http/sse.js';
+import { EventLog } from '../../core/lib/event-log.js';
 import { eventually } from '../support/server.js';
 
 /** A bare Fastify server serving one EventLog through the SSE helper. */

@@ -19,7 +19,7 @@ const wait = defineTool({
   run: (_args, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => { seen.aborted++; resolve('stopped'); })),
 });
 const aborted = defineTool({ name: 'aborted', description: 'How many waits were stopped', input: z.object({}), run: () => seen.aborted });
-export default defineAgent({ instructions: 'Tell the time.', tools: [now, wait, aborted], timeout_ms: 400 });`,
+export default defineAgent({ instructions: 'Tell the time.', tools: [now, wait, aborted], timeout_ms: 2000 });`,
   'agents/boss.ts': `import { defineAgent } from 'hangar';
 export default defineAgent({
   requiresModel: true,
@@ -96,8 +96,8 @@ describe('the tool loop in tasks, subagents and deadlines', () => {
     const started = performance.now();
     const { status, body } = await server.request('/api/v1/clock/invoke', { method: 'POST', json: { query: 'wait' } });
     expect(status).toBe(504);
-    expect(body.detail).toMatch(/did not finish within 400 ms/);
-    expect(performance.now() - started).toBeLessThan(3000);
+    expect(body.detail).toMatch(/did not finish within 2000 ms/);
+    expect(performance.now() - started).toBeLessThan(10_000);
     // The tool saw its signal abort (asked through another tool of the same module).
     fake.enqueue({ tool_calls: [{ name: 'aborted', arguments: {} }] }, { content: 'checked' });
     const check = await server.request('/api/v1/clock/invoke', { method: 'POST', json: { query: 'count' } });

@@ -33,7 +33,7 @@ function runGroup(group) {
 }
 
 /** Stryker's mutation score: detected (killed or timed out) over all valid mutants. */
-export function scores(report) {
+function scores(report) {
   return Object.entries(report.files).map(([file, { mutants }]) => {
     const count = (...states) => mutants.filter((m) => states.includes(m.status)).length;
     const detected = count('Killed', 'Timeout');

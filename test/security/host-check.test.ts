@@ -5,8 +5,10 @@
  * can point at 127.0.0.1 — through, so each of those must be refused.
  */
 import net from 'node:net';
+import os from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { allowedHostNames, hostNameOf } from '../../core/http/security.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer | undefined;
@@ -89,5 +91,28 @@ describe('Host check near misses', () => {
       expect(await statusWithHost(port, 'localhost.evil.example')).toBe(403);
       expect(await statusWithHost(port, `localhost:${port}`)).toBe(200);
     }
+  });
+});
+
+describe('the allowed host names', () => {
+  it('are the loopback names, the bound host and allowedHosts in lower case; bound beyond loopback, also this machine and its addresses', () => {
+    const loopback = allowedHostNames({ host: '127.0.0.1', allowedHosts: ['Hangar.Test'] });
+    expect([...loopback].sort()).toEqual(['127.0.0.1', '::1', 'hangar.test', 'localhost']);
+    const named = allowedHostNames({ host: 'MyBox.Local', allowedHosts: [] });
+    expect(named.has('mybox.local')).toBe(true);
+    expect(named.has('127.0.0.1')).toBe(true);
+    expect(named.has(os.hostname().toLowerCase())).toBe(true);
+    const addresses = Object.values(os.networkInterfaces()).flatMap((nets) => (nets ?? []).map((n) => n.address.toLowerCase()));
+    for (const address of addresses) expect(named.has(address)).toBe(true);
+    // Only beyond loopback: a loopback server does not answer to this machine's name.
+    if (os.hostname().toLowerCase() !== 'localhost') expect(loopback.has(os.hostname().toLowerCase())).toBe(false);
+  });
+
+  it('hostNameOf drops the port and IPv6 brackets and lower-cases, and has no name for an empty or unparsable header', () => {
+    expect(hostNameOf('LocalHost:8080')).toBe('localhost');
+    expect(hostNameOf('[::1]:8080')).toBe('::1');
+    expect(hostNameOf(undefined)).toBeUndefined();
+    expect(hostNameOf('')).toBeUndefined();
+    expect(hostNameOf('a b')).toBeUndefined();
   });
 });

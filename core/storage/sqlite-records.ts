@@ -4,8 +4,8 @@
  * names `countBy` fields keeps a count per combination of their values in `record_groups`, in the
  * same transaction as each write, so a filtered list's total is a sum over a few groups.
  */
-import type { Collection, RecordQuery } from '../kernel/store.js';
-import { checkFields } from './query.js';
+import type { Collection, FieldValue, RecordQuery } from '../kernel/store.js';
+import { checkFields, orderRecords as mergeOrdered } from './query.js';
 import { encode, runner, type SqlAccess } from './sqlite-sql.js';
 import { RecordQueries, type StoreStatements, storeStatements } from './store-sql.js';
 
@@ -160,8 +160,33 @@ export class SqliteCollection<T> implements Collection<T> {
     if (!compiled) return { items: [], total: 0 };
     const total = this.totalFromGroups(query.where ?? {}) ?? this.sql.get<{ n: number }>(compiled.count)!.n;
     if (query.limit === 0) return { items: [], total };
+    const split = this.splitByValue(query);
+    if (split) return { items: split, total };
     const rows = this.sql.all<{ value: string }>(compiled.page);
     return { items: rows.map((row) => JSON.parse(row.value) as T), total };
+  }
+
+  /**
+   * A page ordered by a field and filtered by several values of another (tasks of three statuses,
+   * newest first): SQLite cannot merge an index's ranges in order, so it would sort every matching
+   * record. One ordered read per value, each at most `offset + limit` rows, merged here, reads only
+   * what the page needs. Undefined when the query is not of that kind.
+   */
+  private splitByValue(query: RecordQuery): T[] | undefined {
+    const order = query.orderBy ?? [];
+    const where = query.where ?? {};
+    const field = Object.keys(where).find((f) => Array.isArray(where[f]) && (where[f] as unknown[]).length > 1);
+    if (!field || order.length === 0 || query.limit === undefined) return undefined;
+    const end = (query.offset ?? 0) + query.limit;
+    const rows: Array<{ id: string; value: T }> = [];
+    for (const one of new Set(where[field] as FieldValue[])) {
+      const compiled = this.queries.compile({ ...query, where: { ...where, [field]: one }, limit: end, offset: 0 })!;
+      for (const row of this.sql.all<{ id: string; value: string }>(compiled.page))
+        rows.push({ id: row.id, value: JSON.parse(row.value) as T });
+    }
+    return mergeOrdered(rows, order)
+      .slice(query.offset ?? 0, end)
+      .map((row) => row.value);
   }
 
   /**

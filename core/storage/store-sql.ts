@@ -202,7 +202,7 @@ export class RecordQueries {
       const tieDesc = order.at(-1)?.desc ?? false;
       statements = {
         page: compiledOnce((...values: unknown[]) => {
-          let q = filtered(values).select('value');
+          let q = filtered(values).select(['id', 'value']);
           for (const o of order) q = q.orderBy(fieldOf(this.dialect, o.field), o.desc ? 'desc' : 'asc');
           const [limit, offset] = values.slice(-2);
           return q

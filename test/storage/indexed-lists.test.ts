@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnconfiguredProvider } from '../../core/agents/model.js';
 import { FeedbackRequest } from '../../core/feedback/schemas.js';
 import { FeedbackService } from '../../core/feedback/service.js';
+import { queryInMemory } from '../../core/storage/query.js';
 import type { SqliteCollection } from '../../core/storage/sqlite-records.js';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
 import { RunStore } from '../../core/studio/run-store.js';
@@ -92,6 +93,31 @@ describe('indexed lists at scale', () => {
     const newest = plan('studio_runs', { orderBy: byOrder, limit: 1 });
     expect(newest).toMatch(/USING INDEX ix_studio_runs_order/);
     expect(newest).not.toMatch(/TEMP B-TREE/);
+  });
+});
+
+describe('a page filtered by several values of a field', () => {
+  it('answers exactly as the reference semantics, from one ordered read per value', async () => {
+    const store = new SqliteStore(path.join(await mkdtemp(path.join(tmpdir(), 'hangar-lists-')), 'hangar.db'));
+    const items = store.collection<{ kind: string; n: number | null }>('items', { indexes: [['kind', 'n']] }) as SqliteCollection<{
+      kind: string;
+      n: number | null;
+    }>;
+    for (let i = 0; i < 300; i++)
+      await items.put(`r${String(i).padStart(3, '0')}`, { kind: 'abc'[i % 3]!, n: i % 7 === 0 ? null : i % 11 });
+    const entries = await items.entries();
+    for (const desc of [true, false]) {
+      for (const [limit, offset] of [
+        [15, 0],
+        [15, 7],
+        [50, 180],
+      ] as const) {
+        const query = { where: { kind: ['a', 'c'] }, orderBy: [{ field: 'n', desc }], limit, offset };
+        expect(await items.query(query)).toEqual(queryInMemory(entries, query));
+      }
+    }
+    expect(items.explain({ where: { kind: 'a' }, orderBy: [{ field: 'n', desc: true }], limit: 20 }).join('\n')).not.toMatch(/TEMP B-TREE/);
+    store.close();
   });
 });
 

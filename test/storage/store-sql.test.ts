@@ -37,7 +37,7 @@ describe('the store query layer', () => {
     const query = { where: { status: ['queued', 'working'], principal: 'ada' }, orderBy: [{ field: 'created_at', desc: true }], limit: 20 };
     const lite = new RecordQueries('sqlite', 'tasks').compile(query)!;
     expect(lite.page.sql).toBe(
-      `select "value" from "records" where "collection" = 'tasks' and json_extract(value, '$.status') in (?, ?) and json_extract(value, '$.principal') in (?) order by json_extract(value, '$.created_at') desc, "id" desc limit ? offset ?`,
+      `select "id", "value" from "records" where "collection" = 'tasks' and json_extract(value, '$.status') in (?, ?) and json_extract(value, '$.principal') in (?) order by json_extract(value, '$.created_at') desc, "id" desc limit ? offset ?`,
     );
     expect(lite.page.parameters).toEqual(['queued', 'working', 'ada', 20, 0]);
     expect(lite.count.parameters).toEqual(['queued', 'working', 'ada']);

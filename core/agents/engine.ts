@@ -59,6 +59,17 @@ export interface EngineOptions {
   tracing?: AgentTracing;
   /** The tools an agent's `mcp:<server>/…` entry names (mcp-servers.ts). */
   resolveMcpTools?: (ref: string, agent: string) => Promise<AnyTool[]>;
+  /** Runs function nodes of the agents it supervises outside this thread (host/supervisor.ts); none: all inline. */
+  host?: NodeHost;
+}
+
+/**
+ * Where a function node runs when not on this thread. The engine keeps the graph (edges, state,
+ * checkpoints, events); only the node's own function crosses, with a `ctx` whose methods come back.
+ */
+export interface NodeHost {
+  supervises(agent: AgentRef): boolean;
+  runNode(agent: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined>;
 }
 
 export interface ResumeRequest {
@@ -366,7 +377,7 @@ export class Engine {
 
       let output: Partial<AgentState> | void;
       try {
-        output = await (node.kind === 'function' ? node.run(state, ctx) : this.runNode(node, state, ctx, scope));
+        output = await (node.kind === 'function' ? this.runFunction(agent, node, state, ctx) : this.runNode(node, state, ctx, scope));
         span.end();
       } catch (err) {
         if (err instanceof InterruptSignal) span.set({ 'hangar.graph.interrupted': true });
@@ -462,6 +473,16 @@ export class Engine {
     // the newest checkpoint stays, so a studio can resume from it.
     if (!nested) emit({ type: 'run_error', error: 'run cancelled', node, cancelled: true });
     return finish('cancelled', last);
+  }
+
+  private runFunction(
+    agent: AgentRef,
+    node: CompiledNode & { kind: 'function' },
+    state: AgentState,
+    ctx: RunContext,
+  ): Promise<Partial<AgentState> | void> | Partial<AgentState> | void {
+    const host = this.options.host;
+    return host?.supervises(agent) ? host.runNode(agent, node.name, state, ctx) : node.run(state, ctx);
   }
 
   private async runNode(

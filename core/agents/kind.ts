@@ -65,6 +65,8 @@ const AgentDefinitionSchema = z
     instructions: z.string().optional(),
     tools: z.array(z.unknown()).optional(),
     timeout_ms: TimeoutMs.optional(),
+    isolation: z.enum(['supervised', 'inline']).optional(),
+    max_heap_mb: z.number().int().min(16).max(65_536).optional(),
     run: fn.optional(),
     graph: z
       .object({

@@ -8,6 +8,7 @@ import { FeedbackService } from '../feedback/service.js';
 import type { HangarContext } from '../kernel/context.js';
 import { errorMessage } from '../kernel/errors.js';
 import { ThreadService } from '../threads/service.js';
+import { AgentHosts } from './host/supervisor.js';
 import { type Agent, findAgent } from './kind.js';
 import { McpServers } from './mcp-servers.js';
 import { createModelProvider, type ModelProvider } from './model.js';
@@ -17,6 +18,8 @@ import { type AgentTracing, NO_AGENT_TRACING } from './tracing.js';
 
 export interface AgentRuntime {
   provider: ModelProvider;
+  /** The supervised hosts agents' functions run in (README "Isolation"). */
+  hosts: AgentHosts;
   service: AgentService;
   threads: ThreadService;
   feedback: FeedbackService;
@@ -32,10 +35,23 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
   const threads = new ThreadService(ctx.store, provider, (err) =>
     ctx.log.warn('thread summary: model failed, used an extractive summary', { error: errorMessage(err) }),
   );
+  const lookupTool = (name: string) => ctx.registry.get<AnyTool>('tool', name)?.definition;
+  const hosts = new AgentHosts({
+    registry: ctx.registry,
+    root: ctx.paths.root,
+    maxHeapMb: ctx.settings.agents.maxHeapMb,
+    watchdogMs: ctx.settings.agents.watchdogMs,
+    resolveTool: lookupTool,
+    onRestart: (agent, reason) => {
+      ctx.metrics.dropinHostRestarts.inc({ kind: 'agent', name: agent, reason });
+      ctx.log.warn(`agent host restarted: ${agent} (${reason.replaceAll('_', ' ')})`);
+    },
+  });
   const service = new AgentService({
+    host: hosts,
     findAgent: (name) => findAgent(ctx.registry, name),
     lookupAgent: (name) => ctx.registry.get<Agent>('agent', name)?.definition,
-    lookupTool: (name) => ctx.registry.get<AnyTool>('tool', name)?.definition,
+    lookupTool,
     store: ctx.store,
     provider,
     workspace: ctx.paths.root,
@@ -55,5 +71,5 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
       }
     },
   });
-  return { provider, service, threads, feedback: new FeedbackService(ctx.store), tracing, mcp };
+  return { provider, hosts, service, threads, feedback: new FeedbackService(ctx.store), tracing, mcp };
 }

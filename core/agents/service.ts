@@ -46,7 +46,7 @@ import { ApprovalStore, approvalLinks } from './approvals.js';
 import { type Checkpoint, type Checkpointer, ownedBy, StoreCheckpointer, UNRETAINED } from './checkpointer.js';
 import { runWithDeadline } from './deadline.js';
 import { readDocuments } from './documents.js';
-import { Engine, type RunOutcome, type RunRequest } from './engine.js';
+import { Engine, type NodeHost, type RunOutcome, type RunRequest } from './engine.js';
 import { type RunEvent, toolFrame } from './events.js';
 import type { Agent } from './kind.js';
 import type { ModelProvider } from './model.js';
@@ -88,6 +88,8 @@ export interface AgentServiceOptions {
   onRun?: (agent: string, route: RunRoute, outcome: string) => void;
   /** Told of the model calls of every run that made any (metrics: `model_tokens_total`). */
   onUsage?: (agent: string, usage: RunUsage) => void;
+  /** Where supervised agents' functions run (host/supervisor.ts); none: every agent inline. */
+  host?: NodeHost;
 }
 
 /** Which API a run came through, for metrics. */
@@ -150,6 +152,7 @@ export class AgentService {
       documents: (collection) => readDocuments(options.store, collection),
       tracing: options.tracing,
       resolveMcpTools: options.resolveMcpTools,
+      host: options.host,
     });
     this.approvals = new ApprovalStore(options.store);
     this.streams = new InvokeStreams(options.streams);

@@ -37,9 +37,9 @@ export const agentsSubsystem: Subsystem = {
   routes(app, ctx) {
     mountRoutes(app, [...agentRoutes(ctx), ...toolRoutes(ctx)]);
   },
-  // MCP servers stop with Hangar, and the spans of the last runs are sent before the process goes.
+  // MCP servers stop with Hangar, the agents' hosts too, and the spans of the last runs are sent before the process goes.
   close: async (ctx) => {
     const runtime = ctx.services.find('agents');
-    await Promise.all([runtime?.mcp.stop(), runtime?.tracing.tracing.shutdown()]);
+    await Promise.all([runtime?.mcp.stop(), runtime?.hosts.close(), runtime?.tracing.tracing.shutdown()]);
   },
 };

@@ -231,6 +231,15 @@ export interface AgentDefinition {
    */
   instructions?: string;
   /**
+   * Where the agent's functions run. `supervised` (default): in the agent's own worker thread with
+   * a heap cap, so a loop, a runaway allocation or a hang costs that thread, never the server.
+   * `inline`: on the server's thread, as before — for a trusted agent on a hot path (it saves a
+   * message round trip per node, see README "Isolation"); nothing then stops a synchronous loop.
+   */
+  isolation?: 'supervised' | 'inline';
+  /** The heap cap of this agent's host in MB (default: the `agents.maxHeapMb` setting). */
+  max_heap_mb?: number;
+  /**
    * Tools the model may call: `defineTool(...)`s, or names of `tools/` drop-ins (resolved at each
    * run, so a saved tool serves the next call). What `ctx.model.run` offers by default.
    */

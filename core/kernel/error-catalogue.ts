@@ -75,6 +75,12 @@ export const ERROR_CATALOGUE = {
     status: 500,
     message: "agent '{agent}' lists '{ref}', but MCP server '{server}' has no such tool (it has: {tools})",
   },
+  HANGAR_AGENT_OUT_OF_MEMORY: { status: 500, message: 'out of memory: agent {agent} exceeded {mb} MB' },
+  HANGAR_AGENT_UNRESPONSIVE: {
+    status: 500,
+    message: "agent '{agent}' stopped answering: its host's event loop was blocked for more than {ms} ms, so the host was restarted",
+  },
+  HANGAR_AGENT_HOST_RESTARTED: { status: 500, message: "agent '{agent}' was stopped: its host was restarted ({why})" },
   // (end agents)
   // ── threads: threads and their messages
   HANGAR_THREAD_NOT_FOUND: { status: 404, message: "thread '{thread}' not found for agent '{agent}'" },

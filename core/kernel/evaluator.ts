@@ -3,6 +3,7 @@ import { createRequire, type SourceMapPayload } from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
 import * as esbuild from 'esbuild';
+import { rememberBundle } from './bundles.js';
 import { originalLocation, rememberBuild, virtualName as virtualNameOf, WRAPPER_HEAD } from './stack.js';
 
 /**
@@ -134,6 +135,7 @@ export function evaluateModule(
   const module = { exports: {} as Record<string, unknown> };
   // Known before evaluating: a throw at import time, and every later run error, is mapped with it.
   rememberBuild(built.file, built.hash, root, built.map);
+  rememberBundle(built);
   try {
     const script = new vm.Script(`${WRAPPER_HEAD}${built.code}\n})`, { filename: virtualName(built) });
     const fn = script.runInThisContext() as (...args: unknown[]) => void;

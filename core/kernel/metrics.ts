@@ -13,6 +13,7 @@ export class Metrics {
   readonly modelTokens: Counter<'agent' | 'model' | 'kind'>;
   readonly dropinReloads: Counter<'kind' | 'outcome'>;
   readonly dropinErrors: Gauge<'kind'>;
+  readonly dropinHostRestarts: Counter<'kind' | 'name' | 'reason'>;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'hangar_' });
@@ -51,6 +52,12 @@ export class Metrics {
       name: 'dropin_errors',
       help: 'Drop-ins currently failing to load, by kind',
       labelNames: ['kind'],
+      registers: [this.registry],
+    });
+    this.dropinHostRestarts = new Counter({
+      name: 'dropin_host_restarts_total',
+      help: 'Supervised drop-in hosts restarted, by kind, name and reason (out_of_memory, unresponsive, stopped)',
+      labelNames: ['kind', 'name', 'reason'],
       registers: [this.registry],
     });
   }

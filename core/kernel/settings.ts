@@ -70,6 +70,13 @@ export const SettingsSchema = z
          * agent's definition allows more. At most 24 h.
          */
         timeoutMs: z.coerce.number().int().positive().max(86_400_000).default(300_000),
+        /** Heap cap (MB) of each agent's host thread, unless its definition sets `max_heap_mb`. */
+        maxHeapMb: z.coerce.number().int().min(16).max(65_536).default(256),
+        /**
+         * How long a host running calls may go without a heartbeat (its event loop blocked, e.g. a
+         * synchronous loop) before it is restarted and its calls fail.
+         */
+        watchdogMs: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
       })
       .prefault({}),
     dropins: z

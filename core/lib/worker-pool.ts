@@ -18,8 +18,13 @@ export interface WorkerPoolOptions {
    * absolute path of a runnable CommonJS file, used as it is.
    */
   entry: string;
-  /** Most threads at once (default 1). A thread runs one task at a time. */
+  /** Most threads at once (default 1). */
   maxThreads?: number;
+  /**
+   * Tasks one thread runs at once (default 1). More suits tasks that mostly wait (an agent on its
+   * model); a task that ends its thread (abort, heap cap) then fails the others on it too.
+   */
+  concurrentTasksPerWorker?: number;
   /**
    * Threads kept once the pool has started (default 0). Nothing starts before the first task
    * whatever this says; past it, this many stay warm (a model loaded in a thread stays loaded),
@@ -181,10 +186,11 @@ export class WorkerPool<Task extends object, Result> {
   }
 
   #start(): Piscina<Task, Result> {
-    const { entry, maxThreads = 1, minThreads = 0, idleTimeoutMs = 30_000, maxHeapMb, atomics, onIdleError } = this.#options;
+    const { entry, maxThreads = 1, concurrentTasksPerWorker = 1, minThreads = 0, idleTimeoutMs = 30_000, maxHeapMb, atomics, onIdleError } = this.#options;
     const pool = new Piscina<Task, Result>({
       filename: isAbsolute(entry) ? entry : workerBundle(entry),
       maxThreads,
+      concurrentTasksPerWorker,
       minThreads: Math.min(minThreads, maxThreads),
       idleTimeout: idleTimeoutMs,
       ...(maxHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: maxHeapMb } } : {}),

@@ -94,6 +94,18 @@ export const PlatformStatus = z.object({
   ),
   dropins: z.record(z.string(), z.number().int()).describe('registered drop-ins per kind'),
   errors: z.array(DropInProblemSchema),
+  hosts: z
+    .array(
+      z.object({
+        agent: z.string(),
+        heap_mb: z.number().int(),
+        running: z.number().int(),
+        restarts: z.number().int(),
+        out_of_memory: z.number().int(),
+        last_restart: z.object({ reason: z.enum(['out_of_memory', 'unresponsive', 'stopped']), detail: z.string(), at: z.string() }).nullable(),
+      }),
+    )
+    .describe("supervised agent hosts started in this process: heap cap, calls running, restarts and why (README \"Isolation\")"),
   type_errors: z.array(z.object({ file: z.string(), line: z.number().int(), column: z.number().int(), message: z.string() })),
   requests: z.object({ total: z.number(), by_status: z.record(z.string(), z.number()) }),
   tasks: z.object({ enabled: z.boolean() }),

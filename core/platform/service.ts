@@ -85,6 +85,7 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
     })),
     dropins,
     errors: registry.problemsOf(),
+    hosts: ctx.services.find('agents')?.hosts.status() ?? [],
     type_errors: ctx.typeCheck.problems(),
     requests: await requestCounts(ctx),
     tasks: { enabled: ctx.settings.tasks.enabled },

@@ -1,0 +1,62 @@
+/**
+ * What crosses between the server thread and an agent's host thread for one node call, over the
+ * call's TaskChannel (core/lib/worker-pool.ts). One channel per call keeps each call's messages in
+ * the order they were posted; the channel is drained before the call settles, so no step, token
+ * or tool report can overtake the node's result.
+ */
+import type { AgentInput, AgentState } from '../types.js';
+
+/** The task a host runs: one function node of one agent version. */
+export interface NodeTask {
+  agent: string;
+  /** Absolute path of the agent's entry, and the build (content hash) the registry serves. */
+  file: string;
+  hash: string;
+  /** The graph node to run; 'agent' is a function agent's `run`. */
+  node: string;
+  state: AgentState;
+  input: AgentInput;
+  prompt: string;
+  threadId: string;
+  workspace: string;
+  model: { configured: boolean; name: string };
+  /** How often the host says it is alive while this call runs. */
+  heartbeatMs: number;
+}
+
+/** How a call ended inside the host. An error is rebuilt on the server with its name and stack. */
+export type NodeReply = { value: Partial<AgentState> | undefined } | { error: SerializedError } | { abandoned: true };
+
+export interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+/** Context methods that answer (the host awaits them). */
+export type CallMethod = 'documents' | 'interrupt' | 'callAgent' | 'model.chat' | 'model.run' | 'model.object';
+/** Context methods that only report. */
+export type PostMethod = 'step' | 'tool' | 'plan';
+
+export type FromHost =
+  | { type: 'call'; id: number; method: CallMethod; args: unknown[] }
+  | { type: 'post'; method: PostMethod; args: unknown[] }
+  | { type: 'need-bundle' }
+  | { type: 'beat' };
+
+export type ToHost =
+  | { type: 'reply'; id: number; value?: unknown; error?: SerializedError }
+  | { type: 'bundle'; code: string }
+  | { type: 'abort'; reason: string };
+
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
+  return { name: 'Error', message: String(err) };
+}
+
+export function rebuildError(serialized: SerializedError): Error {
+  const err = new Error(serialized.message);
+  err.name = serialized.name;
+  if (serialized.stack) err.stack = serialized.stack;
+  return err;
+}

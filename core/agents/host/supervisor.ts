@@ -1,0 +1,360 @@
+/**
+ * Supervised agent hosts: where an agent's node functions (a function agent's `run`, a graph's
+ * function nodes) run, so a drop-in that loops, allocates without bound or never returns costs
+ * its own host, never the server thread, the store or another agent.
+ *
+ * Layout: one host per agent, a worker thread (core/lib/worker-pool.ts) with a heap cap, running
+ * that agent's calls concurrently (they mostly wait on the model). One per agent rather than a
+ * small shared pool because the failures this exists for are per drop-in: a heap overflow or a
+ * stuck loop ends the thread and every call on it, and with a shared pool that would be other
+ * agents' calls. An idle host stops after a minute and starts again on the next call.
+ *
+ * How a call ends early:
+ * - cancelled or past its deadline (the run's signal): the call is answered at once; the host is
+ *   told to abort, and if its event loop does not take the message within a short grace (code stuck
+ *   in a synchronous loop), the host is terminated;
+ * - heap cap passed: V8 stops the thread; its calls fail `out of memory: agent x exceeded N MB`;
+ * - watchdog: a host says it is alive every heartbeat while it runs calls; one silent for
+ *   `agents.watchdogMs` is terminated and its calls fail saying so.
+ * A call the host never started (queued behind a stuck one) is retried once on the new host.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+import { bundleOf } from '../../kernel/bundles.js';
+import { fail } from '../../kernel/errors.js';
+import type { Registry } from '../../kernel/registry.js';
+import { WorkerOutOfMemoryError, WorkerPool, TaskChannel } from '../../lib/worker-pool.js';
+import type { AgentRef, NodeHost } from '../engine.js';
+import type { Agent } from '../kind.js';
+import { toolAgentRun } from '../tool-agent.js';
+import type { AnyTool } from '../tools.js';
+import type { AgentState, RunContext } from '../types.js';
+import { type FromHost, type NodeReply, type NodeTask, rebuildError, serializeError, type ToHost } from './protocol.js';
+
+export interface AgentHostsOptions {
+  registry: Registry;
+  /** Workspace root: registry files are relative to it. */
+  root: string;
+  /** `agents.maxHeapMb`: each host's heap cap, unless the agent's `max_heap_mb` says otherwise. */
+  maxHeapMb: number;
+  /** `agents.watchdogMs`: how long a running host may go without a heartbeat. */
+  watchdogMs: number;
+  /** Looks up `tools/` drop-ins an agent lists by name. */
+  resolveTool?: (name: string) => AnyTool | undefined;
+  /** Told of every host restart (metrics). */
+  onRestart?: (agent: string, reason: RestartReason) => void;
+}
+
+export type RestartReason = 'out_of_memory' | 'unresponsive' | 'stopped';
+
+/** One agent's host as `/api/v1/status` shows it. */
+export interface HostStatus {
+  agent: string;
+  heap_mb: number;
+  running: number;
+  restarts: number;
+  out_of_memory: number;
+  last_restart: { reason: RestartReason; detail: string; at: string } | null;
+}
+
+/** How long a host may take to honour an abort before it is terminated (its loop is stuck). */
+const ABORT_GRACE_MS = 200;
+
+interface Host {
+  agent: string;
+  heapMb: number;
+  pool: WorkerPool<NodeTask, NodeReply>;
+  running: number;
+  /** Bumped at each restart, so the calls one thread death fails count it once. */
+  generation: number;
+  restarts: number;
+  outOfMemory: number;
+  lastRestart: HostStatus['last_restart'];
+}
+
+interface Located {
+  file: string;
+  hash: string;
+}
+
+export class AgentHosts implements NodeHost {
+  readonly #options: AgentHostsOptions;
+  readonly #hosts = new Map<string, Host>();
+  /** Where each definition came from, remembered so a run of a build just replaced still finds its bundle. */
+  readonly #located = new WeakMap<object, Located>();
+  readonly #heartbeatMs: number;
+
+  constructor(options: AgentHostsOptions) {
+    this.#options = options;
+    this.#heartbeatMs = Math.max(10, Math.min(1000, Math.floor(options.watchdogMs / 4)));
+  }
+
+  /**
+   * Whether this agent's functions run in a host: yes unless it asks for `isolation: 'inline'`, is
+   * the built-in tool loop (Hangar's own code), or is not a loaded drop-in (a definition built in
+   * code, whose bundle there is none of).
+   */
+  supervises(ref: AgentRef): boolean {
+    const definition = ref.definition;
+    if (definition.isolation === 'inline' || definition.run === toolAgentRun) return false;
+    return this.#locate(ref) !== undefined;
+  }
+
+  async runNode(ref: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined> {
+    const located = this.#locate(ref);
+    if (!located) throw new Error(`agent '${ref.name}' is not a loaded drop-in`);
+    const bundle = bundleOf(located.file, located.hash);
+    if (!bundle) throw new Error(`the build of agent '${ref.name}' being run was replaced twice since; run it again`);
+    const host = this.#hostOf(ref);
+    host.running++;
+    try {
+      const first = await this.#call(host, ref, node, state, ctx, bundle.code);
+      if (first !== RETRY) return first;
+      const second = await this.#call(host, ref, node, state, ctx, bundle.code);
+      if (second === RETRY) throw fail('HANGAR_AGENT_HOST_RESTARTED', { agent: ref.name, why: host.lastRestart?.detail ?? 'stopped' });
+      return second;
+    } finally {
+      host.running--;
+    }
+  }
+
+  status(): HostStatus[] {
+    return [...this.#hosts.values()]
+      .map((host) => ({
+        agent: host.agent,
+        heap_mb: host.heapMb,
+        running: host.running,
+        restarts: host.restarts,
+        out_of_memory: host.outOfMemory,
+        last_restart: host.lastRestart,
+      }))
+      .sort((a, b) => a.agent.localeCompare(b.agent));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#hosts.values()].map((host) => host.pool.close()));
+    this.#hosts.clear();
+  }
+
+  #locate(ref: AgentRef): Located | undefined {
+    const known = this.#located.get(ref.definition);
+    if (known) return known;
+    const entry = this.#options.registry.get<Agent>('agent', ref.name);
+    if (!entry || entry.definition.definition !== ref.definition || entry.file.endsWith('.json')) return undefined;
+    const located = { file: path.resolve(this.#options.root, entry.file), hash: entry.version };
+    this.#located.set(ref.definition, located);
+    return located;
+  }
+
+  #hostOf(ref: AgentRef): Host {
+    const heapMb = ref.definition.max_heap_mb ?? this.#options.maxHeapMb;
+    const existing = this.#hosts.get(ref.name);
+    if (existing && existing.heapMb === heapMb) return existing;
+    // A new cap takes a new thread; the old one finishes what it runs, then stops.
+    if (existing) void drain(existing);
+    const host: Host = {
+      agent: ref.name,
+      heapMb,
+      pool: new WorkerPool<NodeTask, NodeReply>({
+        entry: 'core/agents/host/worker.ts',
+        maxThreads: 1,
+        concurrentTasksPerWorker: 256,
+        idleTimeoutMs: 60_000,
+        maxHeapMb: heapMb,
+        atomics: 'disabled',
+      }),
+      running: 0,
+      generation: 0,
+      restarts: existing?.restarts ?? 0,
+      outOfMemory: existing?.outOfMemory ?? 0,
+      lastRestart: existing?.lastRestart ?? null,
+    };
+    this.#hosts.set(ref.name, host);
+    return host;
+  }
+
+  #restarted(host: Host, generation: number, reason: RestartReason, detail: string): void {
+    if (host.generation !== generation) return;
+    host.generation++;
+    host.restarts++;
+    if (reason === 'out_of_memory') host.outOfMemory++;
+    host.lastRestart = { reason, detail, at: new Date().toISOString() };
+    this.#options.onRestart?.(host.agent, reason);
+  }
+
+  #call(
+    host: Host,
+    ref: AgentRef,
+    node: string,
+    state: AgentState,
+    ctx: RunContext,
+    code: string,
+  ): Promise<Partial<AgentState> | undefined | typeof RETRY> {
+    const generation = host.generation;
+    const located = this.#located.get(ref.definition)!;
+    const signal = ctx.signal;
+    const terminate = new AbortController();
+    let heard = false;
+    let lastHeard = 0;
+    let settled = false;
+    let watchdog: NodeJS.Timeout | undefined;
+
+    return new Promise((resolve, reject) => {
+      const finish = (outcome: { value: Partial<AgentState> | undefined | typeof RETRY } | { error: unknown }) => {
+        if (settled) return;
+        settled = true;
+        clearInterval(watchdog);
+        signal.removeEventListener('abort', onAbort);
+        if ('error' in outcome) reject(outcome.error);
+        else resolve(outcome.value);
+      };
+      const stop = (reason: RestartReason, error: Error) => {
+        this.#restarted(host, generation, reason, error.message);
+        terminate.abort(error);
+        finish({ error });
+      };
+      const onAbort = () => {
+        channel.send({ type: 'abort', reason: String((signal.reason as Error | undefined)?.message ?? 'the run was cancelled') });
+        finish({ error: signal.reason });
+        // The host answers the abort at once unless its event loop is stuck; then it is stopped.
+        setTimeout(() => {
+          if (!running.done) {
+            this.#restarted(host, generation, 'stopped', `a run of agent '${ref.name}' ignored its cancellation and was stopped`);
+            terminate.abort(signal.reason);
+          }
+        }, ABORT_GRACE_MS).unref();
+      };
+      const channel = new TaskChannel<FromHost, ToHost>((message) => {
+        heard = true;
+        lastHeard = performance.now();
+        if (settled && message.type !== 'need-bundle') return;
+        this.#answer(message, ref, ctx, channel, code, (control) => finish({ error: control }));
+      });
+      watchdog = setInterval(() => {
+        if (heard && performance.now() - lastHeard > this.#options.watchdogMs) {
+          stop('unresponsive', fail('HANGAR_AGENT_UNRESPONSIVE', { agent: ref.name, ms: this.#options.watchdogMs }));
+        }
+      }, this.#heartbeatMs);
+      watchdog.unref();
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+
+      const task: NodeTask = {
+        agent: ref.name,
+        file: located.file,
+        hash: located.hash,
+        node,
+        state,
+        input: ctx.input,
+        prompt: ctx.prompt,
+        threadId: ctx.threadId,
+        workspace: ctx.workspace,
+        model: { configured: ctx.model.configured, name: ctx.model.name },
+        heartbeatMs: this.#heartbeatMs,
+      };
+      const running = { done: false };
+      host.pool.run(task, { signal: terminate.signal, channel }).then(
+        (reply) => {
+          running.done = true;
+          if ('error' in reply) finish({ error: rebuildError(reply.error) });
+          else if ('value' in reply) finish({ value: reply.value });
+        },
+        (err: unknown) => {
+          running.done = true;
+          if (err instanceof WorkerOutOfMemoryError) {
+            this.#restarted(host, generation, 'out_of_memory', `agent ${ref.name} exceeded ${host.heapMb} MB`);
+            return finish({ error: fail('HANGAR_AGENT_OUT_OF_MEMORY', { agent: ref.name, mb: host.heapMb }) });
+          }
+          if (settled) return;
+          // Another call's failure stopped the thread this one was on.
+          if (host.generation !== generation) return finish(heard ? { error: restartedError(host, ref) } : { value: RETRY });
+          finish({ error: err });
+        },
+      );
+    });
+  }
+
+  /** Answer one message of a running call; `control` ends the node with a thrown value that is no error (an interrupt). */
+  #answer(
+    message: FromHost,
+    ref: AgentRef,
+    ctx: RunContext,
+    channel: TaskChannel<FromHost, ToHost>,
+    code: string,
+    control: (thrown: unknown) => void,
+  ): void {
+    switch (message.type) {
+      case 'beat':
+        return;
+      case 'need-bundle':
+        return channel.send({ type: 'bundle', code });
+      case 'post': {
+        const [a, b] = message.args;
+        if (message.method === 'step') ctx.step(String(a));
+        else if (message.method === 'tool') ctx.tool(String(a), b);
+        else ctx.plan(String(a), b);
+        return;
+      }
+      case 'call': {
+        const { id } = message;
+        this.#dispatch(message.method, message.args, ref, ctx).then(
+          (value) => channel.send({ type: 'reply', id, value }),
+          (err: unknown) => {
+            // The engine's interrupt is a thrown value, not an Error: it ends the node on this side.
+            if (!(err instanceof Error)) control(err);
+            channel.send({ type: 'reply', id, error: serializeError(err instanceof Error ? err : new Error('the run was suspended')) });
+          },
+        );
+      }
+    }
+  }
+
+  #dispatch(method: string, args: unknown[], ref: AgentRef, ctx: RunContext): Promise<unknown> {
+    const [a, b, c] = args as [never, never, never];
+    switch (method) {
+      case 'documents':
+        return ctx.documents(a);
+      case 'interrupt':
+        return ctx.interrupt(a, b);
+      case 'callAgent':
+        return ctx.callAgent(a, b, c);
+      case 'model.chat':
+        return ctx.model.chat(a, { ...(b as object), signal: ctx.signal });
+      case 'model.run': {
+        const { tools, ...options } = b as { tools?: string[] };
+        return ctx.model.run(a, { ...options, ...(tools ? { tools: tools.map((name) => this.#tool(ref, name)) } : {}), signal: ctx.signal });
+      }
+      case 'model.object':
+        return ctx.model.object(z.fromJSONSchema(a), b, { ...(c as object), signal: ctx.signal });
+      default:
+        return Promise.reject(new Error(`unknown host call '${method}'`));
+    }
+  }
+
+  /**
+   * A tool a supervised run passed to `ctx.model.run`: functions cannot cross threads, so it goes by
+   * name, resolved among the agent's own `tools` and the `tools/` drop-ins; it runs on the server.
+   */
+  #tool(ref: AgentRef, name: string): AnyTool {
+    for (const tool of ref.definition.tools ?? []) {
+      if (typeof tool !== 'string' && tool.name === name) return tool;
+      if (tool === name) break;
+    }
+    const found = this.#options.resolveTool?.(name);
+    if (found) return found;
+    throw new Error(
+      `tool '${name}' passed to ctx.model.run is neither one of agent '${ref.name}''s tools nor a tools/ drop-in (a supervised agent's tools go by name)`,
+    );
+  }
+}
+
+const RETRY = Symbol('retry on the new host');
+
+function restartedError(host: Host, ref: AgentRef) {
+  return fail('HANGAR_AGENT_HOST_RESTARTED', { agent: ref.name, why: host.lastRestart?.detail ?? 'its thread stopped' });
+}
+
+async function drain(host: Host): Promise<void> {
+  while (host.running > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+  await host.pool.close();
+}

@@ -1,10 +1,13 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { readSse } from '../support/sse.js';
 
 /**
  * Run deadlines (#17): agents that never answer — one ignoring its signal, one that honours it —
- * are real drop-ins; what they saw is reported through a global, since drop-ins run in this process.
+ * are real drop-ins; what they saw is reported through a file of the workspace, since their
+ * functions run in their own host thread (a global of this process would not see it).
  */
 const files = {
   'agents/stuck.ts': agentSource(`{ description: 'Never answers and ignores its signal', run: () => new Promise(() => {}) }`),
@@ -12,11 +15,11 @@ const files = {
     description: 'Waits until its signal aborts, and says why it did',
     run: (input, ctx) => new Promise((_, reject) => {
       ctx.signal.addEventListener('abort', () => {
-        (globalThis as any).__deadlineReason = String(ctx.signal.reason?.message ?? ctx.signal.reason);
+        writeFileSync(ctx.workspace + '/deadline-reason.txt', String(ctx.signal.reason?.message ?? ctx.signal.reason));
         reject(new Error('stopped'));
       });
     }),
-  }`),
+  }`, "import { writeFileSync } from 'node:fs';"),
   'agents/patient.ts': agentSource(`{ timeout_ms: 200, run: () => new Promise(() => {}) }`),
   'agents/roomy.ts': agentSource(
     `{ timeout_ms: 5000, run: (input) => new Promise((resolve) => setTimeout(() => resolve('late but fine'), 600)) }`,
@@ -55,8 +58,8 @@ describe('run deadlines', () => {
   it("at the deadline the run's signal aborts with the reason", { timeout: 30_000 }, async () => {
     const res = await invoke('listener', { query: 'q', timeout_ms: 200 });
     expect(res.status).toBe(504);
-    await eventually(() => (globalThis as { __deadlineReason?: string }).__deadlineReason);
-    expect((globalThis as { __deadlineReason?: string }).__deadlineReason).toBe("agent 'listener' did not finish within 200 ms");
+    const reason = await eventually(() => readFile(path.join(server.root, 'deadline-reason.txt'), 'utf8').catch(() => undefined));
+    expect(reason).toBe("agent 'listener' did not finish within 200 ms");
     // Counted once, as a timeout: the cancelled outcome the agent reached after its signal is not.
     const metrics = (await server.request('/metrics')).text;
     expect(metrics.match(/agent_invocations_total\{agent="listener",[^}]*\} \d+/g)).toEqual([

@@ -8,7 +8,7 @@ import { agentSource, eventually, startTestServer, type TestServer } from '../su
 const files = {
   'agents/quick.ts': agentSource(`{ run: async (input, ctx) => { ctx.step('looked'); return { response: 'quick: ' + input.query }; } }`),
   'agents/spin.ts': agentSource(`{ run: () => { while (true) {} } }`),
-  'agents/hog.ts': agentSource(`{ max_heap_mb: 64, run: () => { const keep: string[][] = []; for (;;) keep.push(new Array(1e5).fill('x'.repeat(8))); } }`),
+  'agents/hog.ts': agentSource(`{ max_heap_mb: 64, timeout_ms: 60_000, run: () => { const keep: string[][] = []; for (;;) keep.push(new Array(1e5).fill('x'.repeat(8))); } }`),
   'agents/where.ts': agentSource(
     `{ run: () => ({ response: isMainThread ? 'main' : 'host' }) }`,
     "import { isMainThread } from 'node:worker_threads';",

@@ -4,6 +4,7 @@
  * the order they were posted; the channel is drained before the call settles, so no step, token
  * or tool report can overtake the node's result.
  */
+import { type ErrorDetail, HangarError } from '../../kernel/errors.js';
 import type { AgentInput, AgentState } from '../types.js';
 
 /** The task a host runs: one function node of one agent version. */
@@ -31,6 +32,8 @@ export interface SerializedError {
   name: string;
   message: string;
   stack?: string;
+  /** A HangarError's own parts, so a coded error (a model's 502, a subagent's 504) keeps its status and code. */
+  coded?: { status: number; detail: ErrorDetail; code: string; headers: Record<string, string>; fields: Record<string, unknown> };
 }
 
 /** Context methods that answer (the host awaits them). */
@@ -50,12 +53,17 @@ export type ToHost =
   | { type: 'abort'; reason: string };
 
 export function serializeError(err: unknown): SerializedError {
+  if (err instanceof HangarError) {
+    const { status, detail, code, headers, fields } = err;
+    return { name: err.name, message: err.message, stack: err.stack, coded: { status, detail, code, headers, fields } };
+  }
   if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
   return { name: 'Error', message: String(err) };
 }
 
 export function rebuildError(serialized: SerializedError): Error {
-  const err = new Error(serialized.message);
+  const coded = serialized.coded;
+  const err = coded ? new HangarError(coded.status, coded.detail, coded.headers, coded.fields, coded.code) : new Error(serialized.message);
   err.name = serialized.name;
   if (serialized.stack) err.stack = serialized.stack;
   return err;

@@ -186,7 +186,16 @@ export class WorkerPool<Task extends object, Result> {
   }
 
   #start(): Piscina<Task, Result> {
-    const { entry, maxThreads = 1, concurrentTasksPerWorker = 1, minThreads = 0, idleTimeoutMs = 30_000, maxHeapMb, atomics, onIdleError } = this.#options;
+    const {
+      entry,
+      maxThreads = 1,
+      concurrentTasksPerWorker = 1,
+      minThreads = 0,
+      idleTimeoutMs = 30_000,
+      maxHeapMb,
+      atomics,
+      onIdleError,
+    } = this.#options;
     const pool = new Piscina<Task, Result>({
       filename: isAbsolute(entry) ? entry : workerBundle(entry),
       maxThreads,

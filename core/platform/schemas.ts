@@ -102,10 +102,12 @@ export const PlatformStatus = z.object({
         running: z.number().int(),
         restarts: z.number().int(),
         out_of_memory: z.number().int(),
-        last_restart: z.object({ reason: z.enum(['out_of_memory', 'unresponsive', 'stopped']), detail: z.string(), at: z.string() }).nullable(),
+        last_restart: z
+          .object({ reason: z.enum(['out_of_memory', 'unresponsive', 'stopped']), detail: z.string(), at: z.string() })
+          .nullable(),
       }),
     )
-    .describe("supervised agent hosts started in this process: heap cap, calls running, restarts and why (README \"Isolation\")"),
+    .describe('supervised agent hosts started in this process: heap cap, calls running, restarts and why (README "Isolation")'),
   type_errors: z.array(z.object({ file: z.string(), line: z.number().int(), column: z.number().int(), message: z.string() })),
   requests: z.object({ total: z.number(), by_status: z.record(z.string(), z.number()) }),
   tasks: z.object({ enabled: z.boolean() }),

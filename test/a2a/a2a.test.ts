@@ -11,6 +11,8 @@ import { readSse } from '../support/sse.js';
 const files = {
   'agents/echo.ts': agentSource(`{
     description: 'Echoes the query',
+    // Inline (README "Isolation"): the test reaches this agent through a global of its own process.
+    isolation: 'inline',
     run: async (input, ctx) => {
       const g = globalThis as any;
       g.__a2aEchoRuns = (g.__a2aEchoRuns ?? 0) + 1;
@@ -20,6 +22,8 @@ const files = {
   }`),
   'agents/sleeper.ts': agentSource(`{
     description: 'Works until cancelled',
+    // Inline (README "Isolation"): the test reaches this agent through a global of its own process.
+    isolation: 'inline',
     run: (input, ctx) => new Promise((_, reject) => {
       const g = globalThis as any;
       g.__a2aSleeperStarted = true;

@@ -16,6 +16,8 @@ const files = {
   }`),
   'agents/waiter.ts': agentSource(`{
     description: 'Answers once released, or stops when cancelled',
+    // Inline (README "Isolation"): the test reaches this agent through a global of its own process.
+    isolation: 'inline',
     run: (input, ctx) => new Promise((resolve, reject) => {
       const g = globalThis as any;
       g.__rpcWaiter = { release: () => resolve('released: ' + input.query) };

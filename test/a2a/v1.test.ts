@@ -15,6 +15,8 @@ const files = {
     `{ description: 'Echoes the query', run: async (input, ctx) => { ctx.step('echoed'); return 'echo: ' + input.query; } }`,
   ),
   'agents/waiter.ts': agentSource(`{
+    // Inline (README "Isolation"): the test reaches this agent through a global of its own process.
+    isolation: 'inline',
     run: (input, ctx) => new Promise((resolve, reject) => {
       (globalThis as any).__v1Waiter = () => resolve('released');
       ctx.signal.addEventListener('abort', () => reject(new Error('stopped')));

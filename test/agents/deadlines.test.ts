@@ -11,21 +11,30 @@ import { readSse } from '../support/sse.js';
  */
 const files = {
   'agents/stuck.ts': agentSource(`{ description: 'Never answers and ignores its signal', run: () => new Promise(() => {}) }`),
-  'agents/listener.ts': agentSource(`{
+  'agents/listener.ts': agentSource(
+    `{
     description: 'Waits until its signal aborts, and says why it did',
+    // Inline (README "Isolation"): it must be running before a 200 ms deadline, which a supervised
+    // agent's first call (its host thread starting) cannot promise on a loaded machine.
+    isolation: 'inline',
     run: (input, ctx) => new Promise((_, reject) => {
       ctx.signal.addEventListener('abort', () => {
         writeFileSync(ctx.workspace + '/deadline-reason.txt', String(ctx.signal.reason?.message ?? ctx.signal.reason));
         reject(new Error('stopped'));
       });
     }),
-  }`, "import { writeFileSync } from 'node:fs';"),
+  }`,
+    "import { writeFileSync } from 'node:fs';",
+  ),
   'agents/patient.ts': agentSource(`{ timeout_ms: 200, run: () => new Promise(() => {}) }`),
   'agents/roomy.ts': agentSource(
     `{ timeout_ms: 5000, run: (input) => new Promise((resolve) => setTimeout(() => resolve('late but fine'), 600)) }`,
   ),
   'agents/quick.ts': agentSource(`{ run: async (input) => ({ response: 'quick: ' + input.query }) }`),
   'agents/slow-talker.ts': agentSource(`{
+    // Inline (README "Isolation"): its first node must finish within a 300 ms deadline, which a
+    // supervised agent's first call (its host thread starting) cannot promise on a loaded machine.
+    isolation: 'inline',
     graph: {
       nodes: {
         first: () => ({ response: 'first step done' }),

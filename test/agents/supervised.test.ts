@@ -8,7 +8,9 @@ import { agentSource, eventually, startTestServer, type TestServer } from '../su
 const files = {
   'agents/quick.ts': agentSource(`{ run: async (input, ctx) => { ctx.step('looked'); return { response: 'quick: ' + input.query }; } }`),
   'agents/spin.ts': agentSource(`{ run: () => { while (true) {} } }`),
-  'agents/hog.ts': agentSource(`{ max_heap_mb: 64, timeout_ms: 60_000, run: () => { const keep: string[][] = []; for (;;) keep.push(new Array(1e5).fill('x'.repeat(8))); } }`),
+  'agents/hog.ts': agentSource(
+    `{ max_heap_mb: 64, timeout_ms: 60_000, run: () => { const keep: string[][] = []; for (;;) keep.push(new Array(1e5).fill('x'.repeat(8))); } }`,
+  ),
   'agents/where.ts': agentSource(
     `{ run: () => ({ response: isMainThread ? 'main' : 'host' }) }`,
     "import { isMainThread } from 'node:worker_threads';",
@@ -47,7 +49,9 @@ describe('supervised agent hosts', () => {
     expect((await invoke('quick', { query: 'after' })).body.response).toBe('quick: after');
     // The stuck host ignored the abort, so it was stopped (within a short grace) and is counted.
     const host = await eventually(async () =>
-      (await server.request('/api/v1/status')).body.hosts.find((h: { agent: string; restarts: number }) => h.agent === 'spin' && h.restarts),
+      (await server.request('/api/v1/status')).body.hosts.find(
+        (h: { agent: string; restarts: number }) => h.agent === 'spin' && h.restarts,
+      ),
     );
     expect(host).toMatchObject({ restarts: 1, running: 0, last_restart: { reason: 'stopped' } });
     expect((await server.request('/metrics')).text).toContain('dropin_host_restarts_total{kind="agent",name="spin",reason="stopped"} 1');

@@ -15,6 +15,9 @@ export async function studioWorkspace(extra: Record<string, string> = {}): Promi
   const root = await makeWorkspace({
     ...extra,
     'agents/slow.ts': agentSource(`{
+      // Inline (README "Isolation"): the studio tests pin a node that returns inside its abort handler
+      // reaching node_end before the cancel answers, which only holds on the server's own thread.
+      isolation: 'inline',
       graph: {
         nodes: {
           wait: async (state, ctx) => {

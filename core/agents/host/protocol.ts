@@ -23,6 +23,8 @@ export interface NodeTask {
   model: { configured: boolean; name: string };
   /** How often the host says it is alive while this call runs. */
   heartbeatMs: number;
+  /** After an abort, how long the node may take to return by itself before the host gives up on it. */
+  abandonAfterMs: number;
 }
 
 /** How a call ended inside the host. An error is rebuilt on the server with its name and stack. */

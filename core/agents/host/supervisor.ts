@@ -23,7 +23,7 @@ import { z } from 'zod';
 import { bundleOf } from '../../kernel/bundles.js';
 import { fail } from '../../kernel/errors.js';
 import type { Registry } from '../../kernel/registry.js';
-import { WorkerOutOfMemoryError, WorkerPool, TaskChannel } from '../../lib/worker-pool.js';
+import { TaskChannel, WorkerOutOfMemoryError, WorkerPool } from '../../lib/worker-pool.js';
 import type { AgentRef, NodeHost } from '../engine.js';
 import type { Agent } from '../kind.js';
 import { toolAgentRun } from '../tool-agent.js';
@@ -57,8 +57,12 @@ export interface HostStatus {
   last_restart: { reason: RestartReason; detail: string; at: string } | null;
 }
 
-/** How long a host may take to honour an abort before it is terminated (its loop is stuck). */
-const ABORT_GRACE_MS = 200;
+/**
+ * After an abort, the node may return by itself for this long (its output then counts, as it does
+ * inline); past it the host lets the call go, and a host that has not answered by twice this is
+ * stuck (a synchronous loop) and is terminated.
+ */
+const ABORT_GRACE_MS = 100;
 
 interface Host {
   agent: string;
@@ -198,6 +202,7 @@ export class AgentHosts implements NodeHost {
     let lastHeard = 0;
     let settled = false;
     let watchdog: NodeJS.Timeout | undefined;
+    const running = { done: false };
 
     return new Promise((resolve, reject) => {
       const finish = (outcome: { value: Partial<AgentState> | undefined | typeof RETRY } | { error: unknown }) => {
@@ -215,14 +220,13 @@ export class AgentHosts implements NodeHost {
       };
       const onAbort = () => {
         channel.send({ type: 'abort', reason: String((signal.reason as Error | undefined)?.message ?? 'the run was cancelled') });
-        finish({ error: signal.reason });
-        // The host answers the abort at once unless its event loop is stuck; then it is stopped.
+        // The host answers within the grace unless its event loop is stuck; then it is stopped.
         setTimeout(() => {
-          if (!running.done) {
-            this.#restarted(host, generation, 'stopped', `a run of agent '${ref.name}' ignored its cancellation and was stopped`);
-            terminate.abort(signal.reason);
-          }
-        }, ABORT_GRACE_MS).unref();
+          if (running.done) return;
+          this.#restarted(host, generation, 'stopped', `a run of agent '${ref.name}' ignored its cancellation and was stopped`);
+          terminate.abort(signal.reason);
+          finish({ error: signal.reason });
+        }, 2 * ABORT_GRACE_MS).unref();
       };
       const channel = new TaskChannel<FromHost, ToHost>((message) => {
         heard = true;
@@ -236,7 +240,7 @@ export class AgentHosts implements NodeHost {
         }
       }, this.#heartbeatMs);
       watchdog.unref();
-      if (signal.aborted) return onAbort();
+      if (signal.aborted) return finish({ error: signal.reason });
       signal.addEventListener('abort', onAbort, { once: true });
 
       const task: NodeTask = {
@@ -251,13 +255,14 @@ export class AgentHosts implements NodeHost {
         workspace: ctx.workspace,
         model: { configured: ctx.model.configured, name: ctx.model.name },
         heartbeatMs: this.#heartbeatMs,
+        abandonAfterMs: ABORT_GRACE_MS,
       };
-      const running = { done: false };
       host.pool.run(task, { signal: terminate.signal, channel }).then(
         (reply) => {
           running.done = true;
           if ('error' in reply) finish({ error: rebuildError(reply.error) });
           else if ('value' in reply) finish({ value: reply.value });
+          else finish({ error: signal.reason });
         },
         (err: unknown) => {
           running.done = true;
@@ -287,7 +292,8 @@ export class AgentHosts implements NodeHost {
       case 'beat':
         return;
       case 'need-bundle':
-        return channel.send({ type: 'bundle', code });
+        channel.send({ type: 'bundle', code });
+        return;
       case 'post': {
         const [a, b] = message.args;
         if (message.method === 'step') ctx.step(String(a));
@@ -322,7 +328,11 @@ export class AgentHosts implements NodeHost {
         return ctx.model.chat(a, { ...(b as object), signal: ctx.signal });
       case 'model.run': {
         const { tools, ...options } = b as { tools?: string[] };
-        return ctx.model.run(a, { ...options, ...(tools ? { tools: tools.map((name) => this.#tool(ref, name)) } : {}), signal: ctx.signal });
+        return ctx.model.run(a, {
+          ...options,
+          ...(tools ? { tools: tools.map((name) => this.#tool(ref, name)) } : {}),
+          signal: ctx.signal,
+        });
       }
       case 'model.object':
         return ctx.model.object(z.fromJSONSchema(a), b, { ...(c as object), signal: ctx.signal });

@@ -10,14 +10,23 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { MessagePort } from 'node:worker_threads';
 import vm from 'node:vm';
+import type { MessagePort } from 'node:worker_threads';
 import * as zod from 'zod';
 import { virtualName, WRAPPER_HEAD } from '../../kernel/stack.js';
 import * as sdk from '../../sdk.js';
 import { compileGraph } from '../graph.js';
 import type { AgentDefinition, NodeFn, RunContext } from '../types.js';
-import { type CallMethod, type FromHost, type NodeReply, type NodeTask, type PostMethod, serializeError, type ToHost, rebuildError } from './protocol.js';
+import {
+  type CallMethod,
+  type FromHost,
+  type NodeReply,
+  type NodeTask,
+  type PostMethod,
+  rebuildError,
+  serializeError,
+  type ToHost,
+} from './protocol.js';
 
 const provided: Record<string, unknown> = { hangar: sdk, zod, 'zod/v4': zod };
 
@@ -64,7 +73,8 @@ export default async function runNode(task: NodeTask & { port: MessagePort }): P
     } else if (message.type === 'bundle') bundleArrived?.(message.code);
     else if (message.type === 'abort') {
       abort.abort(new Error(message.reason));
-      abandon?.({ abandoned: true });
+      // A node that honours its signal returns (its output counts, as inline); one that ignores it is let go.
+      setTimeout(() => abandon?.({ abandoned: true }), task.abandonAfterMs);
     }
   };
   port.on('message', onMessage);

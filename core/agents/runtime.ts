@@ -46,6 +46,15 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
       ctx.metrics.dropinHostRestarts.inc({ kind: 'agent', name: agent, reason });
       ctx.log.warn(`agent host restarted: ${agent} (${reason.replaceAll('_', ' ')})`);
     },
+    onWarmError: (agent, err) => ctx.log.warn(`agent host of ${agent} did not start ahead of its first call`, { error: errorMessage(err) }),
+  });
+  // Hosts start as agents load or reload, after the change is announced: never in discovery's way.
+  ctx.registry.on('change', (change) => {
+    if (change.kind !== 'agent' || (change.type !== 'added' && change.type !== 'updated')) return;
+    setImmediate(() => {
+      const agent = ctx.registry.get<Agent>('agent', change.name)?.definition;
+      if (agent) hosts.prepare(agent);
+    });
   });
   const service = new AgentService({
     host: hosts,

@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildSync } from 'esbuild';
+import { type BuildOptions, build, buildSync, type Metafile } from 'esbuild';
 import { type InputStamp, inputsUnchanged, stampInputs } from './input-stamps.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -41,10 +41,48 @@ export function packageRoot(): string {
  *
  * `format: 'esm'` is only for modules loaded with `import()` inside a worker (never `require()`d
  * by piscina), e.g. the notebook's analysis functions, whose dependencies include ES-only packages.
+ *
+ * This builds synchronously when it must (esbuild's buildSync blocks the calling thread for the
+ * build); a caller on the server's thread that can wait uses workerBundleAsync instead.
  */
 export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs' | 'esm' } = {}): string {
-  const cachedPath = built.get(entry);
-  if (cachedPath) return cachedPath;
+  const target = targetOf(entry, format);
+  return reuse(target) ?? store(target, buildSync(buildOptions(target)));
+}
+
+const building = new Map<string, Promise<string>>();
+
+/**
+ * workerBundle, with the build run by esbuild's service process while this thread goes on serving
+ * (a build takes a few hundred ms on a loaded machine: too long to hold requests for). Concurrent
+ * callers share one build.
+ */
+export function workerBundleAsync(entry: string, { format = 'cjs' }: { format?: 'cjs' | 'esm' } = {}): Promise<string> {
+  const target = targetOf(entry, format);
+  const known = reuse(target);
+  if (known) return Promise.resolve(known);
+  let pending = building.get(target.key);
+  if (!pending) {
+    pending = build(buildOptions(target))
+      .then((result) => store(target, result))
+      .finally(() => building.delete(target.key));
+    building.set(target.key, pending);
+  }
+  return pending;
+}
+
+interface Target {
+  key: string;
+  root: string;
+  entry: string;
+  name: string;
+  format: 'cjs' | 'esm';
+  ext: string;
+  cache: string;
+  manifest: string;
+}
+
+function targetOf(entry: string, format: 'cjs' | 'esm'): Target {
   const root = packageRoot();
   const name = entry
     .replace(/^core\//, '')
@@ -56,48 +94,64 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
   // testing sandbox links it) must not make this tree reuse a bundle built from the copy's files.
   const tree = createHash('sha256').update(root).digest('hex').slice(0, 8);
   const manifest = join(cache, `${name}.${ext}.${tree}.inputs.json`);
-  const previous = readManifest(manifest);
+  return { key: `${entry}:${format}`, root, entry, name, format, ext, cache, manifest };
+}
+
+/** The bundle this process built already, or one a previous process built from unchanged inputs. */
+function reuse(target: Target): string | undefined {
+  const cachedPath = built.get(target.key);
+  if (cachedPath) return cachedPath;
+  const previous = readManifest(target.manifest);
   if (previous && existsSync(previous.bundle) && inputsUnchanged(previous.inputs)) {
-    built.set(entry, previous.bundle);
+    built.set(target.key, previous.bundle);
     return previous.bundle;
   }
-  const result = buildSync({
-    entryPoints: [join(root, entry)],
-    absWorkingDir: root,
+  return undefined;
+}
+
+function buildOptions(target: Target) {
+  return {
+    entryPoints: [join(target.root, target.entry)],
+    absWorkingDir: target.root,
     bundle: true,
     platform: 'node',
-    format,
+    format: target.format,
     target: 'node22',
     packages: 'external',
     write: false,
-    outfile: `worker.${format === 'cjs' ? 'cjs' : 'mjs'}`,
+    outfile: `worker.${target.ext}`,
     metafile: true,
     logLevel: 'silent',
-  });
+  } satisfies BuildOptions;
+}
+
+/** Write the built bundle under its content hash (if new) and its inputs manifest; returns its path. */
+function store(target: Target, result: { outputFiles: { text: string }[]; metafile: Metafile }): string {
+  const { root, name, ext, cache } = target;
   const code = result.outputFiles[0]!.text;
   const hash = createHash('sha256').update(code).digest('hex').slice(0, 12);
-  const target = join(cache, `${name}.${hash}.${ext}`);
-  if (!existsSync(target)) {
+  const file = join(cache, `${name}.${hash}.${ext}`);
+  if (!existsSync(file)) {
     mkdirSync(cache, { recursive: true });
-    const tmp = `${target}.${process.pid}.tmp`;
+    const tmp = `${file}.${process.pid}.tmp`;
     writeFileSync(tmp, code);
-    renameSync(tmp, target);
+    renameSync(tmp, file);
     // Older bundles of this worker are left by edits. Only ones untouched for an hour go: another
     // process built from other sources (a test run during an edit) may be about to start a worker
     // from its bundle right now.
     const stale = Date.now() - 60 * 60 * 1000;
     for (const old of readdirSync(cache)) {
       if (!old.startsWith(`${name}.`) || !old.endsWith(`.${ext}`) || old === `${name}.${hash}.${ext}`) continue;
-      const file = join(cache, old);
-      if ((statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? Infinity) < stale) rmSync(file, { force: true });
+      const oldFile = join(cache, old);
+      if ((statSync(oldFile, { throwIfNoEntry: false })?.mtimeMs ?? Infinity) < stale) rmSync(oldFile, { force: true });
     }
   }
-  writeManifest(manifest, {
-    bundle: target,
+  writeManifest(target.manifest, {
+    bundle: file,
     inputs: stampInputs(Object.keys(result.metafile.inputs).map((input) => resolve(root, input))),
   });
-  built.set(entry, target);
-  return target;
+  built.set(target.key, file);
+  return file;
 }
 
 interface WorkerManifest {

@@ -3,13 +3,14 @@
  * used to repeat: bundling the entry, a deadline and an AbortSignal per task, a message channel
  * per task, a heap cap per thread, and clear errors for the three ways a task is cut short.
  *
- * Nothing starts before the first task, not even the bundling: a server sets up its pools at
- * start-up and most of them may never be used in a session.
+ * Nothing starts before the first task (or a warm()), not even the bundling: a server sets up its
+ * pools at start-up and most of them may never be used in a session. The bundling never blocks the
+ * calling thread (esbuild's service process builds while it goes on).
  */
 import { isAbsolute } from 'node:path';
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { workerBundle } from './worker-bundle.js';
+import { workerBundleAsync } from './worker-bundle.js';
 
 export interface WorkerPoolOptions {
   /**
@@ -138,6 +139,7 @@ export class TaskChannel<FromWorker = unknown, ToWorker = unknown> {
 export class WorkerPool<Task extends object, Result> {
   readonly #options: WorkerPoolOptions;
   #pool: Piscina<Task, Result> | undefined;
+  #starting: Promise<Piscina<Task, Result>> | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: WorkerPoolOptions) {
@@ -156,7 +158,8 @@ export class WorkerPool<Task extends object, Result> {
    */
   async run(task: Task, options: RunOptions = {}): Promise<Result> {
     if (this.#closing) throw new Error('the worker pool is closed');
-    const pool = (this.#pool ??= this.#start());
+    const pool = this.#pool ?? (await this.#started());
+    if (this.#closing) throw new Error('the worker pool is closed');
     const stop = new AbortController();
     const forwardAbort = () => stop.abort(options.signal!.reason);
     if (options.signal?.aborted) forwardAbort();
@@ -179,15 +182,43 @@ export class WorkerPool<Task extends object, Result> {
     }
   }
 
+  /**
+   * Get ready for the first task ahead of it: bundle the entry (off this thread) and, given a task,
+   * run it, which starts a thread. For a caller whose first real task has a short deadline.
+   */
+  async warm(task?: Task): Promise<void> {
+    if (this.#closing) return;
+    await this.#started();
+    if (task) await this.run(task);
+  }
+
   /** Terminate every thread (running and queued tasks reject); safe to call again. */
   close(): Promise<void> {
-    this.#closing ??= this.#pool?.destroy() ?? Promise.resolve();
+    this.#closing ??= (async () => {
+      const pool = this.#pool ?? (await this.#starting?.catch(() => undefined));
+      await pool?.destroy();
+    })();
     return this.#closing;
   }
 
-  #start(): Piscina<Task, Result> {
+  /** The pool, started once; the entry's bundle is built without blocking this thread. */
+  #started(): Promise<Piscina<Task, Result>> {
+    if (this.#pool) return Promise.resolve(this.#pool);
+    this.#starting ??= (async () => {
+      const { entry } = this.#options;
+      const filename = isAbsolute(entry) ? entry : await workerBundleAsync(entry);
+      this.#pool ??= this.#start(filename);
+      return this.#pool;
+    })();
+    // A failed build is tried again by the next task.
+    this.#starting.catch(() => {
+      this.#starting = undefined;
+    });
+    return this.#starting;
+  }
+
+  #start(filename: string): Piscina<Task, Result> {
     const {
-      entry,
       maxThreads = 1,
       concurrentTasksPerWorker = 1,
       minThreads = 0,
@@ -197,7 +228,7 @@ export class WorkerPool<Task extends object, Result> {
       onIdleError,
     } = this.#options;
     const pool = new Piscina<Task, Result>({
-      filename: isAbsolute(entry) ? entry : workerBundle(entry),
+      filename,
       maxThreads,
       concurrentTasksPerWorker,
       minThreads: Math.min(minThreads, maxThreads),

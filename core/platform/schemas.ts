@@ -99,6 +99,7 @@ export const PlatformStatus = z.object({
       z.object({
         agent: z.string(),
         heap_mb: z.number().int(),
+        ready: z.boolean().describe('its thread is running (hosts start in the background as agents load)'),
         running: z.number().int(),
         restarts: z.number().int(),
         out_of_memory: z.number().int(),

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
+import { agentSource, eventually, hostsReady, startTestServer, type TestServer } from '../support/server.js';
 import { readSse } from '../support/sse.js';
 
 /**
@@ -14,9 +14,6 @@ const files = {
   'agents/listener.ts': agentSource(
     `{
     description: 'Waits until its signal aborts, and says why it did',
-    // Inline (README "Isolation"): it must be running before a 200 ms deadline, which a supervised
-    // agent's first call (its host thread starting) cannot promise on a loaded machine.
-    isolation: 'inline',
     run: (input, ctx) => new Promise((_, reject) => {
       ctx.signal.addEventListener('abort', () => {
         writeFileSync(ctx.workspace + '/deadline-reason.txt', String(ctx.signal.reason?.message ?? ctx.signal.reason));
@@ -32,9 +29,6 @@ const files = {
   ),
   'agents/quick.ts': agentSource(`{ run: async (input) => ({ response: 'quick: ' + input.query }) }`),
   'agents/slow-talker.ts': agentSource(`{
-    // Inline (README "Isolation"): its first node must finish within a 300 ms deadline, which a
-    // supervised agent's first call (its host thread starting) cannot promise on a loaded machine.
-    isolation: 'inline',
     graph: {
       nodes: {
         first: () => ({ response: 'first step done' }),
@@ -51,7 +45,10 @@ describe('run deadlines', () => {
   beforeAll(async () => {
     // A short workspace default, so the default and the cap are both observable.
     server = await startTestServer({ files, settings: { watch: false, agents: { timeoutMs: 400 } } });
-  });
+    // Deadlines of a few hundred ms are about the agents, not about their hosts starting (which
+    // happens in the background after readiness): wait until every host is running.
+    await hostsReady(server, 6);
+  }, 60_000);
   afterAll(() => server.stop());
 
   const invoke = (agent: string, json: Record<string, unknown>) => server.request(`/api/v1/${agent}/invoke`, { method: 'POST', json });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
+import { agentSource, eventually, hostsReady, startTestServer, type TestServer } from '../support/server.js';
 
 /**
  * Supervised agent hosts (#17): drop-ins that loop, allocate without bound or never return run in
@@ -25,7 +25,8 @@ describe('supervised agent hosts', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({ files, settings: { watch: false, agents: { timeoutMs: 1_000, watchdogMs: 60_000 } } });
-  });
+    await hostsReady(server, 4);
+  }, 60_000);
   afterAll(() => server.stop());
 
   const invoke = (agent: string, json: Record<string, unknown> = { query: 'q' }) =>

@@ -90,3 +90,14 @@ export async function eventually<T>(check: () => Promise<T | undefined | false> 
 
 export const agentSource = (body: string, extra = '') =>
   `import { defineAgent } from 'hangar';\n${extra}\nexport default defineAgent(${body});\n`;
+
+/**
+ * Wait until `count` agent hosts are running (they start in the background after readiness), for
+ * tests whose deadlines are about the agents, not about a host thread starting on a loaded machine.
+ */
+export async function hostsReady(server: TestServer, count: number): Promise<void> {
+  await eventually(async () => {
+    const hosts: Array<{ ready: boolean }> = (await server.request('/api/v1/status')).body.hosts;
+    return hosts.length === count && hosts.every((host) => host.ready);
+  }, 30_000);
+}

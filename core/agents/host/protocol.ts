@@ -27,6 +27,11 @@ export interface NodeTask {
   abandonAfterMs: number;
 }
 
+/** Run on a new thread ahead of the first call, so that call does not wait for the thread to start. */
+export interface WarmTask {
+  warm: true;
+}
+
 /** How a call ended inside the host. An error is rebuilt on the server with its name and stack. */
 export type NodeReply = { value: Partial<AgentState> | undefined } | { error: SerializedError } | { abandoned: true };
 

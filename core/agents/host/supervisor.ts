@@ -17,6 +17,10 @@
  * - watchdog: a host says it is alive every heartbeat while it runs calls; one silent for
  *   `agents.watchdogMs` is terminated and its calls fail saying so.
  * A call the host never started (queued behind a stuck one) is retried once on the new host.
+ *
+ * Cold start: a host's thread is started when discovery loads or reloads its agent, and again at
+ * once after a restart, in the background (prepare()); its first call then finds it running rather
+ * than waiting for a bundle and a thread within its own deadline.
  */
 import path from 'node:path';
 import { z } from 'zod';
@@ -25,11 +29,12 @@ import { fail } from '../../kernel/errors.js';
 import type { Registry } from '../../kernel/registry.js';
 import { TaskChannel, WorkerOutOfMemoryError, WorkerPool } from '../../lib/worker-pool.js';
 import type { AgentRef, NodeHost } from '../engine.js';
+import { compileGraph } from '../graph.js';
 import type { Agent } from '../kind.js';
 import { toolAgentRun } from '../tool-agent.js';
 import type { AnyTool } from '../tools.js';
 import type { AgentState, RunContext } from '../types.js';
-import { type FromHost, type NodeReply, type NodeTask, rebuildError, serializeError, type ToHost } from './protocol.js';
+import { type FromHost, type NodeReply, type NodeTask, rebuildError, serializeError, type ToHost, type WarmTask } from './protocol.js';
 
 export interface AgentHostsOptions {
   registry: Registry;
@@ -43,6 +48,8 @@ export interface AgentHostsOptions {
   resolveTool?: (name: string) => AnyTool | undefined;
   /** Told of every host restart (metrics). */
   onRestart?: (agent: string, reason: RestartReason) => void;
+  /** Told when a host could not be started ahead of its first call (the call then tries again). */
+  onWarmError?: (agent: string, error: unknown) => void;
 }
 
 export type RestartReason = 'out_of_memory' | 'unresponsive' | 'stopped';
@@ -51,6 +58,8 @@ export type RestartReason = 'out_of_memory' | 'unresponsive' | 'stopped';
 export interface HostStatus {
   agent: string;
   heap_mb: number;
+  /** Its thread is running: a call does not wait for it to start. */
+  ready: boolean;
   running: number;
   restarts: number;
   out_of_memory: number;
@@ -67,10 +76,13 @@ const ABORT_GRACE_MS = 100;
 interface Host {
   agent: string;
   heapMb: number;
-  pool: WorkerPool<NodeTask, NodeReply>;
+  pool: WorkerPool<NodeTask | WarmTask, NodeReply>;
   running: number;
   /** Bumped at each restart, so the calls one thread death fails count it once. */
   generation: number;
+  /** Its thread has started (and not been restarted since); warming: being started. */
+  ready: boolean;
+  warming: boolean;
   restarts: number;
   outOfMemory: number;
   lastRestart: HostStatus['last_restart'];
@@ -87,6 +99,8 @@ export class AgentHosts implements NodeHost {
   /** Where each definition came from, remembered so a run of a build just replaced still finds its bundle. */
   readonly #located = new WeakMap<object, Located>();
   readonly #heartbeatMs: number;
+  /** The hosts being started, one after another (#warm). */
+  #warming: Promise<void> = Promise.resolve();
 
   constructor(options: AgentHostsOptions) {
     this.#options = options;
@@ -102,6 +116,15 @@ export class AgentHosts implements NodeHost {
     const definition = ref.definition;
     if (definition.isolation === 'inline' || definition.run === toolAgentRun) return false;
     return this.#locate(ref) !== undefined;
+  }
+
+  /**
+   * Start the host of `ref` ahead of its first call, if it has functions to run there. Never waits
+   * and never throws: a host that fails to start is started again by the call.
+   */
+  prepare(ref: AgentRef): void {
+    if (!this.supervises(ref) || !hasFunctionNode(ref)) return;
+    this.#warm(this.#hostOf(ref));
   }
 
   async runNode(ref: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined> {
@@ -127,6 +150,8 @@ export class AgentHosts implements NodeHost {
       .map((host) => ({
         agent: host.agent,
         heap_mb: host.heapMb,
+        // A thread idle past its timeout has stopped; the next call starts it again.
+        ready: host.ready && host.pool.threads > 0,
         running: host.running,
         restarts: host.restarts,
         out_of_memory: host.outOfMemory,
@@ -159,7 +184,7 @@ export class AgentHosts implements NodeHost {
     const host: Host = {
       agent: ref.name,
       heapMb,
-      pool: new WorkerPool<NodeTask, NodeReply>({
+      pool: new WorkerPool<NodeTask | WarmTask, NodeReply>({
         entry: 'core/agents/host/worker.ts',
         maxThreads: 1,
         concurrentTasksPerWorker: 256,
@@ -169,6 +194,8 @@ export class AgentHosts implements NodeHost {
       }),
       running: 0,
       generation: 0,
+      ready: false,
+      warming: false,
       restarts: existing?.restarts ?? 0,
       outOfMemory: existing?.outOfMemory ?? 0,
       lastRestart: existing?.lastRestart ?? null,
@@ -180,10 +207,35 @@ export class AgentHosts implements NodeHost {
   #restarted(host: Host, generation: number, reason: RestartReason, detail: string): void {
     if (host.generation !== generation) return;
     host.generation++;
+    host.ready = false;
     host.restarts++;
     if (reason === 'out_of_memory') host.outOfMemory++;
     host.lastRestart = { reason, detail, at: new Date().toISOString() };
     this.#options.onRestart?.(host.agent, reason);
+    // The stopped thread is being terminated now; the next call should find its successor running.
+    setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
+  }
+
+  /**
+   * Start the host's thread if it is not running. Hosts start one after another: started all at
+   * once (a workspace's agents at start-up) they share the machine and each takes several times
+   * as long, so the first agents asked for would wait longest.
+   */
+  #warm(host: Host): void {
+    if (this.#hosts.get(host.agent) !== host || host.warming) return;
+    host.warming = true;
+    const generation = host.generation;
+    this.#warming = this.#warming.then(async () => {
+      try {
+        if (this.#hosts.get(host.agent) !== host) return;
+        await host.pool.warm({ warm: true });
+        if (host.generation === generation) host.ready = true;
+      } catch (err) {
+        this.#options.onWarmError?.(host.agent, err);
+      } finally {
+        host.warming = false;
+      }
+    });
   }
 
   #call(
@@ -359,6 +411,15 @@ export class AgentHosts implements NodeHost {
 }
 
 const RETRY = Symbol('retry on the new host');
+
+/** Whether the agent has code of its own to run (a `run`, or a graph function node). */
+function hasFunctionNode(ref: AgentRef): boolean {
+  try {
+    return [...compileGraph(ref.definition).nodes.values()].some((node) => node.kind === 'function');
+  } catch {
+    return false; // a graph that does not compile fails at its run, with its own message
+  }
+}
 
 function restartedError(host: Host, ref: AgentRef) {
   return fail('HANGAR_AGENT_HOST_RESTARTED', { agent: ref.name, why: host.lastRestart?.detail ?? 'its thread stopped' });

@@ -8,6 +8,7 @@
  * Versions: the host keeps the evaluated exports of the builds it has been asked for, and drops a
  * build no call is using once a newer one arrives, so reloads do not pile up here either.
  */
+import './compile-cache.js';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
@@ -26,6 +27,7 @@ import {
   rebuildError,
   serializeError,
   type ToHost,
+  type WarmTask,
 } from './protocol.js';
 
 const provided: Record<string, unknown> = { hangar: sdk, zod, 'zod/v4': zod };
@@ -57,7 +59,9 @@ function nodeFunction(exports: Record<string, unknown>, agent: string, node: str
   return compiled.run;
 }
 
-export default async function runNode(task: NodeTask & { port: MessagePort }): Promise<NodeReply> {
+export default async function runNode(task: (NodeTask & { port: MessagePort }) | WarmTask): Promise<NodeReply> {
+  // Loading this module (the SDK, zod, the graph compiler) was the work; nothing else to do.
+  if ('warm' in task) return { value: undefined };
   const { port } = task;
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
   let nextId = 0;

@@ -5,6 +5,7 @@
  * or tool report can overtake the node's result.
  */
 import { type ErrorDetail, HangarError } from '../../kernel/errors.js';
+import type { ToolContext } from '../tools.js';
 import type { AgentInput, AgentState } from '../types.js';
 
 /** The task a host runs: one function node of one agent version. */
@@ -52,12 +53,18 @@ export type FromHost =
   | { type: 'call'; id: number; method: CallMethod; args: unknown[] }
   | { type: 'post'; method: PostMethod; args: unknown[] }
   | { type: 'need-bundle' }
-  | { type: 'beat' };
+  | { type: 'beat' }
+  | { type: 'tool-done'; id: number; value?: unknown; error?: SerializedError };
 
 export type ToHost =
   | { type: 'reply'; id: number; value?: unknown; error?: SerializedError }
   | { type: 'bundle'; code: string }
-  | { type: 'abort'; reason: string };
+  | { type: 'abort'; reason: string }
+  | { type: 'run-tool'; id: number; name: string; args: unknown; context: HostToolContext }
+  | { type: 'tool-abort'; id: number; reason: string };
+
+/** A tool's context without what cannot cross (its signal, `documents`): the host makes its own. */
+export type HostToolContext = Omit<ToolContext, 'signal' | 'documents'>;
 
 export function serializeError(err: unknown): SerializedError {
   if (err instanceof HangarError) {

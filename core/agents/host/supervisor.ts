@@ -34,6 +34,7 @@ import type { Agent } from '../kind.js';
 import { toolAgentRun } from '../tool-agent.js';
 import type { AnyTool } from '../tools.js';
 import type { AgentState, RunContext } from '../types.js';
+import { HostTools } from './host-tools.js';
 import { type FromHost, type NodeReply, type NodeTask, rebuildError, serializeError, type ToHost, type WarmTask } from './protocol.js';
 
 export interface AgentHostsOptions {
@@ -261,6 +262,7 @@ export class AgentHosts implements NodeHost {
         if (settled) return;
         settled = true;
         clearInterval(watchdog);
+        tools.close(new Error('the node call running this tool ended'));
         signal.removeEventListener('abort', onAbort);
         if ('error' in outcome) reject(outcome.error);
         else resolve(outcome.value);
@@ -284,8 +286,9 @@ export class AgentHosts implements NodeHost {
         heard = true;
         lastHeard = performance.now();
         if (settled && message.type !== 'need-bundle') return;
-        this.#answer(message, ref, ctx, channel, code, (control) => finish({ error: control }));
+        this.#answer(message, ctx, channel, tools, code, (control) => finish({ error: control }));
       });
+      const tools = new HostTools(ref, channel, this.#options.resolveTool);
       watchdog = setInterval(() => {
         if (heard && performance.now() - lastHeard > this.#options.watchdogMs) {
           stop('unresponsive', fail('HANGAR_AGENT_UNRESPONSIVE', { agent: ref.name, ms: this.#options.watchdogMs }));
@@ -334,14 +337,17 @@ export class AgentHosts implements NodeHost {
   /** Answer one message of a running call; `control` ends the node with a thrown value that is no error (an interrupt). */
   #answer(
     message: FromHost,
-    ref: AgentRef,
     ctx: RunContext,
     channel: TaskChannel<FromHost, ToHost>,
+    tools: HostTools,
     code: string,
     control: (thrown: unknown) => void,
   ): void {
     switch (message.type) {
       case 'beat':
+        return;
+      case 'tool-done':
+        tools.settle(message);
         return;
       case 'need-bundle':
         channel.send({ type: 'bundle', code });
@@ -355,7 +361,7 @@ export class AgentHosts implements NodeHost {
       }
       case 'call': {
         const { id } = message;
-        this.#dispatch(message.method, message.args, ref, ctx).then(
+        this.#dispatch(message.method, message.args, ctx, tools).then(
           (value) => channel.send({ type: 'reply', id, value }),
           (err: unknown) => {
             // The engine's interrupt is a thrown value, not an Error: it ends the node on this side.
@@ -367,7 +373,7 @@ export class AgentHosts implements NodeHost {
     }
   }
 
-  #dispatch(method: string, args: unknown[], ref: AgentRef, ctx: RunContext): Promise<unknown> {
+  #dispatch(method: string, args: unknown[], ctx: RunContext, hostTools: HostTools): Promise<unknown> {
     const [a, b, c] = args as [never, never, never];
     switch (method) {
       case 'documents':
@@ -380,33 +386,13 @@ export class AgentHosts implements NodeHost {
         return ctx.model.chat(a, { ...(b as object), signal: ctx.signal });
       case 'model.run': {
         const { tools, ...options } = b as { tools?: string[] };
-        return ctx.model.run(a, {
-          ...options,
-          ...(tools ? { tools: tools.map((name) => this.#tool(ref, name)) } : {}),
-          signal: ctx.signal,
-        });
+        return ctx.model.run(a, { ...options, tools: hostTools.forRun(tools), signal: ctx.signal });
       }
       case 'model.object':
         return ctx.model.object(z.fromJSONSchema(a), b, { ...(c as object), signal: ctx.signal });
       default:
         return Promise.reject(new Error(`unknown host call '${method}'`));
     }
-  }
-
-  /**
-   * A tool a supervised run passed to `ctx.model.run`: functions cannot cross threads, so it goes by
-   * name, resolved among the agent's own `tools` and the `tools/` drop-ins; it runs on the server.
-   */
-  #tool(ref: AgentRef, name: string): AnyTool {
-    for (const tool of ref.definition.tools ?? []) {
-      if (typeof tool !== 'string' && tool.name === name) return tool;
-      if (tool === name) break;
-    }
-    const found = this.#options.resolveTool?.(name);
-    if (found) return found;
-    throw new Error(
-      `tool '${name}' passed to ctx.model.run is neither one of agent '${ref.name}''s tools nor a tools/ drop-in (a supervised agent's tools go by name)`,
-    );
   }
 }
 

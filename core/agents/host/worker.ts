@@ -17,6 +17,7 @@ import * as zod from 'zod';
 import { virtualName, WRAPPER_HEAD } from '../../kernel/stack.js';
 import * as sdk from '../../sdk.js';
 import { compileGraph } from '../graph.js';
+import type { AnyTool } from '../tools.js';
 import type { AgentDefinition, NodeFn, RunContext } from '../types.js';
 import {
   type CallMethod,
@@ -51,9 +52,11 @@ function evaluate(file: string, hash: string, code: string): Record<string, unkn
   return module.exports;
 }
 
+const definitionOf = (exports: Record<string, unknown>) => (exports.default ?? exports.agent ?? exports) as AgentDefinition;
+
 /** The node as the server's engine would run it: compiled by the same graph module. */
 function nodeFunction(exports: Record<string, unknown>, agent: string, node: string): NodeFn {
-  const definition = (exports.default ?? exports.agent ?? exports) as AgentDefinition;
+  const definition = definitionOf(exports);
   const compiled = compileGraph(definition).nodes.get(node);
   if (compiled?.kind !== 'function') throw new Error(`agent '${agent}' has no function node '${node}' in this build`);
   return compiled.run;
@@ -68,6 +71,7 @@ export default async function runNode(task: (NodeTask & { port: MessagePort }) |
   let bundleArrived: ((code: string) => void) | undefined;
   let abandon: ((reply: NodeReply) => void) | undefined;
   const abort = new AbortController();
+  const toolRuns = new Map<number, AbortController>();
   const onMessage = (message: ToHost) => {
     if (message.type === 'reply') {
       const waiting = pending.get(message.id);
@@ -75,6 +79,29 @@ export default async function runNode(task: (NodeTask & { port: MessagePort }) |
       if (message.error) waiting?.reject(rebuildError(message.error));
       else waiting?.resolve(message.value);
     } else if (message.type === 'bundle') bundleArrived?.(message.code);
+    else if (message.type === 'run-tool') {
+      const stop = new AbortController();
+      toolRuns.set(message.id, stop);
+      const { id } = message;
+      runTool(version, message, AbortSignal.any([abort.signal, stop.signal]), call).then(
+        (value) => {
+          toolRuns.delete(id);
+          try {
+            send({ type: 'tool-done', id, value });
+          } catch (err) {
+            send({
+              type: 'tool-done',
+              id,
+              error: serializeError(new Error(`tool '${message.name}' returned what cannot be sent: ${String(err)}`)),
+            });
+          }
+        },
+        (err: unknown) => {
+          toolRuns.delete(id);
+          send({ type: 'tool-done', id, error: serializeError(err) });
+        },
+      );
+    } else if (message.type === 'tool-abort') toolRuns.get(message.id)?.abort(new Error(message.reason));
     else if (message.type === 'abort') {
       abort.abort(new Error(message.reason));
       // A node that honours its signal returns (its output counts, as inline); one that ignores it is let go.
@@ -127,7 +154,21 @@ export default async function runNode(task: (NodeTask & { port: MessagePort }) |
     clearInterval(beat);
     port.off('message', onMessage);
     for (const waiting of pending.values()) waiting.reject(new Error('the run was stopped'));
+    for (const stop of toolRuns.values()) stop.abort(new Error('the run was stopped'));
   }
+}
+
+/** Run one of the agent's own tools for the server's tool loop, in this module instance (host-tools.ts). */
+async function runTool(
+  version: Version | undefined,
+  message: Extract<ToHost, { type: 'run-tool' }>,
+  signal: AbortSignal,
+  call: <T>(method: CallMethod, args: unknown[]) => Promise<T>,
+): Promise<unknown> {
+  const tools = version ? (definitionOf(version.exports).tools ?? []) : [];
+  const tool = tools.find((candidate): candidate is AnyTool => typeof candidate !== 'string' && candidate.name === message.name);
+  if (!tool) throw new Error(`this build of agent '${message.context.agent}' has no tool '${message.name}'`);
+  return tool.run(message.args, { ...message.context, signal, documents: (collection) => call('documents', [collection]) });
 }
 
 /** `ctx` as a drop-in sees it in the host: the same methods, answered by the server over the port. */

@@ -1,0 +1,89 @@
+/**
+ * The tools of a supervised agent's own module, as the server's tool loop sees them. The loop
+ * (model calls, argument validation, approvals, events) runs on the server, but a tool's `run` is
+ * the drop-in's code: it runs in the host, in the module instance the agent's `run` lives in, so
+ * state the two share (a counter, a cache, a client) is one and the same, and a tool stuck in a loop
+ * costs the host, not the server. Tools of `tools/` drop-ins run on the server, as for any agent.
+ */
+import type { TaskChannel } from '../../lib/worker-pool.js';
+import type { AgentRef } from '../engine.js';
+import type { AnyTool, ToolContext } from '../tools.js';
+import { type FromHost, rebuildError, type ToHost } from './protocol.js';
+
+export class HostTools {
+  readonly #ref: AgentRef;
+  readonly #channel: TaskChannel<FromHost, ToHost>;
+  readonly #resolveTool: ((name: string) => AnyTool | undefined) | undefined;
+  readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
+  #next = 0;
+
+  constructor(ref: AgentRef, channel: TaskChannel<FromHost, ToHost>, resolveTool?: (name: string) => AnyTool | undefined) {
+    this.#ref = ref;
+    this.#channel = channel;
+    this.#resolveTool = resolveTool;
+  }
+
+  /**
+   * The tools for one `ctx.model.run` of the host: those it named (functions cannot cross threads,
+   * so they go by name), or, when it named none, the agent's own list, as inline.
+   */
+  forRun(names: string[] | undefined): AnyTool[] {
+    if (names) return names.map((name) => this.#named(name));
+    return (this.#ref.definition.tools ?? []).map((tool) => {
+      if (typeof tool !== 'string') return this.#inHost(tool);
+      const found = this.#resolveTool?.(tool);
+      if (!found) throw new Error(`agent '${this.#ref.name}' lists tool '${tool}', which is not a loaded tool (tools/${tool}.ts)`);
+      return found;
+    });
+  }
+
+  /** A tool's answer from the host. */
+  settle(message: Extract<FromHost, { type: 'tool-done' }>): void {
+    const waiting = this.#pending.get(message.id);
+    this.#pending.delete(message.id);
+    if (message.error) waiting?.reject(rebuildError(message.error));
+    else waiting?.resolve(message.value);
+  }
+
+  /** The node call ended: no tool answer will come. */
+  close(reason: Error): void {
+    for (const waiting of this.#pending.values()) waiting.reject(reason);
+    this.#pending.clear();
+  }
+
+  #named(name: string): AnyTool {
+    for (const tool of this.#ref.definition.tools ?? []) {
+      if (typeof tool !== 'string' && tool.name === name) return this.#inHost(tool);
+      if (tool === name) break;
+    }
+    const found = this.#resolveTool?.(name);
+    if (found) return found;
+    throw new Error(
+      `tool '${name}' passed to ctx.model.run is neither one of agent '${this.#ref.name}''s tools nor a tools/ drop-in (a supervised agent's tools go by name)`,
+    );
+  }
+
+  /** The server's copy of the tool (its schemas, approval rule and limits), with `run` sent to the host. */
+  #inHost(tool: AnyTool): AnyTool {
+    return {
+      ...tool,
+      run: (args: unknown, ctx: ToolContext) =>
+        new Promise((resolve, reject) => {
+          const id = this.#next++;
+          this.#pending.set(id, { resolve, reject });
+          const onAbort = () =>
+            this.#channel.send({ type: 'tool-abort', id, reason: String((ctx.signal.reason as Error)?.message ?? 'aborted') });
+          if (ctx.signal.aborted) onAbort();
+          else ctx.signal.addEventListener('abort', onAbort, { once: true });
+          const { toolCallId, agent, input, threadId, workspace, messages } = ctx;
+          this.#channel.send({
+            type: 'run-tool',
+            id,
+            name: tool.name,
+            args,
+            context: { toolCallId, agent, input, threadId, workspace, messages },
+          });
+        }),
+    };
+  }
+}

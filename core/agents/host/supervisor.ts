@@ -84,6 +84,8 @@ interface Host {
   /** Its thread has started (and not been restarted since); warming: being started. */
   ready: boolean;
   warming: boolean;
+  /** The calls in flight, each told when the thread it is on is stopped. */
+  calls: Set<() => void>;
   restarts: number;
   outOfMemory: number;
   lastRestart: HostStatus['last_restart'];
@@ -197,6 +199,7 @@ export class AgentHosts implements NodeHost {
       generation: 0,
       ready: false,
       warming: false,
+      calls: new Set(),
       restarts: existing?.restarts ?? 0,
       outOfMemory: existing?.outOfMemory ?? 0,
       lastRestart: existing?.lastRestart ?? null,
@@ -213,6 +216,7 @@ export class AgentHosts implements NodeHost {
     if (reason === 'out_of_memory') host.outOfMemory++;
     host.lastRestart = { reason, detail, at: new Date().toISOString() };
     this.#options.onRestart?.(host.agent, reason);
+    for (const tell of [...host.calls]) tell();
     // The stopped thread is being terminated now; the next call should find its successor running.
     setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
   }
@@ -261,25 +265,32 @@ export class AgentHosts implements NodeHost {
       const finish = (outcome: { value: Partial<AgentState> | undefined | typeof RETRY } | { error: unknown }) => {
         if (settled) return;
         settled = true;
+        host.calls.delete(onRestart);
         clearInterval(watchdog);
         tools.close(new Error('the node call running this tool ended'));
         signal.removeEventListener('abort', onAbort);
         if ('error' in outcome) reject(outcome.error);
         else resolve(outcome.value);
       };
+      // The thread this call is on was stopped for another call: it fails (or, never started, is tried again) at once.
+      const onRestart = () => {
+        terminate.abort(new Error('its host was restarted'));
+        finish(heard ? { error: restartedError(host, ref) } : { value: RETRY });
+      };
+      host.calls.add(onRestart);
       const stop = (reason: RestartReason, error: Error) => {
-        this.#restarted(host, generation, reason, error.message);
         terminate.abort(error);
         finish({ error });
+        this.#restarted(host, generation, reason, error.message);
       };
       const onAbort = () => {
         channel.send({ type: 'abort', reason: String((signal.reason as Error | undefined)?.message ?? 'the run was cancelled') });
         // The host answers within the grace unless its event loop is stuck; then it is stopped.
         setTimeout(() => {
           if (running.done) return;
-          this.#restarted(host, generation, 'stopped', `a run of agent '${ref.name}' ignored its cancellation and was stopped`);
           terminate.abort(signal.reason);
           finish({ error: signal.reason });
+          this.#restarted(host, generation, 'stopped', `a run of agent '${ref.name}' ignored its cancellation and was stopped`);
         }, 2 * ABORT_GRACE_MS).unref();
       };
       const channel = new TaskChannel<FromHost, ToHost>((message) => {
@@ -322,8 +333,8 @@ export class AgentHosts implements NodeHost {
         (err: unknown) => {
           running.done = true;
           if (err instanceof WorkerOutOfMemoryError) {
-            this.#restarted(host, generation, 'out_of_memory', `agent ${ref.name} exceeded ${host.heapMb} MB`);
-            return finish({ error: fail('HANGAR_AGENT_OUT_OF_MEMORY', { agent: ref.name, mb: host.heapMb }) });
+            finish({ error: fail('HANGAR_AGENT_OUT_OF_MEMORY', { agent: ref.name, mb: host.heapMb }) });
+            return this.#restarted(host, generation, 'out_of_memory', `agent ${ref.name} exceeded ${host.heapMb} MB`);
           }
           if (settled) return;
           // Another call's failure stopped the thread this one was on.

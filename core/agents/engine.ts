@@ -22,10 +22,11 @@ import { type Checkpoint, type Checkpointer, type CheckpointMetadata, type Pendi
 import { type EventSink, type RunEvent, type RunEventBody, type RunStatus, summariseOutput } from './events.js';
 import { type CompiledNode, compileGraph, GraphDefinitionError, nextNode } from './graph.js';
 import { NodeJournal, type ToolJournal } from './journal.js';
+import { resolveListedTools } from './listed-tools.js';
 import { ModelCallAborted, type ModelProvider } from './model.js';
 import { createModelClient } from './model-client.js';
 import { isToolApproval, type ToolApprovalAnswer } from './tool-approval.js';
-import { type AnyTool, MCP_TOOL_REF } from './tools.js';
+import type { AnyTool } from './tools.js';
 import { type AgentTracing, nodeSpan, runAttributes } from './tracing.js';
 import type {
   AgentDefinition,
@@ -445,21 +446,8 @@ export class Engine {
    * The agent's tools, names resolved to the live `tools/` drop-ins (a clear error for one that is
    * not loaded) and `mcp:` entries to their servers' tools (starting a server on first use).
    */
-  private async toolsOf(agent: AgentRef): Promise<AnyTool[]> {
-    const listed = agent.definition.tools ?? [];
-    const resolved = await Promise.all(
-      listed.map(async (tool): Promise<AnyTool | AnyTool[]> => {
-        if (typeof tool !== 'string') return tool;
-        if (MCP_TOOL_REF.test(tool)) {
-          if (!this.options.resolveMcpTools) throw new Error(`agent '${agent.name}' lists '${tool}', but no MCP servers are configured`);
-          return this.options.resolveMcpTools(tool, agent.name);
-        }
-        const found = this.options.resolveTool?.(tool);
-        if (!found) throw new Error(`agent '${agent.name}' lists tool '${tool}', which is not a loaded tool (tools/${tool}.ts)`);
-        return found;
-      }),
-    );
-    return resolved.flat();
+  private toolsOf(agent: AgentRef): Promise<AnyTool[]> {
+    return resolveListedTools(agent, this.options);
   }
 
   private cancelled(

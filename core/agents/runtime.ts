@@ -42,6 +42,7 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
     maxHeapMb: ctx.settings.agents.maxHeapMb,
     watchdogMs: ctx.settings.agents.watchdogMs,
     resolveTool: lookupTool,
+    resolveMcpTools: (ref, agent) => mcp.resolve(ref, agent),
     onRestart: (agent, reason) => {
       ctx.metrics.dropinHostRestarts.inc({ kind: 'agent', name: agent, reason });
       ctx.log.warn(`agent host restarted: ${agent} (${reason.replaceAll('_', ' ')})`);

@@ -7,34 +7,30 @@
  */
 import type { TaskChannel } from '../../lib/worker-pool.js';
 import type { AgentRef } from '../engine.js';
+import { resolveListedTools, type ToolResolvers } from '../listed-tools.js';
 import type { AnyTool, ToolContext } from '../tools.js';
 import { type FromHost, rebuildError, type ToHost } from './protocol.js';
 
 export class HostTools {
   readonly #ref: AgentRef;
   readonly #channel: TaskChannel<FromHost, ToHost>;
-  readonly #resolveTool: ((name: string) => AnyTool | undefined) | undefined;
+  readonly #resolvers: ToolResolvers;
   readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
   #next = 0;
 
-  constructor(ref: AgentRef, channel: TaskChannel<FromHost, ToHost>, resolveTool?: (name: string) => AnyTool | undefined) {
+  constructor(ref: AgentRef, channel: TaskChannel<FromHost, ToHost>, resolvers: ToolResolvers) {
     this.#ref = ref;
     this.#channel = channel;
-    this.#resolveTool = resolveTool;
+    this.#resolvers = resolvers;
   }
 
   /**
    * The tools for one `ctx.model.run` of the host: those it named (functions cannot cross threads,
    * so they go by name), or, when it named none, the agent's own list, as inline.
    */
-  forRun(names: string[] | undefined): AnyTool[] {
-    if (names) return names.map((name) => this.#named(name));
-    return (this.#ref.definition.tools ?? []).map((tool) => {
-      if (typeof tool !== 'string') return this.#inHost(tool);
-      const found = this.#resolveTool?.(tool);
-      if (!found) throw new Error(`agent '${this.#ref.name}' lists tool '${tool}', which is not a loaded tool (tools/${tool}.ts)`);
-      return found;
-    });
+  forRun(names: string[] | undefined): Promise<AnyTool[]> {
+    if (names) return Promise.all(names.map((name) => this.#named(name)));
+    return resolveListedTools(this.#ref, this.#resolvers, (tool) => this.#inHost(tool));
   }
 
   /** A tool's answer from the host. */
@@ -51,13 +47,16 @@ export class HostTools {
     this.#pending.clear();
   }
 
-  #named(name: string): AnyTool {
+  async #named(name: string): Promise<AnyTool> {
     for (const tool of this.#ref.definition.tools ?? []) {
       if (typeof tool !== 'string' && tool.name === name) return this.#inHost(tool);
       if (tool === name) break;
     }
-    const found = this.#resolveTool?.(name);
+    const found = this.#resolvers.resolveTool?.(name);
     if (found) return found;
+    // A tool of an `mcp:` entry the agent lists goes by the name the model sees.
+    const mcp = (await resolveListedTools(this.#ref, this.#resolvers)).find((tool) => tool.name === name);
+    if (mcp) return mcp;
     throw new Error(
       `tool '${name}' passed to ctx.model.run is neither one of agent '${this.#ref.name}''s tools nor a tools/ drop-in (a supervised agent's tools go by name)`,
     );

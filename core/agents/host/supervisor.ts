@@ -47,6 +47,8 @@ export interface AgentHostsOptions {
   watchdogMs: number;
   /** Looks up `tools/` drop-ins an agent lists by name. */
   resolveTool?: (name: string) => AnyTool | undefined;
+  /** The tools an agent's `mcp:<server>/…` entry names. */
+  resolveMcpTools?: (ref: string, agent: string) => Promise<AnyTool[]>;
   /** Told of every host restart (metrics). */
   onRestart?: (agent: string, reason: RestartReason) => void;
   /** Told when a host could not be started ahead of its first call (the call then tries again). */
@@ -299,7 +301,7 @@ export class AgentHosts implements NodeHost {
         if (settled && message.type !== 'need-bundle') return;
         this.#answer(message, ctx, channel, tools, code, (control) => finish({ error: control }));
       });
-      const tools = new HostTools(ref, channel, this.#options.resolveTool);
+      const tools = new HostTools(ref, channel, this.#options);
       watchdog = setInterval(() => {
         if (heard && performance.now() - lastHeard > this.#options.watchdogMs) {
           stop('unresponsive', fail('HANGAR_AGENT_UNRESPONSIVE', { agent: ref.name, ms: this.#options.watchdogMs }));
@@ -397,7 +399,7 @@ export class AgentHosts implements NodeHost {
         return ctx.model.chat(a, { ...(b as object), signal: ctx.signal });
       case 'model.run': {
         const { tools, ...options } = b as { tools?: string[] };
-        return ctx.model.run(a, { ...options, tools: hostTools.forRun(tools), signal: ctx.signal });
+        return hostTools.forRun(tools).then((resolved) => ctx.model.run(a, { ...options, tools: resolved, signal: ctx.signal }));
       }
       case 'model.object':
         return ctx.model.object(z.fromJSONSchema(a), b, { ...(c as object), signal: ctx.signal });

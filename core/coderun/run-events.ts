@@ -4,9 +4,10 @@
  * key per run, so storing is an append of one line and replaying a past run reads that run's list
  * instead of scanning every event of every run.
  */
-import { EventLog } from '../lib/event-log.js';
+
 import type { Logger } from '../kernel/log.js';
 import type { Collection, KeyedLog, Store } from '../kernel/store.js';
+import { EventLog } from '../lib/event-log.js';
 import type { RunEvent } from './schemas.js';
 
 interface StoredEvent {

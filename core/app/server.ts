@@ -15,11 +15,11 @@ import { Metrics } from '../kernel/metrics.js';
 import { Registry } from '../kernel/registry.js';
 import { listServers, removeServerFile, type ServerInfo, writeServerFile } from '../kernel/server-files.js';
 import { Services } from '../kernel/services.js';
-import { isLoopbackHost, type Settings, type SettingsInput, SettingsSchema } from '../kernel/settings.js';
+import { isLoopbackHost, resolveSecret, type Settings, type SettingsInput, SettingsSchema } from '../kernel/settings.js';
 import { TypeChecker } from '../kernel/typecheck.js';
 import { PLATFORM_NAME, VERSION } from '../kernel/version.js';
 import * as sdk from '../sdk.js';
-import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
+import { openStore } from '../storage/open.js';
 import { checkProvided, planSubsystems } from './plan.js';
 import { SUBSYSTEMS } from './subsystems.js';
 
@@ -105,15 +105,16 @@ export async function startServer(input: Settings | SettingsInput, options: Star
 
   startup.mark('registry and discovery');
   const publicPaths = new Set(DEFAULT_PUBLIC_PATHS);
+  // Opened once here, before any subsystem: the workspace's SQLite file, or PostgreSQL in team mode.
+  const opened = await openStore(
+    { durability: settings.storage.durability, url: resolveSecret(settings.storage.url) },
+    paths,
+    (level, line) => log[level](line),
+  );
   const ctx: HangarContext = {
     settings,
     paths,
-    // Opened once here; a lowdb data folder from before the move to SQLite is imported on first open.
-    store: new SqliteStore(path.join(paths.state, DATABASE_FILE), {
-      durability: settings.storage.durability,
-      importFrom: paths.data,
-      log: (level, line) => log[level](line),
-    }),
+    store: opened.store,
     registry,
     discovery,
     log,
@@ -268,6 +269,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
         }
       }
       await ctx.store.flush();
+      await opened.close();
     })());
 
   return { url, port, ctx, server, discovered, close };

@@ -97,6 +97,11 @@ export const SettingsSchema = z
          * the process being killed; `full` also survives power loss, at an fsync per commit.
          */
         durability: z.enum(['normal', 'full']).default('normal'),
+        /**
+         * Team mode: a PostgreSQL database (`postgres://user:pass@host/db`, or `${ENV_NAME}`) shared by
+         * every instance, instead of the workspace's SQLite file. README, "Team mode".
+         */
+        url: z.string().min(1).optional(),
       })
       .prefault({}),
     tasks: z
@@ -370,7 +375,16 @@ export function redactSettings(settings: Settings): Record<string, unknown> {
         headers: Object.fromEntries(Object.entries(settings.telemetry.otlp.headers).map(([name, value]) => [name, hide(value)])),
       },
     },
+    // A database URL carries its password: shown without it.
+    storage: { ...settings.storage, url: hideUrlPassword(settings.storage.url) },
   };
+}
+
+function hideUrlPassword(url: string | undefined): string | undefined {
+  if (url === undefined || /^\$\{[A-Z0-9_]+\}$/i.test(url) || !URL.canParse(url)) return url;
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
 }
 
 /** Resolve a `${NAME}` reference at the moment of use. Plain strings pass through. */

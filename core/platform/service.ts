@@ -96,7 +96,8 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
 /** The store as the status shows it: paths relative to the workspace, a failing write, a recovery. */
 function storeStatus(ctx: HangarContext) {
   const { backend, path: file, recovered } = ctx.store.describe();
-  const relative = (p: string) => path.relative(ctx.paths.root, p) || '.';
+  // A database URL (team mode) is shown as it is, without its password (the store's describe()).
+  const relative = (p: string) => (path.isAbsolute(p) ? path.relative(ctx.paths.root, p) || '.' : p);
   const health = ctx.store.health();
   return {
     backend,

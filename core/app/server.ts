@@ -20,6 +20,7 @@ import { TypeChecker } from '../kernel/typecheck.js';
 import { PLATFORM_NAME, VERSION } from '../kernel/version.js';
 import * as sdk from '../sdk.js';
 import { openStore } from '../storage/open.js';
+import { TeamCoordinator } from '../storage/team.js';
 import { checkProvided, planSubsystems } from './plan.js';
 import { SUBSYSTEMS } from './subsystems.js';
 
@@ -134,6 +135,20 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   const rateLimiter = new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths);
   ctx.services.provide('openapi', openapi);
   ctx.services.provide('rateLimiter', rateLimiter);
+  // Team mode: the job queue and announcements shared with the other instances on the database.
+  const team = opened.url
+    ? new TeamCoordinator({
+        url: opened.url,
+        version: VERSION,
+        log: (level, line) => log[level](line),
+        heartbeatSeconds: settings.team.heartbeatSeconds,
+        monitorIntervalSeconds: settings.team.monitorIntervalSeconds,
+      })
+    : undefined;
+  if (team) {
+    await team.start();
+    ctx.services.provide('team', team);
+  }
 
   startup.mark('store');
   const subsystems = planSubsystems(options.subsystems ?? SUBSYSTEMS, ['openapi', 'rateLimiter']);
@@ -205,6 +220,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   // Loopback clients (hangar code, notebook, login, list) reach a server bound to every interface
   // through 127.0.0.1; the recorded URL is the one they can always connect to.
   const localUrl = settings.host === '0.0.0.0' || settings.host === '::' ? `http://127.0.0.1:${port}` : url;
+  await team?.setUrl(url);
   const serverInfo: ServerInfo = {
     pid: process.pid,
     url: localUrl,
@@ -269,6 +285,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
         }
       }
       await ctx.store.flush();
+      await team?.close();
       await opened.close();
     })());
 

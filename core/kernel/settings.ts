@@ -104,6 +104,18 @@ export const SettingsSchema = z
         url: z.string().min(1).optional(),
       })
       .prefault({}),
+    /** Team mode (several instances on one PostgreSQL, `storage.url`): how a dead instance is noticed. */
+    team: z
+      .object({
+        /**
+         * A worker holding a job tells the queue it is alive this often (pg-boss's floor: 10 s); a job
+         * silent this long is taken for orphaned and run again on another instance.
+         */
+        heartbeatSeconds: z.coerce.number().int().min(10).default(30),
+        /** How often the queue looks for silent jobs: failover takes about heartbeat + this. */
+        monitorIntervalSeconds: z.coerce.number().int().positive().default(5),
+      })
+      .prefault({}),
     tasks: z
       .object({
         enabled: z.boolean().default(true),

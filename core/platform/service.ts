@@ -90,7 +90,15 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
     tasks: { enabled: ctx.settings.tasks.enabled },
     store,
     mcp_servers: ctx.services.find('agents')?.mcp.status() ?? [],
+    ...(await teamStatus(ctx)),
   };
+}
+
+/** Team mode: this instance and every instance seen lately on the shared database. */
+async function teamStatus(ctx: HangarContext) {
+  const team = ctx.services.find('team');
+  if (!team) return {};
+  return { team: { instance: team.instanceId, instances: await team.instances() } };
 }
 
 /** The store as the status shows it: paths relative to the workspace, a failing write, a recovery. */

@@ -17,6 +17,8 @@ export interface StoreSettings {
 
 export interface OpenedStore {
   store: Store;
+  /** The PostgreSQL URL in team mode (the queue and announcements use the same database). */
+  url?: string;
   close(): Promise<void>;
 }
 
@@ -31,7 +33,7 @@ export async function openStore(settings: StoreSettings, paths: { state: string;
       await store.close();
       throw err;
     }
-    return { store, close: () => store.close() };
+    return { store, url: settings.url, close: () => store.close() };
   }
   // A lowdb data folder from before the move to SQLite is imported on first open.
   const store = new SqliteStore(path.join(paths.state, DATABASE_FILE), { durability: settings.durability, importFrom: paths.data, log });

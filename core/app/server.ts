@@ -132,9 +132,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     services: new Services(),
   };
   // What the composition root itself provides, before any subsystem is set up.
-  const rateLimiter = new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths);
   ctx.services.provide('openapi', openapi);
-  ctx.services.provide('rateLimiter', rateLimiter);
   // Team mode: the job queue and announcements shared with the other instances on the database.
   const team = opened.url
     ? new TeamCoordinator({
@@ -149,6 +147,13 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     await team.start();
     ctx.services.provide('team', team);
   }
+  // In team mode a principal's requests are counted across every instance.
+  const rateLimiter = new ReconfigurableRateLimiter(
+    effectiveRateLimit(settings),
+    publicPaths,
+    team ? (limits) => team.rateCounters(limits) : undefined,
+  );
+  ctx.services.provide('rateLimiter', rateLimiter);
 
   startup.mark('store');
   const subsystems = planSubsystems(options.subsystems ?? SUBSYSTEMS, ['openapi', 'rateLimiter']);

@@ -14,6 +14,8 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres } from 'rate-limiter-flexible';
+import { LOCK_SPACE, MIGRATION_LOCK } from './postgres-sql.js';
 import type { StoreLog } from './sqlite-sql.js';
 
 declare module '../kernel/services.js' {
@@ -56,6 +58,8 @@ export interface TeamOptions {
   monitorIntervalSeconds?: number;
 }
 
+/** The table of the shared rate-limit counters. */
+const RATE_TABLE = 'hangar_rate_limits';
 /** The one NOTIFY channel of Hangar; announcements carry their topic. */
 const CHANNEL = 'hangar_announcements';
 
@@ -99,9 +103,25 @@ export class TeamCoordinator {
 
   async start(): Promise<void> {
     await this.boss.start();
-    await this.pool.query(`CREATE TABLE IF NOT EXISTS hangar_instances (
-      id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, url TEXT, version TEXT NOT NULL,
-      started_at TIMESTAMPTZ NOT NULL, seen_at TIMESTAMPTZ NOT NULL)`);
+    // Under the store's migration lock: two instances creating a table together would collide.
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_SPACE, MIGRATION_LOCK]);
+      await client.query(`CREATE TABLE IF NOT EXISTS hangar_instances (
+        id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, url TEXT, version TEXT NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL, seen_at TIMESTAMPTZ NOT NULL)`);
+      // rate-limiter-flexible's own table (its statement), made here so no request waits for it.
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${RATE_TABLE} (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`,
+      );
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
     await this.listen();
     await this.heartbeat();
     this.beat = setInterval(() => void this.heartbeat(), (this.heartbeatSeconds * 1000) / 2);
@@ -177,6 +197,24 @@ export class TeamCoordinator {
     await client.connect();
     await client.query(`LISTEN ${CHANNEL}`);
     this.listener = client;
+  }
+
+  /**
+   * Counters every instance shares (rate-limiter-flexible's PostgreSQL store), so a principal's
+   * limit holds across the team. If the database cannot answer, each instance counts in its own
+   * memory meanwhile (the library's insurance limiter) rather than refusing every request.
+   */
+  rateCounters(limits: { points: number; duration: number }): RateLimiterAbstract {
+    return new RateLimiterPostgres({
+      ...limits,
+      storeClient: this.pool,
+      storeType: 'pool',
+      tableName: RATE_TABLE,
+      tableCreated: true,
+      keyPrefix: 'principal',
+      clearExpiredByTimeout: false,
+      insuranceLimiter: new RateLimiterMemory(limits),
+    });
   }
 
   /** Tell every instance (this one too) that something changed. */

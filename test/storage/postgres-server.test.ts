@@ -15,8 +15,8 @@ afterAll(async () => {
 
 const files = { 'agents/echo.ts': agentSource(`{ run: async (input) => 'echo: ' + input.query }`) };
 
-async function start(url: string): Promise<TestServer> {
-  const server = await startTestServer({ files, settings: { watch: false, storage: { url } } as never });
+async function start(url: string, extra: Record<string, unknown> = {}): Promise<TestServer> {
+  const server = await startTestServer({ files, settings: { watch: false, storage: { url }, ...extra } as never });
   servers.push(server);
   return server;
 }
@@ -41,6 +41,20 @@ describe('a Hangar server on PostgreSQL (storage.url)', () => {
     const status = (await b.request('/api/v1/status')).body;
     expect(status.store).toMatchObject({ backend: 'postgres', writable: true });
     expect(status.store.path).toMatch(/^postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\//);
+  });
+
+  it("a principal's rate limit counts its requests on every instance", async () => {
+    const url = await postgres.database();
+    const limit = { rateLimit: { enabled: true, max: 5, windowMs: 60_000 } };
+    const a = await start(url, limit);
+    const b = await start(url, limit);
+    const statuses: number[] = [];
+    for (const server of [a, b, a, b, a, b]) statuses.push((await server.request('/api/v1/echo/threads')).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    const refused = await a.request('/api/v1/echo/threads');
+    expect(refused.status).toBe(429);
+    expect(refused.body.code).toBe('HANGAR_RATE_LIMITED');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
   it('a database that cannot be reached stops start-up with its coded reason; a URL that is not PostgreSQL is refused', async () => {

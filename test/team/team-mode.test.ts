@@ -33,6 +33,23 @@ const WORK_AGENT = agentSource(
   `import fs from 'node:fs';`,
 );
 
+/** One approval between a draft (which notes the process it ran in, in `pidFile`) and its publication. */
+const gateAgent = (pidFile: string) =>
+  agentSource(
+    `{
+  graph: {
+    nodes: {
+      draft: () => { fs.writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); return { response: 'drafted' }; },
+      approve: { type: 'approval', message: 'Publish it?' },
+      publish: (s) => ({ response: 'published by ' + String(s.metadata.by) + ' on ' + process.pid }),
+    },
+    edges: [{ from: 'draft', to: 'approve' }, { from: 'approve', to: 'publish' }],
+    entry: 'draft',
+  },
+}`,
+    `import fs from 'node:fs';`,
+  );
+
 interface Instance {
   proc: CliProcess;
   url: string;
@@ -45,7 +62,7 @@ let b: Instance;
 let scratch: string;
 
 async function startInstance(databaseUrl: string): Promise<Instance> {
-  const root = await makeWorkspace({ 'agents/work.ts': WORK_AGENT });
+  const root = await makeWorkspace({ 'agents/work.ts': WORK_AGENT, 'agents/gate.ts': gateAgent(path.join(scratch, 'gate.pid')) });
   const proc = runCli(['--no-window', '--root', root, '--port', '0'], {
     env: {
       HANGAR_STORAGE__URL: databaseUrl,
@@ -135,6 +152,23 @@ describe('team mode: two Hangar processes on one PostgreSQL', () => {
     expect(fromA.ids).toEqual(fromA.ids.map((_, i) => String(i + 1)));
     const resumed = await readSse(`${a.url}/api/v1/tasks/${task.id}/events`, { 'last-event-id': '1' });
     expect(resumed.ids).toEqual(fromA.ids.slice(1));
+  });
+
+  it('a run suspended for approval on one instance is approved on the other, which resumes it to the end', async () => {
+    const submitted = await call(a, '/api/v1/gate/invoke/async', { query: 'post it' });
+    expect(submitted.status).toBe(202);
+    const waiting = await until(async () => {
+      const { body } = await call(b, `/api/v1/tasks/${submitted.body.id}`);
+      return body.status === 'input-required' ? body : undefined;
+    }, 'the approval');
+    const detail = waiting.result.detail;
+    const drafter = Number(readFileSync(path.join(scratch, 'gate.pid'), 'utf8'));
+    const approver = drafter === a.pid ? b : a;
+    expect((await call(approver, '/api/v1/approvals')).body.approvals.map((x: { id: string }) => x.id)).toContain(detail.approval_id);
+    const approved = await call(approver, detail.links.approve, { approval_id: detail.approval_id, context: { by: 'ada' } });
+    expect(approved.status).toBe(200);
+    expect(approved.body.response).toBe(`published by ada on ${approver.pid}`);
+    expect((await settled(drafter === a.pid ? a : b, submitted.body.id)).status).toBe('completed');
   });
 
   it('cancel on the instance not running a task stops it where it runs', async () => {

@@ -16,6 +16,8 @@
  * - Events: every stored batch of a task's events is announced (ids and a sequence only), so a
  *   reader on another instance reads them from the store as they land and its stream ends when the
  *   task settles. Waiting for a task (A2A's blocking send) works the same way.
+ * - Work submitted with its own `run` function (not a registered kind) cannot be rebuilt elsewhere,
+ *   so it runs on the instance that submitted it, as on one machine.
  * - Restart recovery is off: the queue knows which tasks are orphaned, and recovery at start would
  *   take another live instance's running tasks for interrupted ones.
  */

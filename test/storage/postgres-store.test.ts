@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpError } from '../../core/http/errors.js';
+import { HangarError as HttpError } from '../../core/kernel/errors.js';
 import { PostgresStore } from '../../core/storage/postgres-store.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
 

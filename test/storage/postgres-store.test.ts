@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Checkpoint } from '../../core/agents/checkpointer.js';
+import { RecordCheckpointer } from '../../core/agents/record-checkpointer.js';
 import { HangarError as HttpError } from '../../core/kernel/errors.js';
 import { PostgresStore } from '../../core/storage/postgres-store.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
@@ -135,5 +137,28 @@ describe('PostgreSQL store', () => {
     expect(stats.collections.messages!.bytes).toBeGreaterThan(0);
     expect(stats.bytes).toBeGreaterThan(0);
     expect(await store.appendLog('messages').stats()).toMatchObject({ records: 1 });
+  });
+
+  it("checkpoints on PostgreSQL: a record per step, newest first, kept to checkpoints.keep, owned by the chain's first writer", async () => {
+    const store = open(await postgres.database());
+    const checkpoints = new RecordCheckpointer(store, 3);
+    const step = (i: number): Checkpoint => ({
+      id: `c${i}`,
+      thread_id: 't',
+      step: i,
+      state: { messages: [{ role: 'user', content: `m${i}` }] } as never,
+      metadata: { source: 'loop' } as never,
+      parent_id: i ? `c${i - 1}` : null,
+      timestamp: new Date(i * 1000).toISOString(),
+    });
+    for (let i = 0; i < 5; i++) await checkpoints.put('agent', step(i), i === 0 ? 'alice' : 'bob');
+    expect((await checkpoints.list('agent', 't')).map((c) => c.id)).toEqual(['c4', 'c3', 'c2']);
+    expect((await checkpoints.list('agent', 't', 2)).map((c) => c.id)).toEqual(['c4', 'c3']);
+    expect((await checkpoints.latest('agent', 't'))?.state).toEqual(step(4).state);
+    expect(await checkpoints.get('agent', 't', 'c0')).toBeUndefined();
+    expect(await checkpoints.owner('agent', 't')).toBe('alice');
+    await checkpoints.delete('agent', 't');
+    expect(await checkpoints.latest('agent', 't')).toBeUndefined();
+    expect(await checkpoints.owner('agent', 't')).toBeUndefined();
   });
 });

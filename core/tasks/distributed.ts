@@ -21,8 +21,9 @@
  * - Restart recovery is off: the queue knows which tasks are orphaned, and recovery at start would
  *   take another live instance's running tasks for interrupted ones.
  */
-import type { SequencedEvent } from '../lib/event-log.js';
+
 import type { Collection } from '../kernel/store.js';
+import type { SequencedEvent } from '../lib/event-log.js';
 import type { TaskEventStore } from './event-store.js';
 import type { TaskLifecycle } from './lifecycle.js';
 import { nowIso, type TaskLogger } from './live-task.js';

@@ -51,6 +51,7 @@ import { type RunEvent, toolFrame } from './events.js';
 import type { Agent } from './kind.js';
 import type { ModelProvider } from './model.js';
 import { resolvePrompt } from './prompts.js';
+import { RecordCheckpointer } from './record-checkpointer.js';
 import { deadlineOf, planRun, type RunOrigin, type RunPlan } from './run-plan.js';
 import { invokeResponse, retrievalContext, runFailure } from './run-results.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
@@ -156,7 +157,11 @@ export class AgentService {
     });
     this.approvals = new ApprovalStore(options.store);
     this.streams = new InvokeStreams(options.streams);
-    const checkpoints = new StoreCheckpointer(options.store, { keep: options.keepCheckpoints });
+    // The SQLite store lays checkpoints out in tables of its own; another store (PostgreSQL, team mode) keeps a record per step.
+    const checkpoints =
+      options.store.describe().backend === 'sqlite'
+        ? new StoreCheckpointer(options.store, { keep: options.keepCheckpoints })
+        : new RecordCheckpointer(options.store, options.keepCheckpoints);
     this.checkpoints = checkpoints;
     const approvals = this.approvals;
     options.threads.attach({

@@ -15,11 +15,12 @@ import { Metrics } from '../kernel/metrics.js';
 import { Registry } from '../kernel/registry.js';
 import { listServers, removeServerFile, type ServerInfo, writeServerFile } from '../kernel/server-files.js';
 import { Services } from '../kernel/services.js';
-import { isLoopbackHost, type Settings, type SettingsInput, SettingsSchema } from '../kernel/settings.js';
+import { isLoopbackHost, resolveSecret, type Settings, type SettingsInput, SettingsSchema } from '../kernel/settings.js';
 import { TypeChecker } from '../kernel/typecheck.js';
 import { PLATFORM_NAME, VERSION } from '../kernel/version.js';
 import * as sdk from '../sdk.js';
-import { DATABASE_FILE, SqliteStore } from '../storage/sqlite-store.js';
+import { openStore } from '../storage/open.js';
+import { TeamCoordinator } from '../storage/team.js';
 import { checkProvided, planSubsystems } from './plan.js';
 import { SUBSYSTEMS } from './subsystems.js';
 
@@ -105,15 +106,16 @@ export async function startServer(input: Settings | SettingsInput, options: Star
 
   startup.mark('registry and discovery');
   const publicPaths = new Set(DEFAULT_PUBLIC_PATHS);
+  // Opened once here, before any subsystem: the workspace's SQLite file, or PostgreSQL in team mode.
+  const opened = await openStore(
+    { durability: settings.storage.durability, url: resolveSecret(settings.storage.url) },
+    paths,
+    (level, line) => log[level](line),
+  );
   const ctx: HangarContext = {
     settings,
     paths,
-    // Opened once here; a lowdb data folder from before the move to SQLite is imported on first open.
-    store: new SqliteStore(path.join(paths.state, DATABASE_FILE), {
-      durability: settings.storage.durability,
-      importFrom: paths.data,
-      log: (level, line) => log[level](line),
-    }),
+    store: opened.store,
     registry,
     discovery,
     log,
@@ -130,8 +132,27 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     services: new Services(),
   };
   // What the composition root itself provides, before any subsystem is set up.
-  const rateLimiter = new ReconfigurableRateLimiter(effectiveRateLimit(settings), publicPaths);
   ctx.services.provide('openapi', openapi);
+  // Team mode: the job queue and announcements shared with the other instances on the database.
+  const team = opened.url
+    ? new TeamCoordinator({
+        url: opened.url,
+        version: VERSION,
+        log: (level, line) => log[level](line),
+        heartbeatSeconds: settings.team.heartbeatSeconds,
+        monitorIntervalSeconds: settings.team.monitorIntervalSeconds,
+      })
+    : undefined;
+  if (team) {
+    await team.start();
+    ctx.services.provide('team', team);
+  }
+  // In team mode a principal's requests are counted across every instance.
+  const rateLimiter = new ReconfigurableRateLimiter(
+    effectiveRateLimit(settings),
+    publicPaths,
+    team ? (limits) => team.rateCounters(limits) : undefined,
+  );
   ctx.services.provide('rateLimiter', rateLimiter);
 
   startup.mark('store');
@@ -204,6 +225,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   // Loopback clients (hangar code, notebook, login, list) reach a server bound to every interface
   // through 127.0.0.1; the recorded URL is the one they can always connect to.
   const localUrl = settings.host === '0.0.0.0' || settings.host === '::' ? `http://127.0.0.1:${port}` : url;
+  await team?.setUrl(url);
   const serverInfo: ServerInfo = {
     pid: process.pid,
     url: localUrl,
@@ -268,6 +290,8 @@ export async function startServer(input: Settings | SettingsInput, options: Star
         }
       }
       await ctx.store.flush();
+      await team?.close();
+      await opened.close();
     })());
 
   return { url, port, ctx, server, discovered, close };

@@ -2,7 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import type { onRequestHookHandler } from 'fastify';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { fail, type HangarError } from '../kernel/errors.js';
 import { isLoopbackHost, resolveSecret, type Settings } from '../kernel/settings.js';
 import { originChecker } from './cross-site.js';
@@ -192,6 +192,11 @@ export function effectiveRateLimit(settings: Settings): RateLimitSettings {
   };
 }
 
+/** Where a limiter keeps its counters: this process's memory by default, a shared database in team mode. */
+export type RateCounters = (limits: { points: number; duration: number }) => RateLimiterAbstract;
+
+const inMemory: RateCounters = (limits) => new RateLimiterMemory(limits);
+
 /**
  * The rate limiter of a running server, one fixed window per principal (rate-limiter-flexible keeps
  * the counters). Probes and other public paths are never limited. Its limits can be changed at run
@@ -199,12 +204,14 @@ export function effectiveRateLimit(settings: Settings): RateLimitSettings {
  */
 export class ReconfigurableRateLimiter {
   #limits: RateLimitSettings;
-  #counters: RateLimiterMemory | undefined;
+  #counters: RateLimiterAbstract | undefined;
+  readonly #store: RateCounters;
   readonly hook: onRequestHookHandler;
 
-  constructor(initial: RateLimitSettings, publicPaths: ReadonlySet<string>) {
+  constructor(initial: RateLimitSettings, publicPaths: ReadonlySet<string>, store: RateCounters = inMemory) {
     this.#limits = initial;
-    this.#counters = counters(initial);
+    this.#store = store;
+    this.#counters = this.#build(initial);
     this.hook = (req, _reply, done) => {
       const counters = this.#counters;
       if (!counters) return done();
@@ -227,12 +234,12 @@ export class ReconfigurableRateLimiter {
 
   reconfigure(limits: RateLimitSettings): void {
     this.#limits = limits;
-    this.#counters = counters(limits);
+    this.#counters = this.#build(limits);
   }
-}
 
-function counters(limits: RateLimitSettings): RateLimiterMemory | undefined {
-  return limits.enabled ? new RateLimiterMemory({ points: limits.max, duration: limits.windowMs / 1000 }) : undefined;
+  #build(limits: RateLimitSettings): RateLimiterAbstract | undefined {
+    return limits.enabled ? this.#store({ points: limits.max, duration: limits.windowMs / 1000 }) : undefined;
+  }
 }
 
 declare module '../kernel/services.js' {

@@ -201,6 +201,8 @@ export const ERROR_CATALOGUE = {
   // (end platform)
   // ── storage: the store
   HANGAR_STORAGE_WRITE_FAILED: { status: 503, message: 'the store could not write {what}: {reason}' },
+  HANGAR_STORAGE_READ_FAILED: { status: 503, message: 'the store could not answer a read: {reason}' },
+  HANGAR_STORAGE_UNREACHABLE: { status: 503, message: 'the store at {where} cannot be reached: {reason}' },
   // (end storage)
   // ── studio: studio debug runs
   HANGAR_STUDIO_GRAPH_INVALID: { status: 500, message: "agent '{agent}' has an invalid graph: {problem}" },

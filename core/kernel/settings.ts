@@ -104,6 +104,23 @@ export const SettingsSchema = z
          * the process being killed; `full` also survives power loss, at an fsync per commit.
          */
         durability: z.enum(['normal', 'full']).default('normal'),
+        /**
+         * Team mode: a PostgreSQL database (`postgres://user:pass@host/db`, or `${ENV_NAME}`) shared by
+         * every instance, instead of the workspace's SQLite file. README, "Team mode".
+         */
+        url: z.string().min(1).optional(),
+      })
+      .prefault({}),
+    /** Team mode (several instances on one PostgreSQL, `storage.url`): how a dead instance is noticed. */
+    team: z
+      .object({
+        /**
+         * A worker holding a job tells the queue it is alive this often (pg-boss's floor: 10 s); a job
+         * silent this long is taken for orphaned and run again on another instance.
+         */
+        heartbeatSeconds: z.coerce.number().int().min(10).default(30),
+        /** How often the queue looks for silent jobs: failover takes about heartbeat + this. */
+        monitorIntervalSeconds: z.coerce.number().int().positive().default(5),
       })
       .prefault({}),
     tasks: z
@@ -377,7 +394,16 @@ export function redactSettings(settings: Settings): Record<string, unknown> {
         headers: Object.fromEntries(Object.entries(settings.telemetry.otlp.headers).map(([name, value]) => [name, hide(value)])),
       },
     },
+    // A database URL carries its password: shown without it.
+    storage: { ...settings.storage, url: hideUrlPassword(settings.storage.url) },
   };
+}
+
+function hideUrlPassword(url: string | undefined): string | undefined {
+  if (url === undefined || /^\$\{[A-Z0-9_]+\}$/i.test(url) || !URL.canParse(url)) return url;
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
 }
 
 /** Resolve a `${NAME}` reference at the moment of use. Plain strings pass through. */

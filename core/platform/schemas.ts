@@ -135,5 +135,22 @@ export const PlatformStatus = z.object({
         .optional()
         .describe('a damaged database file moved aside at start'),
     })
-    .describe('the embedded store'),
+    .describe('the store: the embedded SQLite file, or PostgreSQL in team mode'),
+  team: z
+    .object({
+      instance: z.string().describe('this instance'),
+      instances: z.array(
+        z.object({
+          id: z.string(),
+          host: z.string(),
+          pid: z.number().int(),
+          url: z.string().nullable(),
+          version: z.string(),
+          started_at: z.string(),
+          seen_at: z.string(),
+        }),
+      ),
+    })
+    .optional()
+    .describe('team mode only: every instance on the shared database, with its version, so a mixed deploy is visible'),
 });

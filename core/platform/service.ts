@@ -91,13 +91,22 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
     tasks: { enabled: ctx.settings.tasks.enabled },
     store,
     mcp_servers: ctx.services.find('agents')?.mcp.status() ?? [],
+    ...(await teamStatus(ctx)),
   };
+}
+
+/** Team mode: this instance and every instance seen lately on the shared database. */
+async function teamStatus(ctx: HangarContext) {
+  const team = ctx.services.find('team');
+  if (!team) return {};
+  return { team: { instance: team.instanceId, instances: await team.instances() } };
 }
 
 /** The store as the status shows it: paths relative to the workspace, a failing write, a recovery. */
 function storeStatus(ctx: HangarContext) {
   const { backend, path: file, recovered } = ctx.store.describe();
-  const relative = (p: string) => path.relative(ctx.paths.root, p) || '.';
+  // A database URL (team mode) is shown as it is, without its password (the store's describe()).
+  const relative = (p: string) => (path.isAbsolute(p) ? path.relative(ctx.paths.root, p) || '.' : p);
   const health = ctx.store.health();
   return {
     backend,

@@ -31,6 +31,8 @@ export class TaskEventStore {
     private readonly log: TaskLogger,
     /** Shard files of the event collection; fixed once the collection exists on disk. */
     shards = 32,
+    /** Told when a batch of a task's events is on disk, up to which sequence (team mode announces it). */
+    private readonly onStored?: (taskId: string, sequence: number) => void,
   ) {
     this.chunks = store.collection<StoredChunk>('task_events', { shards, indexes: [['task_id']] });
   }
@@ -85,21 +87,27 @@ export class TaskEventStore {
     if (!batch.length) return;
     live.unwritten = [];
     const id = live.task.id;
+    const written: Promise<unknown>[] = [];
     for (let start = 0; start < batch.length; ) {
       const chunk = chunkOf(batch[start]!.sequence);
       let end = start + 1;
       while (end < batch.length && chunkOf(batch[end]!.sequence) === chunk) end++;
       const group = batch.slice(start, end);
-      trackWrite(
-        live,
-        this.chunks.update(chunkKey(id, chunk), (current) => ({
-          task_id: id,
-          chunk,
-          events: current ? current.events.concat(group) : group,
-        })),
-        this.log,
-      );
+      const write = this.chunks.update(chunkKey(id, chunk), (current) => ({
+        task_id: id,
+        chunk,
+        events: current ? current.events.concat(group) : group,
+      }));
+      written.push(write);
+      trackWrite(live, write, this.log);
       start = end;
+    }
+    if (this.onStored) {
+      const last = batch[batch.length - 1]!.sequence;
+      void Promise.all(written).then(
+        () => this.onStored?.(id, last),
+        () => {},
+      );
     }
     const floor = batch[batch.length - 1]!.sequence - this.eventsPerTask + 1;
     if (floor > 1) {

@@ -21,6 +21,8 @@ export class TaskLifecycle {
     private readonly records: Collection<Task>,
     readonly events: TaskEventStore,
     private readonly log: TaskLogger,
+    /** Told once a settled task's record is on disk (team mode announces it to other instances). */
+    private readonly onSettled?: (task: Task) => void,
   ) {}
 
   track(task: Task, tail: SequencedEvent<TaskEvent>[], work?: TaskWork): LiveTask {
@@ -120,6 +122,7 @@ export class TaskLifecycle {
     );
     try {
       await this.persistNow(live);
+      this.onSettled?.(task);
     } finally {
       this.live.delete(task.id);
       for (const listener of live.listeners) listener.onEnd();

@@ -67,6 +67,17 @@ export class TaskRunner {
   }
 
   /**
+   * Run a task this instance took from the team's queue (team mode) as a queued task runs — status,
+   * attempts, outcome — holding a slot until it settles. Never rejects.
+   */
+  runTaken(live: LiveTask): Promise<void> {
+    this.running++;
+    return this.execute(live).finally(() => {
+      this.running--;
+    });
+  }
+
+  /**
    * Run `work` for a task that is `working` already (a resumed one) without queueing; it holds a
    * slot until it settles. Never rejects.
    */

@@ -57,6 +57,7 @@ import { errorMessage, fail, type HangarError } from '../kernel/errors.js';
 import type { Collection, Store } from '../kernel/store.js';
 import type { Replay, ReplayableSource, SequencedEvent } from '../lib/event-log.js';
 import { timeOrderedId } from '../storage/ids.js';
+import { DistributedBoard, type TaskTeam } from './distributed.js';
 import { TaskEventStore } from './event-store.js';
 import { TaskLifecycle } from './lifecycle.js';
 import { copyTask, type LiveTask, nowIso, type TaskListener, type TaskLogger, toJson } from './live-task.js';
@@ -141,6 +142,8 @@ export interface TaskServiceOptions {
   retentionMs?: number;
   pruneEveryMs?: number;
   log?: TaskLogger;
+  /** Team mode: the queue and announcements shared with other instances (see `distributed.ts`). */
+  team?: TaskTeam;
 }
 
 export const tasksDisabled = (): HangarError => fail('HANGAR_TASK_DISABLED', {});
@@ -166,6 +169,9 @@ export class TaskService {
   private readonly resuming = new Set<string>();
   /** Serialised frame payloads, shared by every subscriber of the same event. */
   private readonly wireCache = new WeakMap<TaskEvent, string>();
+  /** Team mode: the board across instances. */
+  private readonly distributed: DistributedBoard | undefined;
+  private readonly recoveryGraceMs: number;
 
   constructor(options: TaskServiceOptions) {
     this.enabled = options.enabled ?? true;
@@ -189,15 +195,23 @@ export class TaskService {
       // The list's `total` over these filters is a sum over a few groups, not a count of 100,000 rows.
       countBy: ['principal', 'status', 'kind', 'target'],
     });
-    this.eventLog = new TaskEventStore(options.store, this.eventsPerTask, this.log, options.eventShards);
-    this.lifecycle = new TaskLifecycle(this.tasks, this.eventLog, this.log);
+    const team = options.team;
+    this.eventLog = new TaskEventStore(
+      options.store,
+      this.eventsPerTask,
+      this.log,
+      options.eventShards,
+      team && ((id, sequence) => team.announce('task-event', id, sequence)),
+    );
+    this.lifecycle = new TaskLifecycle(this.tasks, this.eventLog, this.log, team && ((task) => team.announce('task-event', task.id)));
+    this.distributed = team && new DistributedBoard(team, this.tasks, this.eventLog, this.lifecycle, this.log);
     this.runner = new TaskRunner(this.concurrency, this.lifecycle, (kind) => this.kinds.get(kind)?.run, this.log);
     this.recovery = new TaskRecovery({
       records: this.tasks,
       lifecycle: this.lifecycle,
       runner: this.runner,
       kinds: this.kinds,
-      graceMs: options.recoveryGraceMs ?? 10_000,
+      graceMs: (this.recoveryGraceMs = options.recoveryGraceMs ?? 10_000),
       log: this.log,
     });
     this.retentionMs = options.retentionMs ?? 0;
@@ -216,7 +230,8 @@ export class TaskService {
   registerKind(kind: string, definition: TaskKind): void {
     if (this.kinds.has(kind)) throw new Error(`task kind "${kind}" is already registered`);
     this.kinds.set(kind, definition);
-    this.recovery.kindRegistered(kind);
+    this.distributed?.kindRegistered(kind);
+    if (!this.distributed) this.recovery.kindRegistered(kind);
   }
 
   hasKind(kind: string): boolean {
@@ -230,10 +245,20 @@ export class TaskService {
   start(): Promise<void> {
     if (!this.enabled) return Promise.resolve();
     if (!this.started) {
-      this.started = this.recovery.recover();
+      this.started = this.distributed ? this.serveTeam(this.distributed) : this.recovery.recover();
       if (this.retentionMs > 0) this.schedulePrune(Math.min(10_000, this.pruneEveryMs));
     }
     return this.started;
+  }
+
+  /**
+   * Team mode: take tasks from the shared queue; cancel here what is cancelled elsewhere. Subsystems
+   * register their kinds after the board starts, so a task taken first waits for its kind (up to the grace).
+   */
+  private serveTeam(board: DistributedBoard): Promise<void> {
+    return board.serve(this.concurrency, this.runner, this.kinds, this.recoveryGraceMs, (id) => {
+      if (this.live.has(id)) void this.cancel(id).catch(() => {});
+    });
   }
 
   /** Background pruning never holds up serving or stopping (unref'd, one pass at a time). */
@@ -325,6 +350,11 @@ export class TaskService {
     await this.lifecycle.persistNow(live);
     // Copied before the runner may pick it up, so the caller sees what was stored: `submitted`.
     const submitted = copyTask(task);
+    if (this.distributed && !options.run) {
+      this.lifecycle.live.delete(task.id);
+      await this.distributed.team.dispatch(task.id);
+      return submitted;
+    }
     this.runner.enqueue(task.id);
     this.runner.pump();
     return submitted;
@@ -395,6 +425,9 @@ export class TaskService {
       return { canceled: true, message: 'task canceled while it waited for input', task: copyTask(waiting.task) };
     }
     const live = this.live.get(id);
+    if (!live && this.distributed && (task.status === 'submitted' || task.status === 'working')) {
+      return this.distributed.cancelElsewhere(task, reason);
+    }
     if (!live || live.finishing) {
       // A task that just chose its terminal status is still writing it: answer once it is on disk,
       // or a delete that follows would be undone by that write.
@@ -428,12 +461,20 @@ export class TaskService {
    */
   async events(id: string, scope: TaskScope = {}): Promise<ReplayableSource<TaskEvent>> {
     this.assertEnabled();
-    await this.find(id, scope);
+    const found = await this.find(id, scope);
     const liveTasks = this.live;
+    // Team mode: a task that runs (or waits to run) on another instance is followed through the store.
+    const elsewhere = this.distributed && !this.live.has(id) && !isSettled(found.status) ? this.distributed : undefined;
+    let followed: { ended: () => boolean } | undefined;
     return {
       replay: (since) => this.replay(id, since),
       subscribe: (onEvent, onEnd) => {
         const live = this.live.get(id);
+        if (!live && elsewhere) {
+          const follow = elsewhere.follow(id, onEvent, onEnd);
+          followed = follow;
+          return follow.stop;
+        }
         if (!live) {
           onEnd();
           return () => {};
@@ -444,7 +485,7 @@ export class TaskService {
       },
       // A task has no live state once it reached a terminal status and its log is on disk.
       get ended() {
-        return !liveTasks.has(id);
+        return elsewhere ? (followed?.ended() ?? false) : !liveTasks.has(id);
       },
     };
   }
@@ -476,6 +517,7 @@ export class TaskService {
     this.assertEnabled();
     const task = await this.find(id, scope);
     const live = this.live.get(id);
+    if (!live && this.distributed && !isSettled(task.status)) return copyTask(await this.distributed.waitSettled(id, signal));
     if (!live) return copyTask(task);
     await new Promise<void>((resolve, reject) => {
       const onAbort = () => {

@@ -9,6 +9,8 @@
 
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
+import type { TeamCoordinator } from '../storage/team.js';
+import type { TaskTeam } from './distributed.js';
 import { taskRoutes } from './routes.js';
 import { TaskService } from './service.js';
 
@@ -22,6 +24,31 @@ const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 /** `30d` → milliseconds; `0` → 0 (the settings schema checked the form). */
 const durationMs = (text: string): number => (text === '0' ? 0 : Number(text.slice(0, -1)) * UNIT_MS[text.at(-1) as keyof typeof UNIT_MS]);
 
+/** The queue every instance takes tasks from (team mode), and where tasks whose every attempt died go. */
+const TASK_QUEUE = 'hangar-tasks';
+
+/**
+ * The board's view of the team: jobs name a task id, announcements carry ids and a sequence.
+ * Jobs expire after a day at most; a dead instance is noticed by the heartbeat long before.
+ */
+function taskTeam(team: TeamCoordinator): TaskTeam {
+  let queue: Promise<void> | undefined;
+  const ready = () => (queue ??= team.queue(TASK_QUEUE, { expireSeconds: 86_400 }));
+  return {
+    dispatch: async (id) => {
+      await ready();
+      await team.send(TASK_QUEUE, { id });
+    },
+    serve: async (concurrency, run, dead) => {
+      await ready();
+      await team.work(TASK_QUEUE, { concurrency }, (job) => run(job.data.id, job.retryCount + 1));
+      await team.work(`${TASK_QUEUE}-dead`, { concurrency: 1 }, (job) => dead(job.data.id));
+    },
+    announce: (topic, id, seq) => void team.announce(topic, id, seq).catch(() => {}),
+    on: (topic, handler) => team.on(topic, (announcement) => handler(announcement.id, announcement.seq)),
+  };
+}
+
 export const tasksSubsystem: Subsystem = {
   name: 'tasks',
   provides: ['tasks'],
@@ -33,6 +60,7 @@ export const tasksSubsystem: Subsystem = {
       eventsPerTask: ctx.settings.tasks.eventsPerTask,
       retentionMs: durationMs(ctx.settings.tasks.retention),
       log: ctx.log,
+      ...(ctx.services.has('team') ? { team: taskTeam(ctx.services.get('team')) } : {}),
     });
     ctx.services.provide('tasks', tasks);
     // Recovery does not wait for other subsystems: stored tasks of a kind registered later are

@@ -1,23 +1,45 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, open, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import * as esbuild from 'esbuild';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HangarError } from '../../core/kernel/errors.js';
 import type { Store } from '../../core/kernel/store.js';
 import { LowdbStore } from '../../core/storage/lowdb-store.js';
+import { PostgresStore } from '../../core/storage/postgres-store.js';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
+import { startPostgres, type TestPostgres } from '../support/postgres.js';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const scratch = () => mkdtemp(path.join(tmpdir(), 'hangar-sqlite-'));
 
-/** The Store contract, the same for both implementations: what every subsystem relies on. */
+/** One real PostgreSQL for this file; each scratch folder maps to its own schema, so a reopen finds its data. */
+let postgres: TestPostgres;
+let postgresUrl: string;
+const postgresStores: PostgresStore[] = [];
+beforeAll(async () => {
+  postgres = await startPostgres();
+  postgresUrl = await postgres.database();
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(postgresStores.map((store) => store.close()));
+  await postgres?.stop();
+});
+const openPostgres = (dir: string) => {
+  const store = new PostgresStore(postgresUrl, { schema: `s_${createHash('sha1').update(dir).digest('hex').slice(0, 12)}` });
+  postgresStores.push(store);
+  return store;
+};
+
+/** The Store contract, the same for every implementation: what every subsystem relies on. */
 const implementations: Array<[string, (dir: string) => Store]> = [
   ['lowdb', (dir) => new LowdbStore(dir)],
   ['sqlite', (dir) => new SqliteStore(path.join(dir, 'hangar.db'))],
+  ['postgres', openPostgres],
 ];
 
 describe.each(implementations)('store contract: %s', (_name, openStore) => {

@@ -1,6 +1,6 @@
 /**
  * Sub-commands of `hangar` beyond starting the server (`hangar notebook …`, `hangar code …`,
- * `hangar login`, `hangar list`, `hangar init`).
+ * `hangar login`, `hangar list`, `hangar init`, `hangar store`).
  * Each is loaded only when used, so the server's start-up never pays for them.
  */
 export type CommandRunner = (args: string[]) => Promise<number>;
@@ -21,4 +21,5 @@ export const COMMANDS: Record<string, () => Promise<CommandRunner>> = {
     ),
   login: () => import('./login.js').then((m) => (args: string[]) => m.loginCli(args)),
   notebook: () => import('./notebook.js').then((m) => (args: string[]) => m.notebookCli(args)),
+  store: () => import('./store.js').then((m) => (args: string[]) => m.storeCli(args)),
 };

@@ -17,6 +17,7 @@ Usage:
   hangar [options]                 start the platform (desktop window unless --no-window)
   hangar notebook <command> ...    reactive notebooks (hangar notebook --help)
   hangar code <command> ...        coding runs: run, teams, preselect, calibrate (hangar code --help)
+  hangar store copy ...            copy a store between SQLite and PostgreSQL, either way (hangar store --help)
   hangar login [--root DIR]        print a fresh one-time login link for the running server
   hangar list [--root DIR]         the running servers of a workspace (URL, pid, start time)
   hangar init [DIR]                write a new workspace (package.json, tsconfig.json, examples)

@@ -386,6 +386,8 @@ export class ThreadService {
     principal?: string,
   ): Promise<{ thread_id: string; ancestors: LineageEntry[]; descendants: LineageEntry[] }> {
     const thread = await this.get(agent, threadId, principal);
+    const entry = (t: Thread): LineageEntry => ({ id: t.id, title: t.title, parent_thread_id: t.parent_thread_id ?? null, deleted: false });
+
     const ancestors: LineageEntry[] = [];
     const seen = new Set([thread.id]);
     for (let p = thread.parent_thread_id; p && !seen.has(p); ) {

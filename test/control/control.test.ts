@@ -6,8 +6,9 @@ const TOKEN = 'control-secret-token';
 
 const files = {
   // Sleeps for `query` milliseconds; with the query 'held' it stays in flight until the test
-  // resolves the gate it put on globalThis (drop-ins are evaluated in this process).
+  // resolves the gate it put on globalThis, so it runs inline (in this process), not in a host.
   'agents/slow.ts': agentSource(`{
+    isolation: 'inline',
     run: async (input) => {
       if (input.query === 'held') return 'released: ' + (await (globalThis as any).__controlGate);
       await new Promise((r) => setTimeout(r, Number(input.query)));

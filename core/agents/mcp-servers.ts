@@ -198,6 +198,9 @@ class McpServerConnection {
     this.log.warn(`MCP server '${this.name}' went away (${this.error}); restarting in ${this.retryAt - Date.now()} ms`);
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      // A timer may fire a millisecond before Date.now() reaches retryAt (timers use another clock):
+      // the backoff has passed when the timer says so, or ensure() would refuse and nothing retries.
+      this.retryAt = Math.min(this.retryAt, Date.now());
       if (this.state === 'failed') this.ensure().catch(() => {});
     }, this.retryAt - Date.now());
     this.timer.unref();

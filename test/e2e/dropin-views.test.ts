@@ -107,10 +107,10 @@ describe('endpoints view', () => {
 
   it('shows routes and health, tries a call and lists it among the last calls', async () => {
     const p = await open('#/endpoints/add');
-    await p.getByTestId('endpoint-routes').waitFor();
-    expect(await p.getByTestId('endpoint-routes').textContent()).toContain('GET /api/v1/endpoints/add/health');
+    // The routes, health and last calls arrive by separate requests: wait for each, not for the first.
+    await p.getByTestId('endpoint-routes').getByText('GET /api/v1/endpoints/add/health').waitFor();
     await p.getByTestId('endpoint-health').getByText('ready', { exact: true }).waitFor();
-    expect(await p.getByTestId('last-calls').textContent()).toContain('No calls yet');
+    await p.getByTestId('last-calls').getByText('No calls yet').waitFor();
 
     const form = p.getByTestId('try-it');
     await form.getByLabel('Body (JSON)').fill('{"a": 2, "b": 3}');
@@ -171,12 +171,12 @@ describe('plugins and ingestors view', () => {
     await p.getByRole('heading', { name: 'Ingestor · notes' }).waitFor();
     const card = p.locator('[data-ingestor="notes"]');
     await card.getByTestId('ingestor-health').getByText('healthy').waitFor();
-    expect(await card.textContent()).toContain('Not run yet.');
+    await card.getByText('Not run yet.').waitFor();
     await card.getByRole('button', { name: 'Run now' }).click();
     await card.getByTestId('ingestion-run').waitFor();
     expect(await card.getByTestId('ingestion-run').textContent()).toContain('2 created');
     await card.locator('[data-testid="last-calls"] tr[data-status="ok"]').first().waitFor();
-    expect(await card.getByTestId('ingestor-health').textContent()).toContain('2 from 2 resources');
+    await card.getByTestId('ingestor-health').getByText('2 from 2 resources').waitFor();
     await p.screenshot({ path: path.join(OUTPUT, 'ingestor-view.png'), fullPage: true });
   });
 });

@@ -46,7 +46,6 @@ export function docsOfRoute(route: RouteOptions): RouteDoc[] {
         method: method.toLowerCase() as HttpMethod,
         path: openApiPath(route.url),
         summary: declared?.summary ?? `${method} ${route.url}`,
-        ...(declared ? {} : { inferred: true }),
         ...(declared?.description ? { description: declared.description } : {}),
         ...(declared?.tags ? { tags: declared.tags } : {}),
         ...(declared?.schema?.body ? { body: declared.schema.body } : {}),
@@ -60,15 +59,13 @@ export function docsOfRoute(route: RouteOptions): RouteDoc[] {
 
 export interface RouteDoc {
   method: HttpMethod;
-  /** OpenAPI path template: `/api/v1/{agent_name}/invoke`. */
+  /** OpenAPI path template: `/api/v1/{agent}/invoke`. */
   path: string;
   summary: string;
   description?: string;
   tags?: string[];
   body?: z.ZodType;
   query?: z.ZodType;
-  /** Listed from the route alone (no declaration): a documented route of the same method and path wins. */
-  inferred?: boolean;
   /** status → description and optional schema; default `200: OK`. */
   responses?: Record<string, { description: string; schema?: z.ZodType; contentType?: string }>;
 }
@@ -137,10 +134,8 @@ export class OpenApiRegistry {
 
   private build(): Record<string, unknown> {
     const paths: Record<string, Record<string, unknown>> = {};
-    const all = [...this.docs, ...this.providers.flatMap((p) => p())];
-    const documented = new Set(all.filter((d) => !d.inferred).map((d) => `${d.method} ${d.path.replace(/\{[^}]+\}/g, '{}')}`));
-    for (const doc of all) {
-      if (doc.inferred && documented.has(`${doc.method} ${doc.path.replace(/\{[^}]+\}/g, '{}')}`)) continue;
+    // Providers (each custom endpoint's live schemas) come last, so they describe their paths.
+    for (const doc of [...this.docs, ...this.providers.flatMap((p) => p())]) {
       const params = [...doc.path.matchAll(/\{([^}]+)\}/g)].map((m) => {
         const values = this.paramValues.get(m[1]!)?.();
         return { name: m[1], in: 'path', required: true, schema: values?.length ? { type: 'string', enum: values } : { type: 'string' } };

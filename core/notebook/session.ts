@@ -24,63 +24,22 @@ import { dirname } from 'node:path';
 import { fail } from '../kernel/errors.js';
 import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
 import { analyzeNotebook, type NotebookAnalysis } from './analysis/index.js';
-import type { CellProblem } from './analysis/visitor.js';
 import { type DiskVersion, diskDiff, isNewerOnDisk, readDiskVersion } from './disk-version.js';
 import { readNotebookFile, writeNotebookFile } from './formats.js';
 import { NotebookRuntime } from './runtime.js';
 import { Cell, type CellState, type CellType, type Notebook, newCellId, type Output } from './schemas.js';
+import {
+  type CellRunRecord,
+  type DependencyReport,
+  dependencyReport,
+  problemOutputs,
+  type SessionEvent,
+  type SessionOptions,
+} from './session-report.js';
+
+export type { CellRunRecord, DependencyReport, SessionEvent, SessionOptions } from './session-report.js';
+
 import { UI_MIME } from './ui-elements.js';
-
-/** Everything a UI needs to follow a session live; sent as JSON over the ws channel. */
-export type SessionEvent =
-  /** `execution_count` comes with a finished run, so a UI shows `[n]` without asking again. */
-  | { type: 'cell-state'; cellId: string; state: CellState; execution_count?: number }
-  | { type: 'output'; cellId: string; output: Output }
-  | { type: 'outputs-cleared'; cellId: string }
-  | { type: 'cells-changed' }
-  | { type: 'kernel'; status: 'restarted' | 'timeout' | 'crashed'; generation: number }
-  /** The file changed on disk while this session has unsaved edits: the UI offers reload / overwrite. */
-  | { type: 'disk-changed'; diff: string }
-  /** The session took the file's new version (live reload); `rerun`: cells it re-runs. */
-  | { type: 'reloaded'; rerun: string[] };
-
-export interface SessionOptions {
-  /** Where `save()` writes; also the folder relative imports resolve against. */
-  filePath?: string;
-  /** Per-cell time limit in ms (0 = none). */
-  cellTimeoutMs?: number;
-  maxHeapMb?: number;
-}
-
-export interface DependencyReport {
-  cells: Array<{
-    id: string;
-    name: string;
-    cell_type: CellType;
-    state: CellState;
-    reads: string[];
-    writes: string[];
-    problems: CellProblem[];
-  }>;
-  /** parent → child, with the names that flow along the edge. */
-  edges: Array<{ from: string; to: string; names: string[] }>;
-  order: string[];
-  stale: string[];
-  cycles: string[][];
-}
-
-/** One execution of one cell, as the execution-history and profiler tools show it. */
-export interface CellRunRecord {
-  cell_id: string;
-  execution_count: number;
-  started_at: string;
-  duration_ms: number;
-  status: 'success' | 'error';
-  /** Change of the kernel's used heap across the run (negative when a GC ran meanwhile). */
-  heap_delta_bytes: number | null;
-  /** Set when the run ended the kernel (timeout, interrupt, crash). */
-  ended?: string;
-}
 
 /** Runs kept per session: enough for a long interactive session, bounded so memory is too. */
 const HISTORY_LIMIT = 5000;
@@ -353,11 +312,7 @@ export class NotebookSession {
   #showProblems(id: string, analysis: NotebookAnalysis): void {
     const cell = this.cell(id);
     const problems = analysis.cells.get(id)!.problems.filter((p) => p.severity === 'error');
-    cell.outputs = problems.map((p) => {
-      const ename = p.kind === 'syntax' ? 'SyntaxError' : 'NotebookError';
-      const where = p.line ? `line ${p.line}${p.column ? `, column ${p.column}` : ''}: ` : '';
-      return { output_type: 'error', ename, evalue: p.message, traceback: [`${ename}: ${where}${p.message}`] };
-    });
+    cell.outputs = problemOutputs(problems);
     this.#savedOutputs.delete(id);
     this.#emit({ type: 'outputs-cleared', cellId: id });
     for (const output of cell.outputs) this.#emit({ type: 'output', cellId: id, output });
@@ -450,33 +405,7 @@ export class NotebookSession {
   // ---- reading ------------------------------------------------------------------------------
 
   async dependencies(): Promise<DependencyReport> {
-    const analysis = await this.analysis();
-    const edges: DependencyReport['edges'] = [];
-    for (const cell of this.notebook.cells) {
-      const info = analysis.cells.get(cell.id)!;
-      for (const parent of analysis.topology.parents.get(cell.id) ?? []) {
-        const parentWrites = new Set(analysis.cells.get(parent)!.writes);
-        edges.push({ from: parent, to: cell.id, names: info.dependsOn.filter((n) => parentWrites.has(n)) });
-      }
-    }
-    return {
-      cells: this.notebook.cells.map((cell) => {
-        const info = analysis.cells.get(cell.id)!;
-        return {
-          id: cell.id,
-          name: cell.name,
-          cell_type: cell.cell_type,
-          state: this.state(cell.id),
-          reads: info.dependsOn,
-          writes: info.writes,
-          problems: info.problems,
-        };
-      }),
-      edges,
-      order: analysis.order,
-      stale: this.notebook.cells.filter((c) => this.state(c.id) === 'stale').map((c) => c.id),
-      cycles: analysis.cycles,
-    };
+    return dependencyReport(this.notebook.cells, await this.analysis(), (id) => this.state(id));
   }
 
   /** Cells with their states, as the API returns them; `stale_outputs`: shown outputs are from an earlier run. */

@@ -15,11 +15,13 @@ import { build, type Metafile } from 'esbuild';
 import { marked } from 'marked';
 import { PIPELINE_NAME, type PipelineDefinitionInput } from '../pipelines/schemas.js';
 import { analyzeNotebook } from './analysis/index.js';
+import { APP_FRAME_SCRIPT, type UiPayload, uiControlHtml } from './app-bridge.js';
 import { assetDir, packageRoot } from './assets.js';
 import { serializeNbTs } from './formats.js';
 import { classifySpecifier } from './import-specifiers.js';
 import { escapeHtml, outputToHtml } from './render.js';
-import type { Notebook } from './schemas.js';
+import type { Notebook, Output } from './schemas.js';
+import { UI_MIME } from './ui-elements.js';
 
 export const LAYOUTS = ['linear', 'grid', 'tabs', 'sidebar', 'dashboard'] as const;
 export type Layout = (typeof LAYOUTS)[number];
@@ -57,12 +59,19 @@ table.hangar-table thead{background:#f6f8fa}
 .tabs button{border:1px solid #d0d7de;border-bottom:none;background:#f6f8fa;padding:.4rem .8rem;border-radius:6px 6px 0 0;cursor:pointer}
 .tabs button[aria-selected=true]{background:#fff;font-weight:600}
 .layout-tabs .cell[hidden]{display:none}
+.ui-control{margin:.5rem 0}.ui-control label{display:inline-flex;gap:.5rem;align-items:center}
+.ui-table{border-collapse:collapse}.ui-table td,.ui-table th{border:1px solid #d0d7de;padding:.2rem .5rem}
 `;
 
 export interface ReportOptions {
   /** Outputs only (the `app` view). */
   hideCode?: boolean;
   layout?: Layout;
+  /**
+   * Live controls for interactive elements and the frame's side of the app bridge
+   * (core/notebook/app-bridge.ts); without it an element shows its value as static text.
+   */
+  interactive?: boolean;
 }
 
 function cellTitle(cell: Notebook['cells'][number], index: number): string {
@@ -74,6 +83,16 @@ function cellTitle(cell: Notebook['cells'][number], index: number): string {
 /** Outputs are current only when this run made them; a cell without a state carries the file's outputs. */
 type ReportCell = Notebook['cells'][number] & { state?: string; stale_outputs?: boolean };
 const outputsAreCurrent = (cell: ReportCell) => (cell.state === 'success' || cell.state === 'error') && !cell.stale_outputs;
+
+/** A code cell's outputs as HTML; `interactive` draws interactive elements as live controls. */
+export function cellOutputsHtml(cell: { outputs: Output[] }, options: { interactive?: boolean } = {}): string {
+  return cell.outputs
+    .map((o) => {
+      const ui = options.interactive && 'data' in o ? (o.data[UI_MIME] as UiPayload | undefined) : undefined;
+      return ui ? uiControlHtml(ui) : outputToHtml(o, renderMarkdown);
+    })
+    .join('\n');
+}
 
 /**
  * A self-contained HTML page of the notebook with its outputs. Outputs an earlier run made (saved
@@ -91,13 +110,13 @@ export function reportHtml(notebook: { name: string; cells: ReportCell[] }, opti
         return options.hideCode ? '' : `<section class="cell raw"><pre class="source">${escapeHtml(cell.source)}</pre></section>`;
       const stale = cell.outputs.length > 0 && !outputsAreCurrent(cell);
       const staleNote = stale ? '<div class="stale-note" role="note">stale: outputs from an earlier run, not re-run</div>' : '';
-      const outputs = staleNote + cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n');
+      const outputs = staleNote + cellOutputsHtml(cell, options);
       if (options.hideCode && !outputs) return '';
       const count = cell.execution_count ? `${cell.execution_count}${stale ? '*' : ''}` : ' ';
       const code = options.hideCode
         ? ''
         : `<div class="label">[${count}] ${escapeHtml(cell.name || cell.id)}</div><pre class="source"><code>${escapeHtml(cell.source)}</code></pre>`;
-      return `<section class="cell code${stale ? ' stale' : ''}" data-title="${escapeHtml(cellTitle(cell, index))}">${code}<div class="outputs">${outputs}</div></section>`;
+      return `<section class="cell code${stale ? ' stale' : ''}" data-title="${escapeHtml(cellTitle(cell, index))}">${code}<div class="outputs" data-cell-outputs="${escapeHtml(cell.id)}">${outputs}</div></section>`;
     })
     .filter(Boolean);
 
@@ -119,7 +138,7 @@ export function reportHtml(notebook: { name: string; cells: ReportCell[] }, opti
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(notebook.name)}</title><style>${STYLE}</style></head>
-<body class="layout-${layout}"><main>${layout === 'sidebar' ? '' : `<h1 class="title">${escapeHtml(notebook.name)}</h1>`}${body}</main></body></html>
+<body class="layout-${layout}"><main>${layout === 'sidebar' ? '' : `<h1 class="title">${escapeHtml(notebook.name)}</h1>`}${body}</main>${options.interactive ? `<script>${APP_FRAME_SCRIPT}</script>` : ''}</body></html>
 `;
 }
 

@@ -113,6 +113,12 @@ export const ReorderBody = z.object({ order: z.array(z.string()).min(1) });
 /** A new value for an interactive element (`ui.slider` …), as the control sends it. */
 export const UiValueBody = z.object({ value: z.unknown() });
 
+/** Element ids are `<cell id>:<n>` (core/notebook/ui-elements.ts); nbformat cell ids are [A-Za-z0-9_-]{1,64}. */
+export const ELEMENT_ID = /^[A-Za-z0-9_-]{1,64}:[0-9]{1,6}$/;
+
+/** `notebook app`'s element route (core/notebook/app-bridge.ts). */
+export const AppUiParams = z.object({ element: z.string().regex(ELEMENT_ID, 'an element id is <cell id>:<n>') });
+
 export const SettingsBody = z.object({
   /** Per-cell time limit in ms; the kernel is interrupted when a cell runs longer. 0 = none. */
   cell_timeout_ms: z

@@ -5,7 +5,8 @@
  *   or the API alone on the backend port (`notebook dev`).
  * - `startUiServer`: the editor page on the frontend port for `notebook dev`, talking to the
  *   backend's API; the page reloads when a notebook file changes on disk (hot reload).
- * - `startAppServer`: a notebook as a small web app (`notebook app`): outputs only, in a layout.
+ * - `startAppServer`: a notebook as a small interactive web app (`notebook app`): outputs only, in a
+ *   layout, its interactive elements driving a live session.
  *
  * All bind to 127.0.0.1 by default: these servers run user code and have no authentication, so
  * they also refuse requests and ws upgrades whose Host (or Origin) is not a loopback name — the
@@ -23,15 +24,18 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { answerWithDetail } from '../http/app.js';
 import { crossSiteGuard } from '../http/cross-site.js';
 import { untrustedHtmlHeaders } from '../http/csp.js';
-import { mountRoutes } from '../http/route.js';
+import { defineRoute, mountRoutes } from '../http/route.js';
 import { hostCheck, upgradeChecker } from '../http/security.js';
 import { fail } from '../kernel/errors.js';
 import { SettingsSchema } from '../kernel/settings.js';
 import { watchTree } from '../kernel/watch-tree.js';
-import { type Layout, reportHtml } from './export.js';
+import { APP_SHELL, APP_SHELL_POLICY, APP_SHELL_SCRIPT } from './app-bridge.js';
+import { cellOutputsHtml, type Layout, reportHtml } from './export.js';
 import { readNotebookFile } from './formats.js';
 import { attachNotebookSocket, notebookRoutes } from './routes.js';
-import { NotebookService, runNotebook } from './service.js';
+import { AppUiParams, UiValueBody } from './schemas.js';
+import { NotebookService } from './service.js';
+import { NotebookSession } from './session.js';
 import { editorPageHtml } from './ui.js';
 
 export interface RunningNotebookServer {
@@ -254,13 +258,17 @@ export async function startUiServer(options: {
 }
 
 /**
- * A notebook as an app: run it once at start, serve the outputs (code hidden) in the chosen
- * layout. `POST /rerun` runs it again (reading the file afresh) and the page reloads.
+ * A notebook as an interactive app: one live session, run at start; the page shows the outputs
+ * (code hidden) in the chosen layout, and its interactive elements drive the kernel as in the
+ * editor: a change re-runs the cells that read the element and the page swaps in their new
+ * outputs. `POST /rerun` takes the file again and runs it all, keeping element values.
  *
- * The report is the notebook's own HTML, so `/` is a small page of ours (the Re-run button and a
- * frame) and the report itself is `/report`, served sandboxed (`OUTPUT_SANDBOX_POLICY`) and framed
- * with `sandbox="allow-scripts"`: its scripts run, but in an opaque origin that can neither read
- * this server's answers nor press Re-run.
+ * The report is the notebook's own HTML, so `/` is a small page of ours (app.js, the Re-run button,
+ * a status line and a frame) and the report is `/report`, served sandboxed
+ * (`OUTPUT_SANDBOX_POLICY`) and framed with `sandbox="allow-scripts"`: its scripts run, in an
+ * opaque origin that can neither read this server's answers nor call it. Controls reach the kernel
+ * through the page by messages (core/notebook/app-bridge.ts). One session serves every viewer, as
+ * a local app for one user: values one viewer sets are what the next one sees.
  */
 export async function startAppServer(options: {
   file: string;
@@ -269,28 +277,74 @@ export async function startAppServer(options: {
   layout: Layout;
 }): Promise<RunningNotebookServer> {
   const host = options.host ?? '127.0.0.1';
-  const render = async () => {
-    const notebook = await readNotebookFile(options.file);
-    const result = await runNotebook(notebook, { filePath: options.file });
-    return reportHtml({ ...notebook, cells: result.cells }, { hideCode: true, layout: options.layout });
-  };
-  let page = await render();
+  const session = new NotebookSession(await readNotebookFile(options.file), { filePath: options.file });
+  const report = () =>
+    reportHtml(
+      { name: session.notebook.name, cells: session.cellsWithState() },
+      { hideCode: true, layout: options.layout, interactive: true },
+    );
+  const outputsByCell = () =>
+    new Map(
+      session
+        .cellsWithState()
+        .filter((c) => c.cell_type === 'code')
+        .map((c) => [c.id, cellOutputsHtml(c, { interactive: true })]),
+    );
+  try {
+    await session.runAll();
+  } catch (err) {
+    await session.close();
+    throw err;
+  }
   const { app, server } = createNotebookApp({ root: dirname(options.file), host });
   app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').header('Content-Security-Policy', APP_SHELL_POLICY).send(APP_SHELL));
-  app.get('/report', (_req, reply) => reply.headers(untrustedHtmlHeaders).send(page));
+  app.get('/app.js', (_req, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('X-Content-Type-Options', 'nosniff').send(APP_SHELL_SCRIPT),
+  );
+  app.get('/report', (_req, reply) => reply.headers(untrustedHtmlHeaders).send(report()));
+  mountRoutes(app, [
+    defineRoute({
+      method: 'POST',
+      url: '/ui/:element',
+      summary: "Set an interactive element's value, re-run the cells that read it, answer the outputs that changed",
+      tags: ['notebook app'],
+      schema: {
+        params: AppUiParams,
+        body: UiValueBody,
+        response: { 200: '{cells: [{id, html}]}', 404: 'no such element', 422: 'invalid element id or body' },
+      },
+      handler: async ({ params, body }) => {
+        const before = outputsByCell();
+        const owner = params.element.slice(0, params.element.lastIndexOf(':'));
+        await session.setUiValue(params.element, body.value);
+        await session.idle();
+        // The element's own cell is left alone: redrawing it would take the control from under the pointer.
+        const cells = [...outputsByCell()]
+          .filter(([id, html]) => id !== owner && before.get(id) !== html)
+          .map(([id, html]) => ({ id, html }));
+        return { cells };
+      },
+    }),
+  ]);
   // A plain HTML form can only post a form body; the cross-site guard still checks its Origin.
   app.post('/rerun', { config: { bodyTypes: ['application/x-www-form-urlencoded'] } }, async (_req, reply) => {
-    page = await render();
+    await session.reloadFromDisk();
+    await session.runAll();
     return reply.redirect('/', 303);
   });
-  const port = await listenApp(app, server, options.port, host);
-  return { url: `http://${host}:${port}`, port, close: () => closeApp(app, server) };
+  let port: number;
+  try {
+    port = await listenApp(app, server, options.port, host);
+  } catch (err) {
+    await session.close();
+    throw err;
+  }
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    async close() {
+      await closeApp(app, server);
+      await session.close();
+    },
+  };
 }
-
-const APP_SHELL_POLICY =
-  "default-src 'none'; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-const APP_SHELL = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>Notebook app</title>
-<style>html,body{margin:0;height:100%}iframe{display:block;border:0;width:100%;height:100%}form{position:fixed;right:1rem;bottom:1rem}</style></head>
-<body><iframe src="report" sandbox="allow-scripts" title="Notebook"></iframe><form method="post" action="rerun"><button>Re-run</button></form></body></html>
-`;

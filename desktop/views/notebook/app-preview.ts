@@ -5,16 +5,20 @@ import type { Output } from '../../../core/notebook/schemas.js';
 import { type AppCell, arrangeApp, type Layout } from './app-layout.js';
 import { Outputs, renderMarkdown } from './outputs.js';
 
-/** The notebook as an app: outputs and prose only, in one of the five layouts. */
+/**
+ * The notebook as an app: outputs and prose only, in one of the five layouts. Interactive elements
+ * stay live (`onUi`), as in `notebook app`: a change re-runs the cells that read the element.
+ */
 type Cell = AppCell & { outputs: Output[] };
+type OnUi = (elementId: string, value: unknown) => void;
 
-function Block({ cell }: { cell: Cell }) {
+function Block({ cell, onUi }: { cell: Cell; onUi?: OnUi }) {
   return cell.cell_type === 'markdown'
     ? html`<section class="app-cell markdown" dangerouslySetInnerHTML=${{ __html: renderMarkdown(cell.source) }}></section>`
-    : html`<section class="app-cell"><${Outputs} outputs=${cell.outputs} /></section>`;
+    : html`<section class="app-cell" data-cell=${cell.id}><${Outputs} outputs=${cell.outputs} onUiChange=${onUi} /></section>`;
 }
 
-export function AppPreview({ cells, layout }: { cells: Cell[]; layout: Layout }) {
+export function AppPreview({ cells, layout, onUi }: { cells: Cell[]; layout: Layout; onUi?: OnUi }) {
   const [tab, setTab] = useState(0);
   const { sidebar, main, titles } = arrangeApp(cells, layout);
   if (main.length + sidebar.length === 0) return html`<p class="muted">Nothing to show yet: run the notebook to produce outputs.</p>`;
@@ -34,14 +38,14 @@ export function AppPreview({ cells, layout }: { cells: Cell[]; layout: Layout })
             html`<button role="tab" id=${`app-tab-${i}`} aria-selected=${i === current} aria-controls="app-tabpanel" tabindex=${i === current ? 0 : -1} onClick=${() => setTab(i)}>${title}</button>`,
         )}
       </div>
-      <div id="app-tabpanel" role="tabpanel" aria-labelledby=${`app-tab-${current}`}><${Block} cell=${main[current]!} /></div>
+      <div id="app-tabpanel" role="tabpanel" aria-labelledby=${`app-tab-${current}`}><${Block} cell=${main[current]!} onUi=${onUi} /></div>
     </div>`;
   }
   if (layout === 'sidebar') {
     return html`<div class="app layout-sidebar" data-testid="app-preview">
-      <aside>${sidebar.map((c) => html`<${Block} cell=${c} key=${c.id} />`)}</aside>
-      <div class="app-main">${main.map((c) => html`<${Block} cell=${c} key=${c.id} />`)}</div>
+      <aside>${sidebar.map((c) => html`<${Block} cell=${c} key=${c.id} onUi=${onUi} />`)}</aside>
+      <div class="app-main">${main.map((c) => html`<${Block} cell=${c} key=${c.id} onUi=${onUi} />`)}</div>
     </div>`;
   }
-  return html`<div class=${`app layout-${layout}`} data-testid="app-preview">${main.map((c) => html`<${Block} cell=${c} key=${c.id} />`)}</div>`;
+  return html`<div class=${`app layout-${layout}`} data-testid="app-preview">${main.map((c) => html`<${Block} cell=${c} key=${c.id} onUi=${onUi} />`)}</div>`;
 }

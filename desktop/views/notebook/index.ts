@@ -386,7 +386,7 @@ function NotebookEditor({ id }: { id: string }) {
       ${error && html`<p class="alert" role="alert">${error}</p>`}
       ${
         mode === 'app'
-          ? html`<${AppPreview} cells=${doc.cells} layout=${layout} />`
+          ? html`<${AppPreview} cells=${doc.cells} layout=${layout} onUi=${setUi} />`
           : html`<ol class="cells" aria-label="Cells">
         ${doc.cells.map(
           (cell, index) => html`<${CellView}

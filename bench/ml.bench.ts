@@ -159,7 +159,7 @@ async function logAnalysis() {
       output: { response: 'ok' },
       error: i % 23 === 0 ? `upstream ${i % 3} failed after ${i % 50} ms` : null,
     };
-    log.add(log.toRecord(entry), false);
+    log.add(log.toRecord(entry));
   }
   const durations = Array.from({ length: N }, (_, i) => ((i * 2654435761) % 1000) / 3);
   const sorts: number[] = [];

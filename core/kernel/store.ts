@@ -104,10 +104,61 @@ export interface KeyedLog<T> {
   stats(): Promise<CollectionStats>;
 }
 
+/**
+ * A row of the invocation log (core/logs): the fields its lists filter and its analyses read, as
+ * columns with indexes, and the whole record as JSON.
+ */
+export interface InvocationRow {
+  id: string;
+  /** Epoch milliseconds the call started (lists are newest first by it). */
+  started: number;
+  resource: string;
+  name: string;
+  operation: string;
+  principal: string;
+  status: string;
+  http_status: number | null;
+  duration_ms: number;
+  error: string | null;
+  /** The whole record. */
+  value: unknown;
+}
+
+/** What a list of the invocation log filters on; every field optional, times in epoch ms (inclusive). */
+export interface InvocationFilter {
+  resource?: string;
+  name?: string;
+  operation?: string;
+  principal?: string;
+  status?: string;
+  http_status?: number;
+  since?: number;
+  until?: number;
+}
+
+/** The columns of a row, without its record: what an analysis of a window reads. */
+export type InvocationSummary = Omit<InvocationRow, 'value'>;
+
+/** The invocation log's own table: written in batches, read by index (who, what, when). */
+export interface InvocationTable {
+  /** One transaction for the whole batch; a row whose id is stored already is skipped, so an import run twice adds nothing. */
+  insert(rows: readonly InvocationRow[]): Promise<void>;
+  /** A page of records matching `filter`, newest first (ties in insertion order, newest first), and how many match. */
+  page(filter: InvocationFilter, limit: number, offset: number): Promise<{ items: unknown[]; total: number }>;
+  get(id: string): Promise<unknown | undefined>;
+  /** The columns of every row matching `filter`, oldest first. */
+  summaries(filter: InvocationFilter): Promise<InvocationSummary[]>;
+  count(): Promise<number>;
+  /** Drops all but the newest `keep` rows; how many went. */
+  prune(keep: number): Promise<number>;
+}
+
 export interface Store {
   collection<T>(name: string, options?: CollectionOptions): Collection<T>;
   /** A keyed append-only log: appends cost the same however much it holds. */
   appendLog<T>(name: string): KeyedLog<T>;
+  /** The invocation log's table (core/logs). */
+  invocations(): InvocationTable;
   stats(): Promise<StoreStats>;
   /** Resolves when every pending write is on disk. */
   flush(): Promise<void>;

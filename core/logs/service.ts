@@ -1,25 +1,31 @@
 /**
- * The invocation log: records kept in memory in start order (queries and analyses are scans of an
- * array) and on disk as JSON Lines in `.hangar/logs/invocations.jsonl`.
+ * The invocation log: one row per call in the store's `invocations` table (SQLite, or PostgreSQL
+ * in team mode), its lists and analyses read from that table's indexes.
  *
  * Decisions the spec leaves open:
- * - Storage is an append-only JSONL file rather than a store collection: a call appends one line
- *   (O(1)), where a lowdb shard would rewrite thousands of records per call. Appends made in one
- *   turn of the event loop are written together. Records are written behind the call — a log
- *   record describes a response already sent, so a crash can lose the last few milliseconds.
- * - Retention: at most `logs.retain` records. When the log grows 10% past it, the oldest are
- *   dropped and the file is rewritten (temp file + rename, so it is never half-written).
+ * - Writes are batched behind the calls: a record describes a response already sent, so `record`
+ *   only queues it, and everything queued in one turn of the event loop is written together, in
+ *   one transaction, after the response. A crash (kill -9, power loss) loses at most that last
+ *   batch; a stop writes it first. A read (a list, a record, an analysis) writes what is queued
+ *   before it reads, so a caller always sees its own calls.
+ * - A batch the store refuses (disk full, a read-only folder) is logged with how many records it
+ *   held and dropped: the log must never hold back or fail the calls it records.
+ * - Retention: at most `logs.retain` records. When the table grows 10% past it, the oldest are
+ *   deleted in the background.
+ * - A workspace's `.hangar/logs/invocations.jsonl` (the log's format before the store held it) is
+ *   imported on the first start with history on: one transaction, a line with the count, and the
+ *   file kept as `invocations.jsonl.imported-<time>`. A record already in the table is skipped, so
+ *   putting the file back and starting again adds nothing.
  * - With `logs.enabled` off nothing is recorded and every /api/v1/logs route answers 501 with a
  *   detail naming the setting (as the task board does when it is off).
  * - The latest analysis is kept in the store (collection `log_analysis`) so it survives restarts.
  */
 
-import { existsSync, readFileSync } from 'node:fs';
-import { appendFile, rename, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { fail } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
-import type { Collection, Store } from '../kernel/store.js';
+import type { Collection, InvocationFilter, InvocationRow, InvocationTable, Store } from '../kernel/store.js';
 import { timeOrderedId } from '../storage/ids.js';
 import { createRedactor, type Redactor } from './redact.js';
 import type { Analysis, AnalyzeRequest, InvocationRecord, ListLogsQuery, LogPage } from './schemas.js';
@@ -31,57 +37,82 @@ export interface InvocationLogOptions {
   enabled: boolean;
   retain: number;
   maxFieldChars: number;
+  /** Where the log's JSON Lines file of older versions is looked for (imported once). */
   dir: string;
   store: Store;
   log: Logger;
   knownSecrets?: () => string[];
 }
 
+/** The file older versions kept the log in. */
+export const LEGACY_FILE = 'invocations.jsonl';
+
+function rowOf(record: InvocationRecord): InvocationRow {
+  return {
+    id: record.id,
+    started: Date.parse(record.started_at),
+    resource: record.resource,
+    name: record.name,
+    operation: record.operation,
+    principal: record.principal,
+    status: record.status,
+    http_status: record.http_status,
+    duration_ms: record.duration_ms,
+    error: record.error,
+    value: record,
+  };
+}
+
 export class InvocationLog implements InvocationRecorder {
   readonly enabled: boolean;
-  private readonly file: string;
-  private readonly records: InvocationRecord[] = [];
-  /** Start times in epoch ms, parallel to `records` (kept sorted). */
-  private readonly starts: number[] = [];
-  private readonly byId = new Map<string, InvocationRecord>();
+  private readonly table: InvocationTable;
   private readonly redactor: Redactor;
   private readonly analyses: Collection<Analysis>;
-  private pending: string[] = [];
+  private pending: InvocationRow[] = [];
   private flushQueued = false;
-  /** Every disk write goes through this chain: appends and compactions never interleave. */
-  private writing: Promise<void> = Promise.resolve();
+  /** Every write goes through this chain, so batches and prunes never interleave. */
+  private writing: Promise<void>;
+  /** Rows in the table, as far as this process knows (counted at start, then by its own writes). */
+  private rows: number | undefined;
 
   constructor(private readonly options: InvocationLogOptions) {
     this.enabled = options.enabled;
-    this.file = path.join(options.dir, 'invocations.jsonl');
+    this.table = options.store.invocations();
     this.redactor = createRedactor({ maxChars: options.maxFieldChars, knownSecrets: options.knownSecrets });
     this.analyses = options.store.collection<Analysis>('log_analysis', { shards: 1 });
-    if (this.enabled) this.loadFile();
+    this.writing = this.enabled ? this.guard(this.start()) : Promise.resolve();
   }
 
-  private loadFile(): void {
-    if (!existsSync(this.file)) return;
-    const loaded: InvocationRecord[] = [];
-    for (const line of readFileSync(this.file, 'utf8').split('\n')) {
+  /** The import of an older workspace's file, then the row count retention works from. */
+  private async start(): Promise<void> {
+    await this.importLegacyFile();
+    this.rows = await this.table.count();
+    await this.pruneIfDue();
+  }
+
+  private async importLegacyFile(): Promise<void> {
+    const file = path.join(this.options.dir, LEGACY_FILE);
+    if (!existsSync(file)) return;
+    const rows: InvocationRow[] = [];
+    let unreadable = 0;
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
       if (!line) continue;
       try {
-        loaded.push(JSON.parse(line) as InvocationRecord);
+        const record = JSON.parse(line) as InvocationRecord;
+        if (typeof record?.id !== 'string' || Number.isNaN(Date.parse(record.started_at))) throw new Error('not a record');
+        rows.push(rowOf(record));
       } catch {
-        // A line cut by a crash mid-append: the rest of the file is still good.
+        // A line cut by a crash mid-append (the old log's only failure): the rest is still good.
+        unreadable++;
       }
     }
-    loaded.sort((a, b) => Date.parse(a.started_at) - Date.parse(b.started_at));
-    for (const r of loaded.slice(-this.options.retain)) this.insert(r);
-  }
-
-  private insert(record: InvocationRecord): void {
-    const t = Date.parse(record.started_at);
-    // Calls finish out of order; a record usually belongs at (or near) the end.
-    let i = this.starts.length;
-    while (i > 0 && this.starts[i - 1]! > t) i--;
-    this.records.splice(i, 0, record);
-    this.starts.splice(i, 0, t);
-    this.byId.set(record.id, record);
+    rows.sort((a, b) => a.started - b.started);
+    await this.table.insert(rows);
+    const keptAs = `${file}.imported-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    renameSync(file, keptAs);
+    this.options.log.info(
+      `logs: imported ${rows.length} invocation record(s) from ${LEGACY_FILE}${unreadable ? ` (${unreadable} unreadable line(s) skipped)` : ''}; the file is kept as ${path.basename(keptAs)}`,
+    );
   }
 
   /** Build, keep and persist one record. Never throws: logging must not break the call it logs. */
@@ -120,50 +151,49 @@ export class InvocationLog implements InvocationRecorder {
     };
   }
 
-  /** Keep a finished record (in memory, then on disk behind the caller). */
-  add(record: InvocationRecord, persist = true): void {
-    this.insert(record);
-    if (persist) {
-      this.pending.push(JSON.stringify(record));
-      if (!this.flushQueued) {
-        this.flushQueued = true;
-        setImmediate(() => this.flush());
-      }
+  /** Queue a finished record; it is written with the rest of its batch behind the caller. */
+  add(record: InvocationRecord): void {
+    this.pending.push(rowOf(record));
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      setImmediate(() => this.flush());
     }
-    const slack = Math.max(1, Math.floor(this.options.retain / 10));
-    if (this.records.length > this.options.retain + slack) this.compact();
   }
 
   private flush(): void {
     this.flushQueued = false;
     if (!this.pending.length) return;
-    const text = this.pending.join('\n') + '\n';
+    const batch = this.pending;
     this.pending = [];
-    this.enqueue(() => appendFile(this.file, text));
-  }
-
-  private compact(): void {
-    const drop = this.records.length - this.options.retain;
-    for (const r of this.records.splice(0, drop)) this.byId.delete(r.id);
-    this.starts.splice(0, drop);
-    // Lines still pending are part of the snapshot; clear them so they are not appended twice.
-    this.pending = [];
-    const snapshot = this.records.map((r) => JSON.stringify(r)).join('\n') + '\n';
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    this.enqueue(async () => {
-      await writeFile(tmp, snapshot);
-      await rename(tmp, this.file);
-    });
-  }
-
-  private enqueue(write: () => Promise<unknown>): void {
-    this.writing = this.writing.then(write).then(
-      () => {},
-      (err: unknown) => this.options.log.error('invocation log write failed', { error: String(err) }),
+    this.writing = this.writing.then(() =>
+      this.guard(
+        (async () => {
+          await this.table.insert(batch);
+          if (this.rows !== undefined) this.rows += batch.length;
+          await this.pruneIfDue();
+        })(),
+        batch.length,
+      ),
     );
   }
 
-  /** Resolves when every record so far is on disk. */
+  private async pruneIfDue(): Promise<void> {
+    const slack = Math.max(1, Math.floor(this.options.retain / 10));
+    if (this.rows === undefined || this.rows <= this.options.retain + slack) return;
+    await this.table.prune(this.options.retain);
+    this.rows = this.options.retain;
+  }
+
+  /** A failed write is logged, never thrown: the log must not fail the calls it records. */
+  private guard(write: Promise<void>, records?: number): Promise<void> {
+    return write.catch((err: unknown) =>
+      this.options.log.error(records ? `invocation log: ${records} record(s) could not be written` : 'invocation log: start failed', {
+        error: String(err instanceof Error ? err.message : err),
+      }),
+    );
+  }
+
+  /** Resolves when every record so far is written. */
   async drain(): Promise<void> {
     this.flush();
     await this.writing;
@@ -173,45 +203,43 @@ export class InvocationLog implements InvocationRecorder {
     if (!this.enabled) throw fail('HANGAR_LOG_DISABLED', {});
   }
 
-  get size(): number {
-    return this.records.length;
+  private filterOf(query: Pick<ListLogsQuery, 'resource' | 'name' | 'operation' | 'principal' | 'status' | 'since' | 'until'>) {
+    const filter: InvocationFilter = {};
+    for (const field of ['resource', 'name', 'operation', 'principal', 'since', 'until'] as const) {
+      if (query[field] !== undefined) (filter as Record<string, unknown>)[field] = query[field];
+    }
+    const status = query.status;
+    if (status === 'ok' || status === 'error') filter.status = status;
+    else if (status !== undefined) filter.http_status = Number(status);
+    return filter;
   }
 
   /** Newest first. */
-  list(query: ListLogsQuery): LogPage {
+  async list(query: ListLogsQuery): Promise<LogPage> {
     this.assertEnabled();
-    const matches: InvocationRecord[] = [];
-    const status = query.status;
-    for (let i = this.records.length - 1; i >= 0; i--) {
-      const r = this.records[i]!;
-      const t = this.starts[i]!;
-      if (query.until !== undefined && t > query.until) continue;
-      if (query.since !== undefined && t < query.since) break;
-      if (query.resource && r.resource !== query.resource) continue;
-      if (query.name && r.name !== query.name) continue;
-      if (query.operation && r.operation !== query.operation) continue;
-      if (query.principal && r.principal !== query.principal) continue;
-      if (status && (status === 'ok' || status === 'error' ? r.status !== status : String(r.http_status) !== status)) continue;
-      matches.push(r);
-    }
-    const logs = matches.slice(query.offset, query.offset + query.limit);
+    await this.drain();
+    const { items, total } = await this.table.page(this.filterOf(query), query.limit, query.offset);
+    const logs = items as InvocationRecord[];
     const next = query.offset + logs.length;
-    return { logs, total: matches.length, limit: query.limit, offset: query.offset, next_offset: next < matches.length ? next : null };
+    return { logs, total, limit: query.limit, offset: query.offset, next_offset: next < total ? next : null };
   }
 
-  get(id: string): InvocationRecord {
+  async get(id: string): Promise<InvocationRecord> {
     this.assertEnabled();
-    const record = this.byId.get(id);
+    await this.drain();
+    const record = (await this.table.get(id)) as InvocationRecord | undefined;
     if (!record) throw fail('HANGAR_LOG_NOT_FOUND', { id });
     return record;
   }
 
-  /** Compute an analysis over a window and keep it as the latest (on disk before it is returned). */
+  /** Compute an analysis over a window and keep it as the latest (stored before it is returned). */
   async analyze(request: AnalyzeRequest): Promise<Analysis> {
     this.assertEnabled();
+    await this.drain();
     const until = request.until ?? Date.now();
     const since = request.since ?? until - windowMs(request.window);
-    const analysis = analyze(this.records, this.starts, { since, until, resource: request.resource, name: request.name, top: request.top });
+    const rows = await this.table.summaries(this.filterOf({ since, until, resource: request.resource, name: request.name }));
+    const analysis = analyze(rows, { since, until, top: request.top });
     await this.analyses.put('latest', analysis);
     return analysis;
   }

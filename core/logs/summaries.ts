@@ -1,10 +1,15 @@
 /**
  * Summaries of invocation records: counts, error rate, latency percentiles, slowest calls and top
- * errors per resource. Pure functions over an array, so they are measured alone (bench/ml.bench.ts:
- * 100,000 records well under a second — one pass to group, one sort of durations per group).
+ * errors per resource. Pure functions over the columns of a window's rows (the store reads them from
+ * the invocation table's time index), so they are measured alone (bench/ml.bench.ts: 100,000 records
+ * well under a second — one pass to group, one sort of durations per group).
  */
 import { randomUUID } from 'node:crypto';
-import type { Analysis, InvocationRecord, Latency } from './schemas.js';
+import type { InvocationSummary } from '../kernel/store.js';
+import type { Analysis, Latency } from './schemas.js';
+
+/** What an analysis reads of a call. */
+type Call = InvocationSummary;
 
 /** Nearest-rank percentile of an ascending array. */
 export function percentile(sorted: Float64Array | number[], p: number): number {
@@ -41,12 +46,12 @@ interface Group {
   errors: number;
   durations: number[];
   /** Kept sorted descending, at most `top` long. */
-  slowest: InvocationRecord[];
-  errorsBySignature: Map<string, { error: string; count: number; last_seen: string; names: Set<string> }>;
+  slowest: Call[];
+  errorsBySignature: Map<string, { error: string; count: number; last_seen: number; names: Set<string> }>;
   names: Map<string, { count: number; errors: number; durations: number[] }>;
 }
 
-function keepSlowest(list: InvocationRecord[], record: InvocationRecord, top: number): void {
+function keepSlowest(list: Call[], record: Call, top: number): void {
   if (list.length === top && list[top - 1]!.duration_ms >= record.duration_ms) return;
   let i = list.length;
   while (i > 0 && list[i - 1]!.duration_ms < record.duration_ms) i--;
@@ -55,6 +60,7 @@ function keepSlowest(list: InvocationRecord[], record: InvocationRecord, top: nu
 }
 
 export interface AnalyzeOptions {
+  /** The window the calls were read from (epoch ms), reported with the analysis. */
   since: number;
   until: number;
   resource?: string;
@@ -62,28 +68,13 @@ export interface AnalyzeOptions {
   top: number;
 }
 
-/** `records` must be in start order (the log keeps them so); the window is cut by binary search. */
-export function analyze(records: readonly InvocationRecord[], startMs: readonly number[], options: AnalyzeOptions): Analysis {
+/** `calls` are the window's calls (already filtered), in start order. */
+export function analyze(calls: readonly Call[], options: AnalyzeOptions): Analysis {
   const began = performance.now();
-  const lower = (t: number) => {
-    let lo = 0;
-    let hi = startMs.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (startMs[mid]! < t) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-  const from = lower(options.since);
-  const to = lower(options.until + 1);
   const groups = new Map<string, Group>();
   const all: number[] = [];
   let errors = 0;
-  for (let i = from; i < to; i++) {
-    const r = records[i]!;
-    if (options.resource && r.resource !== options.resource) continue;
-    if (options.name && r.name !== options.name) continue;
+  for (const r of calls) {
     let g = groups.get(r.resource);
     if (!g)
       groups.set(r.resource, (g = { count: 0, errors: 0, durations: [], slowest: [], errorsBySignature: new Map(), names: new Map() }));
@@ -102,9 +93,9 @@ export function analyze(records: readonly InvocationRecord[], startMs: readonly 
       const message = r.error ?? `HTTP ${r.http_status ?? '?'}`;
       const signature = errorSignature(message);
       let e = g.errorsBySignature.get(signature);
-      if (!e) g.errorsBySignature.set(signature, (e = { error: message, count: 0, last_seen: r.started_at, names: new Set() }));
+      if (!e) g.errorsBySignature.set(signature, (e = { error: message, count: 0, last_seen: r.started, names: new Set() }));
       e.count++;
-      if (r.started_at > e.last_seen) e.last_seen = r.started_at;
+      if (r.started > e.last_seen) e.last_seen = r.started;
       e.names.add(r.name);
     }
   }
@@ -122,13 +113,13 @@ export function analyze(records: readonly InvocationRecord[], startMs: readonly 
         name: r.name,
         operation: r.operation,
         duration_ms: r.duration_ms,
-        started_at: r.started_at,
-        status: r.status,
+        started_at: new Date(r.started).toISOString(),
+        status: r.status as 'ok' | 'error',
       })),
       top_errors: [...g.errorsBySignature.values()]
-        .sort((a, b) => b.count - a.count || (a.last_seen < b.last_seen ? 1 : -1))
+        .sort((a, b) => b.count - a.count || b.last_seen - a.last_seen)
         .slice(0, options.top)
-        .map((e) => ({ error: e.error, count: e.count, last_seen: e.last_seen, names: [...e.names].sort() })),
+        .map((e) => ({ error: e.error, count: e.count, last_seen: new Date(e.last_seen).toISOString(), names: [...e.names].sort() })),
       names: [...g.names.entries()]
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([name, n]) => ({

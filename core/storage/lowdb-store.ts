@@ -3,8 +3,18 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Low } from 'lowdb';
 import { DataFile } from 'lowdb/node';
-import type { Collection, CollectionOptions, CollectionStats, RecordQuery, Store, StoreDescription, StoreStats } from '../kernel/store.js';
+import type {
+  Collection,
+  CollectionOptions,
+  CollectionStats,
+  InvocationTable,
+  RecordQuery,
+  Store,
+  StoreDescription,
+  StoreStats,
+} from '../kernel/store.js';
 import { AppendLog } from './append-log.js';
+import { CollectionInvocations } from './collection-invocations.js';
 import { queryInMemory } from './query.js';
 
 type ShardData<T> = { records: Record<string, T> };
@@ -164,6 +174,7 @@ class LowdbCollection<T> implements Collection<T> {
 export class LowdbStore implements Store {
   private readonly collections = new Map<string, { shards: number; collection: LowdbCollection<unknown> }>();
   private readonly logs = new Map<string, AppendLog<unknown>>();
+  private invocationTable: InvocationTable | undefined;
 
   appendLog<T>(name: string): AppendLog<T> {
     if (!SAFE_NAME.test(name)) throw new Error(`invalid log name "${name}"`);
@@ -221,6 +232,11 @@ export class LowdbStore implements Store {
       bytes: values.reduce((n, c) => n + c.bytes, 0),
       collections,
     };
+  }
+
+  invocations(): InvocationTable {
+    this.invocationTable ??= new CollectionInvocations(this.collection('invocations'));
+    return this.invocationTable;
   }
 
   describe(): StoreDescription {

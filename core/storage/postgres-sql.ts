@@ -3,6 +3,7 @@
  * field that queries and indexes must agree on, and the transaction runner's contract.
  */
 import type pg from 'pg';
+import { POSTGRES_INVOCATIONS } from './postgres-invocations.js';
 
 /** The database as the collections and logs use it (see `PostgresStore`). */
 export interface PgAccess {
@@ -59,6 +60,8 @@ export const PG_MIGRATIONS: string[] = [
      PRIMARY KEY (collection, grp)
    );
    CREATE TABLE imports (source TEXT PRIMARY KEY, imported_at TIMESTAMPTZ NOT NULL, counts JSONB NOT NULL);`,
+  // The invocation log (core/logs), as in the SQLite store.
+  POSTGRES_INVOCATIONS,
 ];
 
 /** How a record's top-level field is read in SQL (a JSONB value); queries and indexes must spell it identically. */

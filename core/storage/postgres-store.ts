@@ -23,7 +23,17 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { fail } from '../kernel/errors.js';
-import type { Collection, CollectionOptions, CollectionStats, KeyedLog, Store, StoreDescription, StoreStats } from '../kernel/store.js';
+import type {
+  Collection,
+  CollectionOptions,
+  CollectionStats,
+  InvocationTable,
+  KeyedLog,
+  Store,
+  StoreDescription,
+  StoreStats,
+} from '../kernel/store.js';
+import { PostgresInvocations } from './postgres-invocations.js';
 import { PostgresLog } from './postgres-logs.js';
 import { PostgresCollection } from './postgres-records.js';
 import { CallerError, LOCK_SPACE, MIGRATION_LOCK, PG_MIGRATIONS, type PgAccess, pgFieldExpression } from './postgres-sql.js';
@@ -67,6 +77,7 @@ export class PostgresStore implements Store, PgAccess {
   private readonly log: StoreLog;
   private readonly collections = new Map<string, PostgresCollection<unknown>>();
   private readonly logs = new Map<string, PostgresLog<unknown>>();
+  private invocationTable: PostgresInvocations | undefined;
   /** Open (migrations) and every index or count set-up asked for since: what an operation waits for. */
   private opening: Promise<void>;
   private failing: { at: Date; message: string } | undefined;
@@ -259,6 +270,11 @@ export class PostgresStore implements Store, PgAccess {
     let log = this.logs.get(name);
     if (!log) this.logs.set(name, (log = new PostgresLog<unknown>(this, name)));
     return log as PostgresLog<T>;
+  }
+
+  invocations(): InvocationTable {
+    this.invocationTable ??= new PostgresInvocations(this);
+    return this.invocationTable;
   }
 
   async stats(): Promise<StoreStats> {

@@ -3,9 +3,19 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
 import { fail } from '../kernel/errors.js';
-import type { Collection, CollectionOptions, CollectionStats, KeyedLog, Store, StoreDescription, StoreStats } from '../kernel/store.js';
+import type {
+  Collection,
+  CollectionOptions,
+  CollectionStats,
+  InvocationTable,
+  KeyedLog,
+  Store,
+  StoreDescription,
+  StoreStats,
+} from '../kernel/store.js';
 import { importLowdbData } from './lowdb-import.js';
 import { checkFields } from './query.js';
+import { SQLITE_INVOCATIONS, SqliteInvocations } from './sqlite-invocations.js';
 import { SqliteLog } from './sqlite-logs.js';
 import { SqliteCollection } from './sqlite-records.js';
 import { fieldExpression, SAFE_NAME, type SqlAccess, type StoreLog } from './sqlite-sql.js';
@@ -115,6 +125,8 @@ const MIGRATIONS: string[] = [
      PRIMARY KEY (chain, channel, version)) WITHOUT ROWID;
    CREATE TABLE cp_messages (chain INTEGER NOT NULL, position INTEGER NOT NULL, value TEXT NOT NULL,
      PRIMARY KEY (chain, position)) WITHOUT ROWID;`,
+  // The invocation log (core/logs), which was a JSON Lines file searched in memory.
+  SQLITE_INVOCATIONS,
 ];
 
 /**
@@ -150,6 +162,7 @@ export class SqliteStore implements Store, SqlAccess {
   private readonly statements = new Map<string, StatementSync>();
   private readonly collections = new Map<string, SqliteCollection<unknown>>();
   private readonly logs = new Map<string, SqliteLog<unknown>>();
+  private invocationTable: SqliteInvocations | undefined;
   /** Indexes made (or found) by this process, so reopening a collection costs nothing. */
   private readonly indexes = new Set<string>();
   private readonly log: NonNullable<SqliteStoreOptions['log']>;
@@ -314,6 +327,11 @@ export class SqliteStore implements Store, SqlAccess {
     let log = this.logs.get(name);
     if (!log) this.logs.set(name, (log = new SqliteLog<unknown>(this, name)));
     return log as SqliteLog<T>;
+  }
+
+  invocations(): InvocationTable {
+    this.invocationTable ??= new SqliteInvocations(this);
+    return this.invocationTable;
   }
 
   async stats(): Promise<StoreStats> {

@@ -12,6 +12,7 @@
 import {
   type Compilable,
   DummyDriver,
+  type Generated,
   Kysely,
   PostgresAdapter,
   PostgresIntrospector,
@@ -22,7 +23,7 @@ import {
   SqliteQueryCompiler,
   sql,
 } from 'kysely';
-import type { FieldValue, RecordQuery } from '../kernel/store.js';
+import type { FieldValue, InvocationFilter, InvocationRow, RecordQuery } from '../kernel/store.js';
 import { checkFields } from './query.js';
 
 export type SqlDialect = 'sqlite' | 'postgres';
@@ -34,6 +35,20 @@ export interface StoreTables {
   log_keys: { log: string; key: string; version: number; length: number };
   log_items: { log: string; key: string; position: number; value: string };
   log_tombstones: { log: string; key: string; version: number };
+  invocations: {
+    seq: Generated<number>;
+    id: string;
+    started: number;
+    resource: string;
+    name: string;
+    operation: string;
+    principal: string;
+    status: string;
+    http_status: number | null;
+    duration_ms: number;
+    error: string | null;
+    value: string;
+  };
 }
 
 export interface CompiledSql {
@@ -220,6 +235,139 @@ export class RecordQueries {
     return {
       page: statements.page(...values, query.limit ?? noLimit, query.offset ?? 0),
       count: statements.count(...values),
+    };
+  }
+}
+
+/** The invocation log's columns a filter may name (`since`/`until` bound `started`). */
+const EQUAL_FILTERS = ['resource', 'name', 'operation', 'principal', 'status', 'http_status'] as const;
+const SUMMARY_COLUMNS = [
+  'id',
+  'started',
+  'resource',
+  'name',
+  'operation',
+  'principal',
+  'status',
+  'http_status',
+  'duration_ms',
+  'error',
+] as const;
+
+/** A row's column values in the order `insertInvocation` takes them (the record as JSON text). */
+export function invocationValues(row: InvocationRow) {
+  return [
+    row.id,
+    row.started,
+    row.resource,
+    row.name,
+    row.operation,
+    row.principal,
+    row.status,
+    row.http_status,
+    row.duration_ms,
+    row.error,
+    JSON.stringify(row.value),
+  ] as const;
+}
+
+function invocationStatements(dialect: SqlDialect) {
+  const db = queryBuilder(dialect);
+  return {
+    insert: compiledOnce((...v: ReturnType<typeof invocationValues>) =>
+      db
+        .insertInto('invocations')
+        .values({
+          id: v[0],
+          started: v[1],
+          resource: v[2],
+          name: v[3],
+          operation: v[4],
+          principal: v[5],
+          status: v[6],
+          http_status: v[7],
+          duration_ms: v[8],
+          error: v[9],
+          value: v[10],
+        })
+        .onConflict((oc) => oc.column('id').doNothing()),
+    ),
+    get: compiledOnce((id: string) => db.selectFrom('invocations').select('value').where('id', '=', id)),
+    count: compiledOnce(() => db.selectFrom('invocations').select((eb) => eb.fn.countAll<number>().as('n'))),
+    /** The `keep`-th newest row (`skip` = keep − 1): everything older goes. */
+    cutoff: compiledOnce((skip: number) =>
+      db.selectFrom('invocations').select(['started', 'seq']).orderBy('started', 'desc').orderBy('seq', 'desc').limit(1).offset(skip),
+    ),
+    pruneBefore: compiledOnce((started: number, seq: number) =>
+      db
+        .deleteFrom('invocations')
+        .where((eb) => eb.or([eb('started', '<', started), eb.and([eb('started', '=', started), eb('seq', '<', seq)])])),
+    ),
+  };
+}
+
+/**
+ * The invocation log's statements (core/kernel/store.ts `InvocationTable`) for one dialect: a
+ * filtered page, its count and an analysis window compiled once per filter shape (which fields are
+ * given), the rest once. Lists are newest first by `started`, ties by `seq` (insertion order).
+ */
+export class InvocationQueries {
+  private readonly db: Kysely<StoreTables>;
+  private readonly shapes = new Map<
+    string,
+    { page: (...a: unknown[]) => CompiledSql; count: (...a: unknown[]) => CompiledSql; summaries: (...a: unknown[]) => CompiledSql }
+  >();
+
+  constructor(dialect: SqlDialect) {
+    this.db = queryBuilder(dialect);
+    this.fixed = invocationStatements(dialect);
+  }
+
+  /** The statements that take no filter, compiled once. */
+  readonly fixed: ReturnType<typeof invocationStatements>;
+
+  /** The page, count and window statements of `filter` with its parameters. */
+  compile(filter: InvocationFilter, limit: number, offset: number): { page: CompiledSql; count: CompiledSql; summaries: CompiledSql } {
+    const fields = EQUAL_FILTERS.filter((f) => filter[f] !== undefined);
+    const since = filter.since !== undefined;
+    const until = filter.until !== undefined;
+    const shape = `${fields.join(',')}|${since}|${until}`;
+    let statements = this.shapes.get(shape);
+    if (!statements) {
+      const filtered = (values: unknown[]) => {
+        let q = this.db.selectFrom('invocations');
+        let i = 0;
+        for (const field of fields) q = q.where(field, '=', values[i++] as never);
+        if (since) q = q.where('started', '>=', values[i++] as number);
+        if (until) q = q.where('started', '<=', values[i++] as number);
+        return q;
+      };
+      statements = {
+        page: compiledOnce((...values: unknown[]) =>
+          filtered(values)
+            .select('value')
+            .orderBy('started', 'desc')
+            .orderBy('seq', 'desc')
+            .limit(values.at(-2) as number)
+            .offset(values.at(-1) as number),
+        ),
+        count: compiledOnce((...values: unknown[]) => filtered(values).select((eb) => eb.fn.countAll<number>().as('n'))),
+        summaries: compiledOnce((...values: unknown[]) =>
+          filtered(values)
+            .select([...SUMMARY_COLUMNS])
+            .orderBy('started')
+            .orderBy('seq'),
+        ),
+      };
+      this.shapes.set(shape, statements);
+    }
+    const values: unknown[] = fields.map((f) => filter[f]);
+    if (since) values.push(filter.since);
+    if (until) values.push(filter.until);
+    return {
+      page: statements.page(...values, limit, offset),
+      count: statements.count(...values),
+      summaries: statements.summaries(...values),
     };
   }
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Checkpoint } from '../../core/agents/checkpointer.js';
 import { RecordCheckpointer } from '../../core/agents/record-checkpointer.js';
 import { HangarError as HttpError } from '../../core/kernel/errors.js';
+import { PG_MIGRATIONS } from '../../core/storage/postgres-sql.js';
 import { PostgresStore } from '../../core/storage/postgres-store.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
 
@@ -26,7 +27,7 @@ describe('PostgreSQL store', () => {
     const stores = Array.from({ length: 4 }, () => open(url));
     await Promise.all(stores.map((store) => store.ready()));
     const { rows } = await stores[0]!.pool.query('SELECT version FROM hangar_schema');
-    expect(rows).toEqual([{ version: 1 }]);
+    expect(rows).toEqual([{ version: PG_MIGRATIONS.length }]);
     // Each writes through its own pool; all see every write.
     await Promise.all(stores.map((store, i) => store.collection('things').put(`t${i}`, { i })));
     expect(await stores[3]!.collection('things').count()).toBe(4);
@@ -114,7 +115,7 @@ describe('PostgreSQL store', () => {
     const first = open(url);
     await first.ready();
     await first.pool.query('UPDATE hangar_schema SET version = 99');
-    await expect(open(url).ready()).rejects.toThrow('was written by a newer Hangar (schema 99, this one knows 1)');
+    await expect(open(url).ready()).rejects.toThrow(`was written by a newer Hangar (schema 99, this one knows ${PG_MIGRATIONS.length})`);
   });
 
   it('two schemas on one database are separate stores', async () => {

@@ -1,0 +1,76 @@
+/**
+ * The invocation log's table in the SQLite store (core/logs writes it in batches behind the calls
+ * it records). A row per call: the fields lists filter on as columns, each list read newest first
+ * from an index — `(started)`, `(name, started)`, `(resource, started)`, `(status, started)`,
+ * `(principal, started)`, each ending in the rowid, so ties come in insertion order and no page is
+ * sorted — and the whole record as JSON.
+ */
+import type { InvocationFilter, InvocationRow, InvocationSummary, InvocationTable } from '../kernel/store.js';
+import { runner, type SqlAccess } from './sqlite-sql.js';
+import { InvocationQueries, invocationValues } from './store-sql.js';
+
+export const SQLITE_INVOCATIONS = `CREATE TABLE invocations (
+     seq INTEGER PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     started INTEGER NOT NULL,
+     resource TEXT NOT NULL,
+     name TEXT NOT NULL,
+     operation TEXT NOT NULL,
+     principal TEXT NOT NULL,
+     status TEXT NOT NULL,
+     http_status INTEGER,
+     duration_ms REAL NOT NULL,
+     error TEXT,
+     value TEXT NOT NULL
+   );
+   CREATE INDEX invocations_started ON invocations (started);
+   CREATE INDEX invocations_name ON invocations (name, started);
+   CREATE INDEX invocations_resource ON invocations (resource, started);
+   CREATE INDEX invocations_status ON invocations (status, started);
+   CREATE INDEX invocations_principal ON invocations (principal, started);`;
+
+export class SqliteInvocations implements InvocationTable {
+  private readonly queries = new InvocationQueries('sqlite');
+  private readonly sql: ReturnType<typeof runner>;
+
+  constructor(private readonly store: SqlAccess) {
+    this.sql = runner(store);
+  }
+
+  async insert(rows: readonly InvocationRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const compiled = rows.map((row) => this.queries.fixed.insert(...invocationValues(row)));
+    this.store.transaction(() => {
+      for (const q of compiled) this.sql.run(q);
+    }, `${rows.length} invocation record(s)`);
+  }
+
+  async page(filter: InvocationFilter, limit: number, offset: number): Promise<{ items: unknown[]; total: number }> {
+    const compiled = this.queries.compile(filter, limit, offset);
+    const total = this.sql.get<{ n: number }>(compiled.count)!.n;
+    const items = total > offset ? this.sql.all<{ value: string }>(compiled.page).map((row) => JSON.parse(row.value) as unknown) : [];
+    return { items, total };
+  }
+
+  async get(id: string): Promise<unknown | undefined> {
+    const row = this.sql.get<{ value: string }>(this.queries.fixed.get(id));
+    return row ? (JSON.parse(row.value) as unknown) : undefined;
+  }
+
+  async summaries(filter: InvocationFilter): Promise<InvocationSummary[]> {
+    return this.sql.all<InvocationSummary>(this.queries.compile(filter, 0, 0).summaries);
+  }
+
+  async count(): Promise<number> {
+    return this.sql.get<{ n: number }>(this.queries.fixed.count())!.n;
+  }
+
+  async prune(keep: number): Promise<number> {
+    return this.store.transaction(() => {
+      const cutoff = this.sql.get<{ started: number; seq: number }>(this.queries.fixed.cutoff(Math.max(0, keep - 1)));
+      if (!cutoff) return 0;
+      if (keep <= 0) return Number(this.store.statement('DELETE FROM invocations').run().changes);
+      return Number(this.sql.run(this.queries.fixed.pruneBefore(cutoff.started, cutoff.seq)).changes);
+    }, 'the invocation log (pruning)');
+  }
+}

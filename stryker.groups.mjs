@@ -11,6 +11,7 @@ export const MUTATION_GROUPS = {
       'test/security/limits.test.ts',
       'test/security/cross-site.test.ts',
       'test/security/path-normalization.test.ts',
+      'test/security/normalize-rules.test.ts',
       'test/security/websocket-origin.test.ts',
       'test/security/hardening.test.ts',
       'test/kernel/http.test.ts',

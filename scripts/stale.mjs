@@ -1,5 +1,6 @@
-// Whether dist/ must be rebuilt: missing, or older than a source file or package.json. Kept apart
-// from build.mjs (which loads esbuild) so `hangar` can check in its own process and start at once.
+// Whether dist/ must be rebuilt: missing, or older than a source file, package.json or the
+// lockfile. Kept apart from build.mjs (which loads esbuild) so `hangar` can check in its own
+// process and start at once.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
@@ -22,6 +23,9 @@ export function distIsStale(repo) {
     newest(path.join(repo, 'core')),
     newest(path.join(repo, 'desktop')),
     statSync(path.join(repo, 'package.json')).mtimeMs,
+    // npm packages are bundled into dist/ (scripts/build.mjs): an `npm install` that changes one
+    // changes the lockfile, and the bundle must follow.
+    existsSync(path.join(repo, 'package-lock.json')) ? statSync(path.join(repo, 'package-lock.json')).mtimeMs : 0,
   );
   return statSync(out).mtimeMs < sources;
 }

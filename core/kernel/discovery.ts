@@ -4,7 +4,7 @@ import * as esbuild from 'esbuild';
 import { glob } from 'tinyglobby';
 import { BuildCache } from './build-cache.js';
 import { codeFrame } from './code-frame.js';
-import { BUNDLE_FORMAT, type BuiltModule, bundleDropIn, DropInError, evaluateModule } from './evaluator.js';
+import { BUNDLE_FORMAT, type BuiltModule, bundleDropIn, DropInError, evaluateModule, runWithDeadlines } from './evaluator.js';
 import type { Logger } from './log.js';
 import type { DropInKind, Registry } from './registry.js';
 import { watchTree } from './watch-tree.js';
@@ -45,6 +45,9 @@ export interface DiscoveryOptions {
   loadTimeoutMs?: number;
   onReload?: (kind: string, outcome: 'ok' | 'error') => void;
 }
+
+/** An entry's bundle, or why it could not be built. */
+type BuildOutcome = { built: BuiltModule; error?: undefined } | { built?: undefined; error: unknown };
 
 interface LoadedFile {
   kind: string;
@@ -87,17 +90,35 @@ export class Discovery {
     const started = Date.now();
     // Bundle in parallel (esbuild does the heavy lifting off-thread), then register in path order
     // so that of two files claiming one name, the first by path deterministically keeps it.
-    const builds = new Map<string, Promise<BuiltModule>>();
+    const builds = new Map<string, BuildOutcome>();
     let cachedBuilds = 0;
-    for (const file of entries) {
-      if (this.entryOf(file)?.json) continue;
-      const cached = this.buildCache.read(file);
-      if (cached) cachedBuilds++;
-      const build = cached ? Promise.resolve(cached) : this.bundle(file);
-      build.catch(() => {});
-      builds.set(file, build);
+    await Promise.all(
+      entries.map(async (file) => {
+        if (this.entryOf(file)?.json) return;
+        const cached = this.buildCache.read(file);
+        if (cached) cachedBuilds++;
+        try {
+          builds.set(file, { built: cached ?? (await this.bundle(file)) });
+        } catch (error) {
+          builds.set(file, { error });
+        }
+      }),
+    );
+    // Evaluated one after another on this thread, sharing vm watchdogs (see runWithDeadlines).
+    const { loadTimeoutMs } = this.options;
+    const loadAt = (i: number) => this.loadBuilt(entries[i]!, builds.get(entries[i]!), performance.now(), false);
+    if (loadTimeoutMs === undefined) for (let i = 0; i < entries.length; i++) loadAt(i);
+    else {
+      runWithDeadlines(entries.length, loadAt, {
+        timeoutMs: loadTimeoutMs,
+        onTimeout: (i) => {
+          const file = entries[i]!;
+          const entry = this.entryOf(file);
+          const error = new DropInError(`top-level code did not finish in ${loadTimeoutMs} ms`, { file: this.relative(file) });
+          if (entry) this.failed(file, entry, error);
+        },
+      });
     }
-    for (const file of entries) await this.load(file, builds.get(file));
     this.ready = true;
     this.options.log.info('discovery finished', {
       entries: this.files.size,
@@ -240,7 +261,27 @@ export class Discovery {
   }
   #buildCache: BuildCache | undefined;
 
-  private async load(file: string, prebuilt?: Promise<BuiltModule>): Promise<void> {
+  private async load(file: string): Promise<void> {
+    const entry = this.entryOf(file);
+    if (!entry || statSync(file, { throwIfNoEntry: false })?.size === 0) return;
+    const started = performance.now();
+    let outcome: BuildOutcome | undefined;
+    if (!entry.json) {
+      try {
+        outcome = { built: await this.bundle(file) };
+      } catch (error) {
+        outcome = { error };
+      }
+    }
+    this.loadBuilt(file, outcome, started, true);
+  }
+
+  /**
+   * Registers an entry from its build (undefined for JSON entries): evaluates, validates, checks
+   * its name. `watchdog`: evaluation gets a vm watchdog of its own; false when the caller runs it
+   * under a shared one (the cold scan).
+   */
+  private loadBuilt(file: string, outcome: BuildOutcome | undefined, started: number, watchdog: boolean): void {
     const entry = this.entryOf(file);
     // A zero-byte entry is an editor mid-save (truncate, then write): its next event brings the content.
     if (!entry || statSync(file, { throwIfNoEntry: false })?.size === 0) return;
@@ -248,7 +289,6 @@ export class Discovery {
     const { registry, root, log } = this.options;
     const relative = this.relative(file);
     const previous = this.files.get(file);
-    const started = performance.now();
     try {
       let exported: unknown;
       let version: string;
@@ -262,7 +302,8 @@ export class Discovery {
         }
         version = jsonDropInVersion(text);
       } else {
-        const built = await (prebuilt ?? this.bundle(file));
+        if (!outcome?.built) throw outcome?.error ?? new Error('no build');
+        const { built } = outcome;
         inputs = built.inputs;
         // Record the graph before evaluating, so fixing a broken helper reloads this entry.
         this.files.set(file, { kind: kind.kind, name: previous?.name, inputs });
@@ -270,7 +311,11 @@ export class Discovery {
           registry.clearProblem(kind.kind, relative);
           return;
         }
-        const module = evaluateModule(built, { root, provided: this.options.provided, timeoutMs: this.options.loadTimeoutMs });
+        const module = evaluateModule(built, {
+          root,
+          provided: this.options.provided,
+          timeoutMs: watchdog ? this.options.loadTimeoutMs : undefined,
+        });
         exported = module.default ?? module[kind.kind] ?? module;
         version = built.hash;
       }
@@ -299,15 +344,21 @@ export class Discovery {
       if (this.ready) log.info(`${previous ? 'reloaded' : 'loaded'} ${relative} in ${ms} ms`);
       else log.debug('drop-in loaded', { kind: kind.kind, name, file: relative, version });
     } catch (err) {
-      const error = err instanceof DropInError ? err : new DropInError(String(err), { file: relative });
-      if (!this.files.has(file)) this.files.set(file, { kind: kind.kind, inputs: [file] });
-      const excerpt = this.excerptOf(error);
-      registry.setProblem(kind.kind, relative, error, { name: this.files.get(file)?.name ?? entry.defaultName, excerpt });
-      this.options.onReload?.(kind.kind, 'error');
-      const where = error.line ? `${error.file}:${error.line}${error.column ? ':' + error.column : ''}` : error.file;
-      // One record whose text carries the code frame, so the terminal shows the failing lines.
-      log.error(`drop-in error in ${where}: ${error.message}${excerpt ? `\n${excerpt}` : ''}`);
+      this.failed(file, entry, err instanceof DropInError ? err : new DropInError(String(err), { file: relative }));
     }
+  }
+
+  /** Records an entry that did not load; its last good version (if any) keeps serving. */
+  private failed(file: string, entry: { kind: DropInKind<unknown>; defaultName: string }, error: DropInError): void {
+    const { kind } = entry;
+    const { registry, log } = this.options;
+    if (!this.files.has(file)) this.files.set(file, { kind: kind.kind, inputs: [file] });
+    const excerpt = this.excerptOf(error);
+    registry.setProblem(kind.kind, this.relative(file), error, { name: this.files.get(file)?.name ?? entry.defaultName, excerpt });
+    this.options.onReload?.(kind.kind, 'error');
+    const where = error.line ? `${error.file}:${error.line}${error.column ? ':' + error.column : ''}` : error.file;
+    // One record whose text carries the code frame, so the terminal shows the failing lines.
+    log.error(`drop-in error in ${where}: ${error.message}${excerpt ? `\n${excerpt}` : ''}`);
   }
 
   /** The code frame of an error's location, read from the file it names (an entry or a helper). */

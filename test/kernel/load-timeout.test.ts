@@ -60,6 +60,25 @@ describe('a drop-in whose top level never finishes', () => {
     expect((await server.request('/api/v1/fine/invoke', { method: 'POST', json: { query: 'q' } })).body.response).toBe('fine');
   });
 
+  it('at start-up among many entries (one shared watchdog): only the looping one is blamed, those after it load, a slow one beside it is not cut short', {
+    timeout: 60_000,
+  }, async () => {
+    // 240 ms of top level in a 300 ms limit, right after 40 quick entries: a watchdog shared from
+    // the first entry would cut it off; each entry still gets its whole limit.
+    const slow = `import { defineAgent } from 'hangar';\nconst until = Date.now() + 240;\nwhile (Date.now() < until) {}\nexport default defineAgent({ run: async () => 'slow' });\n`;
+    const files: Record<string, string> = { 'agents/m-spinner.ts': LOOPING, 'agents/n-slow.ts': slow };
+    for (let i = 0; i < 40; i++) files[`agents/a-${String(i).padStart(2, '0')}.ts`] = agentSource(`{ run: async () => 'a${i}' }`);
+    for (let i = 0; i < 5; i++) files[`agents/z-${i}.ts`] = agentSource(`{ run: async () => 'z${i}' }`);
+    server = await startTestServer({ files, settings: { watch: false, dropins: { loadTimeoutMs: 300 } } });
+    await eventually(async () => (await server!.request('/readiness')).status === 200, 30_000);
+    const status = (await server.request('/api/v1/status')).body;
+    expect(status.errors).toEqual([expect.objectContaining({ kind: 'agent', file: 'agents/m-spinner.ts', message: MESSAGE })]);
+    const agents = Object.keys((await server.request('/api/v1/agents')).body.agents);
+    expect(agents).toHaveLength(46);
+    expect(agents).toEqual(expect.arrayContaining(['a-00', 'a-39', 'n-slow', 'z-0', 'z-4']));
+    expect((await server.request('/api/v1/z-4/invoke', { method: 'POST', json: { query: 'q' } })).body.response).toBe('z4');
+  });
+
   it('a top level that is merely slow but finishes in time loads normally', { timeout: 60_000 }, async () => {
     const slow = `import { defineAgent } from 'hangar';\nconst until = Date.now() + 50;\nwhile (Date.now() < until) {}\nexport default defineAgent({ run: async () => 'slow but loaded' });\n`;
     server = await startTestServer({ files: { 'agents/slow.ts': slow }, settings: { watch: false, dropins: { loadTimeoutMs: 5_000 } } });

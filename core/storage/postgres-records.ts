@@ -10,9 +10,13 @@ import type { Collection, FieldValue, RecordQuery } from '../kernel/store.js';
 import { callerCode, LOCK_SPACE, type PgAccess, pgFieldExpression } from './postgres-sql.js';
 import { checkFields } from './query.js';
 import { encode } from './sqlite-sql.js';
+import { type CompiledSql, groupMarker, groupOf, groupStatements, totalOfGroups } from './store-sql.js';
 
-/** The marker group (a JSON object, where real groups are arrays) that records which fields the counts are of. */
-const markerOf = (fields: readonly string[]) => JSON.stringify({ fields });
+/** The group statements both stores share (the query layer's, compiled for PostgreSQL). */
+const GROUPS = groupStatements('postgres');
+
+/** Runs a statement the query layer compiled on a transaction's connection. */
+const on = (client: pg.PoolClient, q: CompiledSql) => client.query(q.sql, q.parameters as unknown[]);
 
 export class PostgresCollection<T> implements Collection<T> {
   constructor(
@@ -25,7 +29,7 @@ export class PostgresCollection<T> implements Collection<T> {
 
   /** A record's group: the JSON array of its counted fields (missing ones as null), as JSONB compares it. */
   private groupOf(value: unknown): string {
-    return JSON.stringify(this.countBy!.map((field) => (value as Record<string, unknown>)?.[field] ?? null));
+    return groupOf(this.countBy!, value);
   }
 
   /**
@@ -33,17 +37,16 @@ export class PostgresCollection<T> implements Collection<T> {
    * in one GROUP BY; from then on every write keeps them in its own transaction.
    */
   async ensureGroups(client: pg.PoolClient): Promise<void> {
-    const marker = markerOf(this.countBy!);
-    const found = await client.query('SELECT 1 FROM record_groups WHERE collection = $1 AND grp = $2::jsonb', [this.name, marker]);
-    if (found.rowCount) return;
+    const marker = groupMarker(this.countBy!);
+    if ((await on(client, GROUPS.find(this.name, marker))).rowCount) return;
     await this.lock(client, '#groups');
-    await client.query('DELETE FROM record_groups WHERE collection = $1', [this.name]);
+    await on(client, GROUPS.clear(this.name));
     const group = `jsonb_build_array(${this.countBy!.map(pgFieldExpression).join(', ')})`;
     await client.query(
       `INSERT INTO record_groups (collection, grp, n) SELECT collection, ${group}, COUNT(*) FROM records WHERE collection = $1 GROUP BY 1, 2`,
       [this.name],
     );
-    await client.query('INSERT INTO record_groups (collection, grp, n) VALUES ($1, $2::jsonb, 0)', [this.name, marker]);
+    await on(client, GROUPS.add(this.name, marker, 0));
   }
 
   /** Inside a transaction: no other read-modify-write of this record runs until it ends (also for a record not yet there). */
@@ -59,17 +62,10 @@ export class PostgresCollection<T> implements Collection<T> {
   private async moveGroup(client: pg.PoolClient, from: string | undefined, to: string | undefined): Promise<void> {
     if (from === to) return;
     if (from !== undefined) {
-      await client.query(
-        'WITH left_group AS (UPDATE record_groups SET n = n - 1 WHERE collection = $1 AND grp = $2::jsonb RETURNING n) DELETE FROM record_groups WHERE collection = $1 AND grp = $2::jsonb AND (SELECT n FROM left_group) <= 0',
-        [this.name, from],
-      );
+      await on(client, GROUPS.leave(this.name, from));
+      await on(client, GROUPS.dropEmpty(this.name, from));
     }
-    if (to !== undefined) {
-      await client.query(
-        'INSERT INTO record_groups (collection, grp, n) VALUES ($1, $2::jsonb, 1) ON CONFLICT (collection, grp) DO UPDATE SET n = record_groups.n + 1',
-        [this.name, to],
-      );
-    }
+    if (to !== undefined) await on(client, GROUPS.add(this.name, to, 1));
   }
 
   /** Inside a transaction holding the record's lock: write (or, with `undefined`, delete) it, keeping the counts. */
@@ -167,14 +163,9 @@ export class PostgresCollection<T> implements Collection<T> {
   private async totalFromGroups(where: Record<string, FieldValue | readonly FieldValue[]>): Promise<number | undefined> {
     const countBy = this.countBy;
     if (!countBy || !Object.keys(where).every((field) => countBy.includes(field))) return undefined;
-    const { rows } = await this.store.query<{ grp: unknown[]; n: string }>(
-      "SELECT grp, n FROM record_groups WHERE collection = $1 AND jsonb_typeof(grp) = 'array'",
-      [this.name],
-    );
-    const wanted = Object.entries(where).map(([field, value]) => [countBy.indexOf(field), Array.isArray(value) ? value : [value]] as const);
-    let total = 0;
-    for (const row of rows) if (wanted.every(([i, accepted]) => accepted.includes(row.grp[i] as FieldValue))) total += Number(row.n);
-    return total;
+    const q = GROUPS.all(this.name);
+    const { rows } = await this.store.query<{ grp: unknown; n: string }>(q.sql, q.parameters);
+    return totalOfGroups(countBy, rows, where);
   }
 
   /**

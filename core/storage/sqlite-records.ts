@@ -7,17 +7,13 @@
 import type { Collection, FieldValue, RecordQuery } from '../kernel/store.js';
 import { checkFields, orderRecords as mergeOrdered } from './query.js';
 import { encode, runner, type SqlAccess } from './sqlite-sql.js';
-import { RecordQueries, type StoreStatements, storeStatements } from './store-sql.js';
+import { groupMarker, groupOf, groupStatements, RecordQueries, type StoreStatements, storeStatements, totalOfGroups } from './store-sql.js';
 
 /** The statements every SQLite collection shares (compiled once, on first use). */
 const STATEMENTS: StoreStatements = storeStatements('sqlite');
-
-/** The marker row that records which fields a collection's groups count. */
-const SPEC = '#fields';
+const GROUPS = groupStatements('sqlite');
 
 export class SqliteCollection<T> implements Collection<T> {
-  /** `json_array(json_extract(value, '$.f1'), …)`: a record's group, computed by SQLite both ways. */
-  private readonly groupOf: string | undefined;
   private readonly sql: ReturnType<typeof runner>;
   private readonly queries: RecordQueries;
 
@@ -28,77 +24,66 @@ export class SqliteCollection<T> implements Collection<T> {
   ) {
     this.sql = runner(store);
     this.queries = new RecordQueries('sqlite', name);
-    if (countBy) {
-      checkFields({ orderBy: countBy.map((field) => ({ field })) });
-      this.groupOf = `json_array(${countBy.map((f) => `json_extract(value, '$.${f}')`).join(', ')})`;
-    }
+    if (countBy) checkFields({ orderBy: countBy.map((field) => ({ field })) });
   }
 
   /**
-   * Counts kept by something else than this code (the lowdb import, another field list) are
-   * rebuilt in one GROUP BY; from then on every write keeps them in its own transaction.
+   * Counts kept by something else than this code (the lowdb import, a copy, another field list, an
+   * older spelling of the groups) are rebuilt from the records once; from then on every write keeps
+   * them in its own transaction. The groups are the query layer's (store-sql.ts), as PostgreSQL's.
    */
   ensureGroups(): void {
-    const spec = JSON.stringify(this.countBy);
-    const marker = this.store.statement('SELECT n FROM record_groups WHERE collection = ? AND grp = ?').get(this.name, `${SPEC}${spec}`);
-    if (marker) return;
+    const fields = this.countBy!;
+    const marker = groupMarker(fields);
+    if (this.sql.get(GROUPS.find(this.name, marker))) return;
     this.store.transaction(() => {
-      this.store.statement('DELETE FROM record_groups WHERE collection = ?').run(this.name);
-      this.store
-        .statement(
-          `INSERT INTO record_groups (collection, grp, n) SELECT collection, ${this.groupOf}, COUNT(*) FROM records WHERE collection = ? GROUP BY 2`,
-        )
-        .run(this.name);
-      this.store.statement('INSERT INTO record_groups (collection, grp, n) VALUES (?, ?, 0)').run(this.name, `${SPEC}${spec}`);
+      const counts = new Map<string, number>();
+      for (const row of this.sql.all<{ value: string }>(STATEMENTS.allRecords(this.name))) {
+        const grp = groupOf(fields, JSON.parse(row.value));
+        counts.set(grp, (counts.get(grp) ?? 0) + 1);
+      }
+      this.sql.run(GROUPS.clear(this.name));
+      for (const [grp, n] of counts) this.sql.run(GROUPS.add(this.name, grp, n));
+      this.sql.run(GROUPS.add(this.name, marker, 0));
     }, `the counts of ${this.name}`);
   }
 
-  /** Inside a write transaction: the record `id` leaves its group (if it exists). */
-  private leaveGroup(id: string): void {
-    if (!this.groupOf) return;
-    const row = this.store.statement(`SELECT ${this.groupOf} AS grp FROM records WHERE collection = ? AND id = ?`).get(this.name, id) as
-      | { grp: string }
-      | undefined;
-    if (!row) return;
-    this.store.statement('UPDATE record_groups SET n = n - 1 WHERE collection = ? AND grp = ?').run(this.name, row.grp);
-    this.store.statement('DELETE FROM record_groups WHERE collection = ? AND grp = ? AND n <= 0').run(this.name, row.grp);
+  /** Inside a write transaction: a record moves from one group to another (undefined: none). */
+  private moveGroup(previous: unknown, next: unknown): void {
+    if (!this.countBy) return;
+    const from = previous === undefined ? undefined : groupOf(this.countBy, previous);
+    const to = next === undefined ? undefined : groupOf(this.countBy, next);
+    if (from === to) return;
+    if (from !== undefined) {
+      this.sql.run(GROUPS.leave(this.name, from));
+      this.sql.run(GROUPS.dropEmpty(this.name, from));
+    }
+    if (to !== undefined) this.sql.run(GROUPS.add(this.name, to, 1));
   }
 
-  /** Inside a write transaction: a record with this JSON text joins its group. */
-  private joinGroup(text: string): void {
-    if (!this.groupOf) return;
-    const { grp } = this.store.statement(`SELECT ${this.groupOf} AS grp FROM (SELECT ? AS value)`).get(text) as { grp: string };
-    this.store
-      .statement('INSERT INTO record_groups (collection, grp, n) VALUES (?, ?, 1) ON CONFLICT (collection, grp) DO UPDATE SET n = n + 1')
-      .run(this.name, grp);
+  /** Inside a write transaction: the stored value of `id`, when the collection counts groups (they need it). */
+  private previous(id: string): unknown {
+    if (!this.countBy) return undefined;
+    const row = this.sql.get<{ value: string }>(STATEMENTS.getRecord(this.name, id));
+    return row ? (JSON.parse(row.value) as unknown) : undefined;
   }
 
-  private write(id: string, text: string): void {
-    this.leaveGroup(id);
+  private write(id: string, value: unknown, text: string, previous = this.previous(id)): void {
     this.sql.run(STATEMENTS.putRecord(this.name, id, text));
-    this.joinGroup(text);
+    this.moveGroup(previous, value);
   }
 
-  private remove(id: string): boolean {
-    this.leaveGroup(id);
-    return Number(this.sql.run(STATEMENTS.deleteRecord(this.name, id)).changes) > 0;
+  private remove(id: string, previous = this.previous(id)): boolean {
+    const removed = Number(this.sql.run(STATEMENTS.deleteRecord(this.name, id)).changes) > 0;
+    if (removed) this.moveGroup(previous, undefined);
+    return removed;
   }
 
   /** The total of a query whose filter names only counted fields: a sum over groups, not a count of records. */
-  private totalFromGroups(where: Record<string, unknown>): number | undefined {
-    if (!this.countBy || !Object.keys(where).every((field) => this.countBy!.includes(field))) return undefined;
-    const rows = this.store
-      .statement("SELECT grp, n FROM record_groups WHERE collection = ? AND grp NOT LIKE '#%'")
-      .all(this.name) as Array<{ grp: string; n: number }>;
-    const wanted = Object.entries(where).map(
-      ([field, value]) => [this.countBy!.indexOf(field), Array.isArray(value) ? value : [value]] as const,
-    );
-    let total = 0;
-    for (const row of rows) {
-      const values = JSON.parse(row.grp) as unknown[];
-      if (wanted.every(([i, accepted]) => accepted.some((v) => (typeof v === 'boolean' ? Number(v) : v) === values[i]))) total += row.n;
-    }
-    return total;
+  private totalFromGroups(where: Record<string, FieldValue | readonly FieldValue[]>): number | undefined {
+    const countBy = this.countBy;
+    if (!countBy || !Object.keys(where).every((field) => countBy.includes(field))) return undefined;
+    return totalOfGroups(countBy, this.sql.all<{ grp: string; n: number }>(GROUPS.all(this.name)), where);
   }
 
   async get(id: string): Promise<T | undefined> {
@@ -112,16 +97,18 @@ export class SqliteCollection<T> implements Collection<T> {
 
   async put(id: string, value: T): Promise<T> {
     const text = encode(value);
-    this.store.transaction(() => this.write(id, text), `${this.name}/${id}`);
+    this.store.transaction(() => this.write(id, value, text), `${this.name}/${id}`);
     return value;
   }
 
   async update(id: string, fn: (current: T | undefined) => T | undefined): Promise<T | undefined> {
     return this.store.transaction(() => {
       const row = this.sql.get<{ value: string }>(STATEMENTS.getRecord(this.name, id));
-      const next = fn(row ? (JSON.parse(row.value) as T) : undefined);
-      if (next === undefined) this.remove(id);
-      else this.write(id, encode(next));
+      const current = row ? (JSON.parse(row.value) as T) : undefined;
+      const next = fn(current);
+      if (next === undefined) {
+        if (row) this.remove(id, current);
+      } else this.write(id, next, encode(next), current);
       return next;
     }, `${this.name}/${id}`);
   }
@@ -134,9 +121,9 @@ export class SqliteCollection<T> implements Collection<T> {
     return this.store.transaction(() => {
       const doomed = this.sql
         .all<{ id: string; value: string }>(STATEMENTS.allRecords(this.name))
-        .filter((row) => predicate(JSON.parse(row.value) as T, row.id))
-        .map((row) => row.id);
-      for (const id of doomed) this.remove(id);
+        .map((row) => ({ id: row.id, value: JSON.parse(row.value) as T }))
+        .filter((row) => predicate(row.value, row.id));
+      for (const row of doomed) this.remove(row.id, row.value);
       return doomed.length;
     }, `${this.name} (deleting matching records)`);
   }

@@ -178,6 +178,63 @@ export function storeStatements(dialect: SqlDialect) {
 export type StoreStatements = ReturnType<typeof storeStatements>;
 
 /**
+ * The counts a collection keeps per combination of its `countBy` fields (`record_groups`). A group
+ * is the JSON array of the record's values of those fields (a missing one as null), computed in
+ * JavaScript the same way for both stores (`groupOf`); the row whose group is `{"fields":[…]}`
+ * records which fields the counts are of.
+ */
+export function groupStatements(dialect: SqlDialect) {
+  const db = queryBuilder(dialect);
+  return {
+    find: compiledOnce((collection: string, grp: string) =>
+      db.selectFrom('record_groups').select('n').where('collection', '=', collection).where('grp', '=', grp),
+    ),
+    all: compiledOnce((collection: string) => db.selectFrom('record_groups').select(['grp', 'n']).where('collection', '=', collection)),
+    clear: compiledOnce((collection: string) => db.deleteFrom('record_groups').where('collection', '=', collection)),
+    add: compiledOnce((collection: string, grp: string, n: number) =>
+      db
+        .insertInto('record_groups')
+        .values({ collection, grp, n })
+        .onConflict((oc) => oc.columns(['collection', 'grp']).doUpdateSet({ n: (eb) => eb('record_groups.n', '+', eb.ref('excluded.n')) })),
+    ),
+    leave: compiledOnce((collection: string, grp: string) =>
+      db
+        .updateTable('record_groups')
+        .set((eb) => ({ n: eb('n', '-', 1) }))
+        .where('collection', '=', collection)
+        .where('grp', '=', grp),
+    ),
+    dropEmpty: compiledOnce((collection: string, grp: string) =>
+      db.deleteFrom('record_groups').where('collection', '=', collection).where('grp', '=', grp).where('n', '<=', 0),
+    ),
+  };
+}
+
+/** A record's group: its `countBy` fields' values as a JSON array (a missing one as null). */
+export function groupOf(fields: readonly string[], value: unknown): string {
+  return JSON.stringify(fields.map((field) => (value as Record<string, unknown> | null)?.[field] ?? null));
+}
+
+/** The row that records which fields a collection's groups count (a JSON object, where groups are arrays). */
+export const groupMarker = (fields: readonly string[]) => JSON.stringify({ fields });
+
+/** The total of the records whose groups match `where` (only counted fields): a sum over the groups. */
+export function totalOfGroups(
+  fields: readonly string[],
+  rows: ReadonlyArray<{ grp: unknown; n: number | string }>,
+  where: Record<string, FieldValue | readonly FieldValue[]>,
+): number {
+  const wanted = Object.entries(where).map(([field, value]) => [fields.indexOf(field), Array.isArray(value) ? value : [value]] as const);
+  let total = 0;
+  for (const row of rows) {
+    const values = typeof row.grp === 'string' ? (JSON.parse(row.grp) as unknown) : row.grp;
+    if (!Array.isArray(values)) continue;
+    if (wanted.every(([i, accepted]) => (accepted as readonly unknown[]).includes(values[i]))) total += Number(row.n);
+  }
+  return total;
+}
+
+/**
  * `Collection.query` in SQL: the page and the count of a query, compiled once per shape (which
  * fields, how many values each, which order) and cached. The collection's name is written into
  * the SQL, not bound: SQLite uses a partial index (`WHERE collection = 'tasks'`) only for a query

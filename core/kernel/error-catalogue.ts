@@ -346,6 +346,7 @@ export const ERROR_CATALOGUE = {
   },
   HANGAR_NOTEBOOK_BODY_NOT_OBJECT: { status: 400, message: 'request body must be a JSON object or array' },
   HANGAR_NOTEBOOK_BODY_INVALID_JSON: { status: 400, message: '{problem}' },
+  HANGAR_NOTEBOOK_FIX_NOT_APPLICABLE: { status: 422, message: 'cannot {action} `{name}` in cell {cell}: {why}' },
   // (end notebook)
   // ── notebook-intel: notebook data intelligence, schedules, tools
   HANGAR_NOTEBOOK_INTEL_VARIABLE_NOT_FOUND: { status: 404, message: 'variable "{variable}" is not defined {where}' },

@@ -15,10 +15,12 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { untrustedHtmlHeaders } from '../http/csp.js';
 import { type AnyRoute, defineRoute } from '../http/route.js';
 import { renderMarkdown } from './export.js';
+import { applyFix } from './fixes.js';
 import { outputToHtml } from './render.js';
 import {
   CreateCellBody,
   CreateNotebookBody,
+  FixBody,
   ReorderBody,
   RunDocumentBody,
   RunQuery,
@@ -277,6 +279,26 @@ export function notebookRoutes(service: NotebookService): AnyRoute[] {
         const s = await session(params);
         s.cell(params.cell);
         return runAndAnswer(reply, query.wait, s, params.nb, () => s.runCell(params.cell));
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/notebooks/:nb/cells/:cell/fix',
+      summary:
+        "Apply a problem's one-click fix (a name defined twice: rename / merge / delete; an assignment to another cell's name: merge), then run what is stale",
+      tags,
+      schema: {
+        querystring: RunQuery,
+        body: FixBody,
+        response: {
+          ...runAnswers,
+          422: 'invalid body, or the fix does not apply (the cell has no such problem, or the result would not run): {detail}',
+        },
+      },
+      handler: async ({ params, body, query, reply }) => {
+        const s = await session(params);
+        await applyFix(s, params.cell, body.name, body.action);
+        return runAndAnswer(reply, query.wait, s, params.nb, () => s.runStale());
       },
     }),
     defineRoute({

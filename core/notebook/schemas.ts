@@ -113,6 +113,9 @@ export const ReorderBody = z.object({ order: z.array(z.string()).min(1) });
 /** A new value for an interactive element (`ui.slider` …), as the control sends it. */
 export const UiValueBody = z.object({ value: z.unknown() });
 
+/** Which fix of which problem (`problems[].fixes` in GET /dependencies) to apply. */
+export const FixBody = z.object({ name: z.string().min(1), action: z.enum(['rename', 'merge', 'delete']) });
+
 /** Element ids are `<cell id>:<n>` (core/notebook/ui-elements.ts); nbformat cell ids are [A-Za-z0-9_-]{1,64}. */
 export const ELEMENT_ID = /^[A-Za-z0-9_-]{1,64}:[0-9]{1,6}$/;
 

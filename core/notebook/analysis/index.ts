@@ -39,6 +39,7 @@
 import { cycles, topologicalOrder } from '../../lib/graph.js';
 import { buildTopology, type Topology } from '../graph.js';
 import { type CellProgram, endsInValue, generateProgram } from './codegen.js';
+import { fixesFor } from './fix-offers.js';
 import { type Parsed, parsePlain, stripTypeScript } from './transpile.js';
 import { analyzeScopes, type CellProblem, type CellScope } from './visitor.js';
 
@@ -172,20 +173,31 @@ export async function analyzeNotebook(cells: readonly CellInput[]): Promise<Note
       else definedBy.set(name, [cell]);
     }
   });
+  let allSources: string[] | undefined;
+  const sources = () => (allSources ??= cells.map((c) => c.source));
   cells.forEach((cell, i) => {
     const result = results[i];
     const dependsOn = [...result.reads, ...result.globals.filter((name) => definedBy.has(name))];
-    const problems = [...result.problems];
+    // A cell assigning another cell's name can be merged into that cell.
+    const problems = result.problems.map((p) => {
+      const definer = p.kind === 'reassignment' && p.name ? definedBy.get(p.name)?.[0] : undefined;
+      const fixes = definer && definer !== cell ? fixesFor(p, definer, sources(), label) : undefined;
+      return fixes ? { ...p, fixes } : p;
+    });
     const writes = sharedWrites(cell, result.writes);
     for (const name of writes) {
-      const others = definedBy.get(name)!.filter((other) => other !== cell);
+      const all = definedBy.get(name)!;
+      const others = all.filter((other) => other !== cell);
       if (others.length > 0) {
-        problems.push({
+        const problem: CellProblem = {
           kind: 'multiple-definitions',
           severity: 'error',
           name,
           message: `\`${name}\` is also defined by cell ${others.map(label).join(', ')}; a name may be defined by one cell only`,
-        });
+        };
+        // The fixes go with the later definitions (the Jupyter habit); the first keeps only the error.
+        const fixes = all[0] !== cell ? fixesFor(problem, all[0], sources(), label) : undefined;
+        problems.push(fixes ? { ...problem, fixes } : problem);
       }
     }
     byId.set(cell.id, { ...result, writes, id: cell.id, problems, dependsOn });

@@ -27,6 +27,19 @@ export interface CellProblem {
   column?: number;
   /** The variable the problem is about, when there is one. */
   name?: string;
+  /** One-click fixes (`analysis/fix-offers.ts`, applied by `core/notebook/fixes.ts`). */
+  fixes?: ProblemFix[];
+}
+
+export type FixAction = 'rename' | 'merge' | 'delete';
+
+export interface ProblemFix {
+  action: FixAction;
+  label: string;
+  /** rename: the new name. */
+  to?: string;
+  /** merge: the cell the code goes into. */
+  into?: string;
 }
 
 /**

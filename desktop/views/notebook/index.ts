@@ -13,6 +13,8 @@ import { CodeEditor } from './editor.js';
 import { Outputs, renderMarkdown } from './outputs.js';
 import { ToolsPanel } from './tools-panel.js';
 
+type CellProblem = DependencyReport['cells'][number]['problems'][number];
+
 /**
  * The notebook editor on /api/notebooks: cells with a code editor, run (the cell and, reactively,
  * every cell that depends on it), stale marks on cells whose inputs changed, rich outputs, and the
@@ -101,6 +103,8 @@ function CellView({
   onMove,
   onRename,
   onUi,
+  problems,
+  onFix,
 }: {
   cell: Cell;
   index: number;
@@ -111,6 +115,9 @@ function CellView({
   onMove: (delta: number) => void;
   onRename: (name: string) => void;
   onUi: (elementId: string, value: unknown) => void;
+  /** This cell's analysis problems (GET /dependencies); those with fixes get their buttons. */
+  problems: CellProblem[];
+  onFix: (name: string, action: string) => void;
 }) {
   const [editingMarkdown, setEditingMarkdown] = useState(cell.source === '');
   const label = cell.name || `cell ${index + 1}`;
@@ -144,6 +151,14 @@ function CellView({
     }
     ${cell.stale_outputs && cell.outputs.length > 0 && html`<p class="stale-note" role="note">stale: outputs from an earlier run</p>`}
     <${Outputs} outputs=${cell.outputs} onUiChange=${onUi} />
+    ${problems
+      .filter((p) => p.fixes?.length)
+      .map(
+        (p) => html`<div class="cell-fixes" role="group" aria-label=${`Fixes for ${p.name}`}>
+          <span class="muted">Fix <code>${p.name}</code>:</span>
+          ${p.fixes!.map((f) => html`<button class="small" onClick=${() => onFix(p.name!, f.action)}>${f.label.replace(/`/g, '')}</button>`)}
+        </div>`,
+      )}
   </li>`;
 }
 
@@ -337,6 +352,15 @@ function NotebookEditor({ id }: { id: string }) {
   // An interactive element changed: the server keeps the value and re-runs the cells that read it.
   const setUi = (elementId: string, value: unknown) =>
     void act(() => request('POST', `${base}/ui/${encodeURIComponent(elementId)}?wait=false`, { value }));
+  // A problem's one-click fix: the server edits the cells and runs what is stale (outputs follow over ws).
+  const applyFix = (cellId: string, name: string, action: string) =>
+    act(async () => {
+      await request('POST', `${base}/cells/${cellId}/fix?wait=false`, { name, action });
+      // Everything typed was sent before the fix (act); the server's sources are the truth now.
+      local.current.clear();
+      setVersion((v) => v + 1);
+      await reload();
+    });
   const reloadFromDisk = () =>
     act(async () => {
       // act() has sent what was typed; the disk version replaces it, so nothing typed is kept.
@@ -400,6 +424,8 @@ function NotebookEditor({ id }: { id: string }) {
             onMove=${(delta: number) => void move(cell.id, delta)}
             onRename=${(name: string) => act(async () => (await request('PATCH', `${base}/cells/${cell.id}`, { name }), reload()))}
             onUi=${setUi}
+            problems=${deps?.cells.find((c) => c.id === cell.id)?.problems ?? []}
+            onFix=${(name: string, action: string) => void applyFix(cell.id, name, action)}
           />`,
         )}
       </ol>`

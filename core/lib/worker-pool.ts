@@ -65,6 +65,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Messages between the caller and the task while it runs; the task gets its worker end as `port`. */
   channel?: TaskChannel<never, never>;
+  /** Moved to the worker with the task rather than copied (a MessagePort the worker keeps past the task). */
+  transfer?: readonly MessagePort[];
 }
 
 /** The task did not finish by its deadline; its thread (if it had started) was terminated. */
@@ -169,7 +171,8 @@ export class WorkerPool<Task extends object, Result> {
     try {
       const port = options.channel?.handOver();
       const withPort = port ? ({ ...task, port } as Task) : task;
-      return await pool.run(withPort, { signal: stop.signal, ...(port ? { transferList: [port] as never } : {}) });
+      const transfer = port ? [port, ...(options.transfer ?? [])] : options.transfer;
+      return await pool.run(withPort, { signal: stop.signal, ...(transfer ? { transferList: transfer as never } : {}) });
     } catch (err) {
       if (stop.signal.aborted) throw stop.signal.reason;
       if ((err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY')
@@ -235,9 +238,35 @@ export class WorkerPool<Task extends object, Result> {
       idleTimeout: idleTimeoutMs,
       ...(maxHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: maxHeapMb } } : {}),
       ...(atomics ? { atomics } : {}),
+      ...(concurrentTasksPerWorker > 1 ? { loadBalancer: sharedThreads(concurrentTasksPerWorker) } : {}),
     });
     // Piscina emits 'error' for a thread that fails between tasks; unheard, it would crash the process.
     pool.on('error', (err: Error) => onIdleError?.(err));
     return pool;
   }
+}
+
+type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
+
+/**
+ * piscina's own balancer runs a task that can be aborted alone on its thread (aborting it
+ * terminates the thread), and every task here can be (run() always passes a signal), so a pool
+ * asking for several tasks per thread got one: a supervised agent's calls ran one after another
+ * (#27). This one fills the least busy thread up to `limit`, and aborting a task ends the others
+ * on its thread, as `concurrentTasksPerWorker` says.
+ */
+function sharedThreads(limit: number): LoadBalancer {
+  return (_task, workers) => {
+    let candidate: Parameters<LoadBalancer>[1][number] | null = null;
+    let least = limit;
+    for (const worker of workers) {
+      // piscina reports a thread running one abortable task as full (Infinity).
+      const usage = worker.isRunningAbortableTask ? 1 : worker.currentUsage;
+      if (usage < least) {
+        candidate = worker;
+        least = usage;
+      }
+    }
+    return candidate;
+  };
 }

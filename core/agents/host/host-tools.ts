@@ -5,20 +5,24 @@
  * state the two share (a counter, a cache, a client) is one and the same, and a tool stuck in a loop
  * costs the host, not the server. Tools of `tools/` drop-ins run on the server, as for any agent.
  */
-import type { TaskChannel } from '../../lib/worker-pool.js';
 import type { AgentRef } from '../engine.js';
 import { resolveListedTools, type ToolResolvers } from '../listed-tools.js';
 import type { AnyTool, ToolContext } from '../tools.js';
-import { type FromHost, rebuildError, type ToHost } from './protocol.js';
+import { type FromHost, rebuildError, type ToHostMessage } from './protocol.js';
+
+/** Where a call's messages to its host go (the supervisor stamps the call on them). */
+export interface HostSender {
+  send(message: ToHostMessage): void;
+}
 
 export class HostTools {
   readonly #ref: AgentRef;
-  readonly #channel: TaskChannel<FromHost, ToHost>;
+  readonly #channel: HostSender;
   readonly #resolvers: ToolResolvers;
   readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
   #next = 0;
 
-  constructor(ref: AgentRef, channel: TaskChannel<FromHost, ToHost>, resolvers: ToolResolvers) {
+  constructor(ref: AgentRef, channel: HostSender, resolvers: ToolResolvers) {
     this.#ref = ref;
     this.#channel = channel;
     this.#resolvers = resolvers;

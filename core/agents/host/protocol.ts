@@ -1,14 +1,36 @@
 /**
- * What crosses between the server thread and an agent's host thread for one node call, over the
- * call's TaskChannel (core/lib/worker-pool.ts). One channel per call keeps each call's messages in
- * the order they were posted; the channel is drained before the call settles, so no step, token
- * or tool report can overtake the node's result.
+ * What crosses between the server thread and an agent's host thread. The thread serves a link: one
+ * MessageChannel, handed to it by a long-running pool task (`ServeTask`), over which every node
+ * call travels, from its task to its result, each message naming its call. A pool task and a
+ * MessageChannel per call (piscina's bookkeeping, a port created, transferred and closed) cost
+ * more than the rest of an /invoke of a no-op agent (#27); over one port a call's messages also
+ * keep their order by construction, so no report can overtake its node's result.
+ *
+ * Liveness and "has this call started" are read from memory the thread shares (`LINK_*` slots)
+ * rather than sent as messages: the supervisor's watchdog and its retry rule read them.
  */
+import type { MessagePort } from 'node:worker_threads';
 import { type ErrorDetail, HangarError } from '../../kernel/errors.js';
 import type { ToolContext } from '../tools.js';
 import type { AgentInput, AgentState } from '../types.js';
 
-/** The task a host runs: one function node of one agent version. */
+/** Slots of a link's shared Float64Array: the last call the thread started, and when its event loop last turned (Date.now()). */
+export const LINK_STARTED = 0;
+export const LINK_ALIVE_AT = 1;
+export const LINK_SLOTS = 2;
+
+/** The pool task that gives a thread its link; it runs until the supervisor closes the link. */
+export interface ServeTask {
+  serve: true;
+  port: MessagePort;
+  shared: SharedArrayBuffer;
+  /** How often the host marks itself alive while calls run. */
+  heartbeatMs: number;
+  /** After an abort, how long a node may take to return by itself before the host gives up on it. */
+  abandonAfterMs: number;
+}
+
+/** One function node of one agent version, sent over the link. */
 export interface NodeTask {
   agent: string;
   /** Absolute path of the agent's entry, and the build (content hash) the registry serves. */
@@ -22,10 +44,6 @@ export interface NodeTask {
   threadId: string;
   workspace: string;
   model: { configured: boolean; name: string };
-  /** How often the host says it is alive while this call runs. */
-  heartbeatMs: number;
-  /** After an abort, how long the node may take to return by itself before the host gives up on it. */
-  abandonAfterMs: number;
 }
 
 /** Run on a new thread ahead of the first call, so that call does not wait for the thread to start. */
@@ -49,19 +67,26 @@ export type CallMethod = 'documents' | 'interrupt' | 'callAgent' | 'model.chat' 
 /** Context methods that only report. */
 export type PostMethod = 'step' | 'tool' | 'plan';
 
-export type FromHost =
+/** Messages from the host, each about one call (`call`). */
+export type FromHost = { call: number } & (
   | { type: 'call'; id: number; method: CallMethod; args: unknown[] }
   | { type: 'post'; method: PostMethod; args: unknown[] }
   | { type: 'need-bundle' }
-  | { type: 'beat' }
-  | { type: 'tool-done'; id: number; value?: unknown; error?: SerializedError };
+  | { type: 'tool-done'; id: number; value?: unknown; error?: SerializedError }
+  | { type: 'done'; reply: NodeReply }
+);
 
-export type ToHost =
+/** Messages to the host about one call, before the link stamps the call's number on them. */
+export type ToHostMessage =
+  | { type: 'run'; task: NodeTask }
   | { type: 'reply'; id: number; value?: unknown; error?: SerializedError }
   | { type: 'bundle'; code: string }
   | { type: 'abort'; reason: string }
   | { type: 'run-tool'; id: number; name: string; args: unknown; context: HostToolContext }
   | { type: 'tool-abort'; id: number; reason: string };
+
+/** Calls are numbered from 1; call 0 is the link itself (`close`: serve no more, the thread may go idle). */
+export type ToHost = (ToHostMessage & { call: number }) | { type: 'close'; call: 0 };
 
 /** A tool's context without what cannot cross (its signal, `documents`): the host makes its own. */
 export type HostToolContext = Omit<ToolContext, 'signal' | 'documents'>;

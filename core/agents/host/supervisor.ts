@@ -14,8 +14,8 @@
  *   told to abort, and if its event loop does not take the message within a short grace (code stuck
  *   in a synchronous loop), the host is terminated;
  * - heap cap passed: V8 stops the thread; its calls fail `out of memory: agent x exceeded N MB`;
- * - watchdog: a host says it is alive every heartbeat while it runs calls; one silent for
- *   `agents.watchdogMs` is terminated and its calls fail saying so.
+ * - watchdog: a host marks itself alive every heartbeat while it runs calls (in memory the thread
+ *   shares, protocol.ts); one silent for `agents.watchdogMs` is terminated and its calls fail saying so.
  * A call the host never started (queued behind a stuck one) is retried once on the new host.
  *
  * Cold start: a host's thread is started when discovery loads or reloads its agent, and again at
@@ -23,11 +23,12 @@
  * than waiting for a bundle and a thread within its own deadline.
  */
 import path from 'node:path';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { z } from 'zod';
 import { bundleOf } from '../../kernel/bundles.js';
 import { fail } from '../../kernel/errors.js';
 import type { Registry } from '../../kernel/registry.js';
-import { TaskChannel, WorkerOutOfMemoryError, WorkerPool } from '../../lib/worker-pool.js';
+import { WorkerOutOfMemoryError, WorkerPool } from '../../lib/worker-pool.js';
 import type { AgentRef, NodeHost } from '../engine.js';
 import { compileGraph } from '../graph.js';
 import type { Agent } from '../kind.js';
@@ -35,7 +36,19 @@ import { toolAgentRun } from '../tool-agent.js';
 import type { AnyTool } from '../tools.js';
 import type { AgentState, RunContext } from '../types.js';
 import { HostTools } from './host-tools.js';
-import { type FromHost, type NodeReply, type NodeTask, rebuildError, serializeError, type ToHost, type WarmTask } from './protocol.js';
+import {
+  type FromHost,
+  LINK_ALIVE_AT,
+  LINK_SLOTS,
+  LINK_STARTED,
+  type NodeTask,
+  rebuildError,
+  type ServeTask,
+  serializeError,
+  type ToHost,
+  type ToHostMessage,
+  type WarmTask,
+} from './protocol.js';
 
 export interface AgentHostsOptions {
   registry: Registry;
@@ -76,21 +89,54 @@ export interface HostStatus {
  */
 const ABORT_GRACE_MS = 100;
 
+/** A host without calls for this long lets its thread go (the pool stops it after its own idle time). */
+const IDLE_MS = 30_000;
+
 interface Host {
   agent: string;
   heapMb: number;
-  pool: WorkerPool<NodeTask | WarmTask, NodeReply>;
+  pool: WorkerPool<ServeTask | WarmTask, unknown>;
   running: number;
   /** Bumped at each restart, so the calls one thread death fails count it once. */
   generation: number;
   /** Its thread has started (and not been restarted since); warming: being started. */
   ready: boolean;
   warming: boolean;
-  /** The calls in flight, each told when the thread it is on is stopped. */
-  calls: Set<() => void>;
+  /** The link to its thread (made with the thread's first call, replaced when the thread is). */
+  link: Link | undefined;
   restarts: number;
   outOfMemory: number;
   lastRestart: HostStatus['last_restart'];
+}
+
+/** A host thread's link (protocol.ts): the port every call on the thread talks over, and the memory they share. */
+interface Link {
+  port: MessagePort;
+  shared: Float64Array;
+  /** The calls the thread has not answered, by number (in the order they were sent). */
+  calls: Map<number, LinkCall>;
+  lastCall: number;
+  /** Aborting the serve task's signal terminates the thread (every call on it). */
+  terminate: AbortController;
+  /** When the current run of calls began: the watchdog counts silence from here at the earliest. */
+  heardAt: number;
+  /** When its last call was answered. */
+  idleSince: number;
+  timer: NodeJS.Timeout | undefined;
+  open: boolean;
+}
+
+/** One node call on a link. */
+interface LinkCall {
+  ref: AgentRef;
+  ctx: RunContext;
+  code: string;
+  /** The agent's own tools, made when the node's `ctx.model.run` first needs them. */
+  tools: HostTools | undefined;
+  settled: boolean;
+  finish(outcome: { value: Partial<AgentState> | undefined | typeof RETRY } | { error: unknown }): void;
+  /** Its thread was stopped: fail if it had started, else try again on the next thread. */
+  restart(): void;
 }
 
 interface Located {
@@ -189,11 +235,11 @@ export class AgentHosts implements NodeHost {
     const host: Host = {
       agent: ref.name,
       heapMb,
-      pool: new WorkerPool<NodeTask | WarmTask, NodeReply>({
+      pool: new WorkerPool<ServeTask | WarmTask, unknown>({
         entry: 'core/agents/host/worker.ts',
         maxThreads: 1,
         concurrentTasksPerWorker: 256,
-        idleTimeoutMs: 60_000,
+        idleTimeoutMs: 30_000,
         maxHeapMb: heapMb,
         atomics: 'disabled',
       }),
@@ -201,7 +247,7 @@ export class AgentHosts implements NodeHost {
       generation: 0,
       ready: false,
       warming: false,
-      calls: new Set(),
+      link: undefined,
       restarts: existing?.restarts ?? 0,
       outOfMemory: existing?.outOfMemory ?? 0,
       lastRestart: existing?.lastRestart ?? null,
@@ -218,7 +264,15 @@ export class AgentHosts implements NodeHost {
     if (reason === 'out_of_memory') host.outOfMemory++;
     host.lastRestart = { reason, detail, at: new Date().toISOString() };
     this.#options.onRestart?.(host.agent, reason);
-    for (const tell of [...host.calls]) tell();
+    const link = host.link;
+    if (link) {
+      this.#unlink(host, link);
+      // Aborting the serve task's signal terminates the thread; every call still on it ends now.
+      link.terminate.abort(new Error('its host was restarted'));
+      const calls = [...link.calls.values()];
+      link.calls.clear();
+      for (const call of calls) call.restart();
+    }
     // The stopped thread is being terminated now; the next call should find its successor running.
     setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
   }
@@ -245,6 +299,120 @@ export class AgentHosts implements NodeHost {
     });
   }
 
+  /**
+   * The host thread's link, made when there is none: a pool task hands its port to the thread and
+   * runs until the link is closed (idle) or the thread ends. Its end is the thread's: out of
+   * memory fails the calls on it so, a crash with its error, a restart has ended them already.
+   */
+  #linkOf(host: Host): Link {
+    if (host.link) return host.link;
+    const ports = new MessageChannel();
+    const buffer = new SharedArrayBuffer(LINK_SLOTS * Float64Array.BYTES_PER_ELEMENT);
+    const generation = host.generation;
+    const link: Link = {
+      port: ports.port1,
+      shared: new Float64Array(buffer),
+      calls: new Map(),
+      lastCall: 0,
+      terminate: new AbortController(),
+      heardAt: Date.now(),
+      idleSince: Date.now(),
+      timer: undefined,
+      open: true,
+    };
+    ports.port1.on('message', (message: FromHost) => this.#heard(link, message));
+    // A running call keeps the process alive (its promise); the link must not.
+    ports.port1.unref();
+    host.link = link;
+    const task: ServeTask = {
+      serve: true,
+      port: ports.port2,
+      shared: buffer,
+      heartbeatMs: this.#heartbeatMs,
+      abandonAfterMs: ABORT_GRACE_MS,
+    };
+    host.pool.run(task, { signal: link.terminate.signal, transfer: [ports.port2] }).then(
+      () => this.#unlink(host, link),
+      (err: unknown) => {
+        this.#unlink(host, link);
+        const calls = [...link.calls.values()];
+        link.calls.clear();
+        if (err instanceof WorkerOutOfMemoryError) {
+          for (const call of calls) call.finish({ error: fail('HANGAR_AGENT_OUT_OF_MEMORY', { agent: host.agent, mb: host.heapMb }) });
+          return this.#restarted(host, generation, 'out_of_memory', `agent ${host.agent} exceeded ${host.heapMb} MB`);
+        }
+        // Another call's failure stopped the thread (its calls ended then), or the thread failed by itself.
+        for (const call of calls) call.finish({ error: err });
+      },
+    );
+    link.timer = setInterval(() => this.#check(host, link, generation), this.#heartbeatMs);
+    link.timer.unref();
+    return link;
+  }
+
+  #unlink(host: Host, link: Link): void {
+    link.open = false;
+    clearInterval(link.timer);
+    link.port.close();
+    if (host.link === link) host.link = undefined;
+  }
+
+  #heard(link: Link, message: FromHost): void {
+    const call = link.calls.get(message.call);
+    if (!call) return;
+    if (message.type === 'done') {
+      link.calls.delete(message.call);
+      if (link.calls.size === 0) link.idleSince = Date.now();
+      const reply = message.reply;
+      if ('error' in reply) call.finish({ error: rebuildError(reply.error) });
+      else if ('value' in reply) call.finish({ value: reply.value });
+      else call.finish({ error: call.ctx.signal.reason });
+      return;
+    }
+    // A call that has settled hears nothing more, but an abandoned one may still be waiting for its bundle.
+    if (call.settled && message.type !== 'need-bundle') return;
+    this.#answer(message, call, link);
+  }
+
+  #send(link: Link, call: number, message: ToHostMessage): void {
+    (message as ToHost).call = call;
+    try {
+      link.port.postMessage(message);
+    } catch {
+      // The thread's end is gone (it died); nothing is waiting for the message.
+    }
+  }
+
+  /**
+   * Every heartbeat of a link: the watchdog (a thread that has started a call and not marked itself
+   * alive, protocol.ts, for `agents.watchdogMs` is stuck: the first such call fails saying so and
+   * the thread is restarted, its other calls ending as for any restart), and the idle stop (a link
+   * without calls for `IDLE_MS` is closed; the pool then stops the thread after its own idle time).
+   */
+  #check(host: Host, link: Link, generation: number): void {
+    const now = Date.now();
+    if (link.calls.size === 0) {
+      if (now - link.idleSince > IDLE_MS) {
+        this.#unlink(host, link);
+        try {
+          link.port.postMessage({ type: 'close', call: 0 } satisfies ToHost);
+        } catch {
+          // The thread is gone already.
+        }
+      }
+      return;
+    }
+    if (now - Math.max(link.heardAt, link.shared[LINK_ALIVE_AT]!) <= this.#options.watchdogMs) return;
+    const started = link.shared[LINK_STARTED]!;
+    for (const [seq, call] of link.calls) {
+      if (call.settled || seq > started) continue;
+      const error = fail('HANGAR_AGENT_UNRESPONSIVE', { agent: call.ref.name, ms: this.#options.watchdogMs });
+      call.finish({ error });
+      this.#restarted(host, generation, 'unresponsive', error.message);
+      return;
+    }
+  }
+
   #call(
     host: Host,
     ref: AgentRef,
@@ -256,61 +424,41 @@ export class AgentHosts implements NodeHost {
     const generation = host.generation;
     const located = this.#located.get(ref.definition)!;
     const signal = ctx.signal;
-    const terminate = new AbortController();
-    let heard = false;
-    let lastHeard = 0;
-    let settled = false;
-    let watchdog: NodeJS.Timeout | undefined;
-    const running = { done: false };
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const link = this.#linkOf(host);
+    const seq = ++link.lastCall;
 
     return new Promise((resolve, reject) => {
-      const finish = (outcome: { value: Partial<AgentState> | undefined | typeof RETRY } | { error: unknown }) => {
-        if (settled) return;
-        settled = true;
-        host.calls.delete(onRestart);
-        clearInterval(watchdog);
-        tools.close(new Error('the node call running this tool ended'));
-        signal.removeEventListener('abort', onAbort);
-        if ('error' in outcome) reject(outcome.error);
-        else resolve(outcome.value);
-      };
-      // The thread this call is on was stopped for another call: it fails (or, never started, is tried again) at once.
-      const onRestart = () => {
-        terminate.abort(new Error('its host was restarted'));
-        finish(heard ? { error: restartedError(host, ref) } : { value: RETRY });
-      };
-      host.calls.add(onRestart);
-      const stop = (reason: RestartReason, error: Error) => {
-        terminate.abort(error);
-        finish({ error });
-        this.#restarted(host, generation, reason, error.message);
+      const call: LinkCall = {
+        ref,
+        ctx,
+        code,
+        tools: undefined,
+        settled: false,
+        finish: (outcome) => {
+          if (call.settled) return;
+          call.settled = true;
+          call.tools?.close(new Error('the node call running this tool ended'));
+          signal.removeEventListener('abort', onAbort);
+          if ('error' in outcome) reject(outcome.error);
+          else resolve(outcome.value);
+        },
+        // The thread this call is on was stopped for another call: it fails (or, never started, is tried again) at once.
+        restart: () => call.finish(link.shared[LINK_STARTED]! >= seq ? { error: restartedError(host, ref) } : { value: RETRY }),
       };
       const onAbort = () => {
-        channel.send({ type: 'abort', reason: String((signal.reason as Error | undefined)?.message ?? 'the run was cancelled') });
+        this.#send(link, seq, { type: 'abort', reason: String((signal.reason as Error | undefined)?.message ?? 'the run was cancelled') });
         // The host answers within the grace unless its event loop is stuck; then it is stopped.
         setTimeout(() => {
-          if (running.done) return;
-          terminate.abort(signal.reason);
-          finish({ error: signal.reason });
+          if (!link.calls.has(seq)) return;
+          call.finish({ error: signal.reason });
           this.#restarted(host, generation, 'stopped', `a run of agent '${ref.name}' ignored its cancellation and was stopped`);
         }, 2 * ABORT_GRACE_MS).unref();
       };
-      const channel = new TaskChannel<FromHost, ToHost>((message) => {
-        heard = true;
-        lastHeard = performance.now();
-        if (settled && message.type !== 'need-bundle') return;
-        this.#answer(message, ctx, channel, tools, code, (control) => finish({ error: control }));
-      });
-      const tools = new HostTools(ref, channel, this.#options);
-      watchdog = setInterval(() => {
-        if (heard && performance.now() - lastHeard > this.#options.watchdogMs) {
-          stop('unresponsive', fail('HANGAR_AGENT_UNRESPONSIVE', { agent: ref.name, ms: this.#options.watchdogMs }));
-        }
-      }, this.#heartbeatMs);
-      watchdog.unref();
-      if (signal.aborted) return finish({ error: signal.reason });
+      // Silence is counted from the first call after a quiet spell at the earliest (a thread just started is not stuck).
+      if (link.calls.size === 0) link.heardAt = Date.now();
+      link.calls.set(seq, call);
       signal.addEventListener('abort', onAbort, { once: true });
-
       const task: NodeTask = {
         agent: ref.name,
         file: located.file,
@@ -322,72 +470,55 @@ export class AgentHosts implements NodeHost {
         threadId: ctx.threadId,
         workspace: ctx.workspace,
         model: { configured: ctx.model.configured, name: ctx.model.name },
-        heartbeatMs: this.#heartbeatMs,
-        abandonAfterMs: ABORT_GRACE_MS,
       };
-      host.pool.run(task, { signal: terminate.signal, channel }).then(
-        (reply) => {
-          running.done = true;
-          if ('error' in reply) finish({ error: rebuildError(reply.error) });
-          else if ('value' in reply) finish({ value: reply.value });
-          else finish({ error: signal.reason });
-        },
-        (err: unknown) => {
-          running.done = true;
-          if (err instanceof WorkerOutOfMemoryError) {
-            finish({ error: fail('HANGAR_AGENT_OUT_OF_MEMORY', { agent: ref.name, mb: host.heapMb }) });
-            return this.#restarted(host, generation, 'out_of_memory', `agent ${ref.name} exceeded ${host.heapMb} MB`);
-          }
-          if (settled) return;
-          // Another call's failure stopped the thread this one was on.
-          if (host.generation !== generation) return finish(heard ? { error: restartedError(host, ref) } : { value: RETRY });
-          finish({ error: err });
-        },
-      );
+      try {
+        link.port.postMessage({ type: 'run', call: seq, task } satisfies ToHost);
+      } catch (err) {
+        // A state or input that cannot be cloned; the thread is fine.
+        link.calls.delete(seq);
+        call.finish({ error: err });
+      }
     });
   }
 
-  /** Answer one message of a running call; `control` ends the node with a thrown value that is no error (an interrupt). */
-  #answer(
-    message: FromHost,
-    ctx: RunContext,
-    channel: TaskChannel<FromHost, ToHost>,
-    tools: HostTools,
-    code: string,
-    control: (thrown: unknown) => void,
-  ): void {
+  /** Answer one message of a running call; an interrupt (a thrown value that is no error) ends the node. */
+  #answer(message: FromHost, call: LinkCall, link: Link): void {
     switch (message.type) {
-      case 'beat':
-        return;
       case 'tool-done':
-        tools.settle(message);
+        call.tools?.settle(message);
         return;
       case 'need-bundle':
-        channel.send({ type: 'bundle', code });
+        this.#send(link, message.call, { type: 'bundle', code: call.code });
         return;
       case 'post': {
         const [a, b] = message.args;
-        if (message.method === 'step') ctx.step(String(a));
-        else if (message.method === 'tool') ctx.tool(String(a), b);
-        else ctx.plan(String(a), b);
+        if (message.method === 'step') call.ctx.step(String(a));
+        else if (message.method === 'tool') call.ctx.tool(String(a), b);
+        else call.ctx.plan(String(a), b);
         return;
       }
       case 'call': {
         const { id } = message;
-        this.#dispatch(message.method, message.args, ctx, tools).then(
-          (value) => channel.send({ type: 'reply', id, value }),
+        const seq = message.call;
+        this.#dispatch(message.method, message.args, call, link, seq).then(
+          (value) => this.#send(link, seq, { type: 'reply', id, value }),
           (err: unknown) => {
             // The engine's interrupt is a thrown value, not an Error: it ends the node on this side.
-            if (!(err instanceof Error)) control(err);
-            channel.send({ type: 'reply', id, error: serializeError(err instanceof Error ? err : new Error('the run was suspended')) });
+            if (!(err instanceof Error)) call.finish({ error: err });
+            this.#send(link, seq, {
+              type: 'reply',
+              id,
+              error: serializeError(err instanceof Error ? err : new Error('the run was suspended')),
+            });
           },
         );
       }
     }
   }
 
-  #dispatch(method: string, args: unknown[], ctx: RunContext, hostTools: HostTools): Promise<unknown> {
+  #dispatch(method: string, args: unknown[], call: LinkCall, link: Link, seq: number): Promise<unknown> {
     const [a, b, c] = args as [never, never, never];
+    const ctx = call.ctx;
     switch (method) {
       case 'documents':
         return ctx.documents(a);
@@ -399,7 +530,8 @@ export class AgentHosts implements NodeHost {
         return ctx.model.chat(a, { ...(b as object), signal: ctx.signal });
       case 'model.run': {
         const { tools, ...options } = b as { tools?: string[] };
-        return hostTools.forRun(tools).then((resolved) => ctx.model.run(a, { ...options, tools: resolved, signal: ctx.signal }));
+        call.tools ??= new HostTools(call.ref, { send: (message) => this.#send(link, seq, message) }, this.#options);
+        return call.tools.forRun(tools).then((resolved) => ctx.model.run(a, { ...options, tools: resolved, signal: ctx.signal }));
       }
       case 'model.object':
         return ctx.model.object(z.fromJSONSchema(a), b, { ...(c as object), signal: ctx.signal });

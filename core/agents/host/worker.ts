@@ -22,10 +22,13 @@ import type { AgentDefinition, NodeFn, RunContext } from '../types.js';
 import {
   type CallMethod,
   type FromHost,
+  LINK_ALIVE_AT,
+  LINK_STARTED,
   type NodeReply,
   type NodeTask,
   type PostMethod,
   rebuildError,
+  type ServeTask,
   serializeError,
   type ToHost,
   type WarmTask,
@@ -62,64 +65,181 @@ function nodeFunction(exports: Record<string, unknown>, agent: string, node: str
   return compiled.run;
 }
 
-export default async function runNode(task: (NodeTask & { port: MessagePort }) | WarmTask): Promise<NodeReply> {
-  // Loading this module (the SDK, zod, the graph compiler) was the work; nothing else to do.
-  if ('warm' in task) return { value: undefined };
-  const { port } = task;
-  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
-  let nextId = 0;
-  let bundleArrived: ((code: string) => void) | undefined;
-  let abandon: ((reply: NodeReply) => void) | undefined;
-  const abort = new AbortController();
-  const toolRuns = new Map<number, AbortController>();
-  const onMessage = (message: ToHost) => {
-    if (message.type === 'reply') {
-      const waiting = pending.get(message.id);
-      pending.delete(message.id);
+/** The link this thread serves (protocol.ts), from the pool task that handed it over. */
+let link: { port: MessagePort; shared: Float64Array; heartbeatMs: number; abandonAfterMs: number } | undefined;
+/** The calls running on this thread, by their number on the link. */
+const calls = new Map<number, HostCall>();
+let beat: NodeJS.Timeout | undefined;
+/** Ends the serve task once the link is closed and its calls are done. */
+let closed: (() => void) | undefined;
+let closing = false;
+
+/** One running call's side of the conversation; its parts are made when the call first needs them. */
+class HostCall {
+  readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
+  nextId = 0;
+  #abort: AbortController | undefined;
+  #reason: Error | undefined;
+  toolRuns: Map<number, AbortController> | undefined;
+  bundleArrived: ((code: string) => void) | undefined;
+  abandon: ((reply: NodeReply) => void) | undefined;
+  version: Version | undefined;
+
+  constructor(
+    readonly id: number,
+    readonly abandonAfterMs: number,
+  ) {}
+
+  /** The run's signal, made when the node first reads `ctx.signal` (most never do). */
+  get signal(): AbortSignal {
+    if (!this.#abort) {
+      this.#abort = new AbortController();
+      if (this.#reason) this.#abort.abort(this.#reason);
+    }
+    return this.#abort.signal;
+  }
+
+  aborted(reason: Error): void {
+    this.#reason ??= reason;
+    this.#abort?.abort(reason);
+    // A node that honours its signal returns (its output counts, as inline); one that ignores it is let go.
+    setTimeout(() => this.abandon?.({ abandoned: true }), this.abandonAfterMs);
+  }
+
+  send(message: Omit<FromHost, 'call'> & { call?: number }): void {
+    message.call = this.id;
+    link?.port.postMessage(message);
+  }
+
+  call<T>(method: CallMethod, args: unknown[]): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const id = this.nextId++;
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.send({ type: 'call', id, method, args } as FromHost);
+    });
+  }
+
+  post(method: PostMethod, args: unknown[]): void {
+    this.send({ type: 'post', method, args } as FromHost);
+  }
+
+  /** Run one of the agent's own tools for the server's tool loop. */
+  runTool(message: Extract<ToHost, { type: 'run-tool' }>): void {
+    const stop = new AbortController();
+    (this.toolRuns ??= new Map()).set(message.id, stop);
+    const { id } = message;
+    const signal = this.#reason ? AbortSignal.abort(this.#reason) : AbortSignal.any([this.signal, stop.signal]);
+    runTool(this.version, message, signal, (method, args) => this.call(method, args)).then(
+      (value) => {
+        this.toolRuns?.delete(id);
+        try {
+          this.send({ type: 'tool-done', id, value } as FromHost);
+        } catch (err) {
+          this.send({
+            type: 'tool-done',
+            id,
+            error: serializeError(new Error(`tool '${message.name}' returned what cannot be sent: ${String(err)}`)),
+          } as FromHost);
+        }
+      },
+      (err: unknown) => {
+        this.toolRuns?.delete(id);
+        this.send({ type: 'tool-done', id, error: serializeError(err) } as FromHost);
+      },
+    );
+  }
+
+  end(): void {
+    for (const waiting of this.pending.values()) waiting.reject(new Error('the run was stopped'));
+    for (const stop of this.toolRuns?.values() ?? []) stop.abort(new Error('the run was stopped'));
+  }
+}
+
+function onLinkMessage(message: ToHost): void {
+  if (message.type === 'close') {
+    closing = true;
+    if (calls.size === 0) closed?.();
+    return;
+  }
+  if (message.type === 'run') {
+    void runCall(message.call, message.task);
+    return;
+  }
+  const call = calls.get(message.call);
+  if (!call) return;
+  switch (message.type) {
+    case 'reply': {
+      const waiting = call.pending.get(message.id);
+      call.pending.delete(message.id);
       if (message.error) waiting?.reject(rebuildError(message.error));
       else waiting?.resolve(message.value);
-    } else if (message.type === 'bundle') bundleArrived?.(message.code);
-    else if (message.type === 'run-tool') {
-      const stop = new AbortController();
-      toolRuns.set(message.id, stop);
-      const { id } = message;
-      runTool(version, message, AbortSignal.any([abort.signal, stop.signal]), call).then(
-        (value) => {
-          toolRuns.delete(id);
-          try {
-            send({ type: 'tool-done', id, value });
-          } catch (err) {
-            send({
-              type: 'tool-done',
-              id,
-              error: serializeError(new Error(`tool '${message.name}' returned what cannot be sent: ${String(err)}`)),
-            });
-          }
-        },
-        (err: unknown) => {
-          toolRuns.delete(id);
-          send({ type: 'tool-done', id, error: serializeError(err) });
-        },
-      );
-    } else if (message.type === 'tool-abort') toolRuns.get(message.id)?.abort(new Error(message.reason));
-    else if (message.type === 'abort') {
-      abort.abort(new Error(message.reason));
-      // A node that honours its signal returns (its output counts, as inline); one that ignores it is let go.
-      setTimeout(() => abandon?.({ abandoned: true }), task.abandonAfterMs);
+      return;
     }
-  };
-  port.on('message', onMessage);
-  const send = (message: FromHost) => port.postMessage(message);
-  // The first beat at once: a run stuck from its first line is then still seen by the watchdog.
-  send({ type: 'beat' });
-  const beat = setInterval(() => send({ type: 'beat' }), task.heartbeatMs);
-  const call = <T>(method: CallMethod, args: unknown[]): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      const id = nextId++;
-      pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      send({ type: 'call', id, method, args });
-    });
-  const post = (method: PostMethod, args: unknown[]) => send({ type: 'post', method, args });
+    case 'bundle':
+      call.bundleArrived?.(message.code);
+      return;
+    case 'run-tool':
+      call.runTool(message);
+      return;
+    case 'tool-abort':
+      call.toolRuns?.get(message.id)?.abort(new Error(message.reason));
+      return;
+    case 'abort':
+      call.aborted(new Error(message.reason));
+  }
+}
+
+/** Mark this thread alive in the link's shared memory while calls run: the supervisor's watchdog reads it. */
+function alive(): void {
+  if (link) link.shared[LINK_ALIVE_AT] = Date.now();
+}
+
+/**
+ * The pool task: a warm-up (loading this module was the work), or serving a link until the
+ * supervisor closes it. Node calls arrive over the link, not as pool tasks (protocol.ts).
+ */
+export default function host(task: ServeTask | WarmTask): Promise<{ served: true } | { warm: true }> {
+  if ('warm' in task) return Promise.resolve({ warm: true });
+  link?.port.close();
+  link = { port: task.port, shared: new Float64Array(task.shared), heartbeatMs: task.heartbeatMs, abandonAfterMs: task.abandonAfterMs };
+  closing = false;
+  link.port.on('message', onLinkMessage);
+  return new Promise((resolve) => {
+    closed = () => {
+      link?.port.close();
+      link = undefined;
+      resolve({ served: true });
+    };
+  });
+}
+
+async function runCall(id: number, task: NodeTask): Promise<void> {
+  const reply = await runNode(id, task);
+  const message = { type: 'done', call: id, reply } as FromHost;
+  try {
+    link?.port.postMessage(message);
+  } catch (err) {
+    // A value that cannot be cloned (a function, a class instance with private state) fails the call, not the thread.
+    link?.port.postMessage({
+      type: 'done',
+      call: id,
+      reply: { error: serializeError(new Error(`agent '${task.agent}' returned what cannot be sent: ${String(err)}`)) },
+    } as FromHost);
+  }
+  if (closing && calls.size === 0) closed?.();
+}
+
+async function runNode(id: number, task: NodeTask): Promise<NodeReply> {
+  const current = link!;
+  current.shared[LINK_STARTED] = id;
+  alive();
+  const call = new HostCall(id, current.abandonAfterMs);
+  calls.set(id, call);
+  if (!beat) {
+    beat = setInterval(alive, current.heartbeatMs);
+    // Nothing but a running call needs the beat; the thread may go idle and stop.
+    beat.unref();
+  }
 
   let byHash = versions.get(task.file);
   if (!byHash) versions.set(task.file, (byHash = new Map()));
@@ -127,18 +247,19 @@ export default async function runNode(task: (NodeTask & { port: MessagePort }) |
   try {
     if (!version) {
       const code = await new Promise<string>((resolve) => {
-        bundleArrived = resolve;
-        send({ type: 'need-bundle' });
+        call.bundleArrived = resolve;
+        call.send({ type: 'need-bundle' } as FromHost);
       });
       version = byHash.get(task.hash) ?? { exports: evaluate(task.file, task.hash, code), running: 0 };
       byHash.set(task.hash, version);
       for (const [hash, other] of byHash) if (hash !== task.hash && other.running === 0) byHash.delete(hash);
     }
     version.running++;
+    call.version = version;
     const run = nodeFunction(version.exports, task.agent, task.node);
-    const ctx = hostContext(task, abort.signal, call, post);
+    const ctx = hostContext(task, call);
     const settled = new Promise<NodeReply>((resolve) => {
-      abandon = resolve;
+      call.abandon = resolve;
     });
     return await Promise.race([
       (async (): Promise<NodeReply> => {
@@ -151,10 +272,12 @@ export default async function runNode(task: (NodeTask & { port: MessagePort }) |
     return { error: serializeError(err) };
   } finally {
     if (version) version.running--;
-    clearInterval(beat);
-    port.off('message', onMessage);
-    for (const waiting of pending.values()) waiting.reject(new Error('the run was stopped'));
-    for (const stop of toolRuns.values()) stop.abort(new Error('the run was stopped'));
+    calls.delete(id);
+    if (calls.size === 0) {
+      clearInterval(beat);
+      beat = undefined;
+    }
+    call.end();
   }
 }
 
@@ -172,12 +295,9 @@ async function runTool(
 }
 
 /** `ctx` as a drop-in sees it in the host: the same methods, answered by the server over the port. */
-function hostContext(
-  task: NodeTask,
-  signal: AbortSignal,
-  call: <T>(method: CallMethod, args: unknown[]) => Promise<T>,
-  post: (method: PostMethod, args: unknown[]) => void,
-): RunContext {
+function hostContext(task: NodeTask, running: HostCall): RunContext {
+  const call = <T>(method: CallMethod, args: unknown[]) => running.call<T>(method, args);
+  const post = (method: PostMethod, args: unknown[]) => running.post(method, args);
   // An AbortSignal and a function cannot cross: the signal is the host's own, tools go by name.
   const portable = (options: Record<string, unknown> | undefined) => {
     if (!options) return {};
@@ -187,7 +307,9 @@ function hostContext(
   return {
     input: task.input,
     prompt: task.prompt,
-    signal,
+    get signal() {
+      return running.signal;
+    },
     workspace: task.workspace,
     threadId: task.threadId,
     documents: (collection) => call('documents', [collection]),

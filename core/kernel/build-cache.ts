@@ -28,9 +28,13 @@ export class BuildCache {
   readonly #dir: string;
   readonly #key: string;
 
-  /** `key` names what else decides the output: the bundler's version and its options. */
-  constructor(stateDir: string, key: string) {
-    this.#dir = path.join(stateDir, 'build', 'dropins');
+  /**
+   * `key` names what else decides the output: the bundler's version and its options
+   * (`bundleCacheKey`). `folder`: one per user of the cache (discovery's bundles, the ML plugin
+   * pool's), so two builds of one entry with different options do not take turns evicting each other.
+   */
+  constructor(stateDir: string, key: string, folder = 'dropins') {
+    this.#dir = path.join(stateDir, 'build', folder);
     this.#key = key;
   }
 

@@ -1,10 +1,9 @@
 import { existsSync, watch as fsWatch, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import * as esbuild from 'esbuild';
 import { glob } from 'tinyglobby';
 import { BuildCache } from './build-cache.js';
 import { codeFrame } from './code-frame.js';
-import { BUNDLE_FORMAT, type BuiltModule, bundleDropIn, DropInError, evaluateModule, runWithDeadlines } from './evaluator.js';
+import { type BuiltModule, bundleCacheKey, bundleDropIn, DropInError, evaluateModule, runWithDeadlines } from './evaluator.js';
 import type { Logger } from './log.js';
 import type { DropInKind, Registry } from './registry.js';
 import { watchTree } from './watch-tree.js';
@@ -253,10 +252,7 @@ export class Discovery {
 
   /** Last start's bundles, for the cold scan (core/kernel/build-cache.ts). */
   private get buildCache(): BuildCache {
-    this.#buildCache ??= new BuildCache(
-      path.join(this.options.root, '.hangar'),
-      `${esbuild.version} ${BUNDLE_FORMAT} ${Object.keys(this.options.provided).sort().join(',')}`,
-    );
+    this.#buildCache ??= new BuildCache(path.join(this.options.root, '.hangar'), bundleCacheKey(Object.keys(this.options.provided)));
     return this.#buildCache;
   }
   #buildCache: BuildCache | undefined;

@@ -67,6 +67,9 @@ const rel = (root: string, file: string) => path.relative(root, file) || file;
 /** What decides a bundle besides its inputs; part of the build cache's key (core/kernel/build-cache.ts). */
 export const BUNDLE_FORMAT = 'cjs node22 external-map v1';
 
+/** The build cache's key for bundles made with these provided modules (core/kernel/build-cache.ts). */
+export const bundleCacheKey = (provided: readonly string[]) => `${esbuild.version} ${BUNDLE_FORMAT} ${[...provided].sort().join(',')}`;
+
 export async function bundleDropIn(file: string, { root, provided }: BundleOptions): Promise<BuiltModule> {
   let result: esbuild.BuildResult<{ write: false; metafile: true }>;
   try {

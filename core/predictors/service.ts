@@ -21,9 +21,10 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { formatIssues } from '../http/validate.js';
+import { BuildCache } from '../kernel/build-cache.js';
 import type { ErrorCode } from '../kernel/error-catalogue.js';
 import { dropInUnavailable, errorMessage, fail, HangarError } from '../kernel/errors.js';
-import { bundleDropIn } from '../kernel/evaluator.js';
+import { bundleCacheKey, bundleDropIn } from '../kernel/evaluator.js';
 import type { Logger } from '../kernel/log.js';
 import type { Registry, RegistryChange } from '../kernel/registry.js';
 import { type InvocationRecorder, noRecorder } from '../logs/types.js';
@@ -102,12 +103,18 @@ export interface CallInfo {
   onProgress?: (done: number, total: number) => void;
 }
 
+/** What a plugin's bundle leaves to the worker (core/predictors/worker.ts) instead of bundling. */
+const PLUGIN_PROVIDED = ['hangar', 'zod', 'zod/v4'];
+
 export class PluginService {
   private readonly states = new Map<string, PluginState>();
   private readonly onChange = (change: RegistryChange) => this.follow(change);
 
+  private readonly bundles: BuildCache;
+
   constructor(private readonly options: PluginServiceOptions) {
     mkdirSync(options.buildDir, { recursive: true });
+    this.bundles = new BuildCache(path.join(options.root, '.hangar'), bundleCacheKey(PLUGIN_PROVIDED), 'plugin-bundles');
     options.registry.on('change', this.onChange);
     // Built on first use (the pool's threads start with the first load), after discovery has
     // registered the workspace's plugins: those are loaded now, later ones as they change.
@@ -185,7 +192,12 @@ export class PluginService {
     state.generation += 1;
     try {
       const absolute = path.resolve(this.options.root, entry.file);
-      const built = await bundleDropIn(absolute, { root: this.options.root, provided: ['hangar', 'zod', 'zod/v4'] });
+      // The first load of a start takes last start's bundle when nothing it was built from changed
+      // (core/kernel/build-cache.ts): no esbuild run, often the only one of a start, before the
+      // plugin is ready. A reload (a save) always builds.
+      const cached = state.loads === 0 ? this.bundles.read(absolute) : undefined;
+      const built = cached ?? (await bundleDropIn(absolute, { root: this.options.root, provided: PLUGIN_PROVIDED }));
+      if (!cached) this.bundles.write(built);
       const code = path.join(this.options.buildDir, `${name}.${built.hash}.cjs`);
       writeFileSync(`${code}.map`, JSON.stringify(built.map));
       writeFileSync(code, built.code);

@@ -65,7 +65,7 @@ function rowOf(record: InvocationRecord): InvocationRow {
 
 export class InvocationLog implements InvocationRecorder {
   readonly enabled: boolean;
-  private readonly table: InvocationTable;
+  private madeTable: InvocationTable | undefined;
   private readonly redactor: Redactor;
   private readonly analyses: Collection<Analysis>;
   private pending: InvocationRow[] = [];
@@ -77,10 +77,15 @@ export class InvocationLog implements InvocationRecorder {
 
   constructor(private readonly options: InvocationLogOptions) {
     this.enabled = options.enabled;
-    this.table = options.store.invocations();
     this.redactor = createRedactor({ maxChars: options.maxFieldChars, knownSecrets: options.knownSecrets });
     this.analyses = options.store.collection<Analysis>('log_analysis', { shards: 1 });
     this.writing = this.enabled ? this.guard(this.start()) : Promise.resolve();
+  }
+
+  /** Opened on first use, so a workspace with history off keeps no table for it. */
+  private get table(): InvocationTable {
+    this.madeTable ??= this.options.store.invocations();
+    return this.madeTable;
   }
 
   /** The import of an older workspace's file, then the row count retention works from. */

@@ -3,13 +3,14 @@
  * it records). A row per call: the fields lists filter on as columns, each list read newest first
  * from an index — `(started)`, `(name, started)`, `(resource, started)`, `(status, started)`,
  * `(principal, started)`, each ending in the rowid, so ties come in insertion order and no page is
- * sorted — and the whole record as JSON.
+ * sorted — and the whole record as JSON. The table is made on first use (a workspace with the
+ * log off has none), in a write transaction, so two processes make it once.
  */
 import type { InvocationFilter, InvocationRow, InvocationSummary, InvocationTable } from '../kernel/store.js';
 import { runner, type SqlAccess } from './sqlite-sql.js';
 import { InvocationQueries, invocationValues } from './store-sql.js';
 
-export const SQLITE_INVOCATIONS = `CREATE TABLE invocations (
+const SCHEMA = `CREATE TABLE IF NOT EXISTS invocations (
      seq INTEGER PRIMARY KEY,
      id TEXT NOT NULL UNIQUE,
      started INTEGER NOT NULL,
@@ -23,11 +24,11 @@ export const SQLITE_INVOCATIONS = `CREATE TABLE invocations (
      error TEXT,
      value TEXT NOT NULL
    );
-   CREATE INDEX invocations_started ON invocations (started);
-   CREATE INDEX invocations_name ON invocations (name, started);
-   CREATE INDEX invocations_resource ON invocations (resource, started);
-   CREATE INDEX invocations_status ON invocations (status, started);
-   CREATE INDEX invocations_principal ON invocations (principal, started);`;
+   CREATE INDEX IF NOT EXISTS invocations_started ON invocations (started);
+   CREATE INDEX IF NOT EXISTS invocations_name ON invocations (name, started);
+   CREATE INDEX IF NOT EXISTS invocations_resource ON invocations (resource, started);
+   CREATE INDEX IF NOT EXISTS invocations_status ON invocations (status, started);
+   CREATE INDEX IF NOT EXISTS invocations_principal ON invocations (principal, started);`;
 
 export class SqliteInvocations implements InvocationTable {
   private readonly queries = new InvocationQueries('sqlite');
@@ -35,6 +36,11 @@ export class SqliteInvocations implements InvocationTable {
 
   constructor(private readonly store: SqlAccess) {
     this.sql = runner(store);
+    if (!store.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'invocations'").get()) {
+      store.transaction(() => {
+        for (const sql of SCHEMA.split(';').filter((part) => part.trim())) store.statement(sql).run();
+      }, 'the invocation table');
+    }
   }
 
   async insert(rows: readonly InvocationRow[]): Promise<void> {

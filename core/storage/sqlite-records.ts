@@ -21,6 +21,8 @@ export class SqliteCollection<T> implements Collection<T> {
     private readonly store: SqlAccess,
     readonly name: string,
     private readonly countBy?: readonly string[],
+    /** Creates the indexes the store deferred while the collection was empty (before a write's transaction). */
+    private readonly beforeWrite: () => void = () => {},
   ) {
     this.sql = runner(store);
     this.queries = new RecordQueries('sqlite', name);
@@ -97,11 +99,13 @@ export class SqliteCollection<T> implements Collection<T> {
 
   async put(id: string, value: T): Promise<T> {
     const text = encode(value);
+    this.beforeWrite();
     this.store.transaction(() => this.write(id, value, text), `${this.name}/${id}`);
     return value;
   }
 
   async update(id: string, fn: (current: T | undefined) => T | undefined): Promise<T | undefined> {
+    this.beforeWrite();
     return this.store.transaction(() => {
       const row = this.sql.get<{ value: string }>(STATEMENTS.getRecord(this.name, id));
       const current = row ? (JSON.parse(row.value) as T) : undefined;
@@ -181,6 +185,8 @@ export class SqliteCollection<T> implements Collection<T> {
    * person checks that a list is served from an index rather than a scan and a sort.
    */
   explain(query: RecordQuery): string[] {
+    // The plan the collection has once it holds records (an empty one's indexes wait for its first write).
+    this.beforeWrite();
     const compiled = this.queries.compile(query);
     if (!compiled) return [];
     const rows = this.sql.all<{ detail: string }>({ sql: `EXPLAIN QUERY PLAN ${compiled.page.sql}`, parameters: compiled.page.parameters });

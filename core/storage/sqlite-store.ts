@@ -15,7 +15,7 @@ import type {
 } from '../kernel/store.js';
 import { importLowdbData } from './lowdb-import.js';
 import { checkFields } from './query.js';
-import { SQLITE_INVOCATIONS, SqliteInvocations } from './sqlite-invocations.js';
+import { SqliteInvocations } from './sqlite-invocations.js';
 import { SqliteLog } from './sqlite-logs.js';
 import { SqliteCollection } from './sqlite-records.js';
 import { fieldExpression, SAFE_NAME, type SqlAccess, type StoreLog } from './sqlite-sql.js';
@@ -125,8 +125,10 @@ const MIGRATIONS: string[] = [
      PRIMARY KEY (chain, channel, version)) WITHOUT ROWID;
    CREATE TABLE cp_messages (chain INTEGER NOT NULL, position INTEGER NOT NULL, value TEXT NOT NULL,
      PRIMARY KEY (chain, position)) WITHOUT ROWID;`,
-  // The invocation log (core/logs), which was a JSON Lines file searched in memory.
-  SQLITE_INVOCATIONS,
+  // The invocation log's table (core/logs) is created on its first use instead (sqlite-invocations.ts):
+  // a workspace with the log off keeps none of its seven b-trees, a page each. Databases that ran
+  // this step when it created the table keep it.
+  '-- invocations: created on first use',
 ];
 
 /**
@@ -165,6 +167,8 @@ export class SqliteStore implements Store, SqlAccess {
   private invocationTable: SqliteInvocations | undefined;
   /** Indexes made (or found) by this process, so reopening a collection costs nothing. */
   private readonly indexes = new Set<string>();
+  /** Indexes of collections opened empty, created before their first write (`createDeferredIndexes`). */
+  private readonly deferredIndexes = new Map<string, Array<readonly string[]>>();
   private readonly log: NonNullable<SqliteStoreOptions['log']>;
   /** The last failed write, until a write succeeds again (what /readiness reports). */
   private failing: { at: Date; message: string } | undefined;
@@ -292,13 +296,38 @@ export class SqliteStore implements Store, SqlAccess {
     if (!SAFE_NAME.test(name)) throw new Error(`invalid collection name "${name}"`);
     let collection = this.collections.get(name);
     if (!collection) {
-      this.collections.set(name, (collection = new SqliteCollection<unknown>(this, name, options.countBy)));
+      const created = new SqliteCollection<unknown>(this, name, options.countBy, () => this.createDeferredIndexes(name));
+      this.collections.set(name, (collection = created));
       if (options.countBy) (collection as SqliteCollection<unknown>).ensureGroups();
     }
     // Indexes named by any opener count, not only the first: a collection read as documents
     // (no options) before its ingestor opened it still gets the ingestor's index.
-    for (const fields of options.indexes ?? []) this.ensureIndex(name, fields);
+    for (const fields of options.indexes ?? []) {
+      if (this.isEmpty(name)) {
+        const deferred = this.deferredIndexes.get(name) ?? [];
+        if (!deferred.some((f) => f.join() === fields.join())) deferred.push(fields);
+        this.deferredIndexes.set(name, deferred);
+      } else this.ensureIndex(name, fields);
+    }
     return collection as SqliteCollection<T>;
+  }
+
+  /**
+   * Whether the collection holds no record (and has no index yet). Its indexes then wait for its
+   * first write: an index is at least one page (4 KiB) even when empty, and a workspace declares
+   * some thirty for collections most workspaces never fill — 120 KiB of a new database otherwise.
+   * A page of an empty collection needs no index.
+   */
+  private isEmpty(collection: string): boolean {
+    return !this.statement('SELECT 1 FROM records WHERE collection = ? LIMIT 1').get(collection);
+  }
+
+  /** Before the first write to a collection opened empty: the indexes it declared. */
+  private createDeferredIndexes(collection: string): void {
+    const deferred = this.deferredIndexes.get(collection);
+    if (!deferred) return;
+    this.deferredIndexes.delete(collection);
+    for (const fields of deferred) this.ensureIndex(collection, fields);
   }
 
   /**

@@ -38,6 +38,12 @@ export interface EndpointDefinition<Req extends z.ZodType = z.ZodType, Res exten
   output?: z.ZodType<Out>;
   /** Custom logic instead of the default fan-out; `ctx.call` reaches single upstreams. */
   handler?: EndpointHandler<Req, Out>;
+  /** Deadline of a handler's call in ms (default: the `endpoints.timeoutMs` setting, 60 s); past it: 504. */
+  timeout_ms?: number;
+  /** Heap cap of the handler's host thread in MB (default: the `endpoints.maxHeapMb` setting, 256). */
+  max_heap_mb?: number;
+  /** `'inline'`: run the handler on the server's thread rather than in its supervised host. */
+  isolation?: 'supervised' | 'inline';
 }
 
 /**

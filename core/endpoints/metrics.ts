@@ -11,7 +11,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** Outcome label of `platform_endpoint_*`. */
-export type EndpointOutcome = 'success' | 'invalid_input' | 'upstream_failure' | 'handler_error' | 'cancelled';
+export type EndpointOutcome = 'success' | 'invalid_input' | 'upstream_failure' | 'handler_error' | 'timeout' | 'cancelled';
 
 export interface EndpointMetrics {
   endpointCalls: Counter<'endpoint' | 'method' | 'outcome'>;

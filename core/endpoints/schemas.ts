@@ -189,6 +189,15 @@ export const EndpointDefinitionSchema = z
     output: ZodModel.optional(),
     /** Custom logic in place of the default fan-out. */
     handler: EndpointHandlerFn.optional(),
+    /** Deadline of a handler's call (default: the `endpoints.timeoutMs` setting); past it the call answers 504. */
+    timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+    /** Heap cap (MB) of the handler's host thread (default: the `endpoints.maxHeapMb` setting). */
+    max_heap_mb: z.number().int().min(16).max(65_536).optional(),
+    /**
+     * `'inline'` runs the handler on the server's thread (a trusted handler on a hot path): nothing
+     * then stops a synchronous loop in it. Default: supervised, in the endpoint's own host.
+     */
+    isolation: z.enum(['supervised', 'inline']).optional(),
   })
   .superRefine((def, ctx) => {
     const seen = new Set<string>();

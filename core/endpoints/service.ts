@@ -39,6 +39,7 @@ import {
   routePath,
 } from './describe.js';
 import { runHandler } from './handler.js';
+import type { EndpointHosts } from './hosts.js';
 import { type Env, Redactor } from './interpolation.js';
 import { type EndpointMetrics, type EndpointOutcome, endpointMetrics } from './metrics.js';
 import type { RouterEndpoint, RouterOutcome } from './router.js';
@@ -82,6 +83,10 @@ export interface EndpointServiceOptions {
   tokens?: TokenCache;
   /** Called after `register`/`unregister` (the server invalidates its OpenAPI document). */
   onChange?: () => void;
+  /** Where drop-in handlers run (hosts.ts); without it every handler runs on this thread. */
+  hosts?: EndpointHosts;
+  /** `endpoints.timeoutMs`: a handler call's deadline unless the endpoint sets `timeout_ms`. Default 60 s. */
+  timeoutMs?: number;
 }
 
 export interface InvokeOptions {
@@ -158,9 +163,13 @@ export class EndpointService {
   readonly #tokens: TokenCache;
   readonly #metrics: EndpointMetrics;
   readonly #onChange?: () => void;
+  readonly #hosts?: EndpointHosts;
+  readonly #timeoutMs: number;
 
   constructor(options: EndpointServiceOptions = {}) {
     this.#catalog = options.catalog;
+    this.#hosts = options.hosts;
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
     this.#onChange = options.onChange;
     this.#env = options.env ?? (() => process.env);
     this.#log = options.log;
@@ -330,11 +339,20 @@ export class EndpointService {
       );
 
     if (config.handler) {
-      return runHandler(config, verb, input, signal, call, redactor, {
-        observe,
-        clientGone: () => this.#clientGone(observe),
-        upstreamFailure: (recorded) => this.#failure(config, verb, recorded, options.requestId),
-      });
+      return runHandler(
+        config,
+        verb,
+        input,
+        signal,
+        call,
+        redactor,
+        {
+          observe,
+          clientGone: () => this.#clientGone(observe),
+          upstreamFailure: (recorded) => this.#failure(config, verb, recorded, options.requestId),
+        },
+        { deadlineMs: config.timeout_ms ?? this.#timeoutMs, hosts: this.#hosts },
+      );
     }
 
     const result = await runAggregation(config.aggregation, config.upstreams, (u, s) => call(u, s, input), signal);
@@ -414,6 +432,16 @@ export class EndpointService {
       rule = `${config.aggregation}: at least one upstream must be ready`;
     }
     return { name, ready, rule, checked_at: new Date().toISOString(), upstreams };
+  }
+
+  /** The supervised hosts of drop-in handlers, as `/api/v1/status` lists them. */
+  hostStatus() {
+    return this.#hosts?.status() ?? [];
+  }
+
+  /** Stop the handlers' host threads (the server is closing). */
+  async close(): Promise<void> {
+    await this.#hosts?.close();
   }
 
   /** Metadata for `/info` (see `endpointInfo`). */

@@ -8,9 +8,12 @@
  */
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
+import { errorMessage } from '../kernel/errors.js';
 import { endpointRouteDocs } from './docs.js';
+import { EndpointHosts } from './hosts.js';
 import { endpointKind, registryCatalog } from './kind.js';
 import { endpointRoutes } from './routes.js';
+import type { EndpointConfig } from './schemas.js';
 import { EndpointService } from './service.js';
 import { EndpointJobs } from './tasks.js';
 
@@ -26,11 +29,34 @@ export const endpointsSubsystem: Subsystem = {
   depends: ['tasks'],
   kinds: [endpointKind],
   setup(ctx) {
+    const hosts = new EndpointHosts({
+      registry: ctx.registry,
+      root: ctx.paths.root,
+      maxHeapMb: ctx.settings.endpoints.maxHeapMb,
+      watchdogMs: ctx.settings.dropins.watchdogMs,
+      onRestart: (name, reason) => {
+        ctx.metrics.dropinHostRestarts.inc({ kind: 'endpoint', name, reason });
+        ctx.log.warn(`endpoint host restarted: ${name} (${reason.replaceAll('_', ' ')})`);
+      },
+      onWarmError: (name, err) =>
+        ctx.log.warn(`endpoint host of ${name} did not start ahead of its first call`, { error: errorMessage(err) }),
+    });
+    // A handler's host starts as its endpoint loads or reloads, after the change is announced.
+    ctx.registry.on('change', (change) => {
+      if (change.kind !== 'endpoint' || (change.type !== 'added' && change.type !== 'updated' && change.type !== 'removed')) return;
+      if (change.type === 'removed') return hosts.forget(change.name);
+      setImmediate(() => {
+        const config = ctx.registry.get<EndpointConfig>('endpoint', change.name)?.definition;
+        if (config && typeof config === 'object' && 'handler' in config) hosts.prepare(config);
+      });
+    });
     const service = new EndpointService({
       metrics: ctx.metrics.registry,
       catalog: registryCatalog(ctx.registry),
       log: ctx.log,
       onChange: () => ctx.services.get('openapi').invalidate(),
+      hosts,
+      timeoutMs: ctx.settings.endpoints.timeoutMs,
     });
     ctx.services.provide('endpoints', service);
     ctx.services.get('openapi').addProvider(() => endpointRouteDocs(service));
@@ -42,4 +68,6 @@ export const endpointsSubsystem: Subsystem = {
     const jobs = tasks.enabled ? new EndpointJobs(tasks, service) : undefined;
     mountRoutes(app, endpointRoutes(service, jobs, app.supportedMethods));
   },
+  // The handlers' host threads stop with the server.
+  close: (ctx) => ctx.services.find('endpoints')?.close(),
 };

@@ -60,6 +60,12 @@ export interface IngestorDefinition<Options = any> {
   read(resource: IngestResource, ctx: IngestContext<Options>): IngestDocument[] | Promise<IngestDocument[]>;
   /** Default: healthy when `discover` succeeds with default options. */
   health?(ctx: IngestContext<Options>): IngestorHealth | Promise<IngestorHealth>;
+  /** Deadline of one run in ms (default: the `ingestors.timeoutMs` setting, 1 h); past it the run fails. */
+  timeout_ms?: number;
+  /** Heap cap of the ingestor's host thread in MB (default: the `ingestors.maxHeapMb` setting, 512). */
+  max_heap_mb?: number;
+  /** `'inline'`: run on the server's thread rather than in the ingestor's supervised host. */
+  isolation?: 'supervised' | 'inline';
 }
 
 export const INGESTOR_TAG = Symbol.for('hangar.kind');

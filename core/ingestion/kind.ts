@@ -21,6 +21,9 @@ const DefinitionShape = z.object({
   discover: fn,
   read: fn,
   health: fn.optional(),
+  timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+  max_heap_mb: z.number().int().min(16).max(65_536).optional(),
+  isolation: z.enum(['supervised', 'inline']).optional(),
 });
 
 export type LoadedIngestor = IngestorDefinition & { name: string; version: string };

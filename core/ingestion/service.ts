@@ -13,6 +13,10 @@
  *   (`failed` when nothing could be read), and its stored documents are left as they were.
  * - Runs of one ingestor never overlap: they queue, so two runs cannot race on the same records.
  * - The latest run of each ingestor is kept in the `ingestion_runs` collection and shown in its info.
+ * - Supervised: a drop-in's `discover`, `read` and `health` run in its own host thread (hosts.ts),
+ *   the writes to the store here. A run has a deadline (the ingestor's `timeout_ms`, else the
+ *   `ingestors.timeoutMs` setting): past it the run fails at once with a 504 and the stored
+ *   documents are left as the finished resources wrote them; a host stuck in a loop is stopped.
  */
 import { createHash } from 'node:crypto';
 import { formatIssues } from '../http/validate.js';
@@ -20,7 +24,8 @@ import { dropInUnavailable, errorMessage, fail, HangarError } from '../kernel/er
 import type { Registry } from '../kernel/registry.js';
 import type { Collection, Store } from '../kernel/store.js';
 import { type InvocationRecorder, noRecorder } from '../logs/types.js';
-import type { IngestContext, IngestDocument, IngestResource } from './define.js';
+import type { IngestContext, IngestDocument, IngestorHealth, IngestResource } from './define.js';
+import type { IngestorHosts } from './hosts.js';
 import type { LoadedIngestor } from './kind.js';
 import type { RunRequest, RunResult, StoredDocument } from './schemas.js';
 
@@ -29,6 +34,10 @@ export interface IngestionServiceOptions {
   store: Store;
   workspace: string;
   invocations?: () => InvocationRecorder | undefined;
+  /** Where drop-in ingestors run (hosts.ts); without it every ingestor runs on this thread. */
+  hosts?: IngestorHosts;
+  /** `ingestors.timeoutMs`: a run's deadline unless the ingestor sets `timeout_ms`. Default 1 h. */
+  timeoutMs?: number;
 }
 
 export interface RunCall {
@@ -127,7 +136,7 @@ export class IngestionService {
     const ctx = this.context(definition, {}, AbortSignal.timeout(30_000));
     let resources: IngestResource[];
     try {
-      resources = await definition.discover(ctx);
+      resources = await this.discover(definition, ctx);
     } catch (err) {
       throw fail('HANGAR_INGESTOR_DISCOVERY_FAILED', { ingestor: name, problem: errorMessage(err) });
     }
@@ -150,10 +159,10 @@ export class IngestionService {
     try {
       const ctx = this.context(definition, {}, AbortSignal.timeout(10_000));
       if (definition.health) {
-        const h = await definition.health(ctx);
+        const h = (await this.call(definition, 'health', ctx)) as IngestorHealth;
         return { name, ok: h.ok, detail: h.detail ?? null };
       }
-      const found = await definition.discover(ctx);
+      const found = await this.discover(definition, ctx);
       return { name, ok: true, detail: `${found.length} resources discoverable` };
     } catch (err) {
       return { name, ok: false, detail: errorMessage(err) };
@@ -174,18 +183,52 @@ export class IngestionService {
     return next;
   }
 
+  /**
+   * Call one of the ingestor's functions: in its host when supervised, else here. Either way it
+   * ends when `ctx.signal` aborts, at once (a hosted one that does not stop is stopped with its thread).
+   */
+  private call(
+    definition: LoadedIngestor,
+    fn: 'discover' | 'read' | 'health',
+    ctx: IngestContext,
+    resource?: IngestResource,
+  ): Promise<unknown> {
+    const hosts = this.options.hosts;
+    const work = hosts?.supervises(definition)
+      ? hosts.run(definition, fn, ctx, resource)
+      : Promise.resolve().then(() => (fn === 'read' ? definition.read(resource!, ctx) : definition[fn]!(ctx)));
+    const { signal } = ctx;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  private async discover(definition: LoadedIngestor, ctx: IngestContext): Promise<IngestResource[]> {
+    const found = await this.call(definition, 'discover', ctx);
+    if (!Array.isArray(found)) throw new Error('discover() must return an array of resources');
+    return found as IngestResource[];
+  }
+
   private async runNow(name: string, definition: LoadedIngestor, request: RunRequest, call: RunCall): Promise<RunResult> {
     const started = Date.now();
     const operation = call.operation ?? 'run';
-    const signal = call.signal ?? new AbortController().signal;
+    const deadlineMs = definition.timeout_ms ?? this.options.timeoutMs ?? 3_600_000;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(fail('HANGAR_INGESTOR_TIMEOUT', { ingestor: name, ms: deadlineMs })), deadlineMs);
+    const cancelled = call.signal ?? new AbortController().signal;
+    const signal = AbortSignal.any([cancelled, deadline.signal]);
     try {
       const ctx = this.context(definition, request.options, signal);
       const collectionName = request.collection ?? definition.collection;
       const collection = this.options.store.collection<StoredDocument>(collectionName, DOCUMENT_OPTIONS);
       let discovered: IngestResource[];
       try {
-        discovered = await definition.discover(ctx);
+        discovered = await this.discover(definition, ctx);
       } catch (err) {
+        if (deadline.signal.aborted) throw deadline.signal.reason;
         throw fail('HANGAR_INGESTOR_DISCOVERY_FAILED', { ingestor: name, problem: errorMessage(err) });
       }
       const seen = new Set<string>();
@@ -211,9 +254,11 @@ export class IngestionService {
       const now = new Date().toISOString();
       let done = 0;
       for (const resource of resources) {
+        if (deadline.signal.aborted) throw deadline.signal.reason;
         if (signal.aborted) throw fail('HANGAR_INGESTOR_RUN_CANCELLED', {});
         try {
-          const docs = await definition.read(resource, ctx);
+          const docs = (await this.call(definition, 'read', ctx, resource)) as IngestDocument[];
+          if (!Array.isArray(docs)) throw new Error('read() must return an array of documents');
           const ids = new Set<string>();
           const writes: Promise<unknown>[] = [];
           for (const doc of docs) {
@@ -253,10 +298,14 @@ export class IngestionService {
           }
           await Promise.all(writes);
         } catch (err) {
+          // The run's end (its deadline, a cancel) is not one resource's failure.
+          if (signal.aborted) continue;
           failures.push({ resource: resource.id, error: errorMessage(err) });
         }
         call.onProgress?.(++done, resources.length);
       }
+      if (deadline.signal.aborted) throw deadline.signal.reason;
+      if (signal.aborted) throw fail('HANGAR_INGESTOR_RUN_CANCELLED', {});
       if (request.prune && !request.resources) {
         const stale = [...existing.values()].filter((doc) => !seen.has(doc.resource));
         await Promise.all(stale.map((doc) => collection.delete(doc.id)));
@@ -303,6 +352,18 @@ export class IngestionService {
         task_id: call.taskId,
       });
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /** The supervised hosts of ingestors, as `/api/v1/status` lists them. */
+  hostStatus() {
+    return this.options.hosts?.status() ?? [];
+  }
+
+  /** Stop the ingestors' host threads (the server is closing). */
+  async close(): Promise<void> {
+    await this.options.hosts?.close();
   }
 }

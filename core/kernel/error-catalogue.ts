@@ -41,6 +41,12 @@ export const ERROR_CATALOGUE = {
   // (end http)
   // ── dropins: drop-ins that exist but do not load
   HANGAR_DROPIN_UNAVAILABLE: { status: 503, message: '{kind} "{name}" failed to load: {problem} ({where}); fix the file and it reloads' },
+  HANGAR_DROPIN_OUT_OF_MEMORY: { status: 500, message: 'out of memory: {kind} {name} exceeded {mb} MB' },
+  HANGAR_DROPIN_UNRESPONSIVE: {
+    status: 500,
+    message: "{kind} '{name}' stopped answering: its host's event loop was blocked for more than {ms} ms, so the host was restarted",
+  },
+  HANGAR_DROPIN_HOST_RESTARTED: { status: 500, message: "{kind} '{name}' was stopped: its host was restarted ({why})" },
   // (end dropins)
   // ── agents: agents, runs, models, tools, approvals
   HANGAR_AGENT_NOT_FOUND: { status: 404, message: 'agent "{agent}" not found' },
@@ -129,6 +135,7 @@ export const ERROR_CATALOGUE = {
   HANGAR_ENDPOINT_UPSTREAM_TIMEOUT: { status: 504, message: "endpoint '{endpoint}' failed ({rule}): {reasons}" },
   HANGAR_ENDPOINT_OUTPUT_INVALID: { status: 502, message: "endpoint '{endpoint}': aggregated answer fails the output model: {problems}" },
   HANGAR_ENDPOINT_CLIENT_GONE: { status: 499, message: 'client closed the request' },
+  HANGAR_ENDPOINT_TIMEOUT: { status: 504, message: "endpoint '{endpoint}' did not finish within {ms} ms" },
   HANGAR_ENDPOINT_HANDLER_FAILED: { status: 500, message: "endpoint '{endpoint}' handler failed: {problem}" },
   HANGAR_ENDPOINT_HANDLER_OUTPUT_INVALID: {
     status: 500,
@@ -173,6 +180,7 @@ export const ERROR_CATALOGUE = {
   },
   HANGAR_INGESTOR_RESOURCE_NOT_FOUND: { status: 404, message: 'ingestor {ingestor} has no resource {resources}' },
   HANGAR_INGESTOR_RUN_CANCELLED: { status: 499, message: 'ingestion run cancelled' },
+  HANGAR_INGESTOR_TIMEOUT: { status: 504, message: "ingestor '{ingestor}' did not finish within {ms} ms" },
   // (end ingestion)
   // ── logs: the invocation log
   HANGAR_LOG_DISABLED: {

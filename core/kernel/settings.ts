@@ -86,6 +86,29 @@ export const SettingsSchema = z
          * interrupted and reported ("top-level code did not finish in N ms").
          */
         loadTimeoutMs: z.coerce.number().int().positive().max(600_000).default(3_000),
+        /**
+         * How long the host of an endpoint handler or an ingestor may go without a heartbeat while
+         * it runs calls (its event loop blocked) before it is restarted; agents have their own.
+         */
+        watchdogMs: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
+      })
+      .prefault({}),
+    /** Custom endpoints' handlers (core/endpoints), which run in supervised hosts. */
+    endpoints: z
+      .object({
+        /** Deadline of a handler's call, unless the endpoint sets `timeout_ms`; past it the call answers 504. */
+        timeoutMs: z.coerce.number().int().positive().max(86_400_000).default(60_000),
+        /** Heap cap (MB) of each handler's host thread, unless the endpoint sets `max_heap_mb`. */
+        maxHeapMb: z.coerce.number().int().min(16).max(65_536).default(256),
+      })
+      .prefault({}),
+    /** Ingestors (core/ingestion), which run in supervised hosts. */
+    ingestors: z
+      .object({
+        /** Deadline of one ingestion run, unless the ingestor sets `timeout_ms`; past it the run fails (504). */
+        timeoutMs: z.coerce.number().int().positive().max(86_400_000).default(3_600_000),
+        /** Heap cap (MB) of each ingestor's host thread, unless the ingestor sets `max_heap_mb`. */
+        maxHeapMb: z.coerce.number().int().min(16).max(65_536).default(512),
       })
       .prefault({}),
     checkpoints: z

@@ -97,9 +97,11 @@ export const PlatformStatus = z.object({
   hosts: z
     .array(
       z.object({
-        agent: z.string(),
+        kind: z.string().describe('agent, endpoint or ingestor'),
+        name: z.string(),
+        agent: z.string().optional().describe("an agent host's agent (its name)"),
         heap_mb: z.number().int(),
-        ready: z.boolean().describe('its thread is running (hosts start in the background as agents load)'),
+        ready: z.boolean().describe('its thread is running (hosts start in the background as drop-ins load)'),
         running: z.number().int(),
         restarts: z.number().int(),
         out_of_memory: z.number().int(),
@@ -108,7 +110,7 @@ export const PlatformStatus = z.object({
           .nullable(),
       }),
     )
-    .describe('supervised agent hosts started in this process: heap cap, calls running, restarts and why (README "Isolation")'),
+    .describe('supervised drop-in hosts started in this process: heap cap, calls running, restarts and why (README "Isolation")'),
   type_errors: z.array(z.object({ file: z.string(), line: z.number().int(), column: z.number().int(), message: z.string() })),
   requests: z.object({ total: z.number(), by_status: z.record(z.string(), z.number()) }),
   tasks: z.object({ enabled: z.boolean() }),

@@ -85,7 +85,12 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
     })),
     dropins,
     errors: registry.problemsOf(),
-    hosts: ctx.services.find('agents')?.hosts.status() ?? [],
+    // Every supervised drop-in host (README "Isolation"): agents', endpoint handlers', ingestors'.
+    hosts: [
+      ...(ctx.services.find('agents')?.hosts.status() ?? []).map((host) => ({ kind: 'agent', name: host.agent, ...host })),
+      ...(ctx.services.find('endpoints')?.hostStatus() ?? []),
+      ...(ctx.services.find('ingestion')?.hostStatus() ?? []),
+    ],
     type_errors: ctx.typeCheck.problems(),
     requests: await requestCounts(ctx),
     tasks: { enabled: ctx.settings.tasks.enabled },

@@ -97,7 +97,8 @@ export const agentSource = (body: string, extra = '') =>
  */
 export async function hostsReady(server: TestServer, count: number): Promise<void> {
   await eventually(async () => {
-    const hosts: Array<{ ready: boolean }> = (await server.request('/api/v1/status')).body.hosts;
+    const all: Array<{ kind: string; ready: boolean }> = (await server.request('/api/v1/status')).body.hosts;
+    const hosts = all.filter((host) => host.kind === 'agent');
     return hosts.length === count && hosts.every((host) => host.ready);
   }, 30_000);
 }

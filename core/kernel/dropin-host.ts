@@ -1,0 +1,353 @@
+/**
+ * Supervised hosts for drop-in code of any kind (endpoint handlers, ingestors; agents have their own
+ * protocol in core/agents/host/): where a drop-in's functions run, so one that loops, allocates
+ * without bound or never returns costs its own host, never the server thread, the store or another
+ * drop-in. VS Code's extension host, with Deno's per-isolate limits.
+ *
+ * This module owns the thread and what keeps it honest; a kind brings its worker entry (built on
+ * dropin-host-worker.ts) and answers the `ctx` calls its drop-ins make:
+ * - layout: one host per drop-in, a worker thread (core/lib/worker-pool.ts) running that drop-in's
+ *   calls concurrently; an idle host stops after a minute and starts again on the next call;
+ * - heap cap: V8's old-generation limit per thread (the kind's setting, or the drop-in's
+ *   `max_heap_mb`); past it the thread dies, its calls fail `out of memory: <kind> x exceeded N MB`;
+ * - cancellation: when a call's signal aborts (its deadline, a cancel, the caller gone) it is
+ *   answered at once; the host is told, and one whose event loop does not take the message within
+ *   a short grace (a synchronous loop) is terminated;
+ * - watchdog: a host says it is alive while it runs calls; one silent for `watchdogMs` is
+ *   terminated and its calls fail saying so;
+ * - restarts: counted per drop-in with the reason (`out_of_memory`, `unresponsive`, `stopped`),
+ *   reported to `onRestart` (metrics, the log) and in `status()` (`/api/v1/status`). A call the
+ *   host never started (queued behind a stuck one) is run again once on the new thread.
+ */
+
+import path from 'node:path';
+import { TaskChannel, WorkerOutOfMemoryError, WorkerPool } from '../lib/worker-pool.js';
+import { bundleOf } from './bundles.js';
+import {
+  type FromHosted,
+  type HostedReply,
+  type HostedTask,
+  rebuildError,
+  serializeError as serializeForHost,
+  type ToHosted,
+  type WarmTask,
+} from './dropin-host-protocol.js';
+import { fail } from './errors.js';
+import type { Registry } from './registry.js';
+
+export type RestartReason = 'out_of_memory' | 'unresponsive' | 'stopped';
+
+/** One drop-in's host as `/api/v1/status` shows it. */
+export interface DropInHostStatus {
+  kind: string;
+  name: string;
+  heap_mb: number;
+  /** Its thread is running: a call does not wait for it to start. */
+  ready: boolean;
+  running: number;
+  restarts: number;
+  out_of_memory: number;
+  last_restart: { reason: RestartReason; detail: string; at: string } | null;
+}
+
+export interface DropInHostsOptions {
+  /** The drop-in kind, as `/metrics` and messages name it ('endpoint', 'ingestor'). */
+  kind: string;
+  /** The worker module (a path relative to the package root, see core/lib/worker-pool.ts). */
+  entry: string;
+  /** How long a host running calls may go without a heartbeat before it is restarted. */
+  watchdogMs: number;
+  /** Told of every restart. */
+  onRestart?: (name: string, reason: RestartReason, detail: string) => void;
+  /** Told when a host could not be started ahead of its first call (the call then tries again). */
+  onWarmError?: (name: string, error: unknown) => void;
+}
+
+/** One call: the task (without what the supervisor adds), the bundle to evaluate, and how to answer the host. */
+export interface HostedCall<Task extends HostedTask> {
+  name: string;
+  heapMb: number;
+  task: Omit<Task, 'heartbeatMs' | 'abandonAfterMs'>;
+  /** The build's code, sent the first time a host thread runs this build. */
+  code: string;
+  /** Aborts the call: it rejects with the signal's reason at once. */
+  signal: AbortSignal;
+  /** Answer a `ctx` method the drop-in called in the host. */
+  onCall?: (method: string, args: unknown[]) => Promise<unknown>;
+  /** Take a report the drop-in posted. */
+  onPost?: (method: string, args: unknown[]) => void;
+}
+
+/**
+ * After an abort, the call may return by itself for this long (its outcome then counts); past it
+ * the host lets it go, and a host that has not answered by twice this is stuck and is terminated.
+ */
+const ABORT_GRACE_MS = 100;
+
+interface Host {
+  name: string;
+  heapMb: number;
+  pool: WorkerPool<HostedTask | WarmTask, HostedReply>;
+  running: number;
+  /** Bumped at each restart, so the calls one thread death fails count it once. */
+  generation: number;
+  ready: boolean;
+  warming: boolean;
+  /** The calls in flight, each told when the thread it is on is stopped. */
+  calls: Set<() => void>;
+  restarts: number;
+  outOfMemory: number;
+  lastRestart: DropInHostStatus['last_restart'];
+}
+
+const RETRY = Symbol('retry on the new host');
+
+/**
+ * Hosts start one after another, across kinds: started all at once (a workspace's drop-ins at
+ * start-up) they share the machine and each takes several times as long.
+ */
+let warmingChain: Promise<void> = Promise.resolve();
+
+export class DropInHosts<Task extends HostedTask> {
+  readonly #options: DropInHostsOptions;
+  readonly #hosts = new Map<string, Host>();
+  readonly #heartbeatMs: number;
+
+  constructor(options: DropInHostsOptions) {
+    this.#options = options;
+    this.#heartbeatMs = Math.max(10, Math.min(1000, Math.floor(options.watchdogMs / 4)));
+  }
+
+  get kind(): string {
+    return this.#options.kind;
+  }
+
+  /** Start the host of drop-in `name` ahead of its first call. Never waits and never throws. */
+  prepare(name: string, heapMb: number): void {
+    this.#warm(this.#hostOf(name, heapMb));
+  }
+
+  /** Run one call in the drop-in's host; its value is what the kind's worker returned. */
+  async run(call: HostedCall<Task>): Promise<unknown> {
+    const host = this.#hostOf(call.name, call.heapMb);
+    host.running++;
+    try {
+      const first = await this.#call(host, call);
+      if (first !== RETRY) return first;
+      const second = await this.#call(host, call);
+      if (second === RETRY) throw this.#restartedError(host);
+      return second;
+    } finally {
+      host.running--;
+    }
+  }
+
+  /** The drop-in is gone (deleted or renamed): its host stops once its calls are done. */
+  forget(name: string): void {
+    const host = this.#hosts.get(name);
+    if (!host) return;
+    this.#hosts.delete(name);
+    void drain(host);
+  }
+
+  status(): DropInHostStatus[] {
+    return [...this.#hosts.values()]
+      .map((host) => ({
+        kind: this.#options.kind,
+        name: host.name,
+        heap_mb: host.heapMb,
+        // A thread idle past its timeout has stopped; the next call starts it again.
+        ready: host.ready && host.pool.threads > 0,
+        running: host.running,
+        restarts: host.restarts,
+        out_of_memory: host.outOfMemory,
+        last_restart: host.lastRestart,
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#hosts.values()].map((host) => host.pool.close()));
+    this.#hosts.clear();
+  }
+
+  #hostOf(name: string, heapMb: number): Host {
+    const existing = this.#hosts.get(name);
+    if (existing && existing.heapMb === heapMb) return existing;
+    // A new cap takes a new thread; the old one finishes what it runs, then stops.
+    if (existing) void drain(existing);
+    const host: Host = {
+      name,
+      heapMb,
+      pool: new WorkerPool<HostedTask | WarmTask, HostedReply>({
+        entry: this.#options.entry,
+        maxThreads: 1,
+        concurrentTasksPerWorker: 256,
+        idleTimeoutMs: 60_000,
+        maxHeapMb: heapMb,
+        atomics: 'disabled',
+      }),
+      running: 0,
+      generation: 0,
+      ready: false,
+      warming: false,
+      calls: new Set(),
+      restarts: existing?.restarts ?? 0,
+      outOfMemory: existing?.outOfMemory ?? 0,
+      lastRestart: existing?.lastRestart ?? null,
+    };
+    this.#hosts.set(name, host);
+    return host;
+  }
+
+  #warm(host: Host): void {
+    if (this.#hosts.get(host.name) !== host || host.warming) return;
+    host.warming = true;
+    const generation = host.generation;
+    warmingChain = warmingChain.then(async () => {
+      try {
+        if (this.#hosts.get(host.name) !== host) return;
+        await host.pool.warm({ warm: true });
+        if (host.generation === generation) host.ready = true;
+      } catch (err) {
+        this.#options.onWarmError?.(host.name, err);
+      } finally {
+        host.warming = false;
+      }
+    });
+  }
+
+  #restarted(host: Host, generation: number, reason: RestartReason, detail: string): void {
+    if (host.generation !== generation) return;
+    host.generation++;
+    host.ready = false;
+    host.restarts++;
+    if (reason === 'out_of_memory') host.outOfMemory++;
+    host.lastRestart = { reason, detail, at: new Date().toISOString() };
+    this.#options.onRestart?.(host.name, reason, detail);
+    for (const tell of [...host.calls]) tell();
+    // The stopped thread is being terminated now; the next call should find its successor running.
+    setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
+  }
+
+  #restartedError(host: Host) {
+    return fail('HANGAR_DROPIN_HOST_RESTARTED', {
+      kind: this.#options.kind,
+      name: host.name,
+      why: host.lastRestart?.detail ?? 'its thread stopped',
+    });
+  }
+
+  #call(host: Host, call: HostedCall<Task>): Promise<unknown> {
+    const { kind, watchdogMs } = this.#options;
+    const generation = host.generation;
+    const { signal } = call;
+    const terminate = new AbortController();
+    let heard = false;
+    let lastHeard = 0;
+    let settled = false;
+    let returned = false;
+    let watchdog: NodeJS.Timeout | undefined;
+
+    return new Promise((resolve, reject) => {
+      const finish = (outcome: { value: unknown } | { error: unknown }) => {
+        if (settled) return;
+        settled = true;
+        host.calls.delete(onRestart);
+        clearInterval(watchdog);
+        signal.removeEventListener('abort', onAbort);
+        if ('error' in outcome) reject(outcome.error);
+        else resolve(outcome.value);
+      };
+      // The thread this call is on was stopped for another call: it fails (or, never started, is tried again) at once.
+      const onRestart = () => {
+        terminate.abort(new Error('its host was restarted'));
+        finish(heard ? { error: this.#restartedError(host) } : { value: RETRY });
+      };
+      host.calls.add(onRestart);
+      const onAbort = () => {
+        const reason = (signal.reason as Error | undefined)?.message ?? 'the call was cancelled';
+        channel.send({ type: 'abort', reason: String(reason) });
+        // The host answers within the grace unless its event loop is stuck; then it is stopped.
+        setTimeout(() => {
+          if (returned) return;
+          terminate.abort(signal.reason);
+          finish({ error: signal.reason });
+          this.#restarted(host, generation, 'stopped', `a call of ${kind} '${host.name}' ignored its cancellation and was stopped`);
+        }, 2 * ABORT_GRACE_MS).unref();
+      };
+      const channel = new TaskChannel<FromHosted, ToHosted>((message) => {
+        heard = true;
+        lastHeard = performance.now();
+        if (message.type === 'need-bundle') return channel.send({ type: 'bundle', code: call.code });
+        if (settled || message.type === 'beat') return;
+        if (message.type === 'post') return call.onPost?.(message.method, message.args);
+        const { id, method, args } = message;
+        const answer = call.onCall ? call.onCall(method, args) : Promise.reject(new Error(`unknown host call '${method}'`));
+        answer.then(
+          (value) => channel.send({ type: 'reply', id, value }),
+          (err: unknown) => channel.send({ type: 'reply', id, error: serializeForHost(err) }),
+        );
+      });
+      watchdog = setInterval(() => {
+        if (heard && performance.now() - lastHeard > watchdogMs) {
+          const error = fail('HANGAR_DROPIN_UNRESPONSIVE', { kind, name: host.name, ms: watchdogMs });
+          terminate.abort(error);
+          finish({ error });
+          this.#restarted(host, generation, 'unresponsive', error.message);
+        }
+      }, this.#heartbeatMs);
+      watchdog.unref();
+      if (signal.aborted) return finish({ error: signal.reason });
+      signal.addEventListener('abort', onAbort, { once: true });
+
+      const task = { ...call.task, heartbeatMs: this.#heartbeatMs, abandonAfterMs: ABORT_GRACE_MS } as Task;
+      host.pool.run(task, { signal: terminate.signal, channel }).then(
+        (reply) => {
+          returned = true;
+          if ('error' in reply) finish({ error: rebuildError(reply.error) });
+          else if ('value' in reply) finish({ value: reply.value });
+          else finish({ error: signal.reason });
+        },
+        (err: unknown) => {
+          returned = true;
+          if (err instanceof WorkerOutOfMemoryError) {
+            const error = fail('HANGAR_DROPIN_OUT_OF_MEMORY', { kind, name: host.name, mb: host.heapMb });
+            finish({ error });
+            return this.#restarted(host, generation, 'out_of_memory', error.message);
+          }
+          if (settled) return;
+          // Another call's failure stopped the thread this one was on.
+          if (host.generation !== generation) return finish(heard ? { error: this.#restartedError(host) } : { value: RETRY });
+          finish({ error: err });
+        },
+      );
+    });
+  }
+}
+
+/** Where a loaded drop-in's code is: its entry, its build and the bundle discovery evaluated. */
+export interface HostedSource {
+  file: string;
+  hash: string;
+  code: string;
+}
+
+/**
+ * The source of `definition` if it is the one the registry serves for `kind`/`name` from a file of
+ * code (a definition registered in code, or read from JSON, has none: it runs on the server).
+ * Throws when that build's bundle is gone (replaced twice while this call was on its way).
+ */
+export function hostedSource(registry: Registry, root: string, kind: string, name: string, definition: unknown): HostedSource | undefined {
+  const entry = registry.get(kind, name);
+  if (!entry || entry.definition !== definition || entry.file.endsWith('.json')) return undefined;
+  const file = path.resolve(root, entry.file);
+  const bundle = bundleOf(file, entry.version);
+  if (!bundle) throw new Error(`the build of ${kind} '${name}' being run was replaced twice since; run it again`);
+  return { file, hash: entry.version, code: bundle.code };
+}
+
+async function drain(host: Host): Promise<void> {
+  while (host.running > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+  await host.pool.close();
+}

@@ -1,8 +1,9 @@
 /**
  * Algorithm match, run inside the notebook's kernel thread: infer the task from the target, encode
  * a sample of the data, and score the candidate models of that task by k-fold cross-validation
- * with the mljs libraries (ml-cart, ml-random-forest, ml-knn, ml-logistic-regression,
- * ml-regression-multivariate-linear, ml-kmeans) — on the user's data, not from a lookup table.
+ * with the mljs libraries (ml-knn, ml-logistic-regression, ml-regression-multivariate-linear,
+ * ml-kmeans) and our own CART trees and forests (`trees.ts`, whose source the training code
+ * inlines) — on the user's data, not from a lookup table.
  *
  * Budget: `budget_ms` (default 5 s) counts from the call, reading the frame included. A fold is
  * started only when its projected time (the candidate's previous fold, or for the forest its
@@ -12,22 +13,21 @@
  * invented score.
  *
  * Sample: at most 1,000 rows, drawn with a fixed seed so the same data gets the same answer.
- * CART in mljs searches every threshold of every feature, which is quadratic in the rows of a
- * node; at 1,000 rows a single tree's fold takes ~150 ms on one core with 35 encoded features
- * (a 20-tree forest ~2.5 s, see bench/notebook-intel.bench.ts), and the cross-validation
+ * The trees are presorted CART (`trees.ts`), linear in a node's rows per feature; before #23 they
+ * were mljs's, quadratic, and the 20-tree forest rarely fitted the 5 s budget on 1,000 rows (see
+ * bench/notebook-intel.bench.ts for today's figures), and the cross-validation
  * estimate's spread (reported as `std`) stays at a few points.
  */
-import { DecisionTreeClassifier, DecisionTreeRegression } from 'ml-cart';
 import { kmeans } from 'ml-kmeans';
 import KNN from 'ml-knn';
 import LogisticRegression from 'ml-logistic-regression';
 import { Matrix } from 'ml-matrix';
-import { RandomForestClassifier, RandomForestRegression } from 'ml-random-forest';
 import MLR from 'ml-regression-multivariate-linear';
 import { seededRandom } from '../../../kernel/seeded-random.js';
 import { ENCODER_SOURCE, type EncoderSpec, type FeatureSpec } from './encoder.js';
 import { AnalysisError, type ColumnProfile, checkTarget, isMissing, profileColumn, toFrame } from './frame.js';
 import { isClassTarget, MAX_CLASSES } from './smartprep.js';
+import { fitForest, fitTree, TREES_SOURCE } from './trees.js';
 
 export type TaskType = 'classification' | 'regression' | 'clustering';
 type Level = 'fast' | 'medium' | 'slow';
@@ -141,7 +141,7 @@ interface Candidate {
   /** Fit on train rows, predict test rows (labels are class indices or numbers). */
   fitPredict(X: number[][], y: number[], Xtest: number[][]): number[];
   /** Import line and constructor + training lines of the generated code. */
-  code: { imports: string; train: string; predict: string };
+  code: { imports: string; train: string; predict: string /** Inlined definitions the training uses (trees.ts). */; source?: string };
   why: string;
 }
 
@@ -170,13 +170,12 @@ function classifiers(nClasses: number): Candidate[] {
       interpretability: 'high',
       why: 'Readable if-then splits; handles non-linear effects and interactions without feature engineering.',
       fitPredict(X, y, Xt) {
-        const m = new DecisionTreeClassifier({ maxDepth: 10, minNumSamples: 3 });
-        m.train(X, y);
-        return m.predict(Xt);
+        return fitTree(X, y, { kind: 'classifier', maxDepth: 10, minNumSamples: 3 }).predict(Xt);
       },
       code: {
-        imports: "import { DecisionTreeClassifier as _Tree } from 'ml-cart';\n",
-        train: 'const _model = new _Tree({ maxDepth: 10, minNumSamples: 3 });\n_model.train(_X, _y);\n',
+        imports: '',
+        source: TREES_SOURCE,
+        train: "const _model = _fitTree(_X, _y, { kind: 'classifier', maxDepth: 10, minNumSamples: 3 });\n",
         predict: '_model.predict(X)',
       },
     },
@@ -202,21 +201,12 @@ function classifiers(nClasses: number): Candidate[] {
       projected: (measured) => FOREST_SHARE * (measured.get('decision_tree') ?? 0),
       why: `An ensemble of ${nClasses > 2 ? 'multi-class ' : ''}trees on bootstrap samples: usually the strongest of these on tabular data, less prone to overfit than one tree.`,
       fitPredict(X, y, Xt) {
-        const m = new RandomForestClassifier({
-          nEstimators: 20,
-          maxFeatures: 0.6,
-          seed: 42,
-          useSampleBagging: true,
-          noOOB: true,
-          treeOptions: { maxDepth: 10 },
-        });
-        m.train(X, y);
-        return m.predict(Xt);
+        return fitForest(X, y, { kind: 'classifier', nEstimators: 20, maxFeatures: 0.6, seed: 42, maxDepth: 10 }).predict(Xt);
       },
       code: {
-        imports: "import { RandomForestClassifier as _Forest } from 'ml-random-forest';\n",
-        train:
-          'const _model = new _Forest({ nEstimators: 20, maxFeatures: 0.6, seed: 42, useSampleBagging: true, noOOB: true, treeOptions: { maxDepth: 10 } });\n_model.train(_X, _y);\n',
+        imports: '',
+        source: TREES_SOURCE,
+        train: "const _model = _fitForest(_X, _y, { kind: 'classifier', nEstimators: 20, maxFeatures: 0.6, seed: 42, maxDepth: 10 });\n",
         predict: '_model.predict(X)',
       },
     },
@@ -249,13 +239,12 @@ function regressors(): Candidate[] {
       interpretability: 'high',
       why: 'Piecewise-constant predictions from readable splits; captures thresholds and interactions.',
       fitPredict(X, y, Xt) {
-        const m = new DecisionTreeRegression({ maxDepth: 10, minNumSamples: 5 });
-        m.train(X, y);
-        return m.predict(Xt);
+        return fitTree(X, y, { kind: 'regression', maxDepth: 10, minNumSamples: 5 }).predict(Xt);
       },
       code: {
-        imports: "import { DecisionTreeRegression as _Tree } from 'ml-cart';\n",
-        train: 'const _model = new _Tree({ maxDepth: 10, minNumSamples: 5 });\n_model.train(_X, _y);\n',
+        imports: '',
+        source: TREES_SOURCE,
+        train: "const _model = _fitTree(_X, _y, { kind: 'regression', maxDepth: 10, minNumSamples: 5 });\n",
         predict: '_model.predict(X)',
       },
     },
@@ -266,21 +255,12 @@ function regressors(): Candidate[] {
       projected: (measured) => FOREST_SHARE * (measured.get('decision_tree') ?? 0),
       why: 'Averages many trees on bootstrap samples: smooth, strong on non-linear tabular data.',
       fitPredict(X, y, Xt) {
-        const m = new RandomForestRegression({
-          nEstimators: 20,
-          maxFeatures: 0.6,
-          seed: 42,
-          useSampleBagging: true,
-          noOOB: true,
-          treeOptions: { maxDepth: 10 },
-        });
-        m.train(X, y);
-        return m.predict(Xt);
+        return fitForest(X, y, { kind: 'regression', nEstimators: 20, maxFeatures: 0.6, seed: 42, maxDepth: 10 }).predict(Xt);
       },
       code: {
-        imports: "import { RandomForestRegression as _Forest } from 'ml-random-forest';\n",
-        train:
-          'const _model = new _Forest({ nEstimators: 20, maxFeatures: 0.6, seed: 42, useSampleBagging: true, noOOB: true, treeOptions: { maxDepth: 10 } });\n_model.train(_X, _y);\n',
+        imports: '',
+        source: TREES_SOURCE,
+        train: "const _model = _fitForest(_X, _y, { kind: 'regression', nEstimators: 20, maxFeatures: 0.6, seed: 42, maxDepth: 10 });\n",
         predict: '_model.predict(X)',
       },
     },
@@ -557,6 +537,7 @@ function modelCode(variable: string, target: string, spec: EncoderSpec, cand: Ca
     cand.code.imports +
     `const _spec = ${JSON.stringify(spec)};\n` +
     `${ENCODER_SOURCE}\n` +
+    (cand.code.source ? `${cand.code.source}\n` : '') +
     rowsOf(variable) +
     `const _missing = (v) => v == null || (typeof v === 'number' && Number.isNaN(v)) || (typeof v === 'string' && v.trim() === '');\n` +
     `const _train = _rows.filter((r) => !_missing(r[${t}]));\n` +

@@ -85,8 +85,8 @@ export type ToHostMessage =
   | { type: 'run-tool'; id: number; name: string; args: unknown; context: HostToolContext }
   | { type: 'tool-abort'; id: number; reason: string };
 
-/** Calls are numbered from 1; call 0 is the link itself (`close`: serve no more, the thread may go idle). */
-export type ToHost = (ToHostMessage & { call: number }) | { type: 'close'; call: 0 };
+/** Sent in batches (arrays), one per turn of the sender's event loop; the link closing ends the serve task. */
+export type ToHost = ToHostMessage & { call: number };
 
 /** A tool's context without what cannot cross (its signal, `documents`): the host makes its own. */
 export type HostToolContext = Omit<ToolContext, 'signal' | 'documents'>;

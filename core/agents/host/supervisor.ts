@@ -124,6 +124,28 @@ interface Link {
   idleSince: number;
   timer: NodeJS.Timeout | undefined;
   open: boolean;
+  /** Messages for the thread this turn of the event loop (`flush`). */
+  outbox: ToHost[];
+  /** A message that could not be cloned. */
+  unsent: (message: ToHost, err: unknown) => void;
+}
+
+/** Post a link's outbox as one message; one that cannot be cloned is sent alone, and what fails is told to `unsent`. */
+function flush(link: Link): void {
+  const batch = link.outbox;
+  link.outbox = [];
+  if (!link.open) return;
+  try {
+    link.port.postMessage(batch);
+  } catch {
+    for (const message of batch) {
+      try {
+        link.port.postMessage([message]);
+      } catch (err) {
+        link.unsent(message, err);
+      }
+    }
+  }
 }
 
 /** One node call on a link. */
@@ -319,8 +341,18 @@ export class AgentHosts implements NodeHost {
       idleSince: Date.now(),
       timer: undefined,
       open: true,
+      outbox: [],
+      unsent: (message, err) => {
+        // A run whose state or input cannot be cloned fails; the thread is fine.
+        if (message.type !== 'run') return;
+        const call = link.calls.get(message.call);
+        link.calls.delete(message.call);
+        call?.finish({ error: err });
+      },
     };
-    ports.port1.on('message', (message: FromHost) => this.#heard(link, message));
+    ports.port1.on('message', (batch: FromHost[]) => {
+      for (const message of batch) this.#heard(link, message);
+    });
     // A running call keeps the process alive (its promise); the link must not.
     ports.port1.unref();
     host.link = link;
@@ -376,11 +408,9 @@ export class AgentHosts implements NodeHost {
 
   #send(link: Link, call: number, message: ToHostMessage): void {
     (message as ToHost).call = call;
-    try {
-      link.port.postMessage(message);
-    } catch {
-      // The thread's end is gone (it died); nothing is waiting for the message.
-    }
+    // Sent as one batch per turn of the event loop: each message wakes the other thread, and a
+    // wake-up costs more than the message.
+    if (link.outbox.push(message as ToHost) === 1) setImmediate(flush, link);
   }
 
   /**
@@ -393,12 +423,8 @@ export class AgentHosts implements NodeHost {
     const now = Date.now();
     if (link.calls.size === 0) {
       if (now - link.idleSince > IDLE_MS) {
+        // The thread sees its port close and ends the serve task.
         this.#unlink(host, link);
-        try {
-          link.port.postMessage({ type: 'close', call: 0 } satisfies ToHost);
-        } catch {
-          // The thread is gone already.
-        }
       }
       return;
     }
@@ -471,13 +497,7 @@ export class AgentHosts implements NodeHost {
         workspace: ctx.workspace,
         model: { configured: ctx.model.configured, name: ctx.model.name },
       };
-      try {
-        link.port.postMessage({ type: 'run', call: seq, task } satisfies ToHost);
-      } catch (err) {
-        // A state or input that cannot be cloned; the thread is fine.
-        link.calls.delete(seq);
-        call.finish({ error: err });
-      }
+      this.#send(link, seq, { type: 'run', task });
     });
   }
 

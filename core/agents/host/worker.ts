@@ -108,7 +108,7 @@ class HostCall {
 
   send(message: Omit<FromHost, 'call'> & { call?: number }): void {
     message.call = this.id;
-    link?.port.postMessage(message);
+    post(message as FromHost);
   }
 
   call<T>(method: CallMethod, args: unknown[]): Promise<T> {
@@ -155,12 +155,48 @@ class HostCall {
   }
 }
 
-function onLinkMessage(message: ToHost): void {
-  if (message.type === 'close') {
-    closing = true;
-    if (calls.size === 0) closed?.();
-    return;
+/** Messages for the server this turn of the event loop, sent as one (a wake-up costs more than a message). */
+let outbox: FromHost[] = [];
+
+function post(message: FromHost): void {
+  if (outbox.push(message) === 1) setImmediate(flush);
+}
+
+function flush(): void {
+  const batch = outbox;
+  outbox = [];
+  if (!link) return;
+  try {
+    link.port.postMessage(batch);
+  } catch {
+    // One message cannot be cloned: the others go alone, and a result that cannot fails its call.
+    for (const message of batch) {
+      try {
+        link.port.postMessage([message]);
+      } catch (err) {
+        if (message.type === 'done')
+          link.port.postMessage([
+            {
+              type: 'done',
+              call: message.call,
+              reply: { error: serializeError(new Error(`the agent returned what cannot be sent: ${String(err)}`)) },
+            },
+          ]);
+      }
+    }
   }
+}
+
+function onLinkMessages(batch: ToHost[]): void {
+  for (const message of batch) onLinkMessage(message);
+}
+
+function onLinkClose(): void {
+  closing = true;
+  if (calls.size === 0) closed?.();
+}
+
+function onLinkMessage(message: ToHost): void {
   if (message.type === 'run') {
     void runCall(message.call, message.task);
     return;
@@ -200,14 +236,23 @@ function alive(): void {
  */
 export default function host(task: ServeTask | WarmTask): Promise<{ served: true } | { warm: true }> {
   if ('warm' in task) return Promise.resolve({ warm: true });
-  link?.port.close();
-  link = { port: task.port, shared: new Float64Array(task.shared), heartbeatMs: task.heartbeatMs, abandonAfterMs: task.abandonAfterMs };
+  // A thread serves one link; a newer one ends the serve task of the old.
+  closed?.();
+  const current = {
+    port: task.port,
+    shared: new Float64Array(task.shared),
+    heartbeatMs: task.heartbeatMs,
+    abandonAfterMs: task.abandonAfterMs,
+  };
+  link = current;
   closing = false;
-  link.port.on('message', onLinkMessage);
+  current.port.on('message', onLinkMessages);
+  current.port.once('close', () => link === current && onLinkClose());
   return new Promise((resolve) => {
     closed = () => {
       link?.port.close();
       link = undefined;
+      closed = undefined;
       resolve({ served: true });
     };
   });
@@ -215,17 +260,7 @@ export default function host(task: ServeTask | WarmTask): Promise<{ served: true
 
 async function runCall(id: number, task: NodeTask): Promise<void> {
   const reply = await runNode(id, task);
-  const message = { type: 'done', call: id, reply } as FromHost;
-  try {
-    link?.port.postMessage(message);
-  } catch (err) {
-    // A value that cannot be cloned (a function, a class instance with private state) fails the call, not the thread.
-    link?.port.postMessage({
-      type: 'done',
-      call: id,
-      reply: { error: serializeError(new Error(`agent '${task.agent}' returned what cannot be sent: ${String(err)}`)) },
-    } as FromHost);
-  }
+  post({ type: 'done', call: id, reply });
   if (closing && calls.size === 0) closed?.();
 }
 

@@ -133,6 +133,7 @@ interface Link {
 /** Post a link's outbox as one message; one that cannot be cloned is sent alone, and what fails is told to `unsent`. */
 function flush(link: Link): void {
   const batch = link.outbox;
+  if (batch.length === 0) return;
   link.outbox = [];
   if (!link.open) return;
   try {
@@ -409,8 +410,10 @@ export class AgentHosts implements NodeHost {
   #send(link: Link, call: number, message: ToHostMessage): void {
     (message as ToHost).call = call;
     // Sent as one batch per turn of the event loop: each message wakes the other thread, and a
-    // wake-up costs more than the message.
-    if (link.outbox.push(message as ToHost) === 1) setImmediate(flush, link);
+    // wake-up costs more than the message. A lone call has nothing to wait for: it goes at once.
+    if (link.outbox.push(message as ToHost) > 1) return;
+    if (link.calls.size <= 1) flush(link);
+    else setImmediate(flush, link);
   }
 
   /**

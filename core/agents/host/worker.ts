@@ -159,11 +159,15 @@ class HostCall {
 let outbox: FromHost[] = [];
 
 function post(message: FromHost): void {
-  if (outbox.push(message) === 1) setImmediate(flush);
+  if (outbox.push(message) > 1) return;
+  // The last call's result has nothing to wait for.
+  if (message.type === 'done' && calls.size === 0) flush();
+  else setImmediate(flush);
 }
 
 function flush(): void {
   const batch = outbox;
+  if (batch.length === 0) return;
   outbox = [];
   if (!link) return;
   try {

@@ -4,7 +4,7 @@
  * (one HTTP client, its retries, auth tokens and metrics), an upstream that failed throws the same
  * `UpstreamCallError` here, and the handler's value crosses back to be checked by its `output` model.
  */
-import '../kernel/host-compile-cache.js';
+import '../kernel/host-thread.js';
 import type { MessagePort } from 'node:worker_threads';
 import * as zod from 'zod';
 import type { HostedReply, WarmTask } from '../kernel/dropin-host-protocol.js';

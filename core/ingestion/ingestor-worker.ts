@@ -3,7 +3,7 @@
  * `read` and `health`, each one call with the `ctx` they get on the server. What they return
  * crosses back; the server validates it and writes the store.
  */
-import '../kernel/host-compile-cache.js';
+import '../kernel/host-thread.js';
 import type { MessagePort } from 'node:worker_threads';
 import * as zod from 'zod';
 import type { HostedReply, WarmTask } from '../kernel/dropin-host-protocol.js';

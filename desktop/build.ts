@@ -22,6 +22,19 @@ export interface Asset {
   type: string;
 }
 
+/** How browser code is bundled: one ES module per entry, everything inlined, nothing loaded from elsewhere. */
+const BROWSER_BUNDLE = {
+  bundle: true,
+  write: false,
+  format: 'esm',
+  platform: 'browser',
+  // The Electron and Debian Chromium of today; nothing older is targeted.
+  target: ['chrome110', 'firefox115', 'safari16'],
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'silent',
+} satisfies esbuild.BuildOptions;
+
 /**
  * Every file of the UI by its path under /ui/: `index.html`, `app.js`, `app.css` and their source
  * maps (linked, not inline: an inline map would triple what every page load parses), and
@@ -30,21 +43,13 @@ export interface Asset {
 export async function buildViews(root = repositoryRoot()): Promise<Map<string, Asset>> {
   const views = path.join(root, 'desktop', 'views');
   const result = await esbuild.build({
+    ...BROWSER_BUNDLE,
     entryPoints: [
       { in: path.join(views, 'main.ts'), out: 'app' },
       { in: path.join(views, 'styles.css'), out: 'app' },
     ],
     outdir: '/ui',
-    bundle: true,
-    write: false,
-    format: 'esm',
-    platform: 'browser',
-    // The Electron and Debian Chromium of today; nothing older is targeted.
-    target: ['chrome110', 'firefox115', 'safari16'],
-    minify: true,
     sourcemap: 'linked',
-    legalComments: 'none',
-    logLevel: 'silent',
   });
   const types: Record<string, string> = {
     '.js': 'text/javascript; charset=utf-8',
@@ -59,6 +64,21 @@ export async function buildViews(root = repositoryRoot()): Promise<Map<string, A
   assets.set('index.html', { body: await readFile(path.join(views, 'index.html')), type: 'text/html; charset=utf-8' });
   assets.set('output-frame.html', { body: await readFile(path.join(views, 'output-frame.html')), type: 'text/html; charset=utf-8' });
   return assets;
+}
+
+/**
+ * The notebook cell editor (`desktop/views/notebook/editor.ts`, CodeMirror 6) alone, as an ES
+ * module whose exports are the module's own (`mountCodeEditor`): the `notebook start` / `dev` page
+ * is plain DOM and loads it, so that page and the UI's notebook view edit cells with one component.
+ * No source map: the page is served by the notebook CLI's servers, which serve this one file.
+ */
+export async function buildCellEditor(root = repositoryRoot()): Promise<Asset> {
+  const result = await esbuild.build({
+    ...BROWSER_BUNDLE,
+    entryPoints: [path.join(root, 'desktop', 'views', 'notebook', 'editor.ts')],
+    outfile: '/notebook/cell-editor.js',
+  });
+  return { body: Buffer.from(result.outputFiles[0]!.contents), type: 'text/javascript; charset=utf-8' };
 }
 
 /** Bundles the Electron main process (ESM) and the sandboxed preload (CommonJS) into `outdir`. */

@@ -15,6 +15,7 @@
  * Each is its own small Fastify instance (`createNotebookApp`), not the main app: JSON bodies up to
  * 20 MB, errors and unknown routes answered as `{detail}` like the main server.
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -148,6 +149,32 @@ export interface NotebookServerOptions {
   initial?: string;
   /** Origin allowed to call the API (dev's frontend). Exact match only; never `*`. */
   allowOrigin?: string;
+  /** The page's cell editor (see `EditorScript`); without it the page edits cells in textareas. */
+  editorScript?: EditorScript;
+}
+
+/**
+ * The browser bundle of the UI's cell editor, built on first request. The composition root passes
+ * it in (core/ui/assets.ts `cellEditorAsset`): a subsystem may not reach the desktop's views.
+ */
+export type EditorScript = () => Promise<{ body: Buffer; type: string }>;
+
+/** Where the editor page loads its cell editor from: its own origin, never a CDN. */
+const EDITOR_SCRIPT_PATH = '/cell-editor.js';
+
+/**
+ * `GET /cell-editor.js`. `no-cache` with an ETag, as the UI's bundle: the bundle changes with the
+ * source, so a reload revalidates and gets a 304 while it has not.
+ */
+function serveEditorScript(app: FastifyInstance, script: EditorScript): void {
+  let tagged: { body: Buffer; type: string; etag: string } | undefined;
+  app.get(EDITOR_SCRIPT_PATH, async (req, reply) => {
+    const asset = await script();
+    if (tagged?.body !== asset.body) tagged = { ...asset, etag: `"${createHash('sha256').update(asset.body).digest('base64url')}"` };
+    reply.headers({ 'Cache-Control': 'no-cache', ETag: tagged.etag, 'X-Content-Type-Options': 'nosniff' });
+    if (req.headers['if-none-match'] === tagged.etag) return reply.code(304).send();
+    return reply.type(asset.type).send(asset.body);
+  });
 }
 
 export async function startNotebookServer(options: NotebookServerOptions): Promise<RunningSessionServer> {
@@ -173,7 +200,11 @@ export async function startNotebookServer(options: NotebookServerOptions): Promi
   }
   mountRoutes(app, notebookRoutes(service));
   if (options.ui) {
-    app.get('/', (_req, reply) => reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: '', initial: options.initial })));
+    const editorScript = options.editorScript && EDITOR_SCRIPT_PATH;
+    app.get('/', (_req, reply) =>
+      reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: '', initial: options.initial, editorScript })),
+    );
+    if (options.editorScript) serveEditorScript(app, options.editorScript);
   }
   attachNotebookSocket(server, service, (req) => {
     // The dev frontend runs on another port of the same loopback host: its origin is `allowOrigin`.
@@ -200,13 +231,18 @@ export async function startUiServer(options: {
   initial?: string;
   /** Called before pages are told to reload (dev drops the backend's stale session here). */
   onFileChange?: (id: string) => Promise<unknown>;
+  editorScript?: EditorScript;
 }): Promise<RunningNotebookServer> {
   const host = options.host ?? '127.0.0.1';
   const guard = guards(options.root, host);
   const { app, server } = createNotebookApp({ root: options.root, host });
+  const editorScript = options.editorScript && EDITOR_SCRIPT_PATH;
   app.get('/', (_req, reply) =>
-    reply.type('text/html; charset=utf-8').send(editorPageHtml({ api: options.api, initial: options.initial, hotReload: '/__reload' })),
+    reply
+      .type('text/html; charset=utf-8')
+      .send(editorPageHtml({ api: options.api, initial: options.initial, hotReload: '/__reload', editorScript })),
   );
+  if (options.editorScript) serveEditorScript(app, options.editorScript);
   const wss = new WebSocketServer({ noServer: true });
   const clients = new Set<WebSocket>();
   server.on('upgrade', (req, socket, head) => {

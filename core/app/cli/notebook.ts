@@ -44,7 +44,13 @@ import {
 import { convertedPath, formatOf, NotebookFormatError, nameFromPath, readNotebookFile, writeNotebookFile } from '../../notebook/formats.js';
 import { outputToText } from '../../notebook/render.js';
 import type { Cell, CellState } from '../../notebook/schemas.js';
-import { type RunningNotebookServer, startAppServer, startNotebookServer, startUiServer } from '../../notebook/server.js';
+import {
+  type EditorScript,
+  type RunningNotebookServer,
+  startAppServer,
+  startNotebookServer,
+  startUiServer,
+} from '../../notebook/server.js';
 import { type HeadlessRunResult, runNotebook } from '../../notebook/service.js';
 import { attachOrStart } from './attach.js';
 import { UsageError as CliUsageError, report } from './convention.js';
@@ -358,6 +364,12 @@ async function workspaceFor(file: string | undefined, name: string): Promise<{ r
   return { root, initial };
 }
 
+/**
+ * The UI notebook view's CodeMirror cell editor, bundled for the editor page of start and dev.
+ * Imported on the page's first request: the bundler (esbuild) is not loaded for other commands.
+ */
+const cellEditor: EditorScript = () => import('../../ui/assets.js').then((assets) => assets.cellEditorAsset());
+
 async function serveCommand(command: 'start' | 'dev', values: Record<string, string | boolean | undefined>, io: CliIo): Promise<number> {
   if (values.server) {
     // The notebook lives on a remote Hangar: nothing to serve locally, point the user there.
@@ -377,7 +389,13 @@ async function serveCommand(command: 'start' | 'dev', values: Record<string, str
     return 0;
   }
   if (command === 'start') {
-    const server = await startNotebookServer({ root, port: port(values.port as string | undefined, 8899), ui: true, initial });
+    const server = await startNotebookServer({
+      root,
+      port: port(values.port as string | undefined, 8899),
+      ui: true,
+      initial,
+      editorScript: cellEditor,
+    });
     return serve([server], 'notebook server', `${server.url}/?notebook=${encodeURIComponent(initial)}`, !values['no-browser'], io);
   }
   const frontendPort = port(values['frontend-port'] as string, 3000);
@@ -389,6 +407,7 @@ async function serveCommand(command: 'start' | 'dev', values: Record<string, str
     api: backend.url,
     initial,
     onFileChange: (id) => backend.service.reloadIfChanged(id),
+    editorScript: cellEditor,
   }).catch(async (err) => {
     await backend.close();
     throw err;

@@ -5,6 +5,7 @@ import { bracketMatching, defaultHighlightStyle, HighlightStyle, indentOnInput, 
 import { EditorState } from '@codemirror/state';
 import { EditorView, highlightActiveLine, keymap, lineNumbers, placeholder as placeholderText } from '@codemirror/view';
 import { html } from 'htm/preact';
+import { render } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 
 /**
@@ -28,19 +29,15 @@ const themedHighlightStyle = HighlightStyle.define(
 /** The per-load style nonce the server put in the page (see core/ui/csp.ts). */
 const styleNonce = document.querySelector<HTMLMetaElement>('meta[name="hangar-style-nonce"]')?.content ?? '';
 
-export function CodeEditor({
-  value,
-  language,
-  label,
-  onChange,
-  onRun,
-}: {
+export interface CodeEditorProps {
   value: string;
   language: 'javascript' | 'markdown' | 'text';
   label: string;
   onChange: (value: string) => void;
   onRun: () => void;
-}) {
+}
+
+export function CodeEditor({ value, language, label, onChange, onRun }: CodeEditorProps) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   // Callbacks change every render; the editor reads the latest through refs.
@@ -90,4 +87,16 @@ export function CodeEditor({
   }, [value]);
 
   return html`<div class="editor" ref=${host}></div>`;
+}
+
+/**
+ * A CodeEditor outside any Preact tree, for the `notebook start` / `dev` page, which is plain DOM
+ * and loads this module as a bundle of its own (desktop/build.ts `buildCellEditor`): both pages
+ * edit cells with this one component. `update` renders it again with new props (a new `value`
+ * follows the rules above); `destroy` unmounts it, which destroys the CodeMirror view.
+ */
+export function mountCodeEditor(parent: HTMLElement, props: CodeEditorProps): { update(props: CodeEditorProps): void; destroy(): void } {
+  const draw = (next: CodeEditorProps) => render(html`<${CodeEditor} ...${next} />`, parent);
+  draw(props);
+  return { update: draw, destroy: () => render(null, parent) };
 }

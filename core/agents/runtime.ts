@@ -13,6 +13,7 @@ import { type Agent, findAgent } from './kind.js';
 import { McpServers } from './mcp-servers.js';
 import { createModelProvider, type ModelProvider } from './model.js';
 import { AgentService } from './service.js';
+import { ToolHosts } from './tool-hosts.js';
 import type { AnyTool } from './tools.js';
 import { type AgentTracing, NO_AGENT_TRACING } from './tracing.js';
 
@@ -20,6 +21,8 @@ export interface AgentRuntime {
   provider: ModelProvider;
   /** The supervised hosts agents' functions run in (README "Isolation"). */
   hosts: AgentHosts;
+  /** The supervised hosts `tools/` drop-ins run in. */
+  toolHosts: ToolHosts;
   service: AgentService;
   threads: ThreadService;
   feedback: FeedbackService;
@@ -35,7 +38,29 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
   const threads = new ThreadService(ctx.store, provider, (err) =>
     ctx.log.warn('thread summary: model failed, used an extractive summary', { error: errorMessage(err) }),
   );
-  const lookupTool = (name: string) => ctx.registry.get<AnyTool>('tool', name)?.definition;
+  const toolHosts = new ToolHosts({
+    registry: ctx.registry,
+    root: ctx.paths.root,
+    maxHeapMb: ctx.settings.agents.maxHeapMb,
+    watchdogMs: ctx.settings.dropins.watchdogMs,
+    onRestart: (name, reason) => {
+      ctx.metrics.dropinHostRestarts.inc({ kind: 'tool', name, reason });
+      ctx.log.warn(`tool host restarted: ${name} (${reason.replaceAll('_', ' ')})`);
+    },
+    onWarmError: (name, err) => ctx.log.warn(`tool host of ${name} did not start`, { error: errorMessage(err) }),
+  });
+  // A tool's host starts as it loads or reloads, after the change is announced, as an agent's does.
+  ctx.registry.on('change', (change) => {
+    if (change.kind !== 'tool') return;
+    if (change.type === 'removed') return toolHosts.forget(change.name);
+    if (change.type !== 'added' && change.type !== 'updated') return;
+    setImmediate(() => {
+      const tool = ctx.registry.get<AnyTool>('tool', change.name)?.definition;
+      if (tool) toolHosts.prepare(tool);
+    });
+  });
+  // A `tools/` drop-in's run goes to its host, wherever the tool is looked up from.
+  const lookupTool = (name: string) => toolHosts.hosted(ctx.registry.get<AnyTool>('tool', name)?.definition);
   const hosts = new AgentHosts({
     registry: ctx.registry,
     root: ctx.paths.root,
@@ -81,5 +106,5 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
       }
     },
   });
-  return { provider, hosts, service, threads, feedback: new FeedbackService(ctx.store), tracing, mcp };
+  return { provider, hosts, toolHosts, service, threads, feedback: new FeedbackService(ctx.store), tracing, mcp };
 }

@@ -40,6 +40,6 @@ export const agentsSubsystem: Subsystem = {
   // MCP servers stop with Hangar, the agents' hosts too, and the spans of the last runs are sent before the process goes.
   close: async (ctx) => {
     const runtime = ctx.services.find('agents');
-    await Promise.all([runtime?.mcp.stop(), runtime?.hosts.close(), runtime?.tracing.tracing.shutdown()]);
+    await Promise.all([runtime?.mcp.stop(), runtime?.hosts.close(), runtime?.toolHosts.close(), runtime?.tracing.tracing.shutdown()]);
   },
 };

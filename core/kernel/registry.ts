@@ -68,8 +68,15 @@ export class Registry extends EventEmitter<{ change: [RegistryChange] }> {
     return this.entries.get(kind)?.get(name) as RegistryEntry<T> | undefined;
   }
 
+  /**
+   * A kind's entries by name, in code-unit order: drop-in names are lowercase letters, digits, '-'
+   * and '_', for which it is a collator's order except that '_' comes after the digits, not first.
+   * The first `localeCompare` of a process builds ICU's collator (~30 ms of a start-up).
+   */
   list<T>(kind: string): RegistryEntry<T>[] {
-    return [...(this.entries.get(kind)?.values() ?? [])].sort((a, b) => a.name.localeCompare(b.name)) as RegistryEntry<T>[];
+    return [...(this.entries.get(kind)?.values() ?? [])].sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+    ) as RegistryEntry<T>[];
   }
 
   /** The entry registered from `file`, if any. */

@@ -5,7 +5,6 @@
  */
 import path from 'node:path';
 import type { Store } from '../kernel/store.js';
-import { isPostgresUrl, PostgresStore } from './postgres-store.js';
 import type { StoreLog } from './sqlite-sql.js';
 import { DATABASE_FILE, type Durability, SqliteStore } from './sqlite-store.js';
 
@@ -25,6 +24,8 @@ export interface OpenedStore {
 /** Opens the store, migrated and ready; a PostgreSQL that cannot be reached fails here, before anything serves. */
 export async function openStore(settings: StoreSettings, paths: { state: string; data: string }, log: StoreLog): Promise<OpenedStore> {
   if (settings.url !== undefined) {
+    // Imported in team mode only: pg is not loaded by a desktop user's start.
+    const { isPostgresUrl, PostgresStore } = await import('./postgres-store.js');
     if (!isPostgresUrl(settings.url)) throw new Error('storage.url must be a postgres:// or postgresql:// URL');
     const store = new PostgresStore(settings.url, { log });
     try {

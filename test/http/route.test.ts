@@ -39,6 +39,12 @@ const routes = [
     handler: () => ({ open: true }),
   }),
   defineRoute({ method: 'GET', url: '/t/closed', summary: 'Needs the token', handler: () => ({ open: false }) }),
+  defineRoute({
+    method: 'GET',
+    url: '/t/method',
+    summary: 'Says which method it was called with',
+    handler: ({ req, reply }) => reply.header('x-method', req.method).send({ method: req.method }),
+  }),
   defineRoute({ method: 'GET', url: '/t/secret-docs', summary: 'Not in the document', config: { hidden: true }, handler: () => ({}) }),
 ];
 const testSubsystem: Subsystem = { name: 'route-test', routes: (app: FastifyInstance) => mountRoutes(app, routes) };
@@ -64,6 +70,27 @@ describe('routes declared as data', () => {
     expect((await server.request('/t/open')).status).toBe(200);
     expect((await server.request('/t/closed')).status).toBe(401);
     expect((await server.request('/t/closed', { headers: { authorization: 'Bearer sekret' } })).status).toBe(200);
+  });
+
+  it('answers HEAD from the GET route: its status and headers, no body, and the request is a HEAD to its handler', async () => {
+    server = await startTestServer({ start: { subsystems: [testSubsystem] } });
+    const get = await fetch(`${server.url}/t/method`);
+    expect(await get.json()).toEqual({ method: 'GET' });
+    const head = await fetch(`${server.url}/t/method`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('x-method')).toBe('HEAD');
+    expect(head.headers.get('content-length')).toBe(String(JSON.stringify({ method: 'HEAD' }).length));
+    expect(await head.text()).toBe('');
+    expect((await fetch(`${server.url}/t/nowhere`, { method: 'HEAD' })).status).toBe(404);
+    // Only GET routes answer HEAD: a POST route's path is not found for it.
+    expect((await fetch(`${server.url}/t/ada/greet`, { method: 'HEAD' })).status).toBe(404);
+  });
+
+  it('refuses a route that takes HEAD without GET, since HEAD is answered by the GET route', async () => {
+    const headOnly = defineRoute({ method: 'HEAD', url: '/t/head-only', summary: 'HEAD alone', handler: () => '' });
+    await expect(
+      startTestServer({ start: { subsystems: [{ name: 'head-only', routes: (app) => mountRoutes(app, [headOnly]) }] } }),
+    ).rejects.toThrow(/HEAD route needs GET/);
   });
 
   it('documents each declared route in /openapi.json from its declaration, and leaves hidden ones out', async () => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliIo, notebookCli } from '../../core/app/cli/notebook.js';
-import type { RunningNotebookServer } from '../../core/notebook/server.js';
+import { type RunningNotebookServer, startNotebookServer } from '../../core/notebook/server.js';
 import { type Browser, launchBrowser, OUTPUT } from './browser.js';
 
 const notebook = (first: string, second: string) =>
@@ -82,6 +82,13 @@ async function openPage(url: string): Promise<{ page: Page; problems: string[] }
 }
 
 const source = (page: Page, cell: string) => page.locator(`[data-id="${cell}"] .cm-content`);
+/** The text of a cell's output frame (looked up each time: a re-render replaces the frame). */
+const outputOf = (page: Page, cell: string) =>
+  page
+    .frameLocator(`[data-id="${cell}"] iframe.out-frame`)
+    .locator('body')
+    .textContent({ timeout: 1000 })
+    .catch(() => '');
 
 describe('notebook dev: cells are edited with the UI notebook view’s CodeMirror editor', () => {
   it('shows one editor per cell; typing and Shift+Enter runs the cell, Save writes it, a change on disk reloads', async () => {
@@ -102,8 +109,7 @@ describe('notebook dev: cells are edited with the UI notebook view’s CodeMirro
     await page.keyboard.type('greeting.length * 8 + 2');
     await page.keyboard.press('Shift+Enter');
 
-    const frame = await (await page.waitForSelector('[data-id="second01"] iframe.out-frame', { state: 'attached' })).contentFrame();
-    await frame!.waitForFunction(() => document.body.textContent?.includes('42'));
+    await expect.poll(() => outputOf(page, 'second01')).toContain('42');
     await page.waitForSelector('[data-id="second01"][data-state="success"]');
     await expect.poll(() => page.locator('[data-id="second01"] .meta').textContent()).toMatch(/^\[\d+\] code second01 · success$/);
     // The edit went through the editor: the session ran the new source and still holds it.
@@ -112,8 +118,11 @@ describe('notebook dev: cells are edited with the UI notebook view’s CodeMirro
     expect(await page.evaluate(() => document.activeElement?.closest('[data-id]')?.getAttribute('data-id'))).toBe('second01');
     await page.screenshot({ path: path.join(OUTPUT, 'notebook-dev-editor.png') });
 
+    // Answered once the session has written the file and noted its version as its own.
+    const saved = page.waitForResponse((r) => r.url().endsWith('/save') && r.request().method() === 'POST');
     await page.getByRole('button', { name: 'Save' }).click();
-    await expect.poll(() => readFile(file, 'utf8')).toContain('greeting.length * 8 + 2');
+    expect((await saved).status()).toBe(200);
+    expect(await readFile(file, 'utf8')).toContain('greeting.length * 8 + 2');
 
     // dev's hot reload: a change on disk reloads the page, whose editor shows the file's text.
     await writeFile(file, notebook("const greeting = 'from disk'", 'greeting.length * 8 + 2'));
@@ -122,5 +131,32 @@ describe('notebook dev: cells are edited with the UI notebook view’s CodeMirro
 
     expect(problems).toEqual([]);
     await page.close();
+  });
+
+  it('falls back to text areas that still run with Shift+Enter when the editor bundle does not load', async () => {
+    // The page's server as `notebook start` makes it, with a bundle whose build fails (a syntax error in the views).
+    const server = await startNotebookServer({
+      root,
+      port: 0,
+      ui: true,
+      editorScript: () => Promise.reject(new Error('desktop/views/notebook/editor.ts: build failed')),
+    });
+    try {
+      const page = await browser.context.newPage();
+      page.setDefaultTimeout(15_000);
+      const errors: string[] = [];
+      page.on('pageerror', (err) => errors.push(err.message));
+      await page.goto(`${server.url}/?notebook=dev-editor.nb.ts`);
+      const area = page.locator('[data-id="second01"] textarea');
+      await area.waitFor();
+      expect(await page.locator('.cm-editor').count()).toBe(0);
+      await area.fill('6 * 7');
+      await area.press('Shift+Enter');
+      await expect.poll(() => outputOf(page, 'second01')).toContain('42');
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      await server.close();
+    }
   });
 });

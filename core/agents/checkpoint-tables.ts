@@ -3,7 +3,8 @@
  * what the conversation holds — the layout of LangGraph's checkpoint blobs keyed by channel
  * version, plus messages stored once:
  *
- * - `cp_steps`: one row per checkpoint (id, parent, step, time, source/node/next, other metadata)
+ * - `cp_steps`: one row per checkpoint (id, parent, step, time, source/node/next, other metadata;
+ *   its row id is the chain's number and its seq, and an index of the id's first four bytes finds a step by id)
  *   and, per channel (a top-level key of the state, and the run's input as one more), the version
  *   of the value it holds: a small value is written in the row, a larger one once in `cp_blobs`
  *   under the step that wrote it, and a later step that did not change it names that version.
@@ -19,6 +20,7 @@
  * thread) are converted the first time their thread is touched.
  */
 
+import { fail } from '../kernel/errors.js';
 import { ownerFor } from '../kernel/ownership.js';
 import type { KeyedLog, Store } from '../kernel/store.js';
 import type { SqlAccess } from '../storage/sqlite-sql.js';
@@ -92,7 +94,17 @@ export interface CheckpointTablesOptions {
   keep?: number;
 }
 
-const SELECT_STEP = 'SELECT seq, id, parent, step, ts, source, node, next, extra, versions FROM cp_steps';
+/**
+ * A step's row id is its chain's number × STEP_SPAN + its seq (the migration in sqlite-store.ts):
+ * a chain's steps are one range of the table's own b-tree, and steps appended at the end of the
+ * newest chain fill its pages whole. 2^28 steps a chain; chain numbers below 2^25 keep row ids
+ * safe JavaScript integers.
+ */
+const STEP_SPAN = 2 ** 28;
+const MAX_CHAIN = 2 ** 25;
+/** The steps of the chain bound as ?1. */
+const IN_CHAIN = `k >= ?1 * ${STEP_SPAN} AND k < (?1 + 1) * ${STEP_SPAN}`;
+const SELECT_STEP = `SELECT k % ${STEP_SPAN} AS seq, id, parent, step, ts, source, node, next, extra, versions FROM cp_steps`;
 
 export class CheckpointTables {
   private readonly written = new Map<string, Written>();
@@ -156,10 +168,15 @@ export class CheckpointTables {
   ): { seq: number; chain: number; rows: number } {
     const chain = this.chain(name) ?? this.createChain(name, principal);
     const seq = forcedSeq ?? chain.next;
+    if (seq >= STEP_SPAN || chain.id >= MAX_CHAIN)
+      throw fail('HANGAR_STORAGE_WRITE_FAILED', {
+        what: `the checkpoints of ${name}`,
+        reason: `a thread keeps at most ${STEP_SPAN.toLocaleString('en')} checkpoints and a store ${MAX_CHAIN.toLocaleString('en')} threads with checkpoints`,
+      });
     const names = JSON.parse(chain.channels) as string[];
-    const latest = this.sql.statement('SELECT seq, id, versions FROM cp_steps WHERE chain = ? ORDER BY seq DESC LIMIT 1').get(chain.id) as
-      | { seq: number; id: unknown; versions: string }
-      | undefined;
+    const latest = this.sql
+      .statement(`SELECT k % ${STEP_SPAN} AS seq, id, versions FROM cp_steps WHERE ${IN_CHAIN} ORDER BY k DESC LIMIT 1`)
+      .get(chain.id) as { seq: number; id: unknown; versions: string } | undefined;
     const previous = latest ? (JSON.parse(latest.versions) as Entry[]) : [];
     const sameAsCached = cached !== undefined && latest !== undefined && cached.seq === latest.seq;
 
@@ -215,11 +232,10 @@ export class CheckpointTables {
     const { source, node, next, extra } = splitMetadata(checkpoint.metadata);
     this.sql
       .statement(
-        'INSERT INTO cp_steps (chain, seq, id, parent, step, ts, source, node, next, extra, versions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO cp_steps (k, id, parent, step, ts, source, node, next, extra, versions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       )
       .run(
-        chain.id,
-        seq,
+        chain.id * STEP_SPAN + seq,
         packId(checkpoint.id),
         parentColumn(checkpoint.parent_id, forcedSeq === undefined ? latest?.id : undefined),
         checkpoint.step,
@@ -234,7 +250,8 @@ export class CheckpointTables {
     this.sql
       .statement('UPDATE cp_chains SET next = ?, channels = ?, messages = ? WHERE id = ?')
       .run(nextSeq, JSON.stringify(names), messageCount, chain.id);
-    const first = (this.sql.statement('SELECT MIN(seq) AS s FROM cp_steps WHERE chain = ?').get(chain.id) as { s: number }).s;
+    const first = (this.sql.statement(`SELECT MIN(k) % ${STEP_SPAN} AS s FROM cp_steps WHERE ${IN_CHAIN}`).get(chain.id) as { s: number })
+      .s;
     return { seq, chain: chain.id, rows: nextSeq - first };
   }
 
@@ -270,9 +287,9 @@ export class CheckpointTables {
   }
 
   private previousId(chain: number, seq: number): unknown {
-    const row = this.sql.statement('SELECT id FROM cp_steps WHERE chain = ? AND seq < ? ORDER BY seq DESC LIMIT 1').get(chain, seq) as
-      | { id: unknown }
-      | undefined;
+    const row = this.sql
+      .statement(`SELECT id FROM cp_steps WHERE k >= ?1 * ${STEP_SPAN} AND k < ?1 * ${STEP_SPAN} + ?2 ORDER BY k DESC LIMIT 1`)
+      .get(chain, seq) as { id: unknown } | undefined;
     return row?.id ?? null;
   }
 
@@ -303,8 +320,8 @@ export class CheckpointTables {
     const chain = this.chain(name);
     if (!chain) return [];
     const rows = (limit === undefined
-      ? this.sql.statement(`${SELECT_STEP} WHERE chain = ? ORDER BY seq DESC`).all(chain.id)
-      : this.sql.statement(`${SELECT_STEP} WHERE chain = ? ORDER BY seq DESC LIMIT ?`).all(chain.id, limit)) as unknown as StepRow[];
+      ? this.sql.statement(`${SELECT_STEP} WHERE ${IN_CHAIN} ORDER BY k DESC`).all(chain.id)
+      : this.sql.statement(`${SELECT_STEP} WHERE ${IN_CHAIN} ORDER BY k DESC LIMIT ?2`).all(chain.id, limit)) as unknown as StepRow[];
     return this.decode(name, threadId, chain, rows);
   }
 
@@ -312,9 +329,10 @@ export class CheckpointTables {
     await this.upgrade(name);
     const chain = this.chain(name);
     if (!chain) return undefined;
-    const row = this.sql.statement(`${SELECT_STEP} WHERE chain = ? AND id = ? ORDER BY seq DESC LIMIT 1`).get(chain.id, packId(id)) as
-      | StepRow
-      | undefined;
+    // Found by the index of the id's first bytes, within the chain's range of row ids.
+    const row = this.sql
+      .statement(`${SELECT_STEP} WHERE substr(id, 1, 4) = substr(?2, 1, 4) AND id = ?2 AND ${IN_CHAIN} ORDER BY k DESC LIMIT 1`)
+      .get(chain.id, packId(id)) as StepRow | undefined;
     return row ? (await this.decode(name, threadId, chain, [row]))[0] : undefined;
   }
 
@@ -413,7 +431,8 @@ export class CheckpointTables {
     this.sql.transaction(() => {
       const chain = this.chain(name);
       if (!chain) return;
-      for (const table of ['cp_steps', 'cp_blobs', 'cp_messages']) this.sql.statement(`DELETE FROM ${table} WHERE chain = ?`).run(chain.id);
+      this.sql.statement(`DELETE FROM cp_steps WHERE ${IN_CHAIN}`).run(chain.id);
+      for (const table of ['cp_blobs', 'cp_messages']) this.sql.statement(`DELETE FROM ${table} WHERE chain = ?`).run(chain.id);
       this.sql.statement('DELETE FROM cp_chains WHERE id = ?').run(chain.id);
     }, `the checkpoints of ${name}`);
   }
@@ -456,7 +475,7 @@ export class CheckpointTables {
             .statement('UPDATE cp_blobs SET value = ? WHERE chain = ? AND channel = ? AND version = ?')
             .run(JSON.stringify(rewrite(channel, JSON.parse(row.value))), chain.id, index, row.version);
       }
-      const steps = this.sql.statement('SELECT seq, versions FROM cp_steps WHERE chain = ?').all(chain.id) as Array<{
+      const steps = this.sql.statement(`SELECT k % ${STEP_SPAN} AS seq, versions FROM cp_steps WHERE ${IN_CHAIN}`).all(chain.id) as Array<{
         seq: number;
         versions: string;
       }>;
@@ -465,7 +484,7 @@ export class CheckpointTables {
         const next = entries.map((entry, i) => (Array.isArray(entry) ? [rewrite(names[i]!, entry[0])] : entry));
         const text = JSON.stringify(next);
         if (text !== step.versions)
-          this.sql.statement('UPDATE cp_steps SET versions = ? WHERE chain = ? AND seq = ?').run(text, chain.id, step.seq);
+          this.sql.statement('UPDATE cp_steps SET versions = ? WHERE k = ?').run(text, chain.id * STEP_SPAN + step.seq);
       }
     }, `the checkpoints of ${name}`);
   }
@@ -497,14 +516,14 @@ export class CheckpointTables {
     if (keep === undefined) return;
     this.sql.transaction(() => {
       const cutoff = this.sql
-        .statement('SELECT seq FROM cp_steps WHERE chain = ? ORDER BY seq DESC LIMIT 1 OFFSET ?')
+        .statement(`SELECT k % ${STEP_SPAN} AS seq FROM cp_steps WHERE ${IN_CHAIN} ORDER BY k DESC LIMIT 1 OFFSET ?2`)
         .get(chain, keep - 1) as { seq: number } | undefined;
       if (!cutoff) return;
       // The oldest kept step names its parent by id once the step before it is gone.
       this.sql
-        .statement("UPDATE cp_steps SET parent = ? WHERE chain = ? AND seq = ? AND typeof(parent) = 'integer'")
-        .run(this.previousId(chain, cutoff.seq) as string | null, chain, cutoff.seq);
-      this.sql.statement('DELETE FROM cp_steps WHERE chain = ? AND seq < ?').run(chain, cutoff.seq);
+        .statement("UPDATE cp_steps SET parent = ? WHERE k = ? AND typeof(parent) = 'integer'")
+        .run(this.previousId(chain, cutoff.seq) as string | null, chain * STEP_SPAN + cutoff.seq);
+      this.sql.statement(`DELETE FROM cp_steps WHERE k >= ?1 * ${STEP_SPAN} AND k < ?1 * ${STEP_SPAN} + ?2`).run(chain, cutoff.seq);
       const row = this.sql.statement('SELECT channels FROM cp_chains WHERE id = ?').get(chain) as { channels: string } | undefined;
       if (!row) return;
       const names = JSON.parse(row.channels) as string[];
@@ -515,7 +534,7 @@ export class CheckpointTables {
         const segments = channel === RUN ? (value as RunValue | undefined)?.h : channel === 'messages' ? value : undefined;
         if (isSegments(segments)) for (const [source, from] of segments) if (source === 'c') firstMessage = Math.min(firstMessage, from);
       };
-      const kept = this.sql.statement('SELECT versions FROM cp_steps WHERE chain = ?').all(chain) as Array<{ versions: string }>;
+      const kept = this.sql.statement(`SELECT versions FROM cp_steps WHERE ${IN_CHAIN}`).all(chain) as Array<{ versions: string }>;
       for (const step of kept)
         (JSON.parse(step.versions) as Entry[]).forEach((entry, i) => {
           if (typeof entry === 'number') used[i]!.add(entry);

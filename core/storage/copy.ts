@@ -7,10 +7,13 @@
  * of the same id, and every log key of the source replaces the target's key of that name; what only
  * the target holds stays. Running it twice gives the same target. Each batch is one transaction, so
  * an interrupted copy leaves whole records and whole keys, and running it again completes it.
+ * The invocation log's rows are copied by id: a row the target already holds (the same call) stays.
  * Counts per group (`countBy`) are not copied: the target rebuilds them from its records when the
  * collection is next opened.
  */
+import type { InvocationRow } from '../kernel/store.js';
 import type { PostgresStore } from './postgres-store.js';
+import { deleteItems, headOf, itemRows, itemText, writeItems } from './sqlite-logs.js';
 import { SqliteStore } from './sqlite-store.js';
 
 /** A record or a log key as both stores hold it: JSON text. */
@@ -38,11 +41,41 @@ interface CopySide {
   /** Versions of deleted keys, so a key created again keeps counting upwards on the target too. */
   tombstones(log: string): Promise<Array<{ key: string; version: number }>>;
   putTombstones(log: string, rows: Array<{ key: string; version: number }>): Promise<void>;
+  /** The invocation log's rows (the table may not exist yet: none). */
+  countInvocations(): Promise<number>;
+  /** Rows after `afterSeq` in insertion order, with their `seq` (keyset pages). */
+  invocations(afterSeq: number, limit: number): Promise<Array<{ seq: number; row: InvocationRow }>>;
+  /** Rows the target already holds (same id) are kept as they are: a record of a call never changes. */
+  putInvocations(rows: InvocationRow[]): Promise<void>;
   close(): Promise<void>;
+}
+
+const INVOCATION_COLUMNS = 'seq, id, started, resource, name, operation, principal, status, http_status, duration_ms, error';
+
+/** A row as either store returns it (PostgreSQL's BIGINTs as text, its JSONB as text here). */
+function invocationRow(r: Record<string, unknown>): { seq: number; row: InvocationRow } {
+  return {
+    seq: Number(r.seq),
+    row: {
+      id: r.id as string,
+      started: Number(r.started),
+      resource: r.resource as string,
+      name: r.name as string,
+      operation: r.operation as string,
+      principal: r.principal as string,
+      status: r.status as string,
+      http_status: r.http_status === null ? null : Number(r.http_status),
+      duration_ms: Number(r.duration_ms),
+      error: (r.error as string | null) ?? null,
+      value: JSON.parse(r.value as string) as unknown,
+    },
+  };
 }
 
 function sqliteSide(store: SqliteStore): CopySide {
   const all = <R>(sql: string, ...params: Array<string | number>) => store.statement(sql).all(...params) as R[];
+  // The invocation table is made on its first use; a store that never logged a call has none.
+  const hasInvocations = () => all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'invocations'").length > 0;
   return {
     collections: async () => all<{ c: string }>('SELECT DISTINCT collection AS c FROM records ORDER BY 1').map((r) => r.c),
     logs: async () => all<{ l: string }>('SELECT log AS l FROM log_keys UNION SELECT log FROM log_tombstones ORDER BY 1').map((r) => r.l),
@@ -59,28 +92,19 @@ function sqliteSide(store: SqliteStore): CopySide {
         for (const row of rows) put.run(c, row.id, row.value);
       }, `${c} (copying)`),
     keys: async (l, after, limit) =>
-      all<{ key: string; version: number }>(
-        'SELECT key, version FROM log_keys WHERE log = ? AND key > ? ORDER BY key LIMIT ?',
+      all<{ id: number; key: string; version: number }>(
+        'SELECT id, key, version FROM log_keys WHERE log = ? AND key > ? ORDER BY key LIMIT ?',
         l,
         after,
         limit,
-      ).map((head) => ({
-        ...head,
-        items: all<{ value: string }>('SELECT value FROM log_items WHERE log = ? AND key = ? ORDER BY position', l, head.key).map(
-          (r) => r.value,
-        ),
-      })),
+      ).map((head) => ({ key: head.key, version: head.version, items: itemRows(store, head.id).map((row) => itemText(store, row)) })),
     putKeys: async (l, keys) =>
       store.transaction(() => {
         for (const { key, version, items } of keys) {
-          store.statement('DELETE FROM log_items WHERE log = ? AND key = ?').run(l, key);
-          const put = store.statement('INSERT INTO log_items (log, key, position, value) VALUES (?, ?, ?, ?)');
-          items.forEach((value, i) => put.run(l, key, i, value));
-          store
-            .statement(
-              'INSERT INTO log_keys (log, key, version, length) VALUES (?, ?, ?, ?) ON CONFLICT (log, key) DO UPDATE SET version = excluded.version, length = excluded.length',
-            )
-            .run(l, key, version, items.length);
+          const head = headOf(store, l, key, `${l} (copying)`);
+          deleteItems(store, head.id);
+          writeItems(store, head.id, 0, items, `${l} (copying)`);
+          store.statement('UPDATE log_keys SET version = ?, length = ? WHERE id = ?').run(version, items.length, head.id);
         }
       }, `${l} (copying)`),
     tombstones: async (l) => all<{ key: string; version: number }>('SELECT key, version FROM log_tombstones WHERE log = ?', l),
@@ -91,6 +115,16 @@ function sqliteSide(store: SqliteStore): CopySide {
         );
         for (const row of rows) put.run(l, row.key, row.version);
       }, `${l} (copying)`),
+    countInvocations: async () => (hasInvocations() ? all<{ n: number }>('SELECT COUNT(*) AS n FROM invocations')[0]!.n : 0),
+    invocations: async (after, limit) =>
+      hasInvocations()
+        ? all<Record<string, unknown>>(
+            `SELECT ${INVOCATION_COLUMNS}, value FROM invocations WHERE seq > ? ORDER BY seq LIMIT ?`,
+            after,
+            limit,
+          ).map(invocationRow)
+        : [],
+    putInvocations: (rows) => store.invocations().insert(rows),
     close: async () => store.close(),
   };
 }
@@ -155,6 +189,15 @@ function postgresSide(store: PostgresStore): CopySide {
           );
         }
       }, `${l} (copying)`),
+    countInvocations: async () => Number((await rows<{ n: string }>('SELECT COUNT(*) AS n FROM invocations'))[0]!.n),
+    invocations: async (after, limit) =>
+      (
+        await rows<Record<string, unknown>>(
+          `SELECT ${INVOCATION_COLUMNS}, value::text AS value FROM invocations WHERE seq > $1 ORDER BY seq LIMIT $2`,
+          [after, limit],
+        )
+      ).map(invocationRow),
+    putInvocations: (batch) => store.invocations().insert(batch),
     close: () => store.close(),
   };
 }
@@ -162,11 +205,19 @@ function postgresSide(store: PostgresStore): CopySide {
 export type CopyEndpoint = SqliteStore | PostgresStore;
 
 /** What the copy reports as it goes: a collection or log started, a batch done, one finished. */
-export type CopyProgress = (event: { kind: 'collection' | 'log'; name: string; done: number; total: number; finished: boolean }) => void;
+export type CopyProgress = (event: {
+  kind: 'collection' | 'log' | 'table';
+  name: string;
+  done: number;
+  total: number;
+  finished: boolean;
+}) => void;
 
 export interface CopyCounts {
   collections: Record<string, number>;
   logs: Record<string, number>;
+  /** The store's own tables: the invocation log's rows. */
+  tables: { invocations: number };
 }
 
 const side = (store: CopyEndpoint): CopySide => (store instanceof SqliteStore ? sqliteSide(store) : postgresSide(store));
@@ -180,7 +231,7 @@ export async function copyStore(
 ): Promise<CopyCounts> {
   const source = side(from);
   const target = side(to);
-  const counts: CopyCounts = { collections: {}, logs: {} };
+  const counts: CopyCounts = { collections: {}, logs: {}, tables: { invocations: 0 } };
   for (const name of await source.collections()) {
     const total = await source.countRecords(name);
     let done = 0;
@@ -214,6 +265,23 @@ export async function copyStore(
     }
     counts.logs[name] = done;
     progress({ kind: 'log', name, done, total: done, finished: true });
+  }
+  // The invocation log, in its insertion order (ties of a start time stay in order on the target).
+  const total = await source.countInvocations();
+  if (total > 0) {
+    let done = 0;
+    let after = 0;
+    progress({ kind: 'table', name: 'invocations', done, total, finished: false });
+    for (;;) {
+      const batch = await source.invocations(after, batchSize);
+      if (batch.length === 0) break;
+      await target.putInvocations(batch.map((b) => b.row));
+      done += batch.length;
+      after = batch.at(-1)!.seq;
+      progress({ kind: 'table', name: 'invocations', done, total: Math.max(total, done), finished: false });
+    }
+    counts.tables.invocations = done;
+    progress({ kind: 'table', name: 'invocations', done, total: done, finished: true });
   }
   return counts;
 }

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import type { LogEntry } from '../kernel/store.js';
 import { replayLog } from './append-log.js';
+import { headOf, writeItems } from './sqlite-logs.js';
 import { encode, SAFE_NAME, type SqlAccess, type StoreLog } from './sqlite-sql.js';
 
 /**
@@ -45,15 +46,12 @@ export function importLowdbData(store: SqlAccess & { readonly file: string }, da
   for (const name of logs) {
     const keys = readAppendLog(path.join(logsDir, `${name}.jsonl`));
     store.transaction(() => {
-      const head = store.statement(
-        'INSERT INTO log_keys (log, key, version, length) VALUES (?, ?, ?, ?) ON CONFLICT (log, key) DO NOTHING',
-      );
-      const item = store.statement(
-        'INSERT INTO log_items (log, key, position, value) VALUES (?, ?, ?, ?) ON CONFLICT (log, key, position) DO NOTHING',
-      );
       for (const [key, entry] of keys) {
-        head.run(name, key, entry.version, entry.items.length);
-        entry.items.forEach((value, i) => item.run(name, key, i, encode(value)));
+        // A key the store already holds is left as it is (running the import twice changes nothing).
+        const head = headOf(store, name, key, `${name} (import)`);
+        if (!head.created) continue;
+        writeItems(store, head.id, 0, entry.items.map(encode), `${name} (import)`);
+        store.statement('UPDATE log_keys SET version = ?, length = ? WHERE id = ?').run(entry.version, entry.items.length, head.id);
       }
     }, `${name} (import)`);
     counts[name] = keys.size;

@@ -16,7 +16,7 @@ import type {
 import { importLowdbData } from './lowdb-import.js';
 import { checkFields } from './query.js';
 import { SqliteInvocations } from './sqlite-invocations.js';
-import { SqliteLog } from './sqlite-logs.js';
+import { KEY_SPAN, SqliteLog } from './sqlite-logs.js';
 import { SqliteCollection } from './sqlite-records.js';
 import { fieldExpression, SAFE_NAME, type SqlAccess, type StoreLog } from './sqlite-sql.js';
 
@@ -57,7 +57,7 @@ export interface SqliteStoreOptions {
 }
 
 /** Versioned migrations, run in order at open; `PRAGMA user_version` records how far a file is. */
-const MIGRATIONS: string[] = [
+export const MIGRATIONS: string[] = [
   `CREATE TABLE records (
      collection TEXT NOT NULL,
      id TEXT NOT NULL,
@@ -129,6 +129,52 @@ const MIGRATIONS: string[] = [
   // a workspace with the log off keeps none of its seven b-trees, a page each. Databases that ran
   // this step when it created the table keep it.
   '-- invocations: created on first use',
+  // Keyed logs in fewer bytes (a 1,000-turn thread's message rows: 368 KiB to about 190): a key
+  // gets a number, and an item's row id is that number × 2^28 + its position (sqlite-logs.ts), so
+  // rows no longer repeat the log name and key text and the table needs no second b-tree; object
+  // items are written as their values with their keys once per shape. Existing items are moved
+  // as they are (JSON text, shape NULL), which reads the same.
+  `CREATE TABLE log_heads (
+     id INTEGER PRIMARY KEY,
+     log TEXT NOT NULL,
+     key TEXT NOT NULL,
+     version INTEGER NOT NULL,
+     length INTEGER NOT NULL,
+     UNIQUE (log, key)
+   );
+   INSERT INTO log_heads (log, key, version, length) SELECT log, key, version, length FROM log_keys ORDER BY log, key;
+   DROP TABLE log_keys;
+   ALTER TABLE log_heads RENAME TO log_keys;
+   CREATE TABLE log_shapes (id INTEGER PRIMARY KEY, shape TEXT NOT NULL UNIQUE);
+   CREATE TABLE log_rows (item INTEGER PRIMARY KEY, shape INTEGER, value TEXT NOT NULL);
+   INSERT INTO log_rows (item, value)
+     SELECT k.id * ${2 ** 28} + i.position, i.value FROM log_items i JOIN log_keys k ON k.log = i.log AND k.key = i.key ORDER BY 1;
+   DROP TABLE log_items;
+   ALTER TABLE log_rows RENAME TO log_items;`,
+  // Checkpoint steps in fewer bytes (core/agents/checkpoint-tables.ts): a step's row id is its
+  // chain's number × 2^28 + its seq, so the table is SQLite's own rowid b-tree, filled whole by
+  // appends, and a step is found by id from an index of the id's first four bytes (a UUID's are
+  // random) rather than of the whole id and the chain. The import record needs no second b-tree.
+  `CREATE TABLE cp_rows (
+     k INTEGER PRIMARY KEY,
+     id NOT NULL,
+     parent,
+     step INTEGER NOT NULL,
+     ts NOT NULL,
+     source TEXT,
+     node TEXT,
+     next TEXT,
+     extra TEXT,
+     versions TEXT NOT NULL
+   );
+   INSERT INTO cp_rows SELECT chain * ${2 ** 28} + seq, id, parent, step, ts, source, node, next, extra, versions FROM cp_steps ORDER BY 1;
+   DROP TABLE cp_steps;
+   ALTER TABLE cp_rows RENAME TO cp_steps;
+   CREATE INDEX cp_steps_id ON cp_steps (substr(id, 1, 4));
+   CREATE TABLE imports_kept (source TEXT PRIMARY KEY, imported_at TEXT NOT NULL, counts TEXT NOT NULL) WITHOUT ROWID;
+   INSERT INTO imports_kept SELECT source, imported_at, counts FROM imports;
+   DROP TABLE imports;
+   ALTER TABLE imports_kept RENAME TO imports;`,
 ];
 
 /**
@@ -370,7 +416,7 @@ export class SqliteStore implements Store, SqlAccess {
     ).all() as Array<{ name: string; records: number; bytes: number }>;
     for (const row of rows) collections[row.name] = { records: row.records, files: 1, bytes: row.bytes ?? 0 };
     const logs = this.statement(
-      'SELECT k.log AS name, COUNT(*) AS records, (SELECT SUM(LENGTH(value)) FROM log_items i WHERE i.log = k.log) AS bytes FROM log_keys k GROUP BY k.log',
+      `SELECT k.log AS name, COUNT(*) AS records, SUM((SELECT SUM(LENGTH(value)) FROM log_items i WHERE i.item >= k.id * ${KEY_SPAN} AND i.item < (k.id + 1) * ${KEY_SPAN})) AS bytes FROM log_keys k GROUP BY k.log`,
     ).all() as Array<{ name: string; records: number; bytes: number }>;
     for (const row of logs) collections[row.name] = { records: row.records, files: 1, bytes: row.bytes ?? 0 };
     for (const name of this.collections.keys()) collections[name] ??= { records: 0, files: 1, bytes: 0 };

@@ -32,8 +32,10 @@ export type SqlDialect = 'sqlite' | 'postgres';
 export interface StoreTables {
   records: { collection: string; id: string; value: string };
   record_groups: { collection: string; grp: string; n: number };
-  log_keys: { log: string; key: string; version: number; length: number };
-  log_items: { log: string; key: string; position: number; value: string };
+  log_keys: { id: Generated<number>; log: string; key: string; version: number; length: number };
+  /** SQLite's layout: `item` is the key's number × 2^28 + the position; `shape` names the keys of an object value. */
+  log_items: { item: number; shape: number | null; value: string };
+  log_shapes: { id: Generated<number>; shape: string };
   log_tombstones: { log: string; key: string; version: number };
   invocations: {
     seq: Generated<number>;
@@ -105,7 +107,11 @@ export function compiledOnce<A extends unknown[]>(build: (...args: A) => Compila
   };
 }
 
-/** The statements of a collection and of a keyed log, compiled once per dialect. */
+/**
+ * The statements of a collection and of a keyed log, compiled once per dialect. The keyed-log
+ * statements are SQLite's layout (a key's number and items by row id, sqlite-logs.ts);
+ * PostgreSQL's logs keep `(log, key, position)` rows (postgres-logs.ts).
+ */
 export function storeStatements(dialect: SqlDialect) {
   const db = queryBuilder(dialect);
   return {
@@ -132,39 +138,26 @@ export function storeStatements(dialect: SqlDialect) {
         .where('collection', '=', collection),
     ),
     logHead: compiledOnce((log: string, key: string) =>
-      db.selectFrom('log_keys').select(['version', 'length']).where('log', '=', log).where('key', '=', key),
+      db.selectFrom('log_keys').select(['id', 'version', 'length']).where('log', '=', log).where('key', '=', key),
     ),
     logTombstone: compiledOnce((log: string, key: string) =>
       db.selectFrom('log_tombstones').select('version').where('log', '=', log).where('key', '=', key),
     ),
-    logItems: compiledOnce((log: string, key: string) =>
-      db.selectFrom('log_items').select('value').where('log', '=', log).where('key', '=', key).orderBy('position'),
-    ),
-    logRange: compiledOnce((log: string, key: string, from: number, to: number) =>
-      db
-        .selectFrom('log_items')
-        .select('value')
-        .where('log', '=', log)
-        .where('key', '=', key)
-        .where('position', '>=', from)
-        .where('position', '<', to)
-        .orderBy('position'),
+    /** Items by row id (a key's number × KEY_SPAN + position, sqlite-logs.ts): `from` ≤ item < `to`. */
+    logRange: compiledOnce((from: number, to: number) =>
+      db.selectFrom('log_items').select(['shape', 'value']).where('item', '>=', from).where('item', '<', to).orderBy('item'),
     ),
     logKeys: compiledOnce((log: string) => db.selectFrom('log_keys').select('key').where('log', '=', log)),
-    appendItem: compiledOnce((log: string, key: string, position: number, value: string) =>
-      db.insertInto('log_items').values({ log, key, position, value }),
+    appendItem: compiledOnce((item: number, shape: number | null, value: string) =>
+      db.insertInto('log_items').values({ item, shape, value }),
     ),
-    deleteItems: compiledOnce((log: string, key: string) => db.deleteFrom('log_items').where('log', '=', log).where('key', '=', key)),
-    deleteHead: compiledOnce((log: string, key: string) => db.deleteFrom('log_keys').where('log', '=', log).where('key', '=', key)),
-    writeHead: compiledOnce((log: string, key: string, version: number, length: number) =>
-      db
-        .insertInto('log_keys')
-        .values({ log, key, version, length })
-        .onConflict((oc) =>
-          oc
-            .columns(['log', 'key'])
-            .doUpdateSet({ version: (eb) => eb.ref('excluded.version'), length: (eb) => eb.ref('excluded.length') }),
-        ),
+    deleteItems: compiledOnce((from: number, to: number) => db.deleteFrom('log_items').where('item', '>=', from).where('item', '<', to)),
+    createHead: compiledOnce((log: string, key: string, version: number) =>
+      db.insertInto('log_keys').values({ log, key, version, length: 0 }),
+    ),
+    deleteHead: compiledOnce((id: number) => db.deleteFrom('log_keys').where('id', '=', id)),
+    writeHead: compiledOnce((id: number, version: number, length: number) =>
+      db.updateTable('log_keys').set({ version, length }).where('id', '=', id),
     ),
     writeTombstone: compiledOnce((log: string, key: string, version: number) =>
       db

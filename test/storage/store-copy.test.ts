@@ -26,6 +26,20 @@ async function run(...args: string[]) {
 
 type Task = { status: string; created_at: string };
 
+const invocation = (id: string, started: number, status: string) => ({
+  id,
+  started,
+  resource: 'agent',
+  name: 'echo',
+  operation: 'invoke',
+  principal: 'local',
+  status,
+  http_status: status === 'ok' ? 200 : 500,
+  duration_ms: 1.5,
+  error: status === 'ok' ? null : 'boom',
+  value: { id, started, status, input: { query: `q ${id}` } },
+});
+
 async function seed(file: string) {
   const store = new SqliteStore(file);
   const tasks = store.collection<Task>('tasks', { indexes: [['status', 'created_at']], countBy: ['status'] });
@@ -37,6 +51,9 @@ async function seed(file: string) {
   await messages.append('th', [{ text: 'three' }]);
   await messages.append('gone', [{ text: 'x' }]);
   await messages.delete('gone');
+  // A chat message is kept in SQLite as its values and a shape; it arrives as it was written.
+  await store.appendLog('chat').append('th', [{ role: 'user', content: 'hi', timestamp: '2026-01-02T03:04:05.678Z' }]);
+  await store.invocations().insert([invocation('i1', 1_000, 'ok'), invocation('i2', 2_000, 'error'), invocation('i3', 2_000, 'ok')]);
   store.close();
 }
 
@@ -52,7 +69,8 @@ describe('hangar store copy', () => {
     expect(first.out[0]).toMatch(/^copying .*hangar\.db → postgres:\/\/postgres:\*\*\*@/);
     expect(first.out).toContain('  collection tasks: 2,500 records');
     expect(first.out).toContain('  log messages: 1 keys');
-    expect(first.out.at(-1)).toBe('copied 2,501 records in 2 collections and 1 keys in 1 logs');
+    expect(first.out).toContain('  table invocations: 3 records');
+    expect(first.out.at(-1)).toBe('copied 2,501 records in 2 collections, 2 keys in 2 logs and 3 invocation records');
     expect(first.progress.some((line) => /tasks \[#+\.*\] 1000\/2500/.test(line))).toBe(true);
 
     const second = await run('copy', '--from', file, '--to', url);
@@ -71,6 +89,30 @@ describe('hangar store copy', () => {
       // A deleted key's version came along: created again, it keeps counting upwards.
       expect((await messages.append('gone', [{ text: 'y' }])).version).toBe(3);
       await tasks.put('t-new', { status: 'queued', created_at: 'z' });
+      expect(await pg.appendLog('chat').get('th')).toEqual({
+        items: [{ role: 'user', content: 'hi', timestamp: '2026-01-02T03:04:05.678Z' }],
+        version: 1,
+      });
+      // Copied once (the second run added nothing), newest first with ties in their order.
+      const calls = pg.invocations();
+      expect(await calls.count()).toBe(3);
+      expect((await calls.page({}, 10, 0)).items.map((v) => (v as { id: string }).id)).toEqual(['i3', 'i2', 'i1']);
+      expect(await calls.get('i2')).toEqual(invocation('i2', 2_000, 'error').value);
+      expect(await calls.summaries({ status: 'error' })).toEqual([
+        {
+          id: 'i2',
+          started: 2_000,
+          resource: 'agent',
+          name: 'echo',
+          operation: 'invoke',
+          principal: 'local',
+          status: 'error',
+          http_status: 500,
+          duration_ms: 1.5,
+          error: 'boom',
+        },
+      ]);
+      await calls.insert([invocation('i4', 3_000, 'ok')]);
     } finally {
       await pg.close();
     }
@@ -79,12 +121,23 @@ describe('hangar store copy', () => {
     const returned = await run('copy', '--from', url, '--to', back);
     expect(returned.code).toBe(0);
     expect(returned.out).toContain('  collection tasks: 2,501 records');
+    expect(returned.out).toContain('  table invocations: 4 records');
     const sqlite = new SqliteStore(back);
     const tasks = sqlite.collection<Task>('tasks', { countBy: ['status'] });
     expect((await tasks.query({ where: { status: 'queued' }, limit: 1 })).total).toBe(501);
     expect(await sqlite.appendLog('messages').get('th')).toMatchObject({ version: 2 });
     expect(await sqlite.appendLog('messages').get('gone')).toMatchObject({ version: 3, items: [{ text: 'y' }] });
+    expect((await sqlite.appendLog('chat').get('th'))?.items).toEqual([
+      { role: 'user', content: 'hi', timestamp: '2026-01-02T03:04:05.678Z' },
+    ]);
+    expect((await sqlite.invocations().page({}, 10, 0)).items.map((v) => (v as { id: string }).id)).toEqual(['i4', 'i3', 'i2', 'i1']);
+    expect(await sqlite.invocations().get('i1')).toEqual(invocation('i1', 1_000, 'ok').value);
     sqlite.close();
+    // Copying back again changes nothing.
+    expect((await run('copy', '--from', url, '--to', back)).out).toContain('  table invocations: 4 records');
+    const again = new SqliteStore(back);
+    expect(await again.invocations().count()).toBe(4);
+    again.close();
   });
 
   it('explains what is wrong with how it was called (exit 2) and what failed (exit 1)', async () => {

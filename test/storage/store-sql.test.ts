@@ -9,12 +9,14 @@ describe('the store query layer', () => {
   it('compiles every statement for SQLite (? parameters) and PostgreSQL ($n parameters) alike', () => {
     const lite = storeStatements('sqlite');
     const pg = storeStatements('postgres');
-    const append = lite.appendItem('thread_messages', 'echo/t1', 3, '{}');
-    expect(append.sql).toBe('insert into "log_items" ("log", "key", "position", "value") values (?, ?, ?, ?)');
-    expect(append.parameters).toEqual(['thread_messages', 'echo/t1', 3, '{}']);
-    const pgAppend = pg.appendItem('thread_messages', 'echo/t1', 3, '{}');
-    expect(pgAppend.sql).toBe('insert into "log_items" ("log", "key", "position", "value") values ($1, $2, $3, $4)');
-    expect(pgAppend.parameters).toEqual(['thread_messages', 'echo/t1', 3, '{}']);
+    const append = lite.appendItem(3, null, '{}');
+    expect(append.sql).toBe('insert into "log_items" ("item", "shape", "value") values (?, ?, ?)');
+    expect(append.parameters).toEqual([3, null, '{}']);
+    const liteGet = lite.getRecord('tasks', 't1');
+    expect(liteGet.sql).toBe('select "value" from "records" where "collection" = ? and "id" = ?');
+    const pgGet = pg.getRecord('tasks', 't1');
+    expect(pgGet.sql).toBe('select "value" from "records" where "collection" = $1 and "id" = $2');
+    expect(pgGet.parameters).toEqual(['tasks', 't1']);
     expect(pg.putRecord('tasks', 't1', '{}').sql).toMatch(/on conflict \("collection", "id"\) do update set "value" = "excluded"\."value"/);
   });
 

@@ -103,7 +103,7 @@ export async function storeCli(argv: string[], io: CliIO & { progress?: (line: s
     const records = Object.values(counts.collections).reduce((a, b) => a + b, 0);
     const keys = Object.values(counts.logs).reduce((a, b) => a + b, 0);
     io.out(
-      `copied ${records.toLocaleString('en')} records in ${Object.keys(counts.collections).length} collections and ${keys.toLocaleString('en')} keys in ${Object.keys(counts.logs).length} logs`,
+      `copied ${records.toLocaleString('en')} records in ${Object.keys(counts.collections).length} collections, ${keys.toLocaleString('en')} keys in ${Object.keys(counts.logs).length} logs and ${counts.tables.invocations.toLocaleString('en')} invocation records`,
     );
     return 0;
   } catch (err) {

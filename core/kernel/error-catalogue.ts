@@ -352,6 +352,14 @@ export const ERROR_CATALOGUE = {
     status: 409,
     message: '{file} changed on disk since this session read it: reload it, or save with force to overwrite',
   },
+  HANGAR_NOTEBOOK_MERGE_CONFLICT: {
+    status: 409,
+    message: '{count} cell(s) of {file} changed both here and on disk: pick a side for each (resolutions) and merge again',
+  },
+  HANGAR_NOTEBOOK_MERGE_UNREADABLE: {
+    status: 409,
+    message: '{file} on disk does not parse as a notebook, so there is nothing to merge with ({reason}): reload it or overwrite it',
+  },
   HANGAR_NOTEBOOK_BODY_NOT_OBJECT: { status: 400, message: 'request body must be a JSON object or array' },
   HANGAR_NOTEBOOK_BODY_INVALID_JSON: { status: 400, message: '{problem}' },
   HANGAR_NOTEBOOK_FIX_NOT_APPLICABLE: { status: 422, message: 'cannot {action} `{name}` in cell {cell}: {why}' },

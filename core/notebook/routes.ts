@@ -24,6 +24,7 @@ import {
   ReorderBody,
   RunDocumentBody,
   RunQuery,
+  SaveBody,
   SaveQuery,
   SettingsBody,
   UiValueBody,
@@ -149,16 +150,25 @@ export function notebookRoutes(service: NotebookService): AnyRoute[] {
     defineRoute({
       method: 'POST',
       url: '/api/notebooks/:nb/save',
-      summary: 'Write the notebook file (409 with {detail, code, diff} when it changed on disk; ?force=true overwrites)',
+      summary:
+        "Write the notebook file. Changed on disk since the session read it: 409 {detail, code, diff}; body {strategy: 'merge'} merges the disk's changes per cell (409 HANGAR_NOTEBOOK_MERGE_CONFLICT with {conflicts} for cells changed on both sides until {resolutions} picks a side), 'overwrite' or ?force=true overwrites",
       tags,
       schema: {
         querystring: SaveQuery,
-        response: { 200: '{saved}', 409: 'the file changed on disk since the session read it: {detail, code, diff}', ...missing },
+        body: SaveBody.optional(),
+        response: {
+          200: '{saved, from_disk}: from_disk lists the cells a merge took from the file',
+          409: 'the file changed on disk: {detail, code, diff}, and with a merge {conflicts: [{cell, base, ours, theirs}]}',
+          ...missing,
+          ...invalid,
+        },
       },
-      handler: async ({ params, query }) => {
-        const s = await session(params);
-        await s.save(s.filePath, { force: query.force === 'true' });
-        return { saved: params.nb };
+      handler: async (input) => {
+        const s = await session(input.params);
+        const { strategy, resolutions } = input.body ?? SaveBody.parse({});
+        if (strategy === 'merge') return { saved: input.params.nb, ...(await s.saveMerged(resolutions)) };
+        await s.save(s.filePath, { force: strategy === 'overwrite' || input.query.force === 'true' });
+        return { saved: input.params.nb, from_disk: [] };
       },
     }),
     defineRoute({

@@ -138,6 +138,20 @@ export const RunDocumentBody = z.object({
   cell_timeout_ms: z.number().int().min(0).optional(),
 });
 
+/**
+ * How a save meets a file changed on disk. Without a body (or `strategy: 'refuse'`) it is refused
+ * with 409; `merge` merges the disk's changes per cell (`merge.ts`), `resolutions` picking a side
+ * for each cell changed on both sides (`ours`: this session's text, `theirs`: the disk's).
+ */
+export const SaveBody = z
+  .object({
+    strategy: z.enum(['refuse', 'merge', 'overwrite']).default('refuse'),
+    resolutions: z
+      .record(z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'cell ids are 1-64 letters, digits, - or _'), z.enum(['ours', 'theirs']))
+      .default({}),
+  })
+  .strict();
+
 // ---- query strings --------------------------------------------------------------------------
 
 /** `?force=true` overwrites a file changed on disk since the session read it (the UI's "Overwrite"). */

@@ -25,7 +25,8 @@ import { fail } from '../kernel/errors.js';
 import { ancestors, descendants, topologicalOrder } from '../lib/graph.js';
 import { analyzeNotebook, type NotebookAnalysis } from './analysis/index.js';
 import { type DiskVersion, diskDiff, isNewerOnDisk, readDiskVersion } from './disk-version.js';
-import { readNotebookFile, writeNotebookFile } from './formats.js';
+import { parseNotebook, readNotebookFile, writeNotebookFile } from './formats.js';
+import { type MergeCellText, type MergeSide, mergeCells } from './merge.js';
 import { NotebookRuntime } from './runtime.js';
 import { Cell, type CellState, type CellType, type Notebook, newCellId, type Output } from './schemas.js';
 import {
@@ -58,6 +59,8 @@ export class NotebookSession {
   #executionCount = 0;
   /** The file version this session was read from or last wrote. */
   #disk: DiskVersion | undefined;
+  /** The cells of that version, as the file said them: the base of a three-way merge. */
+  #base: MergeCellText[] | undefined;
   /** Edited since it was read or saved: a disk change then needs the user's choice. */
   #dirty = false;
   /** The last value the user gave each interactive element (`<cell id>:<n>`), restored when its cell runs again. */
@@ -417,7 +420,24 @@ export class NotebookSession {
 
   /** Remember the file's current version as the one this session holds (on open). */
   async trackDisk(): Promise<void> {
-    if (this.#filePath) this.#disk = (await readDiskVersion(this.#filePath))?.version;
+    if (this.#filePath) this.#hold(await readDiskVersion(this.#filePath));
+  }
+
+  /** This session now holds that version of the file (read, reloaded or written). */
+  #hold(read: { version: DiskVersion; text: string } | undefined): void {
+    this.#disk = read?.version;
+    this.#base = undefined;
+    if (!read || !this.#filePath) return;
+    try {
+      this.#base = parseNotebook(read.text, this.#filePath).cells.map(({ id, cell_type, source, name }) => ({
+        id,
+        cell_type,
+        source,
+        name,
+      }));
+    } catch {
+      // A file that does not parse has no cells to merge against; a merge then treats every cell as added.
+    }
   }
 
   get diskVersion(): DiskVersion | undefined {
@@ -446,9 +466,46 @@ export class NotebookSession {
     }
     await writeNotebookFile(this.notebook, filePath);
     this.#filePath = filePath;
-    this.#disk = (await readDiskVersion(filePath))?.version;
+    this.#hold(await readDiskVersion(filePath));
     this.#dirty = false;
     return filePath;
+  }
+
+  /**
+   * Save, merging a disk version newer than the one this session holds (`merge.ts`): the cells
+   * changed on disk are taken (they become stale), this session's changes kept, and the file is
+   * written once. Cells changed on both sides answer 409 `HANGAR_NOTEBOOK_MERGE_CONFLICT` with the
+   * three texts and change nothing, until `resolutions` picks a side for each. Returns the cells
+   * taken from disk.
+   */
+  async saveMerged(resolutions: Record<string, MergeSide> = {}): Promise<{ from_disk: string[] }> {
+    const file = this.#filePath;
+    if (!file) throw fail('HANGAR_NOTEBOOK_NO_FILE', {});
+    const now = await readDiskVersion(file);
+    if (!now || !isNewerOnDisk(this.#disk, now.version)) {
+      await this.save(file);
+      return { from_disk: [] };
+    }
+    let theirs: Cell[];
+    try {
+      theirs = parseNotebook(now.text, file).cells;
+    } catch (err) {
+      throw fail('HANGAR_NOTEBOOK_MERGE_UNREADABLE', { file, reason: (err as Error).message });
+    }
+    const merged = mergeCells(this.#base ?? [], this.notebook.cells, theirs, resolutions);
+    if (merged.conflicts.length > 0) {
+      throw fail(
+        'HANGAR_NOTEBOOK_MERGE_CONFLICT',
+        { file, count: merged.conflicts.length },
+        { fields: { conflicts: merged.conflicts, diff: diskDiff(this.notebook, now.text, file) } },
+      );
+    }
+    const fromDisk = merged.cells.filter((m) => m.side === 'theirs').map((m) => m.cell.id);
+    await this.#adopt(merged.cells.map(({ cell, name }) => Object.assign(cell, { name })));
+    // The merge read this version; save() still refuses if the file changed again since.
+    this.#hold(now);
+    await this.save(file);
+    return { from_disk: fromDisk };
   }
 
   /**
@@ -479,11 +536,29 @@ export class NotebookSession {
     if (!this.#filePath) throw fail('HANGAR_NOTEBOOK_NO_FILE', {});
     const now = await readDiskVersion(this.#filePath);
     const fresh = await readNotebookFile(this.#filePath);
+    const changed = await this.#adopt(fresh.cells);
+    this.notebook.name = fresh.name;
+    this.notebook.metadata = fresh.metadata;
+    this.#hold(now);
+    this.#dirty = false;
+    const rerun = options.rerun && this.history.length > 0 ? changed.filter((id) => this.cell(id).cell_type === 'code') : [];
+    this.#emit({ type: 'reloaded', rerun });
+    if (rerun.length > 0) void this.runCells(rerun).catch(() => undefined);
+    return rerun;
+  }
+
+  /**
+   * Replace the cells. A cell whose id, type and source are unchanged keeps its outputs and state;
+   * a changed cell (and what depends on it) becomes stale; a removed cell's names leave the
+   * kernel. Returns the changed cells' ids.
+   */
+  async #adopt(fresh: Cell[]): Promise<string[]> {
     const before = await this.analysis();
     const old = new Map(this.notebook.cells.map((c) => [c.id, c]));
     const changed: string[] = [];
-    const cells = fresh.cells.map((cell) => {
+    const cells = fresh.map((cell) => {
       const previous = old.get(cell.id);
+      if (previous === cell) return cell;
       if (previous && previous.source === cell.source && previous.cell_type === cell.cell_type) {
         return Object.assign(previous, { name: cell.name, metadata: cell.metadata });
       }
@@ -498,11 +573,7 @@ export class NotebookSession {
     const removedNames = [...old.keys()].filter((id) => !kept.has(id)).flatMap((id) => before.cells.get(id)?.writes ?? []);
     for (const id of old.keys()) if (!kept.has(id)) this.#states.delete(id);
     this.notebook.cells.splice(0, this.notebook.cells.length, ...cells);
-    this.notebook.name = fresh.name;
-    this.notebook.metadata = fresh.metadata;
     this.#analysis = undefined;
-    this.#disk = now?.version;
-    this.#dirty = false;
     const after = await this.analysis();
     this.#markStale([
       ...changed,
@@ -513,11 +584,8 @@ export class NotebookSession {
       ...descendants(after.topology, changed),
     ]);
     if (removedNames.length > 0) await this.#enqueue(() => (this.kernel.running ? this.kernel.deleteNames(removedNames) : undefined));
-    const rerun = options.rerun && this.history.length > 0 ? changed.filter((id) => this.cell(id).cell_type === 'code') : [];
     this.#emit({ type: 'cells-changed' });
-    this.#emit({ type: 'reloaded', rerun });
-    if (rerun.length > 0) void this.runCells(rerun).catch(() => undefined);
-    return rerun;
+    return changed;
   }
 
   async close(): Promise<void> {

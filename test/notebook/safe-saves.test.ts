@@ -1,15 +1,17 @@
 /**
  * Safe saves (#23): a session knows which version of its file it holds; a save over a newer disk
  * version answers 409 `{detail, code, diff}` until the user reloads or overwrites; open sessions
- * follow disk edits live and re-run what changed (marimo's --watch).
+ * follow disk edits live and re-run what changed (marimo's --watch). A save may instead merge the
+ * disk's changes per cell, reporting cells changed on both sides instead of picking one.
  */
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mountRoutes } from '../../core/http/route.js';
+import { parseNotebook } from '../../core/notebook/formats.js';
 import { notebookRoutes } from '../../core/notebook/routes.js';
 import { createNotebookApp } from '../../core/notebook/server.js';
 import { NotebookService } from '../../core/notebook/service.js';
@@ -104,6 +106,138 @@ describe('saving over a newer file', () => {
     expect(reloaded.body.cells[0].source).toBe('const b = 7');
     expect(reloaded.body.dirty).toBe(false);
     expect((await call('POST', `${nb}/save`)).status).toBe(200);
+  });
+});
+
+describe('merging with the file on disk', () => {
+  /** A session with unsaved edits whose file was then changed by another editor. */
+  async function diverged(name: string, start: Array<[string, string]>, mine: Record<string, string>, disk: Array<[string, string]>) {
+    const path = join(root, 'notebooks', name);
+    await writeFile(path, file(start));
+    const nb = `/api/notebooks/${name}`;
+    expect((await call('GET', nb)).status).toBe(200);
+    for (const [id, source] of Object.entries(mine)) expect((await call('PATCH', `${nb}/cells/${id}`, { source })).status).toBe(200);
+    const theirs = file(disk);
+    await writeFile(path, theirs);
+    expect((await call('POST', `${nb}/save`)).status).toBe(409);
+    return { path, nb, theirs };
+  }
+
+  it('keeps the edit made on disk to one cell and the session edit to another, writing the file once', async () => {
+    const { path, nb } = await diverged(
+      'both.nb.ts',
+      [
+        ['m0000001', 'const a = 1'],
+        ['m0000002', 'const b = 1'],
+        ['m0000003', 'a + b'],
+      ],
+      { m0000002: 'const b = 20' },
+      [
+        ['m0000001', 'const a = 10'],
+        ['m0000002', 'const b = 1'],
+        ['m0000004', '// added on disk'],
+        ['m0000003', 'a + b'],
+      ],
+    );
+    const merged = await call('POST', `${nb}/save`, { strategy: 'merge' });
+    expect(merged.status).toBe(200);
+    expect(merged.body.from_disk).toEqual(['m0000001', 'm0000004']);
+
+    const written = parseNotebook(await readFile(path, 'utf8'), path);
+    expect(written.cells.map((c) => [c.id, c.source])).toEqual([
+      ['m0000001', 'const a = 10'],
+      ['m0000002', 'const b = 20'],
+      ['m0000004', '// added on disk'],
+      ['m0000003', 'a + b'],
+    ]);
+    // Written through one temporary file renamed into place: nothing half-written is left beside it.
+    expect((await readdir(join(root, 'notebooks'))).filter((f) => f.includes('.tmp'))).toEqual([]);
+    const session = (await call('GET', nb)).body;
+    expect(session.dirty).toBe(false);
+    expect(session.cells.map((c: { source: string }) => c.source)).toEqual(written.cells.map((c) => c.source));
+    // The session now holds the merged file: it runs with both edits, and a plain save needs no merge.
+    const ran = await call('POST', `${nb}/cells/m0000003/run`);
+    expect(ran.body.cells.find((c: { id: string }) => c.id === 'm0000003').outputs[0].data['text/plain']).toBe('30');
+    expect((await call('POST', `${nb}/save`)).status).toBe(200);
+  });
+
+  it('reports a cell changed on both sides with the three texts, writes nothing, and merges once a side is picked', async () => {
+    const { path, nb, theirs } = await diverged(
+      'same.nb.ts',
+      [
+        ['s0000001', 'const s = 1'],
+        ['s0000002', 'const t = 1'],
+      ],
+      { s0000001: 'const s = 2', s0000002: 'const t = 2' },
+      [
+        ['s0000001', 'const s = 3'],
+        ['s0000002', 'const t = 1'],
+      ],
+    );
+    const refused = await call('POST', `${nb}/save`, { strategy: 'merge' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('HANGAR_NOTEBOOK_MERGE_CONFLICT');
+    expect(refused.body.detail).toMatch(/1 cell\(s\) of .*same\.nb\.ts changed both here and on disk/);
+    expect(refused.body.conflicts).toEqual([
+      {
+        cell: 's0000001',
+        base: { id: 's0000001', cell_type: 'code', source: 'const s = 1', name: '' },
+        ours: { id: 's0000001', cell_type: 'code', source: 'const s = 2', name: '' },
+        theirs: { id: 's0000001', cell_type: 'code', source: 'const s = 3', name: '' },
+      },
+    ]);
+    // Nothing silently lost: the file is the other editor's, the session still has both its edits.
+    expect(await readFile(path, 'utf8')).toBe(theirs);
+    expect((await call('GET', nb)).body.cells.map((c: { source: string }) => c.source)).toEqual(['const s = 2', 'const t = 2']);
+
+    const merged = await call('POST', `${nb}/save`, { strategy: 'merge', resolutions: { s0000001: 'theirs' } });
+    expect(merged.status).toBe(200);
+    expect(parseNotebook(await readFile(path, 'utf8'), path).cells.map((c) => c.source)).toEqual(['const s = 3', 'const t = 2']);
+  });
+
+  it('a cell edited here but deleted on disk is a conflict too; keeping it writes it back', async () => {
+    const { path, nb } = await diverged(
+      'gone.nb.ts',
+      [
+        ['g0000001', 'const g = 1'],
+        ['g0000002', 'const h = 1'],
+      ],
+      { g0000002: 'const h = 2' },
+      [['g0000001', 'const g = 1']],
+    );
+    const refused = await call('POST', `${nb}/save`, { strategy: 'merge' });
+    expect(refused.body.conflicts).toMatchObject([{ cell: 'g0000002', ours: { source: 'const h = 2' }, theirs: null }]);
+    expect((await call('POST', `${nb}/save`, { strategy: 'merge', resolutions: { g0000002: 'ours' } })).status).toBe(200);
+    expect(parseNotebook(await readFile(path, 'utf8'), path).cells.map((c) => c.source)).toEqual(['const g = 1', 'const h = 2']);
+  });
+
+  it('refuses a malformed merge request with a detail naming the field, and leaves the file alone', async () => {
+    const { path, nb, theirs } = await diverged('bad.nb.ts', [['x0000001', 'const x = 1']], { x0000001: 'const x = 2' }, [
+      ['x0000001', 'const x = 3'],
+    ]);
+    for (const body of [
+      { strategy: 'merge', resolutions: { x0000001: 'mine' } },
+      { strategy: 'rebase' },
+      { strategy: 'merge', extra: 1 },
+    ]) {
+      const answer = await call('POST', `${nb}/save`, body);
+      expect(answer.status).toBe(422);
+      expect(typeof answer.body.detail).toBe('string');
+    }
+    expect(await readFile(path, 'utf8')).toBe(theirs);
+  });
+
+  it('a disk file that no longer parses cannot be merged: 409 saying so, nothing written', async () => {
+    const path = join(root, 'notebooks', 'broken.nb.ts');
+    await writeFile(path, file([['y0000001', 'const y = 1']]));
+    const nb = '/api/notebooks/broken.nb.ts';
+    await call('GET', nb);
+    await call('PATCH', `${nb}/cells/y0000001`, { source: 'const y = 2' });
+    await writeFile(path, 'not a notebook');
+    const refused = await call('POST', `${nb}/save`, { strategy: 'merge' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('HANGAR_NOTEBOOK_MERGE_UNREADABLE');
+    expect(await readFile(path, 'utf8')).toBe('not a notebook');
   });
 });
 

@@ -73,7 +73,7 @@ async function diskPerMessageBytes(): Promise<{
       }
     ).b ?? 0;
   const parts = {
-    messageRows: pages("'log_items'"),
+    messageRows: pages("'log_items', 'log_keys', 'log_shapes', 'sqlite_autoindex_log_keys_1', 'sqlite_autoindex_log_shapes_1'"),
     checkpoints: pages("'cp_steps', 'cp_steps_id', 'cp_blobs', 'cp_messages', 'cp_chains'"),
   };
   await server.close();

@@ -5,11 +5,28 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-// semver's own modules, not its index: the index loads all ~50 of them, which cost every start
-// ~50 ms before anything else could run; the advice's minVersion is loaded only when it is printed.
-const satisfies = require('semver/functions/satisfies');
 
 export const SUPPORTED_RANGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
+
+/**
+ * A range of the one shape engines ranges take here, `>=MAJOR[.MINOR[.PATCH]]`, as numbers; other
+ * shapes go to semver. Loading semver's satisfies (its ~10 modules from node_modules) cost every
+ * start ~14 ms of CPU before anything else could run.
+ */
+function lowerBound(range) {
+  const m = /^>=\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(range.trim());
+  return m ? [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)] : undefined;
+}
+
+function satisfies(version, range) {
+  const bound = lowerBound(range);
+  const release = /^(\d+)\.(\d+)\.(\d+)$/.exec(version);
+  // A prerelease or an unusual range: semver's rules (its own modules, not the index's ~50).
+  if (!bound || !release) return require('semver/functions/satisfies')(version, range);
+  const parts = release.slice(1).map(Number);
+  for (let i = 0; i < 3; i++) if (parts[i] !== bound[i]) return parts[i] > bound[i];
+  return true;
+}
 
 /** The lowest release the range admits, as people name it ("22.17", "24"), for the advice. */
 function lowestRelease(range) {

@@ -65,12 +65,15 @@ async function finished(url: string, id: string): Promise<Task> {
 
 /** From the stuck task's creation to the completion of the next task of the same agent, in ms (server clock). */
 async function recovery(url: string, agent: string): Promise<number> {
-  const submit = async (query: string) => {
-    const task = await json<{ id?: string; task_id?: string }>(`${url}/api/v1/${agent}/invoke/async`, { query });
+  const submit = async (query: string, timeoutMs?: number) => {
+    const body = timeoutMs ? { query, timeout_ms: timeoutMs } : { query };
+    const task = await json<{ id?: string; task_id?: string }>(`${url}/api/v1/${agent}/invoke/async`, body);
     return (task.task_id ?? task.id)!;
   };
   const stuck = await submit('stuck');
-  const next = await submit('next');
+  // Its own deadline is not what is measured: on a loaded machine a new host thread may take longer
+  // than the stuck run's deadline to start, and the figure is the time until it answers.
+  const next = await submit('next', 30_000);
   const [first, second] = [await finished(url, stuck), await finished(url, next)];
   if (first.status !== 'failed' || second.status !== 'completed')
     throw new Error(`unexpected ${first.status} then ${second.status}: ${JSON.stringify(second.error)}`);

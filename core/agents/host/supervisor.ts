@@ -104,6 +104,12 @@ interface Host {
   warming: boolean;
   /** The link to its thread (made with the thread's first call, replaced when the thread is). */
   link: Link | undefined;
+  /**
+   * A started thread waiting to take over when this host's is stopped, kept once a host has been
+   * restarted (an agent that got stuck once is likely to again while its author iterates): the
+   * next call then does not wait for a thread and a bundle to start, as Chrome keeps a spare renderer.
+   */
+  spare: WorkerPool<ServeTask | WarmTask, unknown> | undefined;
   restarts: number;
   outOfMemory: number;
   lastRestart: HostStatus['last_restart'];
@@ -235,7 +241,7 @@ export class AgentHosts implements NodeHost {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#hosts.values()].map((host) => host.pool.close()));
+    await Promise.all([...this.#hosts.values()].flatMap((host) => [host.pool.close(), host.spare?.close()]));
     this.#hosts.clear();
   }
 
@@ -258,19 +264,13 @@ export class AgentHosts implements NodeHost {
     const host: Host = {
       agent: ref.name,
       heapMb,
-      pool: new WorkerPool<ServeTask | WarmTask, unknown>({
-        entry: 'core/agents/host/worker.ts',
-        maxThreads: 1,
-        concurrentTasksPerWorker: 256,
-        idleTimeoutMs: 30_000,
-        maxHeapMb: heapMb,
-        atomics: 'disabled',
-      }),
+      pool: hostPool(heapMb, 30_000),
       running: 0,
       generation: 0,
       ready: false,
       warming: false,
       link: undefined,
+      spare: undefined,
       restarts: existing?.restarts ?? 0,
       outOfMemory: existing?.outOfMemory ?? 0,
       lastRestart: existing?.lastRestart ?? null,
@@ -296,8 +296,29 @@ export class AgentHosts implements NodeHost {
       link.calls.clear();
       for (const call of calls) call.restart();
     }
-    // The stopped thread is being terminated now; the next call should find its successor running.
-    setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
+    const spare = host.spare;
+    host.spare = undefined;
+    if (spare && spare.threads > 0) {
+      const stopped = host.pool;
+      host.pool = spare;
+      host.ready = true;
+      void stopped.close();
+    } else {
+      void spare?.close();
+      // The stopped thread is being terminated now; the next call should find its successor running.
+      setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
+    }
+    // The next spare starts after the successor, never competing with it.
+    setTimeout(() => this.#prepareSpare(host), 4 * ABORT_GRACE_MS).unref();
+  }
+
+  /** Start a spare thread for the host, in turn with the hosts being started. */
+  #prepareSpare(host: Host): void {
+    if (this.#hosts.get(host.agent) !== host || host.spare) return;
+    // Held a while, not forever: a spare idle for five minutes stops, and the next restart starts a thread again.
+    const spare = hostPool(host.heapMb, 300_000);
+    host.spare = spare;
+    this.#warming = this.#warming.then(() => spare.warm({ warm: true }).catch(() => undefined));
   }
 
   /**
@@ -579,7 +600,21 @@ function restartedError(host: Host, ref: AgentRef) {
   return fail('HANGAR_AGENT_HOST_RESTARTED', { agent: ref.name, why: host.lastRestart?.detail ?? 'its thread stopped' });
 }
 
+/** The pool of one host thread with the heap cap `heapMb`. */
+function hostPool(heapMb: number, idleTimeoutMs: number): WorkerPool<ServeTask | WarmTask, unknown> {
+  return new WorkerPool<ServeTask | WarmTask, unknown>({
+    entry: 'core/agents/host/worker.ts',
+    maxThreads: 1,
+    concurrentTasksPerWorker: 256,
+    idleTimeoutMs,
+    maxHeapMb: heapMb,
+    atomics: 'disabled',
+  });
+}
+
 async function drain(host: Host): Promise<void> {
+  void host.spare?.close();
+  host.spare = undefined;
   while (host.running > 0) await new Promise((resolve) => setTimeout(resolve, 100));
   await host.pool.close();
 }

@@ -322,9 +322,9 @@ export function testCount(output: string): number | null {
   return tally(output).ran;
 }
 
+/** A failed run that is UNVERIFIED: the signature's id and the reason (its kind is in the reason's prefix). */
 interface Unverified {
   signature: string;
-  kind: SignatureKind;
   reason: string;
 }
 
@@ -335,40 +335,42 @@ function matchSignature(result: CommandResult, failedTests: number): Unverified 
   const exit = result.exit_code!;
   const applies = (s: CheckSignature) => (!s.exit || s.exit.includes(exit)) && (!s.command || s.command.test(result.command));
   // 1. Exit codes.
+  // Stryker disable next-line LogicalOperator: no row has both an exit code and an output pattern, so `||` picks the same rows
   for (const s of CHECK_SIGNATURES.filter((x) => !x.output && x.exit)) {
     if (!applies(s)) continue;
     let reason = s.reason(null, result.command);
     if (s.id === 'pytest-usage') {
-      const detail = /^ERROR: (.+)$/m.exec(output)?.[1];
+      const detail = /^ERROR: (.+)/m.exec(output)?.[1];
       if (detail) reason += `: ${detail.trim()}`;
     }
     if (s.id === 'shell-not-found') {
       const named = /(?:^|\n)\S*sh: (?:\d+: |line \d+: )?(\S+): (?:command )?not found/.exec(output)?.[1];
       if (named) reason = `\`${named}\` is not installed or not on PATH (exit 127)`;
     }
-    return { signature: s.id, kind: s.kind, reason: `${prefix(s.kind)}: ${reason}` };
+    return { signature: s.id, reason: `${prefix(s.kind)}: ${reason}` };
   }
   // 2. Failing tests keep it RED — except node's folder pseudo-tests, which are not tests.
   const folders = nodeTestFolders(output, result.command);
   if (folders.length && failedTests <= folders.length) {
     return {
       signature: 'node-test-folder',
-      kind: 'no_such_check',
       reason: `no such check: \`node --test\` on Node 22 and 24 takes files or globs, not a folder (${folders.join(', ')}); name the files with a glob, e.g. \`node --test "${folders[0]}/**/*.test.mjs"\``,
     };
   }
   // unittest reports a named module that is not there as one erroring pseudo-test too.
   const module = missingUnittestModule(output, result.command);
   if (module && failedTests <= 1)
-    return { signature: 'unittest-no-module', kind: 'no_such_check', reason: `no such check: unittest has no test module ${module}` };
+    return { signature: 'unittest-no-module', reason: `no such check: unittest has no test module ${module}` };
   if (failedTests > 0) return null;
   // 3. Output signatures of a check that is not there.
   const script = missingNodeScript(output, result.command);
-  if (script) return { signature: 'node-no-script', kind: 'no_such_check', reason: `no such check: node has no script ${script}` };
+  if (script) return { signature: 'node-no-script', reason: `no such check: node has no script ${script}` };
+  // Stryker disable next-line MethodExpression: an exit-code row that applies has returned in step 1, so without the filter it is skipped here as well
   for (const s of CHECK_SIGNATURES.filter((x) => x.output)) {
+    // Stryker disable next-line ConditionalExpression: no output row restricts the exit code or the command today; kept for the row that will
     if (!applies(s)) continue;
     const m = s.output!.exec(output);
-    if (m) return { signature: s.id, kind: s.kind, reason: `${prefix(s.kind)}: ${s.reason(m, result.command)}` };
+    if (m) return { signature: s.id, reason: `${prefix(s.kind)}: ${s.reason(m, result.command)}` };
   }
   return null;
 }

@@ -349,6 +349,27 @@ function NotebookEditor({ id }: { id: string }) {
         setConflict({ diff: String(err.body.diff ?? ''), why: 'save' });
       }
     });
+  /**
+   * Merge with the file on disk and save: the server takes the disk's edits to cells not edited
+   * here. Cells edited on both sides come back as conflicts for the banner to show side by side.
+   */
+  const merge = (resolutions: Record<string, 'ours' | 'theirs'>) =>
+    act(async () => {
+      try {
+        const answer = await request<{ from_disk: string[] }>('POST', `${base}/save`, { strategy: 'merge', resolutions });
+        // Everything typed was sent first (act); the merged sources on the server are the truth now.
+        local.current.clear();
+        setConflict(null);
+        setNotice(
+          `Merged with the file on disk and saved${answer.from_disk.length ? ` (${answer.from_disk.length} cell(s) from disk)` : ''}.`,
+        );
+        await reload();
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.body.code !== 'HANGAR_NOTEBOOK_MERGE_CONFLICT') throw err;
+        const { diff, conflicts } = err.body as { diff?: string; conflicts: DiskConflict['conflicts'] };
+        setConflict((c) => ({ diff: String(diff ?? c?.diff ?? ''), why: c?.why ?? 'save', conflicts }));
+      }
+    });
   // An interactive element changed: the server keeps the value and re-runs the cells that read it.
   const setUi = (elementId: string, value: unknown) =>
     void act(() => request('POST', `${base}/ui/${encodeURIComponent(elementId)}?wait=false`, { value }));
@@ -404,6 +425,7 @@ function NotebookEditor({ id }: { id: string }) {
           conflict=${conflict}
           onReload=${() => void reloadFromDisk()}
           onOverwrite=${() => void save(true)}
+          onMerge=${(resolutions: Record<string, 'ours' | 'theirs'>) => void merge(resolutions)}
           onDismiss=${() => setConflict(null)}
         />`
       }

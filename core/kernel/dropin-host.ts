@@ -17,7 +17,8 @@
  *   terminated and its calls fail saying so;
  * - restarts: counted per drop-in with the reason (`out_of_memory`, `unresponsive`, `stopped`),
  *   reported to `onRestart` (metrics, the log) and in `status()` (`/api/v1/status`). A call the
- *   host never started (queued behind a stuck one) is run again once on the new thread.
+ *   host never started (queued behind a stuck one) is run again once on the new thread. A host
+ *   restarted once keeps a spare thread that takes over at its next restart.
  */
 
 import path from 'node:path';
@@ -95,6 +96,8 @@ interface Host {
   warming: boolean;
   /** The calls in flight, each told when the thread it is on is stopped. */
   calls: Set<() => void>;
+  /** A started thread that takes over at the next restart, kept once the host has been restarted (as agents' hosts do). */
+  spare: WorkerPool<HostedTask | WarmTask, HostedReply> | undefined;
   restarts: number;
   outOfMemory: number;
   lastRestart: DropInHostStatus['last_restart'];
@@ -167,7 +170,7 @@ export class DropInHosts<Task extends HostedTask> {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#hosts.values()].map((host) => host.pool.close()));
+    await Promise.all([...this.#hosts.values()].flatMap((host) => [host.pool.close(), host.spare?.close()]));
     this.#hosts.clear();
   }
 
@@ -179,19 +182,13 @@ export class DropInHosts<Task extends HostedTask> {
     const host: Host = {
       name,
       heapMb,
-      pool: new WorkerPool<HostedTask | WarmTask, HostedReply>({
-        entry: this.#options.entry,
-        maxThreads: 1,
-        concurrentTasksPerWorker: 256,
-        idleTimeoutMs: 60_000,
-        maxHeapMb: heapMb,
-        atomics: 'disabled',
-      }),
+      pool: this.#pool(heapMb, 60_000),
       running: 0,
       generation: 0,
       ready: false,
       warming: false,
       calls: new Set(),
+      spare: undefined,
       restarts: existing?.restarts ?? 0,
       outOfMemory: existing?.outOfMemory ?? 0,
       lastRestart: existing?.lastRestart ?? null,
@@ -226,8 +223,39 @@ export class DropInHosts<Task extends HostedTask> {
     host.lastRestart = { reason, detail, at: new Date().toISOString() };
     this.#options.onRestart?.(host.name, reason, detail);
     for (const tell of [...host.calls]) tell();
-    // The stopped thread is being terminated now; the next call should find its successor running.
-    setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
+    const spare = host.spare;
+    host.spare = undefined;
+    if (spare && spare.threads > 0) {
+      const stopped = host.pool;
+      host.pool = spare;
+      host.ready = true;
+      void stopped.close();
+    } else {
+      void spare?.close();
+      // The stopped thread is being terminated now; the next call should find its successor running.
+      setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
+    }
+    // The next spare starts after the successor, never competing with it.
+    setTimeout(() => this.#prepareSpare(host), 4 * ABORT_GRACE_MS).unref();
+  }
+
+  #prepareSpare(host: Host): void {
+    if (this.#hosts.get(host.name) !== host || host.spare) return;
+    // Held a while, not forever: a spare idle for five minutes stops, and the next restart starts a thread again.
+    const spare = this.#pool(host.heapMb, 300_000);
+    host.spare = spare;
+    warmingChain = warmingChain.then(() => spare.warm({ warm: true }).catch(() => undefined));
+  }
+
+  #pool(heapMb: number, idleTimeoutMs: number): WorkerPool<HostedTask | WarmTask, HostedReply> {
+    return new WorkerPool<HostedTask | WarmTask, HostedReply>({
+      entry: this.#options.entry,
+      maxThreads: 1,
+      concurrentTasksPerWorker: 256,
+      idleTimeoutMs,
+      maxHeapMb: heapMb,
+      atomics: 'disabled',
+    });
   }
 
   #restartedError(host: Host) {
@@ -348,6 +376,8 @@ export function hostedSource(registry: Registry, root: string, kind: string, nam
 }
 
 async function drain(host: Host): Promise<void> {
+  void host.spare?.close();
+  host.spare = undefined;
   while (host.running > 0) await new Promise((resolve) => setTimeout(resolve, 100));
   await host.pool.close();
 }

@@ -3,7 +3,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import * as zod from 'zod';
-import { loadExpress } from '../endpoints/router.js';
+import { expressForDropIns } from '../endpoints/router.js';
 import { createApp } from '../http/app.js';
 import { normalizeUrl } from '../http/normalize.js';
 import { OpenApiRegistry } from '../http/openapi.js';
@@ -302,12 +302,12 @@ export async function startServer(input: Settings | SettingsInput, options: Star
 /**
  * Modules drop-ins get from Hangar instead of bundling their own copy: the SDK, zod, and express
  * for router endpoints (core/endpoints/router.ts). express is shared rather than bundled so each
- * reload costs no express build, and its instance is the one Hangar mounts routers in; it is
- * required on first use (a getter), so a workspace without routers never loads it.
+ * reload costs no express build, and its instance is the one Hangar mounts routers in; what
+ * drop-ins get (`expressForDropIns`) evaluates express on first use, not when a router drop-in loads.
  */
 function dropInModules(): Record<string, unknown> {
   const modules: Record<string, unknown> = { hangar: sdk, zod, 'zod/v4': zod };
-  Object.defineProperty(modules, 'express', { enumerable: true, get: loadExpress });
+  Object.defineProperty(modules, 'express', { enumerable: true, get: expressForDropIns });
   return modules;
 }
 

@@ -85,11 +85,11 @@ export function isRouterEndpoint(definition: unknown): definition is RouterEndpo
 }
 
 /**
- * express is loaded when first asked for (a router drop-in importing it, or its first request),
- * not at start-up: most workspaces have no router drop-in. In dist/ it is bundled (scripts/build.mjs)
- * and the `require` below is esbuild's, which evaluates the bundled package on this first call:
- * resolving and reading express's ~60 files from node_modules cost ~50 ms of a start that had a
- * router. From source (tests), the bundle's `require` does not exist and node_modules serves it.
+ * express is loaded on the first request to a router endpoint, not at start-up. In dist/ it is
+ * bundled (scripts/build.mjs) and the `require` below is esbuild's, which evaluates the bundled
+ * package on this first call; from source (tests) the bundle's `require` does not exist and
+ * node_modules serves it. Bundled, express still costs ~50 ms of CPU to evaluate (body-parser,
+ * iconv-lite, mime-db…), ~100 ms from node_modules: what a start with a router drop-in paid.
  */
 const requireHere = createRequire(import.meta.url);
 let expressModule: (() => ExpressApp) | undefined;
@@ -100,6 +100,39 @@ interface ExpressApp extends ExpressHandler {
 export function loadExpress(): () => ExpressApp {
   expressModule ??= (typeof require === 'function' ? require('express') : requireHere('express')) as () => ExpressApp;
   return expressModule;
+}
+
+/** express 5's exports (lib/express.js); a test checks the list against the installed express. */
+export const EXPRESS_EXPORTS = ['application', 'request', 'response', 'Route', 'Router', 'json', 'raw', 'static', 'text', 'urlencoded'];
+
+let forDropIns: unknown;
+/**
+ * What a drop-in imports as `express`: a function that makes an express app, as express's default
+ * export does, with every export of express read from it when first read — except `Router` and
+ * `Route`, which express re-exports from the `router` package (the same objects, ~10 ms to load).
+ * So a router drop-in (`import { Router } from 'express'`, `express.Router()`) loads at start-up
+ * without evaluating express, which its first request does (`hostOf`); a drop-in that makes a whole
+ * app (`express()`) evaluates it then, at its load.
+ */
+export function expressForDropIns(): unknown {
+  if (forDropIns) return forDropIns;
+  const facade = function createApplication(...args: unknown[]) {
+    return (loadExpress() as unknown as (...a: unknown[]) => unknown)(...args);
+  };
+  const fromRouter = (key: string) => () => {
+    // Written out, not through a helper: esbuild bundles only a `require` of a literal name.
+    const Router = (typeof require === 'function' ? require('router') : requireHere('router')) as { Route: unknown };
+    return key === 'Router' ? Router : Router.Route;
+  };
+  for (const key of EXPRESS_EXPORTS) {
+    Object.defineProperty(facade, key, {
+      enumerable: true,
+      configurable: true,
+      get: key === 'Router' || key === 'Route' ? fromRouter(key) : () => (loadExpress() as unknown as Record<string, unknown>)[key],
+    });
+  }
+  forDropIns = facade;
+  return facade;
 }
 
 /**

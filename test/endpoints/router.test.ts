@@ -4,8 +4,10 @@
  * log, and hot-reloaded like any drop-in.
  */
 import { readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXPRESS_EXPORTS, expressForDropIns } from '../../core/endpoints/router.js';
 import { eventually, startTestServer, type TestServer } from '../support/server.js';
 
 const TOKEN = 'router-test-token-123';
@@ -213,5 +215,18 @@ describe('a router behind the control plane', () => {
     expect(created.status).toBe(201);
     // The refused call never reached the router: the first note it stored is this one.
     expect(created.body.id).toBe(1);
+  });
+});
+
+describe('the express drop-ins import', () => {
+  it("is express's default export and its exports, Router and Route the very objects express exports", () => {
+    const express = createRequire(import.meta.url)('express') as Record<string, unknown>;
+    const given = expressForDropIns() as Record<string, unknown> & (() => { handle: unknown });
+    expect([...EXPRESS_EXPORTS].sort()).toEqual(Object.keys(express).sort());
+    expect(given.Router).toBe(express.Router);
+    expect(given.Route).toBe(express.Route);
+    expect(given.json).toBe(express.json);
+    expect(typeof given().handle).toBe('function');
+    expect(expressForDropIns()).toBe(given);
   });
 });

@@ -169,6 +169,29 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
         </table>
       </section>`
     }
+    ${
+      status &&
+      status.hosts.length > 0 &&
+      html`<section class="card" aria-labelledby="hosts-title" data-testid="dropin-hosts">
+        <h2 id="hosts-title">Drop-in hosts <span class="count">${status.hosts.length}</span></h2>
+        <p class="muted">Each drop-in's code runs in its own thread with a heap cap; a loop, a memory hog or a hung call restarts that host only.</p>
+        <table>
+          <thead><tr><th scope="col">Drop-in</th><th scope="col">Heap cap</th><th scope="col">Running</th><th scope="col">Restarts</th></tr></thead>
+          <tbody>
+            ${status.hosts.map(
+              (h) => html`<tr data-host=${`${h.kind}:${h.name}`}>
+                <td><strong>${h.name}</strong> <small class="muted">${h.kind}${h.ready ? '' : ' · not started'}</small></td>
+                <td>${h.heap_mb} MB</td>
+                <td>${h.running}</td>
+                <td class=${h.restarts ? 'bad' : ''}>${h.restarts}${h.out_of_memory ? ` (${h.out_of_memory} out of memory)` : ''}${
+                  h.last_restart ? html`<br /><small title=${h.last_restart.at}>${h.last_restart.detail}</small>` : ''
+                }</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>
+      </section>`
+    }
     <section class="card" aria-labelledby="tasks-title" data-testid="task-board">
       <h2 id="tasks-title">Task board</h2>
       ${

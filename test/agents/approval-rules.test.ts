@@ -72,6 +72,7 @@ describe('pending approvals', () => {
       const res = await bob.post(`/api/v1/gate/threads/${thread}/${decision}`, { approval_id: id });
       expect(res.status).toBe(404);
       expect(res.body.code).toBe('HANGAR_AGENT_APPROVAL_NOT_FOUND');
+      expect(res.body.detail).toBe(`no pending approval '${id}' for thread '${thread}' of agent 'gate'`);
     }
     // Bob's attempts took nothing: the approval is still Alice's to decide, and the run did not go on.
     expect(await pendingIds(alice, 'gate', thread)).toEqual([id]);
@@ -100,6 +101,15 @@ describe('pending approvals', () => {
     // Deciding one left the other agent's approval on the same thread id pending.
     expect(await pendingIds(alice, 'gate', 'rules-shared')).toEqual([]);
     expect(await pendingIds(alice, 'other', 'rules-shared')).toEqual([other.id]);
+  });
+
+  it("are a thread's oldest first, however many are pending on it", async () => {
+    // Each invoke on a thread that waits suspends again: one pending approval more on the same thread.
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await suspend(alice, 'gate', `p5-${i}`, 'rules-many')).id);
+    expect(await pendingIds(alice, 'gate', 'rules-many')).toEqual(ids);
+    const listed = (await alice.get('/api/v1/gate/approvals')).body.approvals.map((a: { id: string }) => a.id);
+    expect(listed.filter((id: string) => ids.includes(id))).toEqual([...ids].reverse());
   });
 
   it('are listed newest first across threads, of one agent when it is named, with the links that decide them', async () => {

@@ -8,7 +8,10 @@
  * - `jsr:` and `https:`/`http:` are refused with the reason: the kernel runs offline and does not
  *   fetch code while a cell runs (and a URL's content can change under a notebook).
  * - A package that is not installed says which `npm install` to run, and where.
+ * - A Node built-in by its bare name (`fs`, `crypto`: tslab notebooks import them so) is the
+ *   built-in, never a package of that name looked up in a folder.
  */
+import { isBuiltin } from 'node:module';
 
 export type Specifier =
   | { kind: 'package'; name: string; version?: string; request: string }
@@ -52,6 +55,7 @@ export function classifySpecifier(specifier: string): Specifier {
   if (specifier.startsWith('.') || specifier.startsWith('/') || specifier.startsWith('node:') || specifier.startsWith('file:')) {
     return { kind: 'other', request: specifier };
   }
+  if (isBuiltin(specifier)) return { kind: 'other', request: `node:${specifier}` };
   return { kind: 'package', ...splitPackage(specifier) };
 }
 

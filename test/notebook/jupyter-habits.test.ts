@@ -79,6 +79,14 @@ describe('tslab', () => {
     expect(cell.state).toBe('success');
     expect(cell.outputs.map((o) => Object.keys((o as { data: object }).data)[0])).toEqual(['text/html', 'text/markdown']);
   });
+
+  it('Node built-ins imported by their bare names, as tslab notebooks do, are the built-ins', async () => {
+    const [cell] = await run([
+      'import { createHash } from "crypto";\nimport * as fs from "fs";\ncreateHash("sha256").update("x").digest("hex").slice(0, 8) + String(typeof fs.readFileSync)',
+    ]);
+    expect(cell.state).toBe('success');
+    expect(text(cell)).toContain('2d711642function');
+  });
 });
 
 describe('import specifiers', () => {

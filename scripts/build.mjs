@@ -15,10 +15,13 @@ if (args.has('--if-stale') && !distIsStale(repo)) process.exit(0);
 /**
  * Packages left in node_modules, loaded from there at run time: those that find files by path
  * beside their own code (swagger-ui-dist's assets, piscina's worker file, esbuild's binary, the
- * browser and database binaries), that keep process-wide state other copies must share
- * (OpenTelemetry's global API), optional native add-ons, and what is only imported on first use
- * anyway (the MCP SDK, openai). express is bundled: the copy drop-ins get (core/endpoints/router.ts
- * `loadExpress`, evaluated on first use) is the one Hangar mounts their routers in.
+ * browser and database binaries), OpenTelemetry's SDK (loaded only when tracing is on), optional
+ * native add-ons, and what is only imported on first use anyway (the MCP SDK, openai). express is
+ * bundled: the copy drop-ins get (core/endpoints/router.ts `expressForDropIns`, evaluated on first
+ * use) is the one Hangar mounts their routers in. So is `@opentelemetry/api`, which prom-client
+ * requires at load (~9 ms from node_modules at every start): its copies share one global state by
+ * design (the registry and context keys live on `globalThis` under `Symbol.for` names), so the
+ * SDK's own copy in node_modules and the bundled one see the same tracer and spans.
  */
 const KEEP_EXTERNAL = new Set([
   'esbuild',
@@ -66,7 +69,8 @@ const externalPackages = {
     build.onResolve({ filter: /^[^./]/ }, (args) => {
       if (args.path.startsWith('node:')) return { path: args.path, external: true };
       const name = packageOf(args.path);
-      if (KEEP_EXTERNAL.has(name) || name.startsWith('@opentelemetry/')) return { path: args.path, external: true };
+      if (KEEP_EXTERNAL.has(name) || (name.startsWith('@opentelemetry/') && name !== '@opentelemetry/api'))
+        return { path: args.path, external: true };
       return undefined;
     });
   },

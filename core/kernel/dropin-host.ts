@@ -85,24 +85,6 @@ export interface HostedCall<Task extends HostedTask> {
  */
 const ABORT_GRACE_MS = 100;
 
-interface Host {
-  name: string;
-  heapMb: number;
-  pool: WorkerPool<HostedTask | WarmTask, HostedReply>;
-  running: number;
-  /** Bumped at each restart, so the calls one thread death fails count it once. */
-  generation: number;
-  ready: boolean;
-  warming: boolean;
-  /** The calls in flight, each told when the thread it is on is stopped. */
-  calls: Set<() => void>;
-  /** A started thread that takes over at the next restart, kept once the host has been restarted (as agents' hosts do). */
-  spare: WorkerPool<HostedTask | WarmTask, HostedReply> | undefined;
-  restarts: number;
-  outOfMemory: number;
-  lastRestart: DropInHostStatus['last_restart'];
-}
-
 const RETRY = Symbol('retry on the new host');
 
 /**
@@ -110,6 +92,152 @@ const RETRY = Symbol('retry on the new host');
  * start-up) they share the machine and each takes several times as long.
  */
 let warmingChain: Promise<void> = Promise.resolve();
+
+/**
+ * One drop-in's host thread and what is counted about it, whatever protocol its calls travel by
+ * (the per-call channel of `DropInHosts`, the agents' links in core/agents/host/): the pool of its
+ * one thread with the heap cap, its spare, the generation each restart bumps, and the status.
+ */
+export class HostThread<Task extends object = object> {
+  pool: WorkerPool<Task | WarmTask, unknown>;
+  /**
+   * A started thread that takes over at the next restart, kept once the host has been restarted (a
+   * drop-in stuck once is likely to be again while its author iterates): the call after a stuck one
+   * then does not wait for a thread and a bundle to start, as Chrome keeps a spare renderer.
+   */
+  spare: WorkerPool<Task | WarmTask, unknown> | undefined;
+  running = 0;
+  /** Bumped at each restart, so the calls one thread death fails count it once. */
+  generation = 0;
+  /** Its thread has started (and not been restarted since); warming: being started. */
+  ready = false;
+  warming = false;
+  restarts: number;
+  outOfMemory: number;
+  lastRestart: DropInHostStatus['last_restart'];
+  /** Replaced (a new heap cap), forgotten or closed: nothing starts for it any more. */
+  retired = false;
+
+  constructor(
+    readonly kind: string,
+    readonly name: string,
+    readonly heapMb: number,
+    private readonly entry: string,
+    idleTimeoutMs: number,
+    /** The host this one replaces: its counts carry over. */
+    previous?: HostThread<Task>,
+  ) {
+    this.pool = this.#newPool(idleTimeoutMs);
+    this.restarts = previous?.restarts ?? 0;
+    this.outOfMemory = previous?.outOfMemory ?? 0;
+    this.lastRestart = previous?.lastRestart ?? null;
+  }
+
+  /**
+   * Start the thread if it is not running. Hosts start one after another, across kinds: started
+   * all at once (a workspace's drop-ins at start-up) they share the machine and each takes several
+   * times as long, so the first ones asked for would wait longest.
+   */
+  warm(onError?: (error: unknown) => void): void {
+    if (this.retired || this.warming) return;
+    this.warming = true;
+    const generation = this.generation;
+    warmingChain = warmingChain.then(async () => {
+      try {
+        if (this.retired) return;
+        await this.pool.warm({ warm: true });
+        if (this.generation === generation) this.ready = true;
+      } catch (err) {
+        onError?.(err);
+      } finally {
+        this.warming = false;
+      }
+    });
+  }
+
+  /**
+   * The thread of `generation` was stopped: count it once (false when it was counted already), and
+   * put a successor in place — the spare if one is running, else a new thread started shortly.
+   * The caller ends the calls that were on the stopped thread.
+   */
+  restarted(generation: number, reason: RestartReason, detail: string, onWarmError?: (error: unknown) => void): boolean {
+    if (this.generation !== generation) return false;
+    this.generation++;
+    this.ready = false;
+    this.restarts++;
+    if (reason === 'out_of_memory') this.outOfMemory++;
+    this.lastRestart = { reason, detail, at: new Date().toISOString() };
+    const spare = this.spare;
+    this.spare = undefined;
+    if (spare && spare.threads > 0) {
+      const stopped = this.pool;
+      this.pool = spare;
+      this.ready = true;
+      void stopped.close();
+    } else {
+      void spare?.close();
+      // The stopped thread is being terminated now; the next call should find its successor running.
+      setTimeout(() => this.warm(onWarmError), ABORT_GRACE_MS).unref();
+    }
+    // The next spare starts after the successor, never competing with it.
+    setTimeout(() => this.#prepareSpare(), 4 * ABORT_GRACE_MS).unref();
+    return true;
+  }
+
+  status(): DropInHostStatus {
+    return {
+      kind: this.kind,
+      name: this.name,
+      heap_mb: this.heapMb,
+      // A thread idle past its timeout has stopped; the next call starts it again.
+      ready: this.ready && this.pool.threads > 0,
+      running: this.running,
+      restarts: this.restarts,
+      out_of_memory: this.outOfMemory,
+      last_restart: this.lastRestart,
+    };
+  }
+
+  /** Replaced or forgotten: what runs on it finishes, then its thread stops. */
+  async retire(): Promise<void> {
+    this.retired = true;
+    void this.spare?.close();
+    this.spare = undefined;
+    while (this.running > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    await this.pool.close();
+  }
+
+  /** Stop at once (the server is closing): calls still running fail. */
+  async close(): Promise<void> {
+    this.retired = true;
+    await Promise.all([this.pool.close(), this.spare?.close()]);
+  }
+
+  #prepareSpare(): void {
+    if (this.retired || this.spare) return;
+    // Held a while, not forever: a spare idle for five minutes stops, and the next restart starts a thread again.
+    const spare = this.#newPool(300_000);
+    this.spare = spare;
+    warmingChain = warmingChain.then(() => spare.warm({ warm: true }).catch(() => undefined));
+  }
+
+  #newPool(idleTimeoutMs: number): WorkerPool<Task | WarmTask, unknown> {
+    return new WorkerPool<Task | WarmTask, unknown>({
+      entry: this.entry,
+      maxThreads: 1,
+      concurrentTasksPerWorker: 256,
+      idleTimeoutMs,
+      maxHeapMb: this.heapMb,
+      atomics: 'disabled',
+    });
+  }
+}
+
+/** A host whose calls each travel over their own channel. */
+class Host extends HostThread<HostedTask> {
+  /** The calls in flight, each told when the thread it is on is stopped. */
+  readonly calls = new Set<() => void>();
+}
 
 export class DropInHosts<Task extends HostedTask> {
   readonly #options: DropInHostsOptions;
@@ -127,7 +255,7 @@ export class DropInHosts<Task extends HostedTask> {
 
   /** Start the host of drop-in `name` ahead of its first call. Never waits and never throws. */
   prepare(name: string, heapMb: number): void {
-    this.#warm(this.#hostOf(name, heapMb));
+    this.#hostOf(name, heapMb).warm(this.#onWarmError(name));
   }
 
   /** Run one call in the drop-in's host; its value is what the kind's worker returned. */
@@ -150,27 +278,15 @@ export class DropInHosts<Task extends HostedTask> {
     const host = this.#hosts.get(name);
     if (!host) return;
     this.#hosts.delete(name);
-    void drain(host);
+    void host.retire();
   }
 
   status(): DropInHostStatus[] {
-    return [...this.#hosts.values()]
-      .map((host) => ({
-        kind: this.#options.kind,
-        name: host.name,
-        heap_mb: host.heapMb,
-        // A thread idle past its timeout has stopped; the next call starts it again.
-        ready: host.ready && host.pool.threads > 0,
-        running: host.running,
-        restarts: host.restarts,
-        out_of_memory: host.outOfMemory,
-        last_restart: host.lastRestart,
-      }))
-      .sort((a, b) => a.name.localeCompare(b.name));
+    return [...this.#hosts.values()].map((host) => host.status()).sort((a, b) => a.name.localeCompare(b.name));
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#hosts.values()].flatMap((host) => [host.pool.close(), host.spare?.close()]));
+    await Promise.all([...this.#hosts.values()].map((host) => host.close()));
     this.#hosts.clear();
   }
 
@@ -178,84 +294,20 @@ export class DropInHosts<Task extends HostedTask> {
     const existing = this.#hosts.get(name);
     if (existing && existing.heapMb === heapMb) return existing;
     // A new cap takes a new thread; the old one finishes what it runs, then stops.
-    if (existing) void drain(existing);
-    const host: Host = {
-      name,
-      heapMb,
-      pool: this.#pool(heapMb, 60_000),
-      running: 0,
-      generation: 0,
-      ready: false,
-      warming: false,
-      calls: new Set(),
-      spare: undefined,
-      restarts: existing?.restarts ?? 0,
-      outOfMemory: existing?.outOfMemory ?? 0,
-      lastRestart: existing?.lastRestart ?? null,
-    };
+    if (existing) void existing.retire();
+    const host = new Host(this.#options.kind, name, heapMb, this.#options.entry, 60_000, existing);
     this.#hosts.set(name, host);
     return host;
   }
 
-  #warm(host: Host): void {
-    if (this.#hosts.get(host.name) !== host || host.warming) return;
-    host.warming = true;
-    const generation = host.generation;
-    warmingChain = warmingChain.then(async () => {
-      try {
-        if (this.#hosts.get(host.name) !== host) return;
-        await host.pool.warm({ warm: true });
-        if (host.generation === generation) host.ready = true;
-      } catch (err) {
-        this.#options.onWarmError?.(host.name, err);
-      } finally {
-        host.warming = false;
-      }
-    });
+  #onWarmError(name: string) {
+    return (err: unknown) => this.#options.onWarmError?.(name, err);
   }
 
   #restarted(host: Host, generation: number, reason: RestartReason, detail: string): void {
-    if (host.generation !== generation) return;
-    host.generation++;
-    host.ready = false;
-    host.restarts++;
-    if (reason === 'out_of_memory') host.outOfMemory++;
-    host.lastRestart = { reason, detail, at: new Date().toISOString() };
+    if (!host.restarted(generation, reason, detail, this.#onWarmError(host.name))) return;
     this.#options.onRestart?.(host.name, reason, detail);
     for (const tell of [...host.calls]) tell();
-    const spare = host.spare;
-    host.spare = undefined;
-    if (spare && spare.threads > 0) {
-      const stopped = host.pool;
-      host.pool = spare;
-      host.ready = true;
-      void stopped.close();
-    } else {
-      void spare?.close();
-      // The stopped thread is being terminated now; the next call should find its successor running.
-      setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
-    }
-    // The next spare starts after the successor, never competing with it.
-    setTimeout(() => this.#prepareSpare(host), 4 * ABORT_GRACE_MS).unref();
-  }
-
-  #prepareSpare(host: Host): void {
-    if (this.#hosts.get(host.name) !== host || host.spare) return;
-    // Held a while, not forever: a spare idle for five minutes stops, and the next restart starts a thread again.
-    const spare = this.#pool(host.heapMb, 300_000);
-    host.spare = spare;
-    warmingChain = warmingChain.then(() => spare.warm({ warm: true }).catch(() => undefined));
-  }
-
-  #pool(heapMb: number, idleTimeoutMs: number): WorkerPool<HostedTask | WarmTask, HostedReply> {
-    return new WorkerPool<HostedTask | WarmTask, HostedReply>({
-      entry: this.#options.entry,
-      maxThreads: 1,
-      concurrentTasksPerWorker: 256,
-      idleTimeoutMs,
-      maxHeapMb: heapMb,
-      atomics: 'disabled',
-    });
   }
 
   #restartedError(host: Host) {
@@ -330,7 +382,7 @@ export class DropInHosts<Task extends HostedTask> {
       signal.addEventListener('abort', onAbort, { once: true });
 
       const task = { ...call.task, heartbeatMs: this.#heartbeatMs, abandonAfterMs: ABORT_GRACE_MS } as Task;
-      host.pool.run(task, { signal: terminate.signal, channel }).then(
+      (host.pool.run(task, { signal: terminate.signal, channel }) as Promise<HostedReply>).then(
         (reply) => {
           returned = true;
           if ('error' in reply) finish({ error: rebuildError(reply.error) });
@@ -373,11 +425,4 @@ export function hostedSource(registry: Registry, root: string, kind: string, nam
   const bundle = bundleOf(file, entry.version);
   if (!bundle) throw new Error(`the build of ${kind} '${name}' being run was replaced twice since; run it again`);
   return { file, hash: entry.version, code: bundle.code };
-}
-
-async function drain(host: Host): Promise<void> {
-  void host.spare?.close();
-  host.spare = undefined;
-  while (host.running > 0) await new Promise((resolve) => setTimeout(resolve, 100));
-  await host.pool.close();
 }

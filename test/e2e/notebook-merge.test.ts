@@ -74,6 +74,7 @@ describe('merging with the file on disk', () => {
     await banner.getByRole('button', { name: 'Merge', exact: true }).click();
     const choice = banner.locator('fieldset.merge-conflict');
     await choice.waitFor();
+    expect(await choice.locator('legend').textContent()).toBe('cell 1');
     expect(await choice.locator('.merge-side').allTextContents()).toEqual(['Yoursconst a = 2', 'On diskconst a = 3']);
     const go = banner.getByRole('button', { name: /^Merge/ });
     expect(await go.textContent()).toContain('1 left to pick');

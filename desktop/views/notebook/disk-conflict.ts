@@ -28,14 +28,22 @@ function Side({ side, cell }: { side: MergeSide; cell: MergeConflict['ours'] }) 
 }
 
 /** Each conflicting cell side by side, with a choice of side; merges when every cell has one. */
-function MergeChoices({ conflicts, onMerge }: { conflicts: MergeConflict[]; onMerge: (picked: Record<string, MergeSide>) => void }) {
+function MergeChoices({
+  conflicts,
+  label,
+  onMerge,
+}: {
+  conflicts: MergeConflict[];
+  label: (cellId: string) => string;
+  onMerge: (picked: Record<string, MergeSide>) => void;
+}) {
   const [picked, setPicked] = useState<Record<string, MergeSide>>({});
   const left = conflicts.filter((c) => !picked[c.cell]).length;
   return html`<div class="merge-conflicts">
     <p>${conflicts.length} cell(s) changed both here and on disk. Pick which text each keeps:</p>
     ${conflicts.map(
       (c) => html`<fieldset class="merge-conflict" key=${c.cell}>
-        <legend>Cell <code>${c.base?.name || c.ours?.name || c.theirs?.name || c.cell}</code></legend>
+        <legend>${label(c.cell)}</legend>
         <div class="merge-sides">
           <${Side} side="ours" cell=${c.ours} />
           <${Side} side="theirs" cell=${c.theirs} />
@@ -61,8 +69,11 @@ export function DiskConflictBanner({
   onOverwrite,
   onMerge,
   onDismiss,
+  label,
 }: {
   conflict: DiskConflict;
+  /** How the view names a cell ("cell 2", or its name), as the dependencies panel does. */
+  label: (cellId: string) => string;
   onReload: () => void;
   onOverwrite: () => void;
   onMerge: (resolutions: Record<string, MergeSide>) => void;
@@ -75,7 +86,7 @@ export function DiskConflictBanner({
   return html`<div class="alert disk-conflict" role="alertdialog" aria-labelledby="disk-conflict-title">
     <p id="disk-conflict-title"><strong>${headline}</strong> Lines marked <code>-</code> are yours, <code>+</code> the disk's.</p>
     <pre class="diff" tabindex="0" aria-label="Differences between this notebook and the file on disk">${conflict.diff}</pre>
-    ${conflict.conflicts?.length ? html`<${MergeChoices} conflicts=${conflict.conflicts} onMerge=${onMerge} />` : null}
+    ${conflict.conflicts?.length ? html`<${MergeChoices} conflicts=${conflict.conflicts} label=${label} onMerge=${onMerge} />` : null}
     <div class="toolbar">
       <button class="primary" onClick=${() => onMerge({})} title="Take the disk's changes to cells you did not edit, keep yours, and save"
         hidden=${Boolean(conflict.conflicts?.length)}>Merge</button>

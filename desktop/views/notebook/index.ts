@@ -426,6 +426,10 @@ function NotebookEditor({ id }: { id: string }) {
           onReload=${() => void reloadFromDisk()}
           onOverwrite=${() => void save(true)}
           onMerge=${(resolutions: Record<string, 'ours' | 'theirs'>) => void merge(resolutions)}
+          label=${(cellId: string) => {
+            const at = doc.cells.findIndex((c) => c.id === cellId);
+            return doc.cells[at]?.name || (at >= 0 ? `cell ${at + 1}` : `cell ${cellId} (not in this notebook)`);
+          }}
           onDismiss=${() => setConflict(null)}
         />`
       }

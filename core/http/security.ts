@@ -137,9 +137,11 @@ export function resolvePrincipal(
   extraTokens: Record<string, string> = {},
   fallbackToken?: string | null,
 ): string {
+  // Checked before merging the two: without tokens (loopback's default) every request is `local`,
+  // and this runs on every request.
+  if (isEmpty(settings.auth.tokens) && isEmpty(extraTokens)) return 'local';
   const configured = { ...settings.auth.tokens, ...extraTokens };
   const token = presentedToken(req) ?? fallbackToken ?? undefined;
-  if (Object.keys(configured).length === 0) return 'local';
   if (!token) throw fail('HANGAR_AUTH_MISSING', {}, { headers: BEARER });
   for (const [principal, ref] of Object.entries(configured)) {
     let secret: string | undefined;
@@ -151,6 +153,11 @@ export function resolvePrincipal(
     if (secret && sameSecret(token, secret)) return principal;
   }
   throw fail('HANGAR_AUTH_INVALID', {}, { headers: BEARER });
+}
+
+function isEmpty(tokens: Record<string, string>): boolean {
+  for (const _ in tokens) return false;
+  return true;
 }
 
 /**

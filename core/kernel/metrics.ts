@@ -1,4 +1,18 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry as PromRegistry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, type Metric, type MetricValue, Registry as PromRegistry } from 'prom-client';
+
+/** `http_request_duration_seconds`'s upper bounds, in seconds. */
+const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+type HttpLabels = { method: string; route: string; status: string };
+
+/** One series of the HTTP metrics: what its requests counted since the server started. */
+interface HttpSeries {
+  labels: HttpLabels;
+  count: number;
+  sum: number;
+  /** Requests per bucket, not cumulative; the last one past the largest bound (`+Inf` only). */
+  buckets: Float64Array;
+}
 
 /**
  * Prometheus metrics for one server instance. Each server owns its own prom-client registry
@@ -7,29 +21,33 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry as PromRegis
  */
 export class Metrics {
   readonly registry = new PromRegistry();
+  /** Computed from `recordHttp`'s counts when read (a scrape, the status page). */
   readonly httpRequests: Counter<'method' | 'route' | 'status'>;
-  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly agentInvocations: Counter<'agent' | 'route' | 'outcome'>;
   readonly modelTokens: Counter<'agent' | 'model' | 'kind'>;
   readonly dropinReloads: Counter<'kind' | 'outcome'>;
   readonly dropinErrors: Gauge<'kind'>;
   readonly dropinHostRestarts: Counter<'kind' | 'name' | 'reason'>;
+  /** route → method → status → series (`recordHttp`). */
+  readonly #http = new Map<string, Map<string, Map<number, HttpSeries>>>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'hangar_' });
-    this.httpRequests = new Counter({
+    const http = this.#http;
+    const httpRequests = new Counter({
       name: 'http_requests_total',
       help: 'HTTP requests by route pattern and status',
       labelNames: ['method', 'route', 'status'],
       registers: [this.registry],
+      collect() {
+        httpRequests.reset();
+        for (const series of seriesOf(http)) httpRequests.inc(series.labels, series.count);
+      },
     });
-    this.httpDuration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP request duration by route pattern and status',
-      labelNames: ['method', 'route', 'status'],
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [this.registry],
-    });
+    this.httpRequests = httpRequests;
+    this.registry.registerMetric(
+      scrapedHistogram('http_request_duration_seconds', 'HTTP request duration by route pattern and status', http) as unknown as Metric,
+    );
     this.agentInvocations = new Counter({
       name: 'agent_invocations_total',
       help: 'Agent invocations by agent, route and outcome',
@@ -61,4 +79,69 @@ export class Metrics {
       registers: [this.registry],
     });
   }
+
+  /**
+   * Count one answered request for `http_requests_total` and `http_request_duration_seconds`.
+   * Every response pays this, so it is a few map lookups and additions: prom-client's `inc` and
+   * `observe` hash and check the labels on every call (about 2 % of a no-op /invoke's main thread,
+   * #27); the series are turned into metrics when read.
+   */
+  recordHttp(method: string, route: string, status: number, seconds: number): void {
+    let byMethod = this.#http.get(route);
+    if (!byMethod) this.#http.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let series = byStatus.get(status);
+    if (!series) {
+      series = { labels: { method, route, status: String(status) }, count: 0, sum: 0, buckets: new Float64Array(HTTP_BUCKETS.length + 1) };
+      byStatus.set(status, series);
+    }
+    series.count++;
+    series.sum += seconds;
+    let bucket = 0;
+    while (bucket < HTTP_BUCKETS.length && seconds > HTTP_BUCKETS[bucket]!) bucket++;
+    series.buckets[bucket]!++;
+  }
+}
+
+function* seriesOf(http: Map<string, Map<string, Map<number, HttpSeries>>>): Generator<HttpSeries> {
+  for (const byMethod of http.values()) for (const byStatus of byMethod.values()) yield* byStatus.values();
+}
+
+/**
+ * A histogram over `recordHttp`'s series, registered as prom-client's own are: the values it
+ * answers (`get` for JSON, `getForPromString` for the text format) are shaped as prom-client's
+ * `Histogram` shapes them, so `/metrics` reads as it did when each response called `observe`.
+ */
+function scrapedHistogram(name: string, help: string, http: Map<string, Map<string, Map<number, HttpSeries>>>) {
+  const values = () => {
+    const out: Array<MetricValue<string> & { metricName: string; sharedLabels: HttpLabels; exemplar?: null }> = [];
+    for (const series of seriesOf(http)) {
+      let cumulative = 0;
+      for (let i = 0; i < HTTP_BUCKETS.length; i++) {
+        cumulative += series.buckets[i]!;
+        out.push({
+          labels: { le: HTTP_BUCKETS[i]! },
+          sharedLabels: series.labels,
+          value: cumulative,
+          metricName: `${name}_bucket`,
+          exemplar: null,
+        });
+      }
+      out.push({ labels: { le: '+Inf' }, sharedLabels: series.labels, value: series.count, metricName: `${name}_bucket`, exemplar: null });
+      out.push({ labels: {}, sharedLabels: series.labels, value: series.sum, metricName: `${name}_sum` });
+      out.push({ labels: {}, sharedLabels: series.labels, value: series.count, metricName: `${name}_count` });
+    }
+    return out;
+  };
+  const shape = (items: unknown[]) => ({ name, help, type: 'histogram', values: items, aggregator: 'sum' });
+  return {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    getForPromString: async () => shape(values()),
+    get: async () => shape(values().map(({ sharedLabels, labels, ...rest }) => ({ ...rest, labels: { ...labels, ...sharedLabels } }))),
+    reset: () => http.clear(),
+  };
 }

@@ -1,0 +1,53 @@
+import { Histogram, Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { Metrics } from '../../core/kernel/metrics.js';
+
+const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const SAMPLES = [
+  ['GET', '/api/v1/:agent/health', 200, 0.0004],
+  ['GET', '/api/v1/:agent/health', 200, 0.003],
+  ['GET', '/api/v1/:agent/health', 404, 0.01],
+  ['POST', '/api/v1/:agent/invoke', 200, 20],
+  ['POST', '/api/v1/:agent/invoke', 200, 0.3],
+] as const;
+
+describe('HTTP metrics counted per response and computed when read', () => {
+  it('read as prom-client histogram and counter would have recorded the same responses', async () => {
+    const metrics = new Metrics();
+    const registry = new Registry();
+    const labelNames = ['method', 'route', 'status'];
+    const duration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request duration by route pattern and status',
+      labelNames,
+      buckets: BUCKETS,
+      registers: [registry],
+    });
+    for (const [method, route, status, seconds] of SAMPLES) {
+      metrics.recordHttp(method, route, status, seconds);
+      duration.observe({ method, route, status: String(status) }, seconds);
+    }
+    expect(await metrics.registry.getSingleMetricAsString('http_request_duration_seconds')).toBe(
+      await registry.getSingleMetricAsString('http_request_duration_seconds'),
+    );
+    const json = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === 'http_request_duration_seconds');
+    expect(json).toEqual(await duration.get());
+    expect(await metrics.registry.getSingleMetricAsString('http_requests_total')).toBe(
+      [
+        '# HELP http_requests_total HTTP requests by route pattern and status',
+        '# TYPE http_requests_total counter',
+        'http_requests_total{method="GET",route="/api/v1/:agent/health",status="200"} 2',
+        'http_requests_total{method="GET",route="/api/v1/:agent/health",status="404"} 1',
+        'http_requests_total{method="POST",route="/api/v1/:agent/invoke",status="200"} 2',
+      ].join('\n'),
+    );
+  });
+
+  it('count responses recorded after a read on top of those before it', async () => {
+    const metrics = new Metrics();
+    metrics.recordHttp('GET', '/health', 200, 0.002);
+    expect((await metrics.httpRequests.get()).values.map((v) => v.value)).toEqual([1]);
+    metrics.recordHttp('GET', '/health', 200, 0.002);
+    expect((await metrics.httpRequests.get()).values.map((v) => v.value)).toEqual([2]);
+  });
+});

@@ -47,6 +47,10 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     // HEAD is answered by the GET route (headAsGet below), not by a second route Fastify adds beside
     // each GET: ~100 fewer routes to register at start-up.
     exposeHeadRoutes: false,
+    // Inputs are parsed with zod when a handler reads them (core/http/route.ts), so no route gives
+    // Fastify a JSON schema to compile. Without these, Fastify loads its default compilers (ajv,
+    // fast-json-stringify) as the app is made, at every start; a schema given to Fastify fails here.
+    schemaController: { compilersFactory: { buildValidator: noSchemaCompiler, buildSerializer: noSchemaCompiler } },
     bodyLimit: bytes.parse(settings.bodyLimit) ?? 1024 * 1024,
     logger: false,
     trustProxy: false,
@@ -96,7 +100,9 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
   // Hooks are callback-style: an async hook costs a promise per request on the hottest path.
   app.addHook('onResponse', function observe(req, reply, done) {
     const seconds = reply.elapsedTime / 1000;
-    metrics.recordHttp(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, seconds);
+    const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    metrics.httpRequests.inc(labels);
+    metrics.httpDuration.observe(labels, seconds);
     if (settings.requestLog && log.enabled('debug')) {
       log.debug('request', {
         method: req.method,
@@ -149,6 +155,12 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     pathScrubber({ workspace: path.resolve(settings.root), install: HANGAR_INSTALL, home: os.homedir() }),
   );
   return { app, server };
+}
+
+function noSchemaCompiler(): () => never {
+  return () => {
+    throw new Error('a route gave Fastify a JSON schema: declare its schemas with zod in defineRoute (core/http/route.ts)');
+  };
 }
 
 const ROUTED_AS_GET = Symbol('hangar.routedAsGet');

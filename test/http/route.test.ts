@@ -93,6 +93,14 @@ describe('routes declared as data', () => {
     ).rejects.toThrow(/HEAD route needs GET/);
   });
 
+  it('refuses a route that gives Fastify a JSON schema: inputs are declared with zod, and Fastify compiles nothing', async () => {
+    const withJsonSchema: Subsystem = {
+      name: 'json-schema',
+      routes: (app) => app.post('/t/json-schema', { schema: { body: { type: 'object' } } }, async () => ({})),
+    };
+    await expect(startTestServer({ start: { subsystems: [withJsonSchema] } })).rejects.toThrow(/declare its schemas with zod/);
+  });
+
   it('documents each declared route in /openapi.json from its declaration, and leaves hidden ones out', async () => {
     server = await startTestServer({
       start: {

@@ -100,9 +100,7 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
   // Hooks are callback-style: an async hook costs a promise per request on the hottest path.
   app.addHook('onResponse', function observe(req, reply, done) {
     const seconds = reply.elapsedTime / 1000;
-    const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    metrics.httpRequests.inc(labels);
-    metrics.httpDuration.observe(labels, seconds);
+    metrics.recordHttp(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, seconds);
     if (settings.requestLog && log.enabled('debug')) {
       log.debug('request', {
         method: req.method,

@@ -87,7 +87,7 @@ export async function platformStatus(ctx: HangarContext): Promise<z.infer<typeof
     errors: registry.problemsOf(),
     // Every supervised drop-in host (README "Isolation"): agents', tools', endpoint handlers', ingestors'.
     hosts: [
-      ...(ctx.services.find('agents')?.hosts.status() ?? []).map((host) => ({ kind: 'agent', name: host.agent, ...host })),
+      ...(ctx.services.find('agents')?.hosts.status() ?? []),
       ...(ctx.services.find('agents')?.toolHosts.status() ?? []),
       ...(ctx.services.find('endpoints')?.hostStatus() ?? []),
       ...(ctx.services.find('ingestion')?.hostStatus() ?? []),

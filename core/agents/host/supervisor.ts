@@ -26,9 +26,10 @@ import path from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { z } from 'zod';
 import { bundleOf } from '../../kernel/bundles.js';
+import { type DropInHostStatus, HostThread, type RestartReason } from '../../kernel/dropin-host.js';
 import { fail } from '../../kernel/errors.js';
 import type { Registry } from '../../kernel/registry.js';
-import { WorkerOutOfMemoryError, WorkerPool } from '../../lib/worker-pool.js';
+import { WorkerOutOfMemoryError } from '../../lib/worker-pool.js';
 import type { AgentRef, NodeHost } from '../engine.js';
 import { compileGraph } from '../graph.js';
 import type { Agent } from '../kind.js';
@@ -47,7 +48,6 @@ import {
   serializeError,
   type ToHost,
   type ToHostMessage,
-  type WarmTask,
 } from './protocol.js';
 
 export interface AgentHostsOptions {
@@ -68,19 +68,10 @@ export interface AgentHostsOptions {
   onWarmError?: (agent: string, error: unknown) => void;
 }
 
-export type RestartReason = 'out_of_memory' | 'unresponsive' | 'stopped';
+export type { RestartReason };
 
-/** One agent's host as `/api/v1/status` shows it. */
-export interface HostStatus {
-  agent: string;
-  heap_mb: number;
-  /** Its thread is running: a call does not wait for it to start. */
-  ready: boolean;
-  running: number;
-  restarts: number;
-  out_of_memory: number;
-  last_restart: { reason: RestartReason; detail: string; at: string } | null;
-}
+/** One agent's host as `/api/v1/status` shows it: a drop-in host's status, named by its agent as well. */
+export type HostStatus = DropInHostStatus & { agent: string };
 
 /**
  * After an abort, the node may return by itself for this long (its output then counts, as it does
@@ -92,27 +83,13 @@ const ABORT_GRACE_MS = 100;
 /** A host without calls for this long lets its thread go (the pool stops it after its own idle time). */
 const IDLE_MS = 30_000;
 
-interface Host {
-  agent: string;
-  heapMb: number;
-  pool: WorkerPool<ServeTask | WarmTask, unknown>;
-  running: number;
-  /** Bumped at each restart, so the calls one thread death fails count it once. */
-  generation: number;
-  /** Its thread has started (and not been restarted since); warming: being started. */
-  ready: boolean;
-  warming: boolean;
+/**
+ * One agent's host: its thread and accounting (core/kernel/dropin-host.ts, shared with every other
+ * drop-in kind's hosts) and the link its calls travel over.
+ */
+class Host extends HostThread<ServeTask> {
   /** The link to its thread (made with the thread's first call, replaced when the thread is). */
-  link: Link | undefined;
-  /**
-   * A started thread waiting to take over when this host's is stopped, kept once a host has been
-   * restarted (an agent that got stuck once is likely to again while its author iterates): the
-   * next call then does not wait for a thread and a bundle to start, as Chrome keeps a spare renderer.
-   */
-  spare: WorkerPool<ServeTask | WarmTask, unknown> | undefined;
-  restarts: number;
-  outOfMemory: number;
-  lastRestart: HostStatus['last_restart'];
+  link: Link | undefined = undefined;
 }
 
 /** A host thread's link (protocol.ts): the port every call on the thread talks over, and the memory they share. */
@@ -179,8 +156,6 @@ export class AgentHosts implements NodeHost {
   /** Where each definition came from, remembered so a run of a build just replaced still finds its bundle. */
   readonly #located = new WeakMap<object, Located>();
   readonly #heartbeatMs: number;
-  /** The hosts being started, one after another (#warm). */
-  #warming: Promise<void> = Promise.resolve();
 
   constructor(options: AgentHostsOptions) {
     this.#options = options;
@@ -204,7 +179,8 @@ export class AgentHosts implements NodeHost {
    */
   prepare(ref: AgentRef): void {
     if (!this.supervises(ref) || !hasFunctionNode(ref)) return;
-    this.#warm(this.#hostOf(ref));
+    const host = this.#hostOf(ref);
+    host.warm(this.#onWarmError(host));
   }
 
   async runNode(ref: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined> {
@@ -226,22 +202,11 @@ export class AgentHosts implements NodeHost {
   }
 
   status(): HostStatus[] {
-    return [...this.#hosts.values()]
-      .map((host) => ({
-        agent: host.agent,
-        heap_mb: host.heapMb,
-        // A thread idle past its timeout has stopped; the next call starts it again.
-        ready: host.ready && host.pool.threads > 0,
-        running: host.running,
-        restarts: host.restarts,
-        out_of_memory: host.outOfMemory,
-        last_restart: host.lastRestart,
-      }))
-      .sort((a, b) => a.agent.localeCompare(b.agent));
+    return [...this.#hosts.values()].map((host) => ({ ...host.status(), agent: host.name })).sort((a, b) => a.agent.localeCompare(b.agent));
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#hosts.values()].flatMap((host) => [host.pool.close(), host.spare?.close()]));
+    await Promise.all([...this.#hosts.values()].map((host) => host.close()));
     this.#hosts.clear();
   }
 
@@ -260,33 +225,15 @@ export class AgentHosts implements NodeHost {
     const existing = this.#hosts.get(ref.name);
     if (existing && existing.heapMb === heapMb) return existing;
     // A new cap takes a new thread; the old one finishes what it runs, then stops.
-    if (existing) void drain(existing);
-    const host: Host = {
-      agent: ref.name,
-      heapMb,
-      pool: hostPool(heapMb, 30_000),
-      running: 0,
-      generation: 0,
-      ready: false,
-      warming: false,
-      link: undefined,
-      spare: undefined,
-      restarts: existing?.restarts ?? 0,
-      outOfMemory: existing?.outOfMemory ?? 0,
-      lastRestart: existing?.lastRestart ?? null,
-    };
+    if (existing) void existing.retire();
+    const host = new Host('agent', ref.name, heapMb, 'core/agents/host/worker.ts', 30_000, existing);
     this.#hosts.set(ref.name, host);
     return host;
   }
 
   #restarted(host: Host, generation: number, reason: RestartReason, detail: string): void {
-    if (host.generation !== generation) return;
-    host.generation++;
-    host.ready = false;
-    host.restarts++;
-    if (reason === 'out_of_memory') host.outOfMemory++;
-    host.lastRestart = { reason, detail, at: new Date().toISOString() };
-    this.#options.onRestart?.(host.agent, reason);
+    if (!host.restarted(generation, reason, detail, this.#onWarmError(host))) return;
+    this.#options.onRestart?.(host.name, reason);
     const link = host.link;
     if (link) {
       this.#unlink(host, link);
@@ -296,51 +243,10 @@ export class AgentHosts implements NodeHost {
       link.calls.clear();
       for (const call of calls) call.restart();
     }
-    const spare = host.spare;
-    host.spare = undefined;
-    if (spare && spare.threads > 0) {
-      const stopped = host.pool;
-      host.pool = spare;
-      host.ready = true;
-      void stopped.close();
-    } else {
-      void spare?.close();
-      // The stopped thread is being terminated now; the next call should find its successor running.
-      setTimeout(() => this.#warm(host), ABORT_GRACE_MS).unref();
-    }
-    // The next spare starts after the successor, never competing with it.
-    setTimeout(() => this.#prepareSpare(host), 4 * ABORT_GRACE_MS).unref();
   }
 
-  /** Start a spare thread for the host, in turn with the hosts being started. */
-  #prepareSpare(host: Host): void {
-    if (this.#hosts.get(host.agent) !== host || host.spare) return;
-    // Held a while, not forever: a spare idle for five minutes stops, and the next restart starts a thread again.
-    const spare = hostPool(host.heapMb, 300_000);
-    host.spare = spare;
-    this.#warming = this.#warming.then(() => spare.warm({ warm: true }).catch(() => undefined));
-  }
-
-  /**
-   * Start the host's thread if it is not running. Hosts start one after another: started all at
-   * once (a workspace's agents at start-up) they share the machine and each takes several times
-   * as long, so the first agents asked for would wait longest.
-   */
-  #warm(host: Host): void {
-    if (this.#hosts.get(host.agent) !== host || host.warming) return;
-    host.warming = true;
-    const generation = host.generation;
-    this.#warming = this.#warming.then(async () => {
-      try {
-        if (this.#hosts.get(host.agent) !== host) return;
-        await host.pool.warm({ warm: true });
-        if (host.generation === generation) host.ready = true;
-      } catch (err) {
-        this.#options.onWarmError?.(host.agent, err);
-      } finally {
-        host.warming = false;
-      }
-    });
+  #onWarmError(host: Host) {
+    return (err: unknown) => this.#options.onWarmError?.(host.name, err);
   }
 
   /**
@@ -392,8 +298,8 @@ export class AgentHosts implements NodeHost {
         const calls = [...link.calls.values()];
         link.calls.clear();
         if (err instanceof WorkerOutOfMemoryError) {
-          for (const call of calls) call.finish({ error: fail('HANGAR_AGENT_OUT_OF_MEMORY', { agent: host.agent, mb: host.heapMb }) });
-          return this.#restarted(host, generation, 'out_of_memory', `agent ${host.agent} exceeded ${host.heapMb} MB`);
+          for (const call of calls) call.finish({ error: fail('HANGAR_AGENT_OUT_OF_MEMORY', { agent: host.name, mb: host.heapMb }) });
+          return this.#restarted(host, generation, 'out_of_memory', `agent ${host.name} exceeded ${host.heapMb} MB`);
         }
         // Another call's failure stopped the thread (its calls ended then), or the thread failed by itself.
         for (const call of calls) call.finish({ error: err });
@@ -598,23 +504,4 @@ function hasFunctionNode(ref: AgentRef): boolean {
 
 function restartedError(host: Host, ref: AgentRef) {
   return fail('HANGAR_AGENT_HOST_RESTARTED', { agent: ref.name, why: host.lastRestart?.detail ?? 'its thread stopped' });
-}
-
-/** The pool of one host thread with the heap cap `heapMb`. */
-function hostPool(heapMb: number, idleTimeoutMs: number): WorkerPool<ServeTask | WarmTask, unknown> {
-  return new WorkerPool<ServeTask | WarmTask, unknown>({
-    entry: 'core/agents/host/worker.ts',
-    maxThreads: 1,
-    concurrentTasksPerWorker: 256,
-    idleTimeoutMs,
-    maxHeapMb: heapMb,
-    atomics: 'disabled',
-  });
-}
-
-async function drain(host: Host): Promise<void> {
-  void host.spare?.close();
-  host.spare = undefined;
-  while (host.running > 0) await new Promise((resolve) => setTimeout(resolve, 100));
-  await host.pool.close();
 }

@@ -4,18 +4,27 @@
  * the tests that can reach it, and a group's incremental file records only its own mutants.
  */
 export const MUTATION_GROUPS = {
+  // The HTTP guards, one group per module: a group's incremental file holds only the mutants of its
+  // last run, so modules measured apart must be groups apart.
   http: {
-    mutate: ['core/http/security.ts', 'core/http/cross-site.ts', 'core/http/normalize.ts'],
+    mutate: ['core/http/security.ts'],
     tests: [
       'test/security/host-check.test.ts',
       'test/security/limits.test.ts',
       'test/security/cross-site.test.ts',
       'test/security/path-normalization.test.ts',
-      'test/security/normalize-rules.test.ts',
       'test/security/websocket-origin.test.ts',
       'test/security/hardening.test.ts',
       'test/kernel/http.test.ts',
     ],
+  },
+  'cross-site': {
+    mutate: ['core/http/cross-site.ts'],
+    tests: ['test/security/cross-site.test.ts', 'test/security/websocket-origin.test.ts', 'test/security/hardening.test.ts'],
+  },
+  paths: {
+    mutate: ['core/http/normalize.ts'],
+    tests: ['test/security/normalize-rules.test.ts', 'test/security/path-normalization.test.ts'],
   },
   storage: {
     mutate: ['core/storage/sqlite-*.ts'],
@@ -44,11 +53,11 @@ export const MUTATION_GROUPS = {
   },
   gates: {
     // The rules that classify a run (exit code first, then failing tests, then the signatures of a
-    // check that is not there): nodeTestFolders to the end of classify, lines 293-419 (keep the range
+    // check that is not there): nodeTestFolders to the end of classify, lines 293-420 (keep the range
     // on them when the file changes). The whole file is 556 mutants, 225 of them static (the
     // CHECK_SIGNATURES table, built at import, so each runs every test of the group, real toolchains
     // included): about two hours on two cores, beyond what a group should take.
-    mutate: ['core/coderun/gates.ts:293-419'],
+    mutate: ['core/coderun/gates.ts:293-420'],
     tests: ['test/coderun/gate-signatures.test.ts', 'test/coderun/gate-rules.test.ts', 'test/coderun/model-and-gates.test.ts'],
   },
   discovery: {

@@ -195,7 +195,8 @@ describe('exit codes first', () => {
     expect(run(4, 'E   ERROR: in a plugin\nERROR: file or directory not found: nope   \n', 'pytest nope').reason).toBe(
       'no such check: pytest could not use its arguments (exit 4): file or directory not found: nope',
     );
-    // Only 127 names a program from the output.
+    // Only exit 4 adds pytest's error line; only 127 names a program from the output.
+    expect(run(5, 'ERROR: not found: x', 'python3 -m pytest x').reason).toBe('no such check: pytest collected no tests (exit 5)');
     expect(run(5, 'sh: 1: helper: not found', 'python3 -m pytest').reason).toBe('no such check: pytest collected no tests (exit 5)');
     expect(run(4, 'ERROR: usage', 'make check')).toMatchObject({ outcome: 'RED' });
     expect(run(5, '', 'python3 -m unittest discover')).toMatchObject({ signature: 'unittest-no-tests' });

@@ -14,6 +14,13 @@ import { MUTATION_GROUPS } from '../stryker.groups.mjs';
 const args = process.argv.slice(2);
 const names = args.filter((a) => a in MUTATION_GROUPS);
 const extra = args.filter((a) => !(a in MUTATION_GROUPS));
+// A word that is neither a group nor an option's value is a misspelt group: running every group
+// instead would take over an hour.
+const unknown = args.filter((a, i) => !(a in MUTATION_GROUPS) && !a.startsWith('-') && !args[i - 1]?.startsWith('-'));
+if (unknown.length > 0) {
+  console.error(`mutate: no group ${unknown.join(', ')}; the groups are ${Object.keys(MUTATION_GROUPS).join(', ')}`);
+  process.exit(2);
+}
 const groups = names.length > 0 ? names : Object.keys(MUTATION_GROUPS);
 const stryker = new URL('../node_modules/@stryker-mutator/core/bin/stryker.js', import.meta.url).pathname;
 

@@ -53,6 +53,8 @@ const hashOf = (doc: IngestDocument) =>
     .update(JSON.stringify([doc.title ?? null, doc.content, doc.metadata ?? {}]))
     .digest('hex');
 
+const isHostFailure = (err: unknown) => err instanceof HangarError && err.code.startsWith('HANGAR_DROPIN_');
+
 /** An ingestor's documents are read by its name (a collection may hold several ingestors' and others' records). */
 const DOCUMENT_OPTIONS = { indexes: [['ingestor']] } as const;
 
@@ -229,6 +231,8 @@ export class IngestionService {
         discovered = await this.discover(definition, ctx);
       } catch (err) {
         if (deadline.signal.aborted) throw deadline.signal.reason;
+        // Its host ran out of memory or stopped answering: that is said as it is, not as a discovery failure.
+        if (isHostFailure(err)) throw err;
         throw fail('HANGAR_INGESTOR_DISCOVERY_FAILED', { ingestor: name, problem: errorMessage(err) });
       }
       const seen = new Set<string>();

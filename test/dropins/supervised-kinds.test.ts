@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Loopback, startLoopback } from '../endpoints/loopback.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -144,5 +145,73 @@ describe('supervised endpoint handlers, ingestors and pipeline steps', () => {
       return task.status === 'failed' || task.status === 'completed' ? task : undefined;
     }, 20_000);
     expect(done.status).toBe('completed');
+  });
+});
+
+describe("a hosted handler's ctx and the drop-in watchdog", () => {
+  let server: TestServer;
+  let upstream: Loopback;
+  beforeAll(async () => {
+    upstream = await startLoopback((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.path === '/broken') {
+        res.statusCode = 500;
+        return void res.end('{"error":"down"}');
+      }
+      res.end(JSON.stringify({ path: req.path, body: req.body ? JSON.parse(req.body) : null }));
+    });
+    const upstreams = `[{ name: 'ok', base_url: '${upstream.url}', path: '/ok', retries: 0 }, { name: 'broken', base_url: '${upstream.url}', path: '/broken', retries: 0 }]`;
+    server = await startTestServer({
+      files: {
+        // Calls one upstream, fans out to both, and catches the broken one's UpstreamCallError by class, in its host.
+        'endpoints/relay.ts': endpoint(
+          `{ upstreams: ${upstreams}, handler: async (input: { n: number }, ctx) => {
+            const one = await ctx.call<{ path: string; body: { n: number } }>('ok', { input: { n: input.n + 1 } });
+            const all = await ctx.fanOut(undefined, ['ok']);
+            let caught = null;
+            try { await ctx.call('broken'); } catch (err) { caught = err instanceof UpstreamCallError ? err.result.outcome : 'other'; }
+            return { one, fanned: all.success, caught, thread: isMainThread ? 'main' : 'host' };
+          } }`,
+          "import { UpstreamCallError } from 'hangar';\nimport { isMainThread } from 'node:worker_threads';",
+        ),
+        'endpoints/fails.ts': endpoint(`{ upstreams: ${upstreams}, handler: async (_input, ctx) => ctx.call('broken') }`),
+        // A deadline far away: what stops it is its host's silence.
+        'ingestors/blocks.ts': ingestor(`{ collection: 'blocked', discover: () => { while (true) {} }, read: () => [] }`),
+      },
+      settings: { watch: false, dropins: { watchdogMs: 1_000 } } as never,
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await server.stop();
+    await upstream.close();
+  });
+
+  it("answers ctx.call and ctx.fanOut on the server; an upstream's failure is an UpstreamCallError in the host, and a 502 when it escapes", {
+    timeout: 60_000,
+  }, async () => {
+    const res = await server.request('/api/v1/endpoints/relay', { method: 'POST', json: { n: 1 } });
+    expect(res.status).toBe(200);
+    expect(res.body.aggregated).toEqual({ one: { path: '/ok', body: { n: 2 } }, fanned: true, caught: 'http_error', thread: 'host' });
+    expect(res.body.upstreams.map((u: { name: string; ok: boolean }) => [u.name, u.ok])).toEqual([
+      ['ok', true],
+      ['ok', true],
+      ['broken', false],
+    ]);
+    const failed = await server.request('/api/v1/endpoints/fails', { method: 'POST', json: {} });
+    expect(failed.status).toBe(502);
+    expect(failed.body).toMatchObject({ success: false, upstreams: [{ name: 'broken', ok: false, outcome: 'http_error' }] });
+  });
+
+  it('an ingestor whose host stops answering past dropins.watchdogMs fails saying so; its host is restarted', {
+    timeout: 60_000,
+  }, async () => {
+    const res = await server.request('/api/v1/ingestion/blocks/run', { method: 'POST', json: {} });
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({
+      code: 'HANGAR_DROPIN_UNRESPONSIVE',
+      detail: "ingestor 'blocks' stopped answering: its host's event loop was blocked for more than 1000 ms, so the host was restarted",
+    });
+    const host = (await server.request('/api/v1/status')).body.hosts.find((h: { name: string }) => h.name === 'blocks');
+    expect(host).toMatchObject({ kind: 'ingestor', restarts: 1, last_restart: { reason: 'unresponsive' } });
   });
 });

@@ -6,7 +6,7 @@
  * copy of the tool with `run` sent to the host. A tool that asks for `isolation: 'inline'`, and
  * one defined in an agent's own module (that runs in the agent's host), are left as they are.
  */
-import { DropInHosts, type DropInHostsOptions, hostedSource } from '../kernel/dropin-host.js';
+import { DropInHosts, type DropInHostsOptions, hostedSource, isLoadedDropIn } from '../kernel/dropin-host.js';
 import type { HostedTask } from '../kernel/dropin-host-protocol.js';
 import type { Registry } from '../kernel/registry.js';
 import type { AnyTool, ToolContext } from './tools.js';
@@ -39,8 +39,7 @@ export class ToolHosts {
   /** `tool` as the server's tool loop should call it: its `run` in its host when it is a supervised drop-in. */
   hosted<T extends AnyTool | undefined>(tool: T): T {
     if (!tool || tool.isolation === 'inline') return tool;
-    const entry = this.#options.registry.get('tool', tool.name);
-    if (entry?.definition !== tool || entry.file.endsWith('.json')) return tool;
+    if (!isLoadedDropIn(this.#options.registry, this.#options.root, 'tool', tool.name, tool)) return tool;
     let hosted = this.#hosted.get(tool);
     if (!hosted) {
       hosted = { ...tool, run: (args: unknown, ctx: ToolContext) => this.#run(tool, args, ctx) };

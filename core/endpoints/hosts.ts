@@ -4,7 +4,7 @@
  * never returns costs its own thread. A handler registered in code, or one that asks for
  * `isolation: 'inline'`, runs on the server's thread.
  */
-import { DropInHosts, type DropInHostsOptions, hostedSource } from '../kernel/dropin-host.js';
+import { DropInHosts, type DropInHostsOptions, hostedSource, isLoadedDropIn } from '../kernel/dropin-host.js';
 import type { HostedTask } from '../kernel/dropin-host-protocol.js';
 import type { Registry } from '../kernel/registry.js';
 import type { EndpointConfig } from './schemas.js';
@@ -48,8 +48,7 @@ export class EndpointHosts {
   /** Whether this endpoint's handler runs in a host: a loaded drop-in's, unless it asks for `isolation: 'inline'`. */
   supervises(config: EndpointConfig): boolean {
     if (!config.handler || config.isolation === 'inline') return false;
-    const entry = this.#options.registry.get('endpoint', config.name);
-    return entry?.definition === config && !entry.file.endsWith('.json');
+    return isLoadedDropIn(this.#options.registry, this.#options.root, 'endpoint', config.name, config);
   }
 
   /** Start the endpoint's host ahead of its first call (discovery loaded or reloaded it). */

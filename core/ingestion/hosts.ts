@@ -4,7 +4,7 @@
  * thread and its own run, never the server or another ingestor. An ingestor that asks for
  * `isolation: 'inline'` runs on the server's thread.
  */
-import { DropInHosts, type DropInHostsOptions, hostedSource } from '../kernel/dropin-host.js';
+import { DropInHosts, type DropInHostsOptions, hostedSource, isLoadedDropIn } from '../kernel/dropin-host.js';
 import type { HostedTask } from '../kernel/dropin-host-protocol.js';
 import type { Registry } from '../kernel/registry.js';
 import type { IngestContext, IngestResource } from './define.js';
@@ -36,8 +36,7 @@ export class IngestorHosts {
 
   supervises(definition: LoadedIngestor): boolean {
     if (definition.isolation === 'inline') return false;
-    const entry = this.#options.registry.get('ingestor', definition.name);
-    return entry?.definition === definition && !entry.file.endsWith('.json');
+    return isLoadedDropIn(this.#options.registry, this.#options.root, 'ingestor', definition.name, definition);
   }
 
   forget(name: string): void {

@@ -414,15 +414,38 @@ export interface HostedSource {
 }
 
 /**
- * The source of `definition` if it is the one the registry serves for `kind`/`name` from a file of
- * code (a definition registered in code, or read from JSON, has none: it runs on the server).
- * Throws when that build's bundle is gone (replaced twice while this call was on its way).
+ * Where each loaded definition came from, remembered when first asked: a call that started on a
+ * build keeps running that build (its bundle is one of the two newest kept) when a save replaces it
+ * in the registry mid-way, rather than finding it gone.
  */
-export function hostedSource(registry: Registry, root: string, kind: string, name: string, definition: unknown): HostedSource | undefined {
+const located = new WeakMap<object, { file: string; hash: string }>();
+
+function locate(registry: Registry, root: string, kind: string, name: string, definition: object) {
+  const known = located.get(definition);
+  if (known) return known;
   const entry = registry.get(kind, name);
   if (!entry || entry.definition !== definition || entry.file.endsWith('.json')) return undefined;
-  const file = path.resolve(root, entry.file);
-  const bundle = bundleOf(file, entry.version);
+  const where = { file: path.resolve(root, entry.file), hash: entry.version };
+  located.set(definition, where);
+  return where;
+}
+
+/**
+ * Whether `definition` is a build the registry served for `kind`/`name` from a file of code (one
+ * registered in code, or read from JSON, is not: it has no bundle for a host to run).
+ */
+export function isLoadedDropIn(registry: Registry, root: string, kind: string, name: string, definition: object): boolean {
+  return locate(registry, root, kind, name, definition) !== undefined;
+}
+
+/**
+ * The source of `definition` if it is a loaded drop-in (see isLoadedDropIn). Throws when that
+ * build's bundle is gone (replaced twice while this call was on its way).
+ */
+export function hostedSource(registry: Registry, root: string, kind: string, name: string, definition: object): HostedSource | undefined {
+  const where = locate(registry, root, kind, name, definition);
+  if (!where) return undefined;
+  const bundle = bundleOf(where.file, where.hash);
   if (!bundle) throw new Error(`the build of ${kind} '${name}' being run was replaced twice since; run it again`);
-  return { file, hash: entry.version, code: bundle.code };
+  return { ...where, code: bundle.code };
 }

@@ -144,7 +144,13 @@ describe('run deadlines', () => {
         const body = (await server.request(`/api/v1/tasks/${id}`)).body;
         return body.status === 'failed' || body.status === 'completed' ? body : undefined;
       }, 20_000);
-      expect(task).toMatchObject({ status: 'failed', error: "agent 'stuck' did not finish within 300 ms" });
+      // Its own deadline, or, when a sibling on the same host thread ignored its cancellation first and
+      // the thread was stopped, that restart (a spare thread takes over at once, so a queued task may
+      // start on a thread that is stopped before its own deadline): failed either way, never held.
+      expect(task.status).toBe('failed');
+      expect(task.error).toMatch(
+        /^agent 'stuck' (did not finish within 300 ms|was stopped: its host was restarted \(.*ignored its cancellation)/,
+      );
     }
     const res = await server.request('/api/v1/quick/invoke/async', { method: 'POST', json: { query: 'next' } });
     const id = res.body.task_id ?? res.body.id;

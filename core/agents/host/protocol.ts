@@ -10,7 +10,7 @@
  * rather than sent as messages: the supervisor's watchdog and its retry rule read them.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { type ErrorDetail, HangarError } from '../../kernel/errors.js';
+import type { SerializedError } from '../../kernel/dropin-host-protocol.js';
 import type { ToolContext } from '../tools.js';
 import type { AgentInput, AgentState } from '../types.js';
 
@@ -54,13 +54,11 @@ export interface WarmTask {
 /** How a call ended inside the host. An error is rebuilt on the server with its name and stack. */
 export type NodeReply = { value: Partial<AgentState> | undefined } | { error: SerializedError } | { abandoned: true };
 
-export interface SerializedError {
-  name: string;
-  message: string;
-  stack?: string;
-  /** A HangarError's own parts, so a coded error (a model's 502, a subagent's 504) keeps its status and code. */
-  coded?: { status: number; detail: ErrorDetail; code: string; headers: Record<string, string>; fields: Record<string, unknown> };
-}
+/**
+ * Errors cross as every drop-in host's do (core/kernel/dropin-host-protocol.ts): a coded error (a
+ * model's 502, a subagent's 504) keeps its status and code.
+ */
+export { rebuildError, type SerializedError, serializeError } from '../../kernel/dropin-host-protocol.js';
 
 /** Context methods that answer (the host awaits them). */
 export type CallMethod = 'documents' | 'interrupt' | 'callAgent' | 'model.chat' | 'model.run' | 'model.object';
@@ -90,20 +88,3 @@ export type ToHost = ToHostMessage & { call: number };
 
 /** A tool's context without what cannot cross (its signal, `documents`): the host makes its own. */
 export type HostToolContext = Omit<ToolContext, 'signal' | 'documents'>;
-
-export function serializeError(err: unknown): SerializedError {
-  if (err instanceof HangarError) {
-    const { status, detail, code, headers, fields } = err;
-    return { name: err.name, message: err.message, stack: err.stack, coded: { status, detail, code, headers, fields } };
-  }
-  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
-  return { name: 'Error', message: String(err) };
-}
-
-export function rebuildError(serialized: SerializedError): Error {
-  const coded = serialized.coded;
-  const err = coded ? new HangarError(coded.status, coded.detail, coded.headers, coded.fields, coded.code) : new Error(serialized.message);
-  err.name = serialized.name;
-  if (serialized.stack) err.stack = serialized.stack;
-  return err;
-}

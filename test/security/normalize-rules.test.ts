@@ -42,6 +42,11 @@ describe('percent-encodings', () => {
     expect(normalizeUrl('/%41')).toBe('/A');
   });
 
+  it('reads an escape only at a %: hex digits before one are text', () => {
+    expect(normalizeUrl('/a12%41')).toBe('/a12A');
+    expect(normalizeUrl('/12%7e')).toBe('/12~');
+  });
+
   it('decodes an escape once: an encoded % is not read again', () => {
     expect(normalizeUrl('/a%2541')).toBe('/a%2541');
     expect(normalizeUrl('/a%252e%252e/b')).toBe('/a%252e%252e/b');
@@ -86,6 +91,12 @@ describe('the query', () => {
   it('reads the first ? as the start of the query', () => {
     expect(normalizeUrl('/a/./b?c=/./?d')).toBe('/a/b?c=/./?d');
   });
+
+  it('leaves a target that is not an absolute path as sent: OPTIONS *, a query alone, a relative form', () => {
+    expect(normalizeUrl('*')).toBe('*');
+    expect(normalizeUrl('?a=/./')).toBe('?a=/./');
+    expect(normalizeUrl('a/b')).toBe('a/b');
+  });
 });
 
 describe('encoded control characters', () => {
@@ -93,6 +104,7 @@ describe('encoded control characters', () => {
     for (const code of [0x00, 0x01, 0x09, 0x0a, 0x0f, 0x10, 0x1f, 0x7f]) expect(hasEncodedControl(`/a${hex(code)}b`), hex(code)).toBe(true);
     for (const code of [0x20, 0x2f, 0x7e, 0x80, 0x3f]) expect(hasEncodedControl(`/a${hex(code)}b`), hex(code)).toBe(false);
     expect(hasEncodedControl('/a/b')).toBe(false);
+    expect(hasEncodedControl('%0A')).toBe(true);
     expect(hasEncodedControl('/a/01/1F')).toBe(false);
     // As normalizeUrl leaves it: a lower-case escape was upper-cased first.
     expect(hasEncodedControl(normalizeUrl('/a%0ab'))).toBe(true);

@@ -550,7 +550,10 @@ export class AgentService {
           // Decision: a stateless invoke (no thread_id) keeps no checkpoint history — nothing could
           // address it. Pass a thread_id to keep one (the studio then shows it).
           checkpointer: plan.persistent ? ownedBy(this.checkpoints, plan.principal) : UNRETAINED,
-          ...extra,
+          // Named rather than spread: a spread after other keys takes V8's slow path, on every run.
+          signal: extra.signal,
+          onEvent: extra.onEvent,
+          resume: extra.resume,
         },
         plan.timeoutMs,
       );

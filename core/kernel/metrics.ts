@@ -23,7 +23,8 @@ export class Metrics {
   readonly registry = new PromRegistry();
   /** Computed from `recordHttp`'s counts when read (a scrape, the status page). */
   readonly httpRequests: Counter<'method' | 'route' | 'status'>;
-  readonly agentInvocations: Counter<'agent' | 'route' | 'outcome'>;
+  /** Counted on every run; `agent_invocations_total` is computed from its counts when read. */
+  readonly agentInvocations: CheapCounter<'agent' | 'route' | 'outcome'>;
   readonly modelTokens: Counter<'agent' | 'model' | 'kind'>;
   readonly dropinReloads: Counter<'kind' | 'outcome'>;
   readonly dropinErrors: Gauge<'kind'>;
@@ -48,11 +49,10 @@ export class Metrics {
     this.registry.registerMetric(
       scrapedHistogram('http_request_duration_seconds', 'HTTP request duration by route pattern and status', http) as unknown as Metric,
     );
-    this.agentInvocations = new Counter({
+    this.agentInvocations = new CheapCounter(this.registry, {
       name: 'agent_invocations_total',
       help: 'Agent invocations by agent, route and outcome',
       labelNames: ['agent', 'route', 'outcome'],
-      registers: [this.registry],
     });
     this.modelTokens = new Counter({
       name: 'model_tokens_total',
@@ -101,6 +101,53 @@ export class Metrics {
     let bucket = 0;
     while (bucket < HTTP_BUCKETS.length && seconds > HTTP_BUCKETS[bucket]!) bucket++;
     series.buckets[bucket]!++;
+  }
+}
+
+/**
+ * A counter incremented as prom-client's is (`inc(labels, value)`), for one every request or run
+ * pays: a few map lookups (one level per label, in `labelNames` order) and an addition, where
+ * prom-client hashes and checks the labels on each call. The prom-client counter registered under
+ * its name is filled from these counts when read.
+ */
+export class CheapCounter<L extends string> {
+  readonly #labelNames: readonly L[];
+  readonly #root = new Map<string, unknown>();
+  readonly #series: Array<{ labels: Record<L, string>; value: number }> = [];
+
+  constructor(registry: PromRegistry, options: { name: string; help: string; labelNames: readonly L[] }) {
+    this.#labelNames = options.labelNames;
+    const series = this.#series;
+    const counter: Counter<L> = new Counter<L>({
+      name: options.name,
+      help: options.help,
+      labelNames: options.labelNames,
+      registers: [registry],
+      collect() {
+        counter.reset();
+        for (const one of series) counter.inc(one.labels, one.value);
+      },
+    });
+  }
+
+  inc(labels: Record<L, string>, value = 1): void {
+    let level = this.#root;
+    const names = this.#labelNames;
+    const last = names.length - 1;
+    for (let i = 0; i < last; i++) {
+      const key = labels[names[i]!];
+      let next = level.get(key) as Map<string, unknown> | undefined;
+      if (!next) level.set(key, (next = new Map()));
+      level = next;
+    }
+    const key = labels[names[last]!];
+    let one = level.get(key) as { labels: Record<L, string>; value: number } | undefined;
+    if (!one) {
+      one = { labels: { ...labels }, value: 0 };
+      level.set(key, one);
+      this.#series.push(one);
+    }
+    one.value += value;
   }
 }
 

@@ -1,6 +1,6 @@
-import { Histogram, Registry } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { Metrics } from '../../core/kernel/metrics.js';
+import { CheapCounter, Metrics } from '../../core/kernel/metrics.js';
 
 const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const SAMPLES = [
@@ -49,5 +49,26 @@ describe('HTTP metrics counted per response and computed when read', () => {
     expect((await metrics.httpRequests.get()).values.map((v) => v.value)).toEqual([1]);
     metrics.recordHttp('GET', '/health', 200, 0.002);
     expect((await metrics.httpRequests.get()).values.map((v) => v.value)).toEqual([2]);
+  });
+
+  it('agent_invocations_total reads as a prom-client counter incremented the same way', async () => {
+    const ours = new Registry();
+    const theirs = new Registry();
+    const options = { name: 'agent_invocations_total', help: 'Agent invocations', labelNames: ['agent', 'route', 'outcome'] as const };
+    const cheap = new CheapCounter(ours, options);
+    const counter = new Counter({ ...options, labelNames: [...options.labelNames], registers: [theirs] });
+    const calls = [
+      { agent: 'a', route: 'invoke', outcome: 'completed' },
+      { agent: 'b', route: 'chat', outcome: 'completed' },
+      { agent: 'a', route: 'invoke', outcome: 'completed' },
+      { agent: 'a', route: 'invoke', outcome: 'timeout' },
+    ];
+    for (const labels of calls) {
+      cheap.inc(labels);
+      counter.inc(labels);
+    }
+    cheap.inc(calls[1]!, 3);
+    counter.inc(calls[1]!, 3);
+    expect(await ours.metrics()).toBe(await theirs.metrics());
   });
 });

@@ -76,7 +76,8 @@ let closing = false;
 
 /** One running call's side of the conversation; its parts are made when the call first needs them. */
 class HostCall {
-  readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
+  /** Its calls to the server waiting for their reply, made with the first (a no-op node makes none). */
+  pending: Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }> | undefined;
   nextId = 0;
   #abort: AbortController | undefined;
   #reason: Error | undefined;
@@ -114,7 +115,7 @@ class HostCall {
   call<T>(method: CallMethod, args: unknown[]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const id = this.nextId++;
-      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      (this.pending ??= new Map()).set(id, { resolve: resolve as (value: unknown) => void, reject });
       this.send({ type: 'call', id, method, args } as FromHost);
     });
   }
@@ -150,7 +151,7 @@ class HostCall {
   }
 
   end(): void {
-    for (const waiting of this.pending.values()) waiting.reject(new Error('the run was stopped'));
+    for (const waiting of this.pending?.values() ?? []) waiting.reject(new Error('the run was stopped'));
     for (const stop of this.toolRuns?.values() ?? []) stop.abort(new Error('the run was stopped'));
   }
 }
@@ -209,8 +210,8 @@ function onLinkMessage(message: ToHost): void {
   if (!call) return;
   switch (message.type) {
     case 'reply': {
-      const waiting = call.pending.get(message.id);
-      call.pending.delete(message.id);
+      const waiting = call.pending?.get(message.id);
+      call.pending?.delete(message.id);
       if (message.error) waiting?.reject(rebuildError(message.error));
       else waiting?.resolve(message.value);
       return;
@@ -232,6 +233,16 @@ function onLinkMessage(message: ToHost): void {
 /** Mark this thread alive in the link's shared memory while calls run: the supervisor's watchdog reads it. */
 function alive(): void {
   if (link) link.shared[LINK_ALIVE_AT] = Date.now();
+}
+
+/**
+ * The beat while calls run; it stops at its first tick without any rather than when the last call
+ * ends, so a host answering one call after another does not make and clear a timer for each (#27).
+ */
+function heartbeat(): void {
+  if (calls.size > 0) return alive();
+  clearInterval(beat);
+  beat = undefined;
 }
 
 /**
@@ -275,7 +286,7 @@ async function runNode(id: number, task: NodeTask): Promise<NodeReply> {
   const call = new HostCall(id, current.abandonAfterMs);
   calls.set(id, call);
   if (!beat) {
-    beat = setInterval(alive, current.heartbeatMs);
+    beat = setInterval(heartbeat, current.heartbeatMs);
     // Nothing but a running call needs the beat; the thread may go idle and stop.
     beat.unref();
   }
@@ -312,10 +323,6 @@ async function runNode(id: number, task: NodeTask): Promise<NodeReply> {
   } finally {
     if (version) version.running--;
     calls.delete(id);
-    if (calls.size === 0) {
-      clearInterval(beat);
-      beat = undefined;
-    }
     call.end();
   }
 }

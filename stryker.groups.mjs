@@ -10,6 +10,7 @@ export const MUTATION_GROUPS = {
     mutate: ['core/http/security.ts'],
     tests: [
       'test/security/host-check.test.ts',
+      'test/security/security-rules.test.ts',
       'test/security/limits.test.ts',
       'test/security/cross-site.test.ts',
       'test/security/path-normalization.test.ts',

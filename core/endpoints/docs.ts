@@ -65,7 +65,21 @@ export function endpointRouteDocs(service: EndpointService): RouteDoc[] {
           200: { description: 'Aggregated answer with per-upstream results', schema: envelope },
           422: { description: 'Input fails the request model (the field is named)', schema: ErrorModel },
           502: { description: 'Aggregation failed; per-upstream errors, secrets redacted', schema: FailureModel },
-          504: { description: 'Every upstream that failed timed out; per-upstream errors', schema: FailureModel },
+          504: config.handler
+            ? {
+                description:
+                  "Every upstream that failed timed out, or the handler did not finish within its deadline (the endpoint's timeout_ms, else endpoints.timeoutMs)",
+                schema: ErrorModel,
+              }
+            : { description: 'Every upstream that failed timed out; per-upstream errors', schema: FailureModel },
+          ...(config.handler
+            ? {
+                500: {
+                  description: 'The handler failed, returned a value failing its output model, or its host ran out of memory',
+                  schema: ErrorModel,
+                },
+              }
+            : {}),
         },
       });
     }

@@ -236,20 +236,24 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     version: VERSION,
     ...(ctx.clientTokens.session ? { session: ctx.clientTokens.session } : {}),
   };
-  // Allowed, as Jupyter allows two servers on one folder. The SQLite store is shared safely, but
-  // live work and the invocation log's index are per process: said plainly, so it is no mystery.
-  for (const other of (await listServers(root)).filter((s) => s.pid !== process.pid)) {
-    log.warn(
-      `another Hangar (pid ${other.pid}, ${other.url}/ui/) already serves this workspace; the store is shared, but each runs its own task queue, streams and notebook sessions and neither sees the other's live work`,
-    );
-  }
-  try {
-    await writeServerFile(serverInfo);
-  } catch (err) {
-    // A read-only workspace still serves; only finding the server from other commands is lost.
-    log.warn(`could not write the server file in ${path.join(paths.state, 'servers')}: ${String(err)}`);
-  }
-
+  // The server files are read and written while discovery scans (their disk I/O took 10-60 ms of
+  // a start on a loaded machine); readiness and startServer both wait for them, so a server that
+  // answers /readiness can be found by `hangar list` and the other commands.
+  const listed = (async () => {
+    // Allowed, as Jupyter allows two servers on one folder. The SQLite store is shared safely, but
+    // live work and the invocation log's index are per process: said plainly, so it is no mystery.
+    for (const other of (await listServers(root)).filter((s) => s.pid !== process.pid)) {
+      log.warn(
+        `another Hangar (pid ${other.pid}, ${other.url}/ui/) already serves this workspace; the store is shared, but each runs its own task queue, streams and notebook sessions and neither sees the other's live work`,
+      );
+    }
+    try {
+      await writeServerFile(serverInfo);
+    } catch (err) {
+      // A read-only workspace still serves; only finding the server from other commands is lost.
+      log.warn(`could not write the server file in ${path.join(paths.state, 'servers')}: ${String(err)}`);
+    }
+  })();
   const discovered = (async () => {
     await options.discoveryGate;
     startup.mark('listen');
@@ -259,6 +263,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
       metrics.dropinErrors.set({ kind }, registry.problemsOf(kind).length);
     }
     if (settings.watch) await discovery.watch();
+    await listed;
     ctx.lifecycle.ready = true;
     // CPU beside wall-clock time: on a loaded machine the wall clock says little about a change.
     const cpu = process.cpuUsage();
@@ -267,6 +272,8 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     if (settings.watch) typeCheck.schedule();
   })();
   discovered.catch((err: unknown) => log.error('discovery failed', { error: String(err) }));
+
+  await listed;
 
   let closing: Promise<void> | undefined;
   const close = () =>

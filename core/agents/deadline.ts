@@ -38,6 +38,7 @@ export async function runWithDeadline(
   const caller = request.signal;
   const forward = () => run.abort(caller!.reason);
   if (caller?.aborted) forward();
+  // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and the listener is removed when the run ends; `once` only says so
   else caller?.addEventListener('abort', forward, { once: true });
   const onEvent = request.onEvent;
   // Settling `first` after the deadline does nothing; a run that ignored its signal and fails late

@@ -46,7 +46,7 @@ export const MUTATION_GROUPS = {
   },
   deadline: {
     mutate: ['core/agents/deadline.ts'],
-    tests: ['test/agents/deadlines.test.ts', 'test/agents/deadline-cleanup.test.ts'],
+    tests: ['test/agents/deadlines.test.ts', 'test/agents/deadline-cleanup.test.ts', 'test/agents/deadline-rules.test.ts'],
   },
   aggregate: {
     mutate: ['core/endpoints/aggregate.ts'],

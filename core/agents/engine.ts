@@ -20,7 +20,7 @@ import { NO_TRACING, type TraceSpan } from '../lib/telemetry.js';
 import { timeOrderedId } from '../storage/ids.js';
 import { type Checkpoint, type Checkpointer, type CheckpointMetadata, type PendingInterrupt, UNRETAINED } from './checkpointer.js';
 import { type EventSink, type RunEvent, type RunEventBody, type RunStatus, summariseOutput } from './events.js';
-import { type CompiledNode, compileGraph, GraphDefinitionError, nextNode } from './graph.js';
+import { type CompiledGraph, type CompiledNode, compileGraph, GraphDefinitionError, type GraphFunction, nextNode } from './graph.js';
 import { NodeJournal, type ToolJournal } from './journal.js';
 import { resolveListedTools } from './listed-tools.js';
 import { ModelCallAborted, type ModelProvider } from './model.js';
@@ -71,7 +71,17 @@ export interface EngineOptions {
 export interface NodeHost {
   supervises(agent: AgentRef): boolean;
   runNode(agent: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined>;
+  /**
+   * The graph's other code (edge conditions, `result`, `message`, `query`): each call crosses with
+   * the state and returns the function's value. They take no `ctx`, so only its run's fields go.
+   */
+  runFunction(agent: AgentRef, fn: GraphFunction, state: AgentState, site: CallSite): Promise<unknown>;
 }
+
+/** What a host call needs of its run besides the state: a node's `ctx` is one. */
+export type CallSite = Pick<RunContext, 'input' | 'prompt' | 'signal' | 'threadId' | 'workspace'> & {
+  model: Pick<RunContext['model'], 'configured' | 'name'>;
+};
 
 export interface ResumeRequest {
   checkpoint: Checkpoint;
@@ -158,7 +168,11 @@ export function initialState(input: AgentInput): AgentState {
 
 /** The result a finished state stands for: the graph's `result()` or the standard keys. */
 export function buildResult(definition: AgentDefinition, state: AgentState): AgentResult {
-  const custom = definition.graph?.result?.(state);
+  return resultFrom(definition.graph?.result?.(state), state);
+}
+
+/** The result of a state, given what the graph's `result()` returned for it (undefined: none). */
+function resultFrom(custom: AgentResult | undefined, state: AgentState): AgentResult {
   if (custom) return { ...custom, steps_taken: custom.steps_taken ?? state.steps_taken };
   // Built in one literal: this runs for every invoke.
   return {
@@ -273,8 +287,16 @@ export class Engine {
       return checkpointer.put(agent.name, checkpoint).then(() => (parent = checkpoint));
     };
 
-    const finish = (status: RunOutcome['status'], checkpoint: Checkpoint, paused?: RunOutcome['paused']): RunOutcome => {
-      const result = buildResult(agent.definition, state);
+    const site: CallSite = {
+      input: runInput,
+      prompt: request.prompt,
+      signal,
+      threadId,
+      workspace: this.options.workspace,
+      model: { configured: this.options.provider.configured, name: this.options.provider.model },
+    };
+    const finish = async (status: RunOutcome['status'], checkpoint: Checkpoint, paused?: RunOutcome['paused']): Promise<RunOutcome> => {
+      const result = await this.result(agent, state, site, status);
       const duration_ms = performance.now() - started;
       const usage = meter.summary();
       if (status === 'completed' || status === 'rejected') {
@@ -378,7 +400,9 @@ export class Engine {
 
       let output: Partial<AgentState> | void;
       try {
-        output = await (node.kind === 'function' ? this.runFunction(agent, node, state, ctx) : this.runNode(node, state, ctx, scope));
+        output = await (node.kind === 'function'
+          ? this.runFunction(agent, node, state, ctx)
+          : this.runNode(agent, node, state, ctx, scope));
         span.end();
       } catch (err) {
         if (err instanceof InterruptSignal) span.set({ 'hangar.graph.interrupted': true });
@@ -421,8 +445,10 @@ export class Engine {
       });
       let next: string | null;
       try {
-        next = nextNode(graph, current, state);
+        const pending = this.next(agent, graph, current, state, ctx);
+        next = pending instanceof Promise ? await pending : pending;
       } catch (err) {
+        if (signal.aborted) return this.cancelled(emit, nested, finish, last, current);
         if (!nested) emit({ type: 'run_error', error: errorMessage(err), node: current });
         throw err;
       }
@@ -453,10 +479,10 @@ export class Engine {
   private cancelled(
     emit: (body: RunEventBody) => void,
     nested: boolean,
-    finish: (status: RunOutcome['status'], checkpoint: Checkpoint) => RunOutcome,
+    finish: (status: RunOutcome['status'], checkpoint: Checkpoint) => Promise<RunOutcome>,
     last: Checkpoint,
     node: string,
-  ): RunOutcome {
+  ): Promise<RunOutcome> {
     // Decision: cancellation is reported as run_error (the run did not finish) flagged `cancelled`;
     // the newest checkpoint stays, so a studio can resume from it.
     if (!nested) emit({ type: 'run_error', error: 'run cancelled', node, cancelled: true });
@@ -473,7 +499,44 @@ export class Engine {
     return host?.supervises(agent) ? host.runNode(agent, node.name, state, ctx) : node.run(state, ctx);
   }
 
+  /**
+   * The node after `from`: the edges' conditions are the agent's code, so a supervised agent's are
+   * asked in its host (one crossing per step); a node whose edges have none is followed here.
+   */
+  private next(
+    agent: AgentRef,
+    graph: CompiledGraph,
+    from: string,
+    state: AgentState,
+    ctx: CallSite,
+  ): string | null | Promise<string | null> {
+    const host = this.options.host;
+    if (host && graph.outgoing.get(from)?.some((edge) => edge.when) && host.supervises(agent)) {
+      return host.runFunction(agent, { kind: 'next', from }, state, ctx) as Promise<string | null>;
+    }
+    return nextNode(graph, from, state);
+  }
+
+  /**
+   * What a run stopped with stands for: a supervised agent's `result()` runs in its host. A run
+   * cancelled or past its deadline gets the standard keys instead: its signal has ended the time
+   * its code may run, and a result function stuck in a loop must not outlive it.
+   */
+  private result(agent: AgentRef, state: AgentState, site: CallSite, status: RunOutcome['status']): AgentResult | Promise<AgentResult> {
+    const host = this.options.host;
+    if (!agent.definition.graph?.result || !host?.supervises(agent)) return buildResult(agent.definition, state);
+    if (status === 'cancelled' || site.signal.aborted) return resultFrom(undefined, state);
+    return host.runFunction(agent, { kind: 'result' }, state, site).then((custom) => resultFrom(custom as AgentResult | undefined, state));
+  }
+
+  /** One of the graph's functions of a built-in node (`message`, `query`): in the agent's host when it is supervised. */
+  private graphFunction<T>(agent: AgentRef, fn: GraphFunction, local: () => T, state: AgentState, ctx: CallSite): T | Promise<T> {
+    const host = this.options.host;
+    return host?.supervises(agent) ? (host.runFunction(agent, fn, state, ctx) as Promise<T>) : local();
+  }
+
   private async runNode(
+    agent: AgentRef,
     node: CompiledNode,
     state: AgentState,
     ctx: RunContext,
@@ -483,13 +546,20 @@ export class Engine {
       case 'function':
         return node.run(state, ctx);
       case 'approval': {
-        const message = typeof node.message === 'function' ? node.message(state) : node.message;
+        const fn = node.message;
+        const message =
+          typeof fn === 'function'
+            ? await this.graphFunction(agent, { kind: 'message', node: node.name }, () => fn(state), state, ctx)
+            : fn;
         await ctx.interrupt(message, { node: node.name });
         // Approved: the context was merged into state.metadata when the run resumed.
         return {};
       }
       case 'subagent': {
-        const query = node.query ? node.query(state) : state.response || ctx.input.query;
+        const fn = node.query;
+        const query = fn
+          ? await this.graphFunction(agent, { kind: 'query', node: node.name }, () => fn(state), state, ctx)
+          : state.response || ctx.input.query;
         const result = await this.callSubagent(node.agent, query, {}, ctx, scope);
         const previous = isPlainObject(state.subagent_results) ? state.subagent_results : {};
         return { response: result.response, subagent_results: { ...previous, [node.name]: result } };

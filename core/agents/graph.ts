@@ -150,6 +150,38 @@ export function nextNode(graph: CompiledGraph, from: string, state: AgentState):
   throw new GraphDefinitionError(`no edge out of node '${from}' matched the state, and '${from}' is not an end point`);
 }
 
+/**
+ * A graph's own code that is not a node: its edge conditions (asked together, as `nextNode` does),
+ * its `result`, an approval node's `message` and a subagent node's `query`. A supervised agent's
+ * host runs them (`runGraphFunction`) for the server's engine, which names them by this.
+ */
+export type GraphFunction =
+  | { kind: 'next'; from: string }
+  | { kind: 'result' }
+  | { kind: 'message'; node: string }
+  | { kind: 'query'; node: string };
+
+/** Run one of the graph's functions on the state: the same answer on the server and in a host. */
+export function runGraphFunction(definition: AgentDefinition, fn: GraphFunction, state: AgentState): unknown {
+  const graph = compileGraph(definition);
+  switch (fn.kind) {
+    case 'next':
+      return nextNode(graph, fn.from, state);
+    case 'result':
+      return definition.graph?.result?.(state);
+    case 'message': {
+      const node = graph.nodes.get(fn.node);
+      if (node?.kind !== 'approval') throw new GraphDefinitionError(`graph node '${fn.node}' is not an approval node in this build`);
+      return typeof node.message === 'function' ? node.message(state) : node.message;
+    }
+    case 'query': {
+      const node = graph.nodes.get(fn.node);
+      if (node?.kind !== 'subagent') throw new GraphDefinitionError(`graph node '${fn.node}' is not a subagent node in this build`);
+      return node.query?.(state);
+    }
+  }
+}
+
 export interface GraphView {
   nodes: Array<{ id: string; name: string; type: string; metadata: Record<string, unknown> }>;
   edges: Array<{ id: string; source: string; target: string; condition: string | null }>;

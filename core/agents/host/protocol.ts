@@ -11,6 +11,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { SerializedError } from '../../kernel/dropin-host-protocol.js';
+import type { GraphFunction } from '../graph.js';
 import type { ToolContext } from '../tools.js';
 import type { AgentInput, AgentState } from '../types.js';
 
@@ -38,6 +39,8 @@ export interface NodeTask {
   hash: string;
   /** The graph node to run; 'agent' is a function agent's `run`. */
   node: string;
+  /** Set: run this function of the graph instead of a node (its edge conditions, `result`, …); it answers `returned`. */
+  fn?: GraphFunction;
   state: AgentState;
   input: AgentInput;
   prompt: string;
@@ -52,7 +55,11 @@ export interface WarmTask {
 }
 
 /** How a call ended inside the host. An error is rebuilt on the server with its name and stack. */
-export type NodeReply = { value: Partial<AgentState> | undefined } | { error: SerializedError } | { abandoned: true };
+export type NodeReply =
+  | { value: Partial<AgentState> | undefined }
+  | { returned: unknown }
+  | { error: SerializedError }
+  | { abandoned: true };
 
 /**
  * Errors cross as every drop-in host's do (core/kernel/dropin-host-protocol.ts): a coded error (a

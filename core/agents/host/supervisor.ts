@@ -30,8 +30,8 @@ import { type DropInHostStatus, HostThread, type RestartReason } from '../../ker
 import { fail } from '../../kernel/errors.js';
 import type { Registry } from '../../kernel/registry.js';
 import { WorkerOutOfMemoryError } from '../../lib/worker-pool.js';
-import type { AgentRef, NodeHost } from '../engine.js';
-import { compileGraph } from '../graph.js';
+import type { AgentRef, CallSite, NodeHost } from '../engine.js';
+import { compileGraph, type GraphFunction } from '../graph.js';
 import type { Agent } from '../kind.js';
 import { toolAgentRun } from '../tool-agent.js';
 import type { AnyTool } from '../tools.js';
@@ -135,12 +135,14 @@ function flush(link: Link): void {
 /** One node call on a link. */
 interface LinkCall {
   ref: AgentRef;
-  ctx: RunContext;
+  site: CallSite;
+  /** A node's `ctx`, which the host calls back on; a graph function has none. */
+  ctx: RunContext | undefined;
   code: string;
   /** The agent's own tools, made when the node's `ctx.model.run` first needs them. */
   tools: HostTools | undefined;
   settled: boolean;
-  finish(outcome: { value: Partial<AgentState> | undefined | typeof RETRY } | { error: unknown }): void;
+  finish(outcome: { value: unknown } | { error: unknown }): void;
   /** Its thread was stopped: fail if it had started, else try again on the next thread. */
   restart(): void;
 }
@@ -183,7 +185,23 @@ export class AgentHosts implements NodeHost {
     host.warm(this.#onWarmError(host));
   }
 
-  async runNode(ref: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined> {
+  runNode(ref: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined> {
+    return this.#run(ref, node, undefined, state, ctx, ctx) as Promise<Partial<AgentState> | undefined>;
+  }
+
+  /** A graph function of the agent (engine.ts `NodeHost`), as one call on its host's link like a node. */
+  runFunction(ref: AgentRef, fn: GraphFunction, state: AgentState, site: CallSite): Promise<unknown> {
+    return this.#run(ref, 'node' in fn ? fn.node : fn.kind === 'next' ? fn.from : '', fn, state, site, undefined);
+  }
+
+  async #run(
+    ref: AgentRef,
+    node: string,
+    fn: GraphFunction | undefined,
+    state: AgentState,
+    site: CallSite,
+    ctx: RunContext | undefined,
+  ): Promise<unknown> {
     const located = this.#locate(ref);
     if (!located) throw new Error(`agent '${ref.name}' is not a loaded drop-in`);
     const bundle = bundleOf(located.file, located.hash);
@@ -191,9 +209,9 @@ export class AgentHosts implements NodeHost {
     const host = this.#hostOf(ref);
     host.running++;
     try {
-      const first = await this.#call(host, ref, node, state, ctx, bundle.code);
+      const first = await this.#call(host, ref, { node, fn, state, site, ctx }, bundle.code);
       if (first !== RETRY) return first;
-      const second = await this.#call(host, ref, node, state, ctx, bundle.code);
+      const second = await this.#call(host, ref, { node, fn, state, site, ctx }, bundle.code);
       if (second === RETRY) throw fail('HANGAR_AGENT_HOST_RESTARTED', { agent: ref.name, why: host.lastRestart?.detail ?? 'stopped' });
       return second;
     } finally {
@@ -326,7 +344,8 @@ export class AgentHosts implements NodeHost {
       const reply = message.reply;
       if ('error' in reply) call.finish({ error: rebuildError(reply.error) });
       else if ('value' in reply) call.finish({ value: reply.value });
-      else call.finish({ error: call.ctx.signal.reason });
+      else if ('returned' in reply) call.finish({ value: reply.returned });
+      else call.finish({ error: call.site.signal.reason });
       return;
     }
     // A call that has settled hears nothing more, but an abandoned one may still be waiting for its bundle.
@@ -372,14 +391,13 @@ export class AgentHosts implements NodeHost {
   #call(
     host: Host,
     ref: AgentRef,
-    node: string,
-    state: AgentState,
-    ctx: RunContext,
+    what: { node: string; fn: GraphFunction | undefined; state: AgentState; site: CallSite; ctx: RunContext | undefined },
     code: string,
-  ): Promise<Partial<AgentState> | undefined | typeof RETRY> {
+  ): Promise<unknown> {
+    const { node, fn, state, site, ctx } = what;
     const generation = host.generation;
     const located = this.#located.get(ref.definition)!;
-    const signal = ctx.signal;
+    const signal = site.signal;
     if (signal.aborted) return Promise.reject(signal.reason);
     const link = this.#linkOf(host);
     const seq = ++link.lastCall;
@@ -387,6 +405,7 @@ export class AgentHosts implements NodeHost {
     return new Promise((resolve, reject) => {
       const call: LinkCall = {
         ref,
+        site,
         ctx,
         code,
         tools: undefined,
@@ -420,12 +439,13 @@ export class AgentHosts implements NodeHost {
         file: located.file,
         hash: located.hash,
         node,
+        ...(fn ? { fn } : {}),
         state,
-        input: ctx.input,
-        prompt: ctx.prompt,
-        threadId: ctx.threadId,
-        workspace: ctx.workspace,
-        model: { configured: ctx.model.configured, name: ctx.model.name },
+        input: site.input,
+        prompt: site.prompt,
+        threadId: site.threadId,
+        workspace: site.workspace,
+        model: { configured: site.model.configured, name: site.model.name },
       };
       this.#send(link, seq, { type: 'run', task });
     });
@@ -433,6 +453,7 @@ export class AgentHosts implements NodeHost {
 
   /** Answer one message of a running call; an interrupt (a thrown value that is no error) ends the node. */
   #answer(message: FromHost, call: LinkCall, link: Link): void {
+    const ctx = call.ctx;
     switch (message.type) {
       case 'tool-done':
         call.tools?.settle(message);
@@ -442,15 +463,17 @@ export class AgentHosts implements NodeHost {
         return;
       case 'post': {
         const [a, b] = message.args;
-        if (message.method === 'step') call.ctx.step(String(a));
-        else if (message.method === 'tool') call.ctx.tool(String(a), b);
-        else call.ctx.plan(String(a), b);
+        if (!ctx) return;
+        if (message.method === 'step') ctx.step(String(a));
+        else if (message.method === 'tool') ctx.tool(String(a), b);
+        else ctx.plan(String(a), b);
         return;
       }
       case 'call': {
         const { id } = message;
         const seq = message.call;
-        this.#dispatch(message.method, message.args, call, link, seq).then(
+        if (!ctx) return;
+        this.#dispatch(message.method, message.args, ctx, call, link, seq).then(
           (value) => this.#send(link, seq, { type: 'reply', id, value }),
           (err: unknown) => {
             // The engine's interrupt is a thrown value, not an Error: it ends the node on this side.
@@ -466,9 +489,8 @@ export class AgentHosts implements NodeHost {
     }
   }
 
-  #dispatch(method: string, args: unknown[], call: LinkCall, link: Link, seq: number): Promise<unknown> {
+  #dispatch(method: string, args: unknown[], ctx: RunContext, call: LinkCall, link: Link, seq: number): Promise<unknown> {
     const [a, b, c] = args as [never, never, never];
-    const ctx = call.ctx;
     switch (method) {
       case 'documents':
         return ctx.documents(a);

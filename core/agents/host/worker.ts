@@ -16,7 +16,7 @@ import type { MessagePort } from 'node:worker_threads';
 import * as zod from 'zod';
 import { virtualName, WRAPPER_HEAD } from '../../kernel/stack.js';
 import * as sdk from '../../sdk.js';
-import { compileGraph } from '../graph.js';
+import { compileGraph, runGraphFunction } from '../graph.js';
 import type { AnyTool } from '../tools.js';
 import type { AgentDefinition, NodeFn, RunContext } from '../types.js';
 import {
@@ -306,6 +306,8 @@ async function runNode(id: number, task: NodeTask): Promise<NodeReply> {
     }
     version.running++;
     call.version = version;
+    // A graph function is synchronous and takes no ctx: nothing to race, nothing to call back.
+    if (task.fn) return { returned: runGraphFunction(definitionOf(version.exports), task.fn, task.state) };
     const run = nodeFunction(version.exports, task.agent, task.node);
     const ctx = hostContext(task, call);
     const settled = new Promise<NodeReply>((resolve) => {

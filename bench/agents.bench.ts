@@ -10,11 +10,14 @@
  *    take hours on today's store, and what a turn costs at 10,000 messages is the question.
  * 3. `POST /invoke` of a no-op agent vs a bare node:http process that reads and parses the same
  *    JSON body and answers JSON (median of 3 alternating rounds, Hangar started by its CLI with
- *    default settings).
+ *    default settings). Beside it, as context, the CPU time per request of each server process
+ *    (every thread, from /proc on Linux) over the same rounds: it moves much less with the
+ *    machine's load than requests per second do.
  * 4. First SSE frame of `POST /invoke/stream` that carries an agent event (not the start frame
  *    Hangar writes before the agent runs) vs a bare node:http SSE server in the same run.
  */
 import { execSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
@@ -170,7 +173,28 @@ async function longThread() {
   }
 }
 
-async function post(url: string, seconds: number): Promise<number> {
+/**
+ * CPU time (user + system, every thread) a process has used so far, in µs, from /proc; undefined
+ * where there is no /proc (the figure is then not reported).
+ */
+function cpuMicros(pid: number | undefined): number | undefined {
+  if (pid === undefined || process.platform !== 'linux') return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which may itself contain spaces: utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Linux's USER_HZ, the unit of /proc's CPU times (100 on every architecture Node runs on). */
+const CLOCK_TICKS = 100;
+
+/** Requests per second, and the server's CPU µs per request when its pid is given (Linux). */
+async function post(url: string, seconds: number, pid?: number): Promise<{ rps: number; cpu: number | undefined }> {
+  const before = cpuMicros(pid);
   const result = await autocannon({
     url,
     method: 'POST',
@@ -179,8 +203,10 @@ async function post(url: string, seconds: number): Promise<number> {
     connections: 32,
     duration: seconds,
   });
+  const after = cpuMicros(pid);
   if (result.non2xx || result.errors) throw new Error(`non-2xx ${result.non2xx}, errors ${result.errors} for ${url}`);
-  return result.requests.average;
+  const cpu = before === undefined || after === undefined ? undefined : (after - before) / result.requests.total;
+  return { rps: result.requests.average, cpu };
 }
 
 /**
@@ -237,9 +263,17 @@ async function invoke() {
     await post(route, 1);
     const b: number[] = [];
     const h: number[] = [];
+    const bCpu: number[] = [];
+    const hCpu: number[] = [];
     for (let i = 0; i < 3; i++) {
-      b.push(await post(bare.url, 3));
-      h.push(await post(route, 3));
+      const bareRound = await post(bare.url, 3, bare.child.pid);
+      const hangarRound = await post(route, 3, hangar.child.pid);
+      b.push(bareRound.rps);
+      h.push(hangarRound.rps);
+      if (bareRound.cpu !== undefined && hangarRound.cpu !== undefined) {
+        bCpu.push(bareRound.cpu);
+        hCpu.push(hangarRound.cpu);
+      }
     }
     report({
       name: 'POST /invoke (no-op agent) throughput',
@@ -249,6 +283,18 @@ async function invoke() {
       target: { on: 'ratio', op: '>=', limit: 0.4 },
       detail: `${round(median(h), 0)} req/s vs bare node:http (reads and parses the body, answers JSON) ${round(median(b), 0)} req/s, medians of 3 alternating rounds`,
     });
+    // Context for the figure above: on a machine others load, requests per second follow the load
+    // (three runs of #27's second round measured 0.30×, 0.54× and 0.31× within minutes); the CPU a request costs the server
+    // (all its threads: the host, V8's collector helpers) moves much less.
+    if (hCpu.length) {
+      report({
+        name: '(context) POST /invoke (no-op agent): server CPU per request, every thread',
+        value: median(hCpu),
+        unit: 'µs',
+        baseline: { label: 'bare node:http parsing the same JSON body', value: median(bCpu) },
+        detail: `${round(median(hCpu), 1)} µs vs bare node:http ${round(median(bCpu), 1)} µs of CPU (user + system, /proc) per request, medians of the same 3 rounds`,
+      });
+    }
 
     // Alternate Hangar and the bare server twice, so neither gets only the quiet half of the run.
     const hs: number[] = [];

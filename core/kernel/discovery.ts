@@ -46,7 +46,7 @@ export interface DiscoveryOptions {
 }
 
 /** An entry's bundle, or why it could not be built. */
-type BuildOutcome = { built: BuiltModule; error?: undefined } | { built?: undefined; error: unknown };
+type BuildOutcome = { built: BuiltModule; codeCache?: Buffer; error?: undefined } | { built?: undefined; error: unknown };
 
 interface LoadedFile {
   kind: string;
@@ -91,13 +91,16 @@ export class Discovery {
     // so that of two files claiming one name, the first by path deterministically keeps it.
     const builds = new Map<string, BuildOutcome>();
     let cachedBuilds = 0;
+    let codeCaches = 0;
     await Promise.all(
       entries.map(async (file) => {
         if (this.entryOf(file)?.json) return;
         const cached = this.buildCache.read(file);
+        const codeCache = cached && this.buildCache.readCodeCache(file, cached.hash);
         if (cached) cachedBuilds++;
+        if (codeCache) codeCaches++;
         try {
-          builds.set(file, { built: cached ?? (await this.bundle(file)) });
+          builds.set(file, { built: cached ?? (await this.bundle(file)), codeCache });
         } catch (error) {
           builds.set(file, { error });
         }
@@ -122,6 +125,7 @@ export class Discovery {
     this.options.log.info('discovery finished', {
       entries: this.files.size,
       cached: cachedBuilds,
+      code_cached: codeCaches,
       ms: Date.now() - started,
     });
   }
@@ -311,6 +315,8 @@ export class Discovery {
           root,
           provided: this.options.provided,
           timeoutMs: watchdog ? this.options.loadTimeoutMs : undefined,
+          codeCache: outcome.codeCache,
+          onCodeCache: (data) => this.buildCache.writeCodeCache(file, built.hash, data),
         });
         exported = module.default ?? module[kind.kind] ?? module;
         version = built.hash;

@@ -131,7 +131,21 @@ const INVOKE = new vm.Script(`globalThis[Symbol.for('hangar.evaluating')]()`, { 
  */
 export function evaluateModule(
   built: BuiltModule,
-  { root, provided, timeoutMs }: { root: string; provided: Record<string, unknown>; timeoutMs?: number },
+  {
+    root,
+    provided,
+    timeoutMs,
+    codeCache,
+    onCodeCache,
+  }: {
+    root: string;
+    provided: Record<string, unknown>;
+    timeoutMs?: number;
+    /** V8's code cache of this bundle from an earlier process (`script.createCachedData()`). */
+    codeCache?: Buffer;
+    /** Given a fresh code cache after a successful evaluation that had none, or whose cache V8 refused. */
+    onCodeCache?: (data: Buffer) => void;
+  },
 ): Record<string, unknown> {
   const hostRequire = createRequire(built.file);
   const requireFn = (id: string) => (Object.hasOwn(provided, id) ? provided[id] : hostRequire(id));
@@ -140,7 +154,10 @@ export function evaluateModule(
   rememberBuild(built.file, built.hash, root, built.map);
   rememberBundle(built);
   try {
-    const script = new vm.Script(`${WRAPPER_HEAD}${built.code}\n})`, { filename: virtualName(built) });
+    // With a code cache V8 neither parses the bundle nor compiles the functions its top level ran:
+    // ~0.1 ms of CPU per small drop-in without one, ~0.03 with (1,000 generated agents, 106 → 30 ms).
+    // V8 checks the cache against the source and its own version and flags, and refuses a stale one.
+    const script = new vm.Script(`${WRAPPER_HEAD}${built.code}\n})`, { filename: virtualName(built), cachedData: codeCache });
     const fn = script.runInThisContext() as (...args: unknown[]) => void;
     const run = () => fn.call(module.exports, module.exports, requireFn, module, built.file, path.dirname(built.file));
     if (timeoutMs === undefined) run();
@@ -152,6 +169,8 @@ export function evaluateModule(
         delete (globalThis as Record<symbol, unknown>)[EVALUATING];
       }
     }
+    // Made after the top level ran, so it holds the functions compiled lazily while it ran too.
+    if (onCodeCache && (!codeCache || script.cachedDataRejected)) onCodeCache(script.createCachedData());
   } catch (err) {
     if ((err as { code?: unknown })?.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
       throw new DropInError(`top-level code did not finish in ${timeoutMs} ms`, { file: rel(root, built.file) });

@@ -15,9 +15,9 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import path, { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type BuildOptions, build, buildSync, type Metafile } from 'esbuild';
+import { type BuildOptions, build, buildSync, type Metafile, type Plugin } from 'esbuild';
 import { type InputStamp, inputsUnchanged, stampInputs } from './input-stamps.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -109,6 +109,33 @@ function reuse(target: Target): string | undefined {
   return undefined;
 }
 
+/**
+ * npm packages bundled into every worker rather than required from node_modules: zod, which every
+ * worker loads at start (the SDK re-exports it). From node_modules it is ~60 files, each resolved,
+ * read and wrapped by Node's module loader in every new thread (~15 ms of CPU per thread on this
+ * machine, more under load); bundled it is part of the worker's one file, which V8's code cache
+ * keeps compiled. Every other package stays external: some find files beside their own code
+ * (piscina's worker, esbuild's binary), and the rest are loaded only by the calls that need them.
+ * A worker's zod is its own either way (a thread cannot share the server's), so bundling it changes
+ * no schema's identity.
+ */
+const BUNDLED_PACKAGES = ['zod'];
+
+/** esbuild's `packages: 'external'`, except for `names` (and their subpaths), which are bundled. */
+function bundleOnly(names: string[]): Plugin {
+  const bundled = new RegExp(`^(${names.join('|')})(/|$)`);
+  return {
+    name: 'hangar-bundle-only',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, (args) =>
+        args.kind === 'entry-point' || bundled.test(args.path) || path.isAbsolute(args.path)
+          ? undefined
+          : { path: args.path, external: true },
+      );
+    },
+  };
+}
+
 function buildOptions(target: Target) {
   return {
     entryPoints: [join(target.root, target.entry)],
@@ -117,7 +144,7 @@ function buildOptions(target: Target) {
     platform: 'node',
     format: target.format,
     target: 'node22',
-    packages: 'external',
+    plugins: [bundleOnly(BUNDLED_PACKAGES)],
     write: false,
     outfile: `worker.${target.ext}`,
     metafile: true,

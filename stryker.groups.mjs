@@ -4,8 +4,8 @@
  * the tests that can reach it, and a group's incremental file records only its own mutants.
  */
 export const MUTATION_GROUPS = {
-  // The HTTP guards, one group per module: a group's incremental file holds only the mutants of its
-  // last run, so modules measured apart must be groups apart.
+  // The HTTP guards, one group per module, so each is measured in one short run against the tests
+  // that reach it (a group's incremental file keeps every module it ever measured).
   http: {
     mutate: ['core/http/security.ts'],
     tests: [

@@ -37,9 +37,10 @@ export async function runWithDeadline(
   }, timeoutMs);
   const caller = request.signal;
   const forward = () => run.abort(caller!.reason);
+  // Stryker disable ObjectLiteral,BooleanLiteral: a signal aborts once, and the listener is removed when the run ends; `once` only says so
   if (caller?.aborted) forward();
-  // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and the listener is removed when the run ends; `once` only says so
   else caller?.addEventListener('abort', forward, { once: true });
+  // Stryker restore ObjectLiteral,BooleanLiteral
   const onEvent = request.onEvent;
   // Settling `first` after the deadline does nothing; a run that ignored its signal and fails late
   // is handled here, so its rejection is never unhandled.

@@ -14,6 +14,8 @@ import type { WorkspaceDocument } from './types.js';
 
 /** One call of a tool's `run`, as the host runs it. */
 export interface ToolTask extends HostedTask {
+  /** Which of the tool's functions: its `run`, or its `needsApproval` rule (a boolean answer). */
+  call: 'run' | 'needsApproval';
   args: unknown;
   context: Omit<ToolContext, 'signal' | 'documents'>;
 }
@@ -42,7 +44,16 @@ export class ToolHosts {
     if (!isLoadedDropIn(this.#options.registry, this.#options.root, 'tool', tool.name, tool)) return tool;
     let hosted = this.#hosted.get(tool);
     if (!hosted) {
-      hosted = { ...tool, run: (args: unknown, ctx: ToolContext) => this.#run(tool, args, ctx) };
+      const rule = tool.needsApproval;
+      hosted = {
+        ...tool,
+        run: (args: unknown, ctx: ToolContext) => this.#run(tool, 'run', args, ctx),
+        // The rule is the tool's code too: it runs in the same host, under the same limits.
+        needsApproval:
+          typeof rule === 'function'
+            ? (args: unknown, ctx: ToolContext) => this.#run(tool, 'needsApproval', args, ctx) as Promise<boolean>
+            : rule,
+      };
       this.#hosted.set(tool, hosted);
     }
     return hosted as T;
@@ -69,7 +80,7 @@ export class ToolHosts {
     return tool.max_heap_mb ?? this.#options.maxHeapMb;
   }
 
-  #run(tool: AnyTool, args: unknown, ctx: ToolContext): Promise<unknown> {
+  #run(tool: AnyTool, call: ToolTask['call'], args: unknown, ctx: ToolContext): Promise<unknown> {
     const source = hostedSource(this.#options.registry, this.#options.root, 'tool', tool.name, tool);
     if (!source) throw new Error(`tool '${tool.name}' is not a loaded drop-in`);
     const { toolCallId, agent, input, threadId, workspace, messages } = ctx;
@@ -83,6 +94,7 @@ export class ToolHosts {
         name: tool.name,
         file: source.file,
         hash: source.hash,
+        call,
         args,
         context: { toolCallId, agent, input, threadId, workspace, messages },
       },

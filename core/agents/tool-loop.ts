@@ -223,7 +223,15 @@ async function runCalls(
         await host.approve({ call_id: ready.done.id, tool: ready.done.name, arguments: ready.done.args });
       continue;
     }
-    if (await needsApproval(ready.tool, ready.args, host, ready.call.id, messages)) prepared[i] = await approved(host, ready.tool, ready);
+    const gate = await needsApproval(ready.tool, ready.args, host, ready.call.id, messages);
+    if (gate === true) prepared[i] = await approved(host, ready.tool, ready);
+    else if (gate !== false) {
+      const { id, name } = ready.call;
+      prepared[i] = {
+        done: { id, name, args: ready.args, error: gate.error, duration_ms: performance.now() - ready.started },
+        fresh: true,
+      };
+    }
   }
   // One pass in the model's order, so tool_start events come in the order the model made the calls.
   return Promise.all(
@@ -240,16 +248,44 @@ async function runCalls(
   );
 }
 
+/**
+ * Whether the call needs a person. A `needsApproval` function is the tool's code, run where its
+ * `run` runs (a supervised tool's host) and under the same `timeout_ms`: one that does not answer
+ * in time makes the call's error result, as a `run` that does not, and the tool is not run.
+ */
 async function needsApproval(
   tool: AnyTool,
   args: unknown,
   host: LoopHost,
   callId: string,
   messages: readonly ChatMessage[],
-): Promise<boolean> {
-  if (typeof tool.needsApproval !== 'function') return tool.needsApproval === true;
-  const context: ToolContext = { ...host.toolContext, toolCallId: callId, signal: host.signal, messages };
-  return Boolean(await tool.needsApproval(args, context));
+): Promise<boolean | { error: string }> {
+  const rule = tool.needsApproval;
+  if (typeof rule !== 'function') return rule === true;
+  if (!tool.timeout_ms) {
+    const context: ToolContext = { ...host.toolContext, toolCallId: callId, signal: host.signal, messages };
+    return Boolean(await rule(args, context));
+  }
+  const controller = new AbortController();
+  const context: ToolContext = {
+    ...host.toolContext,
+    toolCallId: callId,
+    signal: AbortSignal.any([host.signal, controller.signal]),
+    messages,
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<{ error: string }>((resolve) => {
+    timer = setTimeout(() => {
+      // Answered before the abort, so a rule that settles on abort cannot win the race.
+      resolve({ error: `'${tool.name}' timed out after ${tool.timeout_ms} ms deciding whether it needs approval` });
+      controller.abort(new ToolTimeout(`'${tool.name}' timed out after ${tool.timeout_ms} ms`));
+    }, tool.timeout_ms);
+  });
+  try {
+    return await Promise.race([Promise.resolve(rule(args, context)).then(Boolean), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Ask the person (suspending the run until they answer); what they decided, as the call to run or its result. */

@@ -19,13 +19,15 @@ export default function runTool(task: (ToolTask & { port: MessagePort }) | WarmT
   // Loading this module (the SDK, zod) was the work; nothing else to do.
   if ('warm' in task) return Promise.resolve({ value: undefined });
   return serveHosted(task, provided, async (exports, io) => {
-    const run = definitionOf(exports).run;
-    if (typeof run !== 'function') throw new Error(`this build of tool '${task.name}' has no run()`);
+    const definition = definitionOf(exports);
+    const run = task.call === 'needsApproval' ? definition.needsApproval : definition.run;
+    if (typeof run !== 'function') throw new Error(`this build of tool '${task.name}' has no ${task.call}()`);
     const ctx: ToolContext = {
       ...task.context,
       signal: io.signal,
       documents: (collection) => io.call<WorkspaceDocument[]>('documents', [collection]),
     };
-    return run.call(definitionOf(exports), task.args, ctx);
+    const value = await run.call(definition, task.args, ctx);
+    return task.call === 'needsApproval' ? Boolean(value) : value;
   });
 }

@@ -17,6 +17,9 @@ import { ToolHosts } from './tool-hosts.js';
 import type { AnyTool } from './tools.js';
 import { type AgentTracing, NO_AGENT_TRACING } from './tracing.js';
 
+/** How many of the agents found at start-up get their host started ahead of a first call (below). */
+export const HOSTS_STARTED_AHEAD_AT_START = 8;
+
 export interface AgentRuntime {
   provider: ModelProvider;
   /** The supervised hosts agents' functions run in (README "Isolation"). */
@@ -75,11 +78,22 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
     onWarmError: (agent, err) => ctx.log.warn(`agent host of ${agent} did not start ahead of its first call`, { error: errorMessage(err) }),
   });
   // Hosts start as agents load or reload, after the change is announced: never in discovery's way.
+  // Of the agents the start-up scan loads, only the first HOSTS_STARTED_AHEAD_AT_START (in path
+  // order) get their host started ahead; the others start at their first call, as VS Code activates
+  // an extension on its first use. A host is a thread of ~5.5 MB taking 100-300 ms of CPU to start,
+  // which stops again after a minute idle: 1,000 agents meant 1,000 threads started one after
+  // another through the first minutes, each competing with the server and its first requests, for
+  // agents mostly not called. An agent loaded or reloaded later (a save) is being worked on, and
+  // its host starts at once.
+  let startedAheadAtStart = 0;
   ctx.registry.on('change', (change) => {
     if (change.kind !== 'agent' || (change.type !== 'added' && change.type !== 'updated')) return;
+    const atStart = !ctx.lifecycle.ready;
     setImmediate(() => {
       const agent = ctx.registry.get<Agent>('agent', change.name)?.definition;
-      if (agent) hosts.prepare(agent);
+      if (!agent) return;
+      if (atStart && hosts.supervises(agent) && startedAheadAtStart++ >= HOSTS_STARTED_AHEAD_AT_START) return;
+      hosts.prepare(agent);
     });
   });
   const service = new AgentService({

@@ -53,6 +53,11 @@ export class PluginPool {
     }
   }
 
+  /** Start the pool's first thread ahead of the first load; a failure is the first load's to report. */
+  warm(): void {
+    this.pool.warm().catch(() => undefined);
+  }
+
   close(): Promise<void> {
     return this.pool.close();
   }

@@ -125,6 +125,11 @@ export class PluginService {
     return this.options.invocations?.() ?? noRecorder;
   }
 
+  /** Start the pool's first thread ahead of the first load (the subsystem's set-up says when). */
+  warm(): void {
+    this.options.pool.warm();
+  }
+
   /** Stop following the registry and stop the pool (this service is its only user). */
   async close(): Promise<void> {
     this.closed = true;

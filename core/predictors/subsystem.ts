@@ -8,6 +8,7 @@
  * model then loads at once, as before, so the first prediction finds it ready) or a use (a plugin
  * route, a pipeline's plugin step, a plugin task) — and then loads every plugin registered.
  */
+import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Counter, Histogram } from 'prom-client';
@@ -90,6 +91,11 @@ export const pluginsSubsystem: Subsystem = {
       plugins();
     };
     ctx.registry.on('change', buildOnFirstPlugin);
+    // A workspace with something in plugins/ builds the service now and starts its pool's first
+    // thread, which boots (a Node thread, the pool's bundle, zod) on another core while discovery
+    // scans, instead of after the scan has registered the first plugin: at 1,000 agents the scan
+    // holds the server's thread a few hundred ms, and the plugins were ready that much later.
+    if (hasEntries(path.join(ctx.paths.root, pluginKind.folder))) plugins().warm();
     ctx.services.get('tasks').registerKind(PLUGIN_TASK_KIND, {
       // Predictions have no side effects: a task interrupted by a restart is simply run again.
       idempotent: true,
@@ -124,3 +130,12 @@ export const pluginsSubsystem: Subsystem = {
     if (ctx.services.isBuilt('predictors')) await ctx.services.get('predictors').close();
   },
 };
+
+/** Whether `dir` holds anything that could be a drop-in (names starting with `_` or `.` are helpers). */
+function hasEntries(dir: string): boolean {
+  try {
+    return readdirSync(dir).some((name) => !name.startsWith('_') && !name.startsWith('.'));
+  } catch {
+    return false;
+  }
+}

@@ -70,7 +70,8 @@ export interface EngineOptions {
  */
 export interface NodeHost {
   supervises(agent: AgentRef): boolean;
-  runNode(agent: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined>;
+  /** `site` is the run's: what crosses with the call, read without touching `ctx` (whose model client is made on use). */
+  runNode(agent: AgentRef, node: string, state: AgentState, ctx: RunContext, site: CallSite): Promise<Partial<AgentState> | undefined>;
   /**
    * The graph's other code (edge conditions, `result`, `message`, `query`): each call crosses with
    * the state and returns the function's value. They take no `ctx`, so only its run's fields go.
@@ -149,6 +150,30 @@ interface InterruptScope {
   values: unknown[];
   next: number;
 }
+
+/**
+ * A checkpoint of a run that keeps none (a stateless invoke), made only when something reads it:
+ * an event's `checkpoint_id`, a pause's record, the outcome's `checkpoint`. Most such runs read
+ * none, and its id, timestamp and metadata were most of a no-op run's allocations (#27). Its
+ * `made` checkpoint has the id it gets when first read and the timestamp of when it was saved.
+ * It holds its parent (for `parent_id`), so a run's unkept chain lives as long as the run.
+ */
+class Unkept {
+  made: Checkpoint | undefined = undefined;
+  constructor(
+    readonly step: number,
+    readonly state: AgentState,
+    readonly source: CheckpointMetadata['source'],
+    readonly node: string | null,
+    readonly next: string | null,
+    readonly extra: Partial<CheckpointMetadata> | undefined,
+    readonly parent: Saved | null,
+    readonly at: number,
+  ) {}
+}
+
+/** What `save` wrote: a checkpoint, or one not kept and not yet made. */
+type Saved = Checkpoint | Unkept;
 
 /** The span of a run nobody traces: every child of it is itself. */
 const NOOP_SPAN: TraceSpan = NO_TRACING.start('');
@@ -253,7 +278,7 @@ export class Engine {
       input: runInput,
     });
 
-    let parent: Checkpoint | null = null;
+    let parent: Saved | null = null;
     let step = 0;
     let state: AgentState;
     let current: string | null;
@@ -269,22 +294,37 @@ export class Engine {
       node: string | null,
       next: string | null,
       extra?: Partial<CheckpointMetadata>,
-    ): Checkpoint | Promise<Checkpoint> => {
+    ): Saved | Promise<Checkpoint> => {
       // Every checkpoint after the input one is a step of its own (pauses included), so steps are
       // unique and increasing along a thread's chain.
       if (source !== 'input') step++;
+      if (!keeps) return (parent = new Unkept(step, state, source, node, next, extra, parent, Date.now()));
       const checkpoint: Checkpoint = {
         id: randomUUID(),
         thread_id: threadId,
         step,
         // A deep copy of what is kept: later nodes may mutate objects they were handed.
-        state: keeps ? structuredClone(state) : state,
+        state: structuredClone(state),
         metadata: extra ? { ...metadataFor(source, node, next), ...extra } : metadataFor(source, node, next),
-        parent_id: parent?.id ?? null,
+        parent_id: parent ? checkpointOf(parent).id : null,
         timestamp: isoNow(),
       };
-      if (!keeps) return (parent = checkpoint);
       return checkpointer.put(agent.name, checkpoint).then(() => (parent = checkpoint));
+    };
+    const checkpointOf = (saved: Saved): Checkpoint => {
+      if (!(saved instanceof Unkept)) return saved;
+      if (saved.made) return saved.made;
+      const metadata = metadataFor(saved.source, saved.node, saved.next);
+      saved.made = {
+        id: randomUUID(),
+        thread_id: threadId,
+        step: saved.step,
+        state: saved.state,
+        metadata: saved.extra ? { ...metadata, ...saved.extra } : metadata,
+        parent_id: saved.parent ? checkpointOf(saved.parent).id : null,
+        timestamp: new Date(saved.at).toISOString(),
+      };
+      return saved.made;
     };
 
     const site: CallSite = {
@@ -295,7 +335,7 @@ export class Engine {
       workspace: this.options.workspace,
       model: { configured: this.options.provider.configured, name: this.options.provider.model },
     };
-    const finish = async (status: RunOutcome['status'], checkpoint: Checkpoint, paused?: RunOutcome['paused']): Promise<RunOutcome> => {
+    const finish = async (status: RunOutcome['status'], saved: Saved, paused?: RunOutcome['paused']): Promise<RunOutcome> => {
       const result = await this.result(agent, state, site, status);
       const duration_ms = performance.now() - started;
       const usage = meter.summary();
@@ -310,13 +350,30 @@ export class Engine {
             ...(usage.calls.length ? { usage } : {}),
           });
       }
+      if (!(saved instanceof Unkept)) {
+        return {
+          run_id: runId,
+          thread_id: threadId,
+          status,
+          state,
+          result,
+          checkpoint: saved,
+          paused,
+          tool_calls: toolCalls,
+          usage,
+          duration_ms,
+        };
+      }
+      // An own enumerable property still (spread, JSON and structuredClone read it), made when read.
       return {
         run_id: runId,
         thread_id: threadId,
         status,
         state,
         result,
-        checkpoint,
+        get checkpoint() {
+          return checkpointOf(saved);
+        },
         paused,
         tool_calls: toolCalls,
         usage,
@@ -367,15 +424,15 @@ export class Engine {
       if (!nested)
         emit({ type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: null });
     }
-    let last: Checkpoint = parent ?? (await save('input', null, current));
+    let last: Saved = parent ?? (await save('input', null, current));
 
     let steps = 0;
     while (current !== null) {
       const node: CompiledNode = graph.nodes.get(current)!;
       if (signal.aborted) return this.cancelled(emit, nested, finish, last, current);
       if (breakpoints.has(current) && skipBreakpointAt !== current) {
-        last = await save('breakpoint', parent?.metadata.node ?? null, current);
-        emit({ type: 'breakpoint_hit', node: current, reason: 'breakpoint', checkpoint_id: last.id });
+        last = await save('breakpoint', parent ? checkpointOf(parent).metadata.node : null, current);
+        emit({ type: 'breakpoint_hit', node: current, reason: 'breakpoint', checkpoint_id: checkpointOf(last).id });
         return finish('breakpoint', last, { node: current, message: `breakpoint before '${current}'`, payload: {} });
       }
       skipBreakpointAt = null;
@@ -391,17 +448,23 @@ export class Engine {
       resumeScope = null;
       const nodeSteps: string[] = [];
       const nodeName = current;
-      const journal = new NodeJournal(resumeJournal ?? { node: nodeName, turns: [], results: {} }, (recorded) =>
-        save('tool', nodeName, nodeName, { journal: recorded }),
-      );
+      const recorded = resumeJournal;
+      // Made with the node's model client (its only writer), or at a pause that keeps it: a node
+      // that never calls the model has none to settle or keep.
+      let journal: NodeJournal | undefined;
+      const journalOf = () =>
+        (journal ??= new NodeJournal(recorded ?? { node: nodeName, turns: [], results: {} }, (record) =>
+          save('tool', nodeName, nodeName, { journal: record }),
+        ));
+      if (recorded) journalOf();
       resumeJournal = null;
       const span = nodeSpan(runSpan, current, step + 1);
-      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter, journal, span);
+      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter, journalOf, span);
 
       let output: Partial<AgentState> | void;
       try {
         output = await (node.kind === 'function'
-          ? this.runFunction(agent, node, state, ctx)
+          ? this.runFunction(agent, node, state, ctx, site)
           : this.runNode(agent, node, state, ctx, scope));
         span.end();
       } catch (err) {
@@ -409,7 +472,7 @@ export class Engine {
         else span.fail(err);
         span.end();
         // The checkpoints of calls that finished are written before the run reports how it stopped.
-        await journal.settled().catch(() => {});
+        await journal?.settled().catch(() => {});
         if (err instanceof InterruptSignal) {
           if (nested) throw err;
           const interrupt: PendingInterrupt = {
@@ -419,13 +482,13 @@ export class Engine {
             resume_values: err.resumeValues,
           };
           // A gated tool call's resume must meet the model answer that asked for it, so its journal is kept even before any call finished.
-          const keepJournal = journal.hasResults || isToolApproval(interrupt);
-          last = await save('interrupt', current, current, keepJournal ? { interrupt, journal: journal.snapshot() } : { interrupt });
+          const keepJournal = !!journal?.hasResults || isToolApproval(interrupt);
+          last = await save('interrupt', current, current, keepJournal ? { interrupt, journal: journalOf().snapshot() } : { interrupt });
           emit({
             type: 'breakpoint_hit',
             node: current,
             reason: 'interrupt',
-            checkpoint_id: last.id,
+            checkpoint_id: checkpointOf(last).id,
             message: err.message,
             payload: err.payload,
           });
@@ -460,7 +523,7 @@ export class Engine {
           node: current,
           step,
           output: summariseOutput({ ...delta, steps_taken: state.steps_taken }),
-          checkpoint_id: last.id,
+          checkpoint_id: checkpointOf(last).id,
         });
       }
       current = next;
@@ -479,8 +542,8 @@ export class Engine {
   private cancelled(
     emit: (body: RunEventBody) => void,
     nested: boolean,
-    finish: (status: RunOutcome['status'], checkpoint: Checkpoint) => Promise<RunOutcome>,
-    last: Checkpoint,
+    finish: (status: RunOutcome['status'], saved: Saved) => Promise<RunOutcome>,
+    last: Saved,
     node: string,
   ): Promise<RunOutcome> {
     // Decision: cancellation is reported as run_error (the run did not finish) flagged `cancelled`;
@@ -494,9 +557,10 @@ export class Engine {
     node: CompiledNode & { kind: 'function' },
     state: AgentState,
     ctx: RunContext,
+    site: CallSite,
   ): Promise<Partial<AgentState> | void> | Partial<AgentState> | void {
     const host = this.options.host;
-    return host?.supervises(agent) ? host.runNode(agent, node.name, state, ctx) : node.run(state, ctx);
+    return host?.supervises(agent) ? host.runNode(agent, node.name, state, ctx, site) : node.run(state, ctx);
   }
 
   /**
@@ -608,38 +672,52 @@ export class Engine {
     emit: (body: RunEventBody) => void,
     node: string,
     meter: UsageMeter,
-    journal: NodeJournal,
+    journalOf: () => NodeJournal,
     span: TraceSpan,
   ): RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter; span: TraceSpan } {
     const { agent, input } = request;
-    const provider = this.options.provider;
     const documents = (collection: string) => this.options.documents?.(collection) ?? Promise.resolve([]);
-    const model = createModelClient({
-      provider,
-      agent: agent.name,
-      config: agent.definition.config ?? {},
-      input,
-      signal,
-      node,
-      emit,
-      meter,
-      journal,
-      span,
-      captureContent: this.options.tracing?.captureContent ?? false,
-      tools: () => this.toolsOf(agent),
-      maxSteps: provider.maxSteps,
-      // `ctx` is built below; a gated tool call asks through its interrupt, long after.
-      interrupt: (message, payload) => ctx.interrupt(message, payload),
-      toolContext: { agent: agent.name, input: { ...input, thread_id: threadId }, threadId, workspace: this.options.workspace, documents },
-      onToolCall: (call) => {
-        toolCalls.push(call);
-        nodeSteps.push(`tool:${call.name}`);
-      },
-    });
+    // Made on the node's first use of `ctx.model`: a client is a dozen closures and a map, and
+    // most nodes (every no-op, every supervised node whose code makes no model call) never use one.
+    let model: RunContext['model'] | undefined;
+    const modelClient = (): RunContext['model'] => {
+      const provider = this.options.provider;
+      return createModelClient({
+        provider,
+        agent: agent.name,
+        config: agent.definition.config ?? {},
+        input,
+        signal,
+        node,
+        emit,
+        meter,
+        journal: journalOf(),
+        span,
+        captureContent: this.options.tracing?.captureContent ?? false,
+        tools: () => this.toolsOf(agent),
+        maxSteps: provider.maxSteps,
+        interrupt: (message, payload) => ctx.interrupt(message, payload),
+        toolContext: {
+          agent: agent.name,
+          input: { ...input, thread_id: threadId },
+          threadId,
+          workspace: this.options.workspace,
+          documents,
+        },
+        onToolCall: (call) => {
+          toolCalls.push(call);
+          nodeSteps.push(`tool:${call.name}`);
+        },
+      });
+    };
     const ctx: RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter; span: TraceSpan } = {
       input: { ...input, thread_id: threadId },
       prompt: request.prompt,
-      model,
+      // An own enumerable accessor: a node that spreads or destructures `ctx` gets the client as before.
+      get model() {
+        model ??= modelClient();
+        return model;
+      },
       signal,
       workspace: this.options.workspace,
       documents,

@@ -31,12 +31,24 @@ export interface ServeTask {
   abandonAfterMs: number;
 }
 
-/** One function node of one agent version, sent over the link. */
-export interface NodeTask {
+/**
+ * An agent version as a link's calls name it, sent once per link before its first call (`def`):
+ * a call's message carries only what changes from call to call, since cloning it costs by its
+ * size and its number of objects, on both threads (#27).
+ */
+export interface AgentDef {
+  def: number;
   agent: string;
   /** Absolute path of the agent's entry, and the build (content hash) the registry serves. */
   file: string;
   hash: string;
+  workspace: string;
+  model: { configured: boolean; name: string };
+}
+
+/** One function node of one agent version (`def`, sent before), sent over the link. */
+export interface NodeTask {
+  def: number;
   /** The graph node to run; 'agent' is a function agent's `run`. */
   node: string;
   /** Set: run this function of the graph instead of a node (its edge conditions, `result`, …); it answers `returned`. */
@@ -45,8 +57,6 @@ export interface NodeTask {
   input: AgentInput;
   prompt: string;
   threadId: string;
-  workspace: string;
-  model: { configured: boolean; name: string };
 }
 
 /** Run on a new thread ahead of the first call, so that call does not wait for the thread to start. */
@@ -83,6 +93,7 @@ export type FromHost = { call: number } & (
 
 /** Messages to the host about one call, before the link stamps the call's number on them. */
 export type ToHostMessage =
+  | ({ type: 'define' } & AgentDef)
   | { type: 'run'; task: NodeTask }
   | { type: 'reply'; id: number; value?: unknown; error?: SerializedError }
   | { type: 'bundle'; code: string }

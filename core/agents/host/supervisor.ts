@@ -109,6 +109,9 @@ interface Link {
   open: boolean;
   /** Messages for the thread this turn of the event loop (`flush`). */
   outbox: ToHost[];
+  /** The agent versions sent to the thread (protocol.ts `AgentDef`), by where they came from. */
+  defs: Map<Located, SentDef>;
+  lastDef: number;
   /** A message that could not be cloned. */
   unsent: (message: ToHost, err: unknown) => void;
 }
@@ -152,6 +155,12 @@ interface Located {
   hash: string;
 }
 
+/** An agent version sent over a link, and the model it was sent with (the provider's, the same for every run of a server). */
+interface SentDef {
+  def: number;
+  model: { configured: boolean; name: string };
+}
+
 export class AgentHosts implements NodeHost {
   readonly #options: AgentHostsOptions;
   readonly #hosts = new Map<string, Host>();
@@ -185,8 +194,8 @@ export class AgentHosts implements NodeHost {
     host.warm(this.#onWarmError(host));
   }
 
-  runNode(ref: AgentRef, node: string, state: AgentState, ctx: RunContext): Promise<Partial<AgentState> | undefined> {
-    return this.#run(ref, node, undefined, state, ctx, ctx) as Promise<Partial<AgentState> | undefined>;
+  runNode(ref: AgentRef, node: string, state: AgentState, ctx: RunContext, site: CallSite): Promise<Partial<AgentState> | undefined> {
+    return this.#run(ref, node, undefined, state, site, ctx) as Promise<Partial<AgentState> | undefined>;
   }
 
   /** A graph function of the agent (engine.ts `NodeHost`), as one call on its host's link like a node. */
@@ -288,6 +297,8 @@ export class AgentHosts implements NodeHost {
       timer: undefined,
       open: true,
       outbox: [],
+      defs: new Map(),
+      lastDef: 0,
       unsent: (message, err) => {
         // A run whose state or input cannot be cloned fails; the thread is fine.
         if (message.type !== 'run') return;
@@ -434,21 +445,24 @@ export class AgentHosts implements NodeHost {
       if (link.calls.size === 0) link.heardAt = Date.now();
       link.calls.set(seq, call);
       signal.addEventListener('abort', onAbort, { once: true });
-      const task: NodeTask = {
-        agent: ref.name,
-        file: located.file,
-        hash: located.hash,
-        node,
-        ...(fn ? { fn } : {}),
-        state,
-        input: site.input,
-        prompt: site.prompt,
-        threadId: site.threadId,
-        workspace: site.workspace,
-        model: { configured: site.model.configured, name: site.model.name },
-      };
+      const task: NodeTask = fn
+        ? { def: this.#defOf(link, ref, located, site), node, fn, state, input: site.input, prompt: site.prompt, threadId: site.threadId }
+        : { def: this.#defOf(link, ref, located, site), node, state, input: site.input, prompt: site.prompt, threadId: site.threadId };
       this.#send(link, seq, { type: 'run', task });
     });
+  }
+
+  /** The number the link's thread knows this agent version by, sending its definition first when it has none. */
+  #defOf(link: Link, ref: AgentRef, located: Located, site: CallSite): number {
+    const sent = link.defs.get(located);
+    const { configured, name } = site.model;
+    if (sent && sent.model.configured === configured && sent.model.name === name) return sent.def;
+    const def = ++link.lastDef;
+    const model = { configured, name };
+    link.defs.set(located, { def, model });
+    // Call 0 is no call: the thread keeps the definition for the link's calls that name it.
+    this.#send(link, 0, { type: 'define', def, agent: ref.name, file: located.file, hash: located.hash, workspace: site.workspace, model });
+    return def;
   }
 
   /** Answer one message of a running call; an interrupt (a thrown value that is no error) ends the node. */

@@ -20,6 +20,7 @@ import { compileGraph, runGraphFunction } from '../graph.js';
 import type { AnyTool } from '../tools.js';
 import type { AgentDefinition, NodeFn, RunContext } from '../types.js';
 import {
+  type AgentDef,
   type CallMethod,
   type FromHost,
   LINK_ALIVE_AT,
@@ -67,6 +68,8 @@ function nodeFunction(exports: Record<string, unknown>, agent: string, node: str
 
 /** The link this thread serves (protocol.ts), from the pool task that handed it over. */
 let link: { port: MessagePort; shared: Float64Array; heartbeatMs: number; abandonAfterMs: number } | undefined;
+/** The agent versions the link's calls name (protocol.ts `AgentDef`), by number. */
+let defs = new Map<number, AgentDef>();
 /** The calls running on this thread, by their number on the link. */
 const calls = new Map<number, HostCall>();
 let beat: NodeJS.Timeout | undefined;
@@ -202,6 +205,10 @@ function onLinkClose(): void {
 }
 
 function onLinkMessage(message: ToHost): void {
+  if (message.type === 'define') {
+    defs.set(message.def, message);
+    return;
+  }
   if (message.type === 'run') {
     void runCall(message.call, message.task);
     return;
@@ -240,7 +247,10 @@ function alive(): void {
  * ends, so a host answering one call after another does not make and clear a timer for each (#27).
  */
 function heartbeat(): void {
-  if (calls.size > 0) return alive();
+  if (calls.size > 0) {
+    alive();
+    return;
+  }
   clearInterval(beat);
   beat = undefined;
 }
@@ -260,6 +270,8 @@ export default function host(task: ServeTask | WarmTask): Promise<{ served: true
     abandonAfterMs: task.abandonAfterMs,
   };
   link = current;
+  // A new link numbers its agent versions afresh.
+  defs = new Map();
   closing = false;
   current.port.on('message', onLinkMessages);
   current.port.once('close', () => link === current && onLinkClose());
@@ -291,25 +303,26 @@ async function runNode(id: number, task: NodeTask): Promise<NodeReply> {
     beat.unref();
   }
 
-  let byHash = versions.get(task.file);
-  if (!byHash) versions.set(task.file, (byHash = new Map()));
-  let version = byHash.get(task.hash);
+  const def = defs.get(task.def)!;
+  let byHash = versions.get(def.file);
+  if (!byHash) versions.set(def.file, (byHash = new Map()));
+  let version = byHash.get(def.hash);
   try {
     if (!version) {
       const code = await new Promise<string>((resolve) => {
         call.bundleArrived = resolve;
         call.send({ type: 'need-bundle' } as FromHost);
       });
-      version = byHash.get(task.hash) ?? { exports: evaluate(task.file, task.hash, code), running: 0 };
-      byHash.set(task.hash, version);
-      for (const [hash, other] of byHash) if (hash !== task.hash && other.running === 0) byHash.delete(hash);
+      version = byHash.get(def.hash) ?? { exports: evaluate(def.file, def.hash, code), running: 0 };
+      byHash.set(def.hash, version);
+      for (const [hash, other] of byHash) if (hash !== def.hash && other.running === 0) byHash.delete(hash);
     }
     version.running++;
     call.version = version;
     // A graph function is synchronous and takes no ctx: nothing to race, nothing to call back.
     if (task.fn) return { returned: runGraphFunction(definitionOf(version.exports), task.fn, task.state) };
-    const run = nodeFunction(version.exports, task.agent, task.node);
-    const ctx = hostContext(task, call);
+    const run = nodeFunction(version.exports, def.agent, task.node);
+    const ctx = hostContext(task, def, call);
     const settled = new Promise<NodeReply>((resolve) => {
       call.abandon = resolve;
     });
@@ -343,7 +356,7 @@ async function runTool(
 }
 
 /** `ctx` as a drop-in sees it in the host: the same methods, answered by the server over the port. */
-function hostContext(task: NodeTask, running: HostCall): RunContext {
+function hostContext(task: NodeTask, def: AgentDef, running: HostCall): RunContext {
   const call = <T>(method: CallMethod, args: unknown[]) => running.call<T>(method, args);
   const post = (method: PostMethod, args: unknown[]) => running.post(method, args);
   // An AbortSignal and a function cannot cross: the signal is the host's own, tools go by name.
@@ -358,7 +371,7 @@ function hostContext(task: NodeTask, running: HostCall): RunContext {
     get signal() {
       return running.signal;
     },
-    workspace: task.workspace,
+    workspace: def.workspace,
     threadId: task.threadId,
     documents: (collection) => call('documents', [collection]),
     step: (name) => post('step', [String(name)]),
@@ -367,8 +380,8 @@ function hostContext(task: NodeTask, running: HostCall): RunContext {
     interrupt: (message, payload) => call('interrupt', [message, payload ?? {}]),
     callAgent: (name, query, context) => call('callAgent', [name, query, context ?? {}]),
     model: {
-      configured: task.model.configured,
-      name: task.model.name,
+      configured: def.model.configured,
+      name: def.model.name,
       chat: (messages, options) => call('model.chat', [messages, portable(options as Record<string, unknown>)]),
       run: (messages, options) => call('model.run', [messages, portable(options as Record<string, unknown>)]),
       object: async (schema, messages, options) => {

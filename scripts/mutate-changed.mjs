@@ -16,7 +16,7 @@
  * `node scripts/mutate-changed.mjs [--budget <seconds>] [--write] [--dry-run]`
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,6 +83,15 @@ function sizeOf(cwd, group) {
     );
   } catch {
     return Number.POSITIVE_INFINITY;
+  }
+}
+
+/** The sandboxes in Stryker's temporary folder (`tempDirName` of stryker.config.mjs). */
+function sandboxes(cwd) {
+  try {
+    return readdirSync(path.join(cwd, '.stryker-tmp'));
+  } catch {
+    return [];
   }
 }
 
@@ -160,9 +169,13 @@ async function main(argv) {
       const incrementalFile = write ? committed : path.join(tmp, `${s.group}.json`);
       if (!write && existsSync(committed)) copyFileSync(committed, incrementalFile);
       const groupStarted = Date.now();
+      const before = new Set(sandboxes(cwd));
       const { code, stopped } = await runStryker(cwd, s.group, ['--incrementalFile', incrementalFile], left);
       const secs = Math.round((Date.now() - groupStarted) / 1000);
       if (stopped) {
+        // A stopped Stryker leaves its sandbox behind (a copy of the project): this run's only.
+        for (const dir of sandboxes(cwd))
+          if (!before.has(dir)) rmSync(path.join(cwd, '.stryker-tmp', dir), { recursive: true, force: true });
         results.push({ group: s.group, outcome: 'skipped', why: `stopped at the end of the budget after ${secs} s` });
         continue;
       }

@@ -7,6 +7,7 @@
 import { DropInHosts, type DropInHostsOptions, hostedSource, isLoadedDropIn } from '../kernel/dropin-host.js';
 import type { HostedTask } from '../kernel/dropin-host-protocol.js';
 import type { Registry } from '../kernel/registry.js';
+import { RouterHosts } from './router-host.js';
 import type { EndpointConfig } from './schemas.js';
 import type { FanOutResult, UpstreamResult } from './types.js';
 
@@ -39,10 +40,13 @@ export interface EndpointHostsOptions extends Pick<DropInHostsOptions, 'watchdog
 export class EndpointHosts {
   readonly #options: EndpointHostsOptions;
   readonly #hosts: DropInHosts<HandlerTask>;
+  /** The hosts of express-router endpoints (router-host.ts), with the same settings. */
+  readonly routers: RouterHosts;
 
   constructor(options: EndpointHostsOptions) {
     this.#options = options;
     this.#hosts = new DropInHosts<HandlerTask>({ ...options, kind: 'endpoint', entry: 'core/endpoints/handler-worker.ts' });
+    this.routers = new RouterHosts(options);
   }
 
   /** Whether this endpoint's handler runs in a host: a loaded drop-in's, unless it asks for `isolation: 'inline'`. */
@@ -58,6 +62,7 @@ export class EndpointHosts {
 
   forget(name: string): void {
     this.#hosts.forget(name);
+    this.routers.forget(name);
   }
 
   run(config: EndpointConfig, method: string, input: unknown, signal: AbortSignal, remote: HandlerRemote): Promise<unknown> {
@@ -85,11 +90,11 @@ export class EndpointHosts {
   }
 
   status() {
-    return this.#hosts.status();
+    return [...this.#hosts.status(), ...this.routers.status()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  close(): Promise<void> {
-    return this.#hosts.close();
+  async close(): Promise<void> {
+    await Promise.all([this.#hosts.close(), this.routers.close()]);
   }
 
   #heapOf(config: EndpointConfig): number {

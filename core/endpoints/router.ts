@@ -37,6 +37,16 @@ export interface RouterEndpoint {
   readonly name: string;
   /** The exported Router or app, as the drop-in exported it. */
   readonly router: ExpressHandler;
+  /**
+   * Read from the exported router's own properties (`export default Object.assign(router,
+   * { timeout_ms: 5000 })`): a module's default export is all discovery hands the kind, and a
+   * Router is a function object that carries them untouched. `isolation: 'inline'` serves it on
+   * the server's thread; `timeout_ms` is its deadline to answer (else `endpoints.timeoutMs`);
+   * `max_heap_mb` its host's heap cap (else `endpoints.maxHeapMb`).
+   */
+  readonly isolation?: 'inline' | 'supervised';
+  readonly timeout_ms?: number;
+  readonly max_heap_mb?: number;
 }
 
 /**
@@ -56,7 +66,26 @@ export function routerEndpoint(exported: ExpressHandler, name: string): RouterEn
       `name: endpoint name must be lowercase letters, digits, '-' or '_', starting with a letter or digit (got '${name}' from the file name)`,
     );
   }
-  return Object.freeze({ kind: 'router', name, router: exported });
+  const own = exported as unknown as { isolation?: unknown; timeout_ms?: unknown; max_heap_mb?: unknown };
+  if (own.isolation !== undefined && own.isolation !== 'inline' && own.isolation !== 'supervised') {
+    throw new Error(`isolation: expected 'inline' or 'supervised' (got ${JSON.stringify(own.isolation)})`);
+  }
+  const positive = (key: 'timeout_ms' | 'max_heap_mb', min: number, max: number) => {
+    const value = own[key];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      throw new Error(`${key}: expected an integer from ${min} to ${max} (got ${JSON.stringify(value)})`);
+    }
+    return value;
+  };
+  return Object.freeze({
+    kind: 'router',
+    name,
+    router: exported,
+    isolation: own.isolation as RouterEndpoint['isolation'],
+    timeout_ms: positive('timeout_ms', 1, 86_400_000),
+    max_heap_mb: positive('max_heap_mb', 16, 65_536),
+  });
 }
 
 /**
@@ -91,7 +120,10 @@ export function isRouterEndpoint(definition: unknown): definition is RouterEndpo
  * node_modules serves it. Bundled, express still costs ~50 ms of CPU to evaluate (body-parser,
  * iconv-lite, mime-db…), ~100 ms from node_modules: what a start with a router drop-in paid.
  */
-const requireHere = createRequire(import.meta.url);
+// Made when first needed: bundled as CommonJS (a host thread's worker, core/lib/worker-bundle.ts)
+// `import.meta.url` is empty, and there the bundle's own `require` is used instead.
+let madeRequire: NodeJS.Require | undefined;
+const requireHere = (id: string): unknown => (madeRequire ??= createRequire(import.meta.url))(id);
 let expressModule: (() => ExpressApp) | undefined;
 interface ExpressApp extends ExpressHandler {
   disable(setting: string): void;
@@ -142,7 +174,7 @@ export function expressForDropIns(): unknown {
  * router function, so a reload (a new function) gets a new host and the old one is collected.
  */
 const hosts = new WeakMap<ExpressHandler, ExpressApp>();
-function hostOf(router: ExpressHandler): ExpressApp {
+export function hostOf(router: ExpressHandler): ExpressApp {
   let host = hosts.get(router);
   if (!host) {
     host = loadExpress()();
@@ -153,8 +185,37 @@ function hostOf(router: ExpressHandler): ExpressApp {
   return host;
 }
 
+/** What the server tells the host about one request, in the `x-hangar-call` header (URI-encoded JSON). */
+export interface RouterCall {
+  hash: string;
+  principal?: string;
+  baseUrl: string;
+  originalUrl: string;
+  /** How the body Hangar parsed was sent: as JSON, text, raw bytes, or none. */
+  body: 'json' | 'text' | 'bytes' | 'none';
+}
+
+/** What a router answered instead of a response: no route matched, or an error it handed on. */
+export const OUTCOME_HEADER = 'x-hangar-router-outcome';
+export const TOKEN_HEADER = 'x-hangar-host-token';
+export const CALL_HEADER = 'x-hangar-call';
+
 /** How a router call ended, for the endpoint metrics (`platform_endpoint_calls_total`). */
-export type RouterOutcome = 'success' | 'invalid_input' | 'handler_error' | 'cancelled';
+export type RouterOutcome = 'success' | 'invalid_input' | 'handler_error' | 'timeout' | 'cancelled';
+
+/**
+ * The request as its router sees it: `url` as the client sent it, `mount` the endpoint's
+ * `/api/v1/endpoints/<name>` as the client spelled it, `path` the router's part after it, and
+ * `target` that part with the query.
+ */
+export function routerTarget(req: FastifyRequest): { url: string; mount: string; path: string; target: string } {
+  const url = req.raw.url ?? '/';
+  const full = pathOf(req);
+  const mount = full.split('/', 5).join('/');
+  const query = url.indexOf('?');
+  const path = full.slice(mount.length) || '/';
+  return { url, mount, path, target: query === -1 ? path : path + url.slice(query) };
+}
 
 /**
  * Run one request through the endpoint's router. Resolves once the router has answered; rejects
@@ -169,15 +230,10 @@ export function forwardToRouter(
 ): Promise<void> {
   const raw = req.raw as IncomingMessage & { body?: unknown; baseUrl?: string; originalUrl?: string; principal?: string };
   const res = reply.raw;
-  const url = raw.url ?? '/';
-  // `/api/v1/endpoints/<name>` as the client spelled it; the router's part is what follows.
-  const full = pathOf(req);
-  const mount = full.split('/', 5).join('/');
-  const query = url.indexOf('?');
-  const path = full.slice(mount.length) || '/';
+  const { url, mount, path, target } = routerTarget(req);
   raw.originalUrl = url;
   raw.baseUrl = mount;
-  raw.url = query === -1 ? path : path + url.slice(query);
+  raw.url = target;
   raw.body = req.body;
   raw.principal = req.principal;
   // Headers Hangar set before the handler (X-Request-Id) live on Fastify's reply until it sends;
@@ -227,7 +283,7 @@ export function forwardToRouter(
   });
 }
 
-function isClientError(err: unknown): boolean {
+export function isClientError(err: unknown): boolean {
   const status = (err as { status?: unknown; statusCode?: unknown } | null)?.status ?? (err as { statusCode?: unknown } | null)?.statusCode;
   return typeof status === 'number' && status >= 400 && status < 500;
 }
@@ -238,7 +294,7 @@ function isClientError(err: unknown): boolean {
  * endpoint and the message, with where in the person's file it was thrown (as a failing handler
  * answers) but no stack: a router is reachable by whoever may call the endpoint.
  */
-function routerError(name: string, err: unknown): HangarError {
+export function routerError(name: string, err: unknown): HangarError {
   if (err instanceof HangarError) return err;
   // The router's own status, so the generic code of that status (no entry of ours describes it).
   if (isClientError(err)) {

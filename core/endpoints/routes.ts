@@ -21,7 +21,6 @@ import { fail } from '../kernel/errors.js';
 import { accepted } from '../tasks/events.js';
 import { ENDPOINTS_PREFIX } from './describe.js';
 import { coerceQuery } from './query.js';
-import { forwardToRouter } from './router.js';
 import { type EndpointConfig, EndpointList, type HttpMethod, QUERY_METHODS } from './schemas.js';
 import type { EndpointService } from './service.js';
 import type { EndpointJobs } from './tasks.js';
@@ -62,7 +61,7 @@ export function endpointRoutes(service: EndpointService, jobs: EndpointJobs | un
     if (router) {
       // The router owns its whole subtree, /health, /async and /batch included (router.ts).
       const started = performance.now();
-      return forwardToRouter(router, req, reply, (outcome) =>
+      return service.serveRouter(router, req, reply, (outcome) =>
         service.observeRouterCall(name, req.method, outcome, (performance.now() - started) / 1000),
       );
     }

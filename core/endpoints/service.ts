@@ -21,7 +21,9 @@
  *   `HangarError` → that error; that throws anything else, or returns a value failing its `output`
  *   model → 500 (a bug in the handler, not in an upstream).
  */
+
 import { performance } from 'node:perf_hooks';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Registry as PromRegistry } from 'prom-client';
 import type { z } from 'zod';
 import { formatIssues, parseInput } from '../http/validate.js';
@@ -42,7 +44,7 @@ import { runHandler } from './handler.js';
 import type { EndpointHosts } from './hosts.js';
 import { type Env, Redactor } from './interpolation.js';
 import { type EndpointMetrics, type EndpointOutcome, endpointMetrics } from './metrics.js';
-import type { RouterEndpoint, RouterOutcome } from './router.js';
+import { forwardToRouter, type RouterEndpoint, type RouterOutcome } from './router.js';
 import { type EndpointConfig, EndpointDefinitionSchema, HTTP_METHODS, type HttpMethod, type UpstreamDefinition } from './schemas.js';
 import type { FanOutResult, UpstreamCallOptions, UpstreamResult } from './types.js';
 import { callUpstream, probeUpstream, type UpstreamDeps } from './upstream.js';
@@ -246,6 +248,16 @@ export class EndpointService {
   }
 
   /** Count a router call in the endpoint metrics, as a declared endpoint's call is counted. */
+  /**
+   * Serve one request of an express-router endpoint: in its host (router-host.ts), or on this
+   * thread when it is not a loaded drop-in or asks for `isolation: 'inline'` (router.ts).
+   */
+  serveRouter(router: RouterEndpoint, req: FastifyRequest, reply: FastifyReply, onDone: (outcome: RouterOutcome) => void): Promise<void> {
+    const hosts = this.#hosts?.routers;
+    if (hosts?.supervises(router)) return hosts.serve(router, req, reply, router.timeout_ms ?? this.#timeoutMs, onDone);
+    return forwardToRouter(router, req, reply, onDone);
+  }
+
   observeRouterCall(name: string, method: string, outcome: RouterOutcome, seconds: number): void {
     const labels = { endpoint: name, method: method.toUpperCase(), outcome };
     this.#metrics.endpointCalls.inc(labels);

@@ -12,6 +12,7 @@ import { errorMessage } from '../kernel/errors.js';
 import { endpointRouteDocs } from './docs.js';
 import { EndpointHosts } from './hosts.js';
 import { endpointKind, registryCatalog } from './kind.js';
+import { isRouterEndpoint, type RouterEndpoint } from './router.js';
 import { endpointRoutes } from './routes.js';
 import type { EndpointConfig } from './schemas.js';
 import { EndpointService } from './service.js';
@@ -46,8 +47,9 @@ export const endpointsSubsystem: Subsystem = {
       if (change.kind !== 'endpoint' || (change.type !== 'added' && change.type !== 'updated' && change.type !== 'removed')) return;
       if (change.type === 'removed') return hosts.forget(change.name);
       setImmediate(() => {
-        const config = ctx.registry.get<EndpointConfig>('endpoint', change.name)?.definition;
-        if (config && typeof config === 'object' && 'handler' in config) hosts.prepare(config);
+        const config = ctx.registry.get<EndpointConfig | RouterEndpoint>('endpoint', change.name)?.definition;
+        if (isRouterEndpoint(config)) hosts.routers.prepare(config);
+        else if (config && typeof config === 'object' && 'handler' in config) hosts.prepare(config);
       });
     });
     const service = new EndpointService({

@@ -58,6 +58,12 @@ export interface DropInHostsOptions {
   entry: string;
   /** How long a host running calls may go without a heartbeat before it is restarted. */
   watchdogMs: number;
+  /**
+   * How long an idle host keeps its thread (default a minute). A kind whose drop-ins keep state in
+   * their module between calls (an express router's in-memory data) keeps it for as long as a
+   * timer can say, as VS Code keeps an extension's host while the window is open.
+   */
+  idleTimeoutMs?: number;
   /** Told of every restart. */
   onRestart?: (name: string, reason: RestartReason, detail: string) => void;
   /** Told when a host could not be started ahead of its first call (the call then tries again). */
@@ -295,7 +301,7 @@ export class DropInHosts<Task extends HostedTask> {
     if (existing && existing.heapMb === heapMb) return existing;
     // A new cap takes a new thread; the old one finishes what it runs, then stops.
     if (existing) void existing.retire();
-    const host = new Host(this.#options.kind, name, heapMb, this.#options.entry, 60_000, existing);
+    const host = new Host(this.#options.kind, name, heapMb, this.#options.entry, this.#options.idleTimeoutMs ?? 60_000, existing);
     this.#hosts.set(name, host);
     return host;
   }

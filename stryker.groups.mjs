@@ -21,7 +21,12 @@ export const MUTATION_GROUPS = {
   },
   'cross-site': {
     mutate: ['core/http/cross-site.ts'],
-    tests: ['test/security/cross-site.test.ts', 'test/security/websocket-origin.test.ts', 'test/security/hardening.test.ts'],
+    tests: [
+      'test/security/cross-site.test.ts',
+      'test/security/cross-site-rules.test.ts',
+      'test/security/websocket-origin.test.ts',
+      'test/security/hardening.test.ts',
+    ],
   },
   paths: {
     mutate: ['core/http/normalize.ts'],

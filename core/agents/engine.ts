@@ -582,6 +582,20 @@ export class Engine {
   }
 
   /**
+   * The result a state ends a run with, computed as the engine's own runs do (a supervised agent's
+   * `result()` in its host): for a caller that ends a thread without running the graph — the
+   * studio's rejection at a pause — so the agent's code never runs on the server's thread there either.
+   */
+  resultOf(agent: AgentRef, state: AgentState, run: Pick<CallSite, 'input' | 'prompt' | 'signal' | 'threadId'>): Promise<AgentResult> {
+    const site: CallSite = {
+      ...run,
+      workspace: this.options.workspace,
+      model: { configured: this.options.provider.configured, name: this.options.provider.model },
+    };
+    return Promise.resolve(this.result(agent, state, site, 'rejected'));
+  }
+
+  /**
    * What a run stopped with stands for: a supervised agent's `result()` runs in its host. A run
    * cancelled or past its deadline gets the standard keys instead: its signal has ended the time
    * its code may run, and a result function stuck in a loop must not outlive it.

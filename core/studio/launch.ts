@@ -7,7 +7,7 @@
  */
 
 import type { Checkpoint, Checkpointer } from '../agents/checkpointer.js';
-import { buildResult, NodeError, type RunOutcome } from '../agents/engine.js';
+import { NodeError, type RunOutcome } from '../agents/engine.js';
 import type { RunEvent } from '../agents/events.js';
 import type { Agent } from '../agents/kind.js';
 import type { AgentRuntime } from '../agents/runtime.js';
@@ -208,7 +208,13 @@ async function runSegment(
         timestamp: new Date().toISOString(),
       };
       await ctx.runtime.service.checkpoints.put(agent.name, checkpoint, run.principal);
-      const result = buildResult(agent.definition, state);
+      // The engine's result step: a supervised agent's `result()` runs in its host, not on this thread.
+      const result = await ctx.runtime.service.engine.resultOf(agent, state, {
+        input: { ...input, thread_id: from.thread_id },
+        prompt: plan.prompt,
+        signal,
+        threadId: from.thread_id,
+      });
       emit({
         ...base(),
         type: 'run_complete',

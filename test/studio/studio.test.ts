@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { agentSource, startTestServer, type TestServer } from '../support/server.js';
 import { readSse } from '../support/sse.js';
 import { studioWorkspace, typesOf } from './helpers.js';
 
@@ -631,5 +631,44 @@ describe('studio', () => {
       }
       expect(body.paths['/studio/agents/{name}/runs'].post.requestBody.content['application/json'].schema.required).toEqual(['query']);
     });
+  });
+});
+
+/**
+ * A rejection in the studio ends the thread without running the graph, but the run's result is still
+ * the agent's `result()`: for a supervised agent (README "Isolation") that code runs in its host,
+ * never on the server's thread (#17).
+ */
+describe('studio rejection of a supervised agent', () => {
+  let server: TestServer;
+  const stream = (path: string, json: unknown) => readSse(server.url + path, { json });
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      files: {
+        'agents/where.ts': agentSource(
+          `{ graph: {
+            nodes: { first: () => ({ response: 'first' }), second: () => ({ response: 'second' }) },
+            edges: [{ from: 'first', to: 'second' }],
+            entry: 'first',
+            result: (state) => ({ response: state.response + (isMainThread ? ' on main' : ' in host') }),
+          } }`,
+          "import { isMainThread } from 'node:worker_threads';",
+        ),
+      },
+      settings: { watch: false },
+    });
+  }, 60_000);
+  afterAll(() => server?.stop());
+
+  it("runs the agent's result() in its host", async () => {
+    const paused = await server.request('/studio/agents/where/runs', {
+      method: 'POST',
+      json: { query: 'q', thread_id: 'halt', breakpoints: ['second'] },
+    });
+    expect(paused.body).toMatchObject({ status: 'breakpoint', paused: { node: 'second' } });
+    const stopped = await stream('/studio/agents/where/threads/halt/resume', { action: 'reject', reason: 'no' });
+    const run = (await server.request(`/studio/agents/where/runs/${stopped.headers.get('x-studio-run-id')}`)).body;
+    expect(run).toMatchObject({ status: 'rejected', result: { response: 'first in host' } });
   });
 });

@@ -20,10 +20,10 @@ import { randomBytes } from 'node:crypto';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { onRequestHookHandler } from 'fastify';
-import { sameSecret } from '../http/security.js';
 import type { HangarContext } from '../kernel/context.js';
 import { fail } from '../kernel/errors.js';
 import { isAlive, listServers } from '../kernel/server-files.js';
+import { sameSecret } from '../lib/same-secret.js';
 
 export const SESSION_HEADER = 'x-hangar-session';
 export const SESSION_FILE = 'code-session.json';

@@ -12,9 +12,9 @@ import type {
 } from 'fastify';
 import { pathOf } from '../http/request.js';
 import { defineRoute, mountRoutes, type RouteMethod, resourceCallOf } from '../http/route.js';
-import { sameSecret } from '../http/security.js';
 import { fail, type HangarError } from '../kernel/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
+import { sameSecret } from '../lib/same-secret.js';
 import {
   ControlledResource,
   DisableRequest,

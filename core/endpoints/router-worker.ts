@@ -10,7 +10,7 @@
  * (`x-hangar-host-token`), which only the server learns: anyone else gets 403 before a router runs.
  */
 import '../kernel/host-thread.js';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MessagePort } from 'node:worker_threads';
@@ -18,6 +18,7 @@ import * as zod from 'zod';
 import type { HostedReply, HostedTask, WarmTask } from '../kernel/dropin-host-protocol.js';
 import { serializeError } from '../kernel/dropin-host-protocol.js';
 import { serveHosted } from '../kernel/dropin-host-worker.js';
+import { sameSecret } from '../lib/same-secret.js';
 import * as sdk from '../sdk.js';
 import {
   CALL_HEADER,
@@ -39,8 +40,7 @@ const builds = new Map<string, { router: ExpressHandler; running: number }>();
 let listening: Promise<number> | undefined;
 
 function trusted(given: string | string[] | undefined): boolean {
-  if (typeof given !== 'string' || given.length !== token.length) return false;
-  return timingSafeEqual(Buffer.from(given), Buffer.from(token));
+  return typeof given === 'string' && sameSecret(given, token);
 }
 
 async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {

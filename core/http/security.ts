@@ -1,10 +1,10 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import type { onRequestHookHandler } from 'fastify';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { fail, type HangarError } from '../kernel/errors.js';
 import { isLoopbackHost, resolveSecret, type Settings } from '../kernel/settings.js';
+import { sameSecret } from '../lib/same-secret.js';
 import { originChecker } from './cross-site.js';
 
 const BEARER = { 'WWW-Authenticate': 'Bearer' };
@@ -105,20 +105,6 @@ export function upgradeChecker(
 }
 
 // Per process: digests of a presented and an expected secret can be compared, never reused elsewhere.
-const COMPARE_KEY = randomBytes(32);
-
-/**
- * Constant-time comparison of a presented secret with the expected one, lengths included: both are
- * HMAC'd to 32 bytes first, so neither how long the secret is nor where the first difference lies
- * shows in the time taken (a plain length check before `timingSafeEqual` answers early on a wrong
- * length and so tells the caller the secret's length).
- */
-export function sameSecret(presented: string, expected: string): boolean {
-  const a = createHmac('sha256', COMPARE_KEY).update(presented).digest();
-  const b = createHmac('sha256', COMPARE_KEY).update(expected).digest();
-  return timingSafeEqual(a, b);
-}
-
 /** The presented credential of a request, if any. */
 export function presentedToken(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization;

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sameSecret } from '../../core/http/security.js';
+import { sameSecret } from '../../core/lib/same-secret.js';
 import { agentSource, eventually, startTestServer, type TestServer } from '../support/server.js';
 import { rawRequest } from './raw.js';
 
@@ -33,9 +33,9 @@ describe('secrets', () => {
     expect(sameSecret('', 'x'.repeat(64))).toBe(false);
     expect(sameSecret('ünïcode', 'ünïcode')).toBe(true);
     // `a.length === b.length && timingSafeEqual(a, b)` answers sooner for a wrong length; the only
-    // timingSafeEqual left compares two HMAC digests of the same size.
+    // timingSafeEqual left is sameSecret's, over two HMAC digests of the same size.
     const callers = sourceFiles(path.resolve('core')).filter((f) => /timingSafeEqual\(/.test(readFileSync(f, 'utf8')));
-    expect(callers.map((f) => path.relative(process.cwd(), f))).toEqual([path.join('core', 'http', 'security.ts')]);
+    expect(callers.map((f) => path.relative(process.cwd(), f))).toEqual([path.join('core', 'lib', 'same-secret.ts')]);
   });
 
   it("masks every ${NAME} value an endpoint references in a handler's error, the log and the invocation log", async () => {

@@ -47,6 +47,10 @@ export const ERROR_CATALOGUE = {
     message: "{kind} '{name}' stopped answering: its host's event loop was blocked for more than {ms} ms, so the host was restarted",
   },
   HANGAR_DROPIN_HOST_RESTARTED: { status: 500, message: "{kind} '{name}' was stopped: its host was restarted ({why})" },
+  HANGAR_WORKER_ENTRY_FAILED: {
+    status: 500,
+    message: 'worker thread entry {file} failed to load, so the pool cannot run anything until restarted: {why}',
+  },
   // (end dropins)
   // ── agents: agents, runs, models, tools, approvals
   HANGAR_AGENT_NOT_FOUND: { status: 404, message: 'agent "{agent}" not found' },

@@ -10,6 +10,7 @@
 import { isAbsolute } from 'node:path';
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { errorMessage, fail } from '../kernel/errors.js';
 import { workerBundleAsync } from './worker-bundle.js';
 
 export interface WorkerPoolOptions {
@@ -143,6 +144,10 @@ export class WorkerPool<Task extends object, Result> {
   #pool: Piscina<Task, Result> | undefined;
   #starting: Promise<Piscina<Task, Result>> | undefined;
   #closing: Promise<void> | undefined;
+  /** Set once the entry failed to load: every run() then fails with it rather than queue for a thread that never comes. */
+  #broken: Error | undefined;
+  /** Stops for the run()s in flight, so a failed entry fails each of them at once. */
+  readonly #inFlight = new Set<AbortController>();
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -160,9 +165,12 @@ export class WorkerPool<Task extends object, Result> {
    */
   async run(task: Task, options: RunOptions = {}): Promise<Result> {
     if (this.#closing) throw new Error('the worker pool is closed');
+    if (this.#broken) throw this.#broken;
     const pool = this.#pool ?? (await this.#started());
     if (this.#closing) throw new Error('the worker pool is closed');
+    if (this.#broken) throw this.#broken;
     const stop = new AbortController();
+    this.#inFlight.add(stop);
     const forwardAbort = () => stop.abort(options.signal!.reason);
     if (options.signal?.aborted) forwardAbort();
     options.signal?.addEventListener('abort', forwardAbort, { once: true });
@@ -179,6 +187,7 @@ export class WorkerPool<Task extends object, Result> {
         throw new WorkerOutOfMemoryError(this.#options.maxHeapMb, { cause: err });
       throw err;
     } finally {
+      this.#inFlight.delete(stop);
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', forwardAbort);
       options.channel?.close();
@@ -220,6 +229,15 @@ export class WorkerPool<Task extends object, Result> {
     return this.#starting;
   }
 
+  #fail(filename: string, err: Error): void {
+    // The entry as the pool was given it (a bundled one's source path), and what actually ran.
+    const { entry } = this.#options;
+    const file = entry === filename ? entry : `${entry} (bundled as ${filename})`;
+    this.#broken = fail('HANGAR_WORKER_ENTRY_FAILED', { file, why: errorMessage(err) });
+    this.#broken.cause = err;
+    for (const stop of this.#inFlight) stop.abort(this.#broken);
+  }
+
   #start(filename: string): Piscina<Task, Result> {
     const {
       maxThreads = 1,
@@ -241,7 +259,15 @@ export class WorkerPool<Task extends object, Result> {
       ...(concurrentTasksPerWorker > 1 ? { loadBalancer: sharedThreads(concurrentTasksPerWorker) } : {}),
     });
     // Piscina emits 'error' for a thread that fails between tasks; unheard, it would crash the process.
-    pool.on('error', (err: Error) => onIdleError?.(err));
+    // It is also all a thread whose entry threw while loading leaves: piscina gives such a thread no
+    // task and starts no other, so with tasks waiting and no thread left nothing would ever run them
+    // (a call pending for good). Only an entry that never loaded leaves that state — a thread failing
+    // between tasks has none waiting on it — so the waiting run()s fail with the entry's error, and
+    // the pool is closed to further tasks rather than start a thread to fail again on each.
+    pool.on('error', (err: Error) => {
+      if (pool.threads.length === 0 && this.#inFlight.size > 0) this.#fail(filename, err);
+      else onIdleError?.(err);
+    });
     return pool;
   }
 }

@@ -95,4 +95,19 @@ describe('worker pool', () => {
     // A pool that never ran closes without starting anything.
     await makePool().close();
   });
+
+  it('fails every call at once, naming the entry, when the entry throws while it loads', async () => {
+    for (const minThreads of [0, 1]) {
+      const pool = new WorkerPool<FixtureTask, unknown>({ entry: 'test/fixtures/worker-pool/broken-entry.ts', minThreads });
+      pools.push(pool);
+      // Two calls waiting for a thread that never loads: each fails rather than wait for good.
+      const calls = [pool.run({ op: 'echo', value: 1 }), pool.run({ op: 'echo', value: 2 })];
+      for (const call of calls) await expect(call, `minThreads ${minThreads}`).rejects.toThrow(/broken-entry fails at load/);
+      const later = pool.run({ op: 'echo', value: 3 });
+      await expect(later).rejects.toMatchObject({ code: 'HANGAR_WORKER_ENTRY_FAILED' });
+      await expect(later).rejects.toThrow(/test\/fixtures\/worker-pool\/broken-entry\.ts.*broken-entry fails at load/);
+      // No thread is left retrying the entry.
+      expect(pool.threads).toBe(0);
+    }
+  });
 });

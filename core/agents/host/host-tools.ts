@@ -1,8 +1,8 @@
 /**
  * The tools of a supervised agent's own module, as the server's tool loop sees them. The loop
  * (model calls, argument validation, approvals, events) runs on the server, but a tool's `run` is
- * the drop-in's code: it runs in the host, in the module instance the agent's `run` lives in, so
- * state the two share (a counter, a cache, a client) is one and the same, and a tool stuck in a loop
+ * the drop-in's code (and so is its `needsApproval` rule): it runs in the host, in the module
+ * instance the agent's `run` lives in, so state the two share (a counter, a cache, a client) is one and the same, and a tool stuck in a loop
  * costs the host, not the server. Tools of `tools/` drop-ins run on the server, as for any agent.
  */
 import type { AgentRef } from '../engine.js';
@@ -66,27 +66,40 @@ export class HostTools {
     );
   }
 
-  /** The server's copy of the tool (its schemas, approval rule and limits), with `run` sent to the host. */
+  /**
+   * The server's copy of the tool (its schemas and limits), with `run` and a `needsApproval` rule
+   * sent to the host: the rule is the agent's code too, so it runs in the module instance `run`
+   * does, and the tool loop bounds it by the tool's `timeout_ms` as it does a `tools/` drop-in's.
+   */
   #inHost(tool: AnyTool): AnyTool {
+    const rule = tool.needsApproval;
     return {
       ...tool,
-      run: (args: unknown, ctx: ToolContext) =>
-        new Promise((resolve, reject) => {
-          const id = this.#next++;
-          this.#pending.set(id, { resolve, reject });
-          const onAbort = () =>
-            this.#channel.send({ type: 'tool-abort', id, reason: String((ctx.signal.reason as Error)?.message ?? 'aborted') });
-          if (ctx.signal.aborted) onAbort();
-          else ctx.signal.addEventListener('abort', onAbort, { once: true });
-          const { toolCallId, agent, input, threadId, workspace, messages } = ctx;
-          this.#channel.send({
-            type: 'run-tool',
-            id,
-            name: tool.name,
-            args,
-            context: { toolCallId, agent, input, threadId, workspace, messages },
-          });
-        }),
+      run: (args: unknown, ctx: ToolContext) => this.#call(tool, 'run', args, ctx),
+      needsApproval:
+        typeof rule === 'function'
+          ? (args: unknown, ctx: ToolContext) => this.#call(tool, 'needsApproval', args, ctx) as Promise<boolean>
+          : rule,
     };
+  }
+
+  #call(tool: AnyTool, fn: 'run' | 'needsApproval', args: unknown, ctx: ToolContext): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const id = this.#next++;
+      this.#pending.set(id, { resolve, reject });
+      const onAbort = () =>
+        this.#channel.send({ type: 'tool-abort', id, reason: String((ctx.signal.reason as Error)?.message ?? 'aborted') });
+      if (ctx.signal.aborted) onAbort();
+      else ctx.signal.addEventListener('abort', onAbort, { once: true });
+      const { toolCallId, agent, input, threadId, workspace, messages } = ctx;
+      this.#channel.send({
+        type: 'run-tool',
+        id,
+        name: tool.name,
+        fn,
+        args,
+        context: { toolCallId, agent, input, threadId, workspace, messages },
+      });
+    });
   }
 }

@@ -98,7 +98,11 @@ export type ToHostMessage =
   | { type: 'reply'; id: number; value?: unknown; error?: SerializedError }
   | { type: 'bundle'; code: string }
   | { type: 'abort'; reason: string }
-  | { type: 'run-tool'; id: number; name: string; args: unknown; context: HostToolContext }
+  /**
+   * `fn`: which of the tool's functions, its `run` (the default) or its `needsApproval` rule (a
+   * boolean answer); not named `call`, the stamp of the node call the message belongs to.
+   */
+  | { type: 'run-tool'; id: number; name: string; fn?: 'run' | 'needsApproval'; args: unknown; context: HostToolContext }
   | { type: 'tool-abort'; id: number; reason: string };
 
 /** Sent in batches (arrays), one per turn of the sender's event loop; the link closing ends the serve task. */

@@ -17,7 +17,7 @@ import * as zod from 'zod';
 import { virtualName, WRAPPER_HEAD } from '../../kernel/stack.js';
 import * as sdk from '../../sdk.js';
 import { compileGraph, runGraphFunction } from '../graph.js';
-import type { AnyTool } from '../tools.js';
+import type { AnyTool, ToolContext } from '../tools.js';
 import type { AgentDefinition, NodeFn, RunContext } from '../types.js';
 import {
   type AgentDef,
@@ -352,7 +352,11 @@ async function runTool(
   const tools = version ? (definitionOf(version.exports).tools ?? []) : [];
   const tool = tools.find((candidate): candidate is AnyTool => typeof candidate !== 'string' && candidate.name === message.name);
   if (!tool) throw new Error(`this build of agent '${message.context.agent}' has no tool '${message.name}'`);
-  return tool.run(message.args, { ...message.context, signal, documents: (collection) => call('documents', [collection]) });
+  const ctx: ToolContext = { ...message.context, signal, documents: (collection) => call('documents', [collection]) };
+  if (message.fn !== 'needsApproval') return tool.run(message.args, ctx);
+  // The server sends only a function rule here (a boolean one it reads itself); the answer is a boolean.
+  const rule = tool.needsApproval;
+  return typeof rule === 'function' ? Boolean(await rule(message.args, ctx)) : rule === true;
 }
 
 /** `ctx` as a drop-in sees it in the host: the same methods, answered by the server over the port. */

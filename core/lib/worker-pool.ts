@@ -10,7 +10,6 @@
 import { isAbsolute } from 'node:path';
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { errorMessage, fail } from '../kernel/errors.js';
 import { workerBundleAsync } from './worker-bundle.js';
 
 export interface WorkerPoolOptions {
@@ -86,6 +85,24 @@ export class WorkerOutOfMemoryError extends Error {
   ) {
     super(`out of memory: the worker thread passed its ${maxHeapMb ? `${maxHeapMb} MB ` : ''}heap cap and was stopped`, options);
     this.name = 'WorkerOutOfMemoryError';
+  }
+}
+
+/**
+ * The pool's entry module threw while it loaded: no thread of this pool can run anything until the
+ * pool is made again. Its code and message are the catalogue's `HANGAR_WORKER_ENTRY_FAILED`
+ * (core/kernel/error-catalogue.ts), spelled here because core/lib imports nothing of Hangar's.
+ */
+export class WorkerEntryFailedError extends Error {
+  readonly code = 'HANGAR_WORKER_ENTRY_FAILED';
+  constructor(
+    readonly file: string,
+    cause: Error,
+  ) {
+    super(`worker thread entry ${file} failed to load, so the pool cannot run anything until restarted: ${cause.message || cause.name}`, {
+      cause,
+    });
+    this.name = 'WorkerEntryFailedError';
   }
 }
 
@@ -233,8 +250,7 @@ export class WorkerPool<Task extends object, Result> {
     // The entry as the pool was given it (a bundled one's source path), and what actually ran.
     const { entry } = this.#options;
     const file = entry === filename ? entry : `${entry} (bundled as ${filename})`;
-    this.#broken = fail('HANGAR_WORKER_ENTRY_FAILED', { file, why: errorMessage(err) });
-    this.#broken.cause = err;
+    this.#broken = new WorkerEntryFailedError(file, err);
     for (const stop of this.#inFlight) stop.abort(this.#broken);
   }
 

@@ -6,6 +6,7 @@
 
 import { FeedbackService } from '../feedback/service.js';
 import type { HangarContext } from '../kernel/context.js';
+import { hostReports } from '../kernel/dropin-host.js';
 import { errorMessage } from '../kernel/errors.js';
 import { ThreadService } from '../threads/service.js';
 import { AgentHosts } from './host/supervisor.js';
@@ -46,11 +47,7 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
     root: ctx.paths.root,
     maxHeapMb: ctx.settings.agents.maxHeapMb,
     watchdogMs: ctx.settings.dropins.watchdogMs,
-    onRestart: (name, reason) => {
-      ctx.metrics.dropinHostRestarts.inc({ kind: 'tool', name, reason });
-      ctx.log.warn(`tool host restarted: ${name} (${reason.replaceAll('_', ' ')})`);
-    },
-    onWarmError: (name, err) => ctx.log.warn(`tool host of ${name} did not start`, { error: errorMessage(err) }),
+    ...hostReports(ctx, 'tool'),
   });
   // A tool's host starts as it loads or reloads, after the change is announced, as an agent's does.
   ctx.registry.on('change', (change) => {
@@ -71,11 +68,7 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
     watchdogMs: ctx.settings.agents.watchdogMs,
     resolveTool: lookupTool,
     resolveMcpTools: (ref, agent) => mcp.resolve(ref, agent),
-    onRestart: (agent, reason) => {
-      ctx.metrics.dropinHostRestarts.inc({ kind: 'agent', name: agent, reason });
-      ctx.log.warn(`agent host restarted: ${agent} (${reason.replaceAll('_', ' ')})`);
-    },
-    onWarmError: (agent, err) => ctx.log.warn(`agent host of ${agent} did not start ahead of its first call`, { error: errorMessage(err) }),
+    ...hostReports(ctx, 'agent'),
   });
   // Hosts start as agents load or reload, after the change is announced: never in discovery's way.
   // Of the agents the start-up scan loads, only the first HOSTS_STARTED_AHEAD_AT_START (in path

@@ -8,7 +8,7 @@
  */
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
-import { errorMessage } from '../kernel/errors.js';
+import { hostReports } from '../kernel/dropin-host.js';
 import { endpointRouteDocs } from './docs.js';
 import { EndpointHosts } from './hosts.js';
 import { endpointKind, registryCatalog } from './kind.js';
@@ -35,12 +35,7 @@ export const endpointsSubsystem: Subsystem = {
       root: ctx.paths.root,
       maxHeapMb: ctx.settings.endpoints.maxHeapMb,
       watchdogMs: ctx.settings.dropins.watchdogMs,
-      onRestart: (name, reason) => {
-        ctx.metrics.dropinHostRestarts.inc({ kind: 'endpoint', name, reason });
-        ctx.log.warn(`endpoint host restarted: ${name} (${reason.replaceAll('_', ' ')})`);
-      },
-      onWarmError: (name, err) =>
-        ctx.log.warn(`endpoint host of ${name} did not start ahead of its first call`, { error: errorMessage(err) }),
+      ...hostReports(ctx, 'endpoint'),
     });
     // A handler's host starts as its endpoint loads or reloads, after the change is announced.
     ctx.registry.on('change', (change) => {

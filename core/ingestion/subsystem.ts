@@ -4,7 +4,7 @@
  */
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
-import { errorMessage } from '../kernel/errors.js';
+import { hostReports } from '../kernel/dropin-host.js';
 import { IngestorHosts } from './hosts.js';
 import { ingestorKind } from './kind.js';
 import { ingestionRoutes } from './routes.js';
@@ -31,11 +31,7 @@ export const ingestionSubsystem: Subsystem = {
       root: ctx.paths.root,
       maxHeapMb: ctx.settings.ingestors.maxHeapMb,
       watchdogMs: ctx.settings.dropins.watchdogMs,
-      onRestart: (name, reason) => {
-        ctx.metrics.dropinHostRestarts.inc({ kind: 'ingestor', name, reason });
-        ctx.log.warn(`ingestor host restarted: ${name} (${reason.replaceAll('_', ' ')})`);
-      },
-      onWarmError: (name, err) => ctx.log.warn(`ingestor host of ${name} did not start`, { error: errorMessage(err) }),
+      ...hostReports(ctx, 'ingestor'),
     });
     ctx.registry.on('change', (change) => {
       if (change.kind === 'ingestor' && change.type === 'removed') hosts.forget(change.name);

@@ -33,7 +33,8 @@ interface Version {
 /** file → hash → evaluated exports */
 const versions = new Map<string, Map<string, Version>>();
 
-function evaluate(file: string, hash: string, code: string, provided: Record<string, unknown>): Record<string, unknown> {
+/** A build's exports, evaluated as discovery evaluates it (CommonJS wrapper, `provided` modules first). */
+export function evaluateBundle(file: string, hash: string, code: string, provided: Record<string, unknown>): Record<string, unknown> {
   const hostRequire = createRequire(file);
   const requireFn = (id: string) => (Object.hasOwn(provided, id) ? provided[id] : hostRequire(id));
   const module = { exports: {} as Record<string, unknown> };
@@ -100,7 +101,7 @@ export async function serveHosted<T extends HostedTask>(
         bundleArrived = resolve;
         send({ type: 'need-bundle' });
       });
-      version = byHash.get(task.hash) ?? { exports: evaluate(task.file, task.hash, code, provided), running: 0 };
+      version = byHash.get(task.hash) ?? { exports: evaluateBundle(task.file, task.hash, code, provided), running: 0 };
       byHash.set(task.hash, version);
       for (const [hash, other] of byHash) if (hash !== task.hash && other.running === 0) byHash.delete(hash);
     }

@@ -24,6 +24,7 @@
 import path from 'node:path';
 import { TaskChannel, WorkerOutOfMemoryError, WorkerPool } from '../lib/worker-pool.js';
 import { bundleOf } from './bundles.js';
+import type { HangarContext } from './context.js';
 import {
   type FromHosted,
   type HostedReply,
@@ -33,7 +34,7 @@ import {
   type ToHosted,
   type WarmTask,
 } from './dropin-host-protocol.js';
-import { fail } from './errors.js';
+import { errorMessage, fail } from './errors.js';
 import type { Registry } from './registry.js';
 
 export type RestartReason = 'out_of_memory' | 'unresponsive' | 'stopped';
@@ -49,6 +50,24 @@ export interface DropInHostStatus {
   restarts: number;
   out_of_memory: number;
   last_restart: { reason: RestartReason; detail: string; at: string } | null;
+}
+
+/**
+ * How every kind's hosts report, the same for agents, tools, endpoints and ingestors: a restart is
+ * counted in /metrics (`hangar_dropin_host_restarts_total{kind,name,reason}`) and logged, a host
+ * that did not start ahead of its first call is logged (the call starts it again).
+ */
+export function hostReports(
+  ctx: Pick<HangarContext, 'log' | 'metrics'>,
+  kind: string,
+): { onRestart: (name: string, reason: RestartReason) => void; onWarmError: (name: string, error: unknown) => void } {
+  return {
+    onRestart: (name, reason) => {
+      ctx.metrics.dropinHostRestarts.inc({ kind, name, reason });
+      ctx.log.warn(`${kind} host restarted: ${name} (${reason.replaceAll('_', ' ')})`);
+    },
+    onWarmError: (name, err) => ctx.log.warn(`${kind} host of ${name} did not start ahead of its first call`, { error: errorMessage(err) }),
+  };
 }
 
 export interface DropInHostsOptions {

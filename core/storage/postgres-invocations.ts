@@ -5,7 +5,7 @@
  */
 import type { InvocationFilter, InvocationRow, InvocationSummary, InvocationTable } from '../kernel/store.js';
 import type { PgAccess } from './postgres-sql.js';
-import { InvocationQueries, invocationValues, queryBuilder } from './store-sql.js';
+import { InvocationQueries, invocationColumns, invocationValues, queryBuilder } from './store-sql.js';
 
 export const POSTGRES_INVOCATIONS = `CREATE TABLE invocations (
      seq BIGSERIAL PRIMARY KEY,
@@ -42,22 +42,7 @@ export class PostgresInvocations implements InvocationTable {
     if (rows.length === 0) return;
     await this.store.transaction(async (client) => {
       for (let i = 0; i < rows.length; i += CHUNK) {
-        const chunk = rows.slice(i, i + CHUNK).map((row) => {
-          const v = invocationValues(row);
-          return {
-            id: v[0],
-            started: v[1],
-            resource: v[2],
-            name: v[3],
-            operation: v[4],
-            principal: v[5],
-            status: v[6],
-            http_status: v[7],
-            duration_ms: v[8],
-            error: v[9],
-            value: v[10],
-          };
-        });
+        const chunk = rows.slice(i, i + CHUNK).map((row) => invocationColumns(invocationValues(row)));
         const q = this.db
           .insertInto('invocations')
           .values(chunk)

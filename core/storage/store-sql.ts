@@ -321,25 +321,30 @@ export function invocationValues(row: InvocationRow) {
   ] as const;
 }
 
+/** `invocationValues` by column name, as an INSERT takes them. */
+export function invocationColumns(v: ReturnType<typeof invocationValues>) {
+  return {
+    id: v[0],
+    started: v[1],
+    resource: v[2],
+    name: v[3],
+    operation: v[4],
+    principal: v[5],
+    status: v[6],
+    http_status: v[7],
+    duration_ms: v[8],
+    error: v[9],
+    value: v[10],
+  };
+}
+
 function invocationStatements(dialect: SqlDialect) {
   const db = queryBuilder(dialect);
   return {
     insert: compiledOnce((...v: ReturnType<typeof invocationValues>) =>
       db
         .insertInto('invocations')
-        .values({
-          id: v[0],
-          started: v[1],
-          resource: v[2],
-          name: v[3],
-          operation: v[4],
-          principal: v[5],
-          status: v[6],
-          http_status: v[7],
-          duration_ms: v[8],
-          error: v[9],
-          value: v[10],
-        })
+        .values(invocationColumns(v))
         .onConflict((oc) => oc.column('id').doNothing()),
     ),
     get: compiledOnce((id: string) => db.selectFrom('invocations').select('value').where('id', '=', id)),

@@ -9,12 +9,9 @@
  * build no call is using once a newer one arrives, so reloads do not pile up here either.
  */
 import './compile-cache.js';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import vm from 'node:vm';
 import type { MessagePort } from 'node:worker_threads';
 import * as zod from 'zod';
-import { virtualName, WRAPPER_HEAD } from '../../kernel/stack.js';
+import { evaluateBundle } from '../../kernel/dropin-host-worker.js';
 import * as sdk from '../../sdk.js';
 import { compileGraph, runGraphFunction } from '../graph.js';
 import type { AnyTool, ToolContext } from '../tools.js';
@@ -44,17 +41,6 @@ interface Version {
 
 /** file → hash → evaluated exports */
 const versions = new Map<string, Map<string, Version>>();
-
-function evaluate(file: string, hash: string, code: string): Record<string, unknown> {
-  const hostRequire = createRequire(file);
-  const requireFn = (id: string) => (Object.hasOwn(provided, id) ? provided[id] : hostRequire(id));
-  const module = { exports: {} as Record<string, unknown> };
-  const fn = new vm.Script(`${WRAPPER_HEAD}${code}\n})`, { filename: virtualName(file, hash) }).runInThisContext() as (
-    ...args: unknown[]
-  ) => void;
-  fn.call(module.exports, module.exports, requireFn, module, file, path.dirname(file));
-  return module.exports;
-}
 
 const definitionOf = (exports: Record<string, unknown>) => (exports.default ?? exports.agent ?? exports) as AgentDefinition;
 
@@ -313,7 +299,7 @@ async function runNode(id: number, task: NodeTask): Promise<NodeReply> {
         call.bundleArrived = resolve;
         call.send({ type: 'need-bundle' } as FromHost);
       });
-      version = byHash.get(def.hash) ?? { exports: evaluate(def.file, def.hash, code), running: 0 };
+      version = byHash.get(def.hash) ?? { exports: evaluateBundle(def.file, def.hash, code, provided), running: 0 };
       byHash.set(def.hash, version);
       for (const [hash, other] of byHash) if (hash !== def.hash && other.running === 0) byHash.delete(hash);
     }

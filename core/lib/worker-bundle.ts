@@ -15,9 +15,9 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import path, { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type BuildOptions, build, buildSync, type Metafile, type Plugin } from 'esbuild';
+import { type BuildOptions, build, buildSync, type Metafile } from 'esbuild';
 import { type InputStamp, inputsUnchanged, stampInputs } from './input-stamps.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -121,19 +121,18 @@ function reuse(target: Target): string | undefined {
  */
 const BUNDLED_PACKAGES = ['zod'];
 
-/** esbuild's `packages: 'external'`, except for `names` (and their subpaths), which are bundled. */
-function bundleOnly(names: string[]): Plugin {
-  const bundled = new RegExp(`^(${names.join('|')})(/|$)`);
-  return {
-    name: 'hangar-bundle-only',
-    setup(build) {
-      build.onResolve({ filter: /^[^./]/ }, (args) =>
-        args.kind === 'entry-point' || bundled.test(args.path) || path.isAbsolute(args.path)
-          ? undefined
-          : { path: args.path, external: true },
-      );
-    },
-  };
+/**
+ * esbuild's `packages: 'external'`, except for BUNDLED_PACKAGES: every package the root's
+ * package.json names (and its subpaths) is external, the rest bundled. A list rather than an
+ * onResolve plugin because esbuild refuses plugins in buildSync, which workerBundle needs.
+ */
+function externalPackages(root: string): string[] {
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
+  const names = new Set(
+    ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'].flatMap((field) => Object.keys(manifest[field] ?? {})),
+  );
+  for (const name of BUNDLED_PACKAGES) names.delete(name);
+  return [...names].flatMap((name) => [name, `${name}/*`]);
 }
 
 function buildOptions(target: Target) {
@@ -144,7 +143,7 @@ function buildOptions(target: Target) {
     platform: 'node',
     format: target.format,
     target: 'node22',
-    plugins: [bundleOnly(BUNDLED_PACKAGES)],
+    external: externalPackages(target.root),
     write: false,
     outfile: `worker.${target.ext}`,
     metafile: true,

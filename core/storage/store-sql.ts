@@ -37,20 +37,8 @@ export interface StoreTables {
   log_items: { item: number; shape: number | null; value: string };
   log_shapes: { id: Generated<number>; shape: string };
   log_tombstones: { log: string; key: string; version: number };
-  invocations: {
-    seq: Generated<number>;
-    id: string;
-    started: number;
-    resource: string;
-    name: string;
-    operation: string;
-    principal: string;
-    status: string;
-    http_status: number | null;
-    duration_ms: number;
-    error: string | null;
-    value: string;
-  };
+  /** The invocation log's row (kernel/store.ts), its record as JSON text. */
+  invocations: Omit<InvocationRow, 'value'> & { seq: Generated<number>; value: string };
 }
 
 export interface CompiledSql {

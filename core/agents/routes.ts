@@ -106,7 +106,7 @@ export function agentRoutes(ctx: HangarContext): AnyRoute[] {
       },
       handler: async ({ params, req, reply }) => {
         const since = resumePoint(req, req.query as Record<string, unknown>);
-        const log = service.replay(params.agent, params.stream_id, req.principal);
+        const log = await service.replay(params.agent, params.stream_id, req.principal);
         await serveSse(reply, log, { since, headers: { 'X-Agent': params.agent, 'X-Stream-Id': params.stream_id } });
       },
     }),

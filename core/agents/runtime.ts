@@ -100,6 +100,7 @@ export function createAgentRuntime(ctx: HangarContext, tracing: AgentTracing = N
     log: ctx.log,
     threads,
     streams: { retain: ctx.settings.streams.retain, ttlMs: ctx.settings.streams.ttlSeconds * 1000 },
+    sharedStreams: ctx.services.find('teamStreams'),
     defaultMaxHistory: ctx.settings.chat.max_history,
     keepCheckpoints: ctx.settings.checkpoints.keep,
     defaultTimeoutMs: ctx.settings.agents.timeoutMs,

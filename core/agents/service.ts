@@ -39,7 +39,7 @@ import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import { ownerFor } from '../kernel/ownership.js';
 import type { Store } from '../kernel/store.js';
-import type { EventLog } from '../lib/event-log.js';
+import type { EventLog, ReplayableSource } from '../lib/event-log.js';
 import { timeOrderedId } from '../storage/ids.js';
 import type { ThreadService } from '../threads/service.js';
 import { ApprovalStore, approvalLinks } from './approvals.js';
@@ -55,7 +55,7 @@ import { RecordCheckpointer } from './record-checkpointer.js';
 import { deadlineOf, planRun, type RunOrigin, type RunPlan } from './run-plan.js';
 import { invokeResponse, retrievalContext, runFailure } from './run-results.js';
 import type { ApproveRequest, ChatRequest, ChatResponse, InvokeRequest, InvokeResponse, RejectRequest } from './schemas.js';
-import { type InvokeFrame, InvokeStreams, type StreamRetention } from './streams.js';
+import { type InvokeFrame, InvokeStreams, type SharedStreams, type StreamRetention } from './streams.js';
 import { isToolApproval } from './tool-approval.js';
 import type { AnyTool } from './tools.js';
 import type { AgentTracing } from './tracing.js';
@@ -75,6 +75,8 @@ export interface AgentServiceOptions {
   log: Logger;
   threads: ThreadService;
   streams: StreamRetention;
+  /** Team mode: streams stored for every instance to replay (core/storage/team-streams.ts). */
+  sharedStreams?: SharedStreams;
   /** `chat.max_history`: the newest messages a chat loads when the request names no limit (null: all). */
   defaultMaxHistory?: number | null;
   /** `checkpoints.keep`: the newest checkpoints kept per thread (undefined: all). */
@@ -156,7 +158,7 @@ export class AgentService {
       host: options.host,
     });
     this.approvals = new ApprovalStore(options.store);
-    this.streams = new InvokeStreams(options.streams);
+    this.streams = new InvokeStreams(options.streams, options.sharedStreams);
     // The SQLite store lays checkpoints out in tables of its own; another store (PostgreSQL, team mode) keeps a record per step.
     const checkpoints =
       options.store.describe().backend === 'sqlite'
@@ -257,13 +259,19 @@ export class AgentService {
         this.streams.finish(id);
       }
     })();
+    // Team mode: the stream id goes out once another instance can replay it.
+    const stored = this.streams.stored(id);
+    if (stored) await stored;
     return { id, log };
   }
 
-  /** The retained stream for replay; unknown, evicted, another agent's or principal's → 404. */
-  replay(agentName: string, streamId: string, principal: string): EventLog<InvokeFrame> {
+  /**
+   * The retained stream for replay, from this instance or (team mode) from the store wherever it
+   * ran; unknown, evicted, another agent's or principal's → 404.
+   */
+  replay(agentName: string, streamId: string, principal: string): Promise<ReplayableSource<InvokeFrame>> {
     this.options.findAgent(agentName);
-    return this.streams.get(streamId, agentName, principal);
+    return this.streams.find(streamId, agentName, principal);
   }
 
   /**

@@ -10,10 +10,16 @@
  * that is still running is always kept; a finished one is kept for `ttlSeconds` after it ended,
  * and only the newest `retain` finished streams are kept. Pruning happens on open and lookup,
  * so an idle server holds at most `retain` finished streams.
+ *
+ * Team mode (`shared`, core/storage/team-streams.ts): every stream's frames are also stored in
+ * PostgreSQL as they are produced, so any instance replays and follows it. The instance running a
+ * stream serves it from memory as a single instance does; another instance looks it up in the
+ * table, with the same scoping and the same retention rules applied there, across the team.
  */
 import { randomUUID } from 'node:crypto';
 import { fail } from '../kernel/errors.js';
-import { EventLog } from '../lib/event-log.js';
+import { EventLog, type ReplayableSource } from '../lib/event-log.js';
+import type { StoredStreamScope, StreamWriter } from '../storage/team-streams.js';
 
 /** One frame of an invoke stream: every frame carries the response so far and the steps. */
 export interface InvokeFrame {
@@ -28,6 +34,14 @@ interface Retained {
   principal: string;
   log: EventLog<InvokeFrame>;
   endedAt: number | null;
+  /** Team mode: resolves once any instance can look the stream up. */
+  stored?: Promise<void>;
+}
+
+/** Team mode: where streams are stored for the other instances (`TeamStreams`). */
+export interface SharedStreams {
+  open<T>(id: string, scope: StoredStreamScope): StreamWriter<T>;
+  find<T>(id: string, scope: StoredStreamScope): Promise<ReplayableSource<T> | undefined>;
 }
 
 export interface StreamRetention {
@@ -42,7 +56,10 @@ export class InvokeStreams {
   private readonly streams = new Map<string, Retained>();
   private readonly now: () => number;
 
-  constructor(private readonly retention: StreamRetention) {
+  constructor(
+    private readonly retention: StreamRetention,
+    private readonly shared?: SharedStreams,
+  ) {
     this.now = retention.now ?? Date.now;
   }
 
@@ -51,8 +68,22 @@ export class InvokeStreams {
     const id = randomUUID();
     const log = new EventLog<InvokeFrame>(this.retention.framesPerStream ?? 10_000);
     const entry: Retained = { agent, principal, log, endedAt: null };
+    if (this.shared) {
+      // The store is one more reader of the log: frames reach it in order, and the log's end ends it.
+      const writer = this.shared.open<InvokeFrame>(id, { agent, principal });
+      log.subscribe(
+        (event) => writer.push(event),
+        () => writer.end(),
+      );
+      entry.stored = writer.stored;
+    }
     this.streams.set(id, entry);
     return { id, log };
+  }
+
+  /** Team mode: resolves once the stream can be looked up from any instance (undefined otherwise). */
+  stored(id: string): Promise<void> | undefined {
+    return this.streams.get(id)?.stored;
   }
 
   /** Mark the stream finished (starts its time-to-live) and end its log. */
@@ -71,6 +102,17 @@ export class InvokeStreams {
       throw fail('HANGAR_AGENT_STREAM_NOT_FOUND', { stream: id });
     }
     return entry.log;
+  }
+
+  /**
+   * The stream for replay wherever it ran: this instance's, else (team mode) the one stored by
+   * another instance. Unknown, past retention, another agent's or principal's → the same 404.
+   */
+  async find(id: string, agent: string, principal: string): Promise<ReplayableSource<InvokeFrame>> {
+    if (!this.shared || this.streams.has(id)) return this.get(id, agent, principal);
+    const stored = await this.shared.find<InvokeFrame>(id, { agent, principal });
+    if (!stored) throw fail('HANGAR_AGENT_STREAM_NOT_FOUND', { stream: id });
+    return stored;
   }
 
   get size(): number {

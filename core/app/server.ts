@@ -146,6 +146,15 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   if (team) {
     await team.start();
     ctx.services.provide('team', team);
+    // Invoke streams stored for every instance to replay and follow, with the retention of one.
+    const streams = new (await import('../storage/team-streams.js')).TeamStreams(
+      opened.pg!,
+      team,
+      { retain: settings.streams.retain, ttlMs: settings.streams.ttlSeconds * 1000 },
+      (level, line) => log[level](line),
+    );
+    await streams.start();
+    ctx.services.provide('teamStreams', streams);
   }
   // In team mode a principal's requests are counted across every instance.
   const rateLimiter = new ReconfigurableRateLimiter(

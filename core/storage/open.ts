@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import type { Store } from '../kernel/store.js';
+import type { PgAccess } from './postgres-sql.js';
 import type { StoreLog } from './sqlite-sql.js';
 import { DATABASE_FILE, type Durability, SqliteStore } from './sqlite-store.js';
 
@@ -18,6 +19,8 @@ export interface OpenedStore {
   store: Store;
   /** The PostgreSQL URL in team mode (the queue and announcements use the same database). */
   url?: string;
+  /** Team mode: the store's connections, for team-mode tables beside its own (core/storage/team-streams.ts). */
+  pg?: PgAccess;
   close(): Promise<void>;
 }
 
@@ -34,7 +37,7 @@ export async function openStore(settings: StoreSettings, paths: { state: string;
       await store.close();
       throw err;
     }
-    return { store, url: settings.url, close: () => store.close() };
+    return { store, url: settings.url, pg: store, close: () => store.close() };
   }
   // A lowdb data folder from before the move to SQLite is imported on first open.
   const store = new SqliteStore(path.join(paths.state, DATABASE_FILE), { durability: settings.durability, importFrom: paths.data, log });

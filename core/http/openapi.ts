@@ -33,7 +33,7 @@ function responseDoc(spec: ResponseSpec): { description: string; schema?: z.ZodT
  */
 export function docsOfRoute(route: RouteOptions): RouteDoc[] {
   const config = (route.config ?? {}) as DeclaredRouteConfig;
-  // `schema.hide` is how plugins hide theirs, as @fastify/swagger reads it: @fastify/static marks its file routes so.
+  // `schema.hide` is how plugins hide theirs, as @fastify/swagger reads it (@fastify/static marks its file routes so).
   if (config.hidden || (route.schema as { hide?: boolean } | undefined)?.hide) return [];
   const declared = config.declaration;
   const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter((m) => DOCUMENTED_METHODS.has(m));

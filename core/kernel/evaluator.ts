@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { createRequire, type SourceMapPayload } from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
-import * as esbuild from 'esbuild';
+import type { BuildFailure, BuildResult } from 'esbuild';
+import { esbuild, esbuildVersion } from '../lib/esbuild.js';
 import { rememberBundle } from './bundles.js';
 import { originalLocation, rememberBuild, virtualName as virtualNameOf, WRAPPER_HEAD } from './stack.js';
 
@@ -68,12 +69,12 @@ const rel = (root: string, file: string) => path.relative(root, file) || file;
 export const BUNDLE_FORMAT = 'cjs node22 external-map v1';
 
 /** The build cache's key for bundles made with these provided modules (core/kernel/build-cache.ts). */
-export const bundleCacheKey = (provided: readonly string[]) => `${esbuild.version} ${BUNDLE_FORMAT} ${[...provided].sort().join(',')}`;
+export const bundleCacheKey = (provided: readonly string[]) => `${esbuildVersion()} ${BUNDLE_FORMAT} ${[...provided].sort().join(',')}`;
 
 export async function bundleDropIn(file: string, { root, provided }: BundleOptions): Promise<BuiltModule> {
-  let result: esbuild.BuildResult<{ write: false; metafile: true }>;
+  let result: BuildResult<{ write: false; metafile: true }>;
   try {
-    result = await esbuild.build({
+    result = await esbuild().build({
       entryPoints: [file],
       absWorkingDir: root,
       bundle: true,
@@ -89,7 +90,7 @@ export async function bundleDropIn(file: string, { root, provided }: BundleOptio
       logLevel: 'silent',
     });
   } catch (err) {
-    const failure = err as esbuild.BuildFailure;
+    const failure = err as BuildFailure;
     const first = failure.errors?.[0];
     if (!first) throw new DropInError((err as Error).message, { file: rel(root, file) });
     const where = first.location;

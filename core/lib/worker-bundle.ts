@@ -17,7 +17,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type BuildOptions, build, buildSync, type Metafile } from 'esbuild';
+import type { BuildOptions, Metafile } from 'esbuild';
+import { esbuild } from './esbuild.js';
 import { type InputStamp, inputsUnchanged, stampInputs } from './input-stamps.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -47,7 +48,7 @@ export function packageRoot(): string {
  */
 export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs' | 'esm' } = {}): string {
   const target = targetOf(entry, format);
-  return reuse(target) ?? store(target, buildSync(buildOptions(target)));
+  return reuse(target) ?? store(target, esbuild().buildSync(buildOptions(target)));
 }
 
 const building = new Map<string, Promise<string>>();
@@ -63,7 +64,8 @@ export function workerBundleAsync(entry: string, { format = 'cjs' }: { format?: 
   if (known) return Promise.resolve(known);
   let pending = building.get(target.key);
   if (!pending) {
-    pending = build(buildOptions(target))
+    pending = esbuild()
+      .build(buildOptions(target))
       .then((result) => store(target, result))
       .finally(() => building.delete(target.key));
     building.set(target.key, pending);

@@ -11,8 +11,9 @@ import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve, sep } from 'node:path';
-import { build, type Metafile } from 'esbuild';
+import type { Metafile } from 'esbuild';
 import { marked } from 'marked';
+import { esbuild } from '../lib/esbuild.js';
 import { PIPELINE_NAME, type PipelineDefinitionInput } from '../pipelines/schemas.js';
 import { analyzeNotebook } from './analysis/index.js';
 import { APP_FRAME_SCRIPT, type UiPayload, uiControlHtml } from './app-bridge.js';
@@ -379,7 +380,7 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
     packages: 'external' as const,
     logLevel: 'silent' as const,
   };
-  const runner = await build({
+  const runner = await esbuild().build({
     ...common,
     metafile: true,
     entryPoints: [cliEntry],
@@ -389,7 +390,7 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
   });
   // The kernel worker and the nbformat schema are files the runner loads from its own folder.
   // CommonJS, for the reason given in core/lib/worker-bundle.ts.
-  const worker = await build({
+  const worker = await esbuild().build({
     ...common,
     metafile: true,
     format: 'cjs',
@@ -402,6 +403,8 @@ export async function exportDocker(notebook: Notebook, outDir: string): Promise<
   };
   const versions = { ...rootPackage.optionalDependencies, ...rootPackage.dependencies };
   const forRunner = new Set([...externalPackages(runner.metafile), ...externalPackages(worker.metafile)]);
+  // core/lib/esbuild.ts requires esbuild on first use, by a call the metafile does not list.
+  if (Object.keys(runner.metafile.inputs).some((input) => input.endsWith('lib/esbuild.ts'))) forRunner.add('esbuild');
   const unknown = [...forRunner].filter((name) => !versions[name]);
   if (unknown.length > 0) throw new Error(`the notebook runner imports ${unknown.join(', ')}, which Hangar's package.json does not list`);
   // The notebook's own imports too: at Hangar's version when Hangar has the package, else any.

@@ -128,6 +128,32 @@ describe('HTTP foundation', () => {
     expect(page.text).toContain('/docs/assets/swagger-ui-bundle.js');
     expect(page.text).not.toMatch(/https?:\/\//);
     expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
-    expect((await server.request('/docs/assets/swagger-ui-bundle.js')).status).toBe(200);
+    const asset = await server.request('/docs/assets/swagger-ui.css');
+    expect([asset.status, asset.headers.get('content-type'), asset.headers.get('cache-control')]).toEqual([
+      200,
+      'text/css; charset=utf-8',
+      'public, max-age=3600',
+    ]);
+    expect(asset.text).toContain('.swagger-ui');
+    // Conditional GET, as a browser revalidates (fetch adds `no-cache` to a request with
+    // If-None-Match unless told otherwise): the ETag it sent answers 304 with no body.
+    const again = await server.request('/docs/assets/swagger-ui.css', {
+      headers: { 'if-none-match': asset.headers.get('etag')!, 'cache-control': 'max-age=0' },
+    });
+    expect([again.status, again.text]).toEqual([304, '']);
+    // A range of it.
+    const range = await server.request('/docs/assets/swagger-ui.css', { headers: { range: 'bytes=0-9' } });
+    expect([range.status, range.text]).toEqual([206, asset.text.slice(0, 10)]);
+    // Nothing outside the package folder, no folders, no missing files: the app's own 404.
+    for (const target of [
+      '/docs/assets/..%2Fpackage.json',
+      '/docs/assets/%2E%2E%2Fpackage.json',
+      '/docs/assets/',
+      '/docs/assets/nope.js',
+    ]) {
+      const res = await server.request(target);
+      expect([target, res.status, res.body?.detail]).toEqual([target, 404, expect.stringContaining('no route for GET')]);
+    }
+    expect((await server.request('/openapi.json')).body.paths['/docs/assets/{*}']).toBeUndefined();
   });
 });

@@ -38,7 +38,7 @@ describe('notebook export --format docker', () => {
     const io: CliIo = { out: () => undefined, err: (t) => process.stderr.write(t), color: false };
     expect(await notebookCli(['export', join(repo, 'notebooks', 'sales.nb.ts'), '--format', 'docker', '-o', out], io)).toBe(0);
     const manifest = JSON.parse(await readFile(join(out, 'package.json'), 'utf8'));
-    expect(Object.keys(manifest.dependencies)).toEqual(expect.arrayContaining(['bytes', 'arquero']));
+    expect(Object.keys(manifest.dependencies)).toEqual(expect.arrayContaining(['bytes', 'arquero', 'esbuild']));
 
     await installFromRepo(Object.keys(manifest.dependencies), join(out, 'node_modules'));
     await mkdir(join(out, 'data'));

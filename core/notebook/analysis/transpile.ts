@@ -6,7 +6,7 @@
  */
 import * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
-import { transform } from 'esbuild';
+import { esbuild } from '../../lib/esbuild.js';
 import { decodeSegments, type Segment } from './sourcemap.js';
 import type { CellProblem } from './visitor.js';
 
@@ -101,7 +101,7 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
   let code: string;
   let map: string;
   try {
-    ({ code, map } = await transform(parts.join(''), TS_OPTIONS));
+    ({ code, map } = await esbuild().transform(parts.join(''), TS_OPTIONS));
   } catch {
     return none;
   }
@@ -167,7 +167,7 @@ async function transformOne(source: string): Promise<Parsed> {
   let js: string;
   let map: string;
   try {
-    ({ code: js, map } = await transform(source, TS_OPTIONS));
+    ({ code: js, map } = await esbuild().transform(source, TS_OPTIONS));
   } catch (err) {
     const first = (err as { errors?: Array<{ text: string; location?: { line: number; column: number } | null }> }).errors?.[0];
     return {

@@ -13,8 +13,8 @@ import os from 'node:os';
 import { join } from 'node:path';
 import * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
-import { transformSync } from 'esbuild';
 import { fail } from '../../kernel/errors.js';
+import { esbuild } from '../../lib/esbuild.js';
 import { ancestors, descendants } from '../../lib/graph.js';
 import { packageRoot } from '../assets.js';
 import { diffNotebooks, formatDiffText } from '../diff.js';
@@ -74,7 +74,7 @@ function parseCell(source: string): acorn.Program | undefined {
   } catch {
     try {
       // Line numbers of TypeScript cells are those of the stripped code (esbuild keeps most lines).
-      return acorn.parse(transformSync(source, { loader: 'ts' }).code, options);
+      return acorn.parse(esbuild().transformSync(source, { loader: 'ts' }).code, options);
     } catch {
       return undefined;
     }

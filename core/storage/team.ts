@@ -10,7 +10,7 @@
  * sends a heartbeat while it holds a job; a job whose heartbeat stops (its instance was killed) is
  * retried on another instance, `retryLimit` times, then dead-lettered.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import os from 'node:os';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
@@ -62,6 +62,22 @@ export interface TeamOptions {
 const RATE_TABLE = 'hangar_rate_limits';
 /** The one NOTIFY channel of Hangar; announcements carry their topic. */
 const CHANNEL = 'hangar_announcements';
+
+/**
+ * The advisory-lock space of team-wide exclusive work (`tryLock`): apart from the store's, whose
+ * record locks hash `collection/id` into LOCK_SPACE, so a team lock never waits on a record.
+ */
+const TEAM_LOCK_SPACE = LOCK_SPACE + 1;
+
+/**
+ * A job id that names what it is for: pg-boss inserts with ON CONFLICT DO NOTHING on (queue, id),
+ * so a second send of the same key is refused while the first job is kept (7 days after it ends).
+ */
+function jobIdOf(key: string): string {
+  const hex = createHash('sha256').update(key).digest('hex');
+  // Shaped as a version-5 (name-based) UUID: pg-boss's column is uuid.
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
 
 /** An instance not seen for this many heartbeats is no longer listed. */
 const INSTANCE_STALE_BEATS = 3;
@@ -250,6 +266,41 @@ export class TeamCoordinator {
 
   async send(queue: string, data: { id: string }): Promise<void> {
     await this.boss.send(queue, data);
+  }
+
+  /**
+   * Send a job at most once per `key` (the job's id is derived from it): several instances may send
+   * for the same thing — each fired one schedule's slot, or a sweep re-sends a task whose job may
+   * exist — and one job results. True when this call created it.
+   */
+  async sendOnce(queue: string, data: { id: string }, key: string): Promise<boolean> {
+    return (await this.boss.send(queue, data, { id: jobIdOf(key) })) !== null;
+  }
+
+  /**
+   * Hold a team-wide lock on `key` if nobody holds it (a PostgreSQL session advisory lock on a
+   * connection of its own): undefined when another instance holds it. The lock goes when `release`
+   * is called or when the holder dies (its connection closes), so a killed instance never keeps it.
+   */
+  async tryLock(key: string): Promise<{ release: () => Promise<void> } | undefined> {
+    const client = new pg.Client({ connectionString: this.options.url, application_name: 'hangar-lock' });
+    client.on('error', (err) => this.options.log('warn', `team: a lock's connection failed (${key}): ${err.message}`));
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [
+        TEAM_LOCK_SPACE,
+        key,
+      ]);
+      if (!rows[0]?.locked) {
+        await client.end();
+        return undefined;
+      }
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw err;
+    }
+    // Ending the session releases its advisory locks.
+    return { release: () => client.end().catch(() => {}) };
   }
 
   /** Run the queue's jobs here, `concurrency` at once; `retryCount` says which attempt a job is. */

@@ -20,6 +20,12 @@
  *   so it runs on the instance that submitted it, as on one machine.
  * - Restart recovery is off: the queue knows which tasks are orphaned, and recovery at start would
  *   take another live instance's running tasks for interrupted ones.
+ * - Lost submissions: the record and the job are two writes (the store's, then the queue's). An
+ *   instance that dies between them, or a send that fails, leaves a `submitted` task with no job.
+ *   A job's id is derived from its task's, so sending again is harmless (the queue keeps one job
+ *   per task), and a sweep re-sends every task still `submitted` a minute after it was stored —
+ *   one instance at a time (a team lock), every `team.heartbeatSeconds`. A submit whose send
+ *   failed still answers 202: the task is stored and the sweep sends it.
  */
 
 import type { Collection } from '../kernel/store.js';
@@ -32,8 +38,12 @@ import { isSettled, type Task, type TaskEvent } from './schemas.js';
 
 /** What the board needs from the team's queue and announcements (core/storage/team.ts provides it). */
 export interface TaskTeam {
-  /** Hand a stored, submitted task to whichever instance takes it. */
-  dispatch(id: string): Promise<void>;
+  /** Hand a stored, submitted task to whichever instance takes it; sending one twice makes one job (then false). */
+  dispatch(id: string): Promise<boolean>;
+  /** Run `fn` unless another instance runs work of this name now (then false). */
+  exclusively(name: string, fn: () => Promise<void>): Promise<boolean>;
+  /** How often the sweep of lost submissions runs. */
+  sweepEveryMs: number;
   /** Take dispatched tasks here (`attempt` counts from 1); `dead` gets those whose every attempt died. */
   serve(concurrency: number, run: (id: string, attempt: number) => Promise<void>, dead: (id: string) => Promise<void>): Promise<void>;
   /** Tell every instance about a task: new events stored (up to `seq`), or a cancel request. */
@@ -43,6 +53,10 @@ export interface TaskTeam {
 
 /** How long a cancel waits for the instance running the task to settle it. */
 const CANCEL_WAIT_MS = 10_000;
+/** A task still `submitted` this long after it was stored is taken for one whose job was never sent. */
+export const LOST_AFTER_MS = 60_000;
+/** Tasks one sweep re-sends at most (oldest first); the next sweep takes the rest. */
+const SWEEP_BATCH = 500;
 
 export class DistributedBoard {
   constructor(
@@ -205,6 +219,30 @@ export class DistributedBoard {
       },
       ended: () => done,
     };
+  }
+
+  /**
+   * Re-send the jobs of tasks still `submitted` a minute after they were stored (see the header),
+   * oldest first. Only kinds registered here: a kind nobody registered is ad-hoc work held by the
+   * instance that submitted it, which no other instance could run. Answers how many jobs were made
+   * (a task whose job exists, still waiting behind a backlog, keeps that one and is not counted).
+   */
+  async sweepLost(kinds: ReadonlyMap<string, unknown>, now = Date.now()): Promise<number> {
+    const cutoff = new Date(now - LOST_AFTER_MS).toISOString();
+    let sent = 0;
+    await this.team.exclusively('task-sweep', async () => {
+      const { items } = await this.records.query({
+        where: { status: 'submitted' },
+        orderBy: [{ field: 'created_at' }],
+        limit: SWEEP_BATCH,
+      });
+      for (const task of items) {
+        if (task.created_at >= cutoff) break;
+        if (!kinds.has(task.kind)) continue;
+        if (await this.team.dispatch(task.id)) sent++;
+      }
+    });
+    return sent;
   }
 
   /** A task whose every attempt's instance died: it ends failed, and says why. */

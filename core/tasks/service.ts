@@ -165,6 +165,7 @@ export class TaskService {
   private readonly retentionMs: number;
   private readonly pruneEveryMs: number;
   private pruneTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
   /** Tasks between `resume` being called and their in-memory state existing. */
   private readonly resuming = new Set<string>();
   /** Serialised frame payloads, shared by every subscriber of the same event. */
@@ -255,10 +256,27 @@ export class TaskService {
    * Team mode: take tasks from the shared queue; cancel here what is cancelled elsewhere. Subsystems
    * register their kinds after the board starts, so a task taken first waits for its kind (up to the grace).
    */
-  private serveTeam(board: DistributedBoard): Promise<void> {
-    return board.serve(this.concurrency, this.runner, this.kinds, this.recoveryGraceMs, (id) => {
+  private async serveTeam(board: DistributedBoard): Promise<void> {
+    await board.serve(this.concurrency, this.runner, this.kinds, this.recoveryGraceMs, (id) => {
       if (this.live.has(id)) void this.cancel(id).catch(() => {});
     });
+    this.scheduleSweep(board, Math.min(5_000, board.team.sweepEveryMs));
+  }
+
+  /** Team mode: re-send lost submissions now and then (unref'd, one pass at a time; see distributed.ts). */
+  private scheduleSweep(board: DistributedBoard, delayMs: number): void {
+    this.sweepTimer = setTimeout(() => {
+      void board
+        .sweepLost(this.kinds)
+        .then((sent) => {
+          if (sent) this.log.warn('re-sent the jobs of tasks left submitted for over a minute', { tasks: sent });
+        })
+        .catch((err: unknown) => this.log.warn('sweeping lost submissions failed', { error: errorMessage(err) }))
+        .finally(() => {
+          if (!this.runner.stopped) this.scheduleSweep(board, board.team.sweepEveryMs);
+        });
+    }, delayMs);
+    this.sweepTimer.unref();
   }
 
   /** Background pruning never holds up serving or stopping (unref'd, one pass at a time). */
@@ -305,6 +323,7 @@ export class TaskService {
   async stop(): Promise<void> {
     this.runner.stop();
     clearTimeout(this.pruneTimer);
+    clearTimeout(this.sweepTimer);
     await this.lifecycle.abortAll('Hangar is stopping');
     await this.store.flush();
   }
@@ -352,7 +371,13 @@ export class TaskService {
     const submitted = copyTask(task);
     if (this.distributed && !options.run) {
       this.lifecycle.live.delete(task.id);
-      await this.distributed.team.dispatch(task.id);
+      // Stored is accepted: a send that fails is the sweep's to redo, as an instance dying here would be.
+      await this.distributed.team.dispatch(task.id).catch((err: unknown) => {
+        this.log.warn('the queue refused a task; it is sent again by the sweep of lost submissions', {
+          task: task.id,
+          error: errorMessage(err),
+        });
+      });
       return submitted;
     }
     this.runner.enqueue(task.id);

@@ -37,8 +37,20 @@ function taskTeam(team: TeamCoordinator): TaskTeam {
   return {
     dispatch: async (id) => {
       await ready();
-      await team.send(TASK_QUEUE, { id });
+      // One job per task, however often it is sent (the sweep of lost submissions re-sends).
+      return team.sendOnce(TASK_QUEUE, { id }, `task:${id}`);
     },
+    exclusively: async (name, fn) => {
+      const lock = await team.tryLock(name);
+      if (!lock) return false;
+      try {
+        await fn();
+      } finally {
+        await lock.release();
+      }
+      return true;
+    },
+    sweepEveryMs: team.heartbeatSeconds * 1000,
     serve: async (concurrency, run, dead) => {
       await ready();
       await team.work(TASK_QUEUE, { concurrency }, (job) => run(job.data.id, job.retryCount + 1));

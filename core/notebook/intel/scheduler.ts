@@ -12,6 +12,18 @@
  *   tests drive time by hand instead of sleeping.
  *
  * Invariant: at most one timer per schedule, held in `#timers`; arming replaces it.
+ *
+ * Team mode (several instances on one PostgreSQL, `team` given): every instance keeps a timer for
+ * every active schedule, but a timer that goes off only sends the slot's job to the shared queue;
+ * the job's id is derived from (schedule, slot), so the instances' sends make one job and the slot
+ * runs once, on whichever instance takes it. The timers are redundant on purpose: a slot runs as
+ * long as one instance is up. The taker re-reads the schedule first, so a pause or delete made on
+ * any instance stops slots already sent; changes are announced, so every instance re-arms at once.
+ * "No overlapping runs of one notebook" holds across the team: a run holds a team lock on its
+ * notebook (released if its instance dies), and a slot due meanwhile is recorded `skipped`. A run
+ * whose instance dies is run again on another (the queue's retry, once); if that one dies too the
+ * slot is recorded as an `error`. History is in the shared store, readable from every instance;
+ * `running` in a schedule's view is about this instance's runs.
  */
 import { stat } from 'node:fs/promises';
 import { Cron } from 'croner';
@@ -78,8 +90,26 @@ export interface ScheduleRun {
   cells: Array<{ id: string; name: string; state: string; outputs: Output[] }>;
 }
 
+/** What the scheduler needs from the team (core/notebook/intel/subsystem.ts adapts core/storage/team.ts). */
+export interface ScheduleTeam {
+  /** Queue a slot's run; sent by several instances, it still makes one job. */
+  trigger(schedule: string, slot: string): Promise<void>;
+  /** Take slot jobs here; `interrupted` gets the slots whose every attempt's instance died. */
+  serve(
+    run: (schedule: string, slot: string) => Promise<void>,
+    interrupted: (schedule: string, slot: string) => Promise<void>,
+  ): Promise<void>;
+  /** Hold the team-wide lock of a notebook's runs; undefined while another instance holds it. */
+  lock(notebook: string): Promise<{ release(): Promise<void> } | undefined>;
+  /** Tell every instance that a schedule was created, paused, resumed or deleted. */
+  changed(schedule: string): void;
+  onChanged(handler: (schedule: string) => void): () => void;
+}
+
 export interface SchedulerOptions {
   clock?: Clock;
+  /** Team mode: slots go through the shared queue (see the header). */
+  team?: ScheduleTeam;
   /** Runs kept per schedule (oldest dropped first). */
   historyLimit?: number;
 }
@@ -121,6 +151,7 @@ export class ScheduleService {
   readonly #runs: Collection<ScheduleRun>;
   readonly #clock: Clock;
   readonly #historyLimit: number;
+  readonly #team: ScheduleTeam | undefined;
   readonly #timers = new Map<string, () => void>();
   /** notebook id → the run in progress (one at a time per notebook). */
   readonly #running = new Map<string, { done: Promise<void>; session?: NotebookSession }>();
@@ -136,11 +167,26 @@ export class ScheduleService {
     this.#runs = store.collection<ScheduleRun>('notebook_schedule_runs', { shards: 8, indexes: [['schedule_id', 'started_at']] });
     this.#clock = options.clock ?? systemClock;
     this.#historyLimit = options.historyLimit ?? 100;
+    this.#team = options.team;
   }
 
   /** Arm every active schedule found in the store (call once at server start). */
   async start(): Promise<void> {
+    if (this.#team) {
+      this.#team.onChanged((id) => void this.#reload(id));
+      await this.#team.serve(
+        (id, slot) => this.#runSlot(id, new Date(slot)),
+        (id, slot) => this.#interrupted(id, new Date(slot)),
+      );
+    }
     for (const schedule of await this.#schedules.list()) if (!schedule.paused) this.#arm(schedule);
+  }
+
+  /** Another instance changed a schedule: arm or disarm it here as it now stands. */
+  async #reload(id: string): Promise<void> {
+    const schedule = await this.#schedules.get(id).catch(() => undefined);
+    if (!schedule || schedule.paused) this.#disarm(id);
+    else if (!this.#timers.has(id)) this.#arm(schedule);
   }
 
   async create(
@@ -171,6 +217,7 @@ export class ScheduleService {
     };
     await this.#schedules.put(schedule.id, schedule);
     this.#arm(schedule);
+    this.#team?.changed(schedule.id);
     return this.#view(schedule);
   }
 
@@ -213,6 +260,7 @@ export class ScheduleService {
     if (!updated) throw fail('HANGAR_NOTEBOOK_INTEL_SCHEDULE_NOT_FOUND', { schedule: id });
     if (paused) this.#disarm(id);
     else this.#arm(updated);
+    this.#team?.changed(id);
     return this.#view(updated);
   }
 
@@ -220,6 +268,7 @@ export class ScheduleService {
     await this.#get(id);
     this.#disarm(id);
     await this.#schedules.delete(id);
+    this.#team?.changed(id);
     for (const run of (await this.#runs.query({ where: { schedule_id: id } })).items) await this.#runs.delete(run.id);
   }
 
@@ -246,8 +295,46 @@ export class ScheduleService {
     const schedule = await this.#schedules.get(id);
     if (!schedule || schedule.paused || this.#closed) return;
     this.#arm(schedule);
+    if (this.#team) {
+      // Another instance's send of this slot does as well: this one failing loses nothing while one is up.
+      await this.#team.trigger(id, scheduledFor.toISOString()).catch(() => {});
+      return;
+    }
+    await this.#runOnce(schedule, scheduledFor);
+  }
+
+  /** Team mode: this instance took a slot's job. */
+  async #runSlot(id: string, scheduledFor: Date): Promise<void> {
+    const schedule = await this.#schedules.get(id);
+    // Paused or deleted on some instance after the slot was sent: the slot does not run.
+    if (!schedule || schedule.paused || this.#closed) return;
+    const lock = this.#running.has(schedule.notebook) ? undefined : await this.#team!.lock(schedule.notebook);
+    try {
+      await this.#runOnce(schedule, scheduledFor, lock !== undefined);
+    } finally {
+      await lock?.release();
+    }
+  }
+
+  /** Team mode: every instance that took this slot died while running it. */
+  async #interrupted(id: string, scheduledFor: Date): Promise<void> {
+    const schedule = await this.#schedules.get(id);
+    if (!schedule) return;
+    const now = this.#clock.now();
+    await this.#record(schedule, {
+      scheduled_for: scheduledFor.toISOString(),
+      started: now,
+      duration: 0,
+      status: 'error',
+      error: 'interrupted: the instance running it stopped, and so did the one that ran it again',
+      cells: [],
+    });
+  }
+
+  /** Run a slot here unless this notebook is running (here, or elsewhere when `free` is false): then `skipped`. */
+  async #runOnce(schedule: Schedule, scheduledFor: Date, free = true): Promise<void> {
     const started = this.#clock.now();
-    if (this.#running.has(schedule.notebook)) {
+    if (!free || this.#running.has(schedule.notebook)) {
       await this.#record(schedule, {
         scheduled_for: scheduledFor.toISOString(),
         started,

@@ -7,7 +7,7 @@ import type { Store } from '../../kernel/store.js';
 import type { NotebookService } from '../service.js';
 import { PatternService } from './patterns.js';
 import { DataIntelligence } from './prep-and-match.js';
-import { ScheduleService } from './scheduler.js';
+import { ScheduleService, type ScheduleTeam } from './scheduler.js';
 import { NotebookTools } from './tools.js';
 
 export interface NotebookIntel {
@@ -17,12 +17,12 @@ export interface NotebookIntel {
   schedules: ScheduleService;
 }
 
-export function createNotebookIntel(store: Store, notebooks: NotebookService, version: string): NotebookIntel {
+export function createNotebookIntel(store: Store, notebooks: NotebookService, version: string, team?: ScheduleTeam): NotebookIntel {
   const intelligence = new DataIntelligence(notebooks);
   return {
     intelligence,
     patterns: new PatternService(store, notebooks),
     tools: new NotebookTools(notebooks, intelligence, version),
-    schedules: new ScheduleService(store, notebooks),
+    schedules: new ScheduleService(store, notebooks, team ? { team } : {}),
   };
 }

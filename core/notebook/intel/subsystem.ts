@@ -6,7 +6,9 @@
  */
 import { mountRoutes } from '../../http/route.js';
 import type { Subsystem } from '../../kernel/context.js';
+import type { TeamCoordinator } from '../../storage/team.js';
 import { intelRoutes } from './routes.js';
+import type { ScheduleTeam } from './scheduler.js';
 import { createNotebookIntel, type NotebookIntel } from './service.js';
 
 declare module '../../kernel/services.js' {
@@ -15,12 +17,50 @@ declare module '../../kernel/services.js' {
   }
 }
 
+/** The queue of scheduled notebook runs (team mode): one job per schedule and slot. */
+const SCHEDULE_QUEUE = 'hangar-notebook-schedules';
+/** Scheduled runs one instance runs at once; more wait in the queue for this or another instance. */
+const SCHEDULE_CONCURRENCY = 4;
+
+/** A slot's job names its schedule and slot time in the job's one id field. */
+const jobId = (schedule: string, slot: string) => `${schedule}@${slot}`;
+const fromJobId = (id: string): [string, string] => {
+  const at = id.lastIndexOf('@');
+  return [id.slice(0, at), id.slice(at + 1)];
+};
+
+/** The scheduler's view of the team: slot jobs on the shared queue, notebook locks, change announcements. */
+function scheduleTeam(team: TeamCoordinator): ScheduleTeam {
+  let queue: Promise<void> | undefined;
+  // A run's kernel is watched by the job's heartbeat; a day bounds a run nobody watches.
+  const ready = () => (queue ??= team.queue(SCHEDULE_QUEUE, { expireSeconds: 86_400 }));
+  return {
+    trigger: async (schedule, slot) => {
+      await ready();
+      await team.sendOnce(SCHEDULE_QUEUE, { id: jobId(schedule, slot) }, `notebook-schedule:${jobId(schedule, slot)}`);
+    },
+    serve: async (run, interrupted) => {
+      await ready();
+      await team.work(SCHEDULE_QUEUE, { concurrency: SCHEDULE_CONCURRENCY }, (job) => run(...fromJobId(job.data.id)));
+      await team.work(`${SCHEDULE_QUEUE}-dead`, { concurrency: 1 }, (job) => interrupted(...fromJobId(job.data.id)));
+    },
+    lock: (notebook) => team.tryLock(`notebook-run:${notebook}`),
+    changed: (schedule) => void team.announce('notebook-schedule', schedule).catch(() => {}),
+    onChanged: (handler) => team.on('notebook-schedule', (announcement) => handler(announcement.id)),
+  };
+}
+
 export const notebookIntelSubsystem: Subsystem = {
   name: 'notebook-intel',
   provides: ['notebookIntel'],
   depends: ['notebooks'],
   async setup(ctx) {
-    const intel = createNotebookIntel(ctx.store, ctx.services.get('notebooks'), ctx.version);
+    const intel = createNotebookIntel(
+      ctx.store,
+      ctx.services.get('notebooks'),
+      ctx.version,
+      ctx.services.has('team') ? scheduleTeam(ctx.services.get('team')) : undefined,
+    );
     ctx.services.provide('notebookIntel', intel);
     await intel.patterns.seed();
     await intel.schedules.start();

@@ -33,8 +33,24 @@ export const MUTATION_GROUPS = {
     tests: ['test/security/normalize-rules.test.ts', 'test/security/path-normalization.test.ts'],
   },
   storage: {
-    mutate: ['core/storage/sqlite-*.ts'],
-    tests: ['test/storage/*.test.ts'],
+    // The data rules of the embedded store: a collection's records, groups and pages
+    // (sqlite-records.ts), keyed logs (sqlite-logs.ts) and the invocation log's pages and pruning
+    // (sqlite-invocations.ts). Module-level constants are left out (their mutants are static: each
+    // runs every test of the group): the statements, KEY_SPAN, the ISO pattern, the table's schema.
+    // sqlite-store.ts (open, migrations, damage, transactions) and sqlite-sql.ts are not measured yet.
+    // Tests: those that reach these modules. The PostgreSQL-only files (postgres-server,
+    // postgres-store), lowdb's (store, append-log) and the server-level ones (damaged-store,
+    // deep-body: the store's open and the body limit) do not test these rules; the contract tests
+    // that run both backends stay.
+    mutate: ['core/storage/sqlite-records.ts:16-195', 'core/storage/sqlite-logs.ts:37-218', 'core/storage/sqlite-invocations.ts:33-82'],
+    tests: [
+      'test/storage/group-counts.test.ts',
+      'test/storage/indexed-lists.test.ts',
+      'test/storage/invocation-table.test.ts',
+      'test/storage/schema-upgrade.test.ts',
+      'test/storage/sqlite-store.test.ts',
+      'test/storage/store-copy.test.ts',
+    ],
   },
   tasks: {
     mutate: ['core/tasks/lifecycle.ts', 'core/tasks/runner.ts', 'core/tasks/recovery.ts'],
@@ -71,7 +87,16 @@ export const MUTATION_GROUPS = {
     tests: ['test/kernel/discovery.test.ts', 'test/kernel/load-errors.test.ts', 'test/kernel/load-timeout.test.ts'],
   },
   notebook: {
-    mutate: ['core/notebook/session.ts'],
-    tests: ['test/notebook/session.test.ts', 'test/notebook/staleness.test.ts'],
+    // The reactive engine: saved outputs starting stale (lines 81-86), cell states, edits, runs, a
+    // lost kernel (108-417) and what a reload from disk makes stale (#adopt, 555-589); keep the
+    // ranges on them when the file changes. Left out: the file handling between them (save, merge,
+    // following the disk; the safe-saves and merge tests' ground), which holds no staleness rule.
+    mutate: ['core/notebook/session.ts:81-86', 'core/notebook/session.ts:108-417', 'core/notebook/session.ts:555-589'],
+    tests: [
+      'test/notebook/session.test.ts',
+      'test/notebook/staleness.test.ts',
+      'test/notebook/session-rules.test.ts',
+      'test/notebook/ui-elements.test.ts',
+    ],
   },
 };

@@ -13,6 +13,10 @@
  * at most every `saveDelayMs`, so a token-by-token model answer costs a few writes, not one per
  * token; a crash loses at most that window of events, and `recover()` marks the run as failed.
  *
+ * Team mode: every write is announced (`onWritten`), and an instance following a run that another
+ * executes re-reads the record on each announcement (followed-run.ts); writes behind then come
+ * every 20 ms rather than 200, so a follower sees events within that and a round trip.
+ *
  * Retention: the newest `maxPerAgent` runs of each agent are kept; older finished ones are
  * deleted when a new run starts. A run's events are not capped (accepted: a debugging run with a
  * six-figure token count is the exception, and the record is what the studio shows).
@@ -76,7 +80,13 @@ export class RunStore {
 
   constructor(
     store: Store,
-    private readonly options: { maxPerAgent?: number; saveDelayMs?: number; onError?: (err: unknown) => void } = {},
+    private readonly options: {
+      maxPerAgent?: number;
+      saveDelayMs?: number;
+      onError?: (err: unknown) => void;
+      /** Told after each write of a run (team mode announces it, so other instances re-read it). */
+      onWritten?: (runId: string) => void;
+    } = {},
   ) {
     // An index per read: an agent's runs newest first (of one thread, of one principal), the
     // runs still marked running at start, and the newest order number.
@@ -114,7 +124,7 @@ export class RunStore {
   }
 
   async create(run: StudioRun): Promise<void> {
-    await this.runs.put(run.run_id, snapshot(run));
+    await this.write(run);
     await this.prune(run.agent_name);
   }
 
@@ -155,7 +165,7 @@ export class RunStore {
   /** Write the run now; resolves once it is on disk. */
   async save(run: StudioRun): Promise<void> {
     this.dirty.delete(run.run_id);
-    await this.runs.put(run.run_id, snapshot(run));
+    await this.write(run);
   }
 
   async flush(): Promise<void> {
@@ -163,7 +173,12 @@ export class RunStore {
     this.timer = undefined;
     const pending = [...this.dirty.values()];
     this.dirty.clear();
-    await Promise.all(pending.map((run) => this.runs.put(run.run_id, snapshot(run))));
+    await Promise.all(pending.map((run) => this.write(run)));
+  }
+
+  private async write(run: StudioRun): Promise<void> {
+    await this.runs.put(run.run_id, snapshot(run));
+    this.options.onWritten?.(run.run_id);
   }
 
   private async prune(agent: string): Promise<void> {

@@ -53,8 +53,10 @@ import type { AgentInput, AgentState } from '../agents/types.js';
 import { fail, type HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import { canSee, ownerFor } from '../kernel/ownership.js';
+import type { ReplayableSource } from '../lib/event-log.js';
 import { timeOrderedId } from '../storage/ids.js';
-import { runEventSource } from './events.js';
+import { runEventSource, type StudioEvent } from './events.js';
+import { followedRun, type RunAnnouncements } from './followed-run.js';
 import { agentConfig, agentEntry, agentGraph, agentSchemas, checkBreakpoints, graphOf } from './inspect.js';
 import { conversation, type Execution, executeRun, newExecution, newRun, newTurn, type Plan, type Start } from './launch.js';
 import { publicRun, type RunStore, type StudioRun, summarise } from './run-store.js';
@@ -73,6 +75,8 @@ export interface StudioServiceOptions {
   log: Logger;
   version: string;
   platformTitle: string;
+  /** Team mode: runs other instances execute are followed through these (followed-run.ts). */
+  announcements?: RunAnnouncements;
 }
 
 /** What the studio can do, for GET /studio/info. */
@@ -281,11 +285,23 @@ export class StudioService {
     return publicRun(await this.run(agentName, runId, principal));
   }
 
-  /** The run's events as an SSE source: stored ones, then live ones while it executes. */
-  async runEvents(agentName: string, runId: string, principal?: string) {
+  /**
+   * The run's events as an SSE source: stored ones, then live ones while it executes — here, or
+   * (team mode) on another instance, followed through its record's announced writes.
+   */
+  async runEvents(agentName: string, runId: string, principal?: string): Promise<ReplayableSource<StudioEvent>> {
     const run = await this.run(agentName, runId, principal);
     const execution = this.executions.get(run.run_id);
-    return execution ? runEventSource(execution.run.events, execution.live) : runEventSource(run.events);
+    if (execution) return runEventSource(execution.run.events, execution.live);
+    const { announcements, runs, log } = this.options;
+    if (run.status === 'running' && announcements)
+      return followedRun(
+        run,
+        (id) => runs.get(id),
+        announcements,
+        (line) => log.warn(line),
+      );
+    return runEventSource(run.events);
   }
 
   /** Stop an executing run (cooperatively) and return it as stored; a run not executing → 409. */

@@ -1,8 +1,9 @@
 /**
  * The studio subsystem: the debug interface under /studio, built on the agent runtime (the
  * `agents` service), provided as `studio`. On start it marks runs a previous process left
- * executing as failed; on stop it cancels executing runs (they stay resumable) and writes what is
- * pending.
+ * executing as failed (not in team mode, where another instance may be executing them); on stop
+ * it cancels executing runs (they stay resumable) and writes what is pending. In team mode a run
+ * executing on one instance is followed from any other (followed-run.ts).
  */
 import { findAgent } from '../agents/kind.js';
 import { mountRoutes } from '../http/route.js';
@@ -10,6 +11,7 @@ import type { Subsystem } from '../kernel/context.js';
 import { errorMessage } from '../kernel/errors.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
 import { listAgents } from '../platform/service.js';
+import { STUDIO_RUN_TOPIC } from './followed-run.js';
 import { studioRoutes } from './routes.js';
 import { RunStore } from './run-store.js';
 import { StudioService } from './service.js';
@@ -25,8 +27,14 @@ export const studioSubsystem: Subsystem = {
   provides: ['studio'],
   depends: ['agents'],
   async setup(ctx) {
-    const runs = new RunStore(ctx.store, { onError: (err) => ctx.log.error(`studio: writing run events failed: ${errorMessage(err)}`) });
-    const recovered = await runs.recover();
+    const team = ctx.services.find('team');
+    const runs = new RunStore(ctx.store, {
+      onError: (err) => ctx.log.error(`studio: writing run events failed: ${errorMessage(err)}`),
+      // Team mode: each write is announced, and written sooner, so another instance follows the run live.
+      ...(team ? { saveDelayMs: 20, onWritten: (runId: string) => void team.announce(STUDIO_RUN_TOPIC, runId).catch(() => {}) } : {}),
+    });
+    // Not in team mode: a run marked running may be executing on another live instance right now.
+    const recovered = team ? 0 : await runs.recover();
     if (recovered) ctx.log.warn(`studio: ${recovered} run(s) were executing when the server last stopped; marked as failed`);
     ctx.services.provide(
       'studio',
@@ -38,6 +46,7 @@ export const studioSubsystem: Subsystem = {
         log: ctx.log,
         version: ctx.version,
         platformTitle: `${PLATFORM_NAME} Studio`,
+        ...(team ? { announcements: team } : {}),
       }),
     );
   },

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { EventMessage } from '../../core/ui/events.js';
+import type { LiveMessage, TaskMessage } from '../../core/ui/events.js';
 import type { WorkspaceSnapshot } from '../../core/ui/workspace.js';
 import { codeSession, getJson, loginProblem, onUnauthorized, setBrowserToken } from './api.js';
 import { EndpointsView } from './endpoints/index.js';
@@ -145,6 +145,7 @@ export function App() {
   const route = useRoute();
   const [theme, setTheme] = useTheme();
   const [workspace, setWorkspace] = useState<WorkspaceSnapshot | null>(null);
+  const [taskChange, setTaskChange] = useState<TaskMessage | null>(null);
   const [live, setLive] = useState<LiveState>('connecting');
   const [needsToken, setNeedsToken] = useState(false);
   const [generation, setGeneration] = useState(0);
@@ -156,8 +157,9 @@ export function App() {
   useEffect(() => void loginProblem().then(setLoginIssue), []);
   useEffect(
     () =>
-      connectLive<EventMessage>({
-        onMessage: (message) => setWorkspace(message.workspace),
+      connectLive<LiveMessage>({
+        // Team mode also sends tasks changed on any instance; the board merges them in.
+        onMessage: (message) => (message.type === 'task' ? setTaskChange(message) : setWorkspace(message.workspace)),
         onState: setLive,
       }),
     [generation],
@@ -185,7 +187,7 @@ export function App() {
               ? html`<${PipelinesView} name=${route.params[0]} workspace=${workspace} key=${generation} />`
               : ['runs', 'teams', 'settings'].includes(route.view)
                 ? html`<${CodeRunView} view=${route.view} id=${route.params[0]} key=${generation} />`
-                : html`<${StatusView} workspace=${workspace} key=${generation} />`;
+                : html`<${StatusView} workspace=${workspace} taskChange=${taskChange} key=${generation} />`;
   const shown = workspace
     ? {
         ...workspace,

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { z } from 'zod';
 import type { PlatformStatus as PlatformStatusSchema } from '../../core/platform/schemas.js';
 import type { Task } from '../../core/tasks/schemas.js';
+import type { TaskMessage } from '../../core/ui/events.js';
 import type { WorkspaceSnapshot } from '../../core/ui/workspace.js';
 import { ApiError, getJson, getText } from './api.js';
 import { type Glance, glance, parsePrometheus } from './metrics.js';
@@ -38,7 +39,7 @@ function duration(seconds: number): string {
 
 const fmt = (n: number | null, digits = 0) => (n === null ? '—' : n.toLocaleString(undefined, { maximumFractionDigits: digits }));
 
-export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null }) {
+export function StatusView({ workspace, taskChange = null }: { workspace: WorkspaceSnapshot | null; taskChange?: TaskMessage | null }) {
   const [status, setStatus] = useState<PlatformStatus | null>(null);
   const [metrics, setMetrics] = useState<Glance | null>(null);
   const [tasks, setTasks] = useState<Task[] | null | 'disabled'>(null);
@@ -74,6 +75,19 @@ export function StatusView({ workspace }: { workspace: WorkspaceSnapshot | null 
       cancelled = true;
     };
   }, [workspace, tick]);
+
+  // A task changed (team mode: on any instance): merged in at once rather than at the next refresh.
+  useEffect(() => {
+    const changed = taskChange?.task;
+    if (!changed) return;
+    setTasks((current) =>
+      Array.isArray(current)
+        ? current.some((t) => t.id === changed.id)
+          ? current.map((t) => (t.id === changed.id ? changed : t))
+          : [changed, ...current]
+        : current,
+    );
+  }, [taskChange]);
 
   const problems = workspace?.problems ?? status?.errors ?? [];
 

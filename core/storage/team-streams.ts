@@ -7,8 +7,9 @@
  *   are written behind, in batches: the first frame after a quiet spell is written at once, later
  *   ones at most every `FLUSH_MS`, so a token-by-token answer costs tens of writes a second, not
  *   one per token, and an idle reader elsewhere waits one round trip, not a timer.
- * - Every stored batch is announced (topic `invoke-stream`: the stream id and its last sequence,
- *   never a frame); a reader elsewhere reads what it has not seen from the table. The end of the
+ * - Every stored batch is announced in the statement that stores it (topic `invoke-stream`: the
+ *   stream id and its last sequence, never a frame); a reader elsewhere reads what it has not seen
+ *   from the table. The end of the
  *   stream is written in the same statement as its last frames, so a reader that sees it ended
  *   has every frame.
  * - Retention is the one of `streams.retain` and `streams.ttlSeconds`, across the team: a lookup
@@ -35,6 +36,7 @@ declare module '../kernel/services.js' {
 export interface StreamAnnouncer {
   readonly instanceId: string;
   announce(topic: string, id: string, seq?: number): Promise<void>;
+  notifyArgs(topic: string, id: string, seq?: number): [channel: string, payload: string];
   on(topic: string, handler: (announcement: { id: string; seq?: number }) => void): () => void;
 }
 
@@ -194,15 +196,19 @@ class BatchedWriter<T> implements StreamWriter<T> {
     const lastSeq = batch.at(-1)?.seq;
     let retry = false;
     try {
-      // One statement (no BEGIN/COMMIT round trips): the frames and the stream's row, which carries
-      // the end when it came, so a reader never sees an end without every frame before it.
+      // One statement, one round trip and one commit: the frames, the stream's row (which carries
+      // the end when it came, so a reader never sees an end without every frame before it) and the
+      // announcement, which PostgreSQL delivers once all of it is committed.
       await this.db.query(
         `WITH frames AS (
            INSERT INTO ${FRAMES} (stream_id, seq, frame) SELECT $1, s, f::jsonb FROM unnest($6::int[], $7::text[]) AS t(s, f)
-           ON CONFLICT DO NOTHING)
-         INSERT INTO ${STREAMS} AS s (id, agent, principal, instance, last_seq, ended_at)
-           VALUES ($1, $2, $3, $4, $5, CASE WHEN $8::boolean THEN now() END)
-         ON CONFLICT (id) DO UPDATE SET last_seq = GREATEST(s.last_seq, excluded.last_seq), ended_at = COALESCE(s.ended_at, excluded.ended_at)`,
+           ON CONFLICT DO NOTHING),
+         stream AS (
+           INSERT INTO ${STREAMS} AS s (id, agent, principal, instance, last_seq, ended_at)
+             VALUES ($1, $2, $3, $4, $5, CASE WHEN $8::boolean THEN now() END)
+           ON CONFLICT (id) DO UPDATE SET last_seq = GREATEST(s.last_seq, excluded.last_seq), ended_at = COALESCE(s.ended_at, excluded.ended_at)
+           RETURNING 1)
+         SELECT pg_notify($9, $10) FROM stream`,
         [
           this.id,
           this.scope.agent,
@@ -212,6 +218,7 @@ class BatchedWriter<T> implements StreamWriter<T> {
           batch.map((e) => e.seq),
           batch.map((e) => JSON.stringify(e.data)),
           ending,
+          ...this.team.notifyArgs(TOPIC, this.id, lastSeq),
         ],
         'an invoke stream',
       );
@@ -221,7 +228,6 @@ class BatchedWriter<T> implements StreamWriter<T> {
         this.markStored();
       }
       if (ending) this.endWritten = true;
-      await this.team.announce(TOPIC, this.id, lastSeq).catch(() => {});
     } catch (err) {
       this.pending = [...batch, ...this.pending];
       if (++this.failures <= RETRIES) retry = true;

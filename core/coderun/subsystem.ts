@@ -12,11 +12,12 @@
 import { WebSocketServer } from 'ws';
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
+import type { TeamCoordinator } from '../storage/team.js';
 import { LOGIN_PATH, LoginLinks, loginRoutes } from './login.js';
 import { modelRoutes } from './model-routes.js';
 import { mountCodeRoutes } from './routes.js';
 import type { Team } from './schemas.js';
-import { CodeRunService, recoverInterruptedRuns } from './service.js';
+import { CodeRunService, type CodeRunTeam, recoverInterruptedRuns } from './service.js';
 import { claimSession, releaseSession, sessionFile, sessionMatches, sessionTokenOf, writeSessionFile } from './session.js';
 import { teamKind } from './teams.js';
 
@@ -29,6 +30,15 @@ declare module '../kernel/services.js' {
 
 export const CODE_WS_PATH = '/api/runs/ws';
 
+/** Team mode: a run's liveness lock, and its announcements (ids only), on the team's database. */
+function codeRunTeam(team: TeamCoordinator): CodeRunTeam {
+  return {
+    hold: (run) => team.tryLock(`coderun-run:${run}`),
+    announce: (topic, run) => void team.announce(topic, run).catch(() => {}),
+    on: (topic, handler) => team.on(topic, (announcement) => handler(announcement.id)),
+  };
+}
+
 export const coderunSubsystem: Subsystem = {
   name: 'coderun',
   provides: ['coderun', 'loginLinks'],
@@ -38,11 +48,13 @@ export const coderunSubsystem: Subsystem = {
     const token = session.token;
     ctx.clientTokens.session = token;
     const file = sessionFile(ctx);
+    const team = ctx.services.has('team') ? codeRunTeam(ctx.services.get('team')) : undefined;
     if (session.shared) {
       // Runs stored as active belong to the server already running here: they are not interrupted.
       ctx.log.info(`coding-run session token shared with the Hangar already running on this workspace (${file})`);
     } else {
-      const interrupted = await recoverInterruptedRuns(ctx.store, ctx.paths.state);
+      // In team mode only the runs no live instance holds: the others are running elsewhere.
+      const interrupted = await recoverInterruptedRuns(ctx.store, ctx.paths.state, team?.hold);
       if (interrupted.length) ctx.log.warn(`coding runs interrupted by the last stop marked failed: ${interrupted.join(', ')}`);
       await writeSessionFile(ctx, token);
       ctx.log.info(`coding-run session token written to ${file}`);
@@ -58,6 +70,7 @@ export const coderunSubsystem: Subsystem = {
           endpoint: ctx.settings.model,
           fileConfig: (ctx.settings as { code?: unknown }).code ?? {},
           shippedTeams: () => ctx.registry.list<Team>('team').map((e) => e.definition),
+          ...(team ? { team } : {}),
         }),
     );
     ctx.services.provide('loginLinks', new LoginLinks(() => token));

@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import module from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 // V8's code cache on disk (Node 22.1+): later starts skip compiling Hangar's bundle and what it
 // loads from node_modules, which a CPU profile of a cold start showed as its largest share after
@@ -26,5 +26,6 @@ if (distIsStale(repo)) {
   const built = spawnSync(process.execPath, [path.join(repo, 'scripts', 'build.mjs'), '--quiet'], { stdio: 'inherit' });
   if (built.status !== 0) process.exit(built.status ?? 1);
 }
-const { main } = await import(pathToFileURL(path.join(repo, 'dist', 'cli.mjs')).href);
+const { loadCli } = await import('./load-cli.mjs');
+const { main } = loadCli(repo);
 process.exit(await main(process.argv.slice(2)));

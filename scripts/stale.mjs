@@ -17,7 +17,7 @@ function newest(dir) {
 }
 
 export function distIsStale(repo) {
-  const out = path.join(repo, 'dist', 'cli.mjs');
+  const out = path.join(repo, 'dist', 'cli.cjs');
   if (!existsSync(out)) return true;
   // The bundle's sources: core/ and desktop/ (its build and policy modules are bundled; an edit to
   // the views, which are built at run time, costs one needless ~0.2 s rebuild, not a stale bundle).

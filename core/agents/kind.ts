@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { dropInUnavailable, fail } from '../kernel/errors.js';
 import type { DropInKind, Registry } from '../kernel/registry.js';
+import { PARSE_ONCE } from '../lib/parse-once.js';
 import { TimeoutMs } from './schemas.js';
 import { toolAgentRun } from './tool-agent.js';
 import { validateTools } from './tools.js';
@@ -139,7 +140,7 @@ export const agentKind: DropInKind<Agent> = {
   kind: 'agent',
   folder: 'agents',
   load(exported, defaultName) {
-    const result = AgentDefinitionSchema.safeParse(exported);
+    const result = AgentDefinitionSchema.safeParse(exported, PARSE_ONCE);
     if (!result.success) {
       const issue = result.error.issues[0]!;
       throw new Error(`${issue.path.length ? issue.path.join('.') + ': ' : ''}${issue.message}`);

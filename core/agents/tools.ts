@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import type { ToolSpec } from '../lib/model-client.js';
+import { PARSE_ONCE } from '../lib/parse-once.js';
 import type { AgentInput, ChatMessage, WorkspaceDocument } from './types.js';
 
 /** What a tool's `run` receives beside its arguments. */
@@ -94,7 +95,7 @@ export function validateTools(tools: unknown): Array<AnyTool | string> {
       seen.add(tool);
       return;
     }
-    const result = ToolDefinitionSchema.safeParse(tool);
+    const result = ToolDefinitionSchema.safeParse(tool, PARSE_ONCE);
     if (!result.success) {
       const issue = result.error.issues[0]!;
       const label = typeof (tool as { name?: unknown })?.name === 'string' ? `'${(tool as { name: string }).name}'` : `${i}`;

@@ -1,3 +1,4 @@
+import { channel } from 'node:diagnostics_channel';
 import { mkdirSync } from 'node:fs';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +23,9 @@ import * as sdk from '../sdk.js';
 import { openStore } from '../storage/open.js';
 import { checkProvided, planSubsystems } from './plan.js';
 import { SUBSYSTEMS } from './subsystems.js';
+
+/** Told when a server is ready: bin/load-cli.mjs makes the CLI's code cache then, with what a start compiled. */
+const readyChannel = channel('hangar:ready');
 
 /**
  * Lifecycle of one server: settings → workspace state folder → shared services → subsystems →
@@ -277,6 +281,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     // CPU beside wall-clock time: on a loaded machine the wall clock says little about a change.
     const cpu = process.cpuUsage();
     log.info(`ready in ${startup.total()} ms`, { cpu_ms: Math.round((cpu.user + cpu.system) / 1000), phases: startup.phases() });
+    if (readyChannel.hasSubscribers) readyChannel.publish({ url });
     // A one-shot server (`hangar code` with none running) has no one to warn while it runs.
     if (settings.watch) typeCheck.schedule();
   })();
@@ -308,6 +313,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
         }
       }
       await ctx.store.flush();
+      ctx.services.find('teamStreams')?.close();
       await team?.close();
       await opened.close();
     })());

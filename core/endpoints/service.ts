@@ -29,6 +29,7 @@ import type { z } from 'zod';
 import { formatIssues, parseInput } from '../http/validate.js';
 import { dropInUnavailable, fail, HangarError } from '../kernel/errors.js';
 import type { DropInProblem } from '../kernel/registry.js';
+import { PARSE_ONCE } from '../lib/parse-once.js';
 import { runAggregation } from './aggregate.js';
 import { TokenCache } from './auth.js';
 import {
@@ -54,7 +55,7 @@ const allowedByConfig = new WeakMap<EndpointConfig, readonly HttpMethod[]>();
 
 /** Validate a definition (from a drop-in or code). Throws an Error naming the first bad fields. */
 export function parseEndpointDefinition(definition: unknown): EndpointConfig {
-  const result = EndpointDefinitionSchema.safeParse(definition);
+  const result = EndpointDefinitionSchema.safeParse(definition, PARSE_ONCE);
   if (!result.success) throw new Error(formatIssues(result.error.issues, ''));
   return Object.freeze(result.data) as EndpointConfig;
 }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { PARSE_ONCE } from '../lib/parse-once.js';
 
 /**
  * Settings, from lowest to highest precedence: defaults < workspace config file
@@ -382,7 +383,7 @@ export function loadSettings({ flags = {}, env = process.env, configFile, defaul
   const flagged = Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined));
 
   const merged = deepMerge(deepMerge(deepMerge(fromFile, fromEnv), flagged), { root });
-  const result = SettingsSchema.safeParse(merged);
+  const result = SettingsSchema.safeParse(merged, PARSE_ONCE);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const keyPath = issue.path.map(String);

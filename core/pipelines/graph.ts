@@ -8,6 +8,7 @@
  */
 
 import { buildGraph, cycleThrough, type Graph, waves } from '../lib/graph.js';
+import { PARSE_ONCE } from '../lib/parse-once.js';
 import { inputValidator } from './input.js';
 import { InvalidReference, parseReference, referencesIn } from './references.js';
 import {
@@ -67,7 +68,7 @@ export function dependencies(steps: readonly PipelineStep[]): Map<string, string
 export function parseDefinition(
   draft: unknown,
 ): { definition: PipelineDefinition; errors: [] } | { definition?: undefined; errors: PipelineProblem[] } {
-  const parsed = PipelineDefinition.safeParse(draft);
+  const parsed = PipelineDefinition.safeParse(draft, PARSE_ONCE);
   if (parsed.success) return { definition: parsed.data, errors: [] };
   const errors = parsed.error.issues.map((issue): PipelineProblem => {
     const [first, index, ...rest] = issue.path.map(String);

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { DropInKind } from '../kernel/registry.js';
+import { PARSE_ONCE } from '../lib/parse-once.js';
 import type { PluginDefinition } from './define.js';
 
 export const PLUGIN_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -42,7 +43,7 @@ export const pluginKind: DropInKind<LoadedPlugin> = {
   load(exported, defaultName) {
     if (exported === null || typeof exported !== 'object') throw new Error('expected the module to export default definePlugin({...})');
     const raw = exported as Record<string, unknown>;
-    const result = DefinitionShape.safeParse({ ...raw, name: raw.name ?? defaultName.toLowerCase() });
+    const result = DefinitionShape.safeParse({ ...raw, name: raw.name ?? defaultName.toLowerCase() }, PARSE_ONCE);
     if (!result.success) {
       const issue = result.error.issues[0]!;
       throw new Error(`${issue.path.join('.') || 'definition'}: ${issue.message}`);

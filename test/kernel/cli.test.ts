@@ -186,7 +186,7 @@ describe('hangar CLI', () => {
       expect(out.trim()).toMatch(/^\d+\.\d+\.\d+$/);
       // Edit a source: the next start rebuilds, and the build keeps its own entry (its output paths
       // are resolved against the checkout, not the caller's directory).
-      const entry = path.join(copy, 'dist', 'cli.mjs');
+      const entry = path.join(copy, 'dist', 'cli.cjs');
       const firstBuild = statSync(entry).mtimeMs;
       const later = new Date(Date.now() + 5_000);
       utimesSync(path.join(copy, 'desktop', 'policy.ts'), later, later);

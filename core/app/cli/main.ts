@@ -39,7 +39,7 @@ failures, the same in every subcommand.`;
 
 /** The repository folder, which is also the default workspace. */
 function repositoryRoot(): string {
-  // Both core/app/cli/main.ts (tests) and dist/cli.mjs (built) sit at a fixed depth below it.
+  // Both core/app/cli/main.ts (tests) and dist/cli.cjs (built) sit at a fixed depth below it.
   const here = path.dirname(fileURLToPath(import.meta.url));
   return path.basename(here) === 'dist' ? path.dirname(here) : path.resolve(here, '..', '..', '..');
 }

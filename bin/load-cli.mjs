@@ -1,0 +1,74 @@
+/**
+ * Loads the bundled CLI (dist/cli.cjs) through V8's code cache, made once a start is ready.
+ *
+ * Node's own compile cache (`module.enableCompileCache`, which bin/hangar.mjs also turns on for
+ * everything else) is made right after a module is compiled, so it holds only the code that runs
+ * while the module loads: every function a start calls later was compiled again at every start,
+ * a fifth of a start's CPU. A cache made after the server answered `/readiness` holds those
+ * functions too (what `v8-compile-cache` did for CommonJS, and Chrome does for scripts it has run).
+ *
+ * The cache is written when there was none for this build, or V8 rejected it (another Node); V8
+ * checks a cache against the source's length, its own version and its flags, not the content, so
+ * the file is named after the build (size and time of dist/cli.cjs) and the Node that made it, and
+ * older ones are removed. A read-only installation just starts without it.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import vm from 'node:vm';
+
+/** Published by the server once it is ready (core/app/server.ts): the moment to make the cache. */
+const READY_CHANNEL = 'hangar:ready';
+
+/**
+ * Where the cache of this build for this Node is: under `NODE_COMPILE_CACHE`, Node's own variable
+ * for where compile caches go, when it is set (tests give each run its own), else in
+ * node_modules/.cache/hangar-cli, beside the worker bundles' cache.
+ */
+export function cacheFileOf(repo) {
+  const { size, mtimeMs } = statSync(path.join(repo, 'dist', 'cli.cjs'));
+  const under = process.env.NODE_COMPILE_CACHE || path.join(repo, 'node_modules', '.cache');
+  const cacheDir = path.join(under, 'hangar-cli');
+  return { cacheDir, cacheFile: path.join(cacheDir, `${process.version}-${process.arch}-${size}-${Math.round(mtimeMs)}.bin`) };
+}
+
+export function loadCli(repo) {
+  const file = path.join(repo, 'dist', 'cli.cjs');
+  const source = readFileSync(file, 'utf8');
+  const { cacheDir, cacheFile } = cacheFileOf(repo);
+  let cachedData;
+  try {
+    cachedData = readFileSync(cacheFile);
+  } catch {
+    // None yet for this build.
+  }
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+    filename: file,
+    cachedData,
+    // `import()` of the packages left in node_modules (openai, the MCP SDK) as from any module.
+    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  });
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file));
+  if (!cachedData || script.cachedDataRejected) {
+    const onReady = () => {
+      unsubscribe(READY_CHANNEL, onReady);
+      setImmediate(() => save(script, cacheDir, cacheFile));
+    };
+    subscribe(READY_CHANNEL, onReady);
+  }
+  return module.exports;
+}
+
+function save(script, cacheDir, cacheFile) {
+  try {
+    mkdirSync(cacheDir, { recursive: true });
+    for (const old of readdirSync(cacheDir)) if (old.endsWith('.bin')) rmSync(path.join(cacheDir, old), { force: true });
+    const partial = `${cacheFile}.${process.pid}.tmp`;
+    writeFileSync(partial, script.createCachedData());
+    renameSync(partial, cacheFile);
+  } catch {
+    // Not writable: later starts compile as this one did.
+  }
+}

@@ -14,8 +14,10 @@
  *   has every frame.
  * - Retention is the one of `streams.retain` and `streams.ttlSeconds`, across the team: a lookup
  *   treats a stream past it as gone, and a throttled prune deletes such streams (and their frames).
- * - A stream whose instance died before ending it (its row in `hangar_instances` went stale) is
- *   marked ended by the next prune on any instance; its readers get [DONE] after its last frame.
+ * - A stream whose instance died before ending it (its row in `hangar_instances` went stale, after
+ *   three `team.heartbeatSeconds`) is marked ended by the next prune on any instance (at most
+ *   `SWEEP_MS` later); its readers get [DONE] after its last stored frame, with no `complete` or
+ *   `error` frame before it — which is how a reader tells that the run did not finish.
  *
  * Why tables of their own, created here under the store's migration lock (as core/storage/team.ts
  * creates its tables), rather than a store migration: the store's migrations are the SQLite store's
@@ -66,12 +68,15 @@ const FRAMES = 'hangar_invoke_stream_frames';
 export const FLUSH_MS = 20;
 /** Prune at most this often per instance (it runs when a stream opens or is looked up). */
 const PRUNE_EVERY_MS = 1_000;
+/** Prune this often even when no stream is opened or looked up. */
+const SWEEP_MS = 10_000;
 /** A batch that cannot be written is tried again this often, this many times, then dropped (logged). */
 const RETRY_MS = 1_000;
 const RETRIES = 10;
 
 export class TeamStreams {
   private lastPrune = 0;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly db: PgAccess,
@@ -92,6 +97,14 @@ export class TeamStreams {
         stream_id TEXT NOT NULL REFERENCES ${STREAMS} (id) ON DELETE CASCADE, seq INTEGER NOT NULL, frame JSONB NOT NULL,
         PRIMARY KEY (stream_id, seq))`);
     }, 'the invoke stream tables');
+    // Also when nothing is opened or looked up: an idle team still drops old streams, and ends the
+    // streams of an instance that died for whoever still follows them.
+    this.sweeper = setInterval(() => this.prune(), SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
   }
 
   /** Start storing a stream that runs here; its frames are pushed to the writer as they are produced. */

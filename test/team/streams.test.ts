@@ -3,6 +3,7 @@
  * followed on instance B. Two real `hangar` processes (bin/hangar.mjs) on one real PostgreSQL, each
  * with its own copy of the workspace, and a scripted model that streams its answer token by token.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type CliProcess, runCli, stopAll } from '../support/cli.js';
@@ -13,6 +14,9 @@ import { readSse, type SseFrame } from '../support/sse.js';
 
 const ALICE = { authorization: 'Bearer tok-alice' };
 const BOB = { authorization: 'Bearer tok-bob' };
+/** Small, so the retention rules can be seen at work across the team. */
+const RETAIN = 3;
+const TTL_SECONDS = 6;
 const TOKENS = ['one ', 'two ', 'three ', 'four ', 'five ', 'six ', 'seven ', 'eight ', 'nine ', 'ten'];
 
 const FILES = {
@@ -41,6 +45,7 @@ interface Instance {
 }
 
 let postgres: TestPostgres;
+let databaseUrl: string;
 let model: FakeOpenAI;
 let a: Instance;
 let b: Instance;
@@ -54,6 +59,8 @@ async function startInstance(databaseUrl: string): Promise<Instance> {
       HANGAR_MODEL__MODEL: 'fake-1',
       HANGAR_MODEL__RETRIES: '0',
       HANGAR_TEAM__HEARTBEAT_SECONDS: '10',
+      HANGAR_STREAMS__RETAIN: String(RETAIN),
+      HANGAR_STREAMS__TTL_SECONDS: String(TTL_SECONDS),
     },
   });
   const ready = await proc.line(/ready at/);
@@ -79,9 +86,9 @@ async function startStream(on: Instance, agent: string, query: string) {
 beforeAll(async () => {
   postgres = await startPostgres();
   model = await startFakeOpenAI(() => ({ chunks: TOKENS, chunkDelayMs: 40 }));
-  const url = await postgres.database();
-  a = await startInstance(url);
-  b = await startInstance(url);
+  databaseUrl = await postgres.database();
+  a = await startInstance(databaseUrl);
+  b = await startInstance(databaseUrl);
 }, 120_000);
 afterAll(async () => {
   stopAll();
@@ -136,6 +143,43 @@ describe('team mode: invoke streams and studio runs from any instance', () => {
     }
     expect(unknown.status).toBe(404);
     expect(unknown.body.code).toBe('HANGAR_AGENT_STREAM_NOT_FOUND');
+  });
+
+  it('streams.retain and streams.ttlSeconds hold across the team: past either, a stream is a 404 on B and its rows are deleted', async () => {
+    const made: string[] = [];
+    for (let i = 0; i <= RETAIN; i++) {
+      const started = await startStream(a, 'other', `kept ${i}`);
+      await started.rest;
+      made.push(started.id);
+    }
+    const replayOnB = (id: string) => readSse(`${b.url}/api/v1/other/invoke/stream/${id}`, { headers: ALICE });
+    // The oldest of RETAIN + 1 finished streams is past the count.
+    expect((await replayOnB(made[0]!)).status).toBe(404);
+    for (const id of made.slice(1)) expect((await replayOnB(id)).done).toBe(true);
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      const stored = async (id: string) =>
+        Number((await db.query('SELECT count(*) AS n FROM hangar_invoke_stream_frames WHERE stream_id = $1', [id])).rows[0].n) +
+        Number((await db.query('SELECT count(*) AS n FROM hangar_invoke_streams WHERE id = $1', [id])).rows[0].n);
+      expect(await stored(made.at(-1)!)).toBeGreaterThan(0);
+      // Pruning runs (at most once a second per instance) when a stream is opened or looked up.
+      for (let tries = 0; (await stored(made[0]!)) > 0 && tries < 50; tries++) {
+        await new Promise((r) => setTimeout(r, 200));
+        await replayOnB(made[0]!);
+      }
+      expect(await stored(made[0]!)).toBe(0);
+      // Past the time to live, the newest is gone too.
+      await new Promise((r) => setTimeout(r, TTL_SECONDS * 1000 + 500));
+      expect((await replayOnB(made.at(-1)!)).status).toBe(404);
+      for (let tries = 0; (await stored(made.at(-1)!)) > 0 && tries < 50; tries++) {
+        await new Promise((r) => setTimeout(r, 200));
+        await replayOnB(made.at(-1)!);
+      }
+      expect(await stored(made.at(-1)!)).toBe(0);
+    } finally {
+      await db.end();
+    }
   });
 
   it('a studio run on A is followed on B: its stored events, then the live ones, through done and [DONE]', async () => {

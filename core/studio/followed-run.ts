@@ -7,8 +7,8 @@
  *
  * Accepted: a follower reads the whole record per write, so following a run of thousands of
  * events costs as many reads of a growing record; a debugging run is rarely that long. A run whose
- * instance died stays `running` until that instance restarts and recovers it; its followers wait
- * (an SSE heartbeat keeps them connected) until they leave.
+ * instance died is marked failed by another instance's sweep (subsystem.ts) once that instance is
+ * no longer listed (three `team.heartbeatSeconds`); that write ends its followers' streams too.
  */
 import type { ReplayableSource, SequencedEvent } from '../lib/event-log.js';
 import type { StudioEvent } from './events.js';

@@ -67,9 +67,11 @@ export interface StudioRun {
   order: number;
   /** Who the run belongs to; absent on runs stored before owners were: those are `local`'s. */
   principal?: string;
+  /** Team mode: the instance that last wrote the run (the one executing it while it runs). Internal. */
+  instance?: string;
 }
 
-export type RunSummary = Omit<StudioRun, 'events' | 'order'>;
+export type RunSummary = Omit<StudioRun, 'events' | 'order' | 'instance'>;
 
 export class RunStore {
   private readonly runs: Collection<StudioRun>;
@@ -86,6 +88,8 @@ export class RunStore {
       onError?: (err: unknown) => void;
       /** Told after each write of a run (team mode announces it, so other instances re-read it). */
       onWritten?: (runId: string) => void;
+      /** Team mode: this instance's id, written on every run it writes (see `recover`). */
+      instance?: string;
     } = {},
   ) {
     // An index per read: an agent's runs newest first (of one thread, of one principal), the
@@ -98,13 +102,15 @@ export class RunStore {
 
   /**
    * Runs that were executing when the server stopped without finishing them end as `error`,
-   * with `run_error` and `done` appended, so their record tells what happened.
+   * with `run_error` and `done` appended, so their record tells what happened. In team mode only
+   * the runs `orphaned` says no live instance executes (their `instance` is gone) are.
    */
-  async recover(): Promise<number> {
+  async recover(orphaned: (run: StudioRun) => boolean = () => true): Promise<number> {
     let recovered = 0;
     const [newest] = (await this.runs.query({ orderBy: [{ field: 'order', desc: true }], limit: 1 })).items;
     this.lastOrder = Math.max(this.lastOrder, newest?.order ?? 0);
     for (const run of (await this.runs.query({ where: { status: 'running' } })).items) {
+      if (!orphaned(run)) continue;
       const timestamp = new Date().toISOString();
       const base = { run_id: run.run_id, thread_id: run.thread_id, timestamp };
       let seq = run.events.at(-1)?.seq ?? 0;
@@ -112,7 +118,7 @@ export class RunStore {
       run.events.push({ ...base, seq: ++seq, type: 'run_error', error, node: null });
       run.events.push({ ...base, seq: ++seq, type: 'done', status: 'error' });
       Object.assign(run, { status: 'error', error, event_count: run.events.length, updated_at: timestamp });
-      await this.runs.put(run.run_id, run);
+      await this.write(run);
       recovered++;
     }
     return recovered;
@@ -177,7 +183,9 @@ export class RunStore {
   }
 
   private async write(run: StudioRun): Promise<void> {
-    await this.runs.put(run.run_id, snapshot(run));
+    const stored = snapshot(run);
+    if (this.options.instance) stored.instance = this.options.instance;
+    await this.runs.put(run.run_id, stored);
     this.options.onWritten?.(run.run_id);
   }
 
@@ -198,12 +206,12 @@ function snapshot(run: StudioRun): StudioRun {
 }
 
 export function summarise(run: StudioRun): RunSummary {
-  const { events: _events, order: _order, ...summary } = run;
+  const { events: _events, order: _order, instance: _instance, ...summary } = run;
   return summary;
 }
 
-/** The run as the API shows it: everything but the internal ordering key. */
-export function publicRun(run: StudioRun): Omit<StudioRun, 'order'> {
-  const { order: _order, ...rest } = run;
+/** The run as the API shows it: everything but the internal ordering key and instance. */
+export function publicRun(run: StudioRun): Omit<StudioRun, 'order' | 'instance'> {
+  const { order: _order, instance: _instance, ...rest } = run;
   return rest;
 }

@@ -1,13 +1,13 @@
 /**
  * The studio subsystem: the debug interface under /studio, built on the agent runtime (the
  * `agents` service), provided as `studio`. On start it marks runs a previous process left
- * executing as failed (not in team mode, where another instance may be executing them); on stop
- * it cancels executing runs (they stay resumable) and writes what is pending. In team mode a run
- * executing on one instance is followed from any other (followed-run.ts).
+ * executing as failed (in team mode: runs of instances no longer live, checked every heartbeat);
+ * on stop it cancels executing runs (they stay resumable) and writes what is pending. In team
+ * mode a run executing on one instance is followed from any other (followed-run.ts).
  */
 import { findAgent } from '../agents/kind.js';
 import { mountRoutes } from '../http/route.js';
-import type { Subsystem } from '../kernel/context.js';
+import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { errorMessage } from '../kernel/errors.js';
 import { PLATFORM_NAME } from '../kernel/version.js';
 import { listAgents } from '../platform/service.js';
@@ -22,6 +22,9 @@ declare module '../kernel/services.js' {
   }
 }
 
+/** Team mode: each server's sweep for runs of instances that stopped. */
+const sweepers = new WeakMap<HangarContext, NodeJS.Timeout>();
+
 export const studioSubsystem: Subsystem = {
   name: 'studio',
   provides: ['studio'],
@@ -31,11 +34,34 @@ export const studioSubsystem: Subsystem = {
     const runs = new RunStore(ctx.store, {
       onError: (err) => ctx.log.error(`studio: writing run events failed: ${errorMessage(err)}`),
       // Team mode: each write is announced, and written sooner, so another instance follows the run live.
-      ...(team ? { saveDelayMs: 20, onWritten: (runId: string) => void team.announce(STUDIO_RUN_TOPIC, runId).catch(() => {}) } : {}),
+      ...(team
+        ? {
+            saveDelayMs: 20,
+            onWritten: (runId: string) => void team.announce(STUDIO_RUN_TOPIC, runId).catch(() => {}),
+            instance: team.instanceId,
+          }
+        : {}),
     });
-    // Not in team mode: a run marked running may be executing on another live instance right now.
-    const recovered = team ? 0 : await runs.recover();
-    if (recovered) ctx.log.warn(`studio: ${recovered} run(s) were executing when the server last stopped; marked as failed`);
+    if (team) {
+      // A run marked running may be executing on another live instance: only those of instances no
+      // longer listed are recovered — at start, and every heartbeat after, so a run whose instance
+      // died ends (and its followers elsewhere with it) without waiting for that instance to return.
+      const sweep = async () => {
+        const live = new Set((await team.instances()).map((instance) => instance.id));
+        const recovered = await runs.recover((run) => !run.instance || !live.has(run.instance));
+        if (recovered) ctx.log.warn(`studio: ${recovered} run(s) were executing on an instance that stopped; marked as failed`);
+      };
+      await sweep();
+      const timer = setInterval(
+        () => void sweep().catch((err) => ctx.log.warn(`studio: ${errorMessage(err)}`)),
+        team.heartbeatSeconds * 1000,
+      );
+      timer.unref();
+      sweepers.set(ctx, timer);
+    } else {
+      const recovered = await runs.recover();
+      if (recovered) ctx.log.warn(`studio: ${recovered} run(s) were executing when the server last stopped; marked as failed`);
+    }
     ctx.services.provide(
       'studio',
       new StudioService({
@@ -52,6 +78,7 @@ export const studioSubsystem: Subsystem = {
   },
   routes: (app, ctx) => mountRoutes(app, studioRoutes(ctx.services.get('studio'), ctx.settings)),
   async close(ctx) {
+    clearInterval(sweepers.get(ctx));
     await ctx.services.find('studio')?.close();
   },
 };

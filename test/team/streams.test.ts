@@ -6,6 +6,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { PostgresStore } from '../../core/storage/postgres-store.js';
 import { type CliProcess, runCli, stopAll } from '../support/cli.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
@@ -26,6 +27,17 @@ const FILES = {
     run: async (input, ctx) => ctx.model.chat([{ role: 'user', content: input.query }]),
   }`),
   'agents/other.ts': agentSource(`{ run: async () => 'other' }`),
+  'agents/slow-steps.ts': agentSource(`{
+    graph: {
+      nodes: {
+        first: async () => { await new Promise((r) => setTimeout(r, 3000)); return { response: 'first' }; },
+        second: async () => { await new Promise((r) => setTimeout(r, 3000)); return { response: 'second' }; },
+        third: async () => { await new Promise((r) => setTimeout(r, 3000)); return { response: 'third' }; },
+      },
+      edges: [{ from: 'first', to: 'second' }, { from: 'second', to: 'third' }],
+      entry: 'first',
+    },
+  }`),
   'agents/steps.ts': agentSource(`{
     graph: {
       nodes: {
@@ -153,8 +165,14 @@ describe('team mode: invoke streams and studio runs from any instance', () => {
       made.push(started.id);
     }
     const replayOnB = (id: string) => readSse(`${b.url}/api/v1/other/invoke/stream/${id}`, { headers: ALICE });
-    // The oldest of RETAIN + 1 finished streams is past the count.
-    expect((await replayOnB(made[0]!)).status).toBe(404);
+    // The oldest of RETAIN + 1 finished streams is past the count — once the newest one's end is
+    // stored, a moment after its client got [DONE] from A.
+    let oldest = await replayOnB(made[0]!);
+    for (let tries = 0; oldest.status !== 404 && tries < 50; tries++) {
+      await new Promise((r) => setTimeout(r, 100));
+      oldest = await replayOnB(made[0]!);
+    }
+    expect(oldest.status).toBe(404);
     for (const id of made.slice(1)) expect((await replayOnB(id)).done).toBe(true);
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
@@ -202,6 +220,51 @@ describe('team mode: invoke streams and studio runs from any instance', () => {
     const resumed = await readSse(`${b.url}/studio/agents/steps/runs/${runId}/stream`, { headers: { ...ALICE, 'last-event-id': '2' } });
     expect(ids(resumed.frames)).toEqual(ids(followed.frames).slice(2));
     expect((await readSse(`${b.url}/studio/agents/steps/runs/${runId}/stream`, { headers: BOB })).status).toBe(404);
+  });
+
+  it('an instance starting while a studio run executes on another leaves it alone; a run whose instance stopped is marked failed', async () => {
+    const res = await fetch(`${a.url}/studio/agents/slow-steps/runs/stream`, {
+      method: 'POST',
+      headers: { ...ALICE, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'slow' }),
+    });
+    const runId = res.headers.get('x-studio-run-id')!;
+    const onA = res.text();
+    const followed = readSse(`${b.url}/studio/agents/slow-steps/runs/${runId}/stream`, { headers: ALICE, timeoutMs: 60_000 });
+    // A third instance starts (and recovers runs left executing) while the run is on its first node.
+    const c = await startInstance(databaseUrl);
+    await onA;
+    const events = (await followed).frames.map((f) => f.data);
+    expect(events.filter((e) => e.type === 'run_error')).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: 'done', status: 'completed' });
+    c.proc.child.kill('SIGTERM');
+
+    // A run left `running` by an instance no longer listed (it died) is ended by a live instance's sweep.
+    const store = new PostgresStore(databaseUrl);
+    try {
+      const runs = store.collection<Record<string, unknown>>('studio_runs');
+      const stored = (await runs.get(runId))!;
+      const orphan = {
+        ...stored,
+        run_id: `${runId}-orphan`,
+        status: 'running',
+        instance: 'an-instance-that-stopped',
+        order: Date.now(),
+        events: (stored.events as Array<{ type: string }>).filter((e) => e.type !== 'done'),
+      };
+      await runs.put(orphan.run_id as string, orphan);
+      let run: any;
+      for (let tries = 0; tries < 100; tries++) {
+        run = await (await fetch(`${b.url}/studio/agents/slow-steps/runs/${orphan.run_id}`, { headers: ALICE })).json();
+        if (run.status !== 'running') break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(run).toMatchObject({ status: 'error', error: 'the server stopped while the run was executing' });
+      expect(run.events.slice(-2).map((e: { type: string }) => e.type)).toEqual(['run_error', 'done']);
+      expect(run).not.toHaveProperty('instance');
+    } finally {
+      await store.close();
+    }
   });
 
   it("the UI's live channel on B shows a task A runs, as it changes, only to its owner", async () => {

@@ -59,9 +59,11 @@ describe('preselection is linear in the request', () => {
     for (const route of ['/api/teams/preselect', '/api/composition/preview', '/api/runs']) {
       const started = performance.now();
       const big = s.request(route, { method: 'POST', body, headers: { 'content-type': 'application/json', [SESSION_HEADER]: token } });
-      // Probes sent while the big request is in flight. Decision: the median must be under 20 ms
-      // (the server is not blocked); single probes share two loaded cores with the test's own
-      // client, which sends the megabyte from this same event loop.
+      // Probes sent while the big request is in flight. Decision: the median must be under 100 ms
+      // (the server is not blocked: a scan that backtracks over a megabyte takes seconds to
+      // minutes); single probes share two cores with the test's own client, which sends the
+      // megabyte from this same event loop, and with the rest of the suite (medians of 20-60 ms
+      // were seen on a machine at load 10).
       const probes: number[] = [];
       for (let i = 0; i < 7; i++) {
         const t = performance.now();
@@ -73,7 +75,7 @@ describe('preselection is linear in the request', () => {
       expect([route, res.status]).toEqual([route, 422]);
       expect(res.body.detail).toBe(`body.request: at most ${MAX_REQUEST_CHARS} characters; put a longer brief in a file and name it`);
       const median = [...probes].sort((a, b) => a - b)[3]!;
-      expect([route, median < 20, probes.map(Math.round)]).toEqual([route, true, probes.map(Math.round)]);
+      expect([route, median < 100, probes.map(Math.round)]).toEqual([route, true, probes.map(Math.round)]);
     }
     for (const text of hostile(MAX_REQUEST_CHARS)) {
       for (const route of ['/api/teams/preselect', '/api/composition/preview']) {

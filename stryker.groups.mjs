@@ -34,16 +34,27 @@ export const MUTATION_GROUPS = {
   },
   storage: {
     // The data rules of the embedded store: a collection's records, groups and pages
-    // (sqlite-records.ts), keyed logs (sqlite-logs.ts) and the invocation log's pages and pruning
-    // (sqlite-invocations.ts). Module-level constants are left out (their mutants are static: each
-    // runs every test of the group): the statements, KEY_SPAN, the ISO pattern, the table's schema.
-    // sqlite-store.ts (open, migrations, damage, transactions) and sqlite-sql.ts are not measured yet.
+    // (sqlite-records.ts), keyed logs (sqlite-logs.ts), the invocation log's pages and pruning
+    // (sqlite-invocations.ts), and the store itself (sqlite-store.ts from writeFailed on: open,
+    // damage, the migration loop, transactions, indexes, stats). Module-level constants are left
+    // out, as their mutants are static (each runs every test of the group, postgres started and
+    // 10,000 threads seeded included): the shared statements, KEY_SPAN, the ISO pattern, the
+    // invocation table's schema, the MIGRATIONS texts (schema-upgrade.test.ts opens a file of
+    // each older schema), node:sqlite's loader and DAMAGE_CODES. sqlite-sql.ts (the statement runner
+    // and encode, reached by every test) is not measured.
     // Tests: those that reach these modules. The PostgreSQL-only files (postgres-server,
-    // postgres-store), lowdb's (store, append-log) and the server-level ones (damaged-store,
-    // deep-body: the store's open and the body limit) do not test these rules; the contract tests
-    // that run both backends stay.
-    mutate: ['core/storage/sqlite-records.ts:16-195', 'core/storage/sqlite-logs.ts:37-218', 'core/storage/sqlite-invocations.ts:33-82'],
+    // postgres-store), lowdb's (store, append-log) and the server-level ones (damaged-store, whose
+    // damaged file sqlite-store.test.ts also opens directly; deep-body, the body limit) add no
+    // rule of these modules; the contract tests that run both backends stay.
+    mutate: [
+      'core/storage/sqlite-records.ts:16-195',
+      'core/storage/sqlite-logs.ts:37-218',
+      'core/storage/sqlite-invocations.ts:33-82',
+      'core/storage/sqlite-store.ts:201-446',
+      'core/storage/sqlite-store.ts:448-458',
+    ],
     tests: [
+      'test/storage/sqlite-rules.test.ts',
       'test/storage/group-counts.test.ts',
       'test/storage/indexed-lists.test.ts',
       'test/storage/invocation-table.test.ts',
@@ -84,7 +95,12 @@ export const MUTATION_GROUPS = {
   },
   discovery: {
     mutate: ['core/kernel/discovery.ts'],
-    tests: ['test/kernel/discovery.test.ts', 'test/kernel/load-errors.test.ts', 'test/kernel/load-timeout.test.ts'],
+    tests: [
+      'test/kernel/discovery-rules.test.ts',
+      'test/kernel/discovery.test.ts',
+      'test/kernel/load-errors.test.ts',
+      'test/kernel/load-timeout.test.ts',
+    ],
   },
   notebook: {
     // The reactive engine: saved outputs starting stale (lines 81-86), cell states, edits, runs, a

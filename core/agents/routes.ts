@@ -84,7 +84,8 @@ export function agentRoutes(ctx: HangarContext): AnyRoute[] {
         'Frames carry `response` (so far) and `steps_taken`; the last data line is [DONE]. X-Stream-Id names the stream for replay. ' +
         'Events: `start`, `token` (`delta`), `step` (`node`), `tool_start` (`name`, `call_id`, `arguments`, `node`), ' +
         '`tool_end` (the same plus `result` or `error`, and `duration_ms`), then `complete` (the invoke response; `metadata.usage` holds the token counts of a run that called a model), `suspended` or `error`. ' +
-        'Finished streams are retained for replay per `streams.retain` (count) and `streams.ttlSeconds` (age).',
+        'Finished streams are retained for replay per `streams.retain` (count) and `streams.ttlSeconds` (age). ' +
+        'In team mode (`storage.url` on PostgreSQL) any instance replays and follows the stream.',
       tags: TAGS,
       schema: { params: AgentParams, body: InvokeRequest, response: { 200: SSE } },
       config: runs('stream'),

@@ -57,7 +57,7 @@ export interface StreamWriter<T> {
   push(event: SequencedEvent<T>): void;
   /** The stream ended: its remaining frames and its end are written now. */
   end(): void;
-  /** Resolves once the stream's row exists (any instance can look it up from then on). */
+  /** Resolves once the first write of the stream's row was tried (if it succeeded, any instance finds the stream from then on). */
   readonly stored: Promise<void>;
 }
 
@@ -236,10 +236,7 @@ class BatchedWriter<T> implements StreamWriter<T> {
         'an invoke stream',
       );
       this.failures = 0;
-      if (!this.created) {
-        this.created = true;
-        this.markStored();
-      }
+      this.created = true;
       if (ending) this.endWritten = true;
     } catch (err) {
       this.pending = [...batch, ...this.pending];
@@ -252,11 +249,13 @@ class BatchedWriter<T> implements StreamWriter<T> {
         this.pending = [];
         this.endWritten = this.ended;
         this.created = true;
-        this.markStored();
       }
     } finally {
       this.lastWrite = performance.now();
       this.writing = false;
+      // After the first attempt either way: a database that cannot answer must not hold up the
+      // stream's own client (it still gets every frame from memory); retries go on behind.
+      this.markStored();
     }
     if (retry) this.timer = setTimeout(() => void this.write(), RETRY_MS);
     else this.schedule(this.ended ? 0 : undefined);

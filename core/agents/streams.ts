@@ -19,7 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import { fail } from '../kernel/errors.js';
 import { EventLog, type ReplayableSource } from '../lib/event-log.js';
-import type { StoredStreamScope, StreamWriter } from '../storage/team-streams.js';
+import type { FrameCodec, StoredStreamScope, StreamWriter } from '../storage/team-streams.js';
 
 /** One frame of an invoke stream: every frame carries the response so far and the steps. */
 export interface InvokeFrame {
@@ -40,9 +40,41 @@ interface Retained {
 
 /** Team mode: where streams are stored for the other instances (`TeamStreams`). */
 export interface SharedStreams {
-  open<T>(id: string, scope: StoredStreamScope): StreamWriter<T>;
-  find<T>(id: string, scope: StoredStreamScope): Promise<ReplayableSource<T> | undefined>;
+  open<T>(id: string, scope: StoredStreamScope, codec: FrameCodec<T>): StreamWriter<T>;
+  find<T>(id: string, scope: StoredStreamScope, codec: FrameCodec<T>): Promise<ReplayableSource<T> | undefined>;
 }
+
+/** One stored frame in this many is whole, so a replay from any point decodes at most this many. */
+const KEY_EVERY = 100;
+
+const sameSteps = (a: string[], b: string[]) => a === b || (a.length === b.length && a.every((step, i) => step === b[i]));
+
+/**
+ * How invoke frames are stored in team mode: a token frame whose answer so far is the previous
+ * frame's plus its delta is stored without `response` and `steps_taken` (put back when read), so a
+ * stream of n tokens stores O(n) text rather than O(n²). Every other frame is stored whole.
+ */
+export const INVOKE_FRAME_CODEC: FrameCodec<InvokeFrame> = {
+  encode(frame, previous, seq) {
+    if (
+      frame.event === 'token' &&
+      previous &&
+      seq % KEY_EVERY !== 0 &&
+      typeof frame.delta === 'string' &&
+      frame.response === previous.response + frame.delta &&
+      sameSteps(frame.steps_taken, previous.steps_taken)
+    ) {
+      const { response: _response, steps_taken: _steps, ...rest } = frame;
+      return { stored: rest, key: false };
+    }
+    return { stored: frame, key: true };
+  },
+  decode(stored, previous) {
+    // A token frame without the two fields the writer left out (the order of the rest is kept).
+    const rest = stored as InvokeFrame & { delta: string };
+    return { ...rest, response: (previous?.response ?? '') + rest.delta, steps_taken: previous?.steps_taken ?? [] };
+  },
+};
 
 export interface StreamRetention {
   retain: number;
@@ -70,7 +102,7 @@ export class InvokeStreams {
     const entry: Retained = { agent, principal, log, endedAt: null };
     if (this.shared) {
       // The store is one more reader of the log: frames reach it in order, and the log's end ends it.
-      const writer = this.shared.open<InvokeFrame>(id, { agent, principal });
+      const writer = this.shared.open<InvokeFrame>(id, { agent, principal }, INVOKE_FRAME_CODEC);
       log.subscribe(
         (event) => writer.push(event),
         () => writer.end(),
@@ -110,7 +142,7 @@ export class InvokeStreams {
    */
   async find(id: string, agent: string, principal: string): Promise<ReplayableSource<InvokeFrame>> {
     if (!this.shared || this.streams.has(id)) return this.get(id, agent, principal);
-    const stored = await this.shared.find<InvokeFrame>(id, { agent, principal });
+    const stored = await this.shared.find<InvokeFrame>(id, { agent, principal }, INVOKE_FRAME_CODEC);
     if (!stored) throw fail('HANGAR_AGENT_STREAM_NOT_FOUND', { stream: id });
     return stored;
   }

@@ -52,6 +52,21 @@ export interface StoredStreamScope {
   principal: string;
 }
 
+/**
+ * How frames are stored: a frame may be stored as a difference from the one before it (a token
+ * frame carries the whole answer so far, so storing each whole makes a long answer's rows grow with
+ * the square of its length). A stored frame that needs no predecessor is a key frame; reading from
+ * any point starts at the key frame before it.
+ */
+export interface FrameCodec<T> {
+  /** `seq` lets a codec store a key frame now and then, which bounds how far back a reader starts. */
+  encode(frame: T, previous: T | undefined, seq: number): { stored: unknown; key: boolean };
+  decode(stored: unknown, previous: T | undefined): T;
+}
+
+/** Frames stored as they are. */
+const WHOLE: FrameCodec<never> = { encode: (frame) => ({ stored: frame, key: true }), decode: (stored) => stored as never };
+
 export interface StreamWriter<T> {
   /** Queue a frame (sequences strictly increasing from 1); written within `FLUSH_MS`. */
   push(event: SequencedEvent<T>): void;
@@ -95,7 +110,7 @@ export class TeamStreams {
       await client.query(`CREATE INDEX IF NOT EXISTS ${STREAMS}_ended ON ${STREAMS} (ended_at)`);
       await client.query(`CREATE TABLE IF NOT EXISTS ${FRAMES} (
         stream_id TEXT NOT NULL REFERENCES ${STREAMS} (id) ON DELETE CASCADE, seq INTEGER NOT NULL, frame JSONB NOT NULL,
-        PRIMARY KEY (stream_id, seq))`);
+        key BOOLEAN NOT NULL, PRIMARY KEY (stream_id, seq))`);
     }, 'the invoke stream tables');
     // Also when nothing is opened or looked up: an idle team still drops old streams, and ends the
     // streams of an instance that died for whoever still follows them.
@@ -108,16 +123,16 @@ export class TeamStreams {
   }
 
   /** Start storing a stream that runs here; its frames are pushed to the writer as they are produced. */
-  open<T>(id: string, scope: StoredStreamScope): StreamWriter<T> {
+  open<T>(id: string, scope: StoredStreamScope, codec: FrameCodec<T> = WHOLE): StreamWriter<T> {
     this.prune();
-    return new BatchedWriter<T>(id, scope, this.db, this.team, this.log);
+    return new BatchedWriter<T>(id, scope, codec, this.db, this.team, this.log);
   }
 
   /**
    * A stream another instance ran or runs, as a replayable source; undefined when it is unknown,
    * past retention, or another agent's or principal's (the caller answers all of them alike).
    */
-  async find<T>(id: string, scope: StoredStreamScope): Promise<ReplayableSource<T> | undefined> {
+  async find<T>(id: string, scope: StoredStreamScope, codec: FrameCodec<T> = WHOLE): Promise<ReplayableSource<T> | undefined> {
     this.prune();
     const { rows } = await this.db.query<{ agent: string; principal: string; ended: boolean }>(
       `SELECT agent, principal, ended_at IS NOT NULL AS ended FROM ${STREAMS} s WHERE id = $1
@@ -127,7 +142,7 @@ export class TeamStreams {
     );
     const row = rows[0];
     if (!row || row.agent !== scope.agent || row.principal !== scope.principal) return undefined;
-    return new StoredStream<T>(id, row.ended, this.db, this.team, this.log);
+    return new StoredStream<T>(id, row.ended, codec, this.db, this.team, this.log);
   }
 
   /** Delete streams past retention; mark ended those whose instance is gone (throttled, never awaited). */
@@ -152,7 +167,9 @@ export class TeamStreams {
 }
 
 class BatchedWriter<T> implements StreamWriter<T> {
-  private pending: SequencedEvent<T>[] = [];
+  private pending: Array<{ seq: number; stored: string; key: boolean }> = [];
+  /** The frame pushed last (what the next one is encoded against). */
+  private previous: T | undefined;
   private ended = false;
   private endWritten = false;
   private created = false;
@@ -166,6 +183,7 @@ class BatchedWriter<T> implements StreamWriter<T> {
   constructor(
     private readonly id: string,
     private readonly scope: StoredStreamScope,
+    private readonly codec: FrameCodec<T>,
     private readonly db: PgAccess,
     private readonly team: StreamAnnouncer,
     private readonly log: (level: 'warn', line: string) => void,
@@ -177,7 +195,10 @@ class BatchedWriter<T> implements StreamWriter<T> {
 
   push(event: SequencedEvent<T>): void {
     if (this.ended) return;
-    this.pending.push(event);
+    const { stored, key } = this.codec.encode(event.data, this.previous, event.seq);
+    this.previous = event.data;
+    // Serialised now: the frame's objects may change after it was pushed.
+    this.pending.push({ seq: event.seq, stored: JSON.stringify(stored), key });
     this.schedule();
   }
 
@@ -214,7 +235,8 @@ class BatchedWriter<T> implements StreamWriter<T> {
       // announcement, which PostgreSQL delivers once all of it is committed.
       await this.db.query(
         `WITH frames AS (
-           INSERT INTO ${FRAMES} (stream_id, seq, frame) SELECT $1, s, f::jsonb FROM unnest($6::int[], $7::text[]) AS t(s, f)
+           INSERT INTO ${FRAMES} (stream_id, seq, frame, key)
+             SELECT $1, s, f::jsonb, k FROM unnest($6::int[], $7::text[], $11::boolean[]) AS t(s, f, k)
            ON CONFLICT DO NOTHING),
          stream AS (
            INSERT INTO ${STREAMS} AS s (id, agent, principal, instance, last_seq, ended_at)
@@ -229,9 +251,10 @@ class BatchedWriter<T> implements StreamWriter<T> {
           this.team.instanceId,
           lastSeq ?? 0,
           batch.map((e) => e.seq),
-          batch.map((e) => JSON.stringify(e.data)),
+          batch.map((e) => e.stored),
           ending,
           ...this.team.notifyArgs(TOPIC, this.id, lastSeq),
+          batch.map((e) => e.key),
         ],
         'an invoke stream',
       );
@@ -271,11 +294,14 @@ class StoredStream<T> implements ReplayableSource<T> {
   private done: boolean;
   /** The newest frame handed out by replay or to the subscriber. */
   private cursor = 0;
+  /** The frame at `cursor`, decoded (what the next stored frame may be a difference from). */
+  private atCursor: T | undefined;
   private replayed: Promise<void> | undefined;
 
   constructor(
     private readonly id: string,
     ended: boolean,
+    private readonly codec: FrameCodec<T>,
     private readonly db: PgAccess,
     private readonly team: StreamAnnouncer,
     private readonly log: (level: 'warn', line: string) => void,
@@ -287,26 +313,49 @@ class StoredStream<T> implements ReplayableSource<T> {
     return this.done;
   }
 
-  private async read(after: number): Promise<{ ended: boolean; events: SequencedEvent<T>[] }> {
-    const { rows } = await this.db.query<{ ended: boolean | null; seq: number | null; frame: T | null }>(
-      `SELECT (SELECT ended_at IS NOT NULL FROM ${STREAMS} WHERE id = $1) AS ended, f.seq, f.frame
-         FROM (SELECT 1) AS one LEFT JOIN ${FRAMES} f ON f.stream_id = $1 AND f.seq > $2 ORDER BY f.seq`,
-      [this.id, after],
+  /**
+   * The stream's end and its frames after `after`, decoded. Unless the frame at `after` is known
+   * (`previous`), reading starts at the key frame at or before `after + 1`.
+   */
+  private async read(
+    after: number,
+    previous: T | undefined,
+  ): Promise<{ ended: boolean; events: SequencedEvent<T>[]; last: T | undefined }> {
+    const { rows } = await this.db.query<{ ended: boolean | null; seq: number | null; frame: unknown; key: boolean | null }>(
+      `SELECT (SELECT ended_at IS NOT NULL FROM ${STREAMS} WHERE id = $1) AS ended, f.seq, f.frame, f.key
+         FROM (SELECT 1) AS one LEFT JOIN ${FRAMES} f ON f.stream_id = $1 AND f.seq > CASE WHEN $3 THEN $2
+           ELSE COALESCE((SELECT max(seq) FROM ${FRAMES} WHERE stream_id = $1 AND key AND seq <= $2 + 1), $2 + 1) - 1 END
+         ORDER BY f.seq`,
+      [this.id, after, previous !== undefined],
     );
     // No row: the stream was pruned meanwhile, which ends it as surely as its end does.
     const ended = rows[0]?.ended !== false;
-    const events = rows.filter((row) => row.seq !== null).map((row) => ({ seq: row.seq!, data: row.frame as T }));
-    return { ended, events };
+    const events: SequencedEvent<T>[] = [];
+    let last = previous;
+    for (const row of rows) {
+      if (row.seq === null) continue;
+      last = row.key ? (row.frame as T) : this.codec.decode(row.frame, last);
+      if (row.seq > after) events.push({ seq: row.seq, data: last });
+    }
+    return { ended, events, last };
   }
 
   async replay(since: number) {
-    const run = this.read(since);
+    const run = this.read(since, undefined);
     this.replayed = run.then(
       () => {},
       () => {},
     );
-    const { ended, events } = await run;
-    this.cursor = Math.max(this.cursor, since, events.at(-1)?.seq ?? 0);
+    const { ended, events, last } = await run;
+    const newest = events.at(-1);
+    if (newest && newest.seq > this.cursor) {
+      this.cursor = newest.seq;
+      this.atCursor = last;
+    } else if (since > this.cursor) {
+      // Nothing after `since` yet: the next read starts at the key frame before it.
+      this.cursor = since;
+      this.atCursor = undefined;
+    }
     if (ended) this.done = true;
     return { events, truncated: false };
   }
@@ -326,10 +375,11 @@ class StoredStream<T> implements ReplayableSource<T> {
         await this.replayed;
         if (stopped || (seq !== undefined && seq <= this.cursor && !this.done)) return;
         try {
-          const { ended, events } = await this.read(this.cursor);
+          const { ended, events } = await this.read(this.cursor, this.atCursor);
           for (const event of events) {
             if (stopped) return;
-            this.cursor = Math.max(this.cursor, event.seq);
+            this.cursor = event.seq;
+            this.atCursor = event.data;
             onEvent(event);
           }
           if (ended) {

@@ -129,6 +129,33 @@ describe('team mode: invoke streams and studio runs from any instance', () => {
     expect(since).toMatchObject({ done: true, frames: [] });
   });
 
+  it('a long answer is stored as differences (not the answer so far per token) and replays whole on B from any point', async () => {
+    const long = Array.from({ length: 250 }, (_, i) => `w${i} `);
+    model.enqueue({ chunks: long });
+    const onA = await readSse(`${a.url}/api/v1/talker/invoke/stream`, { json: { query: 'long' }, headers: ALICE });
+    const id = onA.headers.get('x-stream-id')!;
+    expect(onA.frames.at(-1)!.data).toMatchObject({ event: 'complete', response: long.join('') });
+    for (const since of [0, 99, 150, onA.frames.length - 2]) {
+      const replayed = await readSse(`${b.url}/api/v1/talker/invoke/stream/${id}?since=${since}`, { headers: ALICE });
+      expect(replayed.done).toBe(true);
+      expect(replayed.frames).toEqual(onA.frames.slice(since));
+    }
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query(
+        `SELECT count(*) FILTER (WHERE frame ? 'response') AS whole, sum(length(frame::text)) AS bytes
+           FROM hangar_invoke_stream_frames WHERE stream_id = $1`,
+        [id],
+      );
+      // start, complete, a step, and one token frame in a hundred are whole.
+      expect(Number(rows[0].whole)).toBeLessThan(10);
+      expect(Number(rows[0].bytes)).toBeLessThan(JSON.stringify(onA.frames.map((f) => f.data)).length / 10);
+    } finally {
+      await db.end();
+    }
+  });
+
   it('a reader on B follows a stream while A is still producing it, through its last frame and [DONE]', async () => {
     const started = await startStream(a, 'talker', 'follow');
     const followed = await readSse(`${b.url}/api/v1/talker/invoke/stream/${started.id}`, { headers: ALICE });

@@ -9,9 +9,10 @@
  *   one per token, and an idle reader elsewhere waits one round trip, not a timer.
  * - Every stored batch is announced in the statement that stores it (topic `invoke-stream`: the
  *   stream id and its last sequence, never a frame); a reader elsewhere reads what it has not seen
- *   from the table. The end of the
- *   stream is written in the same statement as its last frames, so a reader that sees it ended
- *   has every frame.
+ *   from the table. The end of the stream is written in the same statement as its last frames, so
+ *   a reader that sees it ended has every frame.
+ * - A token frame is stored as its difference from the one before (`FrameCodec`), so a long answer
+ *   costs rows that grow with its length, not with its square.
  * - Retention is the one of `streams.retain` and `streams.ttlSeconds`, across the team: a lookup
  *   treats a stream past it as gone, and a throttled prune deletes such streams (and their frames).
  * - A stream whose instance died before ending it (its row in `hangar_instances` went stale, after

@@ -281,8 +281,11 @@ class BatchedWriter<T> implements StreamWriter<T> {
       // stream's own client (it still gets every frame from memory); retries go on behind.
       this.markStored();
     }
-    if (retry) this.timer = setTimeout(() => void this.write(), RETRY_MS);
-    else this.schedule(this.ended ? 0 : undefined);
+    if (retry) {
+      // Not holding a stopping process up: what is still unwritten then is lost to the other instances only.
+      this.timer = setTimeout(() => void this.write(), RETRY_MS);
+      this.timer.unref();
+    } else this.schedule(this.ended ? 0 : undefined);
   }
 }
 

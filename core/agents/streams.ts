@@ -15,6 +15,8 @@
  * PostgreSQL as they are produced, so any instance replays and follows it. The instance running a
  * stream serves it from memory as a single instance does; another instance looks it up in the
  * table, with the same scoping and the same retention rules applied there, across the team.
+ * Accepted: `retain` counts this instance's streams in memory and the team's in the table, so the
+ * instance that ran a stream may still replay it when the team's count has already dropped it.
  */
 import { randomUUID } from 'node:crypto';
 import { fail } from '../kernel/errors.js';

@@ -324,7 +324,16 @@ export class TeamCoordinator {
       // poll that finds it runs as often with NOTIFY as without (pg-boss would stretch it to 30 s).
       { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
       async ([job]) => {
-        if (job) await handler(job);
+        if (!job) return;
+        try {
+          await handler(job);
+        } finally {
+          // With one job a fetch, pg-boss waits out the polling interval after each job unless woken
+          // (only a new job's NOTIFY wakes it), so a backlog drained at `concurrency` jobs per 2 s.
+          // Waking this queue's busy workers (this one among them) makes each fetch again once its job
+          // is done; an empty fetch then waits, and idle ones are left to the next job's NOTIFY.
+          for (const worker of this.boss.getWipData()) if (worker.name === queue && worker.count > 0) this.boss.notifyWorker(worker.id);
+        }
       },
     );
   }

@@ -305,9 +305,11 @@ export class ScheduleService {
 
   /** Team mode: this instance took a slot's job. */
   async #runSlot(id: string, scheduledFor: Date): Promise<void> {
+    // Failing the job hands the slot to another instance (the queue's retry) rather than losing it.
+    if (this.#closed) throw new Error('Hangar is stopping');
     const schedule = await this.#schedules.get(id);
     // Paused or deleted on some instance after the slot was sent: the slot does not run.
-    if (!schedule || schedule.paused || this.#closed) return;
+    if (!schedule || schedule.paused) return;
     const lock = this.#running.has(schedule.notebook) ? undefined : await this.#team!.lock(schedule.notebook);
     try {
       await this.#runOnce(schedule, scheduledFor, lock !== undefined);

@@ -33,19 +33,20 @@ export const MUTATION_GROUPS = {
     tests: ['test/security/normalize-rules.test.ts', 'test/security/path-normalization.test.ts'],
   },
   storage: {
-    // The data rules of the embedded store: a collection's records, groups and pages
-    // (sqlite-records.ts), keyed logs (sqlite-logs.ts), the invocation log's pages and pruning
-    // (sqlite-invocations.ts), and the store itself (sqlite-store.ts from writeFailed on: open,
-    // damage, the migration loop, transactions, indexes, stats). Module-level constants are left
-    // out, as their mutants are static (each runs every test of the group, postgres started and
-    // 10,000 threads seeded included): the shared statements, KEY_SPAN, the ISO pattern, the
-    // invocation table's schema, the MIGRATIONS texts (schema-upgrade.test.ts opens a file of
-    // each older schema), node:sqlite's loader and DAMAGE_CODES. sqlite-sql.ts (the statement runner
-    // and encode, reached by every test) is not measured.
-    // Tests: those that reach these modules. The PostgreSQL-only files (postgres-server,
-    // postgres-store), lowdb's (store, append-log) and the server-level ones (damaged-store, whose
-    // damaged file sqlite-store.test.ts also opens directly; deep-body, the body limit) add no
-    // rule of these modules; the contract tests that run both backends stay.
+    // The embedded store's rules: a collection's records, groups and pages (sqlite-records.ts),
+    // keyed logs (sqlite-logs.ts: items by shape, pages, versions, the limits of a key and of the
+    // store), the invocation log's pages and pruning (sqlite-invocations.ts), and the store itself
+    // (sqlite-store.ts from writeFailed on: open, damage, the migration loop, transactions,
+    // indexes, stats). Module-level constants are left out, as their mutants are static (each runs
+    // every test of the group): the shared statements, KEY_SPAN, the ISO pattern, the invocation
+    // table's schema, the MIGRATIONS texts (schema-upgrade.test.ts opens a file of the older
+    // schema), node:sqlite's loader, DAMAGE_CODES. sqlite-sql.ts (the statement runner and encode,
+    // reached by every test) is not measured.
+    // Tests: sqlite-rules.test.ts (SQLite only, under a second) and schema-upgrade.test.ts. The
+    // contract tests that hold SQLite and PostgreSQL to one behaviour (sqlite-store, group-counts,
+    // invocation-table, store-copy) start a PostgreSQL cluster per file, and indexed-lists seeds
+    // 10,000 threads: a file's set-up runs again for every mutant a test of it covers, minutes
+    // per module on two shared cores, so the SQLite rules they check are in sqlite-rules.test.ts.
     mutate: [
       'core/storage/sqlite-records.ts:16-195',
       'core/storage/sqlite-logs.ts:37-218',
@@ -53,16 +54,10 @@ export const MUTATION_GROUPS = {
       'core/storage/sqlite-store.ts:201-446',
       'core/storage/sqlite-store.ts:448-458',
     ],
-    tests: [
-      'test/storage/sqlite-rules.test.ts',
-      'test/storage/group-counts.test.ts',
-      'test/storage/indexed-lists.test.ts',
-      'test/storage/invocation-table.test.ts',
-      'test/storage/schema-upgrade.test.ts',
-      'test/storage/sqlite-store.test.ts',
-      'test/storage/store-copy.test.ts',
-    ],
+    tests: ['test/storage/sqlite-rules.test.ts', 'test/storage/schema-upgrade.test.ts'],
   },
+
+
   tasks: {
     mutate: ['core/tasks/lifecycle.ts', 'core/tasks/runner.ts', 'core/tasks/recovery.ts'],
     tests: ['test/tasks/*.test.ts'],

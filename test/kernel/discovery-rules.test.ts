@@ -135,6 +135,51 @@ describe('which files are entries', () => {
     expect(problems(registry)).toEqual([]);
   });
 
+  it("takes the default export, else the export named after the kind, else the module's exports; a zero-byte file is no entry yet", async () => {
+    const { registry } = await start({
+      'widgets/default.ts': `export const widget = { size: 1 };\nexport default { size: 2 };\n`,
+      'widgets/named.ts': `export const widget = { size: 3 };\nexport const size = 30;\n`,
+      'widgets/whole.ts': `export const size = 4;\n`,
+      'widgets/empty.ts': '',
+      'widgets/empty.json': '',
+    });
+    expect(registry.list<Widget>('widget').map((e) => `${e.name}=${e.definition.size}`)).toEqual(['default=2', 'named=3', 'whole=4']);
+    expect(problems(registry)).toEqual([]);
+  });
+
+  it('loads the entries of a drop-in folder made after the start, and drops them when the folder goes', async () => {
+    const run = await start({ 'widgets/w.ts': widget(1) });
+    await run.write('gadgets/g.ts', widget(2));
+    await run.write('gadgets/h/index.ts', widget(3));
+    await eventually(() => names(run.registry, 'gadget').length === 2);
+    await run.write('gadgets/later.ts', widget(4));
+    await eventually(() => names(run.registry, 'gadget').length === 3);
+    await run.discovery.idle();
+    expect(run.registry.list('gadget').map((e) => e.loads)).toEqual([1, 1, 1]);
+    await rm(path.join(run.root, 'gadgets'), { recursive: true });
+    await eventually(() => names(run.registry, 'gadget').length === 0);
+    expect(names(run.registry)).toEqual(['w@widgets/w.ts']);
+  });
+
+  it('after close, nothing more is loaded: no folder is watched any longer, also one that appeared after the start', async () => {
+    const run = await start({ 'widgets/w.ts': widget(1) });
+    await run.write('gadgets/g.ts', widget(2));
+    await eventually(() => names(run.registry, 'gadget').length === 1);
+    await run.write('gadgets/g2.ts', widget(3));
+    await eventually(() => names(run.registry, 'gadget').length === 2);
+    await run.discovery.idle();
+    await run.discovery.close();
+    run.changes.length = 0;
+    await run.write('gadgets/late.ts', widget(4));
+    await run.write('widgets/late.ts', widget(5));
+    await run.write('widgets/w.ts', widget(6));
+    await rm(path.join(run.root, 'gadgets/g.ts'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(run.changes).toEqual([]);
+    expect(names(run.registry)).toEqual(['w@widgets/w.ts']);
+    expect(names(run.registry, 'gadget')).toEqual(['g@gadgets/g.ts', 'g2@gadgets/g2.ts']);
+  });
+
   it('refuses a second kind for a folder or a name already registered', () => {
     const discovery = new Discovery({ root: '/nowhere', registry: new Registry(), log: new Logger('silent'), provided: {} });
     discovery.register(widgetKind);
@@ -197,6 +242,16 @@ describe('names', () => {
       'added widgets/b.ts',
       'error-cleared widgets/b.ts',
     ]);
+  });
+
+  it('the file that lost a name going away leaves the holder as it is and takes its own problem with it', async () => {
+    const run = await start({ 'widgets/a.ts': widget(1, 'twin'), 'widgets/b.ts': widget(2, 'twin') });
+    run.changes.length = 0;
+    await rm(path.join(run.root, 'widgets/b.ts'));
+    await eventually(() => problems(run.registry).length === 0);
+    await run.discovery.idle();
+    expect(names(run.registry)).toEqual(['twin@widgets/a.ts']);
+    expect(run.changes.map((c) => `${c.type} ${c.file}`)).toEqual(['error-cleared widgets/b.ts']);
   });
 
   it('a rename inside the file takes the old name away; the file keeps its entry', async () => {

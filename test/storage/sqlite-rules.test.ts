@@ -515,3 +515,126 @@ describe('opening and writing the store', () => {
     );
   });
 });
+
+/**
+ * The Store contract's SQLite half (sqlite-store.test.ts, invocation-table.test.ts and
+ * group-counts.test.ts hold every backend to it), here so the storage mutation group runs it
+ * without starting PostgreSQL for each mutant.
+ */
+describe('the Store contract on SQLite', () => {
+  it('keeps records across a reopen: put, update, delete, deleteWhere, has, count, entries, list', async () => {
+    const { store } = await open();
+    const things = store.collection<{ n: number }>('things');
+    await things.put('a', { n: 1 });
+    await things.put('b', { n: 2 });
+    await things.put('c', { n: 3 });
+    expect(await things.update('a', (v) => ({ n: (v?.n ?? 0) + 10 }))).toEqual({ n: 11 });
+    expect(await things.update('new', (v) => ({ n: v === undefined ? -1 : 0 }))).toEqual({ n: -1 });
+    expect(await things.delete('new')).toBe(true);
+    expect(await things.delete('b')).toBe(true);
+    expect(await things.has('b')).toBe(false);
+    expect(await things.has('c')).toBe(true);
+    expect(await things.get('b')).toBeUndefined();
+    store.close();
+    const again = new SqliteStore(store.file);
+    opened.push(again);
+    const reopened = again.collection<{ n: number }>('things');
+    expect(await reopened.get('a')).toEqual({ n: 11 });
+    expect(await reopened.count()).toBe(2);
+    expect(await reopened.entries()).toEqual([
+      ['a', { n: 11 }],
+      ['c', { n: 3 }],
+    ]);
+    expect(await reopened.list()).toEqual([{ n: 11 }, { n: 3 }]);
+    expect(await reopened.deleteWhere((v) => v.n > 5)).toBe(1);
+    expect(await reopened.entries()).toEqual([['c', { n: 3 }]]);
+  });
+
+  it('loses no update when 100 run at once', async () => {
+    const { store } = await open();
+    const counter = store.collection<number>('counter');
+    await Promise.all(Array.from({ length: 100 }, () => counter.update('n', (v) => (v ?? 0) + 1)));
+    expect(await counter.get('n')).toBe(100);
+  });
+
+  it('query: equality and any-of filters, ordering with ties by id both ways, pages and the total', async () => {
+    const { store } = await open();
+    const tasks = store.collection<{ status: string; at: number }>('tasks', { indexes: [['status', 'at']] });
+    for (let i = 0; i < 9; i++) await tasks.put(`t${i}`, { status: ['queued', 'done'][i % 2]!, at: Math.floor(i / 3) });
+    const page = async (q: Parameters<typeof tasks.query>[0]) => {
+      const { items, total } = await tasks.query(q);
+      return { items: items.map((t) => `${t.status}@${t.at}`), total };
+    };
+    expect(await page({ where: { status: 'done' }, orderBy: [{ field: 'at', desc: true }], limit: 2 })).toEqual({
+      items: ['done@2', 'done@1'],
+      total: 4,
+    });
+    expect(await page({ orderBy: [{ field: 'at' }], limit: 3, offset: 2 })).toEqual({
+      items: ['queued@0', 'done@1', 'queued@1'],
+      total: 9,
+    });
+    expect(await page({ where: { status: ['done'] }, orderBy: [{ field: 'at' }] })).toEqual({
+      items: ['done@0', 'done@1', 'done@1', 'done@2'],
+      total: 4,
+    });
+    expect(await tasks.query({ where: { status: [] } })).toEqual({ items: [], total: 0 });
+    expect((await tasks.query({ where: { status: 'none' } })).total).toBe(0);
+    await expect(tasks.query({ where: { 'x; DROP TABLE records': 1 } })).rejects.toThrow('invalid field name');
+  });
+
+  it('keyed logs: append, set, delete, keys, and versions that keep rising after a delete, across a reopen', async () => {
+    const { store } = await open();
+    const log = store.appendLog<{ i: number }>('messages');
+    expect(await log.append('t1', [{ i: 0 }, { i: 1 }])).toEqual({ length: 2, version: 1 });
+    expect(await log.append('t1', [{ i: 2 }])).toEqual({ length: 3, version: 2 });
+    await log.append('t2', [{ i: 9 }]);
+    expect(await log.set('t2', [{ i: 7 }, { i: 8 }])).toEqual({ items: [{ i: 7 }, { i: 8 }], version: 2 });
+    expect(await log.get('t2')).toEqual({ items: [{ i: 7 }, { i: 8 }], version: 2 });
+    expect(await log.delete('t2')).toBe(true);
+    expect(await log.delete('t2')).toBe(false);
+    expect(await log.get('t2')).toBeUndefined();
+    expect(await log.append('t2', [{ i: 1 }])).toEqual({ length: 1, version: 4 });
+    await log.flush();
+    store.close();
+    const again = new SqliteStore(store.file);
+    opened.push(again);
+    const reopened = again.appendLog<{ i: number }>('messages');
+    expect(await reopened.get('t1')).toEqual({ items: [{ i: 0 }, { i: 1 }, { i: 2 }], version: 2 });
+    expect(await reopened.get('t2')).toEqual({ items: [{ i: 1 }], version: 4 });
+    expect((await reopened.keys()).sort()).toEqual(['t1', 't2']);
+    expect(await again.appendLog('other').keys()).toEqual([]);
+    expect(again.appendLog('messages')).toBe(again.appendLog('messages'));
+  });
+
+  it('invocations: newest first with ties in insertion order, filters, get, summaries, a batch skipping ids it holds', async () => {
+    const { store } = await open();
+    const T0 = Date.UTC(2026, 0, 1);
+    const call = (i: number, over: Partial<InvocationRow> = {}): InvocationRow => ({
+      id: `c${i}`,
+      started: T0 + i * 1000,
+      resource: i % 2 ? 'agent' : 'endpoint',
+      name: 'echo',
+      operation: 'invoke',
+      principal: 'local',
+      status: i === 3 ? 'error' : 'ok',
+      http_status: i === 3 ? 503 : 200,
+      duration_ms: 1,
+      error: i === 3 ? 'boom' : null,
+      value: { id: `c${i}`, n: i },
+      ...over,
+    });
+    const table = store.invocations();
+    await table.insert([call(2), call(1), call(3)]);
+    await table.insert([call(3, { name: 'changed' }), call(4, { started: T0 + 3000 }), call(5, { started: T0 + 3000 })]);
+    const ids = (page: { items: unknown[] }) => page.items.map((v) => (v as { id: string }).id);
+    expect(await table.count()).toBe(5);
+    expect(ids(await table.page({}, 10, 0))).toEqual(['c5', 'c4', 'c3', 'c2', 'c1']);
+    expect(ids(await table.page({ resource: 'agent' }, 10, 0))).toEqual(['c5', 'c3', 'c1']);
+    expect(await table.page({ name: 'changed' }, 10, 0)).toEqual({ items: [], total: 0 });
+    expect(ids(await table.page({ status: 'error', since: T0 + 3000 }, 10, 0))).toEqual(['c3']);
+    expect(await table.get('c2')).toEqual({ id: 'c2', n: 2 });
+    expect(await table.get('c9')).toBeUndefined();
+    expect((await table.summaries({ until: T0 + 2000 })).map((s) => s.id)).toEqual(['c1', 'c2']);
+    expect(store.invocations()).toBe(table);
+  });
+});

@@ -70,8 +70,18 @@ export interface EngineOptions {
  */
 export interface NodeHost {
   supervises(agent: AgentRef): boolean;
-  /** `site` is the run's: what crosses with the call, read without touching `ctx` (whose model client is made on use). */
-  runNode(agent: AgentRef, node: string, state: AgentState, ctx: RunContext, site: CallSite): Promise<Partial<AgentState> | undefined>;
+  /**
+   * `site` is the run's: what crosses with the call. `ctx` makes the node's context when the host
+   * first needs it (the node calls back: a model call, a step, an interrupt): a context is some
+   * fifteen closures, and most supervised nodes never call back.
+   */
+  runNode(
+    agent: AgentRef,
+    node: string,
+    state: AgentState,
+    ctx: () => RunContext,
+    site: CallSite,
+  ): Promise<Partial<AgentState> | undefined>;
   /**
    * The graph's other code (edge conditions, `result`, `message`, `query`): each call crosses with
    * the state and returns the function's value. They take no `ctx`, so only its run's fields go.
@@ -340,7 +350,7 @@ export class Engine {
       const duration_ms = performance.now() - started;
       const usage = meter.summary();
       if (status === 'completed' || status === 'rejected') {
-        if (!nested)
+        if (!nested && request.onEvent)
           emit({
             type: 'run_complete',
             status,
@@ -421,7 +431,7 @@ export class Engine {
     } else {
       state = initialState({ ...input, thread_id: threadId });
       current = graph.entry;
-      if (!nested)
+      if (!nested && request.onEvent)
         emit({ type: 'run_start', agent: agent.name, input: { query: input.query, user_id: input.user_id }, resumed_from: null });
     }
     let last: Saved = parent ?? (await save('input', null, current));
@@ -442,7 +452,8 @@ export class Engine {
         throw err;
       }
 
-      emit({ type: 'node_start', node: current, step: step + 1 });
+      // Its body is only worth making for someone listening (as node_end's below).
+      if (request.onEvent) emit({ type: 'node_start', node: current, step: step + 1 });
       // Only the first node after an interrupt resume gets the resume values.
       const scope: InterruptScope = parentScope ?? resumeScope ?? { values: [], next: 0 };
       resumeScope = null;
@@ -459,13 +470,15 @@ export class Engine {
       if (recorded) journalOf();
       resumeJournal = null;
       const span = nodeSpan(runSpan, current, step + 1);
-      const ctx = this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, current, meter, journalOf, span);
+      let ctx: ReturnType<Engine['context']> | undefined;
+      const ctxOf = () =>
+        (ctx ??= this.context(request, threadId, signal, scope, nodeSteps, toolCalls, emit, nodeName, meter, journalOf, span));
 
       let output: Partial<AgentState> | void;
       try {
         output = await (node.kind === 'function'
-          ? this.runFunction(agent, node, state, ctx, site)
-          : this.runNode(agent, node, state, ctx, scope));
+          ? this.runFunction(agent, node, state, ctxOf, site)
+          : this.runNode(agent, node, state, ctxOf(), scope));
         span.end();
       } catch (err) {
         if (err instanceof InterruptSignal) span.set({ 'hangar.graph.interrupted': true });
@@ -508,7 +521,7 @@ export class Engine {
       });
       let next: string | null;
       try {
-        const pending = this.next(agent, graph, current, state, ctx);
+        const pending = this.next(agent, graph, current, state, site);
         next = pending instanceof Promise ? await pending : pending;
       } catch (err) {
         if (signal.aborted) return this.cancelled(emit, nested, finish, last, current);
@@ -556,11 +569,11 @@ export class Engine {
     agent: AgentRef,
     node: CompiledNode & { kind: 'function' },
     state: AgentState,
-    ctx: RunContext,
+    ctx: () => RunContext,
     site: CallSite,
   ): Promise<Partial<AgentState> | void> | Partial<AgentState> | void {
     const host = this.options.host;
-    return host?.supervises(agent) ? host.runNode(agent, node.name, state, ctx, site) : node.run(state, ctx);
+    return host?.supervises(agent) ? host.runNode(agent, node.name, state, ctx, site) : node.run(state, ctx());
   }
 
   /**

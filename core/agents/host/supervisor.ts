@@ -139,8 +139,8 @@ function flush(link: Link): void {
 interface LinkCall {
   ref: AgentRef;
   site: CallSite;
-  /** A node's `ctx`, which the host calls back on; a graph function has none. */
-  ctx: RunContext | undefined;
+  /** A node's `ctx`, which the host calls back on, made on its first call back; a graph function has none. */
+  ctx: (() => RunContext) | undefined;
   code: string;
   /** The agent's own tools, made when the node's `ctx.model.run` first needs them. */
   tools: HostTools | undefined;
@@ -194,7 +194,7 @@ export class AgentHosts implements NodeHost {
     host.warm(this.#onWarmError(host));
   }
 
-  runNode(ref: AgentRef, node: string, state: AgentState, ctx: RunContext, site: CallSite): Promise<Partial<AgentState> | undefined> {
+  runNode(ref: AgentRef, node: string, state: AgentState, ctx: () => RunContext, site: CallSite): Promise<Partial<AgentState> | undefined> {
     return this.#run(ref, node, undefined, state, site, ctx) as Promise<Partial<AgentState> | undefined>;
   }
 
@@ -209,7 +209,7 @@ export class AgentHosts implements NodeHost {
     fn: GraphFunction | undefined,
     state: AgentState,
     site: CallSite,
-    ctx: RunContext | undefined,
+    ctx: (() => RunContext) | undefined,
   ): Promise<unknown> {
     const located = this.#locate(ref);
     if (!located) throw new Error(`agent '${ref.name}' is not a loaded drop-in`);
@@ -402,7 +402,7 @@ export class AgentHosts implements NodeHost {
   #call(
     host: Host,
     ref: AgentRef,
-    what: { node: string; fn: GraphFunction | undefined; state: AgentState; site: CallSite; ctx: RunContext | undefined },
+    what: { node: string; fn: GraphFunction | undefined; state: AgentState; site: CallSite; ctx: (() => RunContext) | undefined },
     code: string,
   ): Promise<unknown> {
     const { node, fn, state, site, ctx } = what;
@@ -478,16 +478,16 @@ export class AgentHosts implements NodeHost {
       case 'post': {
         const [a, b] = message.args;
         if (!ctx) return;
-        if (message.method === 'step') ctx.step(String(a));
-        else if (message.method === 'tool') ctx.tool(String(a), b);
-        else ctx.plan(String(a), b);
+        if (message.method === 'step') ctx().step(String(a));
+        else if (message.method === 'tool') ctx().tool(String(a), b);
+        else ctx().plan(String(a), b);
         return;
       }
       case 'call': {
         const { id } = message;
         const seq = message.call;
         if (!ctx) return;
-        this.#dispatch(message.method, message.args, ctx, call, link, seq).then(
+        this.#dispatch(message.method, message.args, ctx(), call, link, seq).then(
           (value) => this.#send(link, seq, { type: 'reply', id, value }),
           (err: unknown) => {
             // The engine's interrupt is a thrown value, not an Error: it ends the node on this side.

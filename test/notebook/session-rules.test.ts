@@ -203,6 +203,48 @@ describe('notebook rules: editing', () => {
     await s.runAll();
     expect(s.cell('b').execution_count).toBeLessThan(s.cell('a').execution_count);
   });
+  it('every edit marks the session dirty; deleting a markdown cell or one never run works and stales nothing', async () => {
+    const s = open([
+      { id: 'm', source: '# notes', cell_type: 'markdown' },
+      { id: 'a', source: 'const a = 1' },
+      { id: 'b', source: 'a + 1' },
+    ]);
+    expect(s.dirty).toBe(false);
+    await s.deleteCell('m');
+    expect(s.dirty).toBe(true);
+    expect(states(s, ['a', 'b'])).toEqual(['idle', 'idle']);
+    await s.addCell({ source: '"x"' });
+    await s.updateCell('a', { source: 'const a = 2' });
+    await s.deleteCell('b');
+    expect(s.notebook.cells.map((c) => c.source)).toEqual(['const a = 2', '"x"']);
+    const fresh = open([
+      { id: 'a', source: 'const a = 1' },
+      { id: 'b', source: 'a + 1' },
+    ]);
+    await fresh.addCell({ source: '"x"' });
+    expect(fresh.dirty).toBe(true);
+    const other = open([{ id: 'a', source: 'const a = 1' }]);
+    await other.deleteCell('a');
+    expect(other.dirty).toBe(true);
+    expect(other.notebook.cells).toEqual([]);
+  });
+
+  it('a cell deleted while a run is queued is dropped from that run', async () => {
+    const s = open([
+      { id: 'loop', source: 'const t = Date.now();\nwhile (Date.now() - t < 300) {}' },
+      { id: 'gone', source: 'console.log("ran")' },
+      { id: 'kept', source: '"kept"' },
+    ]);
+    const first = s.runCell('loop');
+    while (s.state('loop') !== 'running') await new Promise((r) => setTimeout(r, 5));
+    // Queued behind the running one; its plan is read when its turn comes.
+    const second = s.runCells(['gone', 'kept']);
+    await s.deleteCell('gone');
+    await Promise.all([first, second]);
+    expect(s.history.map((h) => h.cell_id)).toEqual(['loop', 'kept']);
+    expect(s.state('gone')).toBe('idle');
+    expect(s.state('kept')).toBe('success');
+  });
 });
 
 describe('notebook rules: running', () => {

@@ -1,7 +1,9 @@
+import * as acorn from 'acorn';
 import { describe, expect, it } from 'vitest';
 import { cycles, descendants, topologicalOrder } from '../../core/lib/graph.js';
 import { analyzeCell, analyzeCells, analyzeNotebook } from '../../core/notebook/analysis/index.js';
 import { decodeLineMap } from '../../core/notebook/analysis/sourcemap.js';
+import { parsePlain, provesTypeScript } from '../../core/notebook/analysis/transpile.js';
 import { buildTopology } from '../../core/notebook/graph.js';
 
 const kinds = (problems: { kind: string }[]) => problems.map((p) => p.kind);
@@ -213,5 +215,113 @@ describe('graph algorithms', () => {
     );
     expect(cycles(chain)).toEqual([]);
     expect(topologicalOrder(chain).order).toHaveLength(n);
+  });
+});
+
+describe('the TypeScript check before parsing', () => {
+  // Valid JavaScript with the TypeScript-looking sequences where they are not code: each must still
+  // be parsed by acorn as plain JavaScript.
+  const javascript = [
+    'const s = "const x: number";',
+    "const s = 'it\\'s (x: 1)';",
+    'const s = "a\\\\"; const t = "(z: 1)";',
+    '// const x: number\nconst y = 1;',
+    '/* function f(x: number) {} */ f(1);',
+    'const t = `(x: ${a})`;\nconst u = 1;',
+    'const r = /(a: b)/;',
+    'const d = a / b; const e = "(x: 1)";',
+    'const o = { x: number, y: (a) ? b : c, const: 1, let: 2, var: 3 };\no.var;',
+    'const z = cond ? (y) : w;',
+    'switch (k) { case (x): break; }',
+    'label: for (;;) break label;',
+    'class A { const = 1; let = 2; var = 3; m(a, b) { return a ?(b): 0; } }',
+    'const constant = 1; let letter: 2;'.replace(': 2', ' = 2'),
+    'f(a ? b : c, { d: (e) });',
+  ];
+  // TypeScript that the check proves without parsing.
+  const proven = [
+    'const a: number = 1;',
+    '// run 1\nconst v0: number = 1;',
+    'function f(x: number) { return x; }',
+    'let y?: string;',
+    'let z!: number;',
+    'const g = (a: number) => a;',
+    "const s = '(x'; var n\t:\tstring = s;",
+  ];
+
+  it('never sends JavaScript down the TypeScript path', async () => {
+    for (const source of javascript) {
+      expect(provesTypeScript(source), source).toBe(false);
+      expect(parsePlain(source), source).toBeDefined();
+    }
+  });
+
+  it('proves TypeScript only where acorn would fail', async () => {
+    for (const source of proven) {
+      expect(provesTypeScript(source), source).toBe(true);
+      expect(() => acorn.parse(source, { ecmaVersion: 'latest', sourceType: 'module' }), source).toThrow();
+    }
+    // Unproven TypeScript (the check stops at a template literal) still reaches esbuild after acorn.
+    const late = await analyzeCell('const t = `x`;\nconst n: number = 1;\nm = n');
+    expect(late.writes).toEqual(['t', 'n']);
+    expect(late.problems).toMatchObject([{ kind: 'reassignment', name: 'm', line: 3 }]);
+  });
+
+  it('keeps a plain cell plain (columns, no segment map) and a TypeScript cell at its own lines', async () => {
+    const plain = await analyzeCell('const s = "(x: 1)";\n  y = s;');
+    expect(plain.segmentMap).toBeUndefined();
+    expect(plain.problems).toEqual([expect.objectContaining({ kind: 'reassignment', name: 'y', line: 2, column: 3 })]);
+    const [typed, broken] = await analyzeCells(['const s: string = "x";\n\n  y = s; // typed', 'const x: number = 1;\nconst y: = 2;']);
+    // Through esbuild: the line comes from the source map, and there is no column to trust.
+    expect(typed.problems).toEqual([expect.objectContaining({ kind: 'reassignment', name: 'y', line: 3 })]);
+    expect(typed.problems[0].column).toBeUndefined();
+    expect(broken.problems).toEqual([expect.objectContaining({ kind: 'syntax', line: 2, column: 10 })]);
+  });
+});
+
+describe('TypeScript in several esbuild batches', () => {
+  // Each cell reads the one before, so esbuild renames every declaration in a batch that holds the
+  // reader (a declaration shadowing a free name used elsewhere): the names and columns must come back.
+  const cells = (n: number, tag: string) =>
+    Array.from({ length: n }, (_, i) =>
+      i % 7 === 3
+        ? `const t${i} = \`${tag}\`;\nconst v${i}: number = ${i === 0 ? 1 : `v${i - 1}`} + 1; const w${i}: number = v${i} * 2;`
+        : `// ${tag}\nconst v${i}: number = ${i === 0 ? 1 : `v${i - 1}`} + 1; const w${i}: number = v${i} * 2;`,
+    );
+
+  it('gives every cell of a large notebook what a small batch gives it', async () => {
+    const many = await analyzeCells(cells(450, 'many'));
+    // The same cells two by two (same text after a marker comment that differs per run).
+    const small = cells(450, 'pair');
+    for (let i = 0; i < small.length; i += 2) {
+      const pair = await analyzeCells([small[i], small[i + 1] ?? '// filler\nconst q: number = 0;']);
+      for (const k of [0, 1]) {
+        if (i + k >= small.length) continue;
+        const { program, ...rest } = pair[k];
+        const other = many[i + k];
+        expect(other.program?.replace('many', 'pair')).toEqual(program);
+        expect({ ...other, program: undefined }).toEqual({ ...rest, program: undefined });
+      }
+    }
+    expect(many[449].writes).toEqual(['v449', 'w449']);
+    expect(many[449].reads).toEqual(['v448']);
+  });
+
+  it('maps every segment to where its token is in the restored line', async () => {
+    const cell = 'const v: number = 1; const w: number = v + 1;';
+    // Beside a reader of a free `v`, esbuild writes `const v2 = 1`; put back, `1` is at column 12, not 13.
+    const [renamed] = await analyzeCells([cell, 'const u: number = v * 2;']);
+    const [kept] = await analyzeCells([cell, 'const u: number = 2;']);
+    expect(renamed.program).toBe(kept.program);
+    expect(renamed.segmentMap).toEqual(kept.segmentMap);
+    const lines = renamed.program!.split('\n');
+    expect(lines[1]).toBe('  const v = 1;');
+    expect(renamed.segmentMap![1]).toEqual([
+      [0, 1],
+      [8, 1],
+      [12, 1],
+    ]);
+    expect(lines[2]).toBe('  const w = v + 1;');
+    expect(renamed.segmentMap![2].map(([column]) => lines[2][column])).toEqual([' ', 'w', 'v', '1']);
   });
 });

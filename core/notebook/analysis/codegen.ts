@@ -63,7 +63,8 @@ export function generateProgram(
   // Everything the wrapper adds before the body sits on line 1, so body line N is program line
   // N + 1 and a stack trace maps back with one subtraction (or one lookup for TypeScript).
   const text = `(async function (__hangar, __scope) { "use strict"; ${bindings}\n${body}\n;return { ${writes.join(', ')} };\n})`;
-  const count = body.split('\n').length;
+  let count = 1;
+  for (let at = body.indexOf('\n'); at >= 0; at = body.indexOf('\n', at + 1)) count++;
   const programLineMap: number[] = [];
   for (let line = 1; line <= count; line++) {
     const source = lineMap ? lineMap[line - 1] : line;

@@ -40,7 +40,7 @@ import { cycles, topologicalOrder } from '../../lib/graph.js';
 import { buildTopology, type Topology } from '../graph.js';
 import { type CellProgram, endsInValue, generateProgram } from './codegen.js';
 import { fixesFor } from './fix-offers.js';
-import { type Parsed, parsePlain, stripTypeScript } from './transpile.js';
+import { needsTypeScript, type Parsed, parseJavaScript, stripTypeScript } from './transpile.js';
 import { analyzeScopes, type CellProblem, type CellScope } from './visitor.js';
 
 /** One code cell analysed; `program`, `lineMap` and `segmentMap` are absent when the cell has an error. */
@@ -61,32 +61,65 @@ export async function analyzeCell(source: string): Promise<CellAnalysis> {
 }
 
 /**
+ * TypeScript cells per esbuild call. One call for all of them would leave the main thread idle until
+ * esbuild had stripped the last cell; calls of this size run side by side in esbuild's service (on
+ * every core) while the main thread analyses what the first ones returned.
+ */
+const TYPESCRIPT_BATCH = 200;
+
+/**
  * Analyse many cells at once. Plain JavaScript goes straight to acorn; TypeScript cells are
- * stripped by esbuild in one batch (one call instead of one per cell — a round trip to esbuild's
- * service costs more than stripping a cell), falling back to one call per cell when the batch fails.
+ * stripped by esbuild in batches (one call per batch instead of one per cell — a round trip to
+ * esbuild's service costs more than stripping a cell), falling back to one call per cell when a
+ * batch fails. Cells that are TypeScript by a cheap check (`needsTypeScript`) are sent before
+ * anything is parsed, so esbuild works while acorn parses the rest.
  */
 export async function analyzeCells(sources: readonly string[]): Promise<CellAnalysis[]> {
   const results: CellAnalysis[] = new Array(sources.length);
   const pending: number[] = [];
   const typescript: number[] = [];
+  const rest: number[] = [];
   sources.forEach((source, i) => {
     const hit = cache.get(source);
     if (hit) {
       results[i] = hit;
       return;
     }
-    const plain = parsePlain(source);
-    if (plain) results[i] = fromParsed(plain);
-    else typescript.push(i);
     pending.push(i);
+    (needsTypeScript(source) ? typescript : rest).push(i);
   });
-  const stripped = await stripTypeScript(typescript.map((i) => sources[i]));
-  typescript.forEach((i, k) => (results[i] = fromParsed(stripped[k])));
+  // The last batch waits for acorn: a cell acorn rejects joins it, so any two TypeScript cells
+  // share a call as they did when all went in one (a cell alone goes through the one-cell path).
+  const batches = batchesOf(typescript);
+  const held = batches.pop() ?? [];
+  const stripping = batches.map((batch) => strip(sources, batch, results));
+  for (const i of rest) {
+    const plain = parseJavaScript(sources[i]);
+    if (plain) results[i] = fromParsed(plain);
+    else held.push(i);
+  }
+  stripping.push(...batchesOf(held).map((batch) => strip(sources, batch, results)));
+  await Promise.all(stripping);
   for (const i of pending) {
     if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
     cache.set(sources[i], results[i]);
   }
   return results;
+}
+
+/** The indices in even batches of about `TYPESCRIPT_BATCH`, none of a single cell unless that is all. */
+function batchesOf(indices: number[]): number[][] {
+  const count = Math.max(1, Math.round(indices.length / TYPESCRIPT_BATCH));
+  const size = Math.ceil(indices.length / count);
+  const batches: number[][] = [];
+  for (let start = 0; start < indices.length; start += size) batches.push(indices.slice(start, start + size));
+  return batches;
+}
+
+/** Strip one batch and analyse its cells as soon as esbuild returns it. */
+async function strip(sources: readonly string[], batch: number[], results: CellAnalysis[]): Promise<void> {
+  const stripped = await stripTypeScript(batch.map((i) => sources[i]));
+  batch.forEach((i, k) => (results[i] = fromParsed(stripped[k])));
 }
 
 function fromParsed(parsed: Parsed): CellAnalysis {

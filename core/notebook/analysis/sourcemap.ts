@@ -24,7 +24,11 @@ export type Segment = [number, number, number?];
  * is needed to find the source line it came from.
  */
 export function decodeSegments(mapJson: string): Array<Array<Segment>> {
-  const { mappings } = JSON.parse(mapJson) as { mappings: string };
+  return decodeMappings((JSON.parse(mapJson) as { mappings: string }).mappings);
+}
+
+/** `decodeSegments` of a map already parsed: its `mappings` string. */
+export function decodeMappings(mappings: string): Array<Array<Segment>> {
   const lines: Array<Array<Segment>> = [[]];
   let sourceLine = 0;
   let nameIndex = 0;

@@ -7,7 +7,7 @@
 import * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
 import { esbuild } from '../../lib/esbuild.js';
-import { decodeSegments, type Segment } from './sourcemap.js';
+import { decodeMappings, decodeSegments, type Segment } from './sourcemap.js';
 import type { CellProblem } from './visitor.js';
 
 /** Code with something that TypeScript reads as a generic call but JavaScript as comparisons. */
@@ -17,13 +17,76 @@ export type Parsed =
   | { js: string; ast: acorn.Program; lineMap?: number[]; segments?: Array<Array<[number, number]>> }
   | { problem: CellProblem };
 
+const ACORN_OPTIONS: acorn.Options = {
+  ecmaVersion: 'latest',
+  sourceType: 'module',
+  allowAwaitOutsideFunction: true,
+  locations: true,
+};
+
 function parse(js: string): acorn.Program {
-  return acorn.parse(js, {
-    ecmaVersion: 'latest',
-    sourceType: 'module',
-    allowAwaitOutsideFunction: true,
-    locations: true,
-  });
+  return acorn.parse(js, ACORN_OPTIONS);
+}
+
+/**
+ * Token sequences that are TypeScript and never JavaScript, matched where the scan below proves it
+ * is looking at code: `const x: T` (also `let`/`var`, `x?:`, `x!:`) — nothing may follow a
+ * declared name but `=`, `,`, `;`, `in`/`of` or a line break — and `(x: T` or `(x?: T` — a `(`
+ * opens an expression, arguments, parameters or a condition, and none of them can put `:` right
+ * after a first name (the `?` of a conditional would have to come in between). Only spaces and
+ * tabs may separate the tokens, so no line break lets automatic semicolon insertion split them.
+ */
+const TS_DECLARATION = /(?:const|let|var)[ \t]+[A-Za-z_$][\w$]*[ \t]*[?!]?[ \t]*:/y;
+const TS_PARAMETER = /\([ \t]*[A-Za-z_$][\w$]*[ \t]*\??[ \t]*:/y;
+const WORD_CHAR = /[\w$\\\u0080-\uffff]/;
+
+/**
+ * Whether the source is certainly not JavaScript, decided without parsing: one of the token
+ * sequences above in code. The scan skips comments and quoted strings and stops at the first
+ * template literal or `/` that does not start a comment (a regular expression or a division: which
+ * one takes a parser to know), so a match inside a string, a comment, a template or a regular
+ * expression never counts. `false` proves nothing: acorn decides. `true` spares the TypeScript
+ * cell the parse that was bound to fail (most of a failed parse's cost is the SyntaxError).
+ */
+export function provesTypeScript(source: string): boolean {
+  const n = source.length;
+  let i = 0;
+  while (i < n) {
+    const c = source.charCodeAt(i);
+    if (c === 47 /* / */) {
+      const next = source.charCodeAt(i + 1);
+      if (next === 47) {
+        const end = source.indexOf('\n', i + 2);
+        if (end < 0) return false;
+        i = end + 1;
+      } else if (next === 42 /* * */) {
+        const end = source.indexOf('*/', i + 2);
+        if (end < 0) return false;
+        i = end + 2;
+      } else return false;
+    } else if (c === 39 /* ' */ || c === 34 /* " */) {
+      i++;
+      for (;;) {
+        if (i >= n) return false;
+        const d = source.charCodeAt(i);
+        if (d === c) break;
+        if (d === 10 || d === 13) return false;
+        i += d === 92 /* \\ */ ? 2 : 1;
+      }
+      i++;
+    } else if (c === 96 /* ` */) {
+      return false;
+    } else if (c === 40 /* ( */) {
+      TS_PARAMETER.lastIndex = i;
+      if (TS_PARAMETER.test(source)) return true;
+      i++;
+    } else if ((c === 99 /* c */ || c === 108 /* l */ || c === 118) /* v */ && (i === 0 || !WORD_CHAR.test(source[i - 1]))) {
+      TS_DECLARATION.lastIndex = i;
+      if (TS_DECLARATION.test(source)) return true;
+      i++;
+    } else i++;
+  }
+  return false;
 }
 
 /**
@@ -32,7 +95,16 @@ function parse(js: string): acorn.Program {
  * `enum`, `as`, ...) or that looks like a generic call goes through esbuild's TypeScript loader.
  */
 export function parsePlain(source: string): Parsed | undefined {
-  if (GENERIC_CALL.test(source)) return undefined;
+  return needsTypeScript(source) ? undefined : parseJavaScript(source);
+}
+
+/** Whether the cell goes to esbuild without trying acorn first: a generic call, or proven TypeScript. */
+export function needsTypeScript(source: string): boolean {
+  return GENERIC_CALL.test(source) || provesTypeScript(source);
+}
+
+/** `parsePlain` for a source `needsTypeScript` has already let through. */
+export function parseJavaScript(source: string): Parsed | undefined {
   // Every TypeScript cell fails here once; without a stack to capture, failing is much cheaper.
   const stackTraceLimit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
@@ -54,6 +126,8 @@ const TS_OPTIONS = {
   tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
   target: 'es2022',
 };
+/** The batch's map is only read for its mappings and names: the sources would double its size. */
+const BATCH_OPTIONS = { ...TS_OPTIONS, sourcesContent: false };
 
 const MODULE_SYNTAX = /^\s*(import|export)\b/m;
 const BATCH_MARKER = '//! @@hangar-cell ';
@@ -77,7 +151,8 @@ export async function stripTypeScript(sources: string[]): Promise<Parsed[]> {
   const results: Array<Parsed | undefined> = new Array(sources.length);
   const batch: number[] = [];
   sources.forEach((source, i) => {
-    if (!MODULE_SYNTAX.test(source)) batch.push(i);
+    // The regex tries every line start; most cells have neither word anywhere.
+    if (!((source.includes('import') || source.includes('export')) && MODULE_SYNTAX.test(source))) batch.push(i);
   });
   if (batch.length > 1) {
     const split = await transformBatch(batch.map((i) => sources[i]));
@@ -88,32 +163,31 @@ export async function stripTypeScript(sources: string[]): Promise<Parsed[]> {
 }
 
 async function transformBatch(sources: string[]): Promise<Array<Parsed | undefined>> {
-  const words = sources.map(wordsOf);
   const parts: string[] = [];
   const firstLine: number[] = []; // 1-based line of each cell's first source line in the batch
   let line = 1;
   sources.forEach((source, k) => {
     parts.push(`${BATCH_MARKER}${k}\nasync function __hangar_cell_${k}() {\n${source}\n}\n`);
     firstLine.push(line + 2);
-    line += source.split('\n').length + 3;
+    line += lineCount(source) + 3;
   });
   const none = sources.map(() => undefined);
   let code: string;
-  let map: string;
+  let mapJson: string;
   try {
-    ({ code, map } = await esbuild().transform(parts.join(''), TS_OPTIONS));
+    ({ code, map: mapJson } = await esbuild().transform(parts.join(''), BATCH_OPTIONS));
   } catch {
     return none;
   }
   const lines = code.split('\n');
-  const segments = decodeSegments(map);
-  const names = (JSON.parse(map) as { names: string[] }).names;
+  const map = JSON.parse(mapJson) as { mappings: string; names: string[] };
+  const segments = decodeMappings(map.mappings);
   const markers: number[] = [];
   lines.forEach((text, i) => {
     if (text.startsWith(BATCH_MARKER)) markers.push(i);
   });
   if (markers.length !== sources.length) return none;
-  return sources.map((_source, k) => {
+  return sources.map((source, k) => {
     const open = markers[k] + 1;
     let end = (k + 1 < markers.length ? markers[k + 1] : lines.length) - 1;
     while (end > open && lines[end] === '') end--;
@@ -121,24 +195,31 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
     if (lines[markers[k]] !== `${BATCH_MARKER}${k}` || lines[open] !== `async function __hangar_cell_${k}() {` || lines[end] !== '}') {
       return undefined;
     }
-    const own = segments
-      .slice(open + 1, end)
-      .map((segs) =>
-        segs.map(([column, sourceLine, name]) => [column, sourceLine - firstLine[k] + 1, name] as Segment).filter(([, l]) => l >= 1),
-      );
-    const js = lines
-      .slice(open + 1, end)
-      .map((text, i) => restoreNames(text, own[i], names))
-      .join('\n');
+    const shift = firstLine[k] - 1;
+    const own: Segment[][] = [];
+    const text: string[] = [];
+    for (let i = open + 1; i < end; i++) {
+      const segs: Segment[] = [];
+      for (const [column, sourceLine, name] of segments[i] ?? []) {
+        if (sourceLine - shift >= 1) segs.push(name === undefined ? [column, sourceLine - shift] : [column, sourceLine - shift, name]);
+      }
+      own.push(segs);
+      text.push(restoreNames(lines[i], segs, map.names));
+    }
+    const js = text.join('\n');
     let ast: acorn.Program;
     try {
       ast = parse(js);
     } catch {
       return undefined;
     }
+    let words: Set<string> | undefined;
     let invented = false;
     walk.full(ast, (node) => {
-      if (node.type === 'Identifier' && !words[k].has((node as acorn.Identifier).name)) invented = true;
+      if (invented || node.type !== 'Identifier') return;
+      const name = (node as acorn.Identifier).name;
+      // Not even a substring of the source: invented, without splitting the source into words.
+      invented = !source.includes(name) || !(words ??= wordsOf(source)).has(name);
     });
     if (invented) return undefined;
     const lineMap = own.map((segs) => segs[0]?.[1]) as number[];
@@ -146,19 +227,33 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
   });
 }
 
+/** Lines in a string, counted without splitting it. */
+function lineCount(text: string): number {
+  let count = 1;
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) count++;
+  return count;
+}
+
+const NAME_AT = /[\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*/uy;
+
 /**
  * Undo esbuild's renaming on one generated line: segments carrying a name index mark where an
- * identifier with that original name starts. Replaced right to left so earlier columns hold; the
- * segments' columns are then slightly off on that line, which only blurs error columns.
+ * identifier with that original name starts. Replaced right to left so earlier columns hold, and
+ * the columns of the segments after each replacement move by the difference in length, so a
+ * segment points where it did before the renaming — whichever other cells shared the batch.
  */
 function restoreNames(text: string, segments: Segment[], names: string[]): string {
   let out = text;
-  for (const [column, , name] of [...segments].reverse()) {
+  for (let s = segments.length - 1; s >= 0; s--) {
+    const [column, , name] = segments[s];
     if (name === undefined) continue;
     const original = names[name];
-    const current = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*/u.exec(out.slice(column))?.[0];
+    NAME_AT.lastIndex = column;
+    const current = NAME_AT.exec(out)?.[0];
     if (!current || current === original) continue;
     out = out.slice(0, column) + original + out.slice(column + current.length);
+    const delta = original.length - current.length;
+    for (let later = s + 1; later < segments.length; later++) segments[later][0] += delta;
   }
   return out;
 }

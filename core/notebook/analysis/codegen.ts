@@ -45,13 +45,16 @@ export function generateProgram(
       edits.push({ start: statement.start, end: statement.end, text: importToConst(statement) });
     }
   }
-  walk.simple(program, {
-    ImportExpression(node) {
-      // Dynamic import from inside a vm script has no module to resolve against; route it to the
-      // kernel's resolver, which resolves relative to the notebook's folder.
-      edits.push({ start: node.start, end: node.start + 'import'.length, text: '__hangar.import' });
-    },
-  });
+  // No walk where the word is missing: a keyword cannot be spelt with escapes.
+  if (js.includes('import')) {
+    walk.simple(program, {
+      ImportExpression(node) {
+        // Dynamic import from inside a vm script has no module to resolve against; route it to the
+        // kernel's resolver, which resolves relative to the notebook's folder.
+        edits.push({ start: node.start, end: node.start + 'import'.length, text: '__hangar.import' });
+      },
+    });
+  }
   if (endsInValue(program)) {
     const expression = (program.body[program.body.length - 1] as acorn.ExpressionStatement).expression;
     edits.push({ start: expression.start, end: expression.start, text: '__hangar.value = (' });

@@ -100,10 +100,16 @@ export async function analyzeCells(sources: readonly string[]): Promise<CellAnal
   }
   stripping.push(...batchesOf(held).map((batch) => strip(sources, batch, results)));
   await Promise.all(stripping);
-  for (const i of pending) {
-    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-    cache.set(sources[i], results[i]);
+  // The oldest entries go in one pass: a Map keeps deleted entries as holes until it is rebuilt,
+  // and `keys().next()` after each delete walked every hole from the start again.
+  let excess = cache.size + pending.length - CACHE_LIMIT;
+  if (excess > 0) {
+    for (const key of cache.keys()) {
+      if (excess-- <= 0) break;
+      cache.delete(key);
+    }
   }
+  for (const i of pending.slice(-CACHE_LIMIT)) cache.set(sources[i], results[i]);
   return results;
 }
 

@@ -195,14 +195,18 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
     if (lines[markers[k]] !== `${BATCH_MARKER}${k}` || lines[open] !== `async function __hangar_cell_${k}() {` || lines[end] !== '}') {
       return undefined;
     }
+    // The decoded segments are this call's own: moved to the cell's lines in place.
     const shift = firstLine[k] - 1;
     const own: Segment[][] = [];
     const text: string[] = [];
     for (let i = open + 1; i < end; i++) {
-      const segs: Segment[] = [];
-      for (const [column, sourceLine, name] of segments[i] ?? []) {
-        if (sourceLine - shift >= 1) segs.push(name === undefined ? [column, sourceLine - shift] : [column, sourceLine - shift, name]);
+      const segs = segments[i] ?? [];
+      let kept = 0;
+      for (const segment of segs) {
+        segment[1] -= shift;
+        if (segment[1] >= 1) segs[kept++] = segment;
       }
+      segs.length = kept;
       own.push(segs);
       text.push(restoreNames(lines[i], segs, map.names));
     }
@@ -223,7 +227,8 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
     });
     if (invented) return undefined;
     const lineMap = own.map((segs) => segs[0]?.[1]) as number[];
-    return { js, ast, lineMap, segments: own.map((segs) => segs.map(([c, l]) => [c, l] as [number, number])) };
+    for (const segs of own) for (const segment of segs) segment.length = 2;
+    return { js, ast, lineMap, segments: own as Array<Array<[number, number]>> };
   });
 }
 

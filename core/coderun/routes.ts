@@ -10,9 +10,8 @@
  * Handlers take the service from a getter: the service is built on the first coding-run request,
  * not at start-up (core/coderun/subsystem.ts).
  */
-import type { FastifyInstance } from 'fastify';
-import { pathOf } from '../http/request.js';
-import { type AnyRoute, defineRoute, mountRoutes } from '../http/route.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { type AnyRoute, defineRoute, mountRoutes, type RouteMethod } from '../http/route.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import {
   ActivateRequest,
@@ -32,27 +31,42 @@ import { sessionGuard } from './session.js';
 /** The paths the session token guards, known routes or not. */
 export const CODE_PREFIXES = ['/api/runs', '/api/teams', '/api/composition', '/api/tasks', '/api/config', '/api/calibration'];
 
-const underCodePrefix = (path: string) => CODE_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+/**
+ * The methods whose unknown paths under a prefix answer 401 before 404: every method a route can
+ * declare (a HEAD request is routed as GET, core/http/app.ts `headAsGet`).
+ */
+const GUARDED_METHODS: RouteMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /**
- * The coding-run routes, behind the session token: one onRequest hook guards every path under the
- * prefixes, known routes or not, so an unknown path or method under a prefix answers 401 before 404,
- * as a prefix guard should (the answer is then the app's own 404, core/http/app.ts
- * `answerWithDetail`). Why a path check and not a scope with a 404 handler per prefix, as before:
- * fastify adds each scoped 404 handler to its 404 router for every one of the ~35 HTTP methods, and
- * the six prefixes cost ~15 ms of every start (CPU profile); the check costs a few `startsWith` per
- * request.
+ * The coding-run routes in their own scope, behind the session token. Catch-all routes in that
+ * scope keep every other path under a prefix (and a prefix itself with a method no route takes)
+ * behind the token too: 401 first, then the server's usual 404 (core/http/app.ts
+ * `answerWithDetail`), as a prefix guard should — the control plane's way (core/control/routes.ts).
+ * For the methods a route can declare, not all ~35 fastify knows: the router pays per method,
+ * and every method for six prefixes was ~15 ms of every start (as a scoped 404 handler per prefix,
+ * before; CPU profile); an OPTIONS, PROPFIND… under a prefix answers the 404 without asking for
+ * the token (no route answers those methods anywhere).
  */
 export function mountCodeRoutes(app: FastifyInstance, sessionToken: string, service: () => CodeRunService, more: AnyRoute[] = []): void {
-  const guard = sessionGuard(sessionToken);
-  app.addHook('onRequest', function guardCodePrefixes(req, reply, done) {
-    if (underCodePrefix(pathOf(req))) return guard.call(this, req, reply, done);
-    done();
+  app.register(async (scope) => {
+    scope.addHook('onRequest', sessionGuard(sessionToken));
+    const routes = [...codeRoutes(service), ...more];
+    mountRoutes(scope, [...routes, ...CODE_PREFIXES.flatMap((prefix) => unknownUnder(prefix, routes))]);
   });
-  const routes = [...codeRoutes(service), ...more];
-  const outside = routes.find((route) => !underCodePrefix(route.url));
-  if (outside) throw new Error(`coding-run route ${outside.url} is outside the session-guarded prefixes`);
-  mountRoutes(app, routes);
+}
+
+function unknownUnder(prefix: string, routes: readonly AnyRoute[]): AnyRoute[] {
+  const unknownPath = {
+    summary: 'no such coding-run route',
+    config: { hidden: true },
+    handler: ({ reply }: { reply: FastifyReply }) => reply.callNotFound(),
+  };
+  const taken = new Set(routes.filter((route) => route.url === prefix).flatMap((route) => [route.method].flat()));
+  const free = GUARDED_METHODS.filter((method) => !taken.has(method));
+  return [
+    ...(free.length > 0 ? [defineRoute({ method: free, url: prefix, ...unknownPath })] : []),
+    defineRoute({ method: GUARDED_METHODS, url: `${prefix}/*`, ...unknownPath }),
+  ];
 }
 
 const tags = ['coding runs'];

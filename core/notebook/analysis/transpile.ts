@@ -229,7 +229,7 @@ async function transformBatch(sources: string[], found: (k: number, parsed: Pars
         segment[1] -= shift;
         if (segment[1] >= 1) segs[kept++] = segment;
       }
-      segs.length = kept;
+      if (kept < segs.length) segs.length = kept;
       own.push(segs);
       text.push(restoreNames(lines[i], segs, map.names));
     }
@@ -242,7 +242,8 @@ async function transformBatch(sources: string[], found: (k: number, parsed: Pars
     }
     if (invents(js, ast, source)) return;
     const lineMap = own.map((segs) => segs[0]?.[1]) as number[];
-    for (const segs of own) for (const segment of segs) segment.length = 2;
+    // Only a renamed identifier's segment carries a third field.
+    for (const segs of own) for (let s = 0; s < segs.length; s++) if (segs[s].length > 2) segs[s] = [segs[s][0], segs[s][1]];
     found(k, { js, ast, lineMap, segments: own as Array<Array<[number, number]>> });
   });
 }

@@ -182,6 +182,59 @@ class Unkept {
   ) {}
 }
 
+/**
+ * The outcome of a run whose last checkpoint was not kept: its `checkpoint` is made when read, an
+ * own enumerable property still (spread, JSON and structuredClone read it), in the same place among
+ * the keys. One getter shared by every instance: an object literal's getter is a new closure, and
+ * V8 builds such a literal on its slow path (0.65 µs against 0.12 µs a run in a micro-benchmark).
+ */
+class UnkeptOutcome implements RunOutcome {
+  static readonly #checkpoint: PropertyDescriptor = {
+    get(this: UnkeptOutcome) {
+      return this.#make();
+    },
+    enumerable: true,
+    configurable: true,
+  };
+  declare readonly run_id: string;
+  declare readonly thread_id: string;
+  declare readonly status: RunOutcome['status'];
+  declare readonly state: AgentState;
+  declare readonly result: AgentResult;
+  declare readonly checkpoint: Checkpoint;
+  declare readonly paused: RunOutcome['paused'];
+  declare readonly tool_calls: ToolCall[];
+  declare readonly usage: RunUsage;
+  declare readonly duration_ms: number;
+  readonly #make: () => Checkpoint;
+
+  constructor(
+    runId: string,
+    threadId: string,
+    status: RunOutcome['status'],
+    state: AgentState,
+    result: AgentResult,
+    make: () => Checkpoint,
+    paused: RunOutcome['paused'],
+    toolCalls: ToolCall[],
+    usage: RunUsage,
+    duration_ms: number,
+  ) {
+    this.#make = make;
+    const self = this as { -readonly [K in keyof RunOutcome]: RunOutcome[K] };
+    self.run_id = runId;
+    self.thread_id = threadId;
+    self.status = status;
+    self.state = state;
+    self.result = result;
+    Object.defineProperty(this, 'checkpoint', UnkeptOutcome.#checkpoint);
+    self.paused = paused;
+    self.tool_calls = toolCalls;
+    self.usage = usage;
+    self.duration_ms = duration_ms;
+  }
+}
+
 /** What `save` wrote: a checkpoint, or one not kept and not yet made. */
 type Saved = Checkpoint | Unkept;
 
@@ -374,21 +427,7 @@ export class Engine {
           duration_ms,
         };
       }
-      // An own enumerable property still (spread, JSON and structuredClone read it), made when read.
-      return {
-        run_id: runId,
-        thread_id: threadId,
-        status,
-        state,
-        result,
-        get checkpoint() {
-          return checkpointOf(saved);
-        },
-        paused,
-        tool_calls: toolCalls,
-        usage,
-        duration_ms,
-      };
+      return new UnkeptOutcome(runId, threadId, status, state, result, () => checkpointOf(saved), paused, toolCalls, usage, duration_ms);
     };
 
     const resume = request.resume;

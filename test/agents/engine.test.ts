@@ -277,6 +277,29 @@ describe('graph engine', () => {
     expect(events.at(-1)).toMatchObject({ type: 'run_error', error: 'kaput', node: 'boom' });
   });
 
+  it("a run that keeps no checkpoint makes its outcome's checkpoint when read: an own enumerable key, in place, the same each read", async () => {
+    const { engine } = harness([echo]);
+    const outcome = await engine.run({ agent: echo, input: input('hi', { thread_id: undefined }), prompt: '' });
+    expect(Object.keys(outcome)).toEqual([
+      'run_id',
+      'thread_id',
+      'status',
+      'state',
+      'result',
+      'checkpoint',
+      'paused',
+      'tool_calls',
+      'usage',
+      'duration_ms',
+    ]);
+    const checkpoint = outcome.checkpoint;
+    expect(checkpoint).toMatchObject({ thread_id: outcome.thread_id, step: 1, metadata: { run_id: outcome.run_id, source: 'loop' } });
+    expect(outcome.checkpoint).toBe(checkpoint);
+    expect({ ...outcome }.checkpoint).toBe(checkpoint);
+    expect(JSON.parse(JSON.stringify(outcome)).checkpoint.id).toBe(checkpoint.id);
+    expect(structuredClone(outcome).checkpoint).toEqual(checkpoint);
+  });
+
   it('fails a cycle that never exits instead of looping forever', async () => {
     const loop = agent('loop', {
       graph: {

@@ -21,6 +21,11 @@ describe("a supervised node's context, made on its first call back", () => {
           return { response: 'reported ' + ctx.threadId.length };
         } }`),
         'agents/quiet.ts': agentSource(`{ run: async () => 'ok' }`),
+        'agents/keys.ts': agentSource(`{ run: async (input, ctx) => {
+          const { step, signal } = ctx;
+          step('destructured');
+          return { response: Object.keys(ctx).join(','), output: { aborted: signal.aborted, spread: typeof { ...ctx }.signal.aborted } };
+        } }`),
         'agents/branching.ts': agentSource(`{ graph: {
           nodes: { first: (state, ctx) => { ctx.step('first'); return { response: 'go' }; }, second: (state) => ({ response: state.response + ' on' }) },
           edges: [{ from: 'first', to: 'second', when: (state) => state.response === 'go' }],
@@ -29,7 +34,7 @@ describe("a supervised node's context, made on its first call back", () => {
       },
       settings: { watch: false },
     });
-    await hostsReady(server, 3);
+    await hostsReady(server, 4);
   }, 60_000);
   afterAll(() => server.stop());
 
@@ -45,6 +50,15 @@ describe("a supervised node's context, made on its first call back", () => {
     expect(read.frames.map((f) => f.data.event)).toEqual(['start', 'step', 'complete']);
     expect(read.frames[1]!.data).toMatchObject({ node: 'agent', steps_taken: ['one', 'read 0'] });
     expect(read.frames[2]!.data).toMatchObject({ response: 'reported 36', steps_taken: ['one', 'read 0'] });
+  });
+
+  it('gives a node in its host the same ctx as before: its keys in order, a signal, methods that work destructured', async () => {
+    const res = await server.request('/api/v1/keys/invoke', { method: 'POST', json: { query: 'q' } });
+    expect(res.body).toMatchObject({
+      response: 'input,prompt,signal,workspace,threadId,documents,step,tool,plan,interrupt,callAgent,model',
+      output: { aborted: false, spread: 'boolean' },
+      steps_taken: ['destructured'],
+    });
   });
 
   it('answers a node that never calls back, and follows a condition asked in the host', async () => {

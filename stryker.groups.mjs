@@ -37,10 +37,11 @@ export const MUTATION_GROUPS = {
     // keyed logs (sqlite-logs.ts: items by shape, pages, versions, the limits of a key and of the
     // store), the invocation log's pages and pruning (sqlite-invocations.ts), and the store itself
     // (sqlite-store.ts from writeFailed on: open, damage, the migration loop, transactions,
-    // indexes, stats). Module-level constants are left out, as their mutants are static (each runs
-    // every test of the group): the shared statements, KEY_SPAN, the ISO pattern, the invocation
-    // table's schema, the MIGRATIONS texts (schema-upgrade.test.ts opens a file of the older
-    // schema), node:sqlite's loader, DAMAGE_CODES. sqlite-sql.ts (the statement runner and encode,
+    // indexes, stats). Module-level constants are left out, as their mutants are static (each
+    // runs every test of the group): the shared statements, KEY_SPAN, the ISO pattern, the
+    // invocation table's schema, the MIGRATIONS texts (schema-upgrade.test.ts opens a file of the
+    // older schema), node:sqlite's loader, DAMAGE_CODES. The ranges run from each module's first
+    // rule to its end, around those constants: keep them so when a module changes. sqlite-sql.ts (the statement runner and encode,
     // reached by every test) is not measured.
     // Tests: sqlite-rules.test.ts (SQLite only, under a second) and schema-upgrade.test.ts. The
     // contract tests that hold SQLite and PostgreSQL to one behaviour (sqlite-store, group-counts,
@@ -48,11 +49,11 @@ export const MUTATION_GROUPS = {
     // 10,000 threads: a file's set-up runs again for every mutant a test of it covers, minutes
     // per module on two shared cores, so the SQLite rules they check are in sqlite-rules.test.ts.
     mutate: [
-      'core/storage/sqlite-records.ts:16-195',
-      'core/storage/sqlite-logs.ts:37-218',
-      'core/storage/sqlite-invocations.ts:33-82',
-      'core/storage/sqlite-store.ts:201-446',
-      'core/storage/sqlite-store.ts:448-458',
+      'core/storage/sqlite-records.ts:16-205',
+      'core/storage/sqlite-logs.ts:37-222',
+      'core/storage/sqlite-invocations.ts:33-86',
+      'core/storage/sqlite-store.ts:201-455',
+      'core/storage/sqlite-store.ts:457-467',
     ],
     tests: ['test/storage/sqlite-rules.test.ts', 'test/storage/schema-upgrade.test.ts'],
   },
@@ -92,15 +93,15 @@ export const MUTATION_GROUPS = {
     // Which files are entries (candidatesIn, entryOf), the scan (build cache, path order, load
     // timeouts), what a change reloads (handleChange: folders gone, the module graph) and how an
     // entry loads, fails and unloads (names, duplicates, renames, problems, log lines), and the JSON
-    // version: lines 38-60, 96-180 and 256 to the end. Left out: the module constants (static
-    // mutants) and the file-event machinery of lines 181-255 (watch, scanFolder, close, idle, the
+    // version: lines 38-61, 97-181 and 257 to the end. Left out: the module constants (static
+    // mutants) and the file-event machinery of lines 182-256 (watch, scanFolder, close, idle, the
     // debounce and the queue), whose mutants either leave idle() waiting for good (each a 20 s
     // timeout and a restarted test runner) or change only when a reload happens, not what it
     // loads: a first run of the whole file had done 167 of 416 mutants after 21 minutes on two
     // shared cores. Tests: discovery-rules.test.ts (the real Discovery and Registry on real files,
     // seconds in all); discovery, load-errors and load-timeout start a server per test, too slow
     // to run again for each mutant.
-    mutate: ['core/kernel/discovery.ts:38-60', 'core/kernel/discovery.ts:96-180', 'core/kernel/discovery.ts:256-452'],
+    mutate: ['core/kernel/discovery.ts:38-61', 'core/kernel/discovery.ts:97-181', 'core/kernel/discovery.ts:257-463'],
     tests: ['test/kernel/discovery-rules.test.ts'],
   },
   notebook: {

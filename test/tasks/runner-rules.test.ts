@@ -259,6 +259,12 @@ describe('task runner: how work settles', () => {
 });
 
 describe('task runner: slots and order', () => {
+  it('a board that has run nothing reports nothing queued or running', async () => {
+    const { tasks } = service({ concurrency: 3 });
+    await tasks.start();
+    expect(tasks.load()).toEqual({ queued: 0, running: 0, concurrency: 3, abandoned: 0 });
+  });
+
   it('runs at most `concurrency` at once, the rest in submission order, and counts each in load()', async () => {
     const { tasks } = service({ concurrency: 2 });
     const holds = [gate(), gate(), gate(), gate()];
@@ -457,6 +463,33 @@ describe('task runner: resumed work', () => {
     for (let i = 0; i < 100 && tasks.load().running > 0; i++) await new Promise((r) => setTimeout(r, 5));
     expect(tasks.load()).toEqual({ queued: 0, running: 0, concurrency: 1, abandoned: 0 });
     expect(await statusesOf(tasks, asked.id)).toEqual(['submitted', 'working', 'input-required', 'working', 'working', 'completed']);
+  });
+});
+
+describe('task runner: output after a stop', () => {
+  it('output a stopped task emits is not written, so the next start does not find it in the log', async () => {
+    const { tasks, dir } = service();
+    const started = gate();
+    const release = gate();
+    tasks.registerKind('steps', {
+      run: async (ctx) => {
+        started.open();
+        await release.promise;
+        ctx.emit('after stop');
+      },
+    });
+    const task = await tasks.submit({ kind: 'steps', target: 'x', principal });
+    await started.promise;
+    await tasks.stop();
+    release.open();
+    await new Promise((r) => setTimeout(r, 50));
+
+    const next = openService(dir);
+    cleanups.push(() => next.stop());
+    next.registerKind('steps', { run: () => undefined });
+    const after = await waitForStatus(() => next.get(task.id), ['failed']);
+    expect(after.error).toMatch(/^interrupted: Hangar stopped while the task was working/);
+    expect(await statusesOf(next, task.id)).toEqual(['submitted', 'working', 'failed']);
   });
 });
 

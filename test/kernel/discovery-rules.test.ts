@@ -467,6 +467,11 @@ describe('more reloads', () => {
     await run.write('widgets/box/lib.ts', 'export const size = 2;\n');
     await soon(() => run.registry.get<Widget>('widget', 'box')!.definition.size === 2);
     await run.discovery.idle();
+    // Deeper, or not code: no entry either.
+    await run.write('widgets/box/index.md', '# notes\n');
+    await run.write('widgets/box/deeper/index.ts', widget(9, 'deep'));
+    await new Promise((r) => setTimeout(r, 60));
+    await run.discovery.idle();
     expect(names(run.registry)).toEqual(['box@widgets/box/index.ts']);
     expect(problems(run.registry)).toEqual([]);
   });
@@ -510,6 +515,9 @@ describe('more reloads', () => {
     await run.write('widgets/empty.ts', '');
     await new Promise((r) => setTimeout(r, 60));
     await run.discovery.idle();
+    // Zero bytes is a save in progress: no entry, no problem.
+    expect(problems(run.registry)).toEqual([]);
+    expect(names(run.registry)).toEqual(['w@widgets/w.ts']);
     await rm(path.join(run.root, 'widgets/empty.ts'));
     await new Promise((r) => setTimeout(r, 60));
     await run.discovery.idle();

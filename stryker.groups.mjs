@@ -106,10 +106,10 @@ export const MUTATION_GROUPS = {
   },
   notebook: {
     // The reactive engine: saved outputs starting stale (lines 81-86), cell states, edits, runs, a
-    // lost kernel (108-428) and what a reload from disk makes stale (#adopt, 566-604); keep the
+    // lost kernel (108-433) and what a reload from disk makes stale (#adopt, 571-611); keep the
     // ranges on them when the file changes. Left out: the file handling between them (save, merge,
     // following the disk; the safe-saves and merge tests' ground), which holds no staleness rule.
-    mutate: ['core/notebook/session.ts:81-86', 'core/notebook/session.ts:108-428', 'core/notebook/session.ts:566-604'],
+    mutate: ['core/notebook/session.ts:81-86', 'core/notebook/session.ts:108-433', 'core/notebook/session.ts:571-611'],
     tests: [
       'test/notebook/session.test.ts',
       'test/notebook/staleness.test.ts',

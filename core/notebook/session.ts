@@ -106,6 +106,9 @@ export class NotebookSession {
   }
 
   #setState(cellId: string, state: CellState): void {
+    // Every cell has a state from when it is added until it is deleted: a cell deleted while it ran
+    // does not come back as a state of its own.
+    if (!this.#states.has(cellId)) return;
     // Stryker disable next-line ConditionalExpression,StringLiteral: a cell reaches success or error only from running or queued, so the repeat these let through never comes
     if (this.#states.get(cellId) === state && state !== 'success' && state !== 'error') return;
     this.#states.set(cellId, state);
@@ -298,6 +301,8 @@ export class NotebookSession {
       }
       for (const id of order) {
         if (epoch !== this.#epoch) break;
+        // Deleted since the run began (its state went with it): dropped, as one deleted while queued is.
+        if (!this.#states.has(id)) continue;
         const info = analysis.cells.get(id)!;
         const upstreamMissing = [...analysis.topology.parents.get(id)!].some(
           (parent) => failed.has(parent) || (this.state(parent) !== 'success' && !live.has(parent)),
@@ -582,19 +587,21 @@ export class NotebookSession {
       return cell;
     });
     const kept = new Set(cells.map((c) => c.id));
+    const removed = [...old.keys()].filter((id) => !kept.has(id));
     // Stryker disable next-line OptionalChaining,ArrayDeclaration: every cell the session held is in the analysis made before the change
-    const removedNames = [...old.keys()].filter((id) => !kept.has(id)).flatMap((id) => before.cells.get(id)?.writes ?? []);
-    for (const id of old.keys()) if (!kept.has(id)) this.#states.delete(id);
+    const removedNames = removed.flatMap((id) => before.cells.get(id)?.writes ?? []);
+    for (const id of removed) this.#states.delete(id);
     this.notebook.cells.splice(0, this.notebook.cells.length, ...cells);
     this.#analysis = undefined;
     const after = await this.analysis();
+    // The readers of a removed cell's names too, as deleteCell does: their values came from it.
     this.#markStale([
       ...changed,
-      ...descendants(
-        before.topology,
+      ...descendants(before.topology, [
         // Stryker disable next-line MethodExpression: descendants() of an id its graph lacks is empty
-        changed.filter((id) => before.cells.has(id)),
-      ),
+        ...changed.filter((id) => before.cells.has(id)),
+        ...removed,
+      ]),
       ...descendants(after.topology, changed),
     ]);
     // Stryker disable next-line ConditionalExpression,EqualityOperator: deleting no names does nothing (NotebookRuntime.deleteNames)

@@ -133,10 +133,16 @@ export class TaskRunner {
       } catch (err) {
         if (live.finishing || this.halted) return;
         if (err instanceof SettleAs) {
-          await this.lifecycle.finish(live, err.status, {
-            result: toJson(err.fields.result, 'task result'),
-            error: err.fields.error ?? null,
-          });
+          // A result that cannot be stored fails the task, as a completed one's does; thrown from
+          // here it would have left the task `working` for good, its slot already free.
+          let settled: unknown;
+          try {
+            settled = toJson(err.fields.result, 'task result');
+          } catch (bad) {
+            await this.lifecycle.finish(live, 'failed', { error: errorMessage(bad) });
+            return;
+          }
+          await this.lifecycle.finish(live, err.status, { result: settled, error: err.fields.error ?? null });
           return;
         }
         await this.lifecycle.finish(live, 'failed', { error: errorMessage(err) });

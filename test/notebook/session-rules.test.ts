@@ -251,6 +251,39 @@ describe('notebook rules: editing', () => {
   });
 });
 
+describe('notebook rules: deleting during a run', () => {
+  it('a cell deleted while the run that holds it is under way is dropped; the run goes on and its readers fail loudly', async () => {
+    const s = open([
+      { id: 'loop', source: 'const t = Date.now();\nwhile (Date.now() - t < 300) {}' },
+      { id: 'b', source: 'const b = 2' },
+      { id: 'c', source: 'b + 1' },
+      { id: 'd', source: '"d"' },
+    ]);
+    const run = s.runAll();
+    while (s.state('loop') !== 'running') await new Promise((r) => setTimeout(r, 5));
+    await s.deleteCell('b');
+    await run;
+    expect(s.history.map((h) => h.cell_id)).toEqual(['loop', 'c', 'd']);
+    expect(s.notebook.cells.map((c) => c.id)).toEqual(['loop', 'c', 'd']);
+    expect([s.state('loop'), s.state('b'), s.state('c'), s.state('d')]).toEqual(['success', 'idle', 'error', 'success']);
+    expect(value(s, 'c')).toMatch(/b is not defined/);
+  });
+
+  it('the cell running when it is deleted finishes without coming back, and the run goes on', async () => {
+    const s = open([
+      { id: 'loop', source: 'const t = Date.now();\nwhile (Date.now() - t < 300) {}' },
+      { id: 'after', source: '"after"' },
+    ]);
+    const run = s.runAll();
+    while (s.state('loop') !== 'running') await new Promise((r) => setTimeout(r, 5));
+    await s.deleteCell('loop');
+    await run;
+    expect(s.notebook.cells.map((c) => c.id)).toEqual(['after']);
+    expect(s.cellsWithState().map((c) => [c.id, c.state])).toEqual([['after', 'success']]);
+    expect(s.state('loop')).toBe('idle');
+  });
+});
+
 describe('notebook rules: running', () => {
   it('a run takes the upstream cells that are not fresh and leaves fresh ones alone', async () => {
     const s = open([
@@ -554,7 +587,7 @@ describe('notebook rules: reloading from disk', () => {
     expect(value(s, 'b')).toBe('11');
   });
 
-  it('a cell removed on disk leaves the session, its names leave the kernel', async () => {
+  it('a cell removed on disk leaves the session, its names leave the kernel, and the cells that read them become stale', async () => {
     const cells = [
       { id: 'a', source: 'const a = 1' },
       { id: 'b', source: 'a' },
@@ -566,6 +599,7 @@ describe('notebook rules: reloading from disk', () => {
     await s.reloadFromDisk();
     expect(s.notebook.cells.map((c) => c.id)).toEqual(['b', 'c']);
     expect(s.state('a')).toBe('idle');
+    expect(s.state('b')).toBe('stale');
     expect(s.state('c')).toBe('success');
     await s.runCell('b');
     expect(value(s, 'b')).toMatch(/a is not defined/);

@@ -165,6 +165,30 @@ describe('task runner: how work settles', () => {
     expect(await tasks.result(task.id)).toEqual({ id: task.id, status: 'input-required', result: { question: 'which one?' }, error: null });
   });
 
+  it('SettleAs with a result that is not JSON fails the task saying so, as a completed result does, instead of leaving it working', async () => {
+    const { tasks } = service();
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const settling = await tasks.submit({
+      kind: 'adhoc',
+      target: 'x',
+      principal,
+      run: () => {
+        throw new SettleAs('input-required', { result: cyclic });
+      },
+    });
+    const completing = await tasks.submit({ kind: 'adhoc', target: 'x', principal, run: () => cyclic });
+    for (const id of [settling.id, completing.id]) {
+      const done = await waitForStatus(() => tasks.get(id), ['input-required', 'failed', 'completed']);
+      expect(done).toMatchObject({
+        status: 'failed',
+        result: null,
+        error: expect.stringMatching(/^task result is not JSON-serialisable: /),
+      });
+      expect((await tasks.replay(id, 0)).events.at(-1)!.data).toMatchObject({ status: 'failed' });
+    }
+  });
+
   it('SettleAs canceled ends canceled with its error and no result, the status event carrying the error', async () => {
     const { tasks } = service();
     const task = await tasks.submit({

@@ -93,15 +93,15 @@ export const MUTATION_GROUPS = {
     // Which files are entries (candidatesIn, entryOf), the scan (build cache, path order, load
     // timeouts), what a change reloads (handleChange: folders gone, the module graph) and how an
     // entry loads, fails and unloads (names, duplicates, renames, problems, log lines), and the JSON
-    // version: lines 38-62, 98-182 and 258 to the end. Left out: the module constants (static
-    // mutants) and the file-event machinery of lines 183-257 (watch, scanFolder, close, idle, the
+    // version: lines 38-60, 96-180 and 256 to the end. Left out: the module constants (static
+    // mutants) and the file-event machinery of lines 181-255 (watch, scanFolder, close, idle, the
     // debounce and the queue), whose mutants either leave idle() waiting for good (each a 20 s
     // timeout and a restarted test runner) or change only when a reload happens, not what it
     // loads: a first run of the whole file had done 167 of 416 mutants after 21 minutes on two
     // shared cores. Tests: discovery-rules.test.ts (the real Discovery and Registry on real files,
     // seconds in all); discovery, load-errors and load-timeout start a server per test, too slow
     // to run again for each mutant.
-    mutate: ['core/kernel/discovery.ts:38-62', 'core/kernel/discovery.ts:98-182', 'core/kernel/discovery.ts:258-466'],
+    mutate: ['core/kernel/discovery.ts:38-60', 'core/kernel/discovery.ts:96-180', 'core/kernel/discovery.ts:256-464'],
     tests: ['test/kernel/discovery-rules.test.ts'],
   },
   notebook: {

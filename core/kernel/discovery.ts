@@ -283,7 +283,8 @@ export class Discovery {
       if (ext === 'json') return kind.json ? { kind, defaultName: path.basename(parts[1]!, '.json'), json: true } : undefined;
       return CODE_EXT.includes(ext) ? { kind, defaultName: path.basename(parts[1]!, '.' + ext), json: false } : undefined;
     }
-    if (parts.length === 3 && CODE_EXT.includes(ext) && path.basename(parts[2]!, '.' + ext) === 'index') {
+    // A folder named with `_` or `.` is a helper's, as such a file is: its index is no entry.
+    if (parts.length === 3 && !/^[_.]/.test(parts[1]!) && CODE_EXT.includes(ext) && path.basename(parts[2]!, '.' + ext) === 'index') {
       return { kind, defaultName: parts[1]!, json: false };
     }
     return undefined;

@@ -112,6 +112,8 @@ describe('which files are entries', () => {
       'widgets/deep/er/index.ts': widget(61),
       'widgets/_helper.ts': widget(62),
       'widgets/.hidden.ts': widget(63),
+      'widgets/_private/index.ts': widget(66),
+      'widgets/.tool/index.js': widget(67),
       'widgets/types.d.ts': 'export type X = 1;\n',
       'widgets/plain.test.ts': widget(64),
       'widgets/plain.spec.js': widget(65),
@@ -215,6 +217,7 @@ describe('which files are entries', () => {
     await run.write('widgets/later.json', '{ "size": 4 }');
     await run.write('gadgets/later.json', '{ "size": 5 }');
     await run.write('widgets/box/index.ts', widget(6));
+    await run.write('widgets/_private/index.ts', widget(7));
     await soon(() => names(run.registry).length === 3);
     await run.discovery.idle();
     expect(names(run.registry)).toEqual(['box@widgets/box/index.ts', 'first@widgets/first.ts', 'later@widgets/later.json']);

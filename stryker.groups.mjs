@@ -101,7 +101,7 @@ export const MUTATION_GROUPS = {
     // shared cores. Tests: discovery-rules.test.ts (the real Discovery and Registry on real files,
     // seconds in all); discovery, load-errors and load-timeout start a server per test, too slow
     // to run again for each mutant.
-    mutate: ['core/kernel/discovery.ts:38-60', 'core/kernel/discovery.ts:96-180', 'core/kernel/discovery.ts:256-464'],
+    mutate: ['core/kernel/discovery.ts:38-60', 'core/kernel/discovery.ts:96-180', 'core/kernel/discovery.ts:256-465'],
     tests: ['test/kernel/discovery-rules.test.ts'],
   },
   notebook: {

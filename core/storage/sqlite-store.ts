@@ -225,32 +225,49 @@ export class SqliteStore implements Store, SqlAccess {
     this.file = file;
     this.log = options.log ?? (() => {});
     mkdirSync(path.dirname(file), { recursive: true });
-    const connect = () => {
-      const db = new DatabaseSync(file, { timeout: options.busyTimeoutMs ?? 5_000 });
-      db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'};`);
-      return db;
-    };
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+    // The connection being opened, kept even when opening fails: closing a connection deletes the
+    // -wal and -shm beside `file` by name, so a damaged file's is closed only once they are moved.
     let db: DatabaseSync | undefined;
+    const connect = (): DatabaseSync => {
+      const deadline = Date.now() + busyTimeoutMs;
+      for (let pauseMs = 5; ; pauseMs = Math.min(pauseMs * 2, 100)) {
+        db = new DatabaseSync(file, { timeout: busyTimeoutMs });
+        try {
+          db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'};`);
+          return db;
+        } catch (err) {
+          // Processes opening a new file together each hold a read lock and ask to upgrade it to
+          // switch the file to WAL: SQLite answers all but one SQLITE_BUSY at once (a deadlock the
+          // busy handler does not wait out), so the open is tried again until the busy timeout.
+          if (!isBusy(err) || Date.now() >= deadline) throw err;
+          db.close();
+          sleepSync(pauseMs);
+        }
+      }
+    };
     let damage: string | undefined;
     try {
-      db = connect();
-      damage = quickCheck(db);
+      damage = quickCheck(connect());
     } catch (err) {
-      if (!isDamage(err)) throw err;
+      if (!isDamage(err)) {
+        db?.close();
+        throw err;
+      }
       damage = (err as Error).message;
     }
     if (damage) {
-      db?.close();
       // Never silently emptied: the damaged file (and its WAL) stays next to the new one.
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
       const movedTo = `${file}.damaged-${stamp}`;
       for (const suffix of ['', '-wal', '-shm']) if (existsSync(file + suffix)) renameSync(file + suffix, movedTo + suffix);
+      db?.close();
       this.recovered = { movedTo, problem: damage };
       this.log(
         'error',
         `store: ${path.basename(file)} is damaged (${damage}); moved it to ${path.basename(movedTo)} and started an empty store`,
       );
-      db = connect();
+      connect();
     }
     this.db = db!;
     this.migrate();
@@ -457,6 +474,17 @@ const DAMAGE_CODES = new Set([11, 26]);
 function isDamage(err: unknown): boolean {
   const code = (err as { errcode?: number }).errcode;
   return code !== undefined && DAMAGE_CODES.has(code & 0xff);
+}
+
+const SQLITE_BUSY = 5;
+function isBusy(err: unknown): boolean {
+  const code = (err as { errcode?: number }).errcode;
+  return code !== undefined && (code & 0xff) === SQLITE_BUSY;
+}
+
+/** Opening a store is synchronous (a constructor), so its retry pauses block this thread briefly. */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /** `PRAGMA quick_check` (O(N), far cheaper than integrity_check); the problems found, if any. */

@@ -4,11 +4,13 @@
  * file holds afterwards (read with a second connection, as another process would).
  */
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync, type DatabaseSyncOptions } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HangarError } from '../../core/kernel/errors.js';
 import type { InvocationRow } from '../../core/kernel/store.js';
@@ -420,6 +422,42 @@ describe('opening and writing the store', () => {
     expect(readdirSync(path.dirname(file)).filter((f) => f.includes('damaged'))).toEqual([]);
     expect(lines.filter((l) => l.includes('damaged'))).toEqual([]);
     expect(holder.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 1 });
+  });
+
+  it('opens a file another connection is writing before it is in WAL mode, once that write ends (SQLite answers busy at once there)', async () => {
+    const file = await scratchFile();
+    const setup = new DatabaseSync(file);
+    setup.exec('PRAGMA journal_mode = DELETE; CREATE TABLE t (x)');
+    setup.close();
+    // Another opener mid-write on the new file, in a thread of its own: it holds the write lock 300 ms.
+    const writer = new Worker(
+      `const { DatabaseSync } = require('node:sqlite');
+const { parentPort, workerData } = require('node:worker_threads');
+const db = new DatabaseSync(workerData);
+db.exec('BEGIN IMMEDIATE; INSERT INTO t VALUES (1)');
+parentPort.postMessage('writing');
+setTimeout(() => { db.exec('COMMIT'); db.close(); }, 300);`,
+      { eval: true, workerData: file },
+    );
+    await once(writer, 'message');
+    const started = Date.now();
+    const store = new SqliteStore(file, { busyTimeoutMs: 5_000 });
+    opened.push(store);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    await once(writer, 'exit');
+    const raw = new DatabaseSync(file);
+    opened.push(raw);
+    expect(raw.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+    expect(raw.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 1 });
+    // Past the busy timeout it still fails, as a lock held by another process should.
+    const other = await scratchFile();
+    const holder = new DatabaseSync(other);
+    opened.push(holder);
+    holder.exec('PRAGMA journal_mode = DELETE; CREATE TABLE t (x); BEGIN IMMEDIATE; INSERT INTO t VALUES (2)');
+    const again = Date.now();
+    expect(() => new SqliteStore(other, { busyTimeoutMs: 200 })).toThrow(/locked/);
+    expect(Date.now() - again).toBeGreaterThanOrEqual(190);
+    holder.exec('ROLLBACK');
   });
 
   it('a file of a newer schema is refused at open, naming both versions; one of this schema opens as it is', async () => {

@@ -424,6 +424,13 @@ describe('opening and writing the store', () => {
     expect(holder.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 1 });
   });
 
+  it('a path that cannot be opened as a file fails with SQLite’s own reason, moving nothing', async () => {
+    const dir = path.dirname(await scratchFile());
+    mkdirSync(path.join(dir, 'hangar.db'));
+    expect(() => new SqliteStore(path.join(dir, 'hangar.db'))).toThrow(/unable to open database file/);
+    expect(readdirSync(dir)).toEqual(['hangar.db']);
+  });
+
   it('opens a file another connection is writing before it is in WAL mode, once that write ends (SQLite answers busy at once there)', async () => {
     const file = await scratchFile();
     const setup = new DatabaseSync(file);

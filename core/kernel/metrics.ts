@@ -5,13 +5,21 @@ const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 
 type HttpLabels = { method: string; route: string; status: string };
 
-/** One series of the HTTP metrics: what its requests counted since the server started. */
-interface HttpSeries {
-  labels: HttpLabels;
+/** One series of a histogram counted here (`recordHttp`, `CheapHistogram`): what it observed since the start. */
+interface HistogramSeries<Labels extends Record<string, string> = Record<string, string>> {
+  labels: Labels;
   count: number;
   sum: number;
-  /** Requests per bucket, not cumulative; the last one past the largest bound (`+Inf` only). */
+  /** Observations per bucket, not cumulative; the last one past the largest bound (`+Inf` only). */
   buckets: Float64Array;
+}
+type HttpSeries = HistogramSeries<HttpLabels>;
+
+/** The bucket an observation falls in: the first whose upper bound it does not pass (prom-client's `le`). */
+function bucketOf(bounds: readonly number[], value: number): number {
+  let bucket = 0;
+  while (bucket < bounds.length && value > bounds[bucket]!) bucket++;
+  return bucket;
 }
 
 /**
@@ -47,7 +55,13 @@ export class Metrics {
     });
     this.httpRequests = httpRequests;
     this.registry.registerMetric(
-      scrapedHistogram('http_request_duration_seconds', 'HTTP request duration by route pattern and status', http) as unknown as Metric,
+      scrapedHistogram(
+        'http_request_duration_seconds',
+        'HTTP request duration by route pattern and status',
+        HTTP_BUCKETS,
+        () => seriesOf(http),
+        () => http.clear(),
+      ) as unknown as Metric,
     );
     this.agentInvocations = new CheapCounter(this.registry, {
       name: 'agent_invocations_total',
@@ -98,39 +112,27 @@ export class Metrics {
     }
     series.count++;
     series.sum += seconds;
-    let bucket = 0;
-    while (bucket < HTTP_BUCKETS.length && seconds > HTTP_BUCKETS[bucket]!) bucket++;
-    series.buckets[bucket]!++;
+    series.buckets[bucketOf(HTTP_BUCKETS, seconds)]!++;
   }
 }
 
 /**
- * A counter incremented as prom-client's is (`inc(labels, value)`), for one every request or run
- * pays: a few map lookups (one level per label, in `labelNames` order) and an addition, where
- * prom-client hashes and checks the labels on each call. The prom-client counter registered under
- * its name is filled from these counts when read.
+ * Series by their label values, one map level per label in `labelNames` order: what a metric that
+ * every request or run pays looks up, where prom-client hashes and checks the labels on each call.
  */
-export class CheapCounter<L extends string> {
+class LabelTree<L extends string, S> {
   readonly #labelNames: readonly L[];
   readonly #root = new Map<string, unknown>();
-  readonly #series: Array<{ labels: Record<L, string>; value: number }> = [];
+  readonly #make: (labels: Record<L, string>) => S;
+  /** Every series, in the order first seen (the order prom-client lists them in). */
+  readonly series: S[] = [];
 
-  constructor(registry: PromRegistry, options: { name: string; help: string; labelNames: readonly L[] }) {
-    this.#labelNames = options.labelNames;
-    const series = this.#series;
-    const counter: Counter<L> = new Counter<L>({
-      name: options.name,
-      help: options.help,
-      labelNames: options.labelNames,
-      registers: [registry],
-      collect() {
-        counter.reset();
-        for (const one of series) counter.inc(one.labels, one.value);
-      },
-    });
+  constructor(labelNames: readonly L[], make: (labels: Record<L, string>) => S) {
+    this.#labelNames = labelNames;
+    this.#make = make;
   }
 
-  inc(labels: Record<L, string>, value = 1): void {
+  get(labels: Record<L, string>): S {
     let level = this.#root;
     const names = this.#labelNames;
     const last = names.length - 1;
@@ -141,13 +143,80 @@ export class CheapCounter<L extends string> {
       level = next;
     }
     const key = labels[names[last]!];
-    let one = level.get(key) as { labels: Record<L, string>; value: number } | undefined;
-    if (!one) {
-      one = { labels: { ...labels }, value: 0 };
+    let one = level.get(key) as S | undefined;
+    if (one === undefined) {
+      one = this.#make({ ...labels });
       level.set(key, one);
-      this.#series.push(one);
+      this.series.push(one);
     }
-    one.value += value;
+    return one;
+  }
+
+  clear(): void {
+    this.#root.clear();
+    this.series.length = 0;
+  }
+}
+
+/**
+ * A counter incremented as prom-client's is (`inc(labels, value)`), for one every request or run
+ * pays (see `LabelTree`). The prom-client counter registered under its name is filled from these
+ * counts when read.
+ */
+export class CheapCounter<L extends string> {
+  readonly #series: LabelTree<L, { labels: Record<L, string>; value: number }>;
+
+  constructor(registry: PromRegistry, options: { name: string; help: string; labelNames: readonly L[] }) {
+    const series = (this.#series = new LabelTree(options.labelNames, (labels) => ({ labels, value: 0 })));
+    const counter: Counter<L> = new Counter<L>({
+      name: options.name,
+      help: options.help,
+      labelNames: options.labelNames,
+      registers: [registry],
+      collect() {
+        counter.reset();
+        for (const one of series.series) counter.inc(one.labels, one.value);
+      },
+    });
+  }
+
+  inc(labels: Record<L, string>, value = 1): void {
+    this.#series.get(labels).value += value;
+  }
+}
+
+/**
+ * A histogram observed as prom-client's is (`observe(labels, value)`), for one every request pays:
+ * a label lookup (`LabelTree`), a bucket and two additions. It reads as prom-client's `Histogram`.
+ */
+export class CheapHistogram<L extends string> {
+  readonly #bounds: readonly number[];
+  readonly #series: LabelTree<L, HistogramSeries<Record<L, string>>>;
+
+  constructor(registry: PromRegistry, options: { name: string; help: string; labelNames: readonly L[]; buckets: readonly number[] }) {
+    const bounds = (this.#bounds = options.buckets);
+    const series = (this.#series = new LabelTree(options.labelNames, (labels) => ({
+      labels,
+      count: 0,
+      sum: 0,
+      buckets: new Float64Array(bounds.length + 1),
+    })));
+    registry.registerMetric(
+      scrapedHistogram(
+        options.name,
+        options.help,
+        bounds,
+        () => series.series,
+        () => series.clear(),
+      ) as unknown as Metric,
+    );
+  }
+
+  observe(labels: Record<L, string>, value: number): void {
+    const series = this.#series.get(labels);
+    series.count++;
+    series.sum += value;
+    series.buckets[bucketOf(this.#bounds, value)]!++;
   }
 }
 
@@ -156,19 +225,25 @@ function* seriesOf(http: Map<string, Map<string, Map<number, HttpSeries>>>): Gen
 }
 
 /**
- * A histogram over `recordHttp`'s series, registered as prom-client's own are: the values it
+ * A histogram over series counted here, registered as prom-client's own are: the values it
  * answers (`get` for JSON, `getForPromString` for the text format) are shaped as prom-client's
- * `Histogram` shapes them, so `/metrics` reads as it did when each response called `observe`.
+ * `Histogram` shapes them, so `/metrics` reads as it would had each observation called `observe`.
  */
-function scrapedHistogram(name: string, help: string, http: Map<string, Map<string, Map<number, HttpSeries>>>) {
+function scrapedHistogram(
+  name: string,
+  help: string,
+  bounds: readonly number[],
+  seriesList: () => Iterable<HistogramSeries>,
+  reset: () => void,
+) {
   const values = () => {
-    const out: Array<MetricValue<string> & { metricName: string; sharedLabels: HttpLabels; exemplar?: null }> = [];
-    for (const series of seriesOf(http)) {
+    const out: Array<MetricValue<string> & { metricName: string; sharedLabels: Record<string, string>; exemplar?: null }> = [];
+    for (const series of seriesList()) {
       let cumulative = 0;
-      for (let i = 0; i < HTTP_BUCKETS.length; i++) {
+      for (let i = 0; i < bounds.length; i++) {
         cumulative += series.buckets[i]!;
         out.push({
-          labels: { le: HTTP_BUCKETS[i]! },
+          labels: { le: bounds[i]! },
           sharedLabels: series.labels,
           value: cumulative,
           metricName: `${name}_bucket`,
@@ -189,6 +264,6 @@ function scrapedHistogram(name: string, help: string, http: Map<string, Map<stri
     aggregator: 'sum',
     getForPromString: async () => shape(values()),
     get: async () => shape(values().map(({ sharedLabels, labels, ...rest }) => ({ ...rest, labels: { ...labels, ...sharedLabels } }))),
-    reset: () => http.clear(),
+    reset,
   };
 }

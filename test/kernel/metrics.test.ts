@@ -1,6 +1,6 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { CheapCounter, Metrics } from '../../core/kernel/metrics.js';
+import { CheapCounter, CheapHistogram, Metrics } from '../../core/kernel/metrics.js';
 
 const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const SAMPLES = [
@@ -69,6 +69,37 @@ describe('HTTP metrics counted per response and computed when read', () => {
     }
     cheap.inc(calls[1]!, 3);
     counter.inc(calls[1]!, 3);
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+  });
+
+  it('a cheap histogram reads as a prom-client histogram observed the same way, values on a bound included, and resets', async () => {
+    const ours = new Registry();
+    const theirs = new Registry();
+    const options = {
+      name: 'platform_upstream_duration_seconds',
+      help: 'Upstream call duration',
+      labelNames: ['endpoint', 'upstream', 'outcome'] as const,
+      buckets: [0.005, 0.01, 0.025, 1],
+    };
+    const cheap = new CheapHistogram(ours, options);
+    const histogram = new Histogram({ ...options, labelNames: [...options.labelNames], registers: [theirs] });
+    const observations: Array<[Record<'endpoint' | 'upstream' | 'outcome', string>, number]> = [
+      [{ endpoint: 'fx', upstream: 'a', outcome: 'success' }, 0.004],
+      [{ endpoint: 'fx', upstream: 'b', outcome: 'success' }, 0.01],
+      [{ endpoint: 'fx', upstream: 'a', outcome: 'success' }, 0.0100001],
+      [{ endpoint: 'fx', upstream: 'a', outcome: 'timeout' }, 30],
+      [{ endpoint: 'other', upstream: 'a', outcome: 'success' }, 0],
+    ];
+    for (const [labels, value] of observations) {
+      cheap.observe(labels, value);
+      histogram.observe(labels, value);
+    }
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    expect(await ours.getMetricsAsJSON()).toEqual(await theirs.getMetricsAsJSON());
+    ours.resetMetrics();
+    theirs.resetMetrics();
+    cheap.observe(observations[1]![0], 0.02);
+    histogram.observe(observations[1]![0], 0.02);
     expect(await ours.metrics()).toBe(await theirs.metrics());
   });
 });

@@ -12,6 +12,7 @@
  * the file is named after the build (size and time of dist/cli.cjs) and the Node that made it, and
  * older ones are removed. A read-only installation just starts without it.
  */
+import { isAscii } from 'node:buffer';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -34,8 +35,15 @@ export function cacheFileOf(repo) {
 }
 
 export function loadCli(repo) {
+  // ws tries to require its optional native helper (bufferutil) as it loads: not installed with
+  // Hangar, so each start paid ~3.5 ms for a failing lookup through node_modules. ws's own switch
+  // skips it; a user who installs bufferutil and wants it sets WS_NO_BUFFER_UTIL= (empty).
+  process.env.WS_NO_BUFFER_UTIL ??= '1';
   const file = path.join(repo, 'dist', 'cli.cjs');
-  const source = readFileSync(file, 'utf8');
+  // The build writes it ASCII only (scripts/build.mjs, asciiOnly): read as Latin-1 it is a one-byte
+  // string made in a copy, where UTF-8 decoding took ~55 ms of a start. An older build decodes as UTF-8.
+  const bytes = readFileSync(file);
+  const source = bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
   const { cacheDir, cacheFile } = cacheFileOf(repo);
   let cachedData;
   try {

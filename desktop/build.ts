@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as esbuild from 'esbuild';
+import type * as Esbuild from 'esbuild';
+import { esbuild } from '../core/lib/esbuild.js';
 
 /**
  * Builds the two halves of the desktop app with esbuild:
@@ -33,7 +34,7 @@ const BROWSER_BUNDLE = {
   minify: true,
   legalComments: 'none',
   logLevel: 'silent',
-} satisfies esbuild.BuildOptions;
+} satisfies Esbuild.BuildOptions;
 
 /**
  * Every file of the UI by its path under /ui/: `index.html`, `app.js`, `app.css` and their source
@@ -42,7 +43,7 @@ const BROWSER_BUNDLE = {
  */
 export async function buildViews(root = repositoryRoot()): Promise<Map<string, Asset>> {
   const views = path.join(root, 'desktop', 'views');
-  const result = await esbuild.build({
+  const result = await esbuild().build({
     ...BROWSER_BUNDLE,
     entryPoints: [
       { in: path.join(views, 'main.ts'), out: 'app' },
@@ -73,7 +74,7 @@ export async function buildViews(root = repositoryRoot()): Promise<Map<string, A
  * No source map: the page is served by the notebook CLI's servers, which serve this one file.
  */
 export async function buildCellEditor(root = repositoryRoot()): Promise<Asset> {
-  const result = await esbuild.build({
+  const result = await esbuild().build({
     ...BROWSER_BUNDLE,
     entryPoints: [path.join(root, 'desktop', 'views', 'notebook', 'editor.ts')],
     outfile: '/notebook/cell-editor.js',
@@ -86,7 +87,7 @@ export async function buildShell(
   root = repositoryRoot(),
   outdir = path.join(root, 'dist', 'desktop'),
 ): Promise<{ main: string; preload: string }> {
-  const common: esbuild.BuildOptions = {
+  const common: Esbuild.BuildOptions = {
     bundle: true,
     platform: 'node',
     target: 'node22',
@@ -97,9 +98,15 @@ export async function buildShell(
   const main = path.join(outdir, 'main.mjs');
   const preload = path.join(outdir, 'preload.cjs');
   await Promise.all([
-    esbuild.build({ ...common, entryPoints: [path.join(root, 'desktop', 'main.ts')], outfile: main, format: 'esm', packages: 'external' }),
+    esbuild().build({
+      ...common,
+      entryPoints: [path.join(root, 'desktop', 'main.ts')],
+      outfile: main,
+      format: 'esm',
+      packages: 'external',
+    }),
     // The preload runs in the sandbox, where only `electron` can be required: everything else is inlined.
-    esbuild.build({ ...common, entryPoints: [path.join(root, 'desktop', 'preload.ts')], outfile: preload, format: 'cjs' }),
+    esbuild().build({ ...common, entryPoints: [path.join(root, 'desktop', 'preload.ts')], outfile: preload, format: 'cjs' }),
   ]);
   return { main, preload };
 }

@@ -1,7 +1,7 @@
 import { existsSync, watch as fsWatch, readFileSync, statSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { glob } from 'tinyglobby';
+import { glob } from '../lib/glob.js';
 import { BuildCache } from './build-cache.js';
 import { codeFrame } from './code-frame.js';
 import { type BuiltModule, bundleCacheKey, bundleDropIn, DropInError, evaluateModule, runWithDeadlines } from './evaluator.js';

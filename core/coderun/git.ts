@@ -30,8 +30,11 @@ export class RunWorkspace {
     private readonly git: SimpleGit,
   ) {}
 
-  /** Create the run branch and its worktree under `worktrees/<runId>`. */
-  static async open(repo: string, runId: string, worktrees: string): Promise<RunWorkspace> {
+  /**
+   * Create the run branch and its worktree under `worktrees/<name>` (`name` is the run's id, or a
+   * name per attempt when a run runs again after its instance died: a fresh branch and folder).
+   */
+  static async open(repo: string, runId: string, worktrees: string, name = runId): Promise<RunWorkspace> {
     const main = simpleGit({ baseDir: repo, config: IDENTITY });
     if (!(await main.checkIsRepo().catch(() => false))) throw new GitError(`${repo} is not a git repository (git init it first)`);
     let base: string;
@@ -40,8 +43,8 @@ export class RunWorkspace {
     } catch {
       throw new GitError(`${repo} has no commit yet; commit something first so the run has a base`);
     }
-    const branch = `hangar/run-${runId}`;
-    const dir = path.join(worktrees, runId);
+    const branch = `hangar/run-${name}`;
+    const dir = path.join(worktrees, name);
     await mkdir(worktrees, { recursive: true });
     await main.raw(['worktree', 'add', '-q', '-b', branch, dir, base]);
     // Dependencies are rarely committed: link the repository's node_modules so acceptance

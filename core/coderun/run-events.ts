@@ -92,6 +92,32 @@ export class RunEventLogs {
     return log;
   }
 
+  /**
+   * Team mode: the live log of a run this instance takes from the queue, holding what is stored
+   * already (an earlier attempt's events, when its instance died), so its replay is the whole run.
+   */
+  async resume(run: string): Promise<EventLog<RunEvent>> {
+    const stored = (await this.stored.get(run))?.items ?? [];
+    const existing = this.live.get(run);
+    if (existing) return existing;
+    const log = new EventLog<RunEvent>(LIVE_EVENTS);
+    for (const e of stored) log.append(e.event);
+    this.live.set(run, log);
+    return log;
+  }
+
+  /**
+   * Team mode: store an event of a run no instance is running (cancelled before an instance took
+   * it, or failed after every attempt's instance died), without a live log here; followers of the
+   * run on every instance read it from the store.
+   */
+  async storeOnly(event: RunEvent): Promise<void> {
+    const { total } = await this.stored.range(event.run, -1, 1);
+    await this.stored.append(event.run, [{ seq: total + 1, at: new Date().toISOString(), event }]);
+    this.onStored?.(event.run);
+    for (const listener of this.listeners) listener(event);
+  }
+
   /** The live log of a run still in memory, if any. */
   liveLog(run: string): EventLog<RunEvent> | undefined {
     return this.live.get(run);

@@ -43,6 +43,10 @@ export interface RunDeps {
   budgetFor: (role: string) => number;
   /** Every library team's paths, so a fence refusal names the owner even if it is not in the run. */
   libraryTeams: FenceTeam[];
+  /** The worktree's folder and branch name (`hangar/run-<name>`); the run's id unless given (a retried attempt's). */
+  workspaceName?: string;
+  /** Said with the run's first status (why a run starts again: its earlier attempt's instance died). */
+  startNote?: string;
 }
 
 export const CONTRACT_FILE = '.hangar/contract.json';
@@ -171,7 +175,7 @@ export class CodeRun {
   }
 
   private async plan(): Promise<void> {
-    this.setStatus('planning');
+    this.setStatus('planning', this.deps.startNote);
     const files = await listRepository(this.record.repo, 300);
     const outcome = await planWithModel(this.deps.gate, this.record.request, this.record.teams, files, this.signal);
     const shaped = shapePlan(outcome.plan, this.record.teams);
@@ -196,7 +200,7 @@ export class CodeRun {
   private async execute(): Promise<void> {
     const plan = this.record.plan!;
     this.setStatus('running');
-    this.workspace = await RunWorkspace.open(this.record.repo, this.record.id, this.deps.worktrees);
+    this.workspace = await RunWorkspace.open(this.record.repo, this.record.id, this.deps.worktrees, this.deps.workspaceName);
     this.update({ branch: this.workspace.branch, base: this.workspace.base, tasks: plan.tasks.map((t) => newTask(t)) });
     await this.freezeContract();
 

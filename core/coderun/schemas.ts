@@ -221,6 +221,13 @@ export interface RunRecord {
   /** One line a person reads: what was proved and what was not. */
   summary: string | null;
   error: string | null;
+  /**
+   * Team mode only: how many instances have started this run (0 while it waits in the team's
+   * queue; 2 when it ran again after the instance running it died). Absent on one machine.
+   */
+  attempts?: number;
+  /** Team mode only: whether the run stops at the approval gate (the instance taking it reads this). */
+  require_approval?: boolean;
 }
 
 // ---- configuration -------------------------------------------------------------------------

@@ -13,21 +13,40 @@
  *   on different repositories may run at once, each with its own `max_parallel` bound.
  * - Teams routes act on `?repo=` (or body `repo`), else `code.repo`, else the workspace root.
  *
- * Team mode (several instances on one PostgreSQL, `team` given). A run does not go through the
- * queue: it is one async flow over a git worktree in the state folder of the instance that started
- * it, against that machine's checkout, with its agent pool and its approval gate in that process's
- * memory; none of it can move to another machine mid-run, and a run restarted elsewhere would redo
- * its commits on another checkout. So a run runs where it was started, and what is shared is what
- * a person needs from any instance:
- * - its record and its events (the store): `GET /api/runs`, `/api/runs/{id}`, the activity page,
- *   and `/api/runs/{id}/events`, which on another instance follows the run through the store as
- *   its instance announces each stored event, to `run_finished`;
- * - cancel: asked on another instance, it is announced, the running instance cancels, and the
- *   answer waits (up to 10 s) for the stored record to show it;
- * - liveness: a running run holds a team lock (released when its instance dies), so an instance
- *   starting up marks failed only the runs nobody holds, not the live runs of other instances.
- * Approving and editing a plan, retrying a task, and "one active run per repository" stay with the
- * instance running it (409 `not running` elsewhere), as do the UI's websocket (this instance's runs).
+ * Team mode (several instances on one PostgreSQL, `team` given). A run is a job on the team's queue
+ * (core/storage/team.ts, pg-boss), as tasks and notebook slots are:
+ * - Start (`POST /api/runs`, any instance) stores the record (`status: planning`, `attempts: 0`,
+ *   its `require_approval`) and sends one job whose id is derived from the run's, so a run never
+ *   gets two. The answer is that record. One active run per repository holds team-wide: the store
+ *   is read for active runs of the repository (a run waiting in the queue counts). A send that
+ *   fails leaves the run failed, saying why, and the request fails.
+ * - Whichever instance takes the job (`take`; each serves the queue with a bounded concurrency, a
+ *   run at the approval gate holding its slot) runs the run as one machine does: its gate, budgets,
+ *   agent pool, git worktree on that machine's checkout and approval gate are that process's. It
+ *   holds the run's team lock while it runs (how the others know it is alive) and the job until the
+ *   run settles; the job's heartbeat tells the queue the instance lives.
+ * - An instance killed mid-run stops the heartbeat; after `team.heartbeatSeconds` the queue hands
+ *   the job to another instance, which runs the run again from the start (decision: a run's state
+ *   is a worktree on the dead machine, which no other machine can reach): `attempts: 2`, the plan,
+ *   board and gates reset, a fresh branch and worktree (`hangar/run-<id>-attempt-2`) on its own
+ *   checkout, its first `run_status` saying why (with the earlier attempt's branch, which stays in
+ *   the dead machine's checkout until someone deletes it; its worktree folder stays in that
+ *   instance's state folder). The earlier attempt's events stay in the run's log. A second death
+ *   ends the run `failed` (the queue's dead letter, or a third take, fails it).
+ * - Cancel, approve, plan edit, task change and retry work from any instance. A run no instance
+ *   runs (waiting in the queue, or for its next attempt) is cancelled under its lock by the
+ *   instance asked; the other requests answer 409 `not running` for it. For a run running
+ *   elsewhere, cancel is announced and the answer waits (up to 10 s) for the stored record to show
+ *   it; the other requests are stored (`coderun_requests`) and announced (ids only), the running
+ *   instance applies each as a local request and stores its answer — or its refusal's status, code
+ *   and detail, which the instance asked answers with (the same 409/422) — and the answer waits up
+ *   to 10 s for it (then 409 `not running`, the request withdrawn).
+ * - Its record and events (the store): `/api/runs/{id}/events` on another instance follows the run
+ *   through the store as its instance announces each stored event, to `run_finished`; the plan card
+ *   answers from the stored record.
+ * - An instance starting up marks failed only the runs no live instance holds and no queue job
+ *   still names (a run stored a moment ago may be between its two writes and is left alone).
+ * The UI's websocket carries this instance's runs.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -35,7 +54,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit } from 'simple-git';
 import { formatIssues } from '../http/validate.js';
-import { fail, HangarError } from '../kernel/errors.js';
+import { type ErrorDetail, fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import type { Collection, Store } from '../kernel/store.js';
 import type { EventLog } from '../lib/event-log.js';
@@ -51,17 +70,53 @@ import { classify, RunEventLogs, teamsOfEvent } from './run-events.js';
 import { type CodeConfig, type RunEvent, type RunRecord, TaskPatch, type Team } from './schemas.js';
 import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
 
+export type CodeRunTopic = 'coderun-event' | 'coderun-cancel' | 'coderun-request';
+
 /** What coding runs need from the team (core/coderun/subsystem.ts adapts core/storage/team.ts). */
 export interface CodeRunTeam {
   /** The team-wide lock that says a run is alive; undefined while another instance holds it. */
   hold(run: string): Promise<{ release(): Promise<void> } | undefined>;
-  /** Tell every instance that a run's events were stored, or that a person asked to cancel it. */
-  announce(topic: 'coderun-event' | 'coderun-cancel', run: string): void;
-  on(topic: 'coderun-event' | 'coderun-cancel', handler: (run: string) => void): () => void;
+  /**
+   * Tell every instance that a run's events were stored, that a person asked to cancel it, or that
+   * a request for it (approve, plan edit, task change or retry) was stored under this id.
+   */
+  announce(topic: CodeRunTopic, id: string): void;
+  on(topic: CodeRunTopic, handler: (id: string) => void): () => void;
+  /** Hand a stored run to whichever instance takes it from the queue (one job per run, however often sent). */
+  dispatch(run: string): Promise<void>;
+  /** Whether the run's job still waits, runs, or is due to be retried (start-up recovery leaves those to the queue). */
+  queued(run: string): Promise<boolean>;
 }
 
 /** How long a cancel asked on another instance waits for the stored record to show it. */
 const CANCEL_ELSEWHERE_MS = 10_000;
+/** How long a request for a run on another instance waits for that instance's answer. */
+const REQUEST_ELSEWHERE_MS = 10_000;
+/** Team mode: instances that may start one run; when the second one dies too, the run ends failed. */
+const MAX_ATTEMPTS = 2;
+/** A run stored this recently and taken by no instance yet may be between its two writes (record, job). */
+const SUBMITTING_MS = 60_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Team mode: approve, plan edit, task change or retry of a run that runs on another instance,
+ * stored for that instance to apply (key `<run>:<uuid>`, so only the instance running it reads it),
+ * with its answer or refusal stored back for the instance that asked. Deleted once answered.
+ */
+interface RunRequest {
+  id: string;
+  run: string;
+  action: 'approve' | 'edit_plan' | 'patch_task' | 'retry_task';
+  task?: string;
+  body?: unknown;
+  state: 'pending' | 'taken' | 'done' | 'refused' | 'expired';
+  result?: unknown;
+  error?: { status: number; code: string; detail: ErrorDetail; fields: Record<string, unknown> };
+  created_at: string;
+}
+
+const REQUESTS_COLLECTION = 'coderun_requests';
 
 export interface CodeRunServiceOptions {
   store: Store;
@@ -113,22 +168,36 @@ const RUNS_COLLECTION = 'coderun_runs';
 /** Runs are listed newest first and recovered by status, each from its own index. */
 const RUNS_OPTIONS = { shards: 4, indexes: [['created_at'], ['status']] } as const;
 
+/** The worktree folder a run's branch lives in (`hangar/run-<name>`, `<name>` its id or its attempt's). */
+function worktreeOf(state: string, record: RunRecord): string {
+  const prefix = 'hangar/run-';
+  return path.join(state, 'worktrees', record.branch?.startsWith(prefix) ? record.branch.slice(prefix.length) : record.id);
+}
+
 export async function recoverInterruptedRuns(
   store: Store,
   state: string,
   /** Team mode: a run's liveness lock; a run whose lock another instance holds is running there. */
   hold?: CodeRunTeam['hold'],
+  /** Team mode: whether a run's queue job still waits, runs or is due to be retried (the queue fails it over). */
+  queued?: CodeRunTeam['queued'],
 ): Promise<string[]> {
   const runs = store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
   const interrupted: string[] = [];
   for (const stale of (await runs.query({ where: { status: [...ACTIVE] } })).items) {
+    if (queued) {
+      // Stored a moment ago and not taken yet: its job may be on its way (the submit's second write).
+      if (stale.attempts === 0 && Date.now() - Date.parse(stale.created_at) < SUBMITTING_MS) continue;
+      // A job the queue still holds: it runs the run, runs it again, or dead-letters it (then it fails).
+      if (await queued(stale.id).catch(() => true)) continue;
+    }
     const lock = hold && (await hold(stale.id));
     if (hold && !lock) continue;
     try {
       // Read again under the lock: an instance starting at the same time may have marked it first.
       const record = hold ? await runs.get(stale.id) : stale;
       if (!record || !ACTIVE.includes(record.status)) continue;
-      const dir = path.join(state, 'worktrees', record.id);
+      const dir = worktreeOf(state, record);
       if (existsSync(dir)) {
         await simpleGit({ baseDir: record.repo })
           .raw(['worktree', 'remove', '--force', dir])
@@ -149,6 +218,43 @@ export async function recoverInterruptedRuns(
   return interrupted;
 }
 
+/** The plan-approval card of a run's record (`GET /api/runs/{id}/plan`). */
+function planCard(id: string, record: RunRecord | undefined) {
+  const plan = record?.plan;
+  if (!record || !plan) throw fail('HANGAR_CODERUN_PLAN_NOT_READY', { run: id });
+  return {
+    status: record.status,
+    teams: record.teams,
+    contract: plan.contract,
+    ...approvalCard(plan),
+    plan_cut: record.plan_cut ?? null,
+    problems: record.plan_problems ?? [],
+  };
+}
+
+/** A run's record as a new attempt starts it: from the start, nothing of the earlier attempt's work. */
+function restarted(record: RunRecord, attempt: number): RunRecord {
+  return {
+    ...record,
+    status: 'planning',
+    finished_at: null,
+    plan: null,
+    plan_cut: null,
+    plan_problems: [],
+    tasks: [],
+    tickets: [],
+    gates: [],
+    integration: null,
+    branch: null,
+    base: null,
+    contract_file: null,
+    repairs: { found: 0, resolved: 0, restaffed: 0, needs_human: 0 },
+    summary: null,
+    error: null,
+    attempts: attempt,
+  };
+}
+
 export class CodeRunService {
   readonly library: TeamLibrary;
   private readonly runs: Collection<RunRecord>;
@@ -163,10 +269,16 @@ export class CodeRunService {
   /** Team mode: logs of runs on other instances that a reader here follows, by run. */
   private readonly followed = new Map<string, Promise<{ log: EventLog<RunEvent>; more: () => Promise<void> }>>();
   private readonly unsubscribe: Array<() => void> = [];
+  /** Team mode: requests for runs on other instances, and their answers (see `RunRequest`). */
+  private readonly requests: Collection<RunRequest>;
+  private closing = false;
+  /** Team mode: runs this instance took and is starting, and whether a cancel came meanwhile. */
+  private readonly starting = new Map<string, boolean>();
 
   constructor(private readonly options: CodeRunServiceOptions) {
     this.library = new TeamLibrary(options.shippedTeams);
     this.runs = options.store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
+    this.requests = options.store.collection<RunRequest>(REQUESTS_COLLECTION, { shards: 4 });
     const team = options.team;
     this.events = new RunEventLogs(options.store, options.log, team && ((run) => team.announce('coderun-event', run)));
     this.configuration = new CodeRunConfig(options.store, options.fileConfig, options.root);
@@ -175,8 +287,11 @@ export class CodeRunService {
         team.on('coderun-cancel', (run) => {
           const live = this.live.get(run);
           if (live?.active) live.cancel();
+          // Taken here and not started yet: cancelled as soon as it starts.
+          else if (this.starting.has(run)) this.starting.set(run, true);
         }),
         team.on('coderun-event', (run) => void this.followed.get(run)?.then((f) => f.more())),
+        team.on('coderun-request', (key) => void this.answerRequest(key)),
       );
     }
   }
@@ -312,6 +427,13 @@ export class CodeRunService {
     for (const other of this.live.values()) {
       if (other.active && other.record.repo === repo) throw fail('HANGAR_CODERUN_REPO_BUSY', { run: other.record.id, repo });
     }
+    const team = this.options.team;
+    if (team) {
+      // Team-wide: a run of this repository waiting in the queue or running on any instance.
+      const { items } = await this.runs.query({ where: { status: [...ACTIVE] } });
+      const busy = items.find((r) => r.repo === repo);
+      if (busy) throw fail('HANGAR_CODERUN_REPO_BUSY', { run: busy.id, repo });
+    }
     const pins = input.teams?.length ? input.teams : this.nextRunPins;
     const library = await this.library.teams(repo);
     const report = preselect(library, input.request, config, pins);
@@ -340,6 +462,49 @@ export class CodeRunService {
       summary: null,
       error: null,
     };
+    const requireApproval = input.require_approval ?? config.require_approval;
+    if (team) return this.submit(team, record, requireApproval);
+    await this.launch(record, { config, library, requireApproval });
+    return structuredClone(record);
+  }
+
+  /**
+   * Team mode: store the run (`attempts: 0`) and send its job; whichever instance takes it runs it
+   * (`take`). A send that fails leaves the run failed, saying why, and the request fails with it.
+   */
+  private async submit(team: CodeRunTeam, record: RunRecord, requireApproval: boolean): Promise<RunRecord> {
+    const queued: RunRecord = { ...record, attempts: 0, require_approval: requireApproval };
+    await this.runs.put(queued.id, queued);
+    try {
+      await team.dispatch(queued.id);
+    } catch (err) {
+      const error = `not sent to the team's queue: ${err instanceof Error ? err.message : String(err)}`;
+      await this.runs
+        .put(queued.id, { ...queued, status: 'failed', finished_at: new Date().toISOString(), error, summary: `failed: ${error}` })
+        .catch(() => undefined);
+      throw err;
+    }
+    return structuredClone(queued);
+  }
+
+  /**
+   * Run a run here: its model gate, budgets, agent pool and the CodeRun itself. Answers once the run
+   * started, with a promise of its end (its final record stored, its pool closed, `alive` released).
+   */
+  private async launch(
+    record: RunRecord,
+    options: {
+      config: CodeConfig;
+      library: Team[];
+      requireApproval: boolean;
+      /** Team mode: the run's liveness lock, released once its final record is stored. */
+      alive?: { release(): Promise<void> };
+      workspaceName?: string;
+      startNote?: string;
+    },
+  ): Promise<{ done: Promise<void> }> {
+    const { config, alive } = options;
+    const id = record.id;
     const gate = new ModelGate(this.options.endpoint, {
       maxParallel: config.max_parallel,
       modelRoles: config.model_roles,
@@ -360,15 +525,15 @@ export class CodeRunService {
       emit: (e) => this.emit(e),
       save: (r) => this.save(r),
       budgetFor: (role) => budgets.get(role) ?? config.context_budget_tokens,
-      libraryTeams: library.map((t) => ({ id: t.id, owns: t.owns })),
+      libraryTeams: options.library.map((t) => ({ id: t.id, owns: t.owns })),
+      ...(options.workspaceName ? { workspaceName: options.workspaceName } : {}),
+      ...(options.startNote ? { startNote: options.startNote } : {}),
     });
-    // Held while the run runs here: how the other instances know it is alive (a new id: always free).
-    const alive = await this.options.team?.hold(id);
     this.live.set(id, run);
     this.events.open(id);
     this.save(record);
-    run
-      .start(input.require_approval ?? config.require_approval)
+    const done = run
+      .start(options.requireApproval)
       .catch((err: unknown) => this.options.log.error('coding run crashed', { run: id, error: String(err) }))
       .finally(() => {
         // Released once the final record is stored, so an instance starting meanwhile never marks it failed.
@@ -378,7 +543,98 @@ export class CodeRunService {
           .close()
           .catch((err: unknown) => this.options.log.warn('coding-run agent pool did not close cleanly', { run: id, error: String(err) }));
       });
-    return structuredClone(record);
+    // In an object: an async function returning the promise itself would resolve only when the run ends.
+    return { done };
+  }
+
+  /**
+   * Team mode, the queue's handler: run a dispatched run here, from the start, and resolve once it
+   * settled (the job is done then). Attempt 1 is the first instance to take it; a job taken again
+   * after its instance died (the queue retries it once) is attempt 2, on a fresh branch and worktree
+   * of this machine; past `MAX_ATTEMPTS` the run ends failed. Nothing to do for a run that settled
+   * meanwhile (cancelled while it waited). A run another instance still holds (a job expired while
+   * its run lives on) is waited for: its lock frees when it ends or its instance dies.
+   */
+  async take(id: string): Promise<void> {
+    const team = this.options.team;
+    if (!team) return;
+    if (this.closing) throw new Error('Hangar is stopping');
+    const lock = await this.holdWhenFree(team, id);
+    if (!lock) return;
+    let done: Promise<void> | undefined;
+    this.starting.set(id, false);
+    try {
+      const stored = await this.runs.get(id);
+      if (!stored || !ACTIVE.includes(stored.status)) return;
+      const attempt = (stored.attempts ?? 0) + 1;
+      if (attempt > MAX_ATTEMPTS) return void (await this.abandonHeld(stored));
+      const config = await this.config();
+      const library = await this.library.teams(stored.repo);
+      const record = attempt === 1 ? { ...stored, attempts: 1 } : restarted(stored, attempt);
+      const earlier = stored.branch
+        ? `; attempt ${attempt - 1}'s branch ${stored.branch} stays in the checkout of the machine that ran it`
+        : '';
+      // Earlier attempts' events stay in the run's log: a replay here is the whole run.
+      await this.events.resume(id);
+      ({ done } = await this.launch(record, {
+        config,
+        library,
+        requireApproval: stored.require_approval ?? config.require_approval,
+        alive: lock,
+        ...(attempt > 1
+          ? {
+              workspaceName: `${id}-attempt-${attempt}`,
+              startNote: `attempt ${attempt}: the instance running attempt ${attempt - 1} stopped; started again from the start here${earlier}`,
+            }
+          : {}),
+      }));
+      if (this.starting.get(id)) this.live.get(id)?.cancel();
+      if (attempt > 1) this.options.log.warn('running a coding run again: the instance that ran it stopped', { run: id, attempt });
+    } finally {
+      this.starting.delete(id);
+      if (!done) await lock.release();
+    }
+    await done;
+  }
+
+  /** The run's lock, once no other instance holds it; undefined when the run settled meanwhile. */
+  private async holdWhenFree(team: CodeRunTeam, id: string): Promise<{ release(): Promise<void> } | undefined> {
+    for (;;) {
+      const lock = await team.hold(id);
+      if (lock) return lock;
+      const record = await this.runs.get(id);
+      if (!record || !ACTIVE.includes(record.status)) return undefined;
+      if (this.closing) throw new Error('Hangar is stopping');
+      await sleep(1000);
+    }
+  }
+
+  /** Team mode, the dead-letter handler: a run whose every attempt's instance died ends failed. */
+  async abandon(id: string): Promise<void> {
+    const team = this.options.team;
+    const lock = await team?.hold(id);
+    // Held: some instance runs it after all.
+    if (!lock) return;
+    try {
+      const record = await this.runs.get(id);
+      if (record && ACTIVE.includes(record.status)) await this.abandonHeld(record);
+    } finally {
+      await lock.release();
+    }
+  }
+
+  private async abandonHeld(record: RunRecord): Promise<void> {
+    const error = `interrupted: the instance running it stopped (attempt ${record.attempts ?? 1}); not retried again`;
+    await this.settleHeld(record, 'failed', error, `failed: ${error}; branch ${record.branch ?? '(none)'} is on the machine that ran it`);
+    this.options.log.warn('a coding run was abandoned by every instance that took it', { run: record.id });
+  }
+
+  /** Team mode: end a run no instance runs (its lock held here), with its `run_finished` stored for followers. */
+  private async settleHeld(record: RunRecord, status: 'failed' | 'cancelled', error: string | null, summary: string): Promise<RunRecord> {
+    const settled: RunRecord = { ...record, status, finished_at: new Date().toISOString(), error, summary };
+    await this.runs.put(record.id, settled);
+    await this.events.storeOnly({ type: 'run_finished', run: record.id, status, summary });
+    return settled;
   }
 
   async get(id: string): Promise<RunRecord> {
@@ -464,22 +720,23 @@ export class CodeRunService {
     return run;
   }
 
-  plan(id: string) {
-    const run = this.live.get(id);
-    const plan = run?.record.plan;
-    if (!plan) throw fail('HANGAR_CODERUN_PLAN_NOT_READY', { run: id });
-    return {
-      status: run.record.status,
-      teams: run.record.teams,
-      contract: plan.contract,
-      ...approvalCard(plan),
-      plan_cut: run.record.plan_cut ?? null,
-      problems: run.record.plan_problems ?? [],
-    };
+  /** The plan-approval card; in team mode a run of another instance answers from its stored record. */
+  async plan(id: string) {
+    const live = this.live.get(id)?.record;
+    const record = live ?? (this.options.team ? await this.runs.get(id) : undefined);
+    return planCard(id, record);
   }
 
   /** Rule 3: edit the proposed plan at the approval gate; a refused edit changes nothing. */
-  editPlan(id: string, edit: unknown) {
+  async editPlan(id: string, edit: unknown) {
+    const team = this.options.team;
+    if (team && !this.live.get(id)?.active) {
+      return (await this.askElsewhere(team, id, { action: 'edit_plan', body: edit })) as ReturnType<typeof planCard>;
+    }
+    return this.editPlanHere(id, edit);
+  }
+
+  private editPlanHere(id: string, edit: unknown) {
     const run = this.liveRun(id);
     if (run.record.status !== 'awaiting_approval') throw fail('HANGAR_CODERUN_PLAN_NOT_EDITABLE', { run: id, status: run.record.status });
     const next = applyPlanEdit(run.record.plan!, run.record.teams, edit);
@@ -491,10 +748,16 @@ export class CodeRunService {
     this.save(run.record);
     this.emit({ type: 'plan_edited', run: id });
     for (const d of next.dropped) this.emit({ type: 'dependency_dropped', run: id, ...d });
-    return this.plan(id);
+    return planCard(id, run.record);
   }
 
-  approve(id: string): RunRecord {
+  async approve(id: string): Promise<RunRecord> {
+    const team = this.options.team;
+    if (team && !this.live.get(id)?.active) return (await this.askElsewhere(team, id, { action: 'approve' })) as RunRecord;
+    return this.approveHere(id);
+  }
+
+  private approveHere(id: string): RunRecord {
     const run = this.liveRun(id);
     if (run.record.status !== 'awaiting_approval')
       throw fail('HANGAR_CODERUN_NOT_AWAITING_APPROVAL', { run: id, status: run.record.status });
@@ -512,17 +775,137 @@ export class CodeRunService {
     return structuredClone(run.record);
   }
 
-  /** Team mode: a run that is not running here; the instance running it is asked to cancel it. */
+  /**
+   * Team mode: a run that is not running here. One no instance runs (waiting in the queue, or for
+   * its next attempt) is cancelled here under its lock, so no instance takes it afterwards; the
+   * instance running one is asked to cancel it, and the answer waits for the stored record to show it.
+   */
   private async cancelElsewhere(team: CodeRunTeam, id: string): Promise<RunRecord> {
     const record = await this.get(id);
     if (!ACTIVE.includes(record.status)) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run: id });
+    const free = await team.hold(id);
+    if (free) {
+      try {
+        const current = await this.runs.get(id);
+        if (!current || !ACTIVE.includes(current.status)) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run: id });
+        const summary = current.attempts
+          ? `cancelled while waiting to run again (the instance running attempt ${current.attempts} stopped)`
+          : 'cancelled before an instance took it';
+        return await this.settleHeld(current, 'cancelled', null, summary);
+      } finally {
+        await free.release();
+      }
+    }
     team.announce('coderun-cancel', id);
     const deadline = Date.now() + CANCEL_ELSEWHERE_MS;
     for (;;) {
       const latest = (await this.runs.get(id)) ?? record;
       if (!ACTIVE.includes(latest.status) || Date.now() > deadline) return latest;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
     }
+  }
+
+  /**
+   * Team mode: a request for a run this instance does not run. Stored and announced; the instance
+   * running the run applies it as a local request (`answerRequest`) and stores its answer or its
+   * refusal (code, status, detail), which this answers with. A run no instance runs (waiting in the
+   * queue or for its next attempt), or one whose instance does not answer within 10 s, is `not running`.
+   */
+  private async askElsewhere(team: CodeRunTeam, run: string, request: Pick<RunRequest, 'action' | 'task' | 'body'>): Promise<unknown> {
+    const record = await this.runs.get(run);
+    if (!record || !ACTIVE.includes(record.status)) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run });
+    const free = await team.hold(run);
+    if (free) {
+      await free.release();
+      throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run });
+    }
+    const key = `${run}:${randomUUID()}`;
+    await this.requests.put(key, { id: key, run, ...request, state: 'pending', created_at: new Date().toISOString() });
+    team.announce('coderun-request', key);
+    try {
+      const deadline = Date.now() + REQUEST_ELSEWHERE_MS;
+      for (;;) {
+        const current = await this.requests.get(key);
+        if (current?.state === 'done') return current.result;
+        if (current?.error) {
+          const { status, detail, fields, code } = current.error;
+          throw new HangarError(status, detail, {}, fields, code);
+        }
+        if (Date.now() > deadline && current?.state !== 'taken') {
+          // Withdrawn unless the running instance took it meanwhile (then its answer is awaited).
+          let withdrawn = false;
+          await this.requests.update(key, (now) => {
+            if (now?.state !== 'pending') return now;
+            withdrawn = true;
+            return { ...now, state: 'expired' };
+          });
+          if (withdrawn || !current) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run });
+        }
+        // Taken and never answered: the instance running it died while applying it.
+        if (Date.now() > deadline + REQUEST_ELSEWHERE_MS) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run });
+        await sleep(50);
+      }
+    } finally {
+      await this.requests.delete(key).catch(() => false);
+    }
+  }
+
+  /** Team mode: apply a request stored for a run running here, and store the answer for the instance that asked. */
+  private async answerRequest(key: string): Promise<void> {
+    const run = key.slice(0, key.lastIndexOf(':'));
+    if (!this.live.get(run)?.active) return;
+    try {
+      let taken = false;
+      const request = await this.requests.update(key, (current) => {
+        if (current?.state !== 'pending') return current;
+        taken = true;
+        return { ...current, state: 'taken' };
+      });
+      if (!taken || !request) return;
+      let answer: Pick<RunRequest, 'state' | 'result' | 'error'>;
+      try {
+        answer = { state: 'done', result: await this.applyRequest(request) };
+        // What it changed is in the store before the answer: the asking instance may read the record next.
+        await new Promise((resolve) => setImmediate(resolve));
+        await this.saving.get(run);
+      } catch (err) {
+        const refusal = err instanceof HangarError ? err : new HangarError(500, err instanceof Error ? err.message : String(err));
+        answer = {
+          state: 'refused',
+          error: { status: refusal.status, code: refusal.code, detail: refusal.detail, fields: refusal.fields },
+        };
+      }
+      await this.requests.put(key, { ...request, ...answer });
+    } catch (err) {
+      this.options.log.warn('a request for a coding run from another instance was not answered', { run, error: String(err) });
+    }
+  }
+
+  private applyRequest(request: RunRequest): unknown {
+    switch (request.action) {
+      case 'approve':
+        return this.approveHere(request.run);
+      case 'edit_plan':
+        return this.editPlanHere(request.run, request.body);
+      case 'patch_task':
+        return this.patchTask(request.task!, request.body);
+      case 'retry_task':
+        return this.retryTask(request.task!, request.run);
+    }
+  }
+
+  /**
+   * Team mode: the run of another instance a task request goes to — the newest active run (the
+   * named one, if named) holding the task that does not run here, unless an active run here has it.
+   */
+  private async runElsewhereOfTask(taskId: string, runId: string | undefined): Promise<string | undefined> {
+    if (!this.options.team) return undefined;
+    const here = runId ? [this.live.get(runId)] : [...this.live.values()];
+    if (here.some((r) => r?.active && holdsTask(r.record, taskId))) return undefined;
+    const stored = runId
+      ? [await this.runs.get(runId)]
+      : (await this.runs.query({ where: { status: [...ACTIVE] } })).items.sort((a, b) => b.created_at.localeCompare(a.created_at));
+    return stored.find((r) => r && ACTIVE.includes(r.status) && holdsTask(r, taskId) && !this.live.get(r.id)?.active)?.id;
   }
 
   /** The run holding task `taskId`: the named run, else the newest live run that has it. */
@@ -557,6 +940,14 @@ export class CodeRunService {
     const parsed = TaskPatch.safeParse(body ?? {});
     if (!parsed.success) throw fail('HANGAR_CODERUN_INVALID', { problems: formatIssues(parsed.error.issues, 'body') });
     const { run: runId, ...fields } = parsed.data;
+    const elsewhere = await this.runElsewhereOfTask(taskId, runId);
+    if (elsewhere && this.options.team) {
+      return (await this.askElsewhere(this.options.team, elsewhere, {
+        action: 'patch_task',
+        task: taskId,
+        body: { ...parsed.data, run: elsewhere },
+      })) as never;
+    }
     const run = await this.runOfTaskOrPast(taskId, runId, 'change');
     const record = run.record;
     const onBoard = record.tasks.find((t) => t.id === taskId);
@@ -585,6 +976,10 @@ export class CodeRunService {
    * are no longer in memory (older ones, or from before a restart) get the same answer, not a 404.
    */
   async retryTask(taskId: string, runId?: string) {
+    const elsewhere = await this.runElsewhereOfTask(taskId, runId);
+    if (elsewhere && this.options.team) {
+      return (await this.askElsewhere(this.options.team, elsewhere, { action: 'retry_task', task: taskId })) as never;
+    }
     const run = await this.runOfTaskOrPast(taskId, runId, 'retry');
     const task = run.record.tasks.find((t) => t.id === taskId);
     if (!task) throw fail('HANGAR_CODERUN_TASK_NOT_ON_BOARD', { task: taskId });
@@ -617,6 +1012,7 @@ export class CodeRunService {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     for (const off of this.unsubscribe) off();
     for (const run of this.live.values()) if (run.active) run.cancel();
     const deadline = Date.now() + 5000;

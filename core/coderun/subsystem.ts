@@ -7,7 +7,8 @@
  * What must happen at start-up does: the workspace's session token is claimed and its file written,
  * and runs a dead process left active are marked failed. The service itself is built on first use
  * (the first coding-run request, or a client of the websocket), so a server that never runs code
- * does not pay for it.
+ * does not pay for it. In team mode the instance also serves the coding-run queue from start-up (the
+ * first run it takes builds the service); see the header of service.ts.
  */
 import { WebSocketServer } from 'ws';
 import { mountRoutes } from '../http/route.js';
@@ -30,12 +31,40 @@ declare module '../kernel/services.js' {
 
 export const CODE_WS_PATH = '/api/runs/ws';
 
-/** Team mode: a run's liveness lock, and its announcements (ids only), on the team's database. */
-function codeRunTeam(team: TeamCoordinator): CodeRunTeam {
+/** The queue of coding runs (team mode): one job per run, taken by whichever instance has a free slot. */
+const CODERUN_QUEUE = 'hangar-coderuns';
+/**
+ * Runs one instance takes from the queue at once (more wait for this or another instance). A run
+ * waiting at the approval gate holds its slot; one run per repository is checked team-wide at start.
+ */
+const CODERUN_CONCURRENCY = 4;
+
+/** Team mode: a run's queue job, its liveness lock, and its announcements (ids only), on the team's database. */
+function codeRunTeam(team: TeamCoordinator): CodeRunTeam & {
+  serve(take: (run: string) => Promise<void>, dead: (run: string) => Promise<void>): Promise<void>;
+} {
+  let queue: Promise<void> | undefined;
+  // A run is watched by its job's heartbeat (a dead instance); a day bounds a job nobody watches.
+  const ready = () => (queue ??= team.queue(CODERUN_QUEUE, { expireSeconds: 86_400 }));
+  const key = (run: string) => `coderun:${run}`;
   return {
     hold: (run) => team.tryLock(`coderun-run:${run}`),
-    announce: (topic, run) => void team.announce(topic, run).catch(() => {}),
+    announce: (topic, id) => void team.announce(topic, id).catch(() => {}),
     on: (topic, handler) => team.on(topic, (announcement) => handler(announcement.id)),
+    dispatch: async (run) => {
+      await ready();
+      await team.sendOnce(CODERUN_QUEUE, { id: run }, key(run));
+    },
+    queued: async (run) => {
+      await ready();
+      const state = await team.jobState(CODERUN_QUEUE, key(run));
+      return state === 'created' || state === 'retry' || state === 'active';
+    },
+    serve: async (take, dead) => {
+      await ready();
+      await team.work(CODERUN_QUEUE, { concurrency: CODERUN_CONCURRENCY }, (job) => take(job.data.id));
+      await team.work(`${CODERUN_QUEUE}-dead`, { concurrency: 1 }, (job) => dead(job.data.id));
+    },
   };
 }
 
@@ -54,7 +83,7 @@ export const coderunSubsystem: Subsystem = {
       ctx.log.info(`coding-run session token shared with the Hangar already running on this workspace (${file})`);
     } else {
       // In team mode only the runs no live instance holds: the others are running elsewhere.
-      const interrupted = await recoverInterruptedRuns(ctx.store, ctx.paths.state, team?.hold);
+      const interrupted = await recoverInterruptedRuns(ctx.store, ctx.paths.state, team?.hold, team?.queued);
       if (interrupted.length) ctx.log.warn(`coding runs interrupted by the last stop marked failed: ${interrupted.join(', ')}`);
       await writeSessionFile(ctx, token);
       ctx.log.info(`coding-run session token written to ${file}`);
@@ -72,6 +101,11 @@ export const coderunSubsystem: Subsystem = {
           shippedTeams: () => ctx.registry.list<Team>('team').map((e) => e.definition),
           ...(team ? { team } : {}),
         }),
+    );
+    // Team mode: this instance takes runs from the queue (the service is built by the first job).
+    await team?.serve(
+      (run) => ctx.services.get('coderun').take(run),
+      (run) => ctx.services.get('coderun').abandon(run),
     );
     ctx.services.provide('loginLinks', new LoginLinks(() => token));
     ctx.publicPaths.add(LOGIN_PATH);

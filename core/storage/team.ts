@@ -287,6 +287,14 @@ export class TeamCoordinator {
   }
 
   /**
+   * The state of the job `sendOnce` made for `key` (`created`, `retry`, `active`, `completed`,
+   * `cancelled`, `failed`), or undefined when there is none: whether work is still on its way.
+   */
+  async jobState(queue: string, key: string): Promise<string | undefined> {
+    return (await this.boss.getJobById(queue, jobIdOf(key)))?.state;
+  }
+
+  /**
    * Hold a team-wide lock on `key` if nobody holds it (a PostgreSQL session advisory lock on a
    * connection of its own): undefined when another instance holds it. The lock goes when `release`
    * is called or when the holder dies (its connection closes), so a killed instance never keeps it.

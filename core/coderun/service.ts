@@ -4,7 +4,13 @@
  * these methods and refusals are catalogue errors (`fail`) naming the cause.
  *
  * The run itself is `run.ts`, its events `run-events.ts`, the configuration and which repositories
- * may be named `config.ts`, the team files `teams.ts`.
+ * may be named `config.ts`, the team files `teams.ts`, start-up recovery `recovery.ts`, and team
+ * mode's requests between instances `team-mode.ts`.
+ *
+ * Over 600 lines on purpose: every action on a run (start, take, approve, edit, cancel, retry)
+ * goes one way when the run is live here and another when it runs on another instance, and both
+ * read the same live-run map and saving chain; split by instance, each half would need the
+ * other's state passed in.
  *
  * Decisions where the spec is silent:
  * - Configuration: layered file + stored overlay, some keys read-only over HTTP (see `config.ts`).
@@ -49,12 +55,10 @@
  * The UI's websocket carries this instance's runs.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { simpleGit } from 'simple-git';
 import { formatIssues } from '../http/validate.js';
-import { type ErrorDetail, fail, HangarError } from '../kernel/errors.js';
+import { fail, HangarError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
 import type { Collection, Store } from '../kernel/store.js';
 import type { EventLog } from '../lib/event-log.js';
@@ -65,58 +69,14 @@ import { type EndpointSettings, ModelError, ModelGate } from './model.js';
 import { applyPlanEdit, approvalCard, assertStaffable, checkSquad, planProblems, refreshCut } from './plan.js';
 import { AgentPool } from './pool.js';
 import { type Composition, compose, effectiveManager, type PreselectReport, preselect } from './preselect.js';
+import { ACTIVE, RUNS_COLLECTION, RUNS_OPTIONS } from './recovery.js';
 import { CodeRun } from './run.js';
 import { classify, RunEventLogs, teamsOfEvent } from './run-events.js';
 import { type CodeConfig, type RunEvent, type RunRecord, TaskPatch, type Team } from './schemas.js';
+import { CANCEL_ELSEWHERE_MS, type CodeRunTeam, MAX_ATTEMPTS, type RunRequest, RunRequests, restarted, runOfRequest } from './team-mode.js';
 import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
 
-export type CodeRunTopic = 'coderun-event' | 'coderun-cancel' | 'coderun-request';
-
-/** What coding runs need from the team (core/coderun/subsystem.ts adapts core/storage/team.ts). */
-export interface CodeRunTeam {
-  /** The team-wide lock that says a run is alive; undefined while another instance holds it. */
-  hold(run: string): Promise<{ release(): Promise<void> } | undefined>;
-  /**
-   * Tell every instance that a run's events were stored, that a person asked to cancel it, or that
-   * a request for it (approve, plan edit, task change or retry) was stored under this id.
-   */
-  announce(topic: CodeRunTopic, id: string): void;
-  on(topic: CodeRunTopic, handler: (id: string) => void): () => void;
-  /** Hand a stored run to whichever instance takes it from the queue (one job per run, however often sent). */
-  dispatch(run: string): Promise<void>;
-  /** Whether the run's job still waits, runs, or is due to be retried (start-up recovery leaves those to the queue). */
-  queued(run: string): Promise<boolean>;
-}
-
-/** How long a cancel asked on another instance waits for the stored record to show it. */
-const CANCEL_ELSEWHERE_MS = 10_000;
-/** How long a request for a run on another instance waits for that instance's answer. */
-const REQUEST_ELSEWHERE_MS = 10_000;
-/** Team mode: instances that may start one run; when the second one dies too, the run ends failed. */
-const MAX_ATTEMPTS = 2;
-/** A run stored this recently and taken by no instance yet may be between its two writes (record, job). */
-const SUBMITTING_MS = 60_000;
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Team mode: approve, plan edit, task change or retry of a run that runs on another instance,
- * stored for that instance to apply (key `<run>:<uuid>`, so only the instance running it reads it),
- * with its answer or refusal stored back for the instance that asked. Deleted once answered.
- */
-interface RunRequest {
-  id: string;
-  run: string;
-  action: 'approve' | 'edit_plan' | 'patch_task' | 'retry_task';
-  task?: string;
-  body?: unknown;
-  state: 'pending' | 'taken' | 'done' | 'refused' | 'expired';
-  result?: unknown;
-  error?: { status: number; code: string; detail: ErrorDetail; fields: Record<string, unknown> };
-  created_at: string;
-}
-
-const REQUESTS_COLLECTION = 'coderun_requests';
 
 export interface CodeRunServiceOptions {
   store: Store;
@@ -131,8 +91,6 @@ export interface CodeRunServiceOptions {
   /** Team mode: see the header. */
   team?: CodeRunTeam;
 }
-
-const ACTIVE: ReadonlyArray<RunRecord['status']> = ['planning', 'awaiting_approval', 'running'];
 
 function holdsTask(record: RunRecord, taskId: string): boolean {
   return record.tasks.some((t) => t.id === taskId) || (record.plan?.tasks.some((t) => t.id === taskId) ?? false);
@@ -157,67 +115,6 @@ function finishedRunError(taskId: string, record: RunRecord, action: 'retry' | '
   });
 }
 
-const RUNS_COLLECTION = 'coderun_runs';
-
-/**
- * After a crash or kill, runs stored as active have no process driving them: mark them failed
- * and remove their worktrees (the run branches keep their whole commits). A clean shutdown
- * cancels runs first, so this only finds runs of a process that died. A function of the store,
- * not of the service, so a server recovers at start-up without building the service.
- */
-/** Runs are listed newest first and recovered by status, each from its own index. */
-const RUNS_OPTIONS = { shards: 4, indexes: [['created_at'], ['status']] } as const;
-
-/** The worktree folder a run's branch lives in (`hangar/run-<name>`, `<name>` its id or its attempt's). */
-function worktreeOf(state: string, record: RunRecord): string {
-  const prefix = 'hangar/run-';
-  return path.join(state, 'worktrees', record.branch?.startsWith(prefix) ? record.branch.slice(prefix.length) : record.id);
-}
-
-export async function recoverInterruptedRuns(
-  store: Store,
-  state: string,
-  /** Team mode: a run's liveness lock; a run whose lock another instance holds is running there. */
-  hold?: CodeRunTeam['hold'],
-  /** Team mode: whether a run's queue job still waits, runs or is due to be retried (the queue fails it over). */
-  queued?: CodeRunTeam['queued'],
-): Promise<string[]> {
-  const runs = store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
-  const interrupted: string[] = [];
-  for (const stale of (await runs.query({ where: { status: [...ACTIVE] } })).items) {
-    if (queued) {
-      // Stored a moment ago and not taken yet: its job may be on its way (the submit's second write).
-      if (stale.attempts === 0 && Date.now() - Date.parse(stale.created_at) < SUBMITTING_MS) continue;
-      // A job the queue still holds: it runs the run, runs it again, or dead-letters it (then it fails).
-      if (await queued(stale.id).catch(() => true)) continue;
-    }
-    const lock = hold && (await hold(stale.id));
-    if (hold && !lock) continue;
-    try {
-      // Read again under the lock: an instance starting at the same time may have marked it first.
-      const record = hold ? await runs.get(stale.id) : stale;
-      if (!record || !ACTIVE.includes(record.status)) continue;
-      const dir = worktreeOf(state, record);
-      if (existsSync(dir)) {
-        await simpleGit({ baseDir: record.repo })
-          .raw(['worktree', 'remove', '--force', dir])
-          .catch(() => rm(dir, { recursive: true, force: true }));
-      }
-      await runs.put(record.id, {
-        ...record,
-        status: 'failed',
-        finished_at: new Date().toISOString(),
-        error: 'interrupted: the server stopped during the run',
-        summary: `interrupted during ${record.status}; branch ${record.branch ?? '(none)'} keeps the finished tasks' commits`,
-      });
-      interrupted.push(record.id);
-    } finally {
-      await lock?.release();
-    }
-  }
-  return interrupted;
-}
-
 /** The plan-approval card of a run's record (`GET /api/runs/{id}/plan`). */
 function planCard(id: string, record: RunRecord | undefined) {
   const plan = record?.plan;
@@ -229,29 +126,6 @@ function planCard(id: string, record: RunRecord | undefined) {
     ...approvalCard(plan),
     plan_cut: record.plan_cut ?? null,
     problems: record.plan_problems ?? [],
-  };
-}
-
-/** A run's record as a new attempt starts it: from the start, nothing of the earlier attempt's work. */
-function restarted(record: RunRecord, attempt: number): RunRecord {
-  return {
-    ...record,
-    status: 'planning',
-    finished_at: null,
-    plan: null,
-    plan_cut: null,
-    plan_problems: [],
-    tasks: [],
-    tickets: [],
-    gates: [],
-    integration: null,
-    branch: null,
-    base: null,
-    contract_file: null,
-    repairs: { found: 0, resolved: 0, restaffed: 0, needs_human: 0 },
-    summary: null,
-    error: null,
-    attempts: attempt,
   };
 }
 
@@ -270,7 +144,8 @@ export class CodeRunService {
   private readonly followed = new Map<string, Promise<{ log: EventLog<RunEvent>; more: () => Promise<void> }>>();
   private readonly unsubscribe: Array<() => void> = [];
   /** Team mode: requests for runs on other instances, and their answers (see `RunRequest`). */
-  private readonly requests: Collection<RunRequest>;
+  /** Team mode: requests for runs of other instances, and theirs for runs here. */
+  private readonly requestsElsewhere?: RunRequests;
   private closing = false;
   /** Team mode: runs this instance took and is starting, and whether a cancel came meanwhile. */
   private readonly starting = new Map<string, boolean>();
@@ -278,8 +153,8 @@ export class CodeRunService {
   constructor(private readonly options: CodeRunServiceOptions) {
     this.library = new TeamLibrary(options.shippedTeams);
     this.runs = options.store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
-    this.requests = options.store.collection<RunRequest>(REQUESTS_COLLECTION, { shards: 4 });
     const team = options.team;
+    if (team) this.requestsElsewhere = new RunRequests(options.store, team, options.log);
     this.events = new RunEventLogs(options.store, options.log, team && ((run) => team.announce('coderun-event', run)));
     this.configuration = new CodeRunConfig(options.store, options.fileConfig, options.root);
     if (team) {
@@ -819,66 +694,20 @@ export class CodeRunService {
       await free.release();
       throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run });
     }
-    const key = `${run}:${randomUUID()}`;
-    await this.requests.put(key, { id: key, run, ...request, state: 'pending', created_at: new Date().toISOString() });
-    team.announce('coderun-request', key);
-    try {
-      const deadline = Date.now() + REQUEST_ELSEWHERE_MS;
-      for (;;) {
-        const current = await this.requests.get(key);
-        if (current?.state === 'done') return current.result;
-        if (current?.error) {
-          const { status, detail, fields, code } = current.error;
-          throw new HangarError(status, detail, {}, fields, code);
-        }
-        if (Date.now() > deadline && current?.state !== 'taken') {
-          // Withdrawn unless the running instance took it meanwhile (then its answer is awaited).
-          let withdrawn = false;
-          await this.requests.update(key, (now) => {
-            if (now?.state !== 'pending') return now;
-            withdrawn = true;
-            return { ...now, state: 'expired' };
-          });
-          if (withdrawn || !current) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run });
-        }
-        // Taken and never answered: the instance running it died while applying it.
-        if (Date.now() > deadline + REQUEST_ELSEWHERE_MS) throw fail('HANGAR_CODERUN_RUN_NOT_RUNNING', { run });
-        await sleep(50);
-      }
-    } finally {
-      await this.requests.delete(key).catch(() => false);
-    }
+    return this.requestsElsewhere!.ask(run, request);
   }
 
   /** Team mode: apply a request stored for a run running here, and store the answer for the instance that asked. */
   private async answerRequest(key: string): Promise<void> {
-    const run = key.slice(0, key.lastIndexOf(':'));
+    const run = runOfRequest(key);
     if (!this.live.get(run)?.active) return;
-    try {
-      let taken = false;
-      const request = await this.requests.update(key, (current) => {
-        if (current?.state !== 'pending') return current;
-        taken = true;
-        return { ...current, state: 'taken' };
-      });
-      if (!taken || !request) return;
-      let answer: Pick<RunRequest, 'state' | 'result' | 'error'>;
-      try {
-        answer = { state: 'done', result: await this.applyRequest(request) };
-        // What it changed is in the store before the answer: the asking instance may read the record next.
-        await new Promise((resolve) => setImmediate(resolve));
-        await this.saving.get(run);
-      } catch (err) {
-        const refusal = err instanceof HangarError ? err : new HangarError(500, err instanceof Error ? err.message : String(err));
-        answer = {
-          state: 'refused',
-          error: { status: refusal.status, code: refusal.code, detail: refusal.detail, fields: refusal.fields },
-        };
-      }
-      await this.requests.put(key, { ...request, ...answer });
-    } catch (err) {
-      this.options.log.warn('a request for a coding run from another instance was not answered', { run, error: String(err) });
-    }
+    await this.requestsElsewhere!.answer(key, async (request) => {
+      const result = await this.applyRequest(request);
+      // What it changed is in the store before the answer: the asking instance may read the record next.
+      await new Promise((resolve) => setImmediate(resolve));
+      await this.saving.get(run);
+      return result;
+    });
   }
 
   private applyRequest(request: RunRequest): unknown {

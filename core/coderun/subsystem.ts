@@ -16,10 +16,12 @@ import type { Subsystem } from '../kernel/context.js';
 import type { TeamCoordinator } from '../storage/team.js';
 import { LOGIN_PATH, LoginLinks, loginRoutes } from './login.js';
 import { modelRoutes } from './model-routes.js';
+import { recoverInterruptedRuns } from './recovery.js';
 import { mountCodeRoutes } from './routes.js';
 import type { Team } from './schemas.js';
-import { CodeRunService, type CodeRunTeam, recoverInterruptedRuns } from './service.js';
+import { CodeRunService } from './service.js';
 import { claimSession, releaseSession, sessionFile, sessionMatches, sessionTokenOf, writeSessionFile } from './session.js';
+import type { CodeRunTeam } from './team-mode.js';
 import { teamKind } from './teams.js';
 
 declare module '../kernel/services.js' {

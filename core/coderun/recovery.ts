@@ -76,3 +76,21 @@ export async function recoverInterruptedRuns(
   }
   return interrupted;
 }
+
+/**
+ * Team mode: runs stored and never sent to the queue — the instance that took the request died
+ * between its two writes (the record, then the job) — are sent again once they are a minute old:
+ * still `planning`, never taken (`attempts: 0`). A run's job id is derived from its id, so sending
+ * one whose job exists (waiting behind others) makes no second job. Answers the runs sent.
+ */
+export async function sendLostRuns(store: Store, dispatch: CodeRunTeam['dispatch'], now = Date.now()): Promise<string[]> {
+  const runs = store.collection<RunRecord>(RUNS_COLLECTION, RUNS_OPTIONS);
+  const cutoff = new Date(now - SUBMITTING_MS).toISOString();
+  const sent: string[] = [];
+  for (const run of (await runs.query({ where: { status: 'planning' } })).items) {
+    if (run.attempts !== 0 || run.created_at >= cutoff) continue;
+    await dispatch(run.id);
+    sent.push(run.id);
+  }
+  return sent;
+}

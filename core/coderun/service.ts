@@ -51,7 +51,9 @@
  *   through the store as its instance announces each stored event, to `run_finished`; the plan card
  *   answers from the stored record.
  * - An instance starting up marks failed only the runs no live instance holds and no queue job
- *   still names (a run stored a moment ago may be between its two writes and is left alone).
+ *   still names (a run stored a moment ago may be between its two writes and is left alone). A run
+ *   stored and never sent (its instance died between the writes) is sent again a minute later by
+ *   a sweep one instance at a time runs every heartbeat (recovery.ts, `sendLostRuns`).
  * The UI's websocket carries this instance's runs.
  */
 import { randomUUID } from 'node:crypto';

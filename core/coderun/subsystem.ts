@@ -16,7 +16,7 @@ import type { Subsystem } from '../kernel/context.js';
 import type { TeamCoordinator } from '../storage/team.js';
 import { LOGIN_PATH, LoginLinks, loginRoutes } from './login.js';
 import { modelRoutes } from './model-routes.js';
-import { recoverInterruptedRuns } from './recovery.js';
+import { recoverInterruptedRuns, sendLostRuns } from './recovery.js';
 import { mountCodeRoutes } from './routes.js';
 import type { Team } from './schemas.js';
 import { CodeRunService } from './service.js';
@@ -109,6 +109,25 @@ export const coderunSubsystem: Subsystem = {
       (run) => ctx.services.get('coderun').take(run),
       (run) => ctx.services.get('coderun').abandon(run),
     );
+    if (team) {
+      // Runs whose instance died between storing them and sending their job, sent again by one
+      // instance at a time every heartbeat (as the task board's lost submissions are).
+      const coordinator = ctx.services.get('team');
+      const sweep = setInterval(async () => {
+        if (ctx.lifecycle.stopping) return clearInterval(sweep);
+        const lock = await coordinator.tryLock('coderun-sweep').catch(() => undefined);
+        if (!lock) return;
+        try {
+          const sent = await sendLostRuns(ctx.store, team.dispatch);
+          if (sent.length) ctx.log.warn(`coding runs stored but never sent to the queue, sent again: ${sent.join(', ')}`);
+        } catch (err) {
+          ctx.log.warn('sending lost coding runs failed', { error: String(err) });
+        } finally {
+          await lock.release().catch(() => undefined);
+        }
+      }, coordinator.heartbeatSeconds * 1000);
+      sweep.unref();
+    }
     ctx.services.provide('loginLinks', new LoginLinks(() => token));
     ctx.publicPaths.add(LOGIN_PATH);
 

@@ -244,4 +244,38 @@ describe('team mode: coding runs', () => {
     expect((await other.api(`/api/runs/${id}/plan`)).body).toMatchObject({ status: 'awaiting_approval', total: 1 });
     expect((await other.api(`/api/runs/${id}/cancel`, { method: 'POST' })).body.status).toBe('cancelled');
   }, 120_000);
+  it('a run stored but never sent to the queue (its instance died between the two writes) is sent by the sweep and runs', async () => {
+    const [a, b] = instances as [Instance, Instance];
+    // A record as a start stores it, from a run started and cancelled on another repository.
+    const template = await a.api('/api/runs', { method: 'POST', json: { request: 'add a health route', repo: await newRepo() } });
+    expect(template.status, template.text).toBe(202);
+    const record = template.body as Record<string, unknown>;
+    await awaitingApproval(b, record.id as string);
+    expect((await b.api(`/api/runs/${record.id}/cancel`, { method: 'POST' })).status).toBe(200);
+
+    const repo = await newRepo();
+    const storedAt = new Date(Date.now() - 120_000).toISOString();
+    const store = new PostgresStore(databaseUrl);
+    try {
+      await store
+        .collection('coderun_runs', { shards: 4 })
+        .put('lost-1', { ...record, id: 'lost-1', repo, status: 'planning', attempts: 0, created_at: storedAt });
+    } finally {
+      await store.close();
+    }
+    // One instance's sweep (every heartbeat, 10 s here) sends its job; whichever takes it runs it.
+    const taken = await until(
+      async () => {
+        const { body } = await a.api('/api/runs/lost-1');
+        return body.status === 'awaiting_approval' ? body : undefined;
+      },
+      'the lost run to be taken',
+      45_000,
+    );
+    expect(taken).toMatchObject({ attempts: 1, repo });
+    expect(taken.plan.tasks.map((t: { id: string }) => t.id)).toEqual(['T1']);
+    const cancelled = await b.api('/api/runs/lost-1/cancel', { method: 'POST' });
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect((await a.api('/api/runs/lost-1')).body.status).toBe('cancelled');
+  }, 90_000);
 });

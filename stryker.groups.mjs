@@ -104,6 +104,19 @@ export const MUTATION_GROUPS = {
     mutate: ['core/kernel/discovery.ts:38-60', 'core/kernel/discovery.ts:96-180', 'core/kernel/discovery.ts:256-465'],
     tests: ['test/kernel/discovery-rules.test.ts'],
   },
+  supervision: {
+    // The supervised host for drop-in code (dropin-host.ts): how restarts are reported (hostReports,
+    // from line 60), HostThread (warming, restarts counted once per thread death, the spare, the
+    // status, retire and close) and DropInHosts (the watchdog, the heap cap, cancellation and its
+    // grace, a call the host never started run again once, forget, close), to line 452. Left out:
+    // the types above and locate/isLoadedDropIn/hostedSource below (which build a call runs, read
+    // from the registry and the bundles discovery kept: not supervision, and reached only with a
+    // server). Tests: supervision-rules.test.ts (real host threads of the endpoint kind's entry
+    // running fixture drop-in code, no server, ten seconds); the kinds' tests (supervised-kinds,
+    // router-host, test/agents/supervised-*) start a server per file, too slow per mutant.
+    mutate: ['core/kernel/dropin-host.ts:60-452'],
+    tests: ['test/dropins/supervision-rules.test.ts'],
+  },
   notebook: {
     // The reactive engine: saved outputs starting stale (lines 81-86), cell states, edits, runs, a
     // lost kernel (108-433) and what a reload from disk makes stale (#adopt, 571-611); keep the

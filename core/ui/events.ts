@@ -71,8 +71,10 @@ export function eventChannel(ctx: HangarContext, { batchMs = 50, pingMs = 25_000
   // Team mode: tasks changed on any instance (this one too), read from the store once per batch.
   const changedTasks = new Set<string>();
   let taskTimer: NodeJS.Timeout | undefined;
+  // Batches are sent one after another: two reads in flight at once could send a task's older
+  // state after its newer one (a client saw a completed task go back to `working`).
+  let sending = Promise.resolve();
   const sendTasks = async () => {
-    taskTimer = undefined;
     const ids = [...changedTasks];
     changedTasks.clear();
     const tasks = ctx.services.find('tasks');
@@ -91,7 +93,10 @@ export function eventChannel(ctx: HangarContext, { batchMs = 50, pingMs = 25_000
   };
   const stopRelay = ctx.services.find('team')?.on('task-event', ({ id }) => {
     changedTasks.add(id);
-    taskTimer ??= setTimeout(() => void sendTasks(), taskBatchMs);
+    taskTimer ??= setTimeout(() => {
+      taskTimer = undefined;
+      sending = sending.then(sendTasks).catch((err: unknown) => ctx.log.warn('task changes not sent', { error: String(err) }));
+    }, taskBatchMs);
   });
 
   const ping = setInterval(() => {

@@ -75,7 +75,16 @@ import { ACTIVE, RUNS_COLLECTION, RUNS_OPTIONS } from './recovery.js';
 import { CodeRun } from './run.js';
 import { classify, RunEventLogs, teamsOfEvent } from './run-events.js';
 import { type CodeConfig, type RunEvent, type RunRecord, TaskPatch, type Team } from './schemas.js';
-import { CANCEL_ELSEWHERE_MS, type CodeRunTeam, MAX_ATTEMPTS, type RunRequest, RunRequests, restarted, runOfRequest } from './team-mode.js';
+import {
+  CANCEL_ELSEWHERE_MS,
+  type CodeRunTeam,
+  MAX_ATTEMPTS,
+  type RunRequest,
+  RunRequests,
+  restarted,
+  runOfRequest,
+  unstarted,
+} from './team-mode.js';
 import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -320,24 +329,12 @@ export class CodeRunService {
       id,
       request: input.request,
       repo,
-      status: 'planning',
       created_at: new Date().toISOString(),
-      finished_at: null,
       // Every pin that chose this run's teams (the run's own, activated or configured): a pinned
       // team the plan size cap leaves without work is a problem to solve before approval.
       pins: report.mode === 'pinned' ? report.teams.map((t) => t.id) : [],
       teams: library.filter((t) => report.teams.some((s) => s.id === t.id)),
-      plan: null,
-      tasks: [],
-      tickets: [],
-      gates: [],
-      integration: null,
-      branch: null,
-      base: null,
-      contract_file: null,
-      repairs: { found: 0, resolved: 0, restaffed: 0, needs_human: 0 },
-      summary: null,
-      error: null,
+      ...unstarted(),
     };
     const requireApproval = input.require_approval ?? config.require_approval;
     if (team) return this.submit(team, record, requireApproval);

@@ -53,15 +53,12 @@ export interface RunRequest {
 
 const REQUESTS_COLLECTION = 'coderun_requests';
 
-/** A run's record as a new attempt starts it: from the start, nothing of the earlier attempt's work. */
-export function restarted(record: RunRecord, attempt: number): RunRecord {
+/** What a run holds before its first step: no plan, board, gates, branch or outcome yet. */
+export function unstarted() {
   return {
-    ...record,
-    status: 'planning',
+    status: 'planning' as const,
     finished_at: null,
     plan: null,
-    plan_cut: null,
-    plan_problems: [],
     tasks: [],
     tickets: [],
     gates: [],
@@ -72,8 +69,12 @@ export function restarted(record: RunRecord, attempt: number): RunRecord {
     repairs: { found: 0, resolved: 0, restaffed: 0, needs_human: 0 },
     summary: null,
     error: null,
-    attempts: attempt,
-  };
+  } satisfies Partial<RunRecord>;
+}
+
+/** A run's record as a new attempt starts it: from the start, nothing of the earlier attempt's work. */
+export function restarted(record: RunRecord, attempt: number): RunRecord {
+  return { ...record, ...unstarted(), plan_cut: null, plan_problems: [], attempts: attempt };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -31,7 +31,10 @@ export interface LiveTask {
   /** Chunks below this index have been deleted from the store. */
   firstChunk: number;
   writes: Set<Promise<unknown>>;
-  saveQueued: boolean;
+  /** The paced write of the record after progress, while one is waiting (TaskLifecycle.saveSoon). */
+  pendingSave?: () => void;
+  /** When progress last wrote the record (performance.now()); progress writes it at most once a second. */
+  progressSavedAt: number;
   /** Events appended since the last store write; written together on the next turn of the loop. */
   unwritten: TaskEvent[];
   flushQueued: boolean;

@@ -103,4 +103,42 @@ describe('opening a database of the previous schema', () => {
     expect(store.statement('SELECT source FROM imports').all()).toEqual([{ source: '/old/data' }]);
     store.close();
   });
+
+  it('moves records out of the WITHOUT ROWID table into a rowid table; they read the same and their indexes are made again', async () => {
+    // The schema as it was before the records moved (migrations 1-7): a record is kept inside its key's b-tree.
+    const file = path.join(await mkdtemp(path.join(tmpdir(), 'hangar-upgrade-')), 'hangar.db');
+    const before = MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE records_rowid'));
+    expect(before).toBeGreaterThan(0);
+    const db = new DatabaseSync(file);
+    for (const sql of MIGRATIONS.slice(0, before)) db.exec(sql);
+    db.exec(`PRAGMA user_version = ${before}`);
+    const put = db.prepare('INSERT INTO records (collection, id, value) VALUES (?, ?, ?)');
+    put.run('jobs', 'b', JSON.stringify({ status: 'done', n: 2 }));
+    put.run('jobs', 'a', JSON.stringify({ status: 'open', n: 1 }));
+    db.exec(
+      `CREATE INDEX "ix_jobs_status__ordered" ON records (collection, json_extract(value, '$.status'), id) WHERE collection = 'jobs'`,
+    );
+    expect((db.prepare("SELECT sql FROM sqlite_master WHERE name = 'records'").get() as { sql: string }).sql).toContain('WITHOUT ROWID');
+    db.close();
+
+    const store = new SqliteStore(file);
+    const { sql } = store.statement("SELECT sql FROM sqlite_master WHERE name = 'records'").get() as { sql: string };
+    expect(sql).not.toContain('WITHOUT ROWID');
+    expect(
+      store
+        .statement('SELECT rowid, id FROM records ORDER BY rowid')
+        .all()
+        .map((row) => (row as { id: string }).id),
+    ).toEqual(['a', 'b']);
+    const jobs = store.collection<{ status: string; n: number }>('jobs', { indexes: [['status']] });
+    expect(await jobs.get('b')).toEqual({ status: 'done', n: 2 });
+    expect((await jobs.query({ where: { status: 'open' } })).items).toEqual([{ status: 'open', n: 1 }]);
+    const plan = store
+      .statement(
+        "EXPLAIN QUERY PLAN SELECT id FROM records WHERE collection = 'jobs' AND json_extract(value, '$.status') = 'open' ORDER BY json_extract(value, '$.status'), id",
+      )
+      .all() as Array<{ detail: string }>;
+    expect(plan.map((step) => step.detail).join(' ')).toContain('ix_jobs_status__ordered');
+    store.close();
+  });
 });

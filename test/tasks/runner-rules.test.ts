@@ -1,6 +1,9 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HangarError } from '../../core/kernel/errors.js';
+import { SqliteStore } from '../../core/storage/sqlite-store.js';
+import { PROGRESS_SAVE_MS } from '../../core/tasks/lifecycle.js';
+import type { Task } from '../../core/tasks/schemas.js';
 import type { TaskService } from '../../core/tasks/service.js';
 import { SettleAs, type TaskContext } from '../../core/tasks/types.js';
 import { gate, openService, tempDir, waitForStatus } from './helpers.js';
@@ -32,6 +35,44 @@ function service(options: Parameters<typeof openService>[1] = {}, dir?: string):
 const statusesOf = async (tasks: TaskService, id: string) => (await tasks.replay(id, 0)).events.map((e) => e.data.status);
 
 describe('task runner: progress and output', () => {
+  it("writes a running task's record for progress at most once a second, while its event log has every step", async () => {
+    const { tasks, dir } = service();
+    const step = gate();
+    const finish = gate();
+    const task = await tasks.submit({
+      kind: 'adhoc',
+      target: 'x',
+      principal,
+      run: async (ctx) => {
+        ctx.progress(10, 'one');
+        await step.promise;
+        ctx.progress(20, 'two');
+        ctx.progress(30, 'three');
+        await finish.promise;
+        return 'done';
+      },
+    });
+    // What is on disk, read through a connection of its own (the service answers live tasks from memory).
+    const disk = new SqliteStore(path.join(dir, 'hangar.db'));
+    cleanups.push(() => disk.close());
+    const stored = async () => ((await disk.collection<Task>('tasks').get(task.id)) as Task).progress;
+    await waitForStatus(() => tasks.get(task.id, { principal }), ['working']);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await stored()).toEqual({ percent: 10, message: 'one' });
+    step.open();
+    await new Promise((r) => setTimeout(r, 100));
+    // Within the second: the record still says what its first write said; the log has all three.
+    expect(await stored()).toEqual({ percent: 10, message: 'one' });
+    const progress = (await tasks.replay(task.id, 0)).events.filter((e) => e.data.type === 'progress').map((e) => e.data.progress.percent);
+    expect(progress).toEqual([10, 20, 30]);
+    // Then one write brings it up to the last step.
+    await new Promise((r) => setTimeout(r, PROGRESS_SAVE_MS));
+    expect(await stored()).toEqual({ percent: 30, message: 'three' });
+    finish.open();
+    expect(await waitForStatus(() => tasks.get(task.id, { principal }), ['completed'])).toMatchObject({ result: 'done' });
+    expect(await stored()).toEqual({ percent: 100, message: 'completed' });
+  });
+
   it('clamps progress to 0-100, keeps the last message when none is given, and logs each step', async () => {
     const { tasks } = service();
     const task = await tasks.submit({

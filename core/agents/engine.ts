@@ -12,6 +12,13 @@
  * deletes a pending approval before resuming, so two approvals cannot resume the same snapshot).
  * Merge rule: a node's returned keys replace the state's keys (no reducers); `steps_taken` gets
  * the node name (graph agents) and the node's `ctx.step()` names appended.
+ *
+ * Why one file past 600 lines: `Engine.run` is one loop whose order is the contract above (a
+ * checkpoint after the merge and before `node_end`, an interrupt written before the caller hears
+ * of it), and its exits (cancel, deadline, breakpoint, interrupt, error) share the loop's state.
+ * What stands apart already does: compiling the graph (graph.ts), the tool journal (journal.ts),
+ * checkpoints (checkpointer.ts), events (events.ts). Split further, the loop would be read across
+ * files that must change together.
  */
 import { randomUUID } from 'node:crypto';
 import { isoNow } from '../kernel/clock.js';

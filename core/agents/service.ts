@@ -32,6 +32,11 @@
  * neither read that thread's history nor write into it); pending approvals and approve/reject see
  * only the caller's records. The checkpoints and approvals are parts of the thread
  * (`ThreadService.attach`), so deleting a thread removes them.
+ *
+ * Why one file past 600 lines: each way of running an agent is a few short methods over the same
+ * run plan, deadline and ownership rules written above; what has its own concept lives apart
+ * (run-plan.ts, deadline.ts, run-results.ts, documents.ts). One file per way of running would
+ * repeat those rules' wiring five times.
  */
 
 import { ERROR_CATALOGUE } from '../kernel/error-catalogue.js';

@@ -51,6 +51,11 @@
  *   finished task's event stream ends with [DONE]. Progress and output events are written behind the
  *   work (coalesced by the store) so a chatty task is not throttled by the disk; a crash can lose the
  *   last few milliseconds of them, never a status change.
+ *
+ * Why one file past 600 lines: this is the board's whole public API (submit, get, list, result,
+ * cancel, delete, events, replay, waitFor, resume) and the decisions above that bind it; the
+ * machinery behind it is already in the four modules named at the top. Each method is short;
+ * splitting the API itself would hide which calls share the ownership and visibility rules.
  */
 
 import { errorMessage, fail, type HangarError } from '../kernel/errors.js';

@@ -17,6 +17,7 @@ import { formatIssues } from '../http/validate.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { fail } from '../kernel/errors.js';
 import type { RegistryChange } from '../kernel/registry.js';
+import { handOverJson } from '../tasks/types.js';
 import { pluginKind } from './kind.js';
 import { PluginPool } from './pool.js';
 import { PLUGIN_TASK_KIND, pluginRoutes } from './routes.js';
@@ -103,18 +104,22 @@ export const pluginsSubsystem: Subsystem = {
         plugins().health(submission.target);
         const parsed = AsyncPredictRequest.safeParse(submission.input);
         if (!parsed.success) throw fail('HANGAR_PLUGIN_INPUT_INVALID', { problems: formatIssues(parsed.error.issues, 'body.input') });
-        return { input: parsed.data };
+        // zod's output is a new object the route's parse made: the board keeps it without a copy.
+        return { input: handOverJson(parsed.data) };
       },
       run: async (task) => {
         const body = task.task.input as { input?: unknown; inputs?: unknown[] };
         const call = { principal: task.task.principal, taskId: task.task.id };
         if (body.inputs) {
-          return plugins().batch(task.task.target, body.inputs, {
-            ...call,
-            // The invocation log tells the two doors apart: /predict/batch and /predict/async {inputs}.
-            operation: task.task.metadata?.source === 'predict/batch' ? 'batch' : 'batch.async',
-            onProgress: (done, total) => task.progress((100 * done) / total, `${done}/${total} predicted`),
-          });
+          // The results are parsed from the workers' JSON text just now (PredictorService.batch).
+          return handOverJson(
+            await plugins().batch(task.task.target, body.inputs, {
+              ...call,
+              // The invocation log tells the two doors apart: /predict/batch and /predict/async {inputs}.
+              operation: task.task.metadata?.source === 'predict/batch' ? 'batch' : 'batch.async',
+              onProgress: (done, total) => task.progress((100 * done) / total, `${done}/${total} predicted`),
+            }),
+          );
         }
         return plugins().predict(task.task.target, body.input, { ...call, operation: 'predict.async' });
       },

@@ -7,7 +7,7 @@
 import { errorMessage } from '../kernel/errors.js';
 import type { SequencedEvent } from '../lib/event-log.js';
 import type { Task, TaskEvent } from './schemas.js';
-import type { TaskWork } from './types.js';
+import { isHandedOver, type TaskWork } from './types.js';
 
 export interface TaskLogger {
   warn(message: string, fields?: Record<string, unknown>): void;
@@ -45,6 +45,7 @@ export const nowIso = (): string => new Date().toISOString();
 /** A deep copy that is plain JSON: what is stored and sent can't be mutated later by the work. */
 export function toJson(value: unknown, what: string): unknown {
   if (value === undefined) return null;
+  if (isHandedOver(value)) return value;
   let text: string | undefined;
   try {
     text = JSON.stringify(value);

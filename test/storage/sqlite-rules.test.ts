@@ -81,6 +81,24 @@ describe('a collection counting groups', () => {
     expect((await jobs.query({ where: { status: 'queued' } })).total).toBe(0);
   });
 
+  it('reads the counted fields of the record a write replaces as the record holds them: several fields, true, objects, absent ones', async () => {
+    const { store, raw } = await open();
+    const items = store.collection<Record<string, unknown>>('jobs', { countBy: ['status', 'urgent', 'owner'] });
+    await items.put('a', { status: 'queued', urgent: true, owner: { team: 'x', n: 1.5 }, input: 'x'.repeat(10_000) });
+    await items.put('b', { status: 'queued' });
+    expect(groups(raw)).toEqual({
+      '["queued",null,null]': 1,
+      '["queued",true,{"team":"x","n":1.5}]': 1,
+      '{"fields":["status","urgent","owner"]}': 0,
+    });
+    // Each record leaves the group its stored fields name (true stays true, the object stays that object).
+    await items.put('a', { status: 'done', urgent: false, owner: null });
+    await items.put('b', { status: 'done', urgent: false, owner: null });
+    expect(groups(raw)).toEqual({ '["done",false,null]': 2, '{"fields":["status","urgent","owner"]}': 0 });
+    expect(await items.delete('a')).toBe(true);
+    expect(groups(raw)).toEqual({ '["done",false,null]': 1, '{"fields":["status","urgent","owner"]}': 0 });
+  });
+
   it('counts from the groups only when every filtered field is counted; a filter on another field counts the records', async () => {
     const { store, raw } = await open();
     const jobs = store.collection<Job>('jobs', { countBy: ['status'] });

@@ -49,7 +49,7 @@ export const MUTATION_GROUPS = {
     // 10,000 threads: a file's set-up runs again for every mutant a test of it covers, minutes
     // per module on two shared cores, so the SQLite rules they check are in sqlite-rules.test.ts.
     mutate: [
-      'core/storage/sqlite-records.ts:16-217',
+      'core/storage/sqlite-records.ts:16-218',
       'core/storage/sqlite-logs.ts:37-222',
       'core/storage/sqlite-invocations.ts:33-86',
       'core/storage/sqlite-store.ts:218-491',

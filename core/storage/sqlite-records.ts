@@ -16,8 +16,8 @@ const GROUPS = groupStatements('sqlite');
 export class SqliteCollection<T> implements Collection<T> {
   private readonly sql: ReturnType<typeof runner>;
   private readonly queries: RecordQueries;
-  /** The statement reading the counted fields of a record (`previous`), made on first use. */
-  private countedFields: string | undefined;
+  /** The statement reading the counted fields of a record (`previous`), when the collection counts groups. */
+  private readonly countedFields: string | undefined;
 
   constructor(
     private readonly store: SqlAccess,
@@ -29,6 +29,9 @@ export class SqliteCollection<T> implements Collection<T> {
     this.sql = runner(store);
     this.queries = new RecordQueries('sqlite', name);
     if (countBy) checkFields({ orderBy: countBy.map((field) => ({ field })) });
+    this.countedFields =
+      countBy &&
+      `SELECT json_array(${countBy.map((field) => `json(value -> '$.${field}')`).join(', ')}) AS counted FROM records WHERE collection = ? AND id = ?`;
   }
 
   /**
@@ -75,13 +78,11 @@ export class SqliteCollection<T> implements Collection<T> {
    */
   private previous(id: string): unknown {
     // Stryker disable next-line ConditionalExpression: without countBy, moveGroup ignores the value read
-    if (!this.countBy) return undefined;
-    const fields = this.countBy;
-    this.countedFields ??= `SELECT json_array(${fields.map((field) => `json(value -> '$.${field}')`).join(', ')}) AS counted FROM records WHERE collection = ? AND id = ?`;
+    if (!this.countedFields) return undefined;
     const row = this.store.statement(this.countedFields).get(this.name, id) as { counted: string } | undefined;
     if (!row) return undefined;
     const values = JSON.parse(row.counted) as unknown[];
-    return Object.fromEntries(fields.map((field, i) => [field, values[i]]));
+    return Object.fromEntries(this.countBy!.map((field, i) => [field, values[i]]));
   }
 
   private write(id: string, value: unknown, text: string, previous = this.previous(id)): void {

@@ -5,12 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { codeCli } from '../../core/app/cli/code.js';
-import { API_TEAM, type CodeServer, git, makeRepo, startCodeServer, tearDownAfterEach } from './support/fixture.js';
+import { API_TEAM, type CodeServer, git, HEALTH_OK, HEALTH_TEST, makeRepo, startCodeServer, tearDownAfterEach } from './support/fixture.js';
 import { agentScript, approve, type ScriptedAnswer, type ScriptedModel, startScriptedModel, write } from './support/scripted-model.js';
 
-const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;
-const HEALTH_TEST = `import test from 'node:test';\nimport assert from 'node:assert';\nimport { health } from '../../src/api/health.mjs';\ntest('health answers ok', () => assert.deepEqual(health(), { ok: true }));\n`;
 const FILES = ['src/api/health.mjs', 'test/api/health.test.mjs'];
 
 const planAnswer: ScriptedAnswer = {

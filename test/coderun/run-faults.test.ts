@@ -5,7 +5,16 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../core/coderun/command.js';
 import { eventually } from '../support/server.js';
-import { API_TEAM, CODE_SUBSYSTEMS, type CodeServer, git, makeRepo, startCodeServer, tearDownAfterEach } from './support/fixture.js';
+import {
+  API_TEAM,
+  CODE_SUBSYSTEMS,
+  type CodeServer,
+  git,
+  HEALTH_OK,
+  makeRepo,
+  startCodeServer,
+  tearDownAfterEach,
+} from './support/fixture.js';
 import {
   agentScript,
   approve,
@@ -19,7 +28,6 @@ import {
 
 const task = (id: string, squad: string, files: string[], extra: Record<string, unknown> = {}) =>
   planTask(id, squad, files, { description: '', ...extra });
-const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 
 let model: ScriptedModel | undefined;
 let server: CodeServer | undefined;

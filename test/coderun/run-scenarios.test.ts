@@ -1,7 +1,18 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { API_TEAM, type CodeServer, git, makeRepo, runFrames, startCodeServer, tearDownAfterEach, WEB_TEAM } from './support/fixture.js';
+import {
+  API_TEAM,
+  type CodeServer,
+  git,
+  HEALTH_OK,
+  HEALTH_TEST,
+  makeRepo,
+  runFrames,
+  startCodeServer,
+  tearDownAfterEach,
+  WEB_TEAM,
+} from './support/fixture.js';
 import {
   agentScript,
   approve,
@@ -13,9 +24,7 @@ import {
   write,
 } from './support/scripted-model.js';
 
-const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;
-const HEALTH_TEST = `import test from 'node:test';\nimport assert from 'node:assert';\nimport { health } from '../../src/api/health.mjs';\ntest('health answers ok', () => assert.deepEqual(health(), { ok: true }));\n`;
 const PAGE = `export const page = () => '<h1>health</h1>';\n`;
 const PAGE_TEST = `import test from 'node:test';\nimport assert from 'node:assert';\nimport { page } from '../../src/web/page.mjs';\ntest('page shows health', () => assert.match(page(), /health/));\n`;
 

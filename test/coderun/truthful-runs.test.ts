@@ -9,14 +9,22 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { API_TEAM, type CodeServer, makeRepo, runFrames, startCodeServer, tearDownAfterEach, WEB_TEAM } from './support/fixture.js';
+import {
+  API_TEAM,
+  type CodeServer,
+  HEALTH_OK,
+  HEALTH_TEST,
+  makeRepo,
+  runFrames,
+  startCodeServer,
+  tearDownAfterEach,
+  WEB_TEAM,
+} from './support/fixture.js';
 import { agentScript, approve, planAnswer, planTask, type ScriptedModel, startScriptedModel, write } from './support/scripted-model.js';
 
 const task = planTask;
 
-const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
 const HEALTH_BAD = `export const health = () => ({ ok: false });\n`;
-const HEALTH_TEST = `import test from 'node:test';\nimport assert from 'node:assert';\nimport { health } from '../../src/api/health.mjs';\ntest('health answers ok', () => assert.deepEqual(health(), { ok: true }));\n`;
 const CART_BAD = 'class Cart:\n    pass\n';
 const CART_OK = 'class Cart:\n    def __eq__(self, other):\n        return other == 3\n';
 const CART_TEST = 'from cart import Cart\n\ndef test_total():\n    assert Cart() == 3\n';

@@ -88,6 +88,21 @@ export async function eventually<T>(check: () => Promise<T | undefined | false> 
   }
 }
 
+/**
+ * Poll every 100 ms until `what` gives a value other than undefined; fails naming `label` after
+ * `timeoutMs`. Unlike `eventually`, an error thrown by `what` fails at once: the team tests poll
+ * other processes, and a refused request there is the finding, not a reason to wait.
+ */
+export async function until<T>(what: () => Promise<T | undefined> | T | undefined, label: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await what();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 export const agentSource = (body: string, extra = '') =>
   `import { defineAgent } from 'hangar';\n${extra}\nexport default defineAgent(${body});\n`;
 

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_TEAM, FIXTURE_REPOS, git, makeRepo, runFrames } from '../coderun/support/fixture.js';
+import { API_TEAM, FIXTURE_REPOS, git, HEALTH_OK, HEALTH_TEST, makeRepo, runFrames } from '../coderun/support/fixture.js';
 import {
   agentScript,
   approve,
@@ -20,10 +20,7 @@ import {
 } from '../coderun/support/scripted-model.js';
 import { type CliProcess, runCli, stopAll } from '../support/cli.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
-import { makeWorkspace } from '../support/server.js';
-
-const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
-const HEALTH_TEST = `import test from 'node:test';\nimport assert from 'node:assert';\nimport { health } from '../../src/api/health.mjs';\ntest('health answers ok', () => assert.deepEqual(health(), { ok: true }));\n`;
+import { makeWorkspace, until } from '../support/server.js';
 
 interface Instance {
   proc: CliProcess;
@@ -67,16 +64,6 @@ const call = async (instance: Instance, pathname: string, json?: unknown) => {
   const text = await res.text();
   return { status: res.status, text, body: (text.startsWith('{') ? JSON.parse(text) : undefined) as any };
 };
-
-async function until<T>(what: () => Promise<T | undefined> | T | undefined, label: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await what();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 const runOn = (instance: Instance, id: string, test: (run: any) => boolean, label: string, timeoutMs?: number) =>
   until(

@@ -12,7 +12,7 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../core/storage/postgres-store.js';
-import { API_TEAM, CODE_SUBSYSTEMS, FIXTURE_REPOS, git, makeRepo, runFrames } from '../coderun/support/fixture.js';
+import { API_TEAM, CODE_SUBSYSTEMS, FIXTURE_REPOS, git, HEALTH_OK, HEALTH_TEST, makeRepo, runFrames } from '../coderun/support/fixture.js';
 import {
   agentScript,
   approve,
@@ -23,10 +23,7 @@ import {
   write,
 } from '../coderun/support/scripted-model.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-
-const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
-const HEALTH_TEST = `import test from 'node:test';\nimport assert from 'node:assert';\nimport { health } from '../../src/api/health.mjs';\ntest('health answers ok', () => assert.deepEqual(health(), { ok: true }));\n`;
+import { startTestServer, type TestServer, until } from '../support/server.js';
 
 let postgres: TestPostgres;
 let databaseUrl: string;
@@ -60,16 +57,6 @@ async function startInstance(): Promise<Instance> {
   };
   instances.push(instance);
   return instance;
-}
-
-async function until<T>(what: () => Promise<T | undefined> | T | undefined, label: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await what();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 async function newRepo(): Promise<string> {

@@ -11,7 +11,7 @@ import { timeOrderedId } from '../../core/storage/ids.js';
 import { PostgresStore } from '../../core/storage/postgres-store.js';
 import { type CliProcess, runCli, stopAll } from '../support/cli.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
-import { agentSource, makeWorkspace } from '../support/server.js';
+import { agentSource, makeWorkspace, until } from '../support/server.js';
 
 /** `{"file"}`: appends this process's pid to `file` and answers. */
 const NOTE_AGENT = agentSource(
@@ -61,15 +61,6 @@ const call = async (instance: Instance, pathname: string, json?: unknown, method
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as any };
 };
 
-async function until<T>(what: () => Promise<T | undefined> | T | undefined, label: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await what();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {

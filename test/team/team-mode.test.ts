@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliProcess, runCli, stopAll } from '../support/cli.js';
 import { startPostgres, type TestPostgres } from '../support/postgres.js';
-import { agentSource, makeWorkspace } from '../support/server.js';
+import { agentSource, makeWorkspace, until } from '../support/server.js';
 import { readSse as readFrames } from '../support/sse.js';
 
 const readSse = async (url: string, headers?: Record<string, string>) => {
@@ -92,15 +92,6 @@ const submit = async (on: Instance, ms: number) => {
   return { id: body.id as string, file };
 };
 const pidsIn = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map(Number) : []);
-async function until<T>(what: () => Promise<T | undefined> | T | undefined, label: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await what();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 const settled = (on: Instance, id: string) =>
   until(async () => {
     const { body } = await call(on, `/api/v1/tasks/${id}`);

@@ -131,3 +131,7 @@ export function tearDownAfterEach(started: () => Array<CodeServer | ScriptedMode
     }
   });
 }
+
+/** A health module and its node:test file: what the scripted agents of the coding-run tests write. */
+export const HEALTH_OK = `export const health = () => ({ ok: true });\n`;
+export const HEALTH_TEST = `import test from 'node:test';\nimport assert from 'node:assert';\nimport { health } from '../../src/api/health.mjs';\ntest('health answers ok', () => assert.deepEqual(health(), { ok: true }));\n`;

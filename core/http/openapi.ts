@@ -92,7 +92,8 @@ function isObjectSchema(schema: JsonSchema): boolean {
 }
 
 export class OpenApiRegistry {
-  private readonly docs: RouteDoc[] = [];
+  /** Docs, and routes whose docs are made when the document is first built (not at each start). */
+  private readonly docs: Array<RouteDoc | RouteOptions> = [];
   private readonly providers: Array<() => RouteDoc[]> = [];
   private readonly paramValues = new Map<string, () => string[]>();
   private cached: Record<string, unknown> | undefined;
@@ -104,9 +105,15 @@ export class OpenApiRegistry {
     this.invalidate();
   }
 
-  /** The routes Fastify registers: `app.addHook('onRoute', (route) => openapi.addRoute(route))`. */
+  /**
+   * The routes Fastify registers: `app.addHook('onRoute', (route) => openapi.addRoute(route))`. Their
+   * docs are made when the document is built: a start registers ~250 routes and only some starts
+   * are ever asked for /openapi.json.
+   */
   addRoute(route: RouteOptions): void {
-    this.add(...docsOfRoute(route));
+    const { method, url, config, schema } = route;
+    this.docs.push({ method, url, config, schema } as RouteOptions);
+    this.invalidate();
   }
 
   /**
@@ -135,7 +142,8 @@ export class OpenApiRegistry {
   private build(): Record<string, unknown> {
     const paths: Record<string, Record<string, unknown>> = {};
     // Providers (each custom endpoint's live schemas) come last, so they describe their paths.
-    for (const doc of [...this.docs, ...this.providers.flatMap((p) => p())]) {
+    const docs = this.docs.flatMap((doc) => ('url' in doc ? docsOfRoute(doc) : [doc]));
+    for (const doc of [...docs, ...this.providers.flatMap((p) => p())]) {
       const params = [...doc.path.matchAll(/\{([^}]+)\}/g)].map((m) => {
         const values = this.paramValues.get(m[1]!)?.();
         return { name: m[1], in: 'path', required: true, schema: values?.length ? { type: 'string', enum: values } : { type: 'string' } };

@@ -28,11 +28,11 @@
  *   failed still answers 202: the task is stored and the sweep sends it.
  */
 
-import type { Collection } from '../kernel/store.js';
 import type { SequencedEvent } from '../lib/event-log.js';
 import type { TaskEventStore } from './event-store.js';
 import type { TaskLifecycle } from './lifecycle.js';
 import { nowIso, type TaskLogger } from './live-task.js';
+import type { TaskRecordStore } from './records.js';
 import type { TaskRunner } from './runner.js';
 import { isSettled, type Task, type TaskEvent } from './schemas.js';
 
@@ -61,7 +61,7 @@ const SWEEP_BATCH = 500;
 export class DistributedBoard {
   constructor(
     readonly team: TaskTeam,
-    private readonly records: Collection<Task>,
+    private readonly records: TaskRecordStore,
     private readonly events: TaskEventStore,
     private readonly lifecycle: TaskLifecycle,
     private readonly log: TaskLogger,

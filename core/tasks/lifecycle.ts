@@ -4,10 +4,10 @@
  * the work, and a settled task leaves memory only once its whole log is stored.
  */
 
-import type { Collection } from '../kernel/store.js';
 import type { SequencedEvent } from '../lib/event-log.js';
 import { chunkOf, type TaskEventStore } from './event-store.js';
 import { copyTask, type LiveTask, nowIso, type TaskLogger, trackWrite } from './live-task.js';
+import type { TaskRecordStore } from './records.js';
 import type { Task, TaskEvent, TaskStatus } from './schemas.js';
 import type { TaskWork } from './types.js';
 
@@ -21,7 +21,7 @@ export class TaskLifecycle {
   readonly live = new Map<string, LiveTask>();
 
   constructor(
-    private readonly records: Collection<Task>,
+    private readonly records: TaskRecordStore,
     readonly events: TaskEventStore,
     private readonly log: TaskLogger,
     /** Told once a settled task's record is on disk (team mode announces it to other instances). */

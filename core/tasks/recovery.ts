@@ -5,9 +5,9 @@
  * setup, in any order, so a task whose kind is not registered yet waits for it — up to a grace period.
  */
 import { errorMessage } from '../kernel/errors.js';
-import type { Collection } from '../kernel/store.js';
 import type { TaskLifecycle } from './lifecycle.js';
 import type { TaskLogger } from './live-task.js';
+import type { TaskRecordStore } from './records.js';
 import type { TaskRunner } from './runner.js';
 import { isSettled, TASK_STATUSES, type Task } from './schemas.js';
 
@@ -18,7 +18,7 @@ export interface RestartableKind {
 }
 
 export interface TaskRecoveryOptions {
-  records: Collection<Task>;
+  records: TaskRecordStore;
   lifecycle: TaskLifecycle;
   runner: TaskRunner;
   kinds: ReadonlyMap<string, RestartableKind>;

@@ -59,13 +59,14 @@
  */
 
 import { errorMessage, fail, type HangarError } from '../kernel/errors.js';
-import type { Collection, Store } from '../kernel/store.js';
+import type { Store } from '../kernel/store.js';
 import type { Replay, ReplayableSource, SequencedEvent } from '../lib/event-log.js';
 import { timeOrderedId } from '../storage/ids.js';
 import { DistributedBoard, type TaskTeam } from './distributed.js';
 import { TaskEventStore } from './event-store.js';
 import { TaskLifecycle } from './lifecycle.js';
 import { copyTask, type LiveTask, nowIso, type TaskListener, type TaskLogger, toJson } from './live-task.js';
+import { TaskRecords } from './records.js';
 import { TaskRecovery } from './recovery.js';
 import { type RunnerLoad, TaskRunner } from './runner.js';
 import {
@@ -158,7 +159,7 @@ export class TaskService {
   readonly concurrency: number;
   readonly eventsPerTask: number;
 
-  private readonly tasks: Collection<Task>;
+  private readonly tasks: TaskRecords;
   private readonly eventLog: TaskEventStore;
   private readonly store: Store;
   private readonly log: TaskLogger;
@@ -189,7 +190,7 @@ export class TaskService {
     this.store = options.store;
     this.log = options.log ?? { warn: () => {}, error: () => {} };
     // The board's lists: by owner, by status, by what the task runs, each newest first.
-    this.tasks = options.store.collection<Task>('tasks', {
+    const records = options.store.collection<Task>('tasks', {
       shards: 8,
       indexes: [
         ['created_at'],
@@ -201,6 +202,7 @@ export class TaskService {
       // The list's `total` over these filters is a sum over a few groups, not a count of 100,000 rows.
       countBy: ['principal', 'status', 'kind', 'target'],
     });
+    this.tasks = new TaskRecords(records, options.store);
     const team = options.team;
     this.eventLog = new TaskEventStore(
       options.store,
@@ -479,7 +481,7 @@ export class TaskService {
   /** Cancel if needed, then remove the task and every stored event of it. */
   async delete(id: string, scope: TaskScope = {}): Promise<void> {
     this.assertEnabled();
-    await this.find(id, scope);
+    await this.find(id, scope, 'head');
     if (this.live.has(id) || this.recovery.isAwaiting(id)) await this.cancel(id, scope, 'task deleted');
     await this.tasks.delete(id);
     await this.eventLog.deleteAll(id);
@@ -491,7 +493,8 @@ export class TaskService {
    */
   async events(id: string, scope: TaskScope = {}): Promise<ReplayableSource<TaskEvent>> {
     this.assertEnabled();
-    const found = await this.find(id, scope);
+    // Its status and owner only: a settled batch's payloads (megabytes) are not read to stream its events.
+    const found = await this.find(id, scope, 'head');
     const liveTasks = this.live;
     // Team mode: a task that runs (or waits to run) on another instance is followed through the store.
     const elsewhere = this.distributed && !this.live.has(id) && !isSettled(found.status) ? this.distributed : undefined;
@@ -534,7 +537,7 @@ export class TaskService {
   async replay(id: string, since: number): Promise<Replay<TaskEvent>> {
     const live = this.live.get(id);
     if (live) return this.eventLog.replayLive(live, since);
-    const task = await this.tasks.get(id);
+    const task = await this.tasks.head(id);
     if (!task) return { events: [], truncated: false };
     return this.eventLog.replayStored(id, task.last_sequence, since);
   }
@@ -617,9 +620,10 @@ export class TaskService {
     );
   }
 
-  private async find(id: string, scope: TaskScope): Promise<Task> {
+  /** A visible task, whole, or as its `head` (what is stored apart reads null; see records.ts). */
+  private async find(id: string, scope: TaskScope, read: 'get' | 'head' = 'get'): Promise<Task> {
     await this.start();
-    const task = this.live.get(id)?.task ?? (await this.tasks.get(id));
+    const task = this.live.get(id)?.task ?? (await this.tasks[read](id));
     // Someone else's task answers exactly like a missing one: its existence is not revealed.
     if (!task || !this.visible(task, scope)) throw fail('HANGAR_TASK_NOT_FOUND', { task: id });
     return task;

@@ -1,0 +1,153 @@
+/**
+ * The board's task records, with a large input or result stored beside its record rather than in it.
+ *
+ * A record is one row the store indexes five ways, and SQLite computes an expression index from
+ * the row's JSON text: writing a record parses the old and the new text whole, once per write. A
+ * plugin batch of 10,000 rows has a 1 MB input and a 3 MB result, so settling it parsed ~8 MB of
+ * JSON on the server's thread (~60 ms on this machine, a single block of the event loop), and each
+ * paced progress write parsed the input twice more. Stored apart, in `task_payloads` (no indexes),
+ * a payload is written once, and the record the indexes read stays a few hundred bytes.
+ *
+ * Only objects and arrays are stored apart (a long string stays inline). On disk the record holds
+ * `null` in the field and names it in `stored_apart`; every read here
+ * puts the payload back, so what callers and the API see is unchanged. A record written before
+ * this (its input inline) reads as it always did.
+ */
+import type { Collection, RecordQuery, Store } from '../kernel/store.js';
+import type { Task } from './schemas.js';
+
+/** The fields that may be stored apart. */
+const PARTS = ['input', 'result'] as const;
+type Part = (typeof PARTS)[number];
+
+/** A value estimated past this many bytes of JSON is stored apart from its record. */
+export const APART_FROM_BYTES = 64 * 1024;
+
+type StoredTask = Task & { stored_apart?: Part[] };
+
+/** What the board does with its records: the part of a collection it uses. */
+export type TaskRecordStore = Pick<Collection<Task>, 'get' | 'put' | 'update' | 'delete' | 'query'>;
+
+export class TaskRecords implements TaskRecordStore {
+  private readonly payloads: Collection<unknown>;
+  /**
+   * Payload values known to be on disk, and under which key: a running task's record is written
+   * again for progress and at settling with the same input object, which is not written again.
+   */
+  private readonly written = new WeakMap<object, string>();
+
+  constructor(
+    private readonly records: Collection<Task>,
+    store: Store,
+  ) {
+    this.payloads = store.collection<unknown>('task_payloads', { shards: 8 });
+  }
+
+  get(id: string): Promise<Task | undefined> {
+    return this.records.get(id).then((stored: StoredTask | undefined) => (stored?.stored_apart ? this.withPayloads(id, stored) : stored));
+  }
+
+  /**
+   * The record without what is stored apart (those fields read null): for a caller that needs only
+   * the status, the owner or the sequence, such as an event stream of a settled task.
+   */
+  head(id: string): Promise<Task | undefined> {
+    return this.records.get(id).then((stored: StoredTask | undefined) => {
+      if (!stored?.stored_apart) return stored;
+      const { stored_apart: _apart, ...task } = stored;
+      return task;
+    });
+  }
+
+  /**
+   * The payloads first, so a record never names one that is not on disk. A record with nothing to
+   * store apart is the collection's own write, in as many turns as before (the board's callers wait
+   * on these promises between a status change and the work).
+   */
+  put(id: string, task: Task): Promise<Task> {
+    const apart = PARTS.filter((part) => {
+      const value = task[part];
+      return (
+        typeof value === 'object' &&
+        value !== null &&
+        (this.written.get(value) === payloadKey(id, part) || exceeds(value, APART_FROM_BYTES))
+      );
+    });
+    return apart.length ? this.putApart(id, task, apart) : this.records.put(id, task);
+  }
+
+  private async putApart(id: string, task: Task, apart: Part[]): Promise<Task> {
+    const stored: StoredTask = { ...task, stored_apart: apart };
+    for (const part of apart) {
+      const value = task[part] as object;
+      const key = payloadKey(id, part);
+      if (this.written.get(value) !== key) {
+        await this.payloads.put(key, value);
+        this.written.set(value, key);
+      }
+      stored[part] = null;
+    }
+    await this.records.put(id, stored);
+    return task;
+  }
+
+  /** A compare-and-set on the record (team mode's claims and cancels): payloads are kept as they are. */
+  async update(id: string, fn: (current: Task | undefined) => Task | undefined): Promise<Task | undefined> {
+    const next = await this.records.update(id, fn);
+    return next && this.withPayloads(id, next);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const deleted = await this.records.delete(id);
+    for (const part of PARTS) await this.payloads.delete(payloadKey(id, part));
+    return deleted;
+  }
+
+  async query(query: RecordQuery): Promise<{ items: Task[]; total: number }> {
+    const page = await this.records.query(query);
+    if (!page.items.some((task: StoredTask) => task.stored_apart)) return page;
+    const items = await Promise.all(page.items.map((task) => this.withPayloads(task.id, task)));
+    return { items, total: page.total };
+  }
+
+  private async withPayloads(id: string, stored: StoredTask): Promise<Task> {
+    if (!stored.stored_apart) return stored;
+    const { stored_apart: apart, ...task } = stored;
+    for (const part of apart) {
+      // A field a compare-and-set filled in since is the newer value.
+      if (task[part] !== null) continue;
+      const key = payloadKey(id, part);
+      const value = (await this.payloads.get(key)) ?? null;
+      if (typeof value === 'object' && value !== null) this.written.set(value, key);
+      task[part] = value;
+    }
+    return task;
+  }
+}
+
+const payloadKey = (id: string, part: Part) => `${id}.${part}`;
+
+/**
+ * Whether `value`'s JSON would be longer than `limit` bytes, estimated without making it: a walk
+ * that stops as soon as the estimate passes the limit, so a 3 MB result costs a few thousand steps,
+ * not a serialisation. Strings count their length, numbers and literals a typical width.
+ */
+export function exceeds(value: unknown, limit: number): boolean {
+  let size = 0;
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const item = stack.pop();
+    if (typeof item === 'string') size += item.length + 2;
+    else if (Array.isArray(item)) {
+      size += item.length + 1;
+      for (const element of item) stack.push(element);
+    } else if (typeof item === 'object' && item !== null) {
+      for (const [key, field] of Object.entries(item)) {
+        size += key.length + 4;
+        stack.push(field);
+      }
+    } else size += 8;
+    if (size > limit) return true;
+  }
+  return false;
+}

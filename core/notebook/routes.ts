@@ -14,7 +14,6 @@ import type { FastifyReply } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { untrustedHtmlHeaders } from '../http/csp.js';
 import { type AnyRoute, defineRoute } from '../http/route.js';
-import { renderMarkdown } from './export.js';
 import { applyFix } from './fixes.js';
 import { outputToHtml } from './render.js';
 import {
@@ -239,6 +238,8 @@ export function notebookRoutes(service: NotebookService): AnyRoute[] {
       schema: { response: { 200: { description: 'HTML', contentType: 'text/html' }, ...missing } },
       handler: async ({ params, reply }) => {
         const cell = (await session(params)).cell(params.cell);
+        // The exporter (and marked in it) loads on the first render, not with the server: ~9 ms of a start.
+        const { renderMarkdown } = await import('./export.js');
         return reply.headers(untrustedHtmlHeaders).send(cell.outputs.map((o) => outputToHtml(o, renderMarkdown)).join('\n'));
       },
     }),

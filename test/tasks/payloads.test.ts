@@ -74,6 +74,16 @@ describe('a task with a large input and result', () => {
     expect(events.at(-1)!.data).toMatchObject({ status: 'completed', result: output });
   });
 
+  it('a long string input stays in the record (only objects and arrays are stored apart)', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const { tasks, store } = open(tmp.dir);
+    const text = 'x'.repeat(2 * APART_FROM_BYTES);
+    const task = await tasks.submit({ kind: 'adhoc', target: 'text', principal, input: text, run: async () => text.length });
+    expect(await waitForStatus(() => tasks.get(task.id), ['completed'])).toMatchObject({ input: text, result: text.length });
+    expect(await bytesOf(store, 'task_payloads')).toBe(0);
+  });
+
   it('a small input and result stay in the record', async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
@@ -115,13 +125,15 @@ describe('TaskRecords', () => {
     const store = new SqliteStore(path.join(tmp.dir, 'hangar.db'));
     const records = new TaskRecords(store.collection<Task>('tasks'), store);
     const input = rows(5_000);
-    const task = { id: 't1', status: 'submitted', input, result: null } as unknown as Task;
+    const result = rows(4_000);
+    const task = { id: 't1', status: 'submitted', input, result } as unknown as Task;
     await records.put('t1', task);
     const claimed = await records.update('t1', (current) => current && { ...current, status: 'working' });
-    expect(claimed).toMatchObject({ status: 'working', input });
-    expect(await records.get('t1')).toMatchObject({ status: 'working', input });
-    // The head leaves the payload on disk: what an event stream of a settled task reads.
-    expect(await records.head('t1')).toMatchObject({ status: 'working', input: null });
+    expect(claimed).toMatchObject({ status: 'working', input, result });
+    expect(await records.get('t1')).toMatchObject({ status: 'working', input, result });
+    expect((await records.query({ where: { status: 'working' } })).items).toMatchObject([{ id: 't1', input, result }]);
+    // The head leaves the payloads on disk: what an event stream of a settled task reads.
+    expect(await records.head('t1')).toMatchObject({ status: 'working', input: null, result: null });
     expect(await records.head('t1')).not.toHaveProperty('stored_apart');
     // A value a compare-and-set wrote in the record itself is the newer one.
     await records.update('t1', (current) => current && { ...current, result: 'settled elsewhere' });
@@ -136,5 +148,9 @@ describe('TaskRecords', () => {
     expect(exceeds({ a: { b: { c: 'x'.repeat(80) } } }, 100)).toBe(false);
     expect(exceeds([1, 2, 3], 10)).toBe(true);
     expect(exceeds(null, 10)).toBe(false);
+    // At the limit is not past it; an array counts its commas, not its indexes as keys.
+    expect(exceeds('', 2)).toBe(false);
+    expect(exceeds([], 0)).toBe(true);
+    expect(exceeds(new Array(30).fill(0), 300)).toBe(false);
   });
 });

@@ -3,8 +3,9 @@
  * and a persisted, replayable event log per task. Other subsystems submit work here through a small
  * internal API; `routes.ts` puts it on HTTP. This module is that API; behind it are `runner.ts`
  * (running with bounded concurrency), `lifecycle.ts` (status changes and when they are on disk),
- * `event-store.ts` (the chunked event log) and `recovery.ts` (unfinished tasks at start). Work is
- * written against `types.ts`.
+ * `event-store.ts` (the chunked event log), `records.ts` (the records, with large inputs and
+ * results stored beside them) and `recovery.ts` (unfinished tasks at start). Work is written
+ * against `types.ts`.
  *
  * @example
  * tasks.registerKind('plugin.batch', { idempotent: true, run: async (ctx) => predictAll(ctx.task.input, ctx) });
@@ -54,7 +55,7 @@
  *
  * Why one file past 600 lines: this is the board's whole public API (submit, get, list, result,
  * cancel, delete, events, replay, waitFor, resume) and the decisions above that bind it; the
- * machinery behind it is already in the four modules named at the top. Each method is short;
+ * machinery behind it is already in the five modules named at the top. Each method is short;
  * splitting the API itself would hide which calls share the ownership and visibility rules.
  */
 

@@ -19,7 +19,7 @@
 import type * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
 import { fail } from '../kernel/errors.js';
-import { analyzeNotebook, type CellInput } from './analysis/index.js';
+import { analyzeNotebook } from './analysis/index.js';
 import { type Parsed, parsePlain, stripTypeScript } from './analysis/transpile.js';
 import type { FixAction } from './analysis/visitor.js';
 import type { NotebookSession } from './session.js';
@@ -115,8 +115,8 @@ const SCOPES = new Set([
   'SwitchStatement',
 ]);
 
-/** Is this identifier a declaration (a binding), as opposed to a use? */
-function isBinding(node: acorn.Identifier, ancestors: acorn.Node[]): boolean {
+/** Is the identifier ending `ancestors` a declaration (a binding), as opposed to a use? */
+function isBinding(ancestors: acorn.Node[]): boolean {
   for (let i = ancestors.length - 2; i >= 0; i--) {
     const a = ancestors[i];
     const child = ancestors[i + 1];
@@ -168,7 +168,7 @@ export async function renameInSource(source: string, name: string, to: string): 
     const parent = ancestors[ancestors.length - 2];
     if (!isScopeName(id, parent)) return;
     // A shorthand property's key and value are one identifier in the source: count it once.
-    if (isBinding(id, ancestors) && ancestors.slice(0, -1).some((a) => SCOPES.has(a.type))) shadowed = true;
+    if (isBinding(ancestors) && ancestors.slice(0, -1).some((a) => SCOPES.has(a.type))) shadowed = true;
     const shorthand = isShorthand(id, ancestors);
     hits.push({ start: id.start, end: id.end, shorthand, line: id.loc!.start.line });
   });

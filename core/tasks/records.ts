@@ -134,8 +134,10 @@ export function exceeds(value: unknown, limit: number): boolean {
     const item = stack.pop();
     if (typeof item === 'string') size += item.length + 2;
     else if (Array.isArray(item)) {
+      // Its commas are counted first, so an array too long to fit is never walked element by element.
       size += item.length + 1;
-      for (const element of item) stack.push(element);
+      // Stryker disable next-line ConditionalExpression: the check after this branch answers the same; this only skips the walk
+      if (size <= limit) for (const element of item) stack.push(element);
     } else if (typeof item === 'object' && item !== null) {
       for (const [key, field] of Object.entries(item)) {
         size += key.length + 4;

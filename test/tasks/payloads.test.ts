@@ -152,5 +152,7 @@ describe('TaskRecords', () => {
     expect(exceeds('', 2)).toBe(false);
     expect(exceeds([], 0)).toBe(true);
     expect(exceeds(new Array(30).fill(0), 300)).toBe(false);
+    expect(exceeds([1], 2)).toBe(true);
+    expect(exceeds(new Array(1_000_000).fill(0), APART_FROM_BYTES)).toBe(true);
   });
 });

@@ -9,9 +9,9 @@
  * a payload is written once, and the record the indexes read stays a few hundred bytes.
  *
  * Only objects and arrays are stored apart (a long string stays inline). On disk the record holds
- * `null` in the field and names it in `stored_apart`; every read here
- * puts the payload back, so what callers and the API see is unchanged. A record written before
- * this (its input inline) reads as it always did.
+ * `null` in the field and names it in `stored_apart`; every read here puts the payload back, so
+ * what callers and the API see is unchanged. A record written before this (its input inline)
+ * reads as it always did.
  */
 import type { Collection, RecordQuery, Store } from '../kernel/store.js';
 import type { Task } from './schemas.js';

@@ -139,7 +139,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   // Team mode: the job queue and announcements shared with the other instances on the database.
   // Imported only in team mode: pg and pg-boss are most of a start's imports otherwise.
   const team = opened.url
-    ? new (await import('../storage/team.js')).TeamCoordinator({
+    ? await (await import('../storage/team.js')).TeamCoordinator.open({
         url: opened.url,
         version: VERSION,
         log: (level, line) => log[level](line),

@@ -13,7 +13,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import os from 'node:os';
 import pg from 'pg';
-import { PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres } from 'rate-limiter-flexible';
 import { LOCK_SPACE, MIGRATION_LOCK } from './postgres-sql.js';
 import type { StoreLog } from './sqlite-sql.js';
@@ -99,9 +99,21 @@ export class TeamCoordinator {
   private closed = false;
   private readonly startedAt = new Date().toISOString();
 
-  constructor(private readonly options: TeamOptions) {
+  /**
+   * pg-boss is loaded here, on the way into team mode: the CLI bundle leaves it (an ES module) in
+   * node_modules, where a start without team mode never reads it (scripts/build.mjs says why).
+   */
+  static async open(options: TeamOptions): Promise<TeamCoordinator> {
+    const { PgBoss } = await import('pg-boss');
+    return new TeamCoordinator(options, PgBoss);
+  }
+
+  private constructor(
+    private readonly options: TeamOptions,
+    Boss: typeof PgBoss,
+  ) {
     this.heartbeatSeconds = Math.max(10, options.heartbeatSeconds ?? 30);
-    this.boss = new PgBoss({
+    this.boss = new Boss({
       connectionString: options.url,
       schema: 'hangar_queue',
       application_name: 'hangar-queue',

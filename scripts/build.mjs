@@ -82,11 +82,7 @@ const externalPackages = (alsoExternal = new Set()) => ({
     build.onResolve({ filter: /^[^./]/ }, (args) => {
       if (args.path.startsWith('node:')) return { path: args.path, external: true };
       const name = packageOf(args.path);
-      if (
-        KEEP_EXTERNAL.has(name) ||
-        alsoExternal.has(name) ||
-        (name.startsWith('@opentelemetry/') && name !== '@opentelemetry/api')
-      )
+      if (KEEP_EXTERNAL.has(name) || alsoExternal.has(name) || (name.startsWith('@opentelemetry/') && name !== '@opentelemetry/api'))
         return { path: args.path, external: true };
       return undefined;
     });

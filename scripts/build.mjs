@@ -42,14 +42,15 @@ const KEEP_EXTERNAL = new Set([
 ]);
 /**
  * Packages the CLI bundle also leaves in node_modules because a start never loads them: Postgres
- * and its queue (team mode; pg-boss, an ES module, with its date and cron libraries, is imported
- * by core/storage/team.ts as it opens), the character decoders of a request body in a charset
- * other than UTF-8, and Fastify's `inject`. Every start read and copied
- * their 1.9 MB of source anyway (5.9 → 4.0 MB bundle): on this VM each fresh page of memory costs
- * ~12 µs, so a start to `/readiness` of the example workspace took ~40-70 ms less (medians of 9,
- * alternating). Only packages with one copy in node_modules qualify: a bundled importer's nested
- * copy would otherwise resolve to the top-level one. A start loads none of them (checked with a
- * `Module._load` hook: `croner` and fast-json-stringify's serializer are loaded, so they stay in).
+ * and its queue (team mode; pg-boss, an ES module, comes with its date and cron libraries and is
+ * imported by core/storage/team.ts as team mode opens), the character decoders of express's body
+ * parsing (a drop-in router loads it on first use) and Fastify's `inject`. Every start read and
+ * copied their 1.9 MB of source anyway (bundle 5.9 → 4.3 MB): on this VM each fresh page of memory
+ * costs ~12 µs, and the example workspace reached `/readiness` ~50 ms sooner (672 → 623 ms,
+ * medians of 9, alternating). Only packages with one copy in node_modules qualify: a bundled
+ * importer's nested copy would otherwise resolve to the top-level one. A start loads none of them
+ * (checked with a `Module._load` hook; `croner` and fast-json-stringify's serializer are loaded at
+ * start, so they stay bundled).
  */
 const CLI_LOADS_ON_USE = new Set(['pg', 'pg-boss', 'iconv-lite', 'light-my-request']);
 const packageOf = (specifier) =>

@@ -1,8 +1,12 @@
 /**
  * The shared worker pool against a real worker thread (test/fixtures/worker-pool/worker.ts, bundled
  * by the pool like every production entry): results, streamed messages, deadlines, aborts, heap
- * caps, lazy start and close.
+ * caps, lazy start, close, and the compile cache its threads start from.
  */
+import { mkdtemp } from 'node:fs/promises';
+import module from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { workerBundle } from '../../core/lib/worker-bundle.js';
@@ -42,6 +46,21 @@ describe('worker pool', () => {
       expect(pool.threads).toBe(1);
     } finally {
       process.off('worker', onWorker);
+    }
+  });
+
+  it("starts its threads with the process's compile cache, which a thread does not inherit", async () => {
+    // Turned on the way bin/hangar.mjs does, by the API rather than NODE_COMPILE_CACHE: only the
+    // variable reaches a thread, so the pool must pass it on (threadEnv) for the thread to use it.
+    const inherited = process.env.NODE_COMPILE_CACHE;
+    delete process.env.NODE_COMPILE_CACHE;
+    try {
+      module.enableCompileCache(await mkdtemp(path.join(os.tmpdir(), 'hangar-compile-cache-')));
+      const own = module.getCompileCacheDir();
+      expect(own).toBeTruthy();
+      expect(await makePool().run({ op: 'compileCache' })).toEqual({ dir: own });
+    } finally {
+      if (inherited !== undefined) process.env.NODE_COMPILE_CACHE = inherited;
     }
   });
 

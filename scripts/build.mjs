@@ -41,18 +41,37 @@ const KEEP_EXTERNAL = new Set([
   'utf-8-validate',
 ]);
 /**
- * Packages the CLI bundle also leaves in node_modules because a start never loads them: Postgres
- * and its queue (team mode; pg-boss, an ES module, comes with its date and cron libraries and is
- * imported by core/storage/team.ts as team mode opens), the character decoders of express's body
- * parsing (a drop-in router loads it on first use) and Fastify's `inject`. Every start read and
- * copied their 1.9 MB of source anyway (bundle 5.9 → 4.3 MB): on this VM each fresh page of memory
- * costs ~12 µs, and the example workspace reached `/readiness` ~50 ms sooner (672 → 623 ms,
- * medians of 9, alternating). Only packages with one copy in node_modules qualify: a bundled
- * importer's nested copy would otherwise resolve to the top-level one. A start loads none of them
- * (checked with a `Module._load` hook; `croner` and fast-json-stringify's serializer are loaded at
- * start, so they stay bundled).
+ * Packages the CLI bundle also leaves in node_modules because a start never loads them (checked
+ * with a `Module._load` hook over a start): Postgres and its queue, for team mode (pg-boss, an ES
+ * module, comes with its date and cron libraries and is imported by core/storage/team.ts as team
+ * mode opens), the character decoders of express's body parsing (a drop-in router loads them on
+ * first use) and Fastify's `inject`. Every start read and copied their 1.9 MB of source anyway;
+ * on this VM each fresh page of memory costs ~12 µs. The example workspace to `/readiness`, medians
+ * of 9, alternating: 555 ms with all of them bundled, 548 without pg and pg-boss, 535 without
+ * iconv-lite and light-my-request too (the last step was faster in each of the 9 rounds).
+ *
+ * `require` from dist/ must find the copy the bundled importers expect, so each is a dependency of
+ * Hangar itself (iconv-lite and light-my-request are there for this) and the lockfile must hold one
+ * copy of it (`checkLoadsOnUse`): a second copy, nested under an importer that needs another
+ * version, is not the one `require` from dist/ finds.
  */
 const CLI_LOADS_ON_USE = new Set(['pg', 'pg-boss', 'iconv-lite', 'light-my-request']);
+
+function checkLoadsOnUse() {
+  const manifest = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8'));
+  const lockFile = path.join(repo, 'package-lock.json');
+  const locked = existsSync(lockFile) ? Object.keys(JSON.parse(readFileSync(lockFile, 'utf8')).packages ?? {}) : [];
+  for (const name of CLI_LOADS_ON_USE) {
+    if (!manifest.dependencies?.[name])
+      throw new Error(`scripts/build.mjs: ${name} is left out of dist/cli.cjs but is not a dependency in package.json`);
+    const copies = locked.filter((key) => key === `node_modules/${name}` || key.endsWith(`/node_modules/${name}`));
+    if (copies.length > 1)
+      throw new Error(
+        `scripts/build.mjs: ${name} is left out of dist/cli.cjs but the lockfile has ${copies.length} copies (${copies.join(', ')}); dist/ would load the top-level one for every importer`,
+      );
+  }
+}
+checkLoadsOnUse();
 const packageOf = (specifier) =>
   specifier
     .split('/')

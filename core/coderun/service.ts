@@ -646,7 +646,19 @@ export class CodeRunService {
     if (team && !this.live.get(id)?.active) return this.cancelElsewhere(team, id);
     const run = this.liveRun(id);
     run.cancel();
+    if (team) await this.endedAndStored(run);
     return structuredClone(run.record);
+  }
+
+  /**
+   * Team mode: a cancel asked of the instance running the run is answered as one asked of another
+   * instance is (`cancelElsewhere`): once the run has ended and its record is stored, up to 10 s.
+   * Answered at once, a read on another instance right after could still find the run waiting.
+   */
+  private async endedAndStored(run: CodeRun): Promise<void> {
+    const deadline = Date.now() + CANCEL_ELSEWHERE_MS;
+    while (ACTIVE.includes(run.record.status) && Date.now() <= deadline) await sleep(50);
+    await this.saving.get(run.record.id);
   }
 
   /**

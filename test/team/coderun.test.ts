@@ -261,8 +261,11 @@ describe('team mode: coding runs', () => {
     );
     expect(taken).toMatchObject({ attempts: 1, repo });
     expect(taken.plan.tasks.map((t: { id: string }) => t.id)).toEqual(['T1']);
-    const cancelled = await b.api('/api/runs/lost-1/cancel', { method: 'POST' });
+    // Cancelled where it runs, the answer is the ended run, and the other instance reads it so at once.
+    const { runner, other } = await runnerOf('lost-1', repo);
+    const cancelled = await runner.api('/api/runs/lost-1/cancel', { method: 'POST' });
     expect(cancelled.status, cancelled.text).toBe(200);
-    expect((await a.api('/api/runs/lost-1')).body.status).toBe('cancelled');
+    expect(cancelled.body.status).toBe('cancelled');
+    expect((await other.api('/api/runs/lost-1')).body.status).toBe('cancelled');
   }, 90_000);
 });

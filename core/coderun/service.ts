@@ -89,6 +89,16 @@ import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A cancelled run as `read` finds it once it has ended, or as it is after CANCEL_ELSEWHERE_MS (read every 50 ms). */
+async function untilEnded(read: () => RunRecord | Promise<RunRecord>): Promise<RunRecord> {
+  const deadline = Date.now() + CANCEL_ELSEWHERE_MS;
+  for (;;) {
+    const latest = await read();
+    if (!ACTIVE.includes(latest.status) || Date.now() > deadline) return latest;
+    await sleep(50);
+  }
+}
+
 export interface CodeRunServiceOptions {
   store: Store;
   log: Logger;
@@ -646,19 +656,13 @@ export class CodeRunService {
     if (team && !this.live.get(id)?.active) return this.cancelElsewhere(team, id);
     const run = this.liveRun(id);
     run.cancel();
-    if (team) await this.endedAndStored(run);
+    // Team mode: answered as a cancel asked of another instance is, once the run has ended and its
+    // record is stored; answered at once, a read on another instance could still find it waiting.
+    if (team) {
+      await untilEnded(() => run.record);
+      await this.saving.get(id);
+    }
     return structuredClone(run.record);
-  }
-
-  /**
-   * Team mode: a cancel asked of the instance running the run is answered as one asked of another
-   * instance is (`cancelElsewhere`): once the run has ended and its record is stored, up to 10 s.
-   * Answered at once, a read on another instance right after could still find the run waiting.
-   */
-  private async endedAndStored(run: CodeRun): Promise<void> {
-    const deadline = Date.now() + CANCEL_ELSEWHERE_MS;
-    while (ACTIVE.includes(run.record.status) && Date.now() <= deadline) await sleep(50);
-    await this.saving.get(run.record.id);
   }
 
   /**
@@ -683,12 +687,7 @@ export class CodeRunService {
       }
     }
     team.announce('coderun-cancel', id);
-    const deadline = Date.now() + CANCEL_ELSEWHERE_MS;
-    for (;;) {
-      const latest = (await this.runs.get(id)) ?? record;
-      if (!ACTIVE.includes(latest.status) || Date.now() > deadline) return latest;
-      await sleep(50);
-    }
+    return untilEnded(async () => (await this.runs.get(id)) ?? record);
   }
 
   /**

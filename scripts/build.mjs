@@ -5,6 +5,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL } from '../bin/load-cli.mjs';
 import { escapeNonAscii } from './ascii-only.mjs';
 import { distIsStale } from './stale.mjs';
 
@@ -131,7 +132,8 @@ const [cli, sdk] = await Promise.all([
    * Whitespace is minified (names are kept: profiles and error messages still read): reading and
    * compiling a start's 8.5 MB of indentation and comments took ~35 ms of every start (loading the
    * bundle 322 → 284 ms, medians, idle machine). Stack traces point into dist/cli.cjs.map's lines
-   * through `node --enable-source-maps`. The file is ASCII only (scripts/ascii-only.mjs).
+   * through `node --enable-source-maps`. The file is ASCII only (scripts/ascii-only.mjs) and is
+   * written inside the CommonJS wrapper it is compiled in (bin/load-cli.mjs), not loadable by `require`.
    */
   esbuild.build({
     ...common,
@@ -160,11 +162,10 @@ const [cli, sdk] = await Promise.all([
     },
   }),
 ]);
-// ASCII only, so bin/load-cli.mjs reads it as a one-byte string (scripts/ascii-only.mjs says why).
+// ASCII only, so bin/load-cli.mjs reads it as a one-byte string (scripts/ascii-only.mjs says why),
+// and already in the wrapper it is compiled in (CLI_WRAPPER_HEAD says why).
 const cliFile = path.join(repo, 'dist', 'cli.cjs');
-const cliText = readFileSync(cliFile, 'utf8');
-const cliAscii = escapeNonAscii(cliText);
-if (cliAscii !== cliText) writeFileSync(cliFile, cliAscii);
+writeFileSync(cliFile, `${CLI_WRAPPER_HEAD}${escapeNonAscii(readFileSync(cliFile, 'utf8'))}${CLI_WRAPPER_TAIL}`);
 // Drop what earlier builds wrote and this one did not (the chunks of the former split ES build).
 const written = new Set([cli, sdk].flatMap((result) => Object.keys(result.metafile.outputs).map((file) => path.resolve(repo, file))));
 for (const entry of readdirSync(path.join(repo, 'dist'), { withFileTypes: true })) {

@@ -19,6 +19,7 @@ import { Services } from '../kernel/services.js';
 import { isLoopbackHost, resolveSecret, type Settings, type SettingsInput, SettingsSchema } from '../kernel/settings.js';
 import { TypeChecker } from '../kernel/typecheck.js';
 import { PLATFORM_NAME, VERSION } from '../kernel/version.js';
+import { PARSE_ONCE } from '../lib/parse-once.js';
 import * as sdk from '../sdk.js';
 import { openStore } from '../storage/open.js';
 import { checkProvided, planSubsystems } from './plan.js';
@@ -67,7 +68,9 @@ export interface StartOptions {
 
 export async function startServer(input: Settings | SettingsInput, options: StartOptions = {}): Promise<RunningServer> {
   const startup = new StartupClock();
-  const settings = Object.freeze(SettingsSchema.parse(input)) as Settings;
+  // Without zod's JIT, as loadSettings parses them: compiling the settings' fast path was ~6 ms of a
+  // start for its one parse (core/lib/parse-once.ts).
+  const settings = Object.freeze(SettingsSchema.parse(input, PARSE_ONCE)) as Settings;
   if (!isLoopbackHost(settings.host) && Object.keys(settings.auth.tokens).length === 0) {
     throw new StartupError(
       `binding to ${settings.host} exposes Hangar beyond this machine without a token`,

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { formatIssues } from '../http/validate.js';
 import { fail } from '../kernel/errors.js';
 import type { DropInKind } from '../kernel/registry.js';
+import { PARSE_ONCE } from '../lib/parse-once.js';
 import { describeOverlap, findOverlaps } from './ownership.js';
 import { type Team, type TeamInput, TeamPatch, TeamSchema } from './schemas.js';
 
@@ -33,7 +34,7 @@ export const teamKind: DropInKind<Team> = {
   load(exported, defaultName) {
     const value = (exported as { default?: unknown })?.default ?? exported;
     const raw = value && typeof value === 'object' ? { id: defaultName, ...(value as object) } : value;
-    const parsed = TeamSchema.safeParse(raw);
+    const parsed = TeamSchema.safeParse(raw, PARSE_ONCE);
     if (!parsed.success) throw new Error(formatIssues(parsed.error.issues, 'team'));
     return parsed.data;
   },

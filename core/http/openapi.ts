@@ -1,6 +1,6 @@
 import type { RouteOptions } from 'fastify';
 import { z } from 'zod';
-import type { DeclaredRouteConfig, ResponseSpec, RouteMethod } from './route.js';
+import type { AnyRoute, DeclaredRouteConfig, ResponseSpec, RouteMethod } from './route.js';
 
 /**
  * The OpenAPI 3.1 document, built live. Subsystems describe their routes with zod schemas, either
@@ -96,6 +96,8 @@ export class OpenApiRegistry {
   private readonly docs: Array<RouteDoc | RouteOptions> = [];
   private readonly providers: Array<() => RouteDoc[]> = [];
   private readonly paramValues = new Map<string, () => string[]>();
+  /** Subsystems loaded on their first request (core/http/on-first-use.ts), loaded by the first build. */
+  private readonly onFirstUse: Array<() => Promise<AnyRoute[]>> = [];
   private cached: Record<string, unknown> | undefined;
 
   constructor(private readonly info: { title: string; version: string; description?: string }) {}
@@ -125,6 +127,12 @@ export class OpenApiRegistry {
     this.invalidate();
   }
 
+  /** The routes of a subsystem loaded on its first request: `load` is called (it loads it) when the document is first built. */
+  addOnFirstUse(load: () => Promise<AnyRoute[]>): void {
+    this.onFirstUse.push(load);
+    this.invalidate();
+  }
+
   addProvider(provider: () => RouteDoc[]): void {
     this.providers.push(provider);
     this.invalidate();
@@ -134,7 +142,20 @@ export class OpenApiRegistry {
     this.cached = undefined;
   }
 
-  document(): Record<string, unknown> {
+  async document(): Promise<Record<string, unknown>> {
+    if (this.onFirstUse.length) {
+      const loads = this.onFirstUse.splice(0);
+      let routes: AnyRoute[][];
+      try {
+        routes = await Promise.all(loads.map((load) => load()));
+      } catch (err) {
+        // Asked again by the next build (each load is remembered by its subsystem once it succeeds).
+        this.onFirstUse.unshift(...loads);
+        throw err;
+      }
+      for (const route of routes.flat())
+        this.addRoute({ method: route.method, url: route.url, config: { ...route.config, declaration: route } } as unknown as RouteOptions);
+    }
     this.cached ??= this.build();
     return this.cached;
   }

@@ -108,10 +108,18 @@ export function mountRoutes(app: FastifyInstance, routes: readonly AnyRoute[]): 
       url: route.url,
       config: { ...route.config, declaration: route } satisfies DeclaredRouteConfig,
       handler(req, reply) {
-        return route.handler(new ParsedInput(req, reply, schema) as never);
+        return route.handler(new ParsedInput(req, reply, schema, req.params) as never);
       },
     });
   }
+}
+
+/**
+ * Answer `req` with a declared route Fastify did not match itself, its path parameters found by
+ * another router (core/http/on-first-use.ts).
+ */
+export function callRoute(route: AnyRoute, req: FastifyRequest, reply: FastifyReply, params: Record<string, string>): unknown {
+  return route.handler(new ParsedInput(req, reply, route.schema, params) as never);
 }
 
 /**
@@ -128,10 +136,11 @@ class ParsedInput {
     readonly req: FastifyRequest,
     readonly reply: FastifyReply,
     private readonly schema: RouteSchema<z.ZodType, z.ZodType, z.ZodType> | undefined,
+    private readonly rawParams: unknown,
   ) {}
   get params(): unknown {
     if (!(this.#parsed & 1)) {
-      this.#params = this.schema?.params ? parseInput(this.schema.params, this.req.params, 'params') : this.req.params;
+      this.#params = this.schema?.params ? parseInput(this.schema.params, this.rawParams, 'params') : this.rawParams;
       this.#parsed |= 1;
     }
     return this.#params;

@@ -42,7 +42,7 @@ export const SUBSYSTEMS: Subsystem[] = [
   threadsSubsystem,
   feedbackSubsystem,
   coderunSubsystem, // /api/runs, /api/teams, /api/tasks, /api/config, /api/calibration behind the session token
-  studioSubsystem, // /studio/... debug interface
+  studioSubsystem, // /studio/... debug interface, loaded on its first request
   uiSubsystem, // /ui/ (desktop/views) and the live channel /api/v1/events
   notebookSubsystem, // /api/notebooks/... and the live channel /api/notebooks/ws
   notebookIntelSubsystem, // /api/smartprep, /api/algorithm-match, /api/patterns, /api/tools, schedules (on the `notebooks` service)

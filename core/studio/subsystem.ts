@@ -12,7 +12,7 @@
 import { mountOnFirstUse } from '../http/on-first-use.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 
-/** Each server's studio, once a request has loaded it: what stops it. */
+/** Each server's studio mount: closing it stops the studio if a request loaded it. */
 const mounted = new WeakMap<HangarContext, { close(): Promise<void> }>();
 
 export const studioSubsystem: Subsystem = {

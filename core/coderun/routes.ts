@@ -11,7 +11,7 @@
  * not at start-up (core/coderun/subsystem.ts).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { type AnyRoute, defineRoute, mountRoutes, type RouteMethod } from '../http/route.js';
+import { type AnyRoute, defineRoute, mountRoutes, ROUTED_METHODS } from '../http/route.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import {
   ActivateRequest,
@@ -30,12 +30,6 @@ import { sessionGuard } from './session.js';
 
 /** The paths the session token guards, known routes or not. */
 export const CODE_PREFIXES = ['/api/runs', '/api/teams', '/api/composition', '/api/tasks', '/api/config', '/api/calibration'];
-
-/**
- * The methods whose unknown paths under a prefix answer 401 before 404: every method a route can
- * declare (a HEAD request is routed as GET, core/http/app.ts `headAsGet`).
- */
-const GUARDED_METHODS: RouteMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /**
  * The coding-run routes in their own scope, behind the session token. Catch-all routes in that
@@ -62,10 +56,10 @@ function unknownUnder(prefix: string, routes: readonly AnyRoute[]): AnyRoute[] {
     handler: ({ reply }: { reply: FastifyReply }) => reply.callNotFound(),
   };
   const taken = new Set(routes.filter((route) => route.url === prefix).flatMap((route) => [route.method].flat()));
-  const free = GUARDED_METHODS.filter((method) => !taken.has(method));
+  const free = ROUTED_METHODS.filter((method) => !taken.has(method));
   return [
     ...(free.length > 0 ? [defineRoute({ method: free, url: prefix, ...unknownPath })] : []),
-    defineRoute({ method: GUARDED_METHODS, url: `${prefix}/*`, ...unknownPath }),
+    defineRoute({ method: ROUTED_METHODS, url: `${prefix}/*`, ...unknownPath }),
   ];
 }
 

@@ -25,6 +25,9 @@ import { hostCheck, principalHook, type ReconfigurableRateLimiter } from './secu
  * of bare `node:http`, a ceiling far below the issue's targets; Fastify serves 0.93× (bench/).
  */
 
+/** The router's options, for Fastify's and any router of ours beside it (core/http/on-first-use.ts). Like express: `/api/v1/agents/` is `/api/v1/agents`. */
+export const ROUTER_OPTIONS = { maxParamLength: 500, ignoreTrailingSlash: true };
+
 export interface AppDeps {
   settings: Settings;
   log: Logger;
@@ -55,8 +58,7 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
     logger: false,
     trustProxy: false,
     return503OnClosing: false,
-    // Like express: `/api/v1/agents/` is `/api/v1/agents`.
-    routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
+    routerOptions: ROUTER_OPTIONS,
     // One normalised path for the router and every guard (core/http/normalize.ts).
     rewriteUrl: (req) => normalizeUrl(req.url ?? '/'),
     // A request node's parser refuses (a raw control character, an oversized header) is answered

@@ -13,9 +13,10 @@
  */
 import type { FastifyInstance, HTTPMethods } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import { ROUTER_OPTIONS } from './app.js';
 import type { OpenApiRegistry } from './openapi.js';
 import { pathOf } from './request.js';
-import { type AnyRoute, callRoute, type RouteMethod } from './route.js';
+import { type AnyRoute, callRoute, ROUTED_METHODS } from './route.js';
 
 /** What a subsystem is once loaded: its routes, and how to stop it. */
 export interface LoadedOnFirstUse {
@@ -29,8 +30,6 @@ export interface OnFirstUse {
   /** Import the subsystem's modules and set it up. A failure is answered as an error and tried again by the next request. */
   load(): Promise<LoadedOnFirstUse>;
 }
-
-const DECLARABLE: RouteMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 interface Loaded extends LoadedOnFirstUse {
   find(method: string, path: string): { route: AnyRoute; params: Record<string, string> } | undefined;
@@ -49,7 +48,7 @@ export function mountOnFirstUse(app: FastifyInstance, openapi: OpenApiRegistry, 
   openapi.addOnFirstUse(async () => (await loaded()).routes);
   for (const url of [options.prefix, `${options.prefix}/*`]) {
     app.route({
-      method: DECLARABLE as HTTPMethods[],
+      method: ROUTED_METHODS as HTTPMethods[],
       url,
       config: { hidden: true },
       async handler(req, reply) {
@@ -71,7 +70,7 @@ export function mountOnFirstUse(app: FastifyInstance, openapi: OpenApiRegistry, 
 
 async function load({ prefix, load: loadSubsystem }: OnFirstUse): Promise<Loaded> {
   const subsystem = await loadSubsystem();
-  const router = FindMyWay({ maxParamLength: 500, ignoreTrailingSlash: true });
+  const router = FindMyWay(ROUTER_OPTIONS);
   for (const route of subsystem.routes) {
     if (!route.url.startsWith(`${prefix}/`) && route.url !== prefix)
       throw new Error(`${route.url} is not under ${prefix}, where it is loaded on first use`);

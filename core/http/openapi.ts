@@ -12,6 +12,9 @@ import type { AnyRoute, DeclaredRouteConfig, ResponseSpec, RouteMethod } from '.
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head';
 
+/** What the document keeps of a route Fastify registers (or one declared and loaded on first use). */
+export type RegisteredRoute = Pick<RouteOptions, 'method' | 'url' | 'schema'> & { config?: unknown };
+
 const DOCUMENTED_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']);
 
 /** `/api/v1/:agent/threads/:thread_id` → `/api/v1/{agent}/threads/{thread_id}`; a wildcard becomes `{path}`. */
@@ -31,7 +34,7 @@ function responseDoc(spec: ResponseSpec): { description: string; schema?: z.ZodT
  * a plain `app.get`) is still listed, by method and path, so /openapi.json never misses one. HEAD
  * routes Fastify adds beside GET, and routes marked `hidden` (or `schema.hide`), are left out.
  */
-export function docsOfRoute(route: RouteOptions): RouteDoc[] {
+export function docsOfRoute(route: RegisteredRoute): RouteDoc[] {
   const config = (route.config ?? {}) as DeclaredRouteConfig;
   // `schema.hide` is how plugins hide theirs, as @fastify/swagger reads it (@fastify/static marks its file routes so).
   if (config.hidden || (route.schema as { hide?: boolean } | undefined)?.hide) return [];
@@ -93,7 +96,7 @@ function isObjectSchema(schema: JsonSchema): boolean {
 
 export class OpenApiRegistry {
   /** Docs, and routes whose docs are made when the document is first built (not at each start). */
-  private readonly docs: Array<RouteDoc | RouteOptions> = [];
+  private readonly docs: Array<RouteDoc | RegisteredRoute> = [];
   private readonly providers: Array<() => RouteDoc[]> = [];
   private readonly paramValues = new Map<string, () => string[]>();
   /** Subsystems loaded on their first request (core/http/on-first-use.ts), loaded by the first build. */
@@ -112,9 +115,9 @@ export class OpenApiRegistry {
    * docs are made when the document is built: a start registers ~250 routes and only some starts
    * are ever asked for /openapi.json.
    */
-  addRoute(route: RouteOptions): void {
+  addRoute(route: RegisteredRoute): void {
     const { method, url, config, schema } = route;
-    this.docs.push({ method, url, config, schema } as RouteOptions);
+    this.docs.push({ method, url, config, schema });
     this.invalidate();
   }
 
@@ -154,7 +157,11 @@ export class OpenApiRegistry {
         throw err;
       }
       for (const route of routes.flat())
-        this.addRoute({ method: route.method, url: route.url, config: { ...route.config, declaration: route } } as unknown as RouteOptions);
+        this.addRoute({
+          method: route.method,
+          url: route.url,
+          config: { ...route.config, declaration: route } satisfies DeclaredRouteConfig,
+        });
     }
     this.cached ??= this.build();
     return this.cached;

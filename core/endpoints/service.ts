@@ -24,7 +24,7 @@
 
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Registry as PromRegistry } from 'prom-client';
+import { Registry as PromRegistry } from '../lib/prom.js';
 import type { z } from 'zod';
 import { formatIssues, parseInput } from '../http/validate.js';
 import { dropInUnavailable, fail, HangarError } from '../kernel/errors.js';

@@ -21,7 +21,7 @@
  *   `config_error`, not retried.
  */
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import type { z } from 'zod';
 import { REQUEST_ID_HEADER } from '../http/request.js';
@@ -236,11 +236,27 @@ type Attempt =
   | { kind: 'cancelled' }
   | { kind: 'network'; error: string };
 
-/** Keep-alive connection pools shared by every upstream call of the process. */
-const agents = {
-  'http:': new http.Agent({ keepAlive: true }),
-  'https:': new https.Agent({ keepAlive: true }),
-};
+/** A protocol's module and its keep-alive connection pool, shared by every upstream call of the process. */
+interface Transport {
+  request: typeof http.request;
+  agent: http.Agent;
+}
+const plain: Transport = { request: http.request, agent: new http.Agent({ keepAlive: true }) };
+let secure: Transport | undefined;
+
+/**
+ * node:https is loaded by the first https upstream call: with node:tls it is ~2 ms a start spent
+ * for no other module (see scripts/build.mjs, LAZY_BUILTINS).
+ */
+function transportOf(protocol: string): Transport | undefined {
+  if (protocol === 'http:') return plain;
+  if (protocol !== 'https:') return undefined;
+  if (!secure) {
+    const { request, Agent } = process.getBuiltinModule('node:https') as typeof https;
+    secure = { request, agent: new Agent({ keepAlive: true }) };
+  }
+  return secure;
+}
 
 /** A larger answer is cut and reported: an endpoint buffers answers to validate and aggregate them. */
 export const MAX_ANSWER_BYTES = 10 * 1024 * 1024;
@@ -267,7 +283,7 @@ function sendOnce(
   return new Promise((resolve) => {
     if (signal.aborted) return resolve(CANCELLED);
     const { url, body } = prepared;
-    const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : undefined;
+    const transport = transportOf(url.protocol);
     if (!transport) return resolve({ kind: 'network', error: `unsupported protocol ${url.protocol}` });
     let settled = false;
     let req: http.ClientRequest | undefined;
@@ -286,7 +302,7 @@ function sendOnce(
     signal.addEventListener('abort', onAbort, { once: true });
     const sendHeaders = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
     try {
-      req = transport.request(url, { method, headers: sendHeaders, agent: agents[url.protocol as 'http:' | 'https:'] }, (res) => {
+      req = transport.request(url, { method, headers: sendHeaders, agent: transport.agent }, (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {

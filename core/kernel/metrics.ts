@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, type Metric, type MetricValue, Registry as PromRegistry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, type Metric, type MetricValue, Registry as PromRegistry } from '../lib/prom.js';
 
 /** `http_request_duration_seconds`'s upper bounds, in seconds. */
 const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

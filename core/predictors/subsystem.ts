@@ -11,7 +11,7 @@
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Histogram } from '../lib/prom.js';
 import { mountRoutes } from '../http/route.js';
 import { formatIssues } from '../http/validate.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';

@@ -1,0 +1,60 @@
+/**
+ * Lines of bundled packages that dist/cli.cjs changes, so a start loads less. Each rewrite names a
+ * package file and the exact text it replaces; the build fails when the text is not there (a new
+ * version of the package), so a rewrite never silently stops applying.
+ *
+ * Built-ins a package requires as it loads but a start never uses become lazy: the module is
+ * loaded by the first property read (`https.createServer`, `tls.connect`, `zlib.createDeflateRaw`),
+ * which is how each of these packages uses it. A start loaded node:http2, node:https, node:tls and
+ * node:zlib for Fastify's HTTPS and HTTP/2 servers and ws's client and compression: ~9 ms of every
+ * start on this machine (each measured alone in a fresh process after node:http, medians of 3:
+ * http2 3.9, zlib 4.0, tls 1.4, https 0.3). `test/kernel/start-loads.test.ts` checks that a start
+ * loads none of them.
+ *
+ * piscina is bundled too (loading its 15 files from node_modules was ~10 ms of a start): its pool
+ * starts each thread on its own `worker.js`, which it finds beside itself; bundled, that is the
+ * copy in node_modules, found the way `require` finds the package.
+ */
+import { readFileSync } from 'node:fs';
+
+/** `require(id)` replaced: `__hangarLazyBuiltin(id)`, defined by LAZY_BUILTIN_BANNER. */
+const lazy = (...ids) => ids.map((id) => [`require('${id}')`, `__hangarLazyBuiltin('${id}')`]);
+
+export const PACKAGE_REWRITES = {
+  'fastify/lib/server.js': lazy('node:https', 'node:http2'),
+  'ws/lib/websocket.js': lazy('https', 'tls'),
+  'ws/lib/permessage-deflate.js': lazy('zlib'),
+  'piscina/dist/index.js': [["(0, node_path_1.resolve)(__dirname, 'worker.js')", "__hangarPackageFile('piscina', 'worker.js')"]],
+};
+
+/** The helpers the rewritten lines call, put at the top of the bundle (inside its CommonJS wrapper). */
+export const REWRITE_HELPERS = [
+  'const __hangarLazyBuiltin = (id) => { let loaded; return new Proxy({}, { get: (_, key) => (loaded ??= require(id))[key] }); };',
+  "const __hangarPackageFile = (name, file) => require('node:path').join(require('node:path').dirname(require.resolve(name)), file);",
+].join('\n');
+
+/** The esbuild plugin applying PACKAGE_REWRITES; every file must be in the bundle (checked when the build ends). */
+export const packageRewrites = {
+  name: 'package-rewrites',
+  setup(build) {
+    const files = Object.keys(PACKAGE_REWRITES);
+    const rewritten = new Set();
+    build.onEnd((result) => {
+      const missing = result.errors.length === 0 ? files.filter((file) => !rewritten.has(file)) : [];
+      if (missing.length > 0)
+        throw new Error(`scripts/package-rewrites.mjs: ${missing.join(', ')} not in the bundle any more; update or drop the rewrite`);
+    });
+    const filter = new RegExp(`node_modules[\\\\/](${files.map((file) => file.replace(/[.]/g, '\\.').replace(/\//g, '[\\\\/]')).join('|')})$`);
+    build.onLoad({ filter }, (args) => {
+      const file = files.find((name) => args.path.replaceAll('\\', '/').endsWith(`node_modules/${name}`));
+      let contents = readFileSync(args.path, 'utf8');
+      for (const [from, to] of PACKAGE_REWRITES[file]) {
+        if (!contents.includes(from))
+          throw new Error(`scripts/package-rewrites.mjs: ${file} no longer contains ${from}; update or drop the rewrite`);
+        contents = contents.replaceAll(from, to);
+      }
+      rewritten.add(file);
+      return { contents, loader: 'js' };
+    });
+  },
+};

@@ -14,6 +14,12 @@
  * piscina is bundled too (loading its 15 files from node_modules was ~10 ms of a start): its pool
  * starts each thread on its own `worker.js`, which it finds beside itself; bundled, that is the
  * copy in node_modules, found the way `require` finds the package.
+ *
+ * find-my-way (Fastify's router) compiles a matcher for every static segment of the route tree
+ * with `new Function`, again at every split of a segment as routes are added: ~1,000 compilations
+ * and ~10 ms of a start's route registration (CPU profile), for routes most starts never call. A
+ * node's matcher is compiled by its first lookup instead, then replaces itself on the node, so
+ * lookups after the first run the compiled matcher as before.
  */
 import { readFileSync } from 'node:fs';
 
@@ -25,11 +31,16 @@ export const PACKAGE_REWRITES = {
   'ws/lib/websocket.js': lazy('https', 'tls'),
   'ws/lib/permessage-deflate.js': lazy('zlib'),
   'piscina/dist/index.js': [["(0, node_path_1.resolve)(__dirname, 'worker.js')", "__hangarPackageFile('piscina', 'worker.js')"]],
+  'find-my-way/lib/node.js': [
+    ['compilePrefixMatch(prefix) : null', '__hangarMatchOnFirstUse(this, compilePrefixMatch) : null'],
+    ['this.matchPrefix = compilePrefixMatch(childPrefix)', 'this.matchPrefix = __hangarMatchOnFirstUse(this, compilePrefixMatch)'],
+  ],
 };
 
 /** The helpers the rewritten lines call, put at the top of the bundle (inside its CommonJS wrapper). */
 export const REWRITE_HELPERS = [
   'const __hangarLazyBuiltin = (id) => { let loaded; return new Proxy({}, { get: (_, key) => (loaded ??= require(id))[key] }); };',
+  'const __hangarMatchOnFirstUse = (node, compile) => function matchPrefixOnFirstUse(path, i) { node.matchPrefix = compile(node.prefix); return node.matchPrefix(path, i); };',
   "const __hangarPackageFile = (name, file) => require('node:path').join(require('node:path').dirname(require.resolve(name)), file);",
 ].join('\n');
 
@@ -44,7 +55,9 @@ export const packageRewrites = {
       if (missing.length > 0)
         throw new Error(`scripts/package-rewrites.mjs: ${missing.join(', ')} not in the bundle any more; update or drop the rewrite`);
     });
-    const filter = new RegExp(`node_modules[\\\\/](${files.map((file) => file.replace(/[.]/g, '\\.').replace(/\//g, '[\\\\/]')).join('|')})$`);
+    const filter = new RegExp(
+      `node_modules[\\\\/](${files.map((file) => file.replace(/[.]/g, '\\.').replace(/\//g, '[\\\\/]')).join('|')})$`,
+    );
     build.onLoad({ filter }, (args) => {
       const file = files.find((name) => args.path.replaceAll('\\', '/').endsWith(`node_modules/${name}`));
       let contents = readFileSync(args.path, 'utf8');

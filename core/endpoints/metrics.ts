@@ -6,8 +6,9 @@
  * Every label value comes from a closed set or a validated literal name (endpoint and upstream
  * names cannot contain `${ENV}`), so no request text or secret can reach a label.
  */
-import type { Registry } from '../lib/prom.js';
+
 import { CheapCounter, CheapHistogram } from '../kernel/metrics.js';
+import type { Registry } from '../lib/prom.js';
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

@@ -24,12 +24,12 @@
 
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Registry as PromRegistry } from '../lib/prom.js';
 import type { z } from 'zod';
 import { formatIssues, parseInput } from '../http/validate.js';
 import { dropInUnavailable, fail, HangarError } from '../kernel/errors.js';
 import type { DropInProblem } from '../kernel/registry.js';
 import { PARSE_ONCE } from '../lib/parse-once.js';
+import { Registry as PromRegistry } from '../lib/prom.js';
 import { runAggregation } from './aggregate.js';
 import { TokenCache } from './auth.js';
 import {

@@ -11,12 +11,12 @@
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Counter, Histogram } from '../lib/prom.js';
 import { mountRoutes } from '../http/route.js';
 import { formatIssues } from '../http/validate.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { fail } from '../kernel/errors.js';
 import type { RegistryChange } from '../kernel/registry.js';
+import { Counter, Histogram } from '../lib/prom.js';
 import { handOverJson } from '../tasks/types.js';
 import { pluginKind } from './kind.js';
 import { PluginPool } from './pool.js';

@@ -1,7 +1,8 @@
 /**
  * Coding-run HTTP routes (spec 3, "Coding-run HTTP routes"), all behind the session token
- * (core/coderun/session.ts): they are mounted in a Fastify scope of their own whose `onRequest`
- * hook checks it, so the guard covers exactly these routes and nothing else.
+ * (core/coderun/session.ts): core/coderun/subsystem.ts mounts them in a Fastify scope of their own
+ * whose `onRequest` hook checks it, so the guard covers exactly these routes and nothing else.
+ * This module is imported by the first coding-run request (core/http/on-first-use.ts), not at start.
  *
  * Routes beyond the spec's table, for the approval gate and the live view: GET /api/runs,
  * GET /api/runs/{id}, GET /api/runs/{id}/events (SSE), GET|PATCH /api/runs/{id}/plan,
@@ -10,8 +11,7 @@
  * Handlers take the service from a getter: the service is built on the first coding-run request,
  * not at start-up (core/coderun/subsystem.ts).
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { type AnyRoute, defineRoute, mountRoutes, ROUTED_METHODS } from '../http/route.js';
+import { type AnyRoute, defineRoute } from '../http/route.js';
 import { resumePoint, serveSse } from '../http/sse.js';
 import {
   ActivateRequest,
@@ -26,42 +26,6 @@ import {
   TeamSchema,
 } from './schemas.js';
 import type { CodeRunService } from './service.js';
-import { sessionGuard } from './session.js';
-
-/** The paths the session token guards, known routes or not. */
-export const CODE_PREFIXES = ['/api/runs', '/api/teams', '/api/composition', '/api/tasks', '/api/config', '/api/calibration'];
-
-/**
- * The coding-run routes in their own scope, behind the session token. Catch-all routes in that
- * scope keep every other path under a prefix (and a prefix itself with a method no route takes)
- * behind the token too: 401 first, then the server's usual 404 (core/http/app.ts
- * `answerWithDetail`), as a prefix guard should — the control plane's way (core/control/routes.ts).
- * For the methods a route can declare, not all ~35 fastify knows: the router pays per method,
- * and every method for six prefixes was ~15 ms of every start (as a scoped 404 handler per prefix,
- * before; CPU profile); an OPTIONS, PROPFIND… under a prefix answers the 404 without asking for
- * the token (no route answers those methods anywhere).
- */
-export function mountCodeRoutes(app: FastifyInstance, sessionToken: string, service: () => CodeRunService, more: AnyRoute[] = []): void {
-  app.register(async (scope) => {
-    scope.addHook('onRequest', sessionGuard(sessionToken));
-    const routes = [...codeRoutes(service), ...more];
-    mountRoutes(scope, [...routes, ...CODE_PREFIXES.flatMap((prefix) => unknownUnder(prefix, routes))]);
-  });
-}
-
-function unknownUnder(prefix: string, routes: readonly AnyRoute[]): AnyRoute[] {
-  const unknownPath = {
-    summary: 'no such coding-run route',
-    config: { hidden: true },
-    handler: ({ reply }: { reply: FastifyReply }) => reply.callNotFound(),
-  };
-  const taken = new Set(routes.filter((route) => route.url === prefix).flatMap((route) => [route.method].flat()));
-  const free = ROUTED_METHODS.filter((method) => !taken.has(method));
-  return [
-    ...(free.length > 0 ? [defineRoute({ method: free, url: prefix, ...unknownPath })] : []),
-    defineRoute({ method: ROUTED_METHODS, url: `${prefix}/*`, ...unknownPath }),
-  ];
-}
 
 const tags = ['coding runs'];
 

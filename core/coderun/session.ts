@@ -47,6 +47,13 @@ export function sessionMatches(expected: string, presented: string | undefined):
   return presented !== undefined && presented !== '' && sameSecret(presented, expected);
 }
 
+/**
+ * The paths the session token guards, known routes or not: every other path under a prefix (and a
+ * prefix itself with a method no route takes) answers 401 first, then the server's usual 404, as a
+ * prefix guard should (the control plane's way, core/control/routes.ts).
+ */
+export const CODE_PREFIXES = ['/api/runs', '/api/teams', '/api/composition', '/api/tasks', '/api/config', '/api/calibration'];
+
 /** The hook of the coding-run routes' scope: 401 unless the request carries the session token. */
 export function sessionGuard(token: string): onRequestHookHandler {
   return function requireSession(req, _reply, done) {

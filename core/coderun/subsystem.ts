@@ -7,20 +7,30 @@
  * What must happen at start-up does: the workspace's session token is claimed and its file written,
  * and runs a dead process left active are marked failed. The service itself is built on first use
  * (the first coding-run request, or a client of the websocket), so a server that never runs code
- * does not pay for it. In team mode the instance also serves the coding-run queue from start-up (the
- * first run it takes builds the service); see the header of service.ts.
+ * does not pay for it. Its routes are loaded by the first request under its prefixes too
+ * (core/http/on-first-use.ts), behind the session guard of their scope: their modules and 29
+ * routes were ~7 ms of every start. In team mode the instance also serves the coding-run queue
+ * from start-up (the first run it takes builds the service); see the header of service.ts.
  */
 import { WebSocketServer } from 'ws';
+import { mountOnFirstUse } from '../http/on-first-use.js';
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
 import type { TeamCoordinator } from '../storage/team.js';
 import { LOGIN_PATH, LoginLinks, loginRoutes } from './login.js';
-import { modelRoutes } from './model-routes.js';
 import { recoverInterruptedRuns, sendLostRuns } from './recovery.js';
-import { mountCodeRoutes } from './routes.js';
 import type { Team } from './schemas.js';
 import { CodeRunService } from './service.js';
-import { claimSession, releaseSession, sessionFile, sessionMatches, sessionTokenOf, writeSessionFile } from './session.js';
+import {
+  CODE_PREFIXES,
+  claimSession,
+  releaseSession,
+  sessionFile,
+  sessionGuard,
+  sessionMatches,
+  sessionTokenOf,
+  writeSessionFile,
+} from './session.js';
 import type { CodeRunTeam } from './team-mode.js';
 import { teamKind } from './teams.js';
 
@@ -147,12 +157,17 @@ export const coderunSubsystem: Subsystem = {
   },
   routes: (app, ctx) => {
     const token = ctx.clientTokens.session!;
-    mountCodeRoutes(
-      app,
-      token,
-      () => ctx.services.get('coderun'),
-      modelRoutes(() => ctx.settings.model),
-    );
+    // A scope of their own, so the guard covers exactly the coding-run prefixes and nothing else.
+    app.register(async (scope) => {
+      scope.addHook('onRequest', sessionGuard(token));
+      mountOnFirstUse(scope, ctx.services.get('openapi'), {
+        prefixes: CODE_PREFIXES,
+        load: async () => {
+          const [{ codeRoutes }, { modelRoutes }] = await Promise.all([import('./routes.js'), import('./model-routes.js')]);
+          return { routes: [...codeRoutes(() => ctx.services.get('coderun')), ...modelRoutes(() => ctx.settings.model)] };
+        },
+      });
+    });
     mountRoutes(
       app,
       loginRoutes(ctx, ctx.services.get('loginLinks'), () => token),

@@ -1,11 +1,12 @@
 /**
  * A rarely used subsystem loaded on its first request instead of at start: Fastify takes no route
- * once the server is ready, so its routes are one catch-all under its prefix, and the first request
+ * once the server is ready, so its routes are catch-alls under its prefixes, and the first request
  * imports the subsystem's modules, sets it up and finds each request's route with a router of its
  * own (find-my-way, the router Fastify uses, with the same options). Everything it answers is under
- * one prefix, and its routes have no `config`, so the guards read the same config on the catch-all
- * as they would on the route itself (checked when it loads). `/openapi.json` loads every such
- * subsystem before it is built, so it still lists their routes.
+ * its prefixes, and its routes have no `config`, so the guards read the same config on a catch-all
+ * as they would on the route itself (checked when it loads); hooks of the scope the catch-alls are
+ * registered in (the coding runs' session guard) run before the load. `/openapi.json` loads every
+ * such subsystem before it is built, so it still lists their routes.
  *
  * Measured (the example workspace to `/readiness`, alternating medians of 11): the studio alone,
  * its modules, its set-up and 15 routes, cost a start ~21 ms. Vite's optimised dependencies and
@@ -25,8 +26,8 @@ export interface LoadedOnFirstUse {
 }
 
 export interface OnFirstUse {
-  /** Everything the subsystem answers is under it: `/studio`. */
-  prefix: string;
+  /** Everything the subsystem answers is under one of them: `['/studio']`. */
+  prefixes: readonly string[];
   /** Import the subsystem's modules and set it up. A failure is answered as an error and tried again by the next request. */
   load(): Promise<LoadedOnFirstUse>;
 }
@@ -46,7 +47,7 @@ export function mountOnFirstUse(app: FastifyInstance, openapi: OpenApiRegistry, 
     return loading;
   };
   openapi.addOnFirstUse(async () => (await loaded()).routes);
-  for (const url of [options.prefix, `${options.prefix}/*`]) {
+  for (const url of options.prefixes.flatMap((prefix) => [prefix, `${prefix}/*`])) {
     app.route({
       method: ROUTED_METHODS as HTTPMethods[],
       url,
@@ -68,15 +69,15 @@ export function mountOnFirstUse(app: FastifyInstance, openapi: OpenApiRegistry, 
   };
 }
 
-async function load({ prefix, load: loadSubsystem }: OnFirstUse): Promise<Loaded> {
+async function load({ prefixes, load: loadSubsystem }: OnFirstUse): Promise<Loaded> {
   const subsystem = await loadSubsystem();
   const router = FindMyWay(ROUTER_OPTIONS);
   for (const route of subsystem.routes) {
-    if (!route.url.startsWith(`${prefix}/`) && route.url !== prefix)
-      throw new Error(`${route.url} is not under ${prefix}, where it is loaded on first use`);
+    if (!prefixes.some((prefix) => route.url.startsWith(`${prefix}/`) || route.url === prefix))
+      throw new Error(`${route.url} is not under ${prefixes.join(' or ')}, where it is loaded on first use`);
     if (route.config && Object.keys(route.config).length > 0)
       throw new Error(
-        `${route.url} has a config (${Object.keys(route.config).join(', ')}), which the catch-all under ${prefix} cannot carry`,
+        `${route.url} has a config (${Object.keys(route.config).join(', ')}), which the catch-alls under ${prefixes.join(', ')} cannot carry`,
       );
     for (const method of [route.method].flat()) router.on(method, route.url, () => undefined, route);
   }

@@ -22,7 +22,7 @@ export const studioSubsystem: Subsystem = {
     mounted.set(
       ctx,
       mountOnFirstUse(app, ctx.services.get('openapi'), {
-        prefix: '/studio',
+        prefixes: ['/studio'],
         load: async () => (await import('./start.js')).startStudio(ctx),
       }),
     );

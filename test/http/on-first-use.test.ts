@@ -39,7 +39,7 @@ const later: Subsystem = {
   name: 'later',
   routes: (app, ctx) => {
     const mount = mountOnFirstUse(app, ctx.services.get('openapi'), {
-      prefix: '/later',
+      prefixes: ['/later'],
       load: async () => {
         counts.loads++;
         // Slow enough that requests sent together all arrive while it loads.

@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CODE_PREFIXES } from '../../core/coderun/routes.js';
+import { CODE_PREFIXES } from '../../core/coderun/session.js';
 import { normalizeUrl } from '../../core/http/normalize.js';
 import { agentSource, startTestServer, type TestServer } from '../support/server.js';
 import { encodedVariants, rawRequest } from './raw.js';

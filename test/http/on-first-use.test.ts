@@ -142,3 +142,47 @@ describe('a subsystem whose routes cannot be loaded on first use', () => {
     }
   });
 });
+
+describe('a subsystem under several prefixes, behind the guard of its scope', () => {
+  const guarded = { loads: 0 };
+  const routes = [
+    defineRoute({ method: 'GET', url: '/guarded-a/one', summary: 'one', handler: () => ({ route: 'one' }) }),
+    defineRoute({ method: 'GET', url: '/guarded-b/:id', summary: 'two', handler: ({ params }) => ({ route: 'two', id: params.id }) }),
+  ];
+  const behindGuard: Subsystem = {
+    name: 'guarded',
+    routes: (app, ctx) => {
+      app.register(async (scope) => {
+        scope.addHook('onRequest', (req, reply, done) => {
+          if (req.headers['x-pass'] !== 'yes') return void reply.code(401).send({ detail: 'no pass' });
+          done();
+        });
+        mountOnFirstUse(scope, ctx.services.get('openapi'), {
+          prefixes: ['/guarded-a', '/guarded-b'],
+          load: async () => {
+            guarded.loads++;
+            return { routes };
+          },
+        });
+      });
+    },
+  };
+
+  it('answers the guard before loading, then routes under each prefix', async () => {
+    const own = await startTestServer({ start: { subsystems: [...SUBSYSTEMS, behindGuard] } });
+    try {
+      const refused = await own.request('/guarded-b/7');
+      expect(refused.status).toBe(401);
+      expect((await own.request('/guarded-a/anything')).status).toBe(401);
+      expect(guarded.loads).toBe(0);
+
+      const pass = { headers: { 'x-pass': 'yes' } };
+      expect((await own.request('/guarded-a/one', pass)).body).toEqual({ route: 'one' });
+      expect((await own.request('/guarded-b/7', pass)).body).toEqual({ route: 'two', id: '7' });
+      expect((await own.request('/guarded-a/nothing', pass)).status).toBe(404);
+      expect(guarded.loads).toBe(1);
+    } finally {
+      await own.stop();
+    }
+  });
+});

@@ -147,7 +147,13 @@ describe('a subsystem under several prefixes, behind the guard of its scope', ()
   const guarded = { loads: 0 };
   const routes = [
     defineRoute({ method: 'GET', url: '/guarded-a/one', summary: 'one', handler: () => ({ route: 'one' }) }),
-    defineRoute({ method: 'GET', url: '/guarded-b/:id', summary: 'two', handler: ({ params }) => ({ route: 'two', id: params.id }) }),
+    defineRoute({
+      method: 'GET',
+      url: '/guarded-b/:id',
+      summary: 'two',
+      schema: { params: z.object({ id: z.string() }) },
+      handler: ({ params }) => ({ route: 'two', id: params.id }),
+    }),
   ];
   const behindGuard: Subsystem = {
     name: 'guarded',

@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { simpleGit } from 'simple-git';
 import type { Store } from '../kernel/store.js';
 import type { RunRecord } from './schemas.js';
 import type { CodeRunTeam } from './team-mode.js';
@@ -57,8 +58,6 @@ export async function recoverInterruptedRuns(
       if (!record || !ACTIVE.includes(record.status)) continue;
       const dir = worktreeOf(state, record);
       if (existsSync(dir)) {
-        // Imported here: a start finds a run's worktree only after a crash (simple-git is ~2 ms to load).
-        const { simpleGit } = await import('simple-git');
         await simpleGit({ baseDir: record.repo })
           .raw(['worktree', 'remove', '--force', dir])
           .catch(() => rm(dir, { recursive: true, force: true }));

@@ -16,12 +16,11 @@ import { WebSocketServer } from 'ws';
 import { mountOnFirstUse } from '../http/on-first-use.js';
 import { mountRoutes } from '../http/route.js';
 import type { Subsystem } from '../kernel/context.js';
-import { ServiceWiringError } from '../kernel/services.js';
 import type { TeamCoordinator } from '../storage/team.js';
 import { LOGIN_PATH, LoginLinks, loginRoutes } from './login.js';
 import { recoverInterruptedRuns, sendLostRuns } from './recovery.js';
 import type { Team } from './schemas.js';
-import type { CodeRunService } from './service.js';
+import { CodeRunService } from './service.js';
 import {
   CODE_PREFIXES,
   claimSession,
@@ -43,16 +42,6 @@ declare module '../kernel/services.js' {
 }
 
 export const CODE_WS_PATH = '/api/runs/ws';
-
-/**
- * The service's module (the run engine, its planner and reviews, git through simple-git), imported
- * by the first coding-run request, websocket or (team mode) the start: ~5 ms of every start that
- * never runs code. `ctx.services.get('coderun')` is read only after it (`loadService`).
- */
-let serviceModule: typeof import('./service.js') | undefined;
-const loadService = async () => {
-  serviceModule ??= await import('./service.js');
-};
 
 /** The queue of coding runs (team mode): one job per run, taken by whichever instance has a free slot. */
 const CODERUN_QUEUE = 'hangar-coderuns';
@@ -111,21 +100,21 @@ export const coderunSubsystem: Subsystem = {
       await writeSessionFile(ctx, token);
       ctx.log.info(`coding-run session token written to ${file}`);
     }
-    ctx.services.provideLazy('coderun', () => {
-      if (!serviceModule) throw new ServiceWiringError('the coding-run service was read before its module was loaded (loadService)');
-      return new serviceModule.CodeRunService({
-        store: ctx.store,
-        log: ctx.log,
-        root: ctx.paths.root,
-        state: ctx.paths.state,
-        endpoint: ctx.settings.model,
-        fileConfig: (ctx.settings as { code?: unknown }).code ?? {},
-        shippedTeams: () => ctx.registry.list<Team>('team').map((e) => e.definition),
-        ...(team ? { team } : {}),
-      });
-    });
+    ctx.services.provideLazy(
+      'coderun',
+      () =>
+        new CodeRunService({
+          store: ctx.store,
+          log: ctx.log,
+          root: ctx.paths.root,
+          state: ctx.paths.state,
+          endpoint: ctx.settings.model,
+          fileConfig: (ctx.settings as { code?: unknown }).code ?? {},
+          shippedTeams: () => ctx.registry.list<Team>('team').map((e) => e.definition),
+          ...(team ? { team } : {}),
+        }),
+    );
     // Team mode: this instance takes runs from the queue (the service is built by the first job).
-    if (team) await loadService();
     await team?.serve(
       (run) => ctx.services.get('coderun').take(run),
       (run) => ctx.services.get('coderun').abandon(run),
@@ -158,14 +147,12 @@ export const coderunSubsystem: Subsystem = {
         socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
-      void loadService().then(() =>
-        wss.handleUpgrade(req, socket, head, (ws) => {
-          const off = ctx.services.get('coderun').onEvent((event) => {
-            if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(event));
-          });
-          ws.on('close', off);
-        }),
-      );
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        const off = ctx.services.get('coderun').onEvent((event) => {
+          if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(event));
+        });
+        ws.on('close', off);
+      });
     });
   },
   routes: (app, ctx) => {
@@ -176,7 +163,7 @@ export const coderunSubsystem: Subsystem = {
       mountOnFirstUse(scope, ctx.services.get('openapi'), {
         prefixes: CODE_PREFIXES,
         load: async () => {
-          const [{ codeRoutes }, { modelRoutes }] = await Promise.all([import('./routes.js'), import('./model-routes.js'), loadService()]);
+          const [{ codeRoutes }, { modelRoutes }] = await Promise.all([import('./routes.js'), import('./model-routes.js')]);
           return { routes: [...codeRoutes(() => ctx.services.get('coderun')), ...modelRoutes(() => ctx.settings.model)] };
         },
       });

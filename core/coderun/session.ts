@@ -50,7 +50,9 @@ export function sessionMatches(expected: string, presented: string | undefined):
 /**
  * The paths the session token guards, known routes or not: every other path under a prefix (and a
  * prefix itself with a method no route takes) answers 401 first, then the server's usual 404, as a
- * prefix guard should (the control plane's way, core/control/routes.ts).
+ * prefix guard should (the control plane's way, core/control/routes.ts). For the methods a route can
+ * declare (`ROUTED_METHODS`), not all ~35 Fastify knows: the router pays per method, so an OPTIONS
+ * or PROPFIND under a prefix answers the 404 without asking for the token (no route takes those).
  */
 export const CODE_PREFIXES = ['/api/runs', '/api/teams', '/api/composition', '/api/tasks', '/api/config', '/api/calibration'];
 

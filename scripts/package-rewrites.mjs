@@ -23,7 +23,7 @@
  */
 import { readFileSync } from 'node:fs';
 
-/** `require(id)` replaced: `__hangarLazyBuiltin(id)`, defined by LAZY_BUILTIN_BANNER. */
+/** `require(id)` replaced: `__hangarLazyBuiltin(id)`, defined in REWRITE_HELPERS. */
 const lazy = (...ids) => ids.map((id) => [`require('${id}')`, `__hangarLazyBuiltin('${id}')`]);
 
 export const PACKAGE_REWRITES = {
@@ -41,7 +41,8 @@ export const PACKAGE_REWRITES = {
 export const REWRITE_HELPERS = [
   'const __hangarLazyBuiltin = (id) => { let loaded; return new Proxy({}, { get: (_, key) => (loaded ??= require(id))[key] }); };',
   'const __hangarMatchOnFirstUse = (node, compile) => function matchPrefixOnFirstUse(path, i) { node.matchPrefix = compile(node.prefix); return node.matchPrefix(path, i); };',
-  "const __hangarPackageFile = (name, file) => require('node:path').join(require('node:path').dirname(require.resolve(name)), file);",
+  // Resolved once per package: piscina asks for its worker file at every thread it starts.
+  "const __hangarPackageDirs = new Map(); const __hangarPackageFile = (name, file) => { let dir = __hangarPackageDirs.get(name); if (dir === undefined) __hangarPackageDirs.set(name, (dir = require('node:path').dirname(require.resolve(name)))); return require('node:path').join(dir, file); };",
 ].join('\n');
 
 /** The esbuild plugin applying PACKAGE_REWRITES; every file must be in the bundle (checked when the build ends). */

@@ -6,7 +6,6 @@
  * Every label value comes from a closed set or a validated literal name (endpoint and upstream
  * names cannot contain `${ENV}`), so no request text or secret can reach a label.
  */
-
 import { CheapCounter, CheapHistogram } from '../kernel/metrics.js';
 import type { Registry } from '../lib/prom.js';
 

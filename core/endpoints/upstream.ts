@@ -246,7 +246,7 @@ let secure: Transport | undefined;
 
 /**
  * node:https is loaded by the first https upstream call: with node:tls it is ~2 ms a start spent
- * for no other module (see scripts/build.mjs, LAZY_BUILTINS).
+ * for no other module (scripts/package-rewrites.mjs makes the packages' loads of them lazy too).
  */
 function transportOf(protocol: string): Transport | undefined {
   if (protocol === 'http:') return plain;

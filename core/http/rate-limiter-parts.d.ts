@@ -1,9 +1,9 @@
-// rate-limiter-flexible ships declarations for its index only; its files, as core/http/security.ts imports them.
+// rate-limiter-flexible ships declarations for its index only: its files, typed as the index's classes.
 declare module 'rate-limiter-flexible/lib/RateLimiterMemory.js' {
-  const RateLimiterMemory: unknown;
+  import { RateLimiterMemory } from 'rate-limiter-flexible';
   export default RateLimiterMemory;
 }
 declare module 'rate-limiter-flexible/lib/RateLimiterRes.js' {
-  const RateLimiterRes: unknown;
+  import { RateLimiterRes } from 'rate-limiter-flexible';
   export default RateLimiterRes;
 }

@@ -1,21 +1,17 @@
 import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import type { onRequestHookHandler } from 'fastify';
-import type * as RateLimiters from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 // Each class from its own file: the package's index loads every store it supports (Redis, MongoDB,
 // PostgreSQL, a cluster's master, ...), ~100 kB of the bundle every start evaluated.
-import MemoryLimiter from 'rate-limiter-flexible/lib/RateLimiterMemory.js';
-import LimiterRes from 'rate-limiter-flexible/lib/RateLimiterRes.js';
+import RateLimiterMemory from 'rate-limiter-flexible/lib/RateLimiterMemory.js';
+import RateLimiterRes from 'rate-limiter-flexible/lib/RateLimiterRes.js';
 import { fail, type HangarError } from '../kernel/errors.js';
 import { isLoopbackHost, resolveSecret, type Settings } from '../kernel/settings.js';
 import { sameSecret } from '../lib/same-secret.js';
 import { originChecker } from './cross-site.js';
 
 const BEARER = { 'WWW-Authenticate': 'Bearer' };
-
-type RateLimiterAbstract = RateLimiters.RateLimiterAbstract;
-const RateLimiterMemory = MemoryLimiter as typeof RateLimiters.RateLimiterMemory;
-const RateLimiterRes = LimiterRes as typeof RateLimiters.RateLimiterRes;
 
 import { pathOf } from './request.js';
 import type { RouteConfig } from './route.js';

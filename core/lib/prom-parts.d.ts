@@ -1,21 +1,21 @@
-// prom-client ships declarations for its index only; its files, as core/lib/prom.ts imports them.
+// prom-client ships declarations for its index only: its files, typed as the index's classes.
 declare module 'prom-client/lib/counter.js' {
-  const Counter: unknown;
+  import { Counter } from 'prom-client';
   export default Counter;
 }
 declare module 'prom-client/lib/gauge.js' {
-  const Gauge: unknown;
+  import { Gauge } from 'prom-client';
   export default Gauge;
 }
 declare module 'prom-client/lib/histogram.js' {
-  const Histogram: unknown;
+  import { Histogram } from 'prom-client';
   export default Histogram;
 }
 declare module 'prom-client/lib/registry.js' {
-  const Registry: unknown;
+  import { Registry } from 'prom-client';
   export default Registry;
 }
 declare module 'prom-client/lib/defaultMetrics.js' {
-  const collectDefaultMetrics: unknown;
+  import { collectDefaultMetrics } from 'prom-client';
   export default collectDefaultMetrics;
 }

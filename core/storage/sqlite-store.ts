@@ -40,11 +40,21 @@ import { fieldExpression, SAFE_NAME, type SqlAccess, type StoreLog } from './sql
  * Nothing is cached in memory: reads are indexed point or range reads (µs), so there is no second
  * copy that could disagree with the disk or with another process.
  *
+ * Pages are read through a memory map (`mmap_size`, up to `MMAP_BYTES` of the file): a page that is
+ * not in SQLite's own 2 MB cache is then a memory read instead of a `pread` into it. On a store of
+ * 10,000 threads, where most appends touch pages the cache no longer holds, an append measured
+ * 0.133 → 0.118 ms (10 threads: 0.083 either way; bench/agents.bench.ts). A bigger cache instead
+ * (`cache_size` 64 MB) measured no faster: every page it adds is fresh memory to fault in. The
+ * map is address space, not memory, and reads only; writes still go through the WAL.
+ *
  * This module opens the database (damage check, migrations, pragmas) and runs its transactions;
  * collections are `sqlite-records.ts`, keyed logs `sqlite-logs.ts`, the first-open import of a
  * lowdb folder `lowdb-import.ts`.
  */
 export type Durability = 'full' | 'normal';
+
+/** How much of the database file is read through a memory map (SQLite's own default is none). */
+export const MMAP_BYTES = 256 * 1024 * 1024;
 
 export interface SqliteStoreOptions {
   durability?: Durability;
@@ -251,7 +261,7 @@ export class SqliteStore implements Store, SqlAccess {
       for (let pauseMs = 5; ; pauseMs = Math.min(pauseMs * 2, 100)) {
         db = new DatabaseSync(file, { timeout: busyTimeoutMs });
         try {
-          db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'};`);
+          db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA mmap_size = ${MMAP_BYTES};`);
           return db;
         } catch (err) {
           // Processes opening a new file together each hold a read lock and ask to upgrade it to

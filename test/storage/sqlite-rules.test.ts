@@ -17,7 +17,7 @@ import type { InvocationRow } from '../../core/kernel/store.js';
 import { LowdbStore } from '../../core/storage/lowdb-store.js';
 import { queryInMemory } from '../../core/storage/query.js';
 import { headOf, itemRows, itemText, KEY_SPAN, packItem } from '../../core/storage/sqlite-logs.js';
-import { MIGRATIONS, SqliteStore } from '../../core/storage/sqlite-store.js';
+import { MIGRATIONS, MMAP_BYTES, SqliteStore } from '../../core/storage/sqlite-store.js';
 
 const opened: Array<{ close(): void }> = [];
 afterEach(() => {
@@ -737,12 +737,13 @@ describe('the store file', () => {
     expect(await tasks.count()).toBe(2);
   });
 
-  it('makes its folder, runs in WAL mode, and syncs each commit only when durability is full', async () => {
+  it('makes its folder, runs in WAL mode, reads through a memory map, and syncs each commit only when durability is full', async () => {
     const dir = await scratchDir();
     const normal = new SqliteStore(path.join(dir, 'a', 'b', 'hangar.db'));
     opened.push(normal);
     expect(normal.statement('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
     expect(normal.statement('PRAGMA synchronous').get()).toEqual({ synchronous: 1 });
+    expect(normal.statement('PRAGMA mmap_size').get()).toEqual({ mmap_size: MMAP_BYTES });
     expect(normal.describe()).toEqual({ backend: 'sqlite', path: path.join(dir, 'a', 'b', 'hangar.db') });
     const full = new SqliteStore(path.join(dir, 'full.db'), { durability: 'full' });
     opened.push(full);

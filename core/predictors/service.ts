@@ -27,10 +27,11 @@ import { dropInUnavailable, errorMessage, fail, HangarError } from '../kernel/er
 import { bundleCacheKey, bundleDropIn } from '../kernel/evaluator.js';
 import type { Logger } from '../kernel/log.js';
 import type { Registry, RegistryChange } from '../kernel/registry.js';
+import { JsonText } from '../lib/json-text.js';
 import { type InvocationRecorder, noRecorder } from '../logs/types.js';
 import type { LoadedPlugin } from './kind.js';
 import { type PluginPool, PluginTimeoutError } from './pool.js';
-import type { BatchItem, BatchResponse, ModelCard, PluginHealth, PluginStatus, PluginSummary, PredictResponse } from './schemas.js';
+import type { BatchResponse, ModelCard, PluginHealth, PluginStatus, PluginSummary, PredictResponse } from './schemas.js';
 import { type EncodedChunk, encodeItem, type ItemResult, type ModuleRef } from './worker.js';
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -469,9 +470,12 @@ export class PluginService {
     }
   }
 
-  /** A batch as a plain value (for the task board, which stores the result as JSON anyway). */
-  async batch(name: string, inputs: unknown[], call: CallInfo): Promise<BatchResponse> {
+  /**
+   * A batch for the task board, which stores it and streams it as JSON: the BatchResponse's JSON
+   * text, its results as the workers wrote them, never parsed and serialised again on this thread.
+   */
+  async batch(name: string, inputs: unknown[], call: CallInfo): Promise<JsonText> {
     const { head, parts } = await this.batchEncoded(name, inputs, call);
-    return { ...head, results: JSON.parse(`[${parts.join(',')}]`) as BatchItem[] };
+    return new JsonText(`${JSON.stringify(head).slice(0, -1)},"results":[${parts.join(',')}]}`);
   }
 }

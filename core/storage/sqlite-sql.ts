@@ -4,6 +4,7 @@
  * spelling of a record's field that queries and indexes must agree on.
  */
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
+import { stringifyJson } from '../lib/json-text.js';
 import type { CompiledSql } from './store-sql.js';
 
 /** The database as the collections, logs and the lowdb import use it (see `SqliteStore`). */
@@ -33,7 +34,8 @@ export const SAFE_NAME = /^[a-z0-9][a-z0-9_.-]*$/i;
 
 /** JSON text of a value; a value JSON cannot represent is refused before anything is written. */
 export function encode(value: unknown): string {
-  const text = JSON.stringify(value);
+  // A JsonText (a plugin batch's results) goes in as the text it is (core/lib/json-text.ts).
+  const text = stringifyJson(value);
   if (text === undefined) throw new TypeError('the store holds JSON values only');
   return text;
 }

@@ -15,6 +15,7 @@ import type {
 } from '../kernel/store.js';
 import { importLowdbData } from './lowdb-import.js';
 import { checkFields } from './query.js';
+import { Checkpointer } from './sqlite-checkpointer.js';
 import { SqliteInvocations } from './sqlite-invocations.js';
 import { KEY_SPAN, SqliteLog } from './sqlite-logs.js';
 import { SqliteCollection } from './sqlite-records.js';
@@ -237,6 +238,8 @@ export class SqliteStore implements Store, SqlAccess {
   private readonly collections = new Map<string, SqliteCollection<unknown>>();
   private readonly logs = new Map<string, SqliteLog<unknown>>();
   private invocationTable: SqliteInvocations | undefined;
+  /** Checkpoints the WAL off this thread once something was written (sqlite-checkpointer.ts). */
+  readonly checkpointer: Checkpointer | undefined;
   /** Indexes made (or found) by this process, so reopening a collection costs nothing. */
   private readonly indexes = new Set<string>();
   /** Indexes of collections opened empty, created before their first write (`createDeferredIndexes`). */
@@ -261,7 +264,9 @@ export class SqliteStore implements Store, SqlAccess {
       for (let pauseMs = 5; ; pauseMs = Math.min(pauseMs * 2, 100)) {
         db = new DatabaseSync(file, { timeout: busyTimeoutMs });
         try {
-          db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA mmap_size = ${MMAP_BYTES};`);
+          db.exec(
+            `PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA mmap_size = ${MMAP_BYTES};`,
+          );
           return db;
         } catch (err) {
           // Processes opening a new file together each hold a read lock and ask to upgrade it to
@@ -300,6 +305,13 @@ export class SqliteStore implements Store, SqlAccess {
     }
     this.db = db!;
     this.migrate();
+    // After the migrations: a store that is opened and only read never starts the thread.
+    this.checkpointer = new Checkpointer({
+      file,
+      busyTimeoutMs,
+      exec: (sql) => this.db.isOpen && this.db.exec(sql),
+      log: this.log,
+    });
     // Stryker disable next-line ConditionalExpression: importLowdbData of no folder finds nothing to import
     if (options.importFrom) importLowdbData(this, options.importFrom, this.log);
   }
@@ -356,6 +368,7 @@ export class SqliteStore implements Store, SqlAccess {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
       throw this.failed(what, err);
     }
+    this.checkpointer?.committed();
     this.failing = undefined;
     return result;
   }
@@ -482,14 +495,17 @@ export class SqliteStore implements Store, SqlAccess {
 
   /**
    * Every write is on disk (to SQLite's durability setting) when its call returns; a flush (a
-   * stop) also moves the WAL into the database file and empties it, so a stopped workspace is
-   * one file and does not keep a WAL of up to SQLite's 1,000-page checkpoint threshold (~4 MB).
+   * stop) also ends the checkpoint thread and moves the WAL into the database file and empties it,
+   * so a stopped workspace is one file and does not keep a WAL of up to SQLite's 1,000-page
+   * checkpoint threshold (~4 MB).
    */
   async flush(): Promise<void> {
+    await this.checkpointer?.stop();
     if (this.db.isOpen) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   }
 
   close(): void {
+    this.checkpointer?.close();
     if (this.db.isOpen) this.db.close();
   }
 }

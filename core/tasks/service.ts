@@ -62,6 +62,7 @@
 import { errorMessage, fail, type HangarError } from '../kernel/errors.js';
 import type { Store } from '../kernel/store.js';
 import type { Replay, ReplayableSource, SequencedEvent } from '../lib/event-log.js';
+import { stringifyJson } from '../lib/json-text.js';
 import { timeOrderedId } from '../storage/ids.js';
 import { DistributedBoard, type TaskTeam } from './distributed.js';
 import { TaskEventStore } from './event-store.js';
@@ -528,7 +529,7 @@ export class TaskService {
   readonly wire = (event: SequencedEvent<TaskEvent>): string => {
     let json = this.wireCache.get(event.data);
     if (json === undefined) {
-      json = JSON.stringify(event.data);
+      json = stringifyJson(event.data)!;
       this.wireCache.set(event.data, json);
     }
     return json;

@@ -1,0 +1,55 @@
+/**
+ * JSON that is already text, carried as text: a plugin batch's 10,000 results arrive from the pool's
+ * threads as JSON, and parsing them on the server's thread only to serialise them again for the
+ * store, the task's event log and its event stream cost ~60 ms of that thread per batch, in blocks
+ * of 10-30 ms that every other request waited behind (bench/ml.bench.ts, #27).
+ *
+ * `stringifyJson` writes a `JsonText` inside any value as its text, unparsed. Anything else that
+ * serialises one (`JSON.stringify`, a reply, another store's driver) gets the parsed value through
+ * `toJSON`, parsed once on first need, so a `JsonText` is never wrong anywhere, only slower there.
+ */
+import { randomBytes } from 'node:crypto';
+
+/**
+ * What `toJSON` answers while `stringifyJson` runs: a string no JSON text can hold by accident (a
+ * NUL, a per-process random tag, the splice's number), swapped for the text afterwards.
+ */
+const TAG = `\u0000json-text-${randomBytes(6).toString('hex')}-`;
+/** The placeholder as `JSON.stringify` writes it: a NUL is escaped as `\u0000`. */
+const PLACEHOLDER = new RegExp(`"${JSON.stringify(TAG).slice(1, -1).replace(/\\/g, '\\\\')}(\\d+)"`, 'g');
+
+/** The texts of the `stringifyJson` call running now (calls do not nest: `toJSON` runs no user code). */
+let splicing: string[] | undefined;
+
+export class JsonText {
+  #value: unknown;
+  #parsed = false;
+
+  /** @param text one JSON value, trusted to be valid: it was made by `JSON.stringify`. */
+  constructor(readonly text: string) {}
+
+  toJSON(): unknown {
+    if (splicing) return `${TAG}${splicing.push(this.text) - 1}`;
+    if (!this.#parsed) {
+      this.#value = JSON.parse(this.text);
+      this.#parsed = true;
+    }
+    return this.#value;
+  }
+}
+
+/** `JSON.stringify(value)`, with every `JsonText` in `value` written as its own text. */
+export function stringifyJson(value: unknown): string | undefined {
+  // Whole: the text itself, not a copy (a copy of megabytes is most of what this saves).
+  if (value instanceof JsonText) return value.text;
+  const texts: string[] = [];
+  splicing = texts;
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } finally {
+    splicing = undefined;
+  }
+  if (texts.length === 0 || json === undefined) return json;
+  return json.replace(PLACEHOLDER, (_, index: string) => texts[Number(index)]!);
+}

@@ -428,9 +428,6 @@ export class TaskService {
   async result(id: string, scope: TaskScope = {}): Promise<TaskResult> {
     this.assertEnabled();
     const task = await this.find(id, scope);
-    // A task that just chose its terminal status is still writing it; the answer waits for the disk.
-    const settling = this.live.get(id)?.settled;
-    if (settling) await settling.catch(() => {});
     if (!isSettled(task.status)) {
       throw fail('HANGAR_TASK_NOT_FINISHED', { task: id, status: task.status }, { headers: { 'Retry-After': '1' } });
     }
@@ -625,6 +622,10 @@ export class TaskService {
   /** A visible task, whole, or as its `head` (what is stored apart reads null; see records.ts). */
   private async find(id: string, scope: TaskScope, read: 'get' | 'head' = 'get'): Promise<Task> {
     await this.start();
+    // A task that chose its terminal status writes it in turns of its own (a batch's result is
+    // megabytes): it is answered once that is on disk, so no reader sees a status a crash could undo.
+    const settling = this.live.get(id)?.settled;
+    if (settling) await settling.catch(() => {});
     const task = this.live.get(id)?.task ?? (await this.tasks[read](id));
     // Someone else's task answers exactly like a missing one: its existence is not revealed.
     if (!task || !this.visible(task, scope)) throw fail('HANGAR_TASK_NOT_FOUND', { task: id });

@@ -15,7 +15,6 @@ import type {
 } from '../kernel/store.js';
 import { importLowdbData } from './lowdb-import.js';
 import { checkFields } from './query.js';
-import { Checkpointer } from './sqlite-checkpointer.js';
 import { SqliteInvocations } from './sqlite-invocations.js';
 import { KEY_SPAN, SqliteLog } from './sqlite-logs.js';
 import { SqliteCollection } from './sqlite-records.js';
@@ -238,8 +237,6 @@ export class SqliteStore implements Store, SqlAccess {
   private readonly collections = new Map<string, SqliteCollection<unknown>>();
   private readonly logs = new Map<string, SqliteLog<unknown>>();
   private invocationTable: SqliteInvocations | undefined;
-  /** Checkpoints the WAL off this thread once something was written (sqlite-checkpointer.ts). */
-  readonly checkpointer: Checkpointer | undefined;
   /** Indexes made (or found) by this process, so reopening a collection costs nothing. */
   private readonly indexes = new Set<string>();
   /** Indexes of collections opened empty, created before their first write (`createDeferredIndexes`). */
@@ -305,13 +302,6 @@ export class SqliteStore implements Store, SqlAccess {
     }
     this.db = db!;
     this.migrate();
-    // After the migrations: a store that is opened and only read never starts the thread.
-    this.checkpointer = new Checkpointer({
-      file,
-      busyTimeoutMs,
-      exec: (sql) => this.db.isOpen && this.db.exec(sql),
-      log: this.log,
-    });
     // Stryker disable next-line ConditionalExpression: importLowdbData of no folder finds nothing to import
     if (options.importFrom) importLowdbData(this, options.importFrom, this.log);
   }
@@ -368,7 +358,6 @@ export class SqliteStore implements Store, SqlAccess {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
       throw this.failed(what, err);
     }
-    this.checkpointer?.committed();
     this.failing = undefined;
     return result;
   }
@@ -495,17 +484,14 @@ export class SqliteStore implements Store, SqlAccess {
 
   /**
    * Every write is on disk (to SQLite's durability setting) when its call returns; a flush (a
-   * stop) also ends the checkpoint thread and moves the WAL into the database file and empties it,
-   * so a stopped workspace is one file and does not keep a WAL of up to SQLite's 1,000-page
-   * checkpoint threshold (~4 MB).
+   * stop) also moves the WAL into the database file and empties it, so a stopped workspace is
+   * one file and does not keep a WAL of up to SQLite's 1,000-page checkpoint threshold (~4 MB).
    */
   async flush(): Promise<void> {
-    await this.checkpointer?.stop();
     if (this.db.isOpen) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   }
 
   close(): void {
-    this.checkpointer?.close();
     if (this.db.isOpen) this.db.close();
   }
 }

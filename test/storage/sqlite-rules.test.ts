@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync, type DatabaseSyncOptions } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { HangarError } from '../../core/kernel/errors.js';
 import type { InvocationRow } from '../../core/kernel/store.js';
 import { LowdbStore } from '../../core/storage/lowdb-store.js';
@@ -535,36 +535,6 @@ setTimeout(() => { db.exec('COMMIT'); db.close(); }, 300);`,
     expect(stats).toMatchObject({ backend: 'sqlite', path: store.file, files: 1 });
     expect(stats.bytes % 4096).toBe(0);
     expect(stats.bytes).toBeGreaterThan(0);
-  });
-
-  it('checkpoints in a thread of its own once something is written, and on its own connection again after a flush', async () => {
-    const { store } = await open();
-    const autocheckpoint = () => store.statement('PRAGMA wal_autocheckpoint').get();
-    // Opened (migrations included) and read: no thread, SQLite's own checkpoints on commit.
-    await store.collection('notes').get('n0');
-    expect(store.checkpointer!.running).toBe(false);
-    expect(autocheckpoint()).toEqual({ wal_autocheckpoint: 1000 });
-    // 6 MB of commits: past SQLite's 1,000-page threshold, which the thread now watches instead.
-    const big = 'x'.repeat(500_000);
-    for (let i = 0; i < 12; i++) await store.collection('notes').put(`n${i}`, { big });
-    expect(store.checkpointer!.running).toBe(true);
-    await vi.waitFor(() => expect(store.checkpointer!.checkpoints).toBeGreaterThan(0), { timeout: 10_000 });
-    expect(autocheckpoint()).toEqual({ wal_autocheckpoint: 0 });
-    await store.collection('notes').put('last', { big });
-    const report = store.checkpointer!.checkpoints;
-    await vi.waitFor(() => expect(store.checkpointer!.checkpoints).toBeGreaterThan(report), { timeout: 10_000 });
-    expect(store.checkpointer!.last).toMatchObject({ busy: 0 });
-    expect(store.checkpointer!.last!.checkpointed).toBe(store.checkpointer!.last!.log);
-    // A flush ends the thread; commits checkpoint for themselves again, and every write is there.
-    await store.flush();
-    expect(store.checkpointer!.running).toBe(false);
-    expect(autocheckpoint()).toEqual({ wal_autocheckpoint: 1000 });
-    expect(statSync(`${store.file}-wal`).size).toBe(0);
-    expect(await store.collection('notes').count()).toBe(13);
-    // A commit after it starts the thread again.
-    await store.collection('notes').put('after', { text: 'y' });
-    expect(store.checkpointer!.running).toBe(true);
-    store.close();
   });
 
   it('a flush moves the WAL into the database file and empties it', async () => {

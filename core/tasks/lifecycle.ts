@@ -121,7 +121,7 @@ export class TaskLifecycle {
       live.pendingSave?.();
       // Stryker disable next-line CallExpression: stop() awaits store.flush() next, which waits for every write still pending
       writes.push(...live.writes);
-      // A task settling now writes its result in turns of its own (records.ts): those are waited for too.
+      // A task settling now is writing its outcome: that is waited for too.
       if (live.settled) writes.push(live.settled);
     }
     await Promise.allSettled(writes);
@@ -149,9 +149,6 @@ export class TaskLifecycle {
       status === 'completed' || status === 'input-required' ? { result: task.result } : { error: task.error },
     );
     try {
-      // The terminal event went to every live reader just now; writing it and the record (a batch's
-      // result is megabytes) is a turn of the event loop of its own, not part of the same block (#27).
-      await new Promise<void>((resolve) => setImmediate(resolve));
       await this.persistNow(live);
       this.onSettled?.(task);
     } finally {

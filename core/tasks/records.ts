@@ -80,13 +80,9 @@ export class TaskRecords implements TaskRecordStore {
       const key = payloadKey(id, part);
       // Stryker disable next-line ConditionalExpression: writing the same payload again changes nothing seen, only the time a write takes
       if (this.written.get(value) !== key) {
-        // A turn of the event loop of its own: writing a megabyte payload takes 10-30 ms, and the
-        // request or the settling that made it has already held the thread for as long (#27).
-        await nextTurn();
         await this.payloads.put(key, value);
         // Stryker disable next-line CallExpression: as above, the payload would be written again at the next write of the record
         this.written.set(value, key);
-        await nextTurn();
       }
       stored[part] = null;
     }
@@ -125,9 +121,6 @@ export class TaskRecords implements TaskRecordStore {
 }
 
 const payloadKey = (id: string, part: Part) => `${id}.${part}`;
-
-/** Resolves on the next turn of the event loop, after timers and I/O waiting since this one. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Whether `value`'s JSON would be longer than `limit` bytes, estimated without making it: a walk

@@ -622,8 +622,8 @@ export class TaskService {
   /** A visible task, whole, or as its `head` (what is stored apart reads null; see records.ts). */
   private async find(id: string, scope: TaskScope, read: 'get' | 'head' = 'get'): Promise<Task> {
     await this.start();
-    // A task that chose its terminal status writes it in turns of its own (a batch's result is
-    // megabytes): it is answered once that is on disk, so no reader sees a status a crash could undo.
+    // A task that chose its terminal status is answered once that is on disk, so no reader sees a
+    // status a crash could undo.
     const settling = this.live.get(id)?.settled;
     if (settling) await settling.catch(() => {});
     const task = this.live.get(id)?.task ?? (await this.tasks[read](id));

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../core/kernel/store.js';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
+import { JsonText } from '../../core/lib/json-text.js';
 import { APART_FROM_BYTES, exceeds, TaskRecords } from '../../core/tasks/records.js';
 import type { Task } from '../../core/tasks/schemas.js';
 import { TaskService } from '../../core/tasks/service.js';
@@ -154,5 +155,14 @@ describe('TaskRecords', () => {
     expect(exceeds(new Array(30).fill(0), 300)).toBe(false);
     expect(exceeds([1], 2)).toBe(true);
     expect(exceeds(new Array(1_000_000).fill(0), APART_FROM_BYTES)).toBe(true);
+    // Every element of every array is walked, after the arrays nested in it: 4 + (3 + 16) × 2 + 52 = 94.
+    const nested = [[1, 2], [3, 4], 'x'.repeat(50)];
+    expect(exceeds(nested, 94)).toBe(false);
+    expect(exceeds(nested, 93)).toBe(true);
+    expect(exceeds({ list: [[], [[]]], tail: 'abc' }, 28)).toBe(false);
+    expect(exceeds({ list: [[], [[]]], tail: 'abc' }, 27)).toBe(true);
+    // A plugin batch's results, kept as JSON text (core/lib/json-text.ts), count by their text.
+    expect(exceeds(new JsonText(`[${'1,'.repeat(APART_FROM_BYTES)}1]`), APART_FROM_BYTES)).toBe(true);
+    expect(exceeds(new JsonText('[1]'), APART_FROM_BYTES)).toBe(false);
   });
 });

@@ -5,8 +5,8 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../core/kernel/store.js';
-import { SqliteStore } from '../../core/storage/sqlite-store.js';
 import { JsonText } from '../../core/lib/json-text.js';
+import { SqliteStore } from '../../core/storage/sqlite-store.js';
 import { APART_FROM_BYTES, exceeds, TaskRecords } from '../../core/tasks/records.js';
 import type { Task } from '../../core/tasks/schemas.js';
 import { TaskService } from '../../core/tasks/service.js';

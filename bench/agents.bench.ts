@@ -10,9 +10,9 @@
  *    take hours on today's store, and what a turn costs at 10,000 messages is the question.
  * 3. `POST /invoke` of a no-op agent vs a bare node:http process that reads and parses the same
  *    JSON body and answers JSON (median of 3 alternating rounds of 3 s after 5 s of warm-up each,
- *    Hangar started by its CLI with default settings). Beside it, as context, the CPU time per request of each server process
- *    (every thread, from /proc on Linux) over the same rounds: it moves much less with the
- *    machine's load than requests per second do.
+ *    Hangar started by its CLI with default settings). Beside it, as context, the CPU time per
+ *    request of each server process (every thread, from /proc on Linux) over the same rounds: it
+ *    moves much less with the machine's load than requests per second do.
  * 4. First SSE frame of `POST /invoke/stream` that carries an agent event (not the start frame
  *    Hangar writes before the agent runs) vs a bare node:http SSE server in the same run.
  */

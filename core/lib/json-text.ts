@@ -11,12 +11,12 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * What `toJSON` answers while `stringifyJson` runs: a string no JSON text can hold by accident (a
- * NUL, a per-process random tag, the splice's number), swapped for the text afterwards.
+ * What `toJSON` answers while `stringifyJson` runs: the tag and the splice's number, swapped for the
+ * text afterwards. The tag is random per process and only letters, digits and `-`, so
+ * `JSON.stringify` writes it unchanged and no other string in the value matches it by accident.
  */
-const TAG = `\u0000json-text-${randomBytes(6).toString('hex')}-`;
-/** The placeholder as `JSON.stringify` writes it: a NUL is escaped as `\u0000`. */
-const PLACEHOLDER = new RegExp(`"${JSON.stringify(TAG).slice(1, -1).replace(/\\/g, '\\\\')}(\\d+)"`, 'g');
+const TAG = `json-text-${randomBytes(8).toString('hex')}-`;
+const PLACEHOLDER = new RegExp(`"${TAG}(\\d+)"`, 'g');
 
 /** The texts of the `stringifyJson` call running now (calls do not nest: `toJSON` runs no user code). */
 let splicing: string[] | undefined;
@@ -51,5 +51,5 @@ export function stringifyJson(value: unknown): string | undefined {
     splicing = undefined;
   }
   if (texts.length === 0 || json === undefined) return json;
-  return json.replace(PLACEHOLDER, (_, index: string) => texts[Number(index)]!);
+  return json.replace(PLACEHOLDER, (placeholder, index: string) => texts[Number(index)] ?? placeholder);
 }

@@ -473,6 +473,8 @@ export class PluginService {
   /**
    * A batch for the task board, which stores it and streams it as JSON: the BatchResponse's JSON
    * text, its results as the workers wrote them, never parsed and serialised again on this thread.
+   * Put together here rather than by `stringifyJson({ ...head, results })`, which would copy the
+   * megabytes of results once more to splice them in.
    */
   async batch(name: string, inputs: unknown[], call: CallInfo): Promise<JsonText> {
     const { head, parts } = await this.batchEncoded(name, inputs, call);

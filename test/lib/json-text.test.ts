@@ -28,7 +28,7 @@ describe('JsonText', () => {
   });
 
   it('leaves strings that only look like its placeholder alone, and values without one as JSON.stringify does', () => {
-    const lookalike = { text: '\u0000json-text-000000000000-0', other: '"\u0000"' };
+    const lookalike = { text: 'json-text-0000000000000000-0', quoted: '"json-text-0000000000000000-0"', nul: '"\u0000"' };
     expect(stringifyJson({ lookalike, results: new JsonText('[]') })).toBe(JSON.stringify({ lookalike, results: [] }));
     expect(stringifyJson(items)).toBe(JSON.stringify(items));
     expect(stringifyJson(undefined)).toBeUndefined();

@@ -99,6 +99,12 @@ export interface KeyedLog<T> {
   append(key: string, items: T[]): Promise<{ length: number; version: number }>;
   /** Replace the key's list (clear, fork). */
   set(key: string, items: T[]): Promise<LogEntry<T>>;
+  /**
+   * When each of `keys` last changed by an append or a set (epoch milliseconds), read from the
+   * keys' heads in one query. A key that holds no list, or last changed before stores kept the
+   * time, is absent. A thread's `updated_at` comes from here, so an append rewrites no record.
+   */
+  changedAt(keys: readonly string[]): Promise<Map<string, number>>;
   delete(key: string): Promise<boolean>;
   flush(): Promise<void>;
   stats(): Promise<CollectionStats>;

@@ -20,9 +20,10 @@ import type { KeyedLog, LogEntry } from '../kernel/store.js';
  * is ignored on load and dropped by the next compaction.
  */
 
+/** `t`: when the line was written (epoch ms); lines from before it was kept have none. */
 type Op<T> =
-  | { k: string; v: number; op: 'add'; items: T[] }
-  | { k: string; v: number; op: 'set'; items: T[] }
+  | { k: string; v: number; t?: number; op: 'add'; items: T[] }
+  | { k: string; v: number; t?: number; op: 'set'; items: T[] }
   | { k: string; v: number; op: 'del' };
 
 /** Compact when the file holds this many more lines than there are keys (and at least 1000). */
@@ -34,6 +35,8 @@ export class AppendLog<T> implements KeyedLog<T> {
   private readonly entries = new Map<string, LogEntry<T>>();
   /** Versions of deleted keys, so a key created again keeps counting upwards. */
   private readonly tombstones = new Map<string, number>();
+  /** When each key last changed (see KeyedLog.changedAt). */
+  private readonly changed = new Map<string, number>();
   private loaded: Promise<void> | undefined;
   private lines = 0;
   private buffer = '';
@@ -71,7 +74,9 @@ export class AppendLog<T> implements KeyedLog<T> {
     entry.items.push(...items);
     entry.version++;
     this.entries.set(key, entry);
-    await this.write({ k: key, v: entry.version, op: 'add', items });
+    const t = Date.now();
+    this.changed.set(key, t);
+    await this.write({ k: key, v: entry.version, t, op: 'add', items });
     return { length: entry.items.length, version: entry.version };
   }
 
@@ -81,8 +86,20 @@ export class AppendLog<T> implements KeyedLog<T> {
     const version = (this.entries.get(key)?.version ?? this.tombstones.get(key) ?? 0) + 1;
     const entry = { items: [...items], version };
     this.entries.set(key, entry);
-    await this.write({ k: key, v: version, op: 'set', items });
+    const t = Date.now();
+    this.changed.set(key, t);
+    await this.write({ k: key, v: version, t, op: 'set', items });
     return entry;
+  }
+
+  async changedAt(keys: readonly string[]): Promise<Map<string, number>> {
+    await this.load();
+    const found = new Map<string, number>();
+    for (const key of keys) {
+      const t = this.entries.has(key) ? this.changed.get(key) : undefined;
+      if (t !== undefined) found.set(key, t);
+    }
+    return found;
   }
 
   async delete(key: string): Promise<boolean> {
@@ -90,6 +107,7 @@ export class AppendLog<T> implements KeyedLog<T> {
     const entry = this.entries.get(key);
     if (!entry) return false;
     this.entries.delete(key);
+    this.changed.delete(key);
     this.tombstones.set(key, entry.version + 1);
     await this.write({ k: key, v: entry.version + 1, op: 'del' });
     return true;
@@ -111,7 +129,7 @@ export class AppendLog<T> implements KeyedLog<T> {
     this.loaded ??= (async () => {
       await mkdir(path.dirname(this.file), { recursive: true });
       if (!existsSync(this.file)) return;
-      this.lines += replayLog(await readFile(this.file, 'utf8'), this.entries, this.tombstones);
+      this.lines += replayLog(await readFile(this.file, 'utf8'), this.entries, this.tombstones, this.changed);
       if (this.needsCompaction()) await this.compact();
     })();
     return this.loaded;
@@ -140,7 +158,9 @@ export class AppendLog<T> implements KeyedLog<T> {
 
   /** Rewrite the file as one `set` line per key (temp file + rename: never half-written). */
   private async compact(): Promise<void> {
-    const snapshot = [...this.entries].map(([k, e]) => JSON.stringify({ k, v: e.version, op: 'set', items: e.items }) + '\n');
+    const snapshot = [...this.entries].map(
+      ([k, e]) => JSON.stringify({ k, v: e.version, t: this.changed.get(k), op: 'set', items: e.items }) + '\n',
+    );
     const tmp = `${this.file}.${process.pid}.tmp`;
     await writeFile(tmp, snapshot.join(''));
     await rename(tmp, this.file);
@@ -151,11 +171,17 @@ export class AppendLog<T> implements KeyedLog<T> {
 }
 
 /**
- * Replays a log file's text into `entries` (and the versions of deleted keys into `tombstones`):
- * a line whose version is not newer than its key's is skipped, and so is a torn last line.
- * Answers how many lines applied. AppendLog's load and the SQLite store's import both read with it.
+ * Replays a log file's text into `entries` (the versions of deleted keys into `tombstones`, when
+ * each key last changed into `changed`): a line whose version is not newer than its key's is
+ * skipped, and so is a torn last line. Answers how many lines applied. AppendLog's load and the
+ * SQLite store's import both read with it.
  */
-export function replayLog<T>(text: string, entries: Map<string, LogEntry<T>>, tombstones: Map<string, number> = new Map()): number {
+export function replayLog<T>(
+  text: string,
+  entries: Map<string, LogEntry<T>>,
+  tombstones: Map<string, number> = new Map(),
+  changed: Map<string, number> = new Map(),
+): number {
   let lines = 0;
   for (const line of text.split('\n')) {
     if (!line) continue;
@@ -170,8 +196,13 @@ export function replayLog<T>(text: string, entries: Map<string, LogEntry<T>>, to
     if (op.v <= current) continue;
     if (op.op === 'del') {
       entries.delete(op.k);
+      changed.delete(op.k);
       tombstones.set(op.k, op.v);
-    } else if (op.op === 'set') {
+      continue;
+    }
+    if (op.t === undefined) changed.delete(op.k);
+    else changed.set(op.k, op.t);
+    if (op.op === 'set') {
       entries.set(op.k, { items: [...op.items], version: op.v });
     } else {
       const entry = entries.get(op.k) ?? { items: [], version: current };

@@ -24,6 +24,8 @@ interface RecordRow {
 interface LogKeyRow {
   key: string;
   version: number;
+  /** When the key last changed (epoch ms), null when unknown. */
+  changed: number | null;
   items: string[];
 }
 
@@ -92,19 +94,26 @@ function sqliteSide(store: SqliteStore): CopySide {
         for (const row of rows) put.run(c, row.id, row.value);
       }, `${c} (copying)`),
     keys: async (l, after, limit) =>
-      all<{ id: number; key: string; version: number }>(
-        'SELECT id, key, version FROM log_keys WHERE log = ? AND key > ? ORDER BY key LIMIT ?',
+      all<{ id: number; key: string; version: number; changed: number | null }>(
+        'SELECT id, key, version, changed FROM log_keys WHERE log = ? AND key > ? ORDER BY key LIMIT ?',
         l,
         after,
         limit,
-      ).map((head) => ({ key: head.key, version: head.version, items: itemRows(store, head.id).map((row) => itemText(store, row)) })),
+      ).map((head) => ({
+        key: head.key,
+        version: head.version,
+        changed: head.changed,
+        items: itemRows(store, head.id).map((row) => itemText(store, row)),
+      })),
     putKeys: async (l, keys) =>
       store.transaction(() => {
-        for (const { key, version, items } of keys) {
+        for (const { key, version, changed, items } of keys) {
           const head = headOf(store, l, key, `${l} (copying)`);
           deleteItems(store, head.id);
           writeItems(store, head.id, 0, items, `${l} (copying)`);
-          store.statement('UPDATE log_keys SET version = ?, length = ? WHERE id = ?').run(version, items.length, head.id);
+          store
+            .statement('UPDATE log_keys SET version = ?, length = ?, changed = ? WHERE id = ?')
+            .run(version, items.length, changed, head.id);
         }
       }, `${l} (copying)`),
     tombstones: async (l) => all<{ key: string; version: number }>('SELECT key, version FROM log_tombstones WHERE log = ?', l),
@@ -154,24 +163,30 @@ function postgresSide(store: PostgresStore): CopySide {
         );
       }, `${c} (copying)`),
     keys: async (l, after, limit) => {
-      const heads = await rows<{ key: string; version: string; items: string[] }>(
-        `SELECT k.key, k.version, COALESCE((SELECT array_agg(i.value::text ORDER BY i.position) FROM log_items i WHERE i.log = k.log AND i.key = k.key), '{}') AS items
+      const heads = await rows<{ key: string; version: string; changed: string | null; items: string[] }>(
+        `SELECT k.key, k.version, k.changed, COALESCE((SELECT array_agg(i.value::text ORDER BY i.position) FROM log_items i WHERE i.log = k.log AND i.key = k.key), '{}') AS items
            FROM log_keys k WHERE k.log = $1 AND k.key > $2 ORDER BY k.key LIMIT $3`,
         [l, after, limit],
       );
-      return heads.map((head) => ({ key: head.key, version: Number(head.version), items: head.items }));
+      return heads.map((head) => ({
+        key: head.key,
+        version: Number(head.version),
+        changed: head.changed === null ? null : Number(head.changed),
+        items: head.items,
+      }));
     },
     putKeys: (l, keys) =>
       store.transaction(async (client) => {
-        for (const { key, version, items } of keys) {
+        for (const { key, version, changed, items } of keys) {
           await client.query('DELETE FROM log_items WHERE log = $1 AND key = $2', [l, key]);
           await client.query(
             `INSERT INTO log_items (log, key, position, value) SELECT $1, $2, item.n - 1, item.value::jsonb FROM unnest($3::text[]) WITH ORDINALITY AS item(value, n)`,
             [l, key, items],
           );
           await client.query(
-            'INSERT INTO log_keys (log, key, version, length) VALUES ($1, $2, $3, $4) ON CONFLICT (log, key) DO UPDATE SET version = excluded.version, length = excluded.length',
-            [l, key, version, items.length],
+            `INSERT INTO log_keys (log, key, version, length, changed) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (log, key) DO UPDATE SET version = excluded.version, length = excluded.length, changed = excluded.changed`,
+            [l, key, version, items.length, changed],
           );
         }
       }, `${l} (copying)`),

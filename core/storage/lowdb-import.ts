@@ -44,14 +44,16 @@ export function importLowdbData(store: SqlAccess & { readonly file: string }, da
     log('info', `store: imported ${name}: ${records.length} record(s)`);
   }
   for (const name of logs) {
-    const keys = readAppendLog(path.join(logsDir, `${name}.jsonl`));
+    const { entries: keys, changed } = readAppendLog(path.join(logsDir, `${name}.jsonl`));
     store.transaction(() => {
       for (const [key, entry] of keys) {
         // A key the store already holds is left as it is (running the import twice changes nothing).
         const head = headOf(store, name, key, `${name} (import)`);
         if (!head.created) continue;
         writeItems(store, head.id, 0, entry.items.map(encode), `${name} (import)`);
-        store.statement('UPDATE log_keys SET version = ?, length = ? WHERE id = ?').run(entry.version, entry.items.length, head.id);
+        store
+          .statement('UPDATE log_keys SET version = ?, length = ?, changed = ? WHERE id = ?')
+          .run(entry.version, entry.items.length, changed.get(key) ?? null, head.id);
       }
     }, `${name} (import)`);
     counts[name] = keys.size;
@@ -84,9 +86,10 @@ function readLowdbCollection(dir: string): Array<[string, unknown]> {
   return records;
 }
 
-/** An append log's keys as the old store read them (append-log.ts's own replay). */
-function readAppendLog(file: string): Map<string, LogEntry<unknown>> {
+/** An append log's keys, and when each last changed, as the old store read them (append-log.ts's own replay). */
+function readAppendLog(file: string): { entries: Map<string, LogEntry<unknown>>; changed: Map<string, number> } {
   const entries = new Map<string, LogEntry<unknown>>();
-  replayLog(readFileSync(file, 'utf8'), entries);
-  return entries;
+  const changed = new Map<string, number>();
+  replayLog(readFileSync(file, 'utf8'), entries, new Map(), changed);
+  return { entries, changed };
 }

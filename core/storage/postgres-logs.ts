@@ -52,16 +52,16 @@ export class PostgresLog<T> implements KeyedLog<T> {
     const texts = items.map(encode);
     const { rows } = await this.store.query<{ version: string; length: string }>(
       `WITH head AS (
-         INSERT INTO log_keys (log, key, version, length)
-         VALUES ($1, $2, COALESCE((SELECT version FROM log_tombstones WHERE log = $1 AND key = $2), 0) + 1, $3)
-         ON CONFLICT (log, key) DO UPDATE SET version = log_keys.version + 1, length = log_keys.length + $3
+         INSERT INTO log_keys (log, key, version, length, changed)
+         VALUES ($1, $2, COALESCE((SELECT version FROM log_tombstones WHERE log = $1 AND key = $2), 0) + 1, $3, $5)
+         ON CONFLICT (log, key) DO UPDATE SET version = log_keys.version + 1, length = log_keys.length + $3, changed = $5
          RETURNING version, length
        ), added AS (
          INSERT INTO log_items (log, key, position, value)
          SELECT $1, $2, head.length - $3 + item.n - 1, item.value::jsonb FROM head, unnest($4::text[]) WITH ORDINALITY AS item(value, n)
        )
        SELECT version, length FROM head`,
-      [this.name, key, texts.length, texts],
+      [this.name, key, texts.length, texts, Date.now()],
       `${this.name}/${key}`,
     );
     return { version: Number(rows[0]!.version), length: Number(rows[0]!.length) };
@@ -71,11 +71,11 @@ export class PostgresLog<T> implements KeyedLog<T> {
     const texts = items.map(encode);
     const version = await this.store.transaction(async (client) => {
       const { rows } = await client.query<{ version: string }>(
-        `INSERT INTO log_keys (log, key, version, length)
-         VALUES ($1, $2, COALESCE((SELECT version FROM log_tombstones WHERE log = $1 AND key = $2), 0) + 1, $3)
-         ON CONFLICT (log, key) DO UPDATE SET version = log_keys.version + 1, length = $3
+        `INSERT INTO log_keys (log, key, version, length, changed)
+         VALUES ($1, $2, COALESCE((SELECT version FROM log_tombstones WHERE log = $1 AND key = $2), 0) + 1, $3, $4)
+         ON CONFLICT (log, key) DO UPDATE SET version = log_keys.version + 1, length = $3, changed = $4
          RETURNING version`,
-        [this.name, key, texts.length],
+        [this.name, key, texts.length, Date.now()],
       );
       await client.query('DELETE FROM log_items WHERE log = $1 AND key = $2', [this.name, key]);
       await client.query(
@@ -86,6 +86,14 @@ export class PostgresLog<T> implements KeyedLog<T> {
       return Number(rows[0]!.version);
     }, `${this.name}/${key}`);
     return { items: [...items], version };
+  }
+
+  async changedAt(keys: readonly string[]): Promise<Map<string, number>> {
+    const { rows } = await this.store.query<{ key: string; changed: string }>(
+      'SELECT key, changed FROM log_keys WHERE log = $1 AND key = ANY($2::text[]) AND changed IS NOT NULL',
+      [this.name, keys],
+    );
+    return new Map(rows.map((row) => [row.key, Number(row.changed)]));
   }
 
   async delete(key: string): Promise<boolean> {

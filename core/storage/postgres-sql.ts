@@ -62,6 +62,9 @@ export const PG_MIGRATIONS: string[] = [
    CREATE TABLE imports (source TEXT PRIMARY KEY, imported_at TIMESTAMPTZ NOT NULL, counts JSONB NOT NULL);`,
   // The invocation log (core/logs), as in the SQLite store.
   POSTGRES_INVOCATIONS,
+  // When each keyed log's key last changed (epoch ms), as in the SQLite store: a thread's
+  // `updated_at` is read from it instead of rewriting the thread's record on every append.
+  'ALTER TABLE log_keys ADD COLUMN changed BIGINT;',
 ];
 
 /** How a record's top-level field is read in SQL (a JSONB value); queries and indexes must spell it identically. */

@@ -179,7 +179,7 @@ export class SqliteLog<T> implements KeyedLog<T> {
       const head = headOf(this.store, this.name, key, what);
       writeItems(this.store, head.id, head.length, texts, what);
       const next = { length: head.length + texts.length, version: head.version + 1 };
-      this.sql.run(STATEMENTS.writeHead(head.id, next.version, next.length));
+      this.sql.run(STATEMENTS.writeHead(head.id, next.version, next.length, Date.now()));
       return next;
     }, what);
   }
@@ -191,10 +191,18 @@ export class SqliteLog<T> implements KeyedLog<T> {
       const head = headOf(this.store, this.name, key, what);
       deleteItems(this.store, head.id);
       writeItems(this.store, head.id, 0, texts, what);
-      this.sql.run(STATEMENTS.writeHead(head.id, head.version + 1, texts.length));
+      this.sql.run(STATEMENTS.writeHead(head.id, head.version + 1, texts.length, Date.now()));
       return head.version + 1;
     }, what);
     return { items: [...items], version };
+  }
+
+  async changedAt(keys: readonly string[]): Promise<Map<string, number>> {
+    // One statement for any number of keys: the list goes in as one JSON array parameter.
+    const rows = this.store
+      .statement('SELECT key, changed FROM log_keys WHERE log = ? AND key IN (SELECT value FROM json_each(?)) AND changed IS NOT NULL')
+      .all(this.name, JSON.stringify(keys)) as Array<{ key: string; changed: number }>;
+    return new Map(rows.map((row) => [row.key, row.changed]));
   }
 
   async delete(key: string): Promise<boolean> {

@@ -201,6 +201,11 @@ export const MIGRATIONS: string[] = [
    INSERT INTO records_rowid (collection, id, value) SELECT collection, id, value FROM records ORDER BY collection, id;
    DROP TABLE records;
    ALTER TABLE records_rowid RENAME TO records;`,
+  // When each keyed log's key last changed (epoch ms; NULL for heads written before): a thread's
+  // `updated_at` is read from its messages' head (core/threads/service.ts) rather than written into
+  // its record on every append, which rewrote the record and its four index entries in a second
+  // transaction — most of an append's cost, and the part that grew with the number of threads.
+  'ALTER TABLE log_keys ADD COLUMN changed INTEGER;',
 ];
 
 /**

@@ -32,7 +32,8 @@ export type SqlDialect = 'sqlite' | 'postgres';
 export interface StoreTables {
   records: { collection: string; id: string; value: string };
   record_groups: { collection: string; grp: string; n: number };
-  log_keys: { id: Generated<number>; log: string; key: string; version: number; length: number };
+  /** `changed`: epoch ms of the key's last append or set (NULL: last changed before the column existed). */
+  log_keys: { id: Generated<number>; log: string; key: string; version: number; length: number; changed: number | null };
   /** SQLite's layout: `item` is the key's number × 2^28 + the position; `shape` names the keys of an object value. */
   log_items: { item: number; shape: number | null; value: string };
   log_shapes: { id: Generated<number>; shape: string };
@@ -144,8 +145,8 @@ export function storeStatements(dialect: SqlDialect) {
       db.insertInto('log_keys').values({ log, key, version, length: 0 }),
     ),
     deleteHead: compiledOnce((id: number) => db.deleteFrom('log_keys').where('id', '=', id)),
-    writeHead: compiledOnce((id: number, version: number, length: number) =>
-      db.updateTable('log_keys').set({ version, length }).where('id', '=', id),
+    writeHead: compiledOnce((id: number, version: number, length: number, changed: number) =>
+      db.updateTable('log_keys').set({ version, length, changed }).where('id', '=', id),
     ),
     writeTombstone: compiledOnce((log: string, key: string, version: number) =>
       db

@@ -1,14 +1,16 @@
 /**
  * Conversation threads, per agent: records, messages, summaries, forks and lineage.
  *
- * Storage layout: thread records are small and listed often (a lowdb collection); messages grow,
- * so they live in an append-only log (core/storage/append-log.ts) keyed by thread — an append writes
- * one line at the end of one file, as fast with 10,000 threads as with 10. The summary is cached in
- * its own collection with the messages `version` it was made from, so any change to the messages
- * (append, clear) invalidates it for free.
+ * Storage layout: thread records are small and listed often (a collection with an index per list
+ * the API serves); messages grow, so they live in the store's keyed log under `agent/thread` — an
+ * append adds rows and never reads or rewrites what the thread holds. The thread's `updated_at`
+ * follows its conversation without a write to its record: the log's head keeps when the messages
+ * last changed, and reads take the later of that and the record's own (see `present`). The
+ * summary is cached in its own collection with the messages `version` it was made from, so any
+ * change to the messages (append, clear) invalidates it for free.
  *
- * Concurrency: an append updates memory synchronously and then waits for its line to be written,
- * so 50 concurrent appends to one thread all land (in arrival order).
+ * Concurrency: each append is one store transaction, so 50 concurrent appends to one thread all
+ * land (in arrival order).
  *
  * Ownership (core/kernel/ownership.ts): a thread belongs to the principal that made it — by
  * creating it, or by the first chat, invoke or studio run that named its id. Every method that
@@ -184,7 +186,23 @@ export class ThreadService {
   async get(agent: string, threadId: string, principal?: string): Promise<Thread> {
     const thread = await this.threads.get(key(agent, threadId));
     if (!thread || !canSee(principal, thread)) throw fail('HANGAR_THREAD_NOT_FOUND', { thread: threadId, agent });
-    return thread;
+    return (await this.present([thread]))[0]!;
+  }
+
+  /**
+   * Threads as callers see them: `updated_at` is the later of the record's own (created, renamed)
+   * and the last change of the thread's messages, read from the message log's heads in one query
+   * for a whole page. An append then writes the messages alone: it used to rewrite the thread's
+   * record and its four index entries in a second transaction, most of an append's cost and the
+   * part that grew with the number of threads (bench/agents.bench.ts).
+   */
+  private async present(threads: Thread[]): Promise<Thread[]> {
+    if (threads.length === 0) return threads;
+    const changed = await this.messageLog.changedAt(threads.map((thread) => key(thread.agent_name, thread.id)));
+    return threads.map((thread) => {
+      const at = changed.get(key(thread.agent_name, thread.id));
+      return at !== undefined && at > Date.parse(thread.updated_at) ? { ...thread, updated_at: new Date(at).toISOString() } : thread;
+    });
   }
 
   async exists(agent: string, threadId: string): Promise<boolean> {
@@ -198,7 +216,7 @@ export class ThreadService {
   async list(agent: string, userId?: string, principal?: string, page: { limit?: number; offset?: number } = {}): Promise<ThreadPage> {
     const where = { agent_name: agent, ...(userId === undefined ? {} : { user_id: userId }), ...visibleTo(principal) };
     const { items, total } = await this.threads.query({ where, orderBy: [{ field: 'created_at', desc: true }], ...page });
-    return { threads: items, total };
+    return { threads: await this.present(items), total };
   }
 
   /**
@@ -250,17 +268,11 @@ export class ThreadService {
       ...('metadata' in m && m.metadata ? { metadata: m.metadata } : {}),
     }));
     const { length } = await this.messageLog.append(key(agent, threadId), stamped);
-    await this.touch(agent, threadId, now);
     return length;
   }
 
   private async replacing(agent: string, threadId: string): Promise<void> {
     for (const part of this.parts) await part.beforeMessagesReplaced?.(agent, threadId);
-  }
-
-  /** A thread changes when its conversation does: `updated_at` follows every append and clear. */
-  private async touch(agent: string, threadId: string, at: string): Promise<void> {
-    await this.threads.update(key(agent, threadId), (current) => (current ? { ...current, updated_at: at } : undefined));
   }
 
   /** Every message, oldest first (no thread check: a missing thread has none). */
@@ -286,7 +298,6 @@ export class ThreadService {
     await this.get(agent, threadId, principal);
     await this.replacing(agent, threadId);
     await this.messageLog.set(key(agent, threadId), []);
-    await this.touch(agent, threadId, new Date().toISOString());
   }
 
   /**

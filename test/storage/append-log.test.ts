@@ -23,10 +23,22 @@ describe('append log', () => {
     const log = new AppendLog<number>(dir, 'n');
     for (let i = 0; i < 50; i++) await log.append(`k${i}`, [i]);
     const before = await readFile(log.file, 'utf8');
+    const started = Date.now();
     await log.append('k7', [99]);
     const after = await readFile(log.file, 'utf8');
     expect(after.startsWith(before)).toBe(true);
-    expect(after.slice(before.length)).toBe('{"k":"k7","v":2,"op":"add","items":[99]}\n');
+    const line = after.slice(before.length);
+    expect(line).toMatch(/^\{"k":"k7","v":2,"t":\d+,"op":"add","items":\[99\]\}\n$/);
+    // The line says when the key changed (KeyedLog.changedAt), and a reopen reads it back.
+    const t = JSON.parse(line).t as number;
+    expect(t).toBeGreaterThanOrEqual(started);
+    expect(t).toBeLessThanOrEqual(Date.now());
+    expect(await new AppendLog<number>(dir, 'n').changedAt(['k7', 'k8', 'nothing'])).toEqual(
+      new Map([
+        ['k7', t],
+        ['k8', expect.any(Number)],
+      ]),
+    );
   });
 
   it('loses nothing under concurrent appends to one key', async () => {

@@ -74,10 +74,13 @@ describe('opening a database of the previous schema', () => {
     expect((await events.keys()).sort()).toEqual(['run-1']);
     // A deleted key's version survived: created again it counts on from there.
     expect(await events.append('gone', ['x'])).toEqual({ length: 1, version: 5 });
+    // A head from before the store kept when a key changed has no time until its next change.
+    expect(await thread.changedAt(['chat/t1'])).toEqual(new Map());
     expect(await thread.append('chat/t1', [{ role: 'user', content: 'again', timestamp: '2026-01-01T00:00:02.000Z' }])).toEqual({
       length: 3,
       version: 4,
     });
+    expect([...(await thread.changedAt(['chat/t1'])).keys()]).toEqual(['chat/t1']);
     expect((await thread.range('chat/t1', 1, 5)).items.map((m) => (m as { content: string }).content)).toEqual(['echo: hello', 'again']);
 
     const checkpoints = new StoreCheckpointer(store, { threadMessages: thread });

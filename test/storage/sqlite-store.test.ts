@@ -88,6 +88,32 @@ describe.each(implementations)('store contract: %s', (_name, openStore) => {
     expect((await reopened.keys()).sort()).toEqual(['t1', 't2']);
   });
 
+  it('keyed logs: when each key last changed, by append or set, for many keys in one call; a delete forgets it', async () => {
+    const dir = await scratch();
+    const log = openStore(dir).appendLog<number>('messages');
+    const wait = () => new Promise((resolve) => setTimeout(resolve, 3));
+    const t0 = Date.now();
+    await log.append('a', [1]);
+    await log.append('b', [1]);
+    await wait();
+    const t1 = Date.now();
+    await log.append('a', [2]);
+    const first = await log.changedAt(['a', 'b', 'never']);
+    expect([...first.keys()].sort()).toEqual(['a', 'b']);
+    expect(first.get('a')).toBeGreaterThanOrEqual(t1);
+    expect(first.get('b')).toBeGreaterThanOrEqual(t0);
+    expect(first.get('b')).toBeLessThan(first.get('a')!);
+    await wait();
+    await log.set('b', []);
+    const cleared = (await log.changedAt(['b'])).get('b')!;
+    expect(cleared).toBeGreaterThan(first.get('a')!);
+    expect(await log.changedAt([])).toEqual(new Map());
+    await log.delete('a');
+    await log.flush();
+    // Kept in the store, not in memory: a reopen reads the same times.
+    expect(await openStore(dir).appendLog<number>('messages').changedAt(['a', 'b'])).toEqual(new Map([['b', cleared]]));
+  });
+
   it('query: equality and any-of filters, ordering with ties by id, pages and the total', async () => {
     const store = openStore(await scratch());
     const tasks = store.collection<{ status: string; kind: string; created_at: string; urgent: boolean }>('tasks', {

@@ -62,6 +62,10 @@ describe('hangar store copy', () => {
     const file = await scratchFile();
     await seed(file);
     const url = await postgres.database();
+    const source = new SqliteStore(file);
+    const changed = await source.appendLog('messages').changedAt(['th']);
+    source.close();
+    expect(changed.get('th')).toEqual(expect.any(Number));
 
     const first = await run('copy', '--from', file, '--to', url);
     expect(first.err).toEqual([]);
@@ -86,6 +90,8 @@ describe('hangar store copy', () => {
       expect(await pg.collection('threads').get('th')).toEqual({ title: 'Ünïcode ✓', nested: { a: [1, 2, { b: null }] } });
       const messages = pg.appendLog<{ text: string }>('messages');
       expect(await messages.get('th')).toEqual({ items: [{ text: 'one' }, { text: 'two' }, { text: 'three' }], version: 2 });
+      // When the key last changed came along too (a thread's updated_at is read from it).
+      expect(await messages.changedAt(['th'])).toEqual(changed);
       // A deleted key's version came along: created again, it keeps counting upwards.
       expect((await messages.append('gone', [{ text: 'y' }])).version).toBe(3);
       await tasks.put('t-new', { status: 'queued', created_at: 'z' });
@@ -126,6 +132,7 @@ describe('hangar store copy', () => {
     const tasks = sqlite.collection<Task>('tasks', { countBy: ['status'] });
     expect((await tasks.query({ where: { status: 'queued' }, limit: 1 })).total).toBe(501);
     expect(await sqlite.appendLog('messages').get('th')).toMatchObject({ version: 2 });
+    expect(await sqlite.appendLog('messages').changedAt(['th'])).toEqual(changed);
     expect(await sqlite.appendLog('messages').get('gone')).toMatchObject({ version: 3, items: [{ text: 'y' }] });
     expect((await sqlite.appendLog('chat').get('th'))?.items).toEqual([
       { role: 'user', content: 'hi', timestamp: '2026-01-02T03:04:05.678Z' },

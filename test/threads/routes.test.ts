@@ -221,8 +221,17 @@ describe('updated_at', () => {
     expect(afterChat > created.updated_at).toBe(true);
     await call('GET', '/threads/moving/messages');
     expect((await call('GET', '/threads/moving')).body.updated_at).toBe(afterChat);
+    // A list shows the same time as the thread itself.
+    const listed = (await call('GET', '/threads')).body.threads.find((t: { id: string }) => t.id === 'moving');
+    expect(listed.updated_at).toBe(afterChat);
     await new Promise((r) => setTimeout(r, 5));
     await call('DELETE', '/threads/moving/messages');
-    expect((await call('GET', '/threads/moving')).body.updated_at > afterChat).toBe(true);
+    const afterClear = (await call('GET', '/threads/moving')).body.updated_at;
+    expect(afterClear > afterChat).toBe(true);
+    // Renaming moves it too, past the conversation's last change.
+    await new Promise((r) => setTimeout(r, 5));
+    const renamed = (await call('PATCH', '/threads/moving', { title: 'renamed' })).body;
+    expect(renamed.updated_at > afterClear).toBe(true);
+    expect((await call('GET', '/threads/moving')).body.updated_at).toBe(renamed.updated_at);
   });
 });

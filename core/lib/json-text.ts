@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
  * `JSON.stringify` writes it unchanged and no other string in the value matches it by accident.
  */
 const TAG = `json-text-${randomBytes(8).toString('hex')}-`;
-const PLACEHOLDER = new RegExp(`"${TAG}(\\d+)"`, 'g');
+const SPLICE_MARK = new RegExp(`"${TAG}(\\d+)"`, 'g');
 
 /** The texts of the `stringifyJson` call running now (calls do not nest: `toJSON` runs no user code). */
 let splicing: string[] | undefined;
@@ -51,5 +51,6 @@ export function stringifyJson(value: unknown): string | undefined {
     splicing = undefined;
   }
   if (texts.length === 0 || json === undefined) return json;
-  return json.replace(PLACEHOLDER, (placeholder, index: string) => texts[Number(index)] ?? placeholder);
+  // A mark naming no splice of this call is left as written (only a value quoting this process's tag could hold one).
+  return json.replace(SPLICE_MARK, (mark, index: string) => texts[Number(index)] ?? mark);
 }

@@ -13,7 +13,7 @@
  */
 import type { InvocationRow } from '../kernel/store.js';
 import type { PostgresStore } from './postgres-store.js';
-import { deleteItems, headOf, itemRows, itemText, writeItems } from './sqlite-logs.js';
+import { deleteItems, headOf, itemRows, itemText, writeHead, writeItems } from './sqlite-logs.js';
 import { SqliteStore } from './sqlite-store.js';
 
 /** A record or a log key as both stores hold it: JSON text. */
@@ -111,9 +111,7 @@ function sqliteSide(store: SqliteStore): CopySide {
           const head = headOf(store, l, key, `${l} (copying)`);
           deleteItems(store, head.id);
           writeItems(store, head.id, 0, items, `${l} (copying)`);
-          store
-            .statement('UPDATE log_keys SET version = ?, length = ?, changed = ? WHERE id = ?')
-            .run(version, items.length, changed, head.id);
+          writeHead(store, head.id, version, items.length, changed);
         }
       }, `${l} (copying)`),
     tombstones: async (l) => all<{ key: string; version: number }>('SELECT key, version FROM log_tombstones WHERE log = ?', l),

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import type { LogEntry } from '../kernel/store.js';
 import { replayLog } from './append-log.js';
-import { headOf, writeItems } from './sqlite-logs.js';
+import { headOf, writeHead, writeItems } from './sqlite-logs.js';
 import { encode, SAFE_NAME, type SqlAccess, type StoreLog } from './sqlite-sql.js';
 
 /**
@@ -51,9 +51,7 @@ export function importLowdbData(store: SqlAccess & { readonly file: string }, da
         const head = headOf(store, name, key, `${name} (import)`);
         if (!head.created) continue;
         writeItems(store, head.id, 0, entry.items.map(encode), `${name} (import)`);
-        store
-          .statement('UPDATE log_keys SET version = ?, length = ?, changed = ? WHERE id = ?')
-          .run(entry.version, entry.items.length, changed.get(key) ?? null, head.id);
+        writeHead(store, head.id, entry.version, entry.items.length, changed.get(key) ?? null);
       }
     }, `${name} (import)`);
     counts[name] = keys.size;

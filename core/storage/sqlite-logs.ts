@@ -126,6 +126,11 @@ export function headOf(
   return { id, version, length: 0, created: true };
 }
 
+/** Inside a write transaction: key number `id`'s head after a change (`changed`: epoch ms, null when unknown). */
+export function writeHead(store: SqlAccess, id: number, version: number, length: number, changed: number | null): void {
+  runner(store).run(STATEMENTS.writeHead(id, version, length, changed));
+}
+
 /** Inside a write transaction: deletes the items of key number `id`. */
 export function deleteItems(store: SqlAccess, id: number): void {
   runner(store).run(STATEMENTS.deleteItems(id * KEY_SPAN, (id + 1) * KEY_SPAN));
@@ -179,7 +184,7 @@ export class SqliteLog<T> implements KeyedLog<T> {
       const head = headOf(this.store, this.name, key, what);
       writeItems(this.store, head.id, head.length, texts, what);
       const next = { length: head.length + texts.length, version: head.version + 1 };
-      this.sql.run(STATEMENTS.writeHead(head.id, next.version, next.length, Date.now()));
+      writeHead(this.store, head.id, next.version, next.length, Date.now());
       return next;
     }, what);
   }
@@ -191,7 +196,7 @@ export class SqliteLog<T> implements KeyedLog<T> {
       const head = headOf(this.store, this.name, key, what);
       deleteItems(this.store, head.id);
       writeItems(this.store, head.id, 0, texts, what);
-      this.sql.run(STATEMENTS.writeHead(head.id, head.version + 1, texts.length, Date.now()));
+      writeHead(this.store, head.id, head.version + 1, texts.length, Date.now());
       return head.version + 1;
     }, what);
     return { items: [...items], version };

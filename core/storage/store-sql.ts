@@ -145,7 +145,7 @@ export function storeStatements(dialect: SqlDialect) {
       db.insertInto('log_keys').values({ log, key, version, length: 0 }),
     ),
     deleteHead: compiledOnce((id: number) => db.deleteFrom('log_keys').where('id', '=', id)),
-    writeHead: compiledOnce((id: number, version: number, length: number, changed: number) =>
+    writeHead: compiledOnce((id: number, version: number, length: number, changed: number | null) =>
       db.updateTable('log_keys').set({ version, length, changed }).where('id', '=', id),
     ),
     writeTombstone: compiledOnce((log: string, key: string, version: number) =>

@@ -184,9 +184,14 @@ export class ThreadService {
 
   /** The thread record; unknown, or another principal's → the same 404. */
   async get(agent: string, threadId: string, principal?: string): Promise<Thread> {
+    return (await this.present([await this.visible(agent, threadId, principal)]))[0]!;
+  }
+
+  /** The stored record, as `get` checks it, for the methods that only need the check or its fields (not `updated_at`). */
+  private async visible(agent: string, threadId: string, principal?: string): Promise<Thread> {
     const thread = await this.threads.get(key(agent, threadId));
     if (!thread || !canSee(principal, thread)) throw fail('HANGAR_THREAD_NOT_FOUND', { thread: threadId, agent });
-    return (await this.present([thread]))[0]!;
+    return thread;
   }
 
   /**
@@ -289,13 +294,13 @@ export class ThreadService {
   }
 
   async messages(agent: string, threadId: string, limit: number, offset: number, principal?: string) {
-    await this.get(agent, threadId, principal);
+    await this.visible(agent, threadId, principal);
     const { items: page, total } = await this.messageLog.range(key(agent, threadId), offset, limit);
     return { thread_id: threadId, messages: page, count: page.length, total, limit, offset };
   }
 
   async clear(agent: string, threadId: string, principal?: string): Promise<void> {
-    await this.get(agent, threadId, principal);
+    await this.visible(agent, threadId, principal);
     await this.replacing(agent, threadId);
     await this.messageLog.set(key(agent, threadId), []);
   }
@@ -310,7 +315,7 @@ export class ThreadService {
     threadId: string,
     principal?: string,
   ): Promise<{ thread_id: string; summary: string; method: 'model' | 'extractive' }> {
-    await this.get(agent, threadId, principal);
+    await this.visible(agent, threadId, principal);
     const record = await this.messageLog.get(key(agent, threadId));
     const version = record?.version ?? 0;
     const cached = await this.summaries.get(key(agent, threadId));
@@ -345,7 +350,7 @@ export class ThreadService {
    * defaults to "<parent title or id> (fork)". The fork belongs to the caller.
    */
   async fork(agent: string, threadId: string, request: ForkThreadRequest, principal?: string): Promise<Thread> {
-    const parent = await this.get(agent, threadId, principal);
+    const parent = await this.visible(agent, threadId, principal);
     const messages = await this.allMessages(agent, threadId);
     const index = request.message_index;
     if (index < 0 || index >= messages.length) {
@@ -396,7 +401,7 @@ export class ThreadService {
     threadId: string,
     principal?: string,
   ): Promise<{ thread_id: string; ancestors: LineageEntry[]; descendants: LineageEntry[] }> {
-    const thread = await this.get(agent, threadId, principal);
+    const thread = await this.visible(agent, threadId, principal);
     const entry = (t: Thread): LineageEntry => ({ id: t.id, title: t.title, parent_thread_id: t.parent_thread_id ?? null, deleted: false });
 
     const ancestors: LineageEntry[] = [];

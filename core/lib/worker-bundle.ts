@@ -14,7 +14,7 @@
  * inside a worker (notebook cells importing ES modules) still works from CommonJS.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BuildOptions, Metafile } from 'esbuild';
@@ -99,16 +99,42 @@ function targetOf(entry: string, format: 'cjs' | 'esm'): Target {
   return { key: `${entry}:${format}`, root, entry, name, format, ext, cache, manifest };
 }
 
-/** The bundle this process built already, or one a previous process built from unchanged inputs. */
+/**
+ * The bundle this process built already, or one a previous process built from unchanged inputs;
+ * either only while its file is still there. Another process building a newer bundle of the same
+ * worker deletes the ones untouched for an hour (store), which includes the one a server started
+ * from hours ago: returning that path would start a thread from a file that is gone.
+ */
 function reuse(target: Target): string | undefined {
   const cachedPath = built.get(target.key);
-  if (cachedPath) return cachedPath;
+  if (cachedPath && existsSync(cachedPath)) return cachedPath;
   const previous = readManifest(target.manifest);
   if (previous && existsSync(previous.bundle) && inputsUnchanged(previous.inputs)) {
+    touch(previous.bundle);
     built.set(target.key, previous.bundle);
     return previous.bundle;
   }
   return undefined;
+}
+
+/**
+ * Mark a bundle as in use by the process that takes it up without writing it (from the manifest,
+ * or built again to the same bytes as a file already there). The pruning in store goes by
+ * modification time, which is otherwise when the bundle was built, maybe days ago: a server
+ * starting now from such a bundle (its threads start lazily, on the first task) could have it
+ * deleted by a test run a minute later. Touched, it has the hour's protection of a bundle just
+ * built. Once per bundle per process, not on every reuse (one syscall at take-up): a long-running
+ * process is not kept safe by this anyway (its hour passes), only by building again when the file
+ * is gone (reuse, and WorkerPool). A bundle that cannot be touched (a read-only installation,
+ * where nothing prunes it either) is used as it is.
+ */
+function touch(file: string): void {
+  try {
+    const now = new Date();
+    utimesSync(file, now, now);
+  } catch {
+    // read-only, or deleted meanwhile (a WorkerPool finds it gone before starting a thread, and builds it again)
+  }
 }
 
 /**
@@ -166,13 +192,17 @@ function store(target: Target, result: { outputFiles: { text: string }[]; metafi
     renameSync(tmp, file);
     // Older bundles of this worker are left by edits. Only ones untouched for an hour go: another
     // process built from other sources (a test run during an edit) may be about to start a worker
-    // from its bundle right now.
+    // from its bundle right now. A process that has run longer may still need one that goes; it
+    // builds it again when it finds the file gone (reuse, and WorkerPool before a thread starts).
     const stale = Date.now() - 60 * 60 * 1000;
     for (const old of readdirSync(cache)) {
       if (!old.startsWith(`${name}.`) || !old.endsWith(`.${ext}`) || old === `${name}.${hash}.${ext}`) continue;
       const oldFile = join(cache, old);
       if ((statSync(oldFile, { throwIfNoEntry: false })?.mtimeMs ?? Infinity) < stale) rmSync(oldFile, { force: true });
     }
+  } else {
+    // The same bundle, written by an earlier build: this process takes it up now.
+    touch(file);
   }
   writeManifest(target.manifest, {
     bundle: file,

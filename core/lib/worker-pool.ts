@@ -7,6 +7,7 @@
  * pools at start-up and most of them may never be used in a session. The bundling never blocks the
  * calling thread (esbuild's service process builds while it goes on).
  */
+import { existsSync } from 'node:fs';
 import module from 'node:module';
 import { dirname, isAbsolute } from 'node:path';
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
@@ -160,7 +161,11 @@ export class TaskChannel<FromWorker = unknown, ToWorker = unknown> {
 export class WorkerPool<Task extends object, Result> {
   readonly #options: WorkerPoolOptions;
   #pool: Piscina<Task, Result> | undefined;
+  /** The file #pool's threads start from when it is a bundle of ours (worker-bundle.ts), not the caller's own file. */
+  #bundle: string | undefined;
   #starting: Promise<Piscina<Task, Result>> | undefined;
+  /** A fresh bundle and pool replacing #pool, whose bundle file is gone; shared by the run()s that found it so. */
+  #rebundling: Promise<Piscina<Task, Result>> | undefined;
   #closing: Promise<void> | undefined;
   /** Set once the entry failed to load: every run() then fails with it rather than queue for a thread that never comes. */
   #broken: Error | undefined;
@@ -184,7 +189,9 @@ export class WorkerPool<Task extends object, Result> {
   async run(task: Task, options: RunOptions = {}): Promise<Result> {
     if (this.#closing) throw new Error('the worker pool is closed');
     if (this.#broken) throw this.#broken;
-    const pool = this.#pool ?? (await this.#started());
+    let pool = this.#pool ?? (await this.#started());
+    // Only a pool with no thread starts one from the file: a live thread has its code loaded already.
+    if (this.#bundle && pool.threads.length === 0 && !existsSync(this.#bundle)) pool = await this.#rebundled(pool);
     if (this.#closing) throw new Error('the worker pool is closed');
     if (this.#broken) throw this.#broken;
     const stop = new AbortController();
@@ -237,7 +244,7 @@ export class WorkerPool<Task extends object, Result> {
     this.#starting ??= (async () => {
       const { entry } = this.#options;
       const filename = isAbsolute(entry) ? entry : await workerBundleAsync(entry);
-      this.#pool ??= this.#start(filename);
+      this.#pool ??= this.#start(filename, !isAbsolute(entry));
       return this.#pool;
     })();
     // A failed build is tried again by the next task.
@@ -245,6 +252,38 @@ export class WorkerPool<Task extends object, Result> {
       this.#starting = undefined;
     });
     return this.#starting;
+  }
+
+  /**
+   * A new pool on a fresh bundle, in place of `stale`, which has no thread and whose bundle file
+   * is gone. Bundles are shared by every process using this node_modules, and a process that
+   * builds a newer one of the same worker (a second checkout, a test run during an edit, a server
+   * after `git pull`) deletes those untouched for an hour — including the one a long-running
+   * server started from. Its live threads have the code loaded and do not mind; but a pool whose
+   * threads stopped while idle would start the next from the missing file, and a thread that cannot
+   * load its entry breaks the pool for good (#fail, meant for an entry that is itself broken): every
+   * call failed until the server was restarted. Piscina's filename is fixed at construction, so the
+   * threadless pool is dropped for a new one. The check is one existsSync, made only when the pool
+   * has no thread (run() is on the path of every agent call); a file deleted in the moment between
+   * that check and a thread loading it fails the calls waiting for that thread, not the pool (the
+   * 'error' handler in #start). The fresh bundle is of the sources as they are now: after a
+   * `git pull`, new worker code under the running main thread — this keeps the pool serving; a
+   * restart is still how a server takes up an update.
+   */
+  #rebundled(stale: Piscina<Task, Result>): Promise<Piscina<Task, Result>> {
+    this.#rebundling ??= (async () => {
+      const filename = await workerBundleAsync(this.#options.entry);
+      if (this.#closing) throw new Error('the worker pool is closed');
+      if (this.#pool === stale) {
+        this.#pool = this.#start(filename, true);
+        // Threadless, so nothing runs or waits on it.
+        stale.destroy().catch(() => {});
+      }
+      return this.#pool!;
+    })().finally(() => {
+      this.#rebundling = undefined;
+    });
+    return this.#rebundling;
   }
 
   #fail(filename: string, err: Error): void {
@@ -255,7 +294,7 @@ export class WorkerPool<Task extends object, Result> {
     for (const stop of this.#inFlight) stop.abort(this.#broken);
   }
 
-  #start(filename: string): Piscina<Task, Result> {
+  #start(filename: string, bundled: boolean): Piscina<Task, Result> {
     const {
       maxThreads = 1,
       concurrentTasksPerWorker = 1,
@@ -276,15 +315,21 @@ export class WorkerPool<Task extends object, Result> {
       ...(atomics ? { atomics } : {}),
       ...(concurrentTasksPerWorker > 1 ? { loadBalancer: sharedThreads(concurrentTasksPerWorker) } : {}),
     });
+    this.#bundle = bundled ? filename : undefined;
     // Piscina emits 'error' for a thread that fails between tasks; unheard, it would crash the process.
     // It is also all a thread whose entry threw while loading leaves: piscina gives such a thread no
     // task and starts no other, so with tasks waiting and no thread left nothing would ever run them
     // (a call pending for good). Only an entry that never loaded leaves that state — a thread failing
     // between tasks has none waiting on it — so the waiting run()s fail with the entry's error, and
     // the pool is closed to further tasks rather than start a thread to fail again on each.
+    // Except when the entry is our bundle and its file is gone (deleted between run()'s check and
+    // the thread loading it; see #rebundled): the entry is not at fault, so the waiting run()s fail
+    // with the error but the pool stays open, and the next run() starts from a fresh bundle.
     pool.on('error', (err: Error) => {
-      if (pool.threads.length === 0 && this.#inFlight.size > 0) this.#fail(filename, err);
-      else onIdleError?.(err);
+      if (pool.threads.length === 0 && this.#inFlight.size > 0) {
+        if (bundled && !existsSync(filename)) for (const stop of this.#inFlight) stop.abort(err);
+        else this.#fail(filename, err);
+      } else onIdleError?.(err);
     });
     return pool;
   }

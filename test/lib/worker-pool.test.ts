@@ -1,15 +1,17 @@
 /**
  * The shared worker pool against a real worker thread (test/fixtures/worker-pool/worker.ts, bundled
  * by the pool like every production entry): results, streamed messages, deadlines, aborts, heap
- * caps, lazy start, close, and the compile cache its threads start from.
+ * caps, lazy start, close, the compile cache its threads start from, and a bundle deleted under a
+ * pool that outlived it.
  */
+import { existsSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { afterEach, describe, expect, it } from 'vitest';
-import { workerBundle } from '../../core/lib/worker-bundle.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { workerBundle, workerBundleAsync } from '../../core/lib/worker-bundle.js';
 import { TaskChannel, WorkerDeadlineError, WorkerOutOfMemoryError, WorkerPool } from '../../core/lib/worker-pool.js';
 import type { FixtureTask } from '../fixtures/worker-pool/worker.js';
 
@@ -128,5 +130,59 @@ describe('worker pool', () => {
       // No thread is left retrying the entry.
       expect(pool.threads).toBe(0);
     }
+  });
+
+  it('starts again from a fresh bundle when its bundle file was deleted while it had no thread', async () => {
+    // A long-running server: its only thread stopped while idle, and meanwhile another process
+    // (a second checkout sharing node_modules, a test run during an edit) built a newer bundle of
+    // the worker and pruned this one, an hour old. The next task must not start from the deleted file.
+    const pool = new WorkerPool<FixtureTask, unknown>({ entry: ENTRY, idleTimeoutMs: 50 });
+    pools.push(pool);
+    expect(await pool.run({ op: 'echo', value: 'before' })).toEqual({ echoed: 'before' });
+    await vi.waitFor(() => expect(pool.threads).toBe(0), { timeout: 10_000, interval: 20 });
+    // This process's bundle of the entry: the file the pool's threads start from.
+    rmSync(workerBundle(ENTRY));
+    expect(await pool.run({ op: 'echo', value: 'after' })).toEqual({ echoed: 'after' });
+    expect(await pool.run({ op: 'echo', value: 'again' })).toEqual({ echoed: 'again' });
+  });
+
+  it('fails only the call waiting on a thread whose bundle was deleted as it started, then starts from a fresh bundle', async () => {
+    const pool = new WorkerPool<FixtureTask, unknown>({ entry: ENTRY });
+    pools.push(pool);
+    await pool.warm();
+    const bundle = workerBundle(ENTRY);
+    // run() checks the file and hands the task to piscina, which starts a thread, all before it
+    // returns; the thread loads the file tens of ms later, and by then it is gone.
+    const caught = pool.run({ op: 'echo', value: 'caught' });
+    rmSync(bundle);
+    await expect(caught).rejects.toThrow(/Cannot find module/);
+    expect(await pool.run({ op: 'echo', value: 'after' })).toEqual({ echoed: 'after' });
+  });
+
+  it('starts from a fresh bundle when the thread it keeps (minThreads) died after the bundle was deleted', async () => {
+    const idleErrors: Error[] = [];
+    const pool = new WorkerPool<FixtureTask, unknown>({ entry: ENTRY, minThreads: 1, onIdleError: (error) => idleErrors.push(error) });
+    pools.push(pool);
+    expect(await pool.run({ op: 'echo', value: 'before' })).toEqual({ echoed: 'before' });
+    rmSync(workerBundle(ENTRY));
+    // The live thread has its code: it still serves.
+    expect(await pool.run({ op: 'echo', value: 'live' })).toEqual({ echoed: 'live' });
+    // Stopped at its deadline, it is replaced by a thread that cannot load the deleted file.
+    await expect(pool.run({ op: 'spin' }, { deadlineMs: 200 })).rejects.toBeInstanceOf(WorkerDeadlineError);
+    await vi.waitFor(() => expect(pool.threads).toBe(0), { timeout: 10_000, interval: 20 });
+    expect(await pool.run({ op: 'echo', value: 'after' })).toEqual({ echoed: 'after' });
+    expect(idleErrors.map((error) => error.message)).toEqual([expect.stringMatching(/Cannot find module/)]);
+  });
+});
+
+describe('worker bundle', () => {
+  it('builds the bundle again when the file it returned before was deleted', async () => {
+    const first = workerBundle(ENTRY);
+    expect(existsSync(first)).toBe(true);
+    rmSync(first);
+    const rebuilt = workerBundle(ENTRY);
+    expect(existsSync(rebuilt)).toBe(true);
+    rmSync(rebuilt);
+    expect(existsSync(await workerBundleAsync(ENTRY))).toBe(true);
   });
 });

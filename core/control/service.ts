@@ -86,8 +86,10 @@ export class ControlPlane {
       if (left) return;
       left = true;
       const n = (this.inFlight.get(k) ?? 1) - 1;
-      if (n > 0) return void this.inFlight.set(k, n);
-      this.inFlight.delete(k);
+      // A count that reaches zero stays (one per resource): deleting it would make the Map rebuild
+      // its table every few calls, which keeps old calls' objects alive (core/lib/in-flight.ts).
+      this.inFlight.set(k, n);
+      if (n > 0) return;
       for (const wake of this.idleWaiters.get(k) ?? []) wake();
       this.idleWaiters.delete(k);
     };

@@ -22,6 +22,7 @@
  */
 
 import path from 'node:path';
+import { InFlight } from '../lib/in-flight.js';
 import { TaskChannel, WorkerOutOfMemoryError, WorkerPool } from '../lib/worker-pool.js';
 import { bundleOf } from './bundles.js';
 import type { HangarContext } from './context.js';
@@ -266,8 +267,8 @@ export class HostThread<Task extends object = object> {
 
 /** A host whose calls each travel over their own channel. */
 class Host extends HostThread<HostedTask> {
-  /** The calls in flight, each told when the thread it is on is stopped. */
-  readonly calls = new Set<() => void>();
+  /** The calls in flight, each told when the thread it is on is stopped (not a Set: see in-flight.ts). */
+  readonly calls = new InFlight<() => void>();
 }
 
 export class DropInHosts<Task extends HostedTask> {
@@ -340,7 +341,7 @@ export class DropInHosts<Task extends HostedTask> {
   #restarted(host: Host, generation: number, reason: RestartReason, detail: string): void {
     if (!host.restarted(generation, reason, detail, this.#onWarmError(host.name))) return;
     this.#options.onRestart?.(host.name, reason, detail);
-    for (const tell of [...host.calls]) tell();
+    for (const tell of [...host.calls.values()]) tell();
   }
 
   #restartedError(host: Host) {
@@ -370,7 +371,7 @@ export class DropInHosts<Task extends HostedTask> {
         // Stryker disable next-line BooleanLiteral: as above; the later checks of `settled` end in finish, which then repeats its clean-up
         settled = true;
         // Stryker disable next-line CallExpression: a finished call left in the set is told at a later restart, and its abort and finish then do nothing
-        host.calls.delete(onRestart);
+        host.calls.delete(restartTicket);
         clearInterval(watchdog);
         // Stryker disable next-line StringLiteral,CallExpression: an abort after the call ended sends to a closed channel, and its timer finds the run returned
         signal.removeEventListener('abort', onAbort);
@@ -383,7 +384,7 @@ export class DropInHosts<Task extends HostedTask> {
         terminate.abort(new Error('its host was restarted'));
         finish(heard ? { error: this.#restartedError(host) } : { value: RETRY });
       };
-      host.calls.add(onRestart);
+      const restartTicket = host.calls.add(onRestart);
       const onAbort = () => {
         const reason = (signal.reason as Error | undefined)?.message ?? 'the call was cancelled';
         channel.send({ type: 'abort', reason: String(reason) });

@@ -12,6 +12,7 @@ import module from 'node:module';
 import { dirname, isAbsolute } from 'node:path';
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { InFlight } from './in-flight.js';
 import { workerBundleAsync } from './worker-bundle.js';
 
 export interface WorkerPoolOptions {
@@ -169,8 +170,8 @@ export class WorkerPool<Task extends object, Result> {
   #closing: Promise<void> | undefined;
   /** Set once the entry failed to load: every run() then fails with it rather than queue for a thread that never comes. */
   #broken: Error | undefined;
-  /** Stops for the run()s in flight, so a failed entry fails each of them at once. */
-  readonly #inFlight = new Set<AbortController>();
+  /** Stops for the run()s in flight, so a failed entry fails each of them at once (not a Set: see in-flight.ts). */
+  readonly #inFlight = new InFlight<AbortController>();
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -195,7 +196,7 @@ export class WorkerPool<Task extends object, Result> {
     if (this.#closing) throw new Error('the worker pool is closed');
     if (this.#broken) throw this.#broken;
     const stop = new AbortController();
-    this.#inFlight.add(stop);
+    const ticket = this.#inFlight.add(stop);
     const forwardAbort = () => stop.abort(options.signal!.reason);
     if (options.signal?.aborted) forwardAbort();
     options.signal?.addEventListener('abort', forwardAbort, { once: true });
@@ -212,7 +213,7 @@ export class WorkerPool<Task extends object, Result> {
         throw new WorkerOutOfMemoryError(this.#options.maxHeapMb, { cause: err });
       throw err;
     } finally {
-      this.#inFlight.delete(stop);
+      this.#inFlight.delete(ticket);
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', forwardAbort);
       options.channel?.close();
@@ -291,7 +292,7 @@ export class WorkerPool<Task extends object, Result> {
     const { entry } = this.#options;
     const file = entry === filename ? entry : `${entry} (bundled as ${filename})`;
     this.#broken = new WorkerEntryFailedError(file, err);
-    for (const stop of this.#inFlight) stop.abort(this.#broken);
+    for (const stop of this.#inFlight.values()) stop.abort(this.#broken);
   }
 
   #start(filename: string, bundled: boolean): Piscina<Task, Result> {
@@ -327,7 +328,7 @@ export class WorkerPool<Task extends object, Result> {
     // with the error but the pool stays open, and the next run() starts from a fresh bundle.
     pool.on('error', (err: Error) => {
       if (pool.threads.length === 0 && this.#inFlight.size > 0) {
-        if (bundled && !existsSync(filename)) for (const stop of this.#inFlight) stop.abort(err);
+        if (bundled && !existsSync(filename)) for (const stop of this.#inFlight.values()) stop.abort(err);
         else this.#fail(filename, err);
       } else onIdleError?.(err);
     });

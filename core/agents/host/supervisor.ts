@@ -29,6 +29,7 @@ import { bundleOf } from '../../kernel/bundles.js';
 import { type DropInHostStatus, HostThread, type RestartReason } from '../../kernel/dropin-host.js';
 import { fail } from '../../kernel/errors.js';
 import type { Registry } from '../../kernel/registry.js';
+import { InFlight } from '../../lib/in-flight.js';
 import { WorkerOutOfMemoryError } from '../../lib/worker-pool.js';
 import type { AgentRef, CallSite, NodeHost } from '../engine.js';
 import { compileGraph, type GraphFunction } from '../graph.js';
@@ -96,8 +97,8 @@ class Host extends HostThread<ServeTask> {
 interface Link {
   port: MessagePort;
   shared: Float64Array;
-  /** The calls the thread has not answered, by number (in the order they were sent). */
-  calls: Map<number, LinkCall>;
+  /** The calls the thread has not answered, by number (in the order they were sent; not a Map: see in-flight.ts). */
+  calls: InFlight<LinkCall>;
   lastCall: number;
   /** Aborting the serve task's signal terminates the thread (every call on it). */
   terminate: AbortController;
@@ -266,9 +267,7 @@ export class AgentHosts implements NodeHost {
       this.#unlink(host, link);
       // Aborting the serve task's signal terminates the thread; every call still on it ends now.
       link.terminate.abort(new Error('its host was restarted'));
-      const calls = [...link.calls.values()];
-      link.calls.clear();
-      for (const call of calls) call.restart();
+      for (const call of link.calls.drain()) call.restart();
     }
   }
 
@@ -289,7 +288,7 @@ export class AgentHosts implements NodeHost {
     const link: Link = {
       port: ports.port1,
       shared: new Float64Array(buffer),
-      calls: new Map(),
+      calls: new InFlight(),
       lastCall: 0,
       terminate: new AbortController(),
       heardAt: Date.now(),
@@ -324,8 +323,7 @@ export class AgentHosts implements NodeHost {
       () => this.#unlink(host, link),
       (err: unknown) => {
         this.#unlink(host, link);
-        const calls = [...link.calls.values()];
-        link.calls.clear();
+        const calls = link.calls.drain();
         if (err instanceof WorkerOutOfMemoryError) {
           for (const call of calls) call.finish({ error: fail('HANGAR_AGENT_OUT_OF_MEMORY', { agent: host.name, mb: host.heapMb }) });
           return this.#restarted(host, generation, 'out_of_memory', `agent ${host.name} exceeded ${host.heapMb} MB`);

@@ -12,6 +12,7 @@ import './compile-cache.js';
 import type { MessagePort } from 'node:worker_threads';
 import * as zod from 'zod';
 import { evaluateBundle } from '../../kernel/dropin-host-worker.js';
+import { InFlight } from '../../lib/in-flight.js';
 import * as sdk from '../../sdk.js';
 import { compileGraph, runGraphFunction } from '../graph.js';
 import type { AnyTool, ToolContext } from '../tools.js';
@@ -56,8 +57,8 @@ function nodeFunction(exports: Record<string, unknown>, agent: string, node: str
 let link: { port: MessagePort; shared: Float64Array; heartbeatMs: number; abandonAfterMs: number } | undefined;
 /** The agent versions the link's calls name (protocol.ts `AgentDef`), by number. */
 let defs = new Map<number, AgentDef>();
-/** The calls running on this thread, by their number on the link. */
-const calls = new Map<number, HostCall>();
+/** The calls running on this thread, by their number on the link (not a Map: see in-flight.ts). */
+const calls = new InFlight<HostCall>();
 let beat: NodeJS.Timeout | undefined;
 /** Ends the serve task once the link is closed and its calls are done. */
 let closed: (() => void) | undefined;
@@ -80,7 +81,7 @@ class HostCall {
     readonly abandonAfterMs: number,
   ) {}
 
-  /** The run's signal, made when the node first reads `ctx.signal` (most never do). */
+  /** The run's signal, made with the node's `ctx` (or on a tool run's first abort). */
   get signal(): AbortSignal {
     if (!this.#abort) {
       this.#abort = new AbortController();
@@ -355,12 +356,15 @@ function hostContext(task: NodeTask, def: AgentDef, running: HostCall): RunConte
     const { signal: _signal, tools, ...rest } = options as { signal?: AbortSignal; tools?: Array<{ name: string }> };
     return tools ? { ...rest, tools: tools.map((tool) => tool.name) } : rest;
   };
+  // No getters here (the signal is made now, ~50 ns): V8 gives an object literal with a getter a
+  // hidden class of its own, made in the old generation, whose getter closure then holds the call's
+  // objects through every young collection. With one, every call's objects survived until a full
+  // collection: on the host thread under /invoke load, 50 → 17 MB after each young collection
+  // (10–20 ms) and a full one every second; without, 12 → 10 MB (0.1–1.3 ms).
   return {
     input: task.input,
     prompt: task.prompt,
-    get signal() {
-      return running.signal;
-    },
+    signal: running.signal,
     workspace: def.workspace,
     threadId: task.threadId,
     documents: (collection) => call('documents', [collection]),

@@ -750,12 +750,12 @@ export class Engine {
   ): RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter; span: TraceSpan } {
     const { agent, input } = request;
     const documents = (collection: string) => this.options.documents?.(collection) ?? Promise.resolve([]);
-    // Made on the node's first use of `ctx.model`: a client is a dozen closures and a map, and
-    // most nodes (every no-op, every supervised node whose code makes no model call) never use one.
-    let model: RunContext['model'] | undefined;
+    // Made on the node's first model call: a client is a dozen closures and a map, and most nodes
+    // (every no-op, every supervised node whose code makes no model call) never use one.
+    let client: RunContext['model'] | undefined;
     const modelClient = (): RunContext['model'] => {
       const provider = this.options.provider;
-      return createModelClient({
+      return (client ??= createModelClient({
         provider,
         agent: agent.name,
         config: agent.definition.config ?? {},
@@ -781,15 +781,21 @@ export class Engine {
           toolCalls.push(call);
           nodeSteps.push(`tool:${call.name}`);
         },
-      });
+      }));
     };
     const ctx: RunContext & { emitEvent: (body: RunEventBody) => void; meter: UsageMeter; span: TraceSpan } = {
       input: { ...input, thread_id: threadId },
       prompt: request.prompt,
-      // An own enumerable accessor: a node that spreads or destructures `ctx` gets the client as before.
-      get model() {
-        model ??= modelClient();
-        return model;
+      // Plain properties, no getter: V8 gives an object literal with a getter a hidden class of its
+      // own in the old generation, and its getter closure would hold this node's objects through
+      // every young collection (see the host's ctx, host/worker.ts). A node that spreads or
+      // destructures `ctx` or `ctx.model` gets working methods.
+      model: {
+        configured: this.options.provider.configured,
+        name: agent.definition.config?.model ?? this.options.provider.model,
+        chat: (messages, options) => modelClient().chat(messages, options),
+        run: (messages, options) => modelClient().run(messages, options),
+        object: (schema, messages, options) => modelClient().object(schema, messages, options),
       },
       signal,
       workspace: this.options.workspace,

@@ -351,6 +351,22 @@ describe('engine with a model', () => {
     expect(sent.messages[0]).toEqual({ role: 'system', content: 'Be brief.' });
   });
 
+  it('gives a node a model whose methods work destructured and whose name survives a spread of ctx', async () => {
+    const detached = agent('detached', {
+      config: { model: 'tiny-model' },
+      run: async (i, ctx) => {
+        const { chat } = ctx.model;
+        const { model } = { ...ctx };
+        return { response: `${model.name}/${model.configured}: ${await chat([{ role: 'user', content: i.query }])}` };
+      },
+    });
+    const provider = createModelProvider({ baseUrl: fake.baseUrl, model: 'default-model', timeoutMs: 5000, retries: 0 });
+    const { run } = harness([detached], provider);
+    const { outcome } = await run('detached', { input: input('ping'), prompt: '' });
+    expect(outcome.result.response).toBe('tiny-model/true: Echo: ping');
+    expect(fake.requests.at(-1)!.body).toMatchObject({ model: 'tiny-model' });
+  });
+
   it('fails with a 503 naming the setting when the agent needs a model and none is configured', async () => {
     const chatty = agent('needy', { run: async (i, ctx) => ctx.model.chat([{ role: 'user', content: i.query }]) });
     const { run } = harness([chatty]);

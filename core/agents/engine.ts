@@ -298,10 +298,23 @@ export class Engine {
     return this.execute(request, null);
   }
 
-  /** A run (or a subagent's, inside `parentSpan`), in its `invoke_agent` span when tracing is on. */
-  private async execute(request: RunRequest, parentScope: InterruptScope | null, parentSpan?: TraceSpan): Promise<RunOutcome> {
+  /**
+   * A run (or a subagent's, inside `parentSpan`), in its `invoke_agent` span when tracing is on.
+   * Not async itself: an async function returning the run's promise adds a promise and two turns
+   * of the microtask queue to every run.
+   */
+  private execute(request: RunRequest, parentScope: InterruptScope | null, parentSpan?: TraceSpan): Promise<RunOutcome> {
     const tracing = this.options.tracing?.tracing;
     if (!tracing?.enabled) return this.executeRun(request, parentScope, NOOP_SPAN);
+    return this.executeTraced(tracing, request, parentScope, parentSpan);
+  }
+
+  private async executeTraced(
+    tracing: NonNullable<EngineOptions['tracing']>['tracing'],
+    request: RunRequest,
+    parentScope: InterruptScope | null,
+    parentSpan?: TraceSpan,
+  ): Promise<RunOutcome> {
     const runId = request.runId ?? randomUUID();
     const attributes = runAttributes(request.agent.name, runId, request.input.thread_id);
     const name = `invoke_agent ${request.agent.name}`;

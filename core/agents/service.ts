@@ -509,7 +509,7 @@ export class AgentService {
    * deadline, the run's signal aborts at `timeoutMs` and the returned promise rejects with the 504
    * at that moment, whatever the agent does; a run that ignored its signal is not counted twice.
    */
-  private async run(route: RunRoute, request: RunRequest, timeoutMs?: number): Promise<RunOutcome> {
+  private run(route: RunRoute, request: RunRequest, timeoutMs?: number): Promise<RunOutcome> {
     if (timeoutMs === undefined) return this.counted(route, request, this.engine.run(request));
     return runWithDeadline(this.engine, request, timeoutMs, (running) => this.counted(route, request, running));
   }

@@ -66,6 +66,9 @@ export interface StartOptions {
   discoveryGate?: Promise<unknown>;
 }
 
+/** How often a stopping server closes the keep-alive connections that have become idle. */
+const IDLE_SWEEP_MS = 10;
+
 export async function startServer(input: Settings | SettingsInput, options: StartOptions = {}): Promise<RunningServer> {
   const startup = new StartupClock();
   // Without zod's JIT, as loadSettings parses them: compiling the settings' fast path was ~6 ms of a
@@ -195,12 +198,6 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   startup.mark('routes');
 
   server.keepAliveTimeout = 5_000;
-  // While stopping, a keep-alive connection is closed as soon as its last response is sent.
-  server.on('request', (_req, res) => {
-    res.on('finish', () => {
-      if (ctx.lifecycle.stopping) setImmediate(() => server.closeIdleConnections());
-    });
-  });
   // Websocket upgrades go to the handler a subsystem registered for the path (normalised as HTTP
   // paths are), after the Host, Origin and token checks; anything else is refused.
   const checkUpgrade = upgradeChecker(settings);
@@ -301,8 +298,13 @@ export async function startServer(input: Settings | SettingsInput, options: Star
       const unlisted = removeServerFile(serverInfo);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // A keep-alive connection still answering is closed once its last response is sent. Swept
+      // while stopping rather than watched on every response: a listener per response was paid
+      // by every request for the few that meet a stop.
+      const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
       const grace = setTimeout(() => server.closeAllConnections(), options.graceMs ?? 3_000);
       await closed;
+      clearInterval(sweep);
       clearTimeout(grace);
       await unlisted;
       await discovered.catch(() => {});

@@ -5,10 +5,10 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL } from '../bin/load-cli.mjs';
+import { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL } from '../bin/load-cli.cjs';
 import { escapeNonAscii } from './ascii-only.mjs';
 import { packageRewrites, REWRITE_HELPERS } from './package-rewrites.mjs';
-import { distIsStale } from './stale.mjs';
+import { distIsStale } from './stale.cjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
@@ -125,7 +125,7 @@ const common = {
 const [cli, sdk] = await Promise.all([
   /**
    * The CLI and server: one CommonJS file, which bin/hangar.mjs compiles with V8's code cache made
-   * after a start (bin/load-cli.mjs). Node's own compile cache (`module.enableCompileCache`) is
+   * after a start (bin/load-cli.cjs). Node's own compile cache (`module.enableCompileCache`) is
    * made right after compiling, so it holds only the code that runs at load; everything a start
    * calls later was compiled again at every start. Measured on the example workspace: CPU at
    * ready 539 → 430 ms (medians of 9, alternating, load average 7-9).
@@ -134,7 +134,7 @@ const [cli, sdk] = await Promise.all([
    * compiling a start's 8.5 MB of indentation and comments took ~35 ms of every start (loading the
    * bundle 322 → 284 ms, medians, idle machine). Stack traces point into dist/cli.cjs.map's lines
    * through `node --enable-source-maps`. The file is ASCII only (scripts/ascii-only.mjs) and is
-   * written inside the CommonJS wrapper it is compiled in (bin/load-cli.mjs), not loadable by `require`.
+   * written inside the CommonJS wrapper it is compiled in (bin/load-cli.cjs), not loadable by `require`.
    */
   esbuild.build({
     ...common,
@@ -163,7 +163,7 @@ const [cli, sdk] = await Promise.all([
     },
   }),
 ]);
-// ASCII only, so bin/load-cli.mjs reads it as a one-byte string (scripts/ascii-only.mjs says why),
+// ASCII only, so bin/load-cli.cjs reads it as a one-byte string (scripts/ascii-only.mjs says why),
 // and already in the wrapper it is compiled in (CLI_WRAPPER_HEAD says why).
 const cliFile = path.join(repo, 'dist', 'cli.cjs');
 writeFileSync(cliFile, `${CLI_WRAPPER_HEAD}${escapeNonAscii(readFileSync(cliFile, 'utf8'))}${CLI_WRAPPER_TAIL}`);

@@ -51,6 +51,14 @@ export function workerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs'
   return reuse(target) ?? store(target, esbuild().buildSync(buildOptions(target)));
 }
 
+/**
+ * The bundle of `entry` when it needs no build (this process built it, or a previous one did from
+ * unchanged inputs), else undefined: for a caller that must not wait, even a turn of the event loop.
+ */
+export function reusableWorkerBundle(entry: string, { format = 'cjs' }: { format?: 'cjs' | 'esm' } = {}): string | undefined {
+  return reuse(targetOf(entry, format));
+}
+
 const building = new Map<string, Promise<string>>();
 
 /**

@@ -13,7 +13,7 @@ import { dirname, isAbsolute } from 'node:path';
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { InFlight } from './in-flight.js';
-import { workerBundleAsync } from './worker-bundle.js';
+import { reusableWorkerBundle, workerBundleAsync } from './worker-bundle.js';
 
 export interface WorkerPoolOptions {
   /**
@@ -226,7 +226,7 @@ export class WorkerPool<Task extends object, Result> {
    */
   async warm(task?: Task): Promise<void> {
     if (this.#closing) return;
-    await this.#started();
+    await this.#started(true);
     if (task) await this.run(task);
   }
 
@@ -239,13 +239,27 @@ export class WorkerPool<Task extends object, Result> {
     return this.#closing;
   }
 
-  /** The pool, started once; the entry's bundle is built without blocking this thread. */
-  #started(): Promise<Piscina<Task, Result>> {
+  /**
+   * The pool, started once; the entry's bundle is built without blocking this thread. `now`: a
+   * bundle that needs no build starts the pool before this returns, not a turn later, so a warm()
+   * inside a long synchronous stretch of this thread (discovery's scan of 1,000 drop-ins) starts a
+   * thread that boots on another core meanwhile. Only for warm(): a task given to piscina in the
+   * same turn as its first thread went to that thread, and failed with the thread's own error if
+   * the entry could not load, instead of the pool's WorkerEntryFailedError (#fail).
+   */
+  #started(now = false): Promise<Piscina<Task, Result>> {
     if (this.#pool) return Promise.resolve(this.#pool);
-    this.#starting ??= (async () => {
-      const { entry } = this.#options;
-      const filename = isAbsolute(entry) ? entry : await workerBundleAsync(entry);
-      this.#pool ??= this.#start(filename, !isAbsolute(entry));
+    if (this.#starting) return this.#starting;
+    const { entry } = this.#options;
+    const bundled = !isAbsolute(entry);
+    const ready = !now ? undefined : bundled ? reusableWorkerBundle(entry) : entry;
+    if (ready) {
+      this.#pool = this.#start(ready, bundled);
+      return Promise.resolve(this.#pool);
+    }
+    this.#starting = (async () => {
+      const filename = bundled ? await workerBundleAsync(entry) : entry;
+      this.#pool ??= this.#start(filename, bundled);
       return this.#pool;
     })();
     // A failed build is tried again by the next task.

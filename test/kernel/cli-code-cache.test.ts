@@ -1,5 +1,5 @@
 /**
- * bin/load-cli.mjs: the bundled CLI runs through a V8 code cache made once a start is ready, kept
+ * bin/load-cli.cjs: the bundled CLI runs through a V8 code cache made once a start is ready, kept
  * while V8 accepts it, and made again when V8 rejects it.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module of bin/, without declarations
-import { cacheFileOf } from '../../bin/load-cli.mjs';
+import { cacheFileOf } from '../../bin/load-cli.cjs';
 import { repo, runCli, stopAll } from '../support/cli.js';
 import { makeWorkspace } from '../support/server.js';
 

@@ -1,5 +1,5 @@
 /**
- * bin/load-cli.mjs compiles dist/cli.cjs as the build writes it, already in its CommonJS wrapper,
+ * bin/load-cli.cjs compiles dist/cli.cjs as the build writes it, already in its CommonJS wrapper,
  * and still loads a bundle from before the wrapper: wrapped at load, decoded as UTF-8 when it is
  * not ASCII.
  */
@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module of bin/, without declarations
-import { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL, loadCli } from '../../bin/load-cli.mjs';
+import { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL, loadCli } from '../../bin/load-cli.cjs';
 import { cli, repo } from '../support/cli.js';
 
 const made: string[] = [];

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SUPPORTED_RANGE, unsupportedNodeMessage } from '../../bin/node-version.mjs';
+import { SUPPORTED_RANGE, unsupportedNodeMessage } from '../../bin/node-version.cjs';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');
 

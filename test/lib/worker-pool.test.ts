@@ -51,6 +51,17 @@ describe('worker pool', () => {
     }
   });
 
+  it('starts its thread before warm() returns when the bundle needs no build, so a warm inside a synchronous stretch boots meanwhile', async () => {
+    workerBundle(ENTRY);
+    const pool = new WorkerPool<FixtureTask, unknown>({ entry: ENTRY, minThreads: 1 });
+    pools.push(pool);
+    const warmed = pool.warm();
+    // No await in between: the thread exists while this thread is still busy (discovery's scan).
+    expect(pool.threads).toBe(1);
+    await warmed;
+    expect(await pool.run({ op: 'echo', value: 'warm' })).toEqual({ echoed: 'warm' });
+  });
+
   it("starts its threads with the process's compile cache, which a thread does not inherit", async () => {
     // Turned on the way bin/hangar.mjs does, by the API rather than NODE_COMPILE_CACHE: only the
     // variable reaches a thread, so the pool must pass it on (threadEnv) for the thread to use it.

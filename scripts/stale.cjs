@@ -1,8 +1,8 @@
 // Whether dist/ must be rebuilt: missing, or older than a source file, package.json or the
 // lockfile. Kept apart from build.mjs (which loads esbuild) so `hangar` can check in its own
 // process and start at once.
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import path from 'node:path';
+const { existsSync, readdirSync, statSync } = require('node:fs');
+const path = require('node:path');
 
 // Paths joined by hand, not with path.join: its normalisation was most of this walk (~8 ms of every
 // `hangar` start, CPU profile), and names read from a directory need none.
@@ -16,7 +16,7 @@ function newest(dir) {
   return latest;
 }
 
-export function distIsStale(repo) {
+function distIsStale(repo) {
   const out = path.join(repo, 'dist', 'cli.cjs');
   if (!existsSync(out)) return true;
   // The bundle's sources: core/ and desktop/ (its build and policy modules are bundled; an edit to
@@ -31,3 +31,5 @@ export function distIsStale(repo) {
   );
   return statSync(out).mtimeMs < sources;
 }
+
+module.exports = { distIsStale };

@@ -12,12 +12,12 @@
  * the file is named after the build (size and time of dist/cli.cjs) and the Node that made it, and
  * older ones are removed. A read-only installation just starts without it.
  */
-import { isAscii } from 'node:buffer';
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import vm from 'node:vm';
+const { isAscii } = require('node:buffer');
+const { subscribe, unsubscribe } = require('node:diagnostics_channel');
+const { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } = require('node:fs');
+const { createRequire } = require('node:module');
+const path = require('node:path');
+const vm = require('node:vm');
 
 /** Published by the server once it is ready (core/app/server.ts): the moment to make the cache. */
 const READY_CHANNEL = 'hangar:ready';
@@ -29,22 +29,22 @@ const READY_CHANNEL = 'hangar:ready';
  * cache, 49 → 37 ms). The build wraps only a file it has made ASCII only, so a file starting with
  * the wrapper is read as Latin-1 without scanning its 4 MB for other bytes (~5 ms).
  */
-export const CLI_WRAPPER_HEAD = '(function (exports, require, module, __filename, __dirname) {';
-export const CLI_WRAPPER_TAIL = '\n})';
+const CLI_WRAPPER_HEAD = '(function (exports, require, module, __filename, __dirname) {';
+const CLI_WRAPPER_TAIL = '\n})';
 
 /**
  * Where the cache of this build for this Node is: under `NODE_COMPILE_CACHE`, Node's own variable
  * for where compile caches go, when it is set (tests give each run its own), else in
  * node_modules/.cache/hangar-cli, beside the worker bundles' cache.
  */
-export function cacheFileOf(repo) {
+function cacheFileOf(repo) {
   const { size, mtimeMs } = statSync(path.join(repo, 'dist', 'cli.cjs'));
   const under = process.env.NODE_COMPILE_CACHE || path.join(repo, 'node_modules', '.cache');
   const cacheDir = path.join(under, 'hangar-cli');
   return { cacheDir, cacheFile: path.join(cacheDir, `${process.version}-${process.arch}-${size}-${Math.round(mtimeMs)}.bin`) };
 }
 
-export function loadCli(repo) {
+function loadCli(repo) {
   // ws tries to require its optional native helper (bufferutil) as it loads: not installed with
   // Hangar, so each start paid ~3.5 ms for a failing lookup through node_modules. ws's own switch
   // skips it; a user who installs bufferutil and wants it sets WS_NO_BUFFER_UTIL= (empty).
@@ -71,8 +71,8 @@ export function loadCli(repo) {
     // `import()` of the packages left in node_modules (openai, the MCP SDK) as from any module.
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
-  const module = { exports: {} };
-  script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file));
+  const cli = { exports: {} };
+  script.runInThisContext()(cli.exports, createRequire(file), cli, file, path.dirname(file));
   if (!cachedData || script.cachedDataRejected) {
     const onReady = () => {
       unsubscribe(READY_CHANNEL, onReady);
@@ -80,7 +80,7 @@ export function loadCli(repo) {
     };
     subscribe(READY_CHANNEL, onReady);
   }
-  return module.exports;
+  return cli.exports;
 }
 
 function save(script, cacheDir, cacheFile) {
@@ -94,3 +94,5 @@ function save(script, cacheDir, cacheFile) {
     // Not writable: later starts compile as this one did.
   }
 }
+
+module.exports = { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL, cacheFileOf, loadCli };

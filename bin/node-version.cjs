@@ -1,12 +1,10 @@
 // Which Node.js lines Hangar runs on: the `engines.node` range of package.json, checked before
 // anything else loads, so an old Node fails with one line instead of at the first newer API.
 // Plain JavaScript that parses on any Node (no syntax newer than the oldest line people still have).
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+const { readFileSync } = require('node:fs');
+const path = require('node:path');
 
-const require = createRequire(import.meta.url);
-
-export const SUPPORTED_RANGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
+const SUPPORTED_RANGE = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')).engines.node;
 
 /**
  * A range of the one shape engines ranges take here, `>=MAJOR[.MINOR[.PATCH]]`, as numbers; other
@@ -39,10 +37,12 @@ function lowestRelease(range) {
  * `undefined` when `version` (as `process.versions.node` spells it) satisfies the supported range,
  * else the one line `hangar` prints before exiting 1.
  */
-export function unsupportedNodeMessage(version, range = SUPPORTED_RANGE) {
+function unsupportedNodeMessage(version, range = SUPPORTED_RANGE) {
   if (satisfies(version, range)) return undefined;
   return (
     `hangar: Node ${version} is not supported; install Node ${lowestRelease(range)} or newer ` +
     `(Hangar needs node ${range}; Node 22 and 24 are the supported LTS lines, see README "Supported Node.js versions")`
   );
 }
+
+module.exports = { SUPPORTED_RANGE, unsupportedNodeMessage };

@@ -6,7 +6,6 @@
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { simpleGit } from 'simple-git';
 import type { Store } from '../kernel/store.js';
 import type { RunRecord } from './schemas.js';
 import type { CodeRunTeam } from './team-mode.js';
@@ -58,6 +57,8 @@ export async function recoverInterruptedRuns(
       if (!record || !ACTIVE.includes(record.status)) continue;
       const dir = worktreeOf(state, record);
       if (existsSync(dir)) {
+        // Imported here: a start with nothing to recover (nearly every one) does not load simple-git.
+        const { simpleGit } = await import('simple-git');
         await simpleGit({ baseDir: record.repo })
           .raw(['worktree', 'remove', '--force', dir])
           .catch(() => rm(dir, { recursive: true, force: true }));

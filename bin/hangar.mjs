@@ -22,7 +22,7 @@ if (unsupported) {
 const path = require('node:path');
 const { distIsStale } = require('../scripts/stale.cjs');
 
-const repo = path.resolve(path.dirname(require('node:url').fileURLToPath(import.meta.url)), '..');
+const repo = path.resolve(import.meta.dirname, '..');
 // Checked here rather than by spawning the build script every time: a node process costs ~70 ms.
 if (distIsStale(repo)) {
   const built = require('node:child_process').spawnSync(process.execPath, [path.join(repo, 'scripts', 'build.mjs'), '--quiet'], {

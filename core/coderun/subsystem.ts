@@ -126,15 +126,13 @@ export const coderunSubsystem: Subsystem = {
       });
     });
     // Team mode: this instance takes runs from the queue (the service is built by the first job).
+    const service = async () => {
+      await loadCodeRun();
+      return ctx.services.get('coderun');
+    };
     await team?.serve(
-      async (run) => {
-        await loadCodeRun();
-        return ctx.services.get('coderun').take(run);
-      },
-      async (run) => {
-        await loadCodeRun();
-        return ctx.services.get('coderun').abandon(run);
-      },
+      async (run) => (await service()).take(run),
+      async (run) => (await service()).abandon(run),
     );
     if (team) {
       // Runs whose instance died between storing them and sending their job, sent again by one
@@ -166,10 +164,10 @@ export const coderunSubsystem: Subsystem = {
       }
       // The handshake is answered only once the service's module has loaded, and the subscription
       // is made as it is answered: a client that sees the socket open gets every event from then on.
-      loadCodeRun().then(
-        () =>
+      service().then(
+        (coderun) =>
           wss.handleUpgrade(req, socket, head, (ws) => {
-            const off = ctx.services.get('coderun').onEvent((event) => {
+            const off = coderun.onEvent((event) => {
               if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(event));
             });
             ws.on('close', off);

@@ -23,19 +23,19 @@ function bucketOf(bounds: readonly number[], value: number): number {
 }
 
 /**
- * Prometheus metrics for one server instance. Each server owns its own prom-client registry
- * (never the global one), so several servers in one process — tests, benchmarks — stay separate.
- * Subsystems register their own metrics on `registry`.
- */
-/**
  * How often the event-loop lag histogram (`nodejs_eventloop_lag_*`, prom-client's use of
  * `monitorEventLoopDelay`) samples. prom-client's default, 10 ms, woke an idle server's event loop
- * ~100 times a second (108 voluntary context switches a second on its main thread, against ~18 at
+ * ~100 times a second (108 voluntary context switches a second on its main thread, against 11 at
  * 100 ms): a desktop app's battery and a laptop's idle CPU, for a metric read at a scrape. A stall
  * that spans a sample still shows in full; stalls shorter than 100 ms are caught less often.
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
+/**
+ * Prometheus metrics for one server instance. Each server owns its own prom-client registry
+ * (never the global one), so several servers in one process — tests, benchmarks — stay separate.
+ * Subsystems register their own metrics on `registry`.
+ */
 export class Metrics {
   readonly registry = new PromRegistry();
   /** Computed from `recordHttp`'s counts when read (a scrape, the status page). */

@@ -252,7 +252,7 @@ export class WorkerPool<Task extends object, Result> {
     if (this.#starting) return this.#starting;
     const { entry } = this.#options;
     const bundled = !isAbsolute(entry);
-    const ready = !now ? undefined : bundled ? reusableWorkerBundle(entry) : entry;
+    const ready = now ? (bundled ? reusableWorkerBundle(entry) : entry) : undefined;
     if (ready) {
       this.#pool = this.#start(ready, bundled);
       return Promise.resolve(this.#pool);

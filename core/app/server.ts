@@ -278,6 +278,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     if (settings.watch) await discovery.watch();
     await listed;
     ctx.lifecycle.ready = true;
+    opened.serving();
     // CPU beside wall-clock time: on a loaded machine the wall clock says little about a change.
     const cpu = process.cpuUsage();
     log.info(`ready in ${startup.total()} ms`, { cpu_ms: Math.round((cpu.user + cpu.system) / 1000), phases: startup.phases() });

@@ -21,6 +21,8 @@ export interface OpenedStore {
   url?: string;
   /** Team mode: the store's connections, for team-mode tables beside its own (core/storage/team-streams.ts). */
   pg?: PgAccess;
+  /** The server is ready: SQLite's WAL checkpoints move to a thread of their own (sqlite-checkpointer.ts). */
+  serving(): void;
   close(): Promise<void>;
 }
 
@@ -37,9 +39,10 @@ export async function openStore(settings: StoreSettings, paths: { state: string;
       await store.close();
       throw err;
     }
-    return { store, url: settings.url, pg: store, close: () => store.close() };
+    return { store, url: settings.url, pg: store, serving: () => {}, close: () => store.close() };
   }
   // A lowdb data folder from before the move to SQLite is imported on first open.
   const store = new SqliteStore(path.join(paths.state, DATABASE_FILE), { durability: settings.durability, importFrom: paths.data, log });
-  return { store, close: async () => {} };
+  // Left open at a stop (what still holds the store may read it); its checkpoint thread is not.
+  return { store, serving: () => void store.checkpointInBackground(), close: async () => store.stopBackgroundCheckpoints() };
 }

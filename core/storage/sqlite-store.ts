@@ -15,6 +15,7 @@ import type {
 } from '../kernel/store.js';
 import { importLowdbData } from './lowdb-import.js';
 import { checkFields } from './query.js';
+import { WalCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteInvocations } from './sqlite-invocations.js';
 import { KEY_SPAN, SqliteLog } from './sqlite-logs.js';
 import { SqliteCollection } from './sqlite-records.js';
@@ -251,12 +252,16 @@ export class SqliteStore implements Store, SqlAccess {
   private failing: { at: Date; message: string } | undefined;
   /** Set at open when a damaged file was moved aside. */
   readonly recovered: { movedTo: string; problem: string } | undefined;
+  /** WAL checkpoints off this thread (sqlite-checkpointer.ts), once `checkpointInBackground` asks for them. */
+  private checkpointer: WalCheckpointer | undefined;
+  private readonly busyTimeoutMs: number;
 
   constructor(file: string, options: SqliteStoreOptions = {}) {
     this.file = file;
     this.log = options.log ?? (() => {});
     mkdirSync(path.dirname(file), { recursive: true });
     const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+    this.busyTimeoutMs = busyTimeoutMs;
     // The connection being opened, kept even when opening fails: closing a connection deletes the
     // -wal and -shm beside `file` by name, so a damaged file's is closed only once they are moved.
     let db: DatabaseSync | undefined;
@@ -312,6 +317,26 @@ export class SqliteStore implements Store, SqlAccess {
   }
 
   /**
+   * From the next commit on, WAL checkpoints run on a thread of their own (sqlite-checkpointer.ts).
+   * A server asks once it is ready, so the thread's start does not share the machine with its own;
+   * a short-lived command never asks, and checkpoints on commit as SQLite does.
+   */
+  checkpointInBackground(): WalCheckpointer {
+    this.checkpointer ??= new WalCheckpointer({
+      file: this.file,
+      busyTimeoutMs: this.busyTimeoutMs,
+      setAutocheckpoint: (pages) => this.db.isOpen && this.db.exec(`PRAGMA wal_autocheckpoint = ${pages}`),
+      warn: (message) => this.log('warn', `store: ${message}`),
+    });
+    return this.checkpointer;
+  }
+
+  /** Checkpoints on commit again, and the thread gone (a server stopping with its store left open). */
+  stopBackgroundCheckpoints(): void {
+    this.checkpointer?.close();
+  }
+
+  /**
    * Each step reads the version inside its own write transaction, so two processes opening a new
    * file together apply every migration exactly once.
    */
@@ -364,6 +389,7 @@ export class SqliteStore implements Store, SqlAccess {
       throw this.failed(what, err);
     }
     this.failing = undefined;
+    this.checkpointer?.committed();
     return result;
   }
 
@@ -497,6 +523,7 @@ export class SqliteStore implements Store, SqlAccess {
   }
 
   close(): void {
+    this.checkpointer?.close();
     if (this.db.isOpen) this.db.close();
   }
 }

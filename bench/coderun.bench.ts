@@ -14,7 +14,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { startServer } from '../core/app/server.js';
 import { checkWrite } from '../core/coderun/fence.js';
-import { coderunSubsystem } from '../core/coderun/subsystem.js';
+import { codeRunService, coderunSubsystem } from '../core/coderun/subsystem.js';
 import { Logger } from '../core/kernel/log.js';
 import { agentScript, approve, startScriptedModel, write } from '../test/coderun/support/scripted-model.js';
 import { median, report, round, workspace } from './lib/measure.js';
@@ -76,7 +76,7 @@ async function runOnce(maxParallel: number): Promise<{ ms: number; modelCalls: n
   );
   await server.discovered;
   try {
-    const service = server.ctx.services.get('coderun');
+    const service = await codeRunService(server.ctx);
     const started = performance.now();
     const run = await service.startRun({ request: 'four files', repo });
     const done = await service.settled(run.id, 120_000);

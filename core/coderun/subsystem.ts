@@ -15,7 +15,7 @@
 import { WebSocketServer } from 'ws';
 import { mountOnFirstUse } from '../http/on-first-use.js';
 import { mountRoutes } from '../http/route.js';
-import type { Subsystem } from '../kernel/context.js';
+import type { HangarContext, Subsystem } from '../kernel/context.js';
 import type { TeamCoordinator } from '../storage/team.js';
 import { LOGIN_PATH, LoginLinks, loginRoutes } from './login.js';
 import { recoverInterruptedRuns, sendLostRuns } from './recovery.js';
@@ -48,11 +48,19 @@ export const CODE_WS_PATH = '/api/runs/ws';
  * use, not at start: loading the bundle took 10-14 ms less without it (medians and lower quartiles
  * of 20 alternating loads, 288 → 274 ms and 272 → 263 ms). Whatever builds the service
  * (`ctx.services.get('coderun')`) awaits this first; it is the first coding-run request, a client
- * of the websocket, or in team mode a run taken from the queue.
+ * of the websocket, or in team mode a run taken from the queue. Code in the server's process gets
+ * it from `codeRunService(ctx)`: bench/coderun.bench.ts asked the registry directly and stopped at
+ * this error from the change that made the module lazy until session 20.
  */
 let CodeRun: typeof CodeRunService | undefined;
 async function loadCodeRun(): Promise<void> {
   CodeRun ??= (await import('./service.js')).CodeRunService;
+}
+
+/** The server's coding-run service, its module loaded first: for callers in this process (team mode's queue, benchmarks). */
+export async function codeRunService(ctx: HangarContext): Promise<CodeRunService> {
+  await loadCodeRun();
+  return ctx.services.get('coderun');
 }
 
 /** The queue of coding runs (team mode): one job per run, taken by whichever instance has a free slot. */
@@ -126,10 +134,7 @@ export const coderunSubsystem: Subsystem = {
       });
     });
     // Team mode: this instance takes runs from the queue (the service is built by the first job).
-    const service = async () => {
-      await loadCodeRun();
-      return ctx.services.get('coderun');
-    };
+    const service = () => codeRunService(ctx);
     await team?.serve(
       async (run) => (await service()).take(run),
       async (run) => (await service()).abandon(run),

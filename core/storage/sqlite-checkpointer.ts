@@ -17,9 +17,10 @@ import { Worker } from 'node:worker_threads';
  * The store's own threshold becomes a backstop (`BACKSTOP_AUTOCHECKPOINT_PAGES`).
  *
  * The thread starts with the first commit after the store asks for it (`checkpointInBackground`, a
- * server once it is ready) and sleeps on its port between requests. Until it is open, and if it ever fails, the connection checkpoints
- * as SQLite does by default. Closing waits (briefly, at most `CLOSE_WAIT_MS`) for the thread to
- * close its connection, so the store's own close is the last and removes the WAL, as it did.
+ * server once it is ready) and sleeps on its port between requests. Until it is open, and if it
+ * ever fails, the connection checkpoints as SQLite does by default. Closing waits (briefly, at most
+ * `CLOSE_WAIT_MS`) for the thread to close its connection, so the store's own close is the last
+ * and removes the WAL, as it did.
  */
 
 /** How long after a request the worker checkpoints: one checkpoint for a burst of commits. */
@@ -101,7 +102,7 @@ export interface CheckpointerOptions {
 
 export class WalCheckpointer {
   #worker: Worker | undefined;
-  /** The worker has its connection open and the store's own checkpoints are off. */
+  /** The worker has its connection open and the store's own threshold is the backstop. */
   #running = false;
   /** A request is with the worker and not yet answered. */
   #requested = false;

@@ -49,8 +49,7 @@ export const CODE_WS_PATH = '/api/runs/ws';
  * of 20 alternating loads, 288 → 274 ms and 272 → 263 ms). Whatever builds the service
  * (`ctx.services.get('coderun')`) awaits this first; it is the first coding-run request, a client
  * of the websocket, or in team mode a run taken from the queue. Code in the server's process gets
- * it from `codeRunService(ctx)`: bench/coderun.bench.ts asked the registry directly and stopped at
- * this error from the change that made the module lazy until session 20.
+ * it from `codeRunService(ctx)`, never from the registry directly.
  */
 let CodeRun: typeof CodeRunService | undefined;
 async function loadCodeRun(): Promise<void> {
@@ -134,10 +133,9 @@ export const coderunSubsystem: Subsystem = {
       });
     });
     // Team mode: this instance takes runs from the queue (the service is built by the first job).
-    const service = () => codeRunService(ctx);
     await team?.serve(
-      async (run) => (await service()).take(run),
-      async (run) => (await service()).abandon(run),
+      async (run) => (await codeRunService(ctx)).take(run),
+      async (run) => (await codeRunService(ctx)).abandon(run),
     );
     if (team) {
       // Runs whose instance died between storing them and sending their job, sent again by one
@@ -169,7 +167,7 @@ export const coderunSubsystem: Subsystem = {
       }
       // The handshake is answered only once the service's module has loaded, and the subscription
       // is made as it is answered: a client that sees the socket open gets every event from then on.
-      service().then(
+      codeRunService(ctx).then(
         (coderun) =>
           wss.handleUpgrade(req, socket, head, (ws) => {
             const off = coderun.onEvent((event) => {

@@ -57,13 +57,16 @@ const { DatabaseSync } = require('node:sqlite');
 const closed = new Int32Array(workerData.closed);
 let db;
 const finish = () => { try { db?.close(); } catch {} Atomics.store(closed, 0, 1); Atomics.notify(closed, 0); };
+const fail = (err) => {
+  finish();
+  parentPort.postMessage({ type: 'failed', message: String(err && err.message || err) });
+  process.exit(0);
+};
 try {
   db = new DatabaseSync(workerData.file, { timeout: workerData.busyTimeoutMs });
   parentPort.postMessage({ type: 'ready' });
 } catch (err) {
-  finish();
-  parentPort.postMessage({ type: 'failed', message: String(err && err.message || err) });
-  process.exit(0);
+  fail(err);
 }
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
 let timer;
@@ -80,10 +83,8 @@ parentPort.on('message', (message) => {
       parentPort.postMessage({ type: 'done' });
     } catch (err) {
       // SQLITE_BUSY: another connection is checkpointing (a stopping store's flush); the next request checkpoints.
-      if (((err && err.errcode) & 0xff) === 5) { parentPort.postMessage({ type: 'done' }); return; }
-      finish();
-      parentPort.postMessage({ type: 'failed', message: String(err && err.message || err) });
-      process.exit(0);
+      if (((err && err.errcode) & 0xff) === 5) parentPort.postMessage({ type: 'done' });
+      else fail(err);
     }
   }, workerData.delayMs);
 });
@@ -168,23 +169,31 @@ export class WalCheckpointer {
       else this.#fallBack(`the WAL checkpoint thread stopped (${message.message}); checkpoints run on commit again`);
     });
     worker.on('error', (err) => this.#fallBack(`the WAL checkpoint thread failed (${err.message}); checkpoints run on commit again`));
-    worker.on('exit', () => {
-      if (!this.#stopped) this.#fallBack('the WAL checkpoint thread exited; checkpoints run on commit again');
-    });
+    // After a stop this does nothing (#fallBack), so only an exit of its own is reported.
+    worker.on('exit', () => this.#fallBack('the WAL checkpoint thread exited; checkpoints run on commit again'));
     // After the listeners: adding a 'message' listener refs the worker again, and a store nobody
     // closed then kept its process from exiting.
     worker.unref();
   }
 
-  /** The store's connection checkpoints on commit again, for good: the thread is not restarted. */
+  /** The thread failed: the store's connection checkpoints on commit again, for good. */
   #fallBack(why: string): void {
-    if (this.#stopped) return;
+    if (!this.#stop()) return;
+    this.options.warn(why);
+    void this.#worker?.terminate();
+  }
+
+  /**
+   * No more requests, SQLite's own threshold back on the store's connection (which may stay open:
+   * a stopped server's), anyone waiting for idle let go. False when it had stopped already.
+   */
+  #stop(): boolean {
+    if (this.#stopped) return false;
     this.#stopped = true;
     if (this.#running) this.options.setAutocheckpoint(SQLITE_AUTOCHECKPOINT_PAGES);
     this.#running = false;
     this.#settle();
-    this.options.warn(why);
-    void this.#worker?.terminate();
+    return true;
   }
 
   /**
@@ -193,12 +202,7 @@ export class WalCheckpointer {
    * removes the WAL and its index.
    */
   close(): void {
-    if (this.#stopped) return;
-    this.#stopped = true;
-    // A store that stays open (a stopped server's) checkpoints on commit again.
-    if (this.#running) this.options.setAutocheckpoint(SQLITE_AUTOCHECKPOINT_PAGES);
-    this.#running = false;
-    this.#settle();
+    if (!this.#stop()) return;
     const worker = this.#worker;
     if (!worker) return;
     worker.postMessage('close');

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import * as esbuild from 'esbuild';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { startServer } from '../../core/app/server.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, SQLITE_AUTOCHECKPOINT_PAGES, WalCheckpointer } from '../../core/storage/sqlite-checkpointer.js';
 import { SqliteStore } from '../../core/storage/sqlite-store.js';
@@ -19,10 +19,8 @@ const payload = (mb: number) => ({
   rows: Array.from({ length: Math.round((mb * 1e6) / 55) }, (_, i) => ({ i, label: 'versicolor', p: [0.011, 0.97, 0.019] })),
 });
 
-async function running(checkpointer: WalCheckpointer): Promise<void> {
-  for (let i = 0; i < 500 && !checkpointer.inBackground; i++) await new Promise((r) => setTimeout(r, 10));
-  expect(checkpointer.inBackground).toBe(true);
-}
+const running = (checkpointer: WalCheckpointer) =>
+  vi.waitFor(() => expect(checkpointer.inBackground).toBe(true), { timeout: 5_000, interval: 10 });
 
 describe('WAL checkpoints off the server thread', () => {
   it("turn off the store connection's own checkpoints once the thread is open, and keep the WAL as small as one burst", async () => {
@@ -151,7 +149,7 @@ console.log('running');
       warn: (message) => warnings.push(message),
     });
     checkpointer.committed();
-    for (let i = 0; i < 500 && !warnings.length; i++) await new Promise((r) => setTimeout(r, 10));
+    await vi.waitFor(() => expect(warnings).toHaveLength(1), { timeout: 5_000, interval: 10 });
     expect(warnings).toEqual([
       expect.stringMatching(/^the WAL checkpoint thread stopped \(.*unable to open.*\); checkpoints run on commit again$/),
     ]);

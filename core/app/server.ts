@@ -9,7 +9,7 @@ import { createApp } from '../http/app.js';
 import { normalizeUrl } from '../http/normalize.js';
 import { OpenApiRegistry } from '../http/openapi.js';
 import { DEFAULT_PUBLIC_PATHS, effectiveRateLimit, ReconfigurableRateLimiter, resolvePrincipal, upgradeChecker } from '../http/security.js';
-import type { HangarContext, Subsystem } from '../kernel/context.js';
+import { type HangarContext, Lifecycle, type Subsystem } from '../kernel/context.js';
 import { Discovery } from '../kernel/discovery.js';
 import { Logger } from '../kernel/log.js';
 import { Metrics } from '../kernel/metrics.js';
@@ -131,7 +131,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
     metrics,
     version: VERSION,
     startedAt: new Date(),
-    lifecycle: { ready: false, stopping: false },
+    lifecycle: new Lifecycle(),
     runtimeTokens: {},
     clientTokens: {},
     typeCheck,
@@ -293,8 +293,7 @@ export async function startServer(input: Settings | SettingsInput, options: Star
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      ctx.lifecycle.stopping = true;
-      ctx.lifecycle.ready = false;
+      ctx.lifecycle.stop();
       // Unlisted first, so no command attaches to a server that is going away.
       const unlisted = removeServerFile(serverInfo);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -32,7 +32,7 @@ export interface HangarContext {
   readonly metrics: Metrics;
   readonly version: string;
   readonly startedAt: Date;
-  readonly lifecycle: { ready: boolean; stopping: boolean };
+  readonly lifecycle: Lifecycle;
   /** principal → token minted at run time (the desktop shell's per-launch token). */
   readonly runtimeTokens: Record<string, string>;
   /**
@@ -80,4 +80,33 @@ export interface Subsystem {
   /** Adds its routes (and any hooks) to the one app; called once, after every subsystem's setup. */
   routes?(app: FastifyInstance, ctx: HangarContext): void;
   close?(ctx: HangarContext): void | Promise<void>;
+}
+
+/**
+ * Where the server is in its life. What must happen as a stop begins registers with `onStopping`
+ * rather than polling `stopping`: a timer checking a flag woke an idle server's thread ten times a
+ * second for a stop that comes once.
+ */
+export class Lifecycle {
+  /** Readiness: discovery finished, and not stopping. */
+  ready = false;
+  #stopping = false;
+  readonly #onStopping: Array<() => void> = [];
+
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
+  /** Called once, as a stop begins, before the HTTP server waits for its connections to end. */
+  onStopping(listener: () => void): void {
+    this.#onStopping.push(listener);
+  }
+
+  /** Begin stopping: no longer ready, and every `onStopping` listener runs, once. */
+  stop(): void {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.ready = false;
+    for (const listener of this.#onStopping.splice(0)) listener();
+  }
 }

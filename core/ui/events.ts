@@ -112,12 +112,9 @@ export function eventChannel(ctx: HangarContext, { batchMs = 50, pingMs = 25_000
   ping.unref();
 
   // Upgraded sockets are no longer the http server's, so its close would wait for them forever:
-  // while the server stops, every client is told "going away" (1001) and reconnects elsewhere/later.
-  const stopWatch = setInterval(() => {
-    if (!ctx.lifecycle.stopping) return;
-    for (const socket of wss.clients) socket.close(1001, 'Hangar is stopping');
-  }, 100);
-  stopWatch.unref();
+  // as the server stops, every client is told "going away" (1001) and reconnects elsewhere/later.
+  const goingAway = (ws: WebSocket) => ws.close(1001, 'Hangar is stopping');
+  ctx.lifecycle.onStopping(() => wss.clients.forEach(goingAway));
 
   const handler: UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, principal: string) => {
     if (ctx.lifecycle.stopping) {
@@ -125,6 +122,8 @@ export function eventChannel(ctx: HangarContext, { batchMs = 50, pingMs = 25_000
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
+      // The stop began while this handshake finished: it is told as the others were.
+      if (ctx.lifecycle.stopping) return goingAway(ws);
       alive.add(ws);
       principals.set(ws, principal);
       ws.on('pong', () => alive.add(ws));
@@ -142,7 +141,6 @@ export function eventChannel(ctx: HangarContext, { batchMs = 50, pingMs = 25_000
       stopRelay?.();
       clearTimeout(taskTimer);
       clearInterval(ping);
-      clearInterval(stopWatch);
       if (timer) clearTimeout(timer);
       for (const socket of wss.clients) socket.terminate();
       wss.close();

@@ -121,10 +121,10 @@ export class WalCheckpointer {
 
   /**
    * Resolves once no checkpoint is asked for or being made (a test's or a benchmark's moment to
-   * look at the WAL); at once when the thread is not running.
+   * look at the WAL); at once when none is (a stopped thread has none: #stop settles).
    */
   whenIdle(): Promise<void> {
-    if (!this.#requested || this.#stopped) return Promise.resolve();
+    if (!this.#requested) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 

@@ -57,7 +57,7 @@ export const MUTATION_GROUPS = {
       'core/storage/sqlite-invocations.ts:33-86',
       'core/storage/sqlite-store.ts:234-529',
       'core/storage/sqlite-store.ts:539-553',
-      'core/storage/sqlite-checkpointer.ts:103-208',
+      'core/storage/sqlite-checkpointer.ts:104-220',
     ],
     tests: ['test/storage/sqlite-rules.test.ts', 'test/storage/schema-upgrade.test.ts', 'test/storage/wal-checkpoints.test.ts'],
   },

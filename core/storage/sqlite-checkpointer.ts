@@ -11,7 +11,8 @@ import { Worker } from 'node:worker_threads';
  * node:sqlite alone) — the largest single block in bench/ml.bench.ts's event-loop delay.
  *
  * Here a second connection, on a worker thread, does it: after a commit the store asks for a
- * checkpoint (one message, none while one is asked for), and the worker runs PASSIVE checkpoints —
+ * checkpoint (one message; a commit made while one is asked for asks again once it is answered, so
+ * every commit has a checkpoint begun after it), and the worker runs PASSIVE checkpoints —
  * they never wait for or block a writer or a reader — a moment later, so a burst of commits is
  * checkpointed once. The next write after a complete checkpoint starts the WAL over, as before.
  * The store's own threshold becomes a backstop (`BACKSTOP_AUTOCHECKPOINT_PAGES`).
@@ -107,6 +108,8 @@ export class WalCheckpointer {
   #running = false;
   /** A request is with the worker and not yet answered. */
   #requested = false;
+  /** A commit came after the request with the worker was made: its checkpoint may have begun before it. */
+  #committedSince = false;
   /** Set by the worker when its connection is closed. */
   readonly #closed = new Int32Array(new SharedArrayBuffer(4));
   #stopped = false;
@@ -130,17 +133,25 @@ export class WalCheckpointer {
 
   #settle(): void {
     this.#requested = false;
+    this.#committedSince = false;
     for (const resolve of this.#idle.splice(0)) resolve();
   }
 
-  /** After every commit: start the thread the first time, else ask for a checkpoint if none is asked for. */
+  /** After every commit: start the thread the first time, else ask for a checkpoint (or again, once the one asked for is made). */
   committed(): void {
     if (this.#stopped) return;
     if (!this.#worker) this.#start();
-    else if (this.#running && !this.#requested) {
-      this.#requested = true;
-      this.#worker.postMessage('checkpoint');
+    // While the thread starts, the request it is sent once ready covers this commit.
+    else if (this.#running) {
+      if (this.#requested) this.#committedSince = true;
+      else this.#request();
     }
+  }
+
+  #request(): void {
+    this.#requested = true;
+    this.#committedSince = false;
+    this.#worker!.postMessage('checkpoint');
   }
 
   #start(): void {
@@ -163,10 +174,11 @@ export class WalCheckpointer {
         this.options.setAutocheckpoint(BACKSTOP_AUTOCHECKPOINT_PAGES);
         this.#running = true;
         // Commits made while it started are checkpointed too.
-        this.#requested = true;
-        worker.postMessage('checkpoint');
-      } else if (message.type === 'done') this.#settle();
-      else this.#fallBack(`the WAL checkpoint thread stopped (${message.message}); checkpoints run on commit again`);
+        this.#request();
+      } else if (message.type === 'done') {
+        if (this.#committedSince) this.#request();
+        else this.#settle();
+      } else this.#fallBack(`the WAL checkpoint thread stopped (${message.message}); checkpoints run on commit again`);
     });
     worker.on('error', (err) => this.#fallBack(`the WAL checkpoint thread failed (${err.message}); checkpoints run on commit again`));
     // After a stop this does nothing (#fallBack), so only an exit of its own is reported.

@@ -123,11 +123,19 @@ export const MUTATION_GROUPS = {
     tests: ['test/dropins/supervision-rules.test.ts'],
   },
   notebook: {
-    // The reactive engine: saved outputs starting stale (lines 81-86), cell states, edits, runs, a
-    // lost kernel (108-433) and what a reload from disk makes stale (#adopt, 571-611); keep the
+    // The reactive engine: saved outputs starting stale (lines 87-92), cell states, edits, runs, a
+    // lost kernel (114-458) and what a reload from disk makes stale (#adopt, 606-646); keep the
     // ranges on them when the file changes. Left out: the file handling between them (save, merge,
-    // following the disk; the safe-saves and merge tests' ground), which holds no staleness rule.
-    mutate: ['core/notebook/session.ts:81-86', 'core/notebook/session.ts:108-433', 'core/notebook/session.ts:571-611'],
+    // following the disk, and updateCell's edit made from a source a reload replaced; the
+    // safe-saves and merge tests' ground), which holds no staleness rule.
+    mutate: [
+      'core/notebook/session.ts:87-92',
+      'core/notebook/session.ts:114-176',
+      'core/notebook/session.ts:183-198',
+      'core/notebook/session.ts:200-201',
+      'core/notebook/session.ts:218-458',
+      'core/notebook/session.ts:606-646',
+    ],
     tests: [
       'test/notebook/session.test.ts',
       'test/notebook/staleness.test.ts',

@@ -105,8 +105,17 @@ export const UpdateCellBody = z
     name: z.string(),
     source: z.string(),
     metadata: z.record(z.string(), z.unknown()),
+    /**
+     * The source this edit was made from: what the editor last had from the server. An editor
+     * holds typing briefly before sending it; if the file was reloaded from disk in between and
+     * that reload changed this cell, the edit is kept but the session goes back to holding the
+     * file's earlier version, so a save shows the conflict instead of overwriting the disk's edit
+     * (`NotebookSession.updateCell`). Without it, the edit simply replaces the cell.
+     */
+    base_source: z.string(),
   })
   .partial();
+export type CellEdit = z.infer<typeof UpdateCellBody>;
 
 export const ReorderBody = z.object({ order: z.array(z.string()).min(1) });
 

@@ -28,7 +28,7 @@ import { type DiskVersion, diskDiff, isNewerOnDisk, readDiskVersion } from './di
 import { parseNotebook, readNotebookFile, writeNotebookFile } from './formats.js';
 import { type MergeCellText, type MergeSide, mergeCells } from './merge.js';
 import { NotebookRuntime } from './runtime.js';
-import { Cell, type CellState, type CellType, type Notebook, newCellId, type Output } from './schemas.js';
+import { Cell, type CellEdit, type CellState, type CellType, type Notebook, newCellId, type Output } from './schemas.js';
 import {
   type CellRunRecord,
   type DependencyReport,
@@ -63,6 +63,12 @@ export class NotebookSession {
   #base: MergeCellText[] | undefined;
   /** Edited since it was read or saved: a disk change then needs the user's choice. */
   #dirty = false;
+  /**
+   * Set by a reload from disk, until the next save: the version held before it and the sources the
+   * reload replaced. An editor's edit made from one of those sources came in after the disk's
+   * change to the same cell; holding the earlier version again makes a save show the conflict.
+   */
+  #beforeReload: { disk: DiskVersion | undefined; base: MergeCellText[] | undefined; sources: Map<string, string> } | undefined;
   /** The last value the user gave each interactive element (`<cell id>:<n>`), restored when its cell runs again. */
   #uiValues = new Map<string, unknown>();
   /** Cells whose outputs came from the file, not from a run in this session. */
@@ -166,11 +172,14 @@ export class NotebookSession {
     return cell;
   }
 
-  async updateCell(
-    cellId: string,
-    patch: { cell_type?: CellType; name?: string; source?: string; metadata?: Record<string, unknown> },
-  ): Promise<Cell> {
+  async updateCell(cellId: string, { base_source, ...patch }: CellEdit): Promise<Cell> {
     const cell = this.cell(cellId);
+    const overDiskEdit =
+      base_source !== undefined &&
+      patch.source !== undefined &&
+      patch.source !== cell.source &&
+      base_source !== cell.source &&
+      this.#beforeReload?.sources.get(cellId) === base_source;
     const codeChanged =
       (patch.source !== undefined && patch.source !== cell.source) || (patch.cell_type !== undefined && patch.cell_type !== cell.cell_type);
     const before = codeChanged ? await this.analysis() : undefined;
@@ -187,7 +196,23 @@ export class NotebookSession {
       }
     }
     this.#emit({ type: 'cells-changed' });
+    if (overDiskEdit) await this.#holdBeforeReload();
     return cell;
+  }
+
+  /**
+   * An edit was made from a cell's source as it was before a reload from disk changed it: the
+   * disk's edit and this one collided. Keep the edit, hold the version from before the reload (so
+   * a save answers 409 with the diff and a merge sees both sides), and tell the UI, as when the
+   * file changes under unsaved edits.
+   */
+  async #holdBeforeReload(): Promise<void> {
+    const before = this.#beforeReload!;
+    this.#disk = before.disk;
+    this.#base = before.base;
+    this.#beforeReload = undefined;
+    const now = this.#filePath ? await readDiskVersion(this.#filePath) : undefined;
+    if (now) this.#emit({ type: 'disk-changed', diff: diskDiff(this.notebook, now.text, this.#filePath!) });
   }
 
   async deleteCell(cellId: string): Promise<void> {
@@ -443,6 +468,7 @@ export class NotebookSession {
   #hold(read: { version: DiskVersion; text: string } | undefined): void {
     this.#disk = read?.version;
     this.#base = undefined;
+    this.#beforeReload = undefined;
     if (!read || !this.#filePath) return;
     try {
       this.#base = parseNotebook(read.text, this.#filePath).cells.map(({ id, cell_type, source, name }) => ({
@@ -552,10 +578,19 @@ export class NotebookSession {
     if (!this.#filePath) throw fail('HANGAR_NOTEBOOK_NO_FILE', {});
     const now = await readDiskVersion(this.#filePath);
     const fresh = await readNotebookFile(this.#filePath);
+    const held = { disk: this.#disk, base: this.#base, earlier: this.#beforeReload };
+    const sources = new Map(this.notebook.cells.map((c) => [c.id, c.source]));
     const changed = await this.#adopt(fresh.cells);
     this.notebook.name = fresh.name;
     this.notebook.metadata = fresh.metadata;
     this.#hold(now);
+    // Over several reloads without a save, the first one's version and sources are the ones an editor may still hold.
+    this.#beforeReload = held.earlier ?? { disk: held.disk, base: held.base, sources: new Map() };
+    const replaced = this.#beforeReload.sources;
+    for (const id of changed) {
+      const source = sources.get(id);
+      if (source !== undefined && !replaced.has(id)) replaced.set(id, source);
+    }
     this.#dirty = false;
     const rerun = options.rerun && this.history.length > 0 ? changed.filter((id) => this.cell(id).cell_type === 'code') : [];
     this.#emit({ type: 'reloaded', rerun });

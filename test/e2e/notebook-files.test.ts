@@ -21,6 +21,7 @@ beforeAll(async () => {
   server = await startTestServer({
     files: {
       'notebooks/clash.nb.ts': file([['clash001', 'const a = 1']]),
+      'notebooks/typing.nb.ts': file([['typing01', 'const b = 1']]),
       'notebooks/live.nb.ts': file([
         ['live0001', 'const x = 2'],
         ['live0002', 'x * 10'],
@@ -66,6 +67,50 @@ describe('notebook files', () => {
     await banner.getByRole('button', { name: 'Overwrite with mine' }).click();
     await p.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
     expect(await readFile(target, 'utf8')).toContain('const a = 2');
+  });
+
+  it('keeps what was typed when the file reloads before the edit reaches the server, and shows the conflict', async () => {
+    const p = await open('#/notebook/typing.nb.ts');
+    // The editor sends typing once it pauses; hold that request until the server has taken the
+    // disk's version, the order a slow network or a quick watcher gives.
+    let held!: () => void;
+    const sent = new Promise<void>((resolve) => {
+      void p.route('**/api/notebooks/typing.nb.ts/cells/typing01', async (route) => {
+        if (route.request().method() !== 'PATCH') return route.continue();
+        resolve();
+        await new Promise<void>((release) => {
+          held = release;
+        });
+        await route.continue();
+      });
+    });
+    const editor = cell(p, 'typing01').locator('.cm-content');
+    await editor.click();
+    await p.keyboard.press('Control+a');
+    await p.keyboard.type('const b = 2');
+    await sent;
+    const target = path.join(server.root, 'notebooks', 'typing.nb.ts');
+    const theirs = file([['typing01', 'const b = 3']]);
+    await writeFile(target, theirs);
+    await p.getByRole('status').filter({ hasText: 'Reloaded from disk' }).waitFor();
+    expect(await editor.textContent()).toBe('const b = 2');
+
+    held();
+    const banner = p.getByRole('alertdialog');
+    await banner.waitFor();
+    expect(await banner.locator('pre.diff').textContent()).toContain('+ const b = 3');
+    await p.getByRole('button', { name: 'Save', exact: true }).click();
+    await banner.filter({ hasText: 'Not saved' }).waitFor();
+    expect(await readFile(target, 'utf8')).toBe(theirs);
+    // A merge shows the cell both sides changed; taking the disk's drops what was typed.
+    await banner.getByRole('button', { name: 'Merge', exact: true }).click();
+    const choice = banner.locator('fieldset.merge-conflict');
+    expect(await choice.locator('pre').allTextContents()).toEqual(['const b = 2', 'const b = 3']);
+    await choice.getByLabel("Take the disk's").check();
+    await banner.getByRole('button', { name: 'Merge with these choices' }).click();
+    await p.getByRole('status').filter({ hasText: 'Merged with the file on disk and saved' }).waitFor();
+    await cell(p, 'typing01').locator('.cm-content', { hasText: 'const b = 3' }).waitFor();
+    expect(await readFile(target, 'utf8')).toBe(theirs);
   });
 
   it('follows an edit made on disk and re-runs the changed cell and its dependents', async () => {

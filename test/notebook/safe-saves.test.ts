@@ -284,4 +284,73 @@ describe('following the file live', () => {
     expect(event.diff).toContain('+ const u = 3');
     expect((await call('GET', nb)).body.cells[0].source).toBe('const u = 2');
   });
+
+  /** A clean session whose file another editor then changed: it has taken the disk's version. */
+  async function reloadedUnder(name: string, start: Array<[string, string]>, disk: Array<[string, string]>) {
+    const path = join(root, 'notebooks', name);
+    await writeFile(path, file(start));
+    const nb = `/api/notebooks/${name}`;
+    expect((await call('GET', nb)).status).toBe(200);
+    const reloaded = nextEvent(name, (e) => e.type === 'reloaded');
+    const theirs = file(disk);
+    await writeFile(path, theirs);
+    await reloaded;
+    return { path, nb, theirs };
+  }
+
+  it('an edit typed before a reload changed its cell is kept, and a save shows the conflict instead of overwriting the disk', async () => {
+    // An editor holds typing briefly before sending it (the UI: 400 ms); the file changed meanwhile.
+    const { path, nb, theirs } = await reloadedUnder(
+      'typing.nb.ts',
+      [
+        ['t0000001', 'const e = 1'],
+        ['t0000002', 'const f = 1'],
+      ],
+      [
+        ['t0000001', 'const e = 3'],
+        ['t0000002', 'const f = 3'],
+      ],
+    );
+    const told = nextEvent('typing.nb.ts', (e) => e.type === 'disk-changed');
+    const edited = await call('PATCH', `${nb}/cells/t0000001`, { source: 'const e = 2', base_source: 'const e = 1' });
+    expect(edited.status).toBe(200);
+    expect(edited.body.source).toBe('const e = 2');
+
+    const refused = await call('POST', `${nb}/save`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('HANGAR_NOTEBOOK_SAVE_CONFLICT');
+    expect(refused.body.diff).toContain('- const e = 2');
+    expect(refused.body.diff).toContain('+ const e = 3');
+    expect(await readFile(path, 'utf8')).toBe(theirs);
+    const event = (await told) as Extract<SessionEvent, { type: 'disk-changed' }>;
+    expect(event.diff).toContain('+ const e = 3');
+
+    // A merge sees the three texts of the cell both sides changed, and takes the other cell from disk.
+    const merge = await call('POST', `${nb}/save`, { strategy: 'merge' });
+    expect(merge.status).toBe(409);
+    expect(merge.body.conflicts).toEqual([
+      {
+        cell: 't0000001',
+        base: expect.objectContaining({ source: 'const e = 1' }),
+        ours: expect.objectContaining({ source: 'const e = 2' }),
+        theirs: expect.objectContaining({ source: 'const e = 3' }),
+      },
+    ]);
+    expect((await call('POST', `${nb}/save`, { strategy: 'merge', resolutions: { t0000001: 'ours' } })).status).toBe(200);
+    const written = parseNotebook(await readFile(path, 'utf8'), path).cells.map((c) => c.source);
+    expect(written).toEqual(['const e = 2', 'const f = 3']);
+  });
+
+  it('an edit made from the reloaded source, or sent without a base, is an ordinary edit that saves', async () => {
+    const fromNew = await reloadedUnder('seen.nb.ts', [['s0000001', 'const s = 1']], [['s0000001', 'const s = 3']]);
+    const edit = { source: 'const s = 4', base_source: 'const s = 3' };
+    expect((await call('PATCH', `${fromNew.nb}/cells/s0000001`, edit)).status).toBe(200);
+    expect((await call('POST', `${fromNew.nb}/save`)).status).toBe(200);
+    expect(await readFile(fromNew.path, 'utf8')).toContain('const s = 4');
+
+    const unbased = await reloadedUnder('blind.nb.ts', [['n0000001', 'const n = 1']], [['n0000001', 'const n = 3']]);
+    expect((await call('PATCH', `${unbased.nb}/cells/n0000001`, { source: 'const n = 4' })).status).toBe(200);
+    expect((await call('POST', `${unbased.nb}/save`)).status).toBe(200);
+    expect(await readFile(unbased.path, 'utf8')).toContain('const n = 4');
+  });
 });

@@ -203,6 +203,17 @@ function NotebookEditor({ id }: { id: string }) {
    */
   const local = useRef(new Map<string, string>());
   /**
+   * Per cell typed here, the server's source the typing started from, sent with the edit: if a
+   * reload from disk changed the cell before the edit arrived, the server keeps the edit and makes
+   * the next save show the conflict instead of overwriting the disk's edit.
+   */
+  const origin = useRef(new Map<string, string>());
+  /** The server's sources are the truth again (after a reload, merge or fix it was sent everything typed). */
+  const forgetTyped = () => {
+    local.current.clear();
+    origin.current.clear();
+  };
+  /**
    * Live events so far, and the number of the newest per cell. A reload answered before some of a
    * cell's events (an edit's `cells-changed` reload racing the run it started) must not put that
    * cell's older outputs and state back: the events are newer than the server's answer.
@@ -220,8 +231,10 @@ function NotebookEditor({ id }: { id: string }) {
       for (const cell of fresh.cells) {
         const typed = local.current.get(cell.id);
         if (typed === undefined) continue;
-        if (typed === cell.source && !pending.current.has(cell.id)) local.current.delete(cell.id);
-        else cell.source = typed;
+        if (typed === cell.source && !pending.current.has(cell.id)) {
+          local.current.delete(cell.id);
+          origin.current.delete(cell.id);
+        } else cell.source = typed;
       }
       setDoc((current) => {
         if (!current) return fresh;
@@ -307,7 +320,8 @@ function NotebookEditor({ id }: { id: string }) {
     if (!draft) return;
     clearTimeout(draft.timer);
     pending.current.delete(cellId);
-    await request('PATCH', `${base}/cells/${cellId}`, { source: draft.source });
+    await request('PATCH', `${base}/cells/${cellId}`, { source: draft.source, base_source: origin.current.get(cellId) });
+    origin.current.set(cellId, draft.source);
     setVersion((v) => v + 1);
   };
   const onSource = (cellId: string, source: string) => {
@@ -316,6 +330,7 @@ function NotebookEditor({ id }: { id: string }) {
     // Saved shortly after typing stops; the server then marks dependent cells stale.
     const timer = window.setTimeout(() => void flush(cellId).catch((err: unknown) => setError(String(err))), SAVE_DELAY_MS);
     pending.current.set(cellId, { source, timer });
+    if (!origin.current.has(cellId)) origin.current.set(cellId, doc?.cells.find((c) => c.id === cellId)?.source ?? '');
     local.current.set(cellId, source);
     setDoc((d) => (d ? { ...d, cells: d.cells.map((c) => (c.id === cellId ? { ...c, source } : c)) } : d));
   };
@@ -358,7 +373,7 @@ function NotebookEditor({ id }: { id: string }) {
       try {
         const answer = await request<{ from_disk: string[] }>('POST', `${base}/save`, { strategy: 'merge', resolutions });
         // Everything typed was sent first (act); the merged sources on the server are the truth now.
-        local.current.clear();
+        forgetTyped();
         setConflict(null);
         setNotice(
           `Merged with the file on disk and saved${answer.from_disk.length ? ` (${answer.from_disk.length} cell(s) from disk)` : ''}.`,
@@ -378,14 +393,14 @@ function NotebookEditor({ id }: { id: string }) {
     act(async () => {
       await request('POST', `${base}/cells/${cellId}/fix?wait=false`, { name, action });
       // Everything typed was sent before the fix (act); the server's sources are the truth now.
-      local.current.clear();
+      forgetTyped();
       setVersion((v) => v + 1);
       await reload();
     });
   const reloadFromDisk = () =>
     act(async () => {
       // act() has sent what was typed; the disk version replaces it, so nothing typed is kept.
-      local.current.clear();
+      forgetTyped();
       await request('POST', `${base}/reload`);
       setConflict(null);
       setNotice('Reloaded from disk.');

@@ -188,4 +188,62 @@ console.log('running');
     checkpointer.close();
     await checkpointer.whenIdle();
   });
+
+  /** A checkpointer whose thread has taken the work over, the thread, and what it told the store. */
+  async function runningThread() {
+    const file = path.join(await scratch(), 'hangar.db');
+    const store = new SqliteStore(file);
+    await store.collection('results').put('a', { n: 1 });
+    const settings: number[] = [];
+    const warnings: string[] = [];
+    const threads: Worker[] = [];
+    const onWorker = (worker: Worker) => threads.push(worker);
+    process.on('worker', onWorker);
+    const checkpointer = new WalCheckpointer({
+      file,
+      busyTimeoutMs: 100,
+      setAutocheckpoint: (pages) => settings.push(pages),
+      warn: (message) => warnings.push(message),
+    });
+    try {
+      checkpointer.committed();
+      await running(checkpointer);
+    } finally {
+      process.off('worker', onWorker);
+    }
+    expect(threads).toHaveLength(1);
+    expect(settings).toEqual([BACKSTOP_AUTOCHECKPOINT_PAGES]);
+    return { store, checkpointer, thread: threads[0]!, settings, warnings };
+  }
+
+  it('when the running thread exits, checkpoints go back to the commit and the store says why', async () => {
+    const { store, checkpointer, thread, settings, warnings } = await runningThread();
+    // Asked for a checkpoint the thread will never answer: whoever waits for idle is let go too.
+    checkpointer.committed();
+    const idle = checkpointer.whenIdle();
+    await thread.terminate();
+    await vi.waitFor(() => expect(warnings).toHaveLength(1), { timeout: 5_000, interval: 10 });
+    await idle;
+    expect(warnings).toEqual(['the WAL checkpoint thread exited; checkpoints run on commit again']);
+    expect(settings).toEqual([BACKSTOP_AUTOCHECKPOINT_PAGES, SQLITE_AUTOCHECKPOINT_PAGES]);
+    expect(checkpointer.inBackground).toBe(false);
+    // For good: a later commit starts no thread.
+    checkpointer.committed();
+    expect(checkpointer.inBackground).toBe(false);
+    checkpointer.close();
+    store.close();
+  });
+
+  it("when the running thread fails, it is stopped, checkpoints go back to the commit and the store gives the thread's error", async () => {
+    const { store, checkpointer, thread, settings, warnings } = await runningThread();
+    const exited = new Promise((resolve) => thread.once('exit', resolve));
+    // What Node reports for an exception thrown on the thread.
+    thread.emit('error', new Error('disk I/O error'));
+    await exited;
+    expect(warnings).toEqual(['the WAL checkpoint thread failed (disk I/O error); checkpoints run on commit again']);
+    expect(settings).toEqual([BACKSTOP_AUTOCHECKPOINT_PAGES, SQLITE_AUTOCHECKPOINT_PAGES]);
+    expect(checkpointer.inBackground).toBe(false);
+    checkpointer.close();
+    store.close();
+  });
 });

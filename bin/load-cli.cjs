@@ -14,7 +14,18 @@
  */
 const { isAscii } = require('node:buffer');
 const { subscribe, unsubscribe } = require('node:diagnostics_channel');
-const { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, writeFileSync } = require('node:fs');
+const {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} = require('node:fs');
 const { createRequire } = require('node:module');
 const path = require('node:path');
 const vm = require('node:vm');

@@ -1,7 +1,7 @@
 // Bundles the CLI and server into dist/ with esbuild. `--if-stale` skips the build when dist is
 // newer than every source file, so `npm start` and `hangar` stay instant after the first run.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -138,6 +138,8 @@ const [cli, sdk] = await Promise.all([
    */
   esbuild.build({
     ...common,
+    // Written below, each file whole (see there).
+    write: false,
     entryPoints: [path.join(repo, 'core', 'app', 'cli', 'main.ts')],
     outfile: path.join(repo, 'dist', 'cli.cjs'),
     format: 'cjs',
@@ -165,8 +167,17 @@ const [cli, sdk] = await Promise.all([
 ]);
 // ASCII only, so bin/load-cli.cjs reads it as a one-byte string (scripts/ascii-only.mjs says why),
 // and already in the wrapper it is compiled in (CLI_WRAPPER_HEAD says why).
+// Each file is renamed into place whole, the map before the bundle: a `hangar` (or a test) starting
+// while another process builds never reads a bundle half written or not yet in its wrapper (a CI
+// run read one once, between esbuild's write and the wrapping that followed it).
 const cliFile = path.join(repo, 'dist', 'cli.cjs');
-writeFileSync(cliFile, `${CLI_WRAPPER_HEAD}${escapeNonAscii(readFileSync(cliFile, 'utf8'))}${CLI_WRAPPER_TAIL}`);
+for (const output of [...cli.outputFiles].sort((a, b) => Number(a.path === cliFile) - Number(b.path === cliFile))) {
+  const text = output.path === cliFile ? `${CLI_WRAPPER_HEAD}${escapeNonAscii(output.text)}${CLI_WRAPPER_TAIL}` : output.text;
+  const partial = `${output.path}.${process.pid}.tmp`;
+  mkdirSync(path.dirname(output.path), { recursive: true });
+  writeFileSync(partial, text);
+  renameSync(partial, output.path);
+}
 // Drop what earlier builds wrote and this one did not (the chunks of the former split ES build).
 const written = new Set([cli, sdk].flatMap((result) => Object.keys(result.metafile.outputs).map((file) => path.resolve(repo, file))));
 for (const entry of readdirSync(path.join(repo, 'dist'), { withFileTypes: true })) {

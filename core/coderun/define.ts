@@ -2,7 +2,7 @@
  * `defineTeam` for drop-ins in teams/: the definition is only tagged here; it is validated at
  * discovery (teams.ts `teamKind`), so a mistake shows as a drop-in error instead of a crash.
  */
-import type { TeamInput } from './schemas.js';
+import type { TeamInput } from './team-schema.js';
 
 /** A team as written in teams/<id>.ts; `id` defaults to the file name. */
 export type TeamDefinition = Omit<TeamInput, 'id'> & { id?: string };

@@ -7,7 +7,8 @@
 import { implicatedFiles, newTask, raiseDefect } from './board.js';
 import { runGate } from './gates.js';
 import { finalGates } from './report.js';
-import type { CodeConfig, GateResult, RunEvent, RunRecord, RunTask, Team, Ticket } from './schemas.js';
+import type { CodeConfig, GateResult, RunEvent, RunRecord, RunTask, Ticket } from './schemas.js';
+import type { Team } from './team-schema.js';
 
 /** Gate runs per team: first run plus re-runs after fixes (bounds a lane that keeps finding new defects). */
 const MAX_GATE_RUNS = 3;

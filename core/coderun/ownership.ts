@@ -3,7 +3,7 @@
  * globs overlap (ownership must be disjoint), and a normalised repository-relative path.
  */
 import picomatch from 'picomatch';
-import type { Team } from './schemas.js';
+import type { Team } from './team-schema.js';
 
 const matchers = new Map<string, (path: string) => boolean>();
 

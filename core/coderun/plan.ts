@@ -8,7 +8,8 @@ import { formatIssues } from '../http/validate.js';
 import { fail } from '../kernel/errors.js';
 import { normalizeRelative, ownersOf } from './ownership.js';
 import { GENERIC_ROLES } from './preselect.js';
-import { type ContractClause, type Plan, type PlanCut, PlanEdit, TaskSpec, type Team, TeamSchema } from './schemas.js';
+import { type ContractClause, type Plan, type PlanCut, PlanEdit, TaskSpec } from './schemas.js';
+import { type Team, TeamSchema } from './team-schema.js';
 import { assertDisjoint } from './teams.js';
 
 export type { CutTask, PlanCut } from './schemas.js';

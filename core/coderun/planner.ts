@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { formatIssues } from '../http/validate.js';
 import type { ToolSpec } from '../lib/model-client.js';
 import { jsonFromText, type Message, ModelError, type ModelGate } from './model.js';
-import { type Plan, PlanSchema, type Team } from './schemas.js';
+import { type Plan, PlanSchema } from './schemas.js';
+import type { Team } from './team-schema.js';
 
 export const MALFORMED_RETRIES = 2;
 

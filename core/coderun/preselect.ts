@@ -6,7 +6,8 @@
  */
 import { fail } from '../kernel/errors.js';
 import { globMatcher, ownedBy } from './ownership.js';
-import type { CodeConfig, Team } from './schemas.js';
+import type { CodeConfig } from './schemas.js';
+import type { Team } from './team-schema.js';
 import { DEFAULT_MANAGER } from './teams.js';
 
 export type TeamMode = 'pinned' | 'library' | 'dynamic';

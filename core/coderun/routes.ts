@@ -22,10 +22,9 @@ import {
   RepoQuery,
   StartRunRequest,
   TaskPatch,
-  TeamPatch,
-  TeamSchema,
 } from './schemas.js';
 import type { CodeRunService } from './service.js';
+import { TeamPatch, TeamSchema } from './team-schema.js';
 
 const tags = ['coding runs'];
 

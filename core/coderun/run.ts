@@ -27,7 +27,8 @@ import type { AgentPool } from './pool.js';
 import { staffingOf } from './preselect.js';
 import { repairsOf, succeeded, summaryOf } from './report.js';
 import { reviewTask, type Verdict } from './review.js';
-import type { CodeConfig, RunEvent, RunRecord, RunTask, Team } from './schemas.js';
+import type { CodeConfig, RunEvent, RunRecord, RunTask } from './schemas.js';
+import type { Team } from './team-schema.js';
 import { type CommandWrites, listRepository } from './tools.js';
 
 export interface RunDeps {

@@ -74,7 +74,7 @@ import { type Composition, compose, effectiveManager, type PreselectReport, pres
 import { ACTIVE, RUNS_COLLECTION, RUNS_OPTIONS } from './recovery.js';
 import { CodeRun } from './run.js';
 import { classify, RunEventLogs, teamsOfEvent } from './run-events.js';
-import { type CodeConfig, type RunEvent, type RunRecord, TaskPatch, type Team } from './schemas.js';
+import { type CodeConfig, type RunEvent, type RunRecord, TaskPatch } from './schemas.js';
 import {
   CANCEL_ELSEWHERE_MS,
   type CodeRunTeam,
@@ -85,6 +85,7 @@ import {
   runOfRequest,
   unstarted,
 } from './team-mode.js';
+import type { Team } from './team-schema.js';
 import { DEFAULT_MANAGER, TeamLibrary } from './teams.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -19,7 +19,6 @@ import type { HangarContext, Subsystem } from '../kernel/context.js';
 import type { TeamCoordinator } from '../storage/team.js';
 import { LOGIN_PATH, LoginLinks, loginRoutes } from './login.js';
 import { recoverInterruptedRuns, sendLostRuns } from './recovery.js';
-import type { Team } from './schemas.js';
 import type { CodeRunService } from './service.js';
 import {
   CODE_PREFIXES,
@@ -32,6 +31,7 @@ import {
   writeSessionFile,
 } from './session.js';
 import type { CodeRunTeam } from './team-mode.js';
+import type { Team } from './team-schema.js';
 import { teamKind } from './teams.js';
 
 declare module '../kernel/services.js' {

@@ -13,7 +13,7 @@ import { fail } from '../kernel/errors.js';
 import type { DropInKind } from '../kernel/registry.js';
 import { PARSE_ONCE } from '../lib/parse-once.js';
 import { describeOverlap, findOverlaps } from './ownership.js';
-import { type Team, type TeamInput, TeamPatch, TeamSchema } from './schemas.js';
+import { type Team, type TeamInput, TeamPatch, TeamSchema } from './team-schema.js';
 
 export type TeamSource = 'shipped' | 'project' | 'override';
 

@@ -12,7 +12,7 @@ import type { Settings } from '../kernel/settings.js';
 import { crossSiteGuard } from './cross-site.js';
 import { pathScrubber, toHttpError } from './errors.js';
 import { hasEncodedControl, normalizeUrl } from './normalize.js';
-import { pathOf } from './request.js';
+import { pathOf, routedUrlOf } from './request.js';
 import { hostCheck, principalHook, type ReconfigurableRateLimiter } from './security.js';
 
 /**
@@ -102,7 +102,7 @@ export function createApp({ settings, log, metrics, extraTokens, publicPaths, ra
   // Hooks are callback-style: an async hook costs a promise per request on the hottest path.
   app.addHook('onResponse', function observe(req, reply, done) {
     const seconds = reply.elapsedTime / 1000;
-    metrics.recordHttp(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, seconds);
+    metrics.recordHttp(req.method, routedUrlOf(req), reply.statusCode, seconds);
     if (settings.requestLog && log.enabled('debug')) {
       log.debug('request', {
         method: req.method,

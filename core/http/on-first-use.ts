@@ -16,7 +16,7 @@ import type { FastifyInstance, HTTPMethods } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { ROUTER_OPTIONS } from './app.js';
 import type { OpenApiRegistry } from './openapi.js';
-import { pathOf } from './request.js';
+import { pathOf, setRoutedUrl } from './request.js';
 import { type AnyRoute, callRoute, ROUTED_METHODS } from './route.js';
 
 /** What a subsystem is once loaded: its routes, and how to stop it. */
@@ -57,6 +57,7 @@ export function mountOnFirstUse(app: FastifyInstance, openapi: OpenApiRegistry, 
         // HEAD is answered by the GET route (core/http/app.ts, headAsGet).
         const found = find(req.method === 'HEAD' ? 'GET' : req.method, pathOf(req));
         if (!found) return reply.callNotFound();
+        setRoutedUrl(req, found.route.url);
         return callRoute(found.route, req, reply, found.params);
       },
     });

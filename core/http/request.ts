@@ -30,6 +30,22 @@ export function sentPathOf(req: FastifyRequest): string {
   return query < 0 ? url : url.slice(0, query);
 }
 
+/**
+ * The URL pattern a request was routed by, as metrics label it: a route loaded on first use
+ * (core/http/on-first-use.ts) is reached through its subsystem's catch-all, and names its own
+ * pattern (`/api/v1/:agent/threads/:thread_id`), not the catch-all's (`/api/v1/:agent/threads/*`).
+ */
+const ROUTED_URL = Symbol('hangar.routedUrl');
+type RoutedRequest = FastifyRequest & { [ROUTED_URL]?: string };
+
+export function routedUrlOf(req: FastifyRequest): string {
+  return (req as RoutedRequest)[ROUTED_URL] ?? req.routeOptions.url ?? 'unmatched';
+}
+
+export function setRoutedUrl(req: FastifyRequest, url: string): void {
+  (req as RoutedRequest)[ROUTED_URL] = url;
+}
+
 /** A path parameter of the matched route, e.g. `param(req, 'agent')` for `/api/v1/:agent/invoke`. */
 export function param(req: FastifyRequest, name: string): string {
   return String((req.params as Record<string, string | undefined>)[name] ?? '');

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { INVOKED_RESOURCES } from './types.js';
+import { WINDOW } from './window.js';
 
 export const InvokedResourceSchema = z.enum(INVOKED_RESOURCES);
 
@@ -76,14 +77,6 @@ export const LogPage = z.object({
   next_offset: z.number().int().nullable(),
 });
 export type LogPage = z.infer<typeof LogPage>;
-
-const WINDOW = /^(\d+)(s|m|h|d)$/;
-const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-export function windowMs(window: string): number {
-  const [, n, unit] = WINDOW.exec(window)!;
-  return Number(n) * UNIT_MS[unit as keyof typeof UNIT_MS];
-}
 
 export const AnalyzeRequest = z.object({
   /** How far back from `until` (default now): `15m`, `1h`, `24h`, `7d`. Ignored when `since` is given. */

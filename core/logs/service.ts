@@ -29,9 +29,9 @@ import type { Collection, InvocationFilter, InvocationRow, InvocationTable, Stor
 import { timeOrderedId } from '../storage/ids.js';
 import { createRedactor, type Redactor } from './redact.js';
 import type { Analysis, AnalyzeRequest, InvocationRecord, ListLogsQuery, LogPage } from './schemas.js';
-import { windowMs } from './schemas.js';
 import { analyze } from './summaries.js';
 import type { InvocationEntry, InvocationRecorder } from './types.js';
+import { windowMs } from './window.js';
 
 export interface InvocationLogOptions {
   enabled: boolean;

@@ -4,13 +4,15 @@
  * agents, endpoints and pipelines, and the /api/v1/logs routes. The hook is a preHandler, so it
  * sees the calls the control gate (a preValidation hook) lets through, wherever either subsystem
  * sits in the list.
+ *
+ * The routes and their schemas are loaded by the first request under /api/v1/logs
+ * (core/http/on-first-use.ts), not at start: the recording hook and the service do not need them.
  */
 
-import { mountRoutes } from '../http/route.js';
+import { mountOnFirstUse } from '../http/on-first-use.js';
 import type { HangarContext, Subsystem } from '../kernel/context.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { recordInvocations } from './hook.js';
-import { logRoutes } from './routes.js';
 import { InvocationLog } from './service.js';
 
 declare module '../kernel/services.js' {
@@ -56,7 +58,10 @@ export const logsSubsystem: Subsystem = {
   routes(app, ctx) {
     const log = ctx.services.get('invocations');
     app.addHook('preHandler', recordInvocations(log, ctx.settings.logs.maxFieldChars * 2));
-    mountRoutes(app, logRoutes(log));
+    mountOnFirstUse(app, ctx.services.get('openapi'), {
+      prefixes: ['/api/v1/logs'],
+      load: async () => ({ routes: (await import('./routes.js')).logRoutes(log) }),
+    });
   },
   async close(ctx) {
     await ctx.services.find('invocations')?.drain();

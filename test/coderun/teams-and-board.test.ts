@@ -6,7 +6,8 @@ import { BoardError, blocked, fingerprint, newTask, nextWave, raiseDefect, trans
 import { findOverlaps, globsOverlap, ownersOf } from '../../core/coderun/ownership.js';
 import { applyPlanEdit, approvalCard, checkSquad, PLAN_SIZE_CAP, shapePlan } from '../../core/coderun/plan.js';
 import { compose, preselect } from '../../core/coderun/preselect.js';
-import { CodeConfigSchema, type Plan, type Team, TeamSchema, type Ticket } from '../../core/coderun/schemas.js';
+import { CodeConfigSchema, type Plan, type Ticket } from '../../core/coderun/schemas.js';
+import { type Team, TeamSchema } from '../../core/coderun/team-schema.js';
 import { TeamLibrary } from '../../core/coderun/teams.js';
 
 const team = (id: string, owns: string[], extra: Partial<Team> = {}): Team =>

@@ -108,6 +108,14 @@ describe('a subsystem loaded on first use', () => {
     expect(Object.keys(paths).filter((path) => path.startsWith('/later/{') || path === '/later')).toEqual([]);
   });
 
+  it("labels its requests in /metrics with each route's own URL, not the catch-all's", async () => {
+    const metrics = (await server.request('/metrics')).text;
+    expect(metrics).toMatch(/^http_requests_total\{method="GET",route="\/later\/items\/:id",status="200"\} 4$/m);
+    expect(metrics).toMatch(/^http_requests_total\{method="POST",route="\/later\/items",status="422"\} 1$/m);
+    // The request whose load failed reached no route of the subsystem: it keeps the catch-all's label.
+    expect(metrics).toMatch(/^http_requests_total\{method="GET",route="\/later\/\*",status="500"\} 1$/m);
+  });
+
   it('is stopped with the server', async () => {
     expect(counts.closes).toBe(0);
     await server.stop();

@@ -4,10 +4,9 @@
  * not lazily: the starter patterns are seeded and the stored schedules armed before the server
  * listens.
  */
-import { mountRoutes } from '../../http/route.js';
+import { mountOnFirstUse } from '../../http/on-first-use.js';
 import type { Subsystem } from '../../kernel/context.js';
 import type { TeamCoordinator } from '../../storage/team.js';
-import { intelRoutes } from './routes.js';
 import type { ScheduleTeam } from './scheduler.js';
 import { createNotebookIntel, type NotebookIntel } from './service.js';
 
@@ -16,6 +15,22 @@ declare module '../../kernel/services.js' {
     notebookIntel: NotebookIntel;
   }
 }
+
+/**
+ * Where the subsystem's 30 routes are. They and their schemas are loaded by the first request under
+ * one of these (core/http/on-first-use.ts), not at start: a start that never asks for a tool, a
+ * pattern or a schedule does not evaluate them or register their routes. The service itself is set
+ * up at start, as above.
+ */
+const INTEL_PREFIXES = [
+  '/api/smartprep',
+  '/api/algorithm-match',
+  '/api/patterns',
+  '/api/tools',
+  '/api/schedules',
+  '/api/notebooks/:nb/tools',
+  '/api/notebooks/:nb/schedules',
+];
 
 /** The queue of scheduled notebook runs (team mode): one job per schedule and slot. */
 const SCHEDULE_QUEUE = 'hangar-notebook-schedules';
@@ -65,7 +80,12 @@ export const notebookIntelSubsystem: Subsystem = {
     await intel.patterns.seed();
     await intel.schedules.start();
   },
-  routes: (app, ctx) => mountRoutes(app, intelRoutes(ctx.services.get('notebookIntel'))),
+  routes: (app, ctx) => {
+    mountOnFirstUse(app, ctx.services.get('openapi'), {
+      prefixes: INTEL_PREFIXES,
+      load: async () => ({ routes: (await import('./routes.js')).intelRoutes(ctx.services.get('notebookIntel')) }),
+    });
+  },
   async close(ctx) {
     await ctx.services.find('notebookIntel')?.schedules.close();
   },

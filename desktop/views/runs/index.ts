@@ -2,7 +2,8 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { READ_ONLY_CONFIG_KEYS } from '../../../core/coderun/config-keys.js';
-import type { RunEvent, RunRecord, RunTask, Team } from '../../../core/coderun/schemas.js';
+import type { RunEvent, RunRecord, RunTask } from '../../../core/coderun/schemas.js';
+import type { Team } from '../../../core/coderun/team-schema.js';
 import { ApiError, codeSession, getJson, getStream, request, setCodeSession } from '../api.js';
 import { href } from '../router.js';
 import { ModelSettings } from './model-settings.js';

@@ -12,7 +12,7 @@ import { fail, HangarError } from '../kernel/errors.js';
 import { streamTaskEvents } from '../tasks/events.js';
 import { TaskEventsQuery } from '../tasks/schemas.js';
 import { a2aAgentCard, workspaceAgentCard } from './cards.js';
-import { A2AJsonRpc } from './jsonrpc.js';
+import type { A2AJsonRpc } from './jsonrpc.js';
 import { handleMcp, MCP_PATH, mcpHostValidation } from './mcp.js';
 import { RpcCode } from './rpc.js';
 import { A2ATaskRequest, AgentTaskParams, SubmitQuery } from './schemas.js';
@@ -142,8 +142,14 @@ export function a2aRoutes(ctx: HangarContext, a2a = new A2AService(ctx)): AnyRou
   ];
 }
 
-/** The A2A JSON-RPC endpoints: one per agent, and the workspace's, which routes by `params.tenant`. */
-export function a2aJsonRpcRoutes(ctx: HangarContext, rpc = new A2AJsonRpc(ctx)): AnyRoute[] {
+/**
+ * The A2A JSON-RPC endpoints: one per agent, and the workspace's, which routes by `params.tenant`.
+ * The binding (jsonrpc.ts, its ~85 zod schemas of A2A's messages) is imported by the first call,
+ * not at start: most starts never speak A2A.
+ */
+export function a2aJsonRpcRoutes(ctx: HangarContext): AnyRoute[] {
+  let binding: Promise<A2AJsonRpc> | undefined;
+  const rpc = () => (binding ??= import('./jsonrpc.js').then(({ A2AJsonRpc }) => new A2AJsonRpc(ctx)));
   return [
     defineRoute({
       method: 'POST',
@@ -156,7 +162,7 @@ export function a2aJsonRpcRoutes(ctx: HangarContext, rpc = new A2AJsonRpc(ctx)):
         response: { 200: 'a JSON-RPC response, or an SSE stream of them for message/stream and tasks/resubscribe', 404: 'unknown agent' },
       },
       handler: async ({ params, req, reply }) => {
-        await rpc.handle(params.agent, req.body, req.principal, reply);
+        await (await rpc()).handle(params.agent, req.body, req.principal, reply);
         return reply;
       },
     }),
@@ -179,7 +185,7 @@ export function a2aJsonRpcRoutes(ctx: HangarContext, rpc = new A2AJsonRpc(ctx)):
             .type('application/json; charset=utf-8')
             .send(JSON.stringify({ jsonrpc: '2.0', id, error: { code: RpcCode.invalidParams, message } }));
         }
-        await rpc.handle(agent, req.body, req.principal, reply);
+        await (await rpc()).handle(agent, req.body, req.principal, reply);
         return reply;
       },
     }),

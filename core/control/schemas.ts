@@ -4,8 +4,8 @@
  * maintenance pages) and from admin APIs that change log levels without a restart.
  */
 import { z } from 'zod';
+import { CONTROLLED_RESOURCES } from './resources.js';
 
-export const CONTROLLED_RESOURCES = ['agent', 'endpoint', 'plugin', 'ingestor', 'pipeline'] as const;
 export const ControlledResource = z.enum(CONTROLLED_RESOURCES);
 export type ControlledResource = z.infer<typeof ControlledResource>;
 

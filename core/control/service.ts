@@ -21,13 +21,8 @@ import { errorMessage, fail, type HangarError } from '../kernel/errors.js';
 import type { LogLevel } from '../kernel/log.js';
 import { redactSettings } from '../kernel/settings.js';
 import { nameFromEntry } from '../predictors/service.js';
-import {
-  CONTROLLED_RESOURCES,
-  type ControlledResource,
-  type MaintenanceStatus,
-  type ResourceState,
-  type ResourceStatus,
-} from './schemas.js';
+import { CONTROLLED_RESOURCES } from './resources.js';
+import type { ControlledResource, MaintenanceStatus, ResourceState, ResourceStatus } from './schemas.js';
 
 interface Held {
   state: Exclude<ResourceState, 'active' | 'drained'>;

@@ -7,7 +7,7 @@
  * maintenance stays off, so readers (health, readiness) need not ask which.
  */
 import type { Subsystem } from '../kernel/context.js';
-import { CONTROL_PREFIX, controlDisabledRoutes, controlGate, controlScope } from './routes.js';
+import { CONTROL_PREFIX, controlDisabledRoutes, controlGate } from './gate.js';
 import { ControlPlane } from './service.js';
 
 declare module '../kernel/services.js' {
@@ -32,6 +32,13 @@ export const controlSubsystem: Subsystem = {
     if (!enabled || !token) return controlDisabledRoutes(app);
     const plane = ctx.services.get('control');
     app.addHook('preValidation', controlGate(plane, ctx.publicPaths));
-    app.register(controlScope(plane, token), { prefix: CONTROL_PREFIX });
+    // Its routes and their schemas are imported only here, with the plane on (it is off by default).
+    app.register(
+      async (scope) => {
+        const { controlScope } = await import('./routes.js');
+        await controlScope(plane, token)(scope, {});
+      },
+      { prefix: CONTROL_PREFIX },
+    );
   },
 };

@@ -8,7 +8,6 @@ import { defineRoute, mountRoutes, type RouteMethod } from '../http/route.js';
 import { fail } from '../kernel/errors.js';
 import { resolveSecret } from '../kernel/settings.js';
 import { sameSecret } from '../lib/same-secret.js';
-import { CONTROL_PREFIX } from './gate.js';
 import {
   ControlledResource,
   DisableRequest,

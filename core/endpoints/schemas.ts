@@ -234,4 +234,5 @@ export const EndpointSummaryModel = z.object({
   router: z.boolean(),
 });
 
-export const EndpointList = z.object({ endpoints: z.array(EndpointSummaryModel) });
+/** Read only by the list route and /openapi.json: built on first use (`z.lazy`, core/http/route.ts). */
+export const EndpointList = z.lazy(() => z.object({ endpoints: z.array(EndpointSummaryModel) }));

@@ -21,7 +21,14 @@
  * getters), so a handler that checks the agent exists before reading the body answers 404 before
  * 422, as it did when each handler called `parseInput` itself. Destructuring the input
  * (`({ params, body }) => …`) reads every getter at once: a handler whose checks must come before
- * the body's reads `input.body` where it needs it.
+ * the body's reads `input.body` where it needs it. *
+ * A schema only routes read — a response they document, the body or query of a route called now
+ * and then — is declared `z.lazy(() => …)` in its subsystem's schemas.ts: zod builds it the first
+ * time /openapi.json, a test or the route reads it, not as the module loads. Building every schema
+ * at load was ~3,200 zod schemas and a large share of each start's module evaluation (README,
+ * Benchmarks → start-up); what is read on every call (the invoke and chat bodies, path parameters)
+ * or at start (settings, drop-in definitions) is built as before. zod's lazy is transparent to
+ * parsing and to the JSON Schema /openapi.json shows; `.unwrap()` reaches the object to `.extend` it.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { z } from 'zod';

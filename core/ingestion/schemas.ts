@@ -1,7 +1,8 @@
 /**
  * Request and response shapes of the ingestion routes, and the stored document. Payloads are "not
  * shown" in the spec; these follow ingestion tools (LlamaIndex ingestion pipelines, Airbyte syncs):
- * a run reports what it created, updated, left unchanged and deleted, and per-resource failures.
+ * a run reports what it created, updated, left unchanged and deleted, and per-resource failures. *
+ * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { z } from 'zod';
 import { COLLECTION_NAME } from './kind.js';
@@ -85,21 +86,23 @@ export const IngestorSummary = z.object({
   file: z.string(),
 });
 
-export const IngestorInfo = z.object({
-  name: z.string(),
-  version: z.string(),
-  description: z.string().nullable(),
-  collection: z.string(),
-  options: z.record(z.string(), z.unknown()).nullable(),
-  resources: z.array(
-    z.object({ id: z.string(), uri: z.string().optional(), size: z.number().optional(), modified: z.string().optional() }),
-  ),
-  documents: z.number().int(),
-  last_run: RunResult.nullable(),
-});
+export const IngestorInfo = z.lazy(() =>
+  z.object({
+    name: z.string(),
+    version: z.string(),
+    description: z.string().nullable(),
+    collection: z.string(),
+    options: z.record(z.string(), z.unknown()).nullable(),
+    resources: z.array(
+      z.object({ id: z.string(), uri: z.string().optional(), size: z.number().optional(), modified: z.string().optional() }),
+    ),
+    documents: z.number().int(),
+    last_run: RunResult.nullable(),
+  }),
+);
 
-export const IngestorHealthResponse = z.object({ name: z.string(), ok: z.boolean(), detail: z.string().nullable() });
+export const IngestorHealthResponse = z.lazy(() => z.object({ name: z.string(), ok: z.boolean(), detail: z.string().nullable() }));
 
-export const IngestorList = z.object({ ingestors: z.array(IngestorSummary) });
+export const IngestorList = z.lazy(() => z.object({ ingestors: z.array(IngestorSummary) }));
 
 export const IngestorParams = z.object({ name: z.string() });

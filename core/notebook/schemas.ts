@@ -2,7 +2,8 @@
  * Notebook and cell records (spec 3, Part A) and the request bodies of the notebook routes.
  *
  * Outputs use Jupyter's nbformat 4 output shapes (stream, execute_result, display_data, error)
- * so the same values go to the UI, the HTML export and `.ipynb` without translation.
+ * so the same values go to the UI, the HTML export and `.ipynb` without translation. *
+ * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
@@ -81,97 +82,117 @@ export type CellState = z.infer<typeof CellState>;
 
 // ---- request bodies -------------------------------------------------------------------------
 
-export const CreateNotebookBody = z.object({
-  name: z
-    .string()
-    .regex(/^[\w.-]+$/, 'letters, digits, ".", "-" and "_" only')
-    .default('untitled'),
-  format: z.enum(['nb.ts', 'ipynb']).default('nb.ts'),
-  cells: z.array(Cell.partial({ id: true })).optional(),
-});
+export const CreateNotebookBody = z.lazy(() =>
+  z.object({
+    name: z
+      .string()
+      .regex(/^[\w.-]+$/, 'letters, digits, ".", "-" and "_" only')
+      .default('untitled'),
+    format: z.enum(['nb.ts', 'ipynb']).default('nb.ts'),
+    cells: z.array(Cell.partial({ id: true })).optional(),
+  }),
+);
 
-export const CreateCellBody = z.object({
-  cell_type: CellType.default('code'),
-  name: z.string().default(''),
-  source: z.string().default(''),
-  metadata: z.record(z.string(), z.unknown()).default({}),
-  /** Insert position; appended when absent. */
-  index: z.number().int().min(0).optional(),
-});
+export const CreateCellBody = z.lazy(() =>
+  z.object({
+    cell_type: CellType.default('code'),
+    name: z.string().default(''),
+    source: z.string().default(''),
+    metadata: z.record(z.string(), z.unknown()).default({}),
+    /** Insert position; appended when absent. */
+    index: z.number().int().min(0).optional(),
+  }),
+);
 
-export const UpdateCellBody = z
-  .object({
-    cell_type: CellType,
-    name: z.string(),
-    source: z.string(),
-    metadata: z.record(z.string(), z.unknown()),
-    /**
-     * The source this edit was made from: what the editor last had from the server. An editor
-     * holds typing briefly before sending it; if the file was reloaded from disk in between and
-     * that reload changed this cell, the edit is kept but the session goes back to holding the
-     * file's earlier version, so a save shows the conflict instead of overwriting the disk's edit
-     * (`NotebookSession.updateCell`). Without it, the edit simply replaces the cell.
-     */
-    base_source: z.string(),
-  })
-  .partial();
+export const UpdateCellBody = z.lazy(() =>
+  z
+    .object({
+      cell_type: CellType,
+      name: z.string(),
+      source: z.string(),
+      metadata: z.record(z.string(), z.unknown()),
+      /**
+       * The source this edit was made from: what the editor last had from the server. An editor
+       * holds typing briefly before sending it; if the file was reloaded from disk in between and
+       * that reload changed this cell, the edit is kept but the session goes back to holding the
+       * file's earlier version, so a save shows the conflict instead of overwriting the disk's edit
+       * (`NotebookSession.updateCell`). Without it, the edit simply replaces the cell.
+       */
+      base_source: z.string(),
+    })
+    .partial(),
+);
 export type CellEdit = z.infer<typeof UpdateCellBody>;
 
-export const ReorderBody = z.object({ order: z.array(z.string()).min(1) });
+export const ReorderBody = z.lazy(() => z.object({ order: z.array(z.string()).min(1) }));
 
 /** A new value for an interactive element (`ui.slider` …), as the control sends it. */
-export const UiValueBody = z.object({ value: z.unknown() });
+export const UiValueBody = z.lazy(() => z.object({ value: z.unknown() }));
 
 /** Which fix of which problem (`problems[].fixes` in GET /dependencies) to apply. */
-export const FixBody = z.object({ name: z.string().min(1), action: z.enum(['rename', 'merge', 'delete']) });
+export const FixBody = z.lazy(() => z.object({ name: z.string().min(1), action: z.enum(['rename', 'merge', 'delete']) }));
 
 /** Element ids are `<cell id>:<n>` (core/notebook/ui-elements.ts); nbformat cell ids are [A-Za-z0-9_-]{1,64}. */
 export const ELEMENT_ID = /^[A-Za-z0-9_-]{1,64}:[0-9]{1,6}$/;
 
 /** `notebook app`'s element route (core/notebook/app-bridge.ts). */
-export const AppUiParams = z.object({ element: z.string().regex(ELEMENT_ID, 'an element id is <cell id>:<n>') });
+export const AppUiParams = z.lazy(() => z.object({ element: z.string().regex(ELEMENT_ID, 'an element id is <cell id>:<n>') }));
 
-export const SettingsBody = z.object({
-  /** Per-cell time limit in ms; the kernel is interrupted when a cell runs longer. 0 = none. */
-  cell_timeout_ms: z
-    .number()
-    .int()
-    .min(0)
-    .max(24 * 3600_000),
-});
+export const SettingsBody = z.lazy(() =>
+  z.object({
+    /** Per-cell time limit in ms; the kernel is interrupted when a cell runs longer. 0 = none. */
+    cell_timeout_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(24 * 3600_000),
+  }),
+);
 
-export const RunDocumentBody = z.object({
-  /** File name used to pick the format (`x.nb.ts` or `x.ipynb`). */
-  file_name: z.string().min(1),
-  content: z.string(),
-  cell_timeout_ms: z.number().int().min(0).optional(),
-});
+export const RunDocumentBody = z.lazy(() =>
+  z.object({
+    /** File name used to pick the format (`x.nb.ts` or `x.ipynb`). */
+    file_name: z.string().min(1),
+    content: z.string(),
+    cell_timeout_ms: z.number().int().min(0).optional(),
+  }),
+);
 
 /**
  * How a save meets a file changed on disk. Without a body (or `strategy: 'refuse'`) it is refused
  * with 409; `merge` merges the disk's changes per cell (`merge.ts`), `resolutions` picking a side
  * for each cell changed on both sides (`ours`: this session's text, `theirs`: the disk's).
  */
-export const SaveBody = z
-  .object({
-    strategy: z.enum(['refuse', 'merge', 'overwrite']).default('refuse'),
-    resolutions: z
-      .record(z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'cell ids are 1-64 letters, digits, - or _'), z.enum(['ours', 'theirs']))
-      .default({}),
-  })
-  .strict();
+export const SaveBody = z.lazy(() =>
+  z
+    .object({
+      strategy: z.enum(['refuse', 'merge', 'overwrite']).default('refuse'),
+      resolutions: z
+        .record(z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'cell ids are 1-64 letters, digits, - or _'), z.enum(['ours', 'theirs']))
+        .default({}),
+    })
+    .strict(),
+);
 
 // ---- query strings --------------------------------------------------------------------------
 
 /** `?force=true` overwrites a file changed on disk since the session read it (the UI's "Overwrite"). */
-export const SaveQuery = z.object({
-  force: z.enum(['true', 'false']).optional().catch(undefined).describe('true: overwrite even when the file changed on disk'),
-});
+export const SaveQuery = z.lazy(() =>
+  z.object({
+    force: z.enum(['true', 'false']).optional().catch(undefined).describe('true: overwrite even when the file changed on disk'),
+  }),
+);
 
 /**
  * `?wait=false` answers 202 with the cell states at once; the outputs follow over ws. Any other
  * value waits, as the run routes always did, so a typo is never a 422.
  */
-export const RunQuery = z.object({
-  wait: z.enum(['true', 'false']).optional().catch(undefined).describe('false: answer 202 at once; outputs follow on ws /api/notebooks/ws'),
-});
+export const RunQuery = z.lazy(() =>
+  z.object({
+    wait: z
+      .enum(['true', 'false'])
+      .optional()
+      .catch(undefined)
+      .describe('false: answer 202 at once; outputs follow on ws /api/notebooks/ws'),
+  }),
+);

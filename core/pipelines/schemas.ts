@@ -184,13 +184,18 @@ export const PipelineDraft = z
   })
   .describe('A pipeline definition, saved as pipelines/<name>.json');
 
-export const ValidationReportView = z.object({ valid: z.boolean(), errors: z.array(ProblemView), waves: z.array(z.array(z.string())) });
+/** The views and bodies below are read only by the routes: built on first use (`z.lazy`, core/http/route.ts). */
+export const ValidationReportView = z.lazy(() =>
+  z.object({ valid: z.boolean(), errors: z.array(ProblemView), waves: z.array(z.array(z.string())) }),
+);
 
 /** A task of the board (core/tasks), as the async and batch routes answer it. */
-export const PipelineTaskView = z.object({ id: z.string(), kind: z.string(), target: z.string(), status: z.string() }).loose();
+export const PipelineTaskView = z.lazy(() =>
+  z.object({ id: z.string(), kind: z.string(), target: z.string(), status: z.string() }).loose(),
+);
 
 /** `?format=mermaid`: the graph as text/plain instead of JSON. */
-export const GraphQuery = z.object({ format: z.literal('mermaid').optional() });
+export const GraphQuery = z.lazy(() => z.object({ format: z.literal('mermaid').optional() }));
 
 /** Body of `/run/batch`: one run per input (the service names a bad field itself). */
-export const BatchRunBody = z.object({ inputs: z.array(z.unknown()).min(1) });
+export const BatchRunBody = z.lazy(() => z.object({ inputs: z.array(z.unknown()).min(1) }));

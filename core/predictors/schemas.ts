@@ -1,7 +1,8 @@
 /**
  * Request and response shapes of the plugin routes. Payloads are "not shown" in the spec; these
  * follow what model servers (KServe, TorchServe, BentoML) give their users: one input per
- * `/predict`, many per `/predict/batch` with a result per item, and a model card as data.
+ * `/predict`, many per `/predict/batch` with a result per item, and a model card as data. *
+ * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { z } from 'zod';
 
@@ -27,12 +28,14 @@ export type BatchRequest = z.infer<typeof BatchRequest>;
 export const AsyncPredictRequest = z.union([PredictRequest, BatchRequest]);
 export type AsyncPredictRequest = z.infer<typeof AsyncPredictRequest>;
 
-export const PredictResponse = z.object({
-  plugin: z.string(),
-  version: z.string(),
-  output: z.unknown(),
-  duration_ms: z.number(),
-});
+export const PredictResponse = z.lazy(() =>
+  z.object({
+    plugin: z.string(),
+    version: z.string(),
+    output: z.unknown(),
+    duration_ms: z.number(),
+  }),
+);
 export type PredictResponse = z.infer<typeof PredictResponse>;
 
 export const BatchItem = z.union([
@@ -80,27 +83,29 @@ export const PluginSummary = z.object({
 });
 export type PluginSummary = z.infer<typeof PluginSummary>;
 
-export const ModelCard = z.object({
-  name: z.string(),
-  version: z.string(),
-  description: z.string().nullable(),
-  task: z.string(),
-  /** JSON Schema of one input and of one output, generated from the plugin's zod models. */
-  inputs: z.record(z.string(), z.unknown()),
-  outputs: z.record(z.string(), z.unknown()).nullable(),
-  /** Declared metrics merged with those computed at load time by `evaluate` (these win). */
-  metrics: z.record(z.string(), z.union([z.number(), z.string()])),
-  training_data: z.string().nullable(),
-  limitations: z.array(z.string()),
-  license: z.string().nullable(),
-  authors: z.array(z.string()),
-  references: z.array(z.string()),
-  status: PluginStatus,
-});
+export const ModelCard = z.lazy(() =>
+  z.object({
+    name: z.string(),
+    version: z.string(),
+    description: z.string().nullable(),
+    task: z.string(),
+    /** JSON Schema of one input and of one output, generated from the plugin's zod models. */
+    inputs: z.record(z.string(), z.unknown()),
+    outputs: z.record(z.string(), z.unknown()).nullable(),
+    /** Declared metrics merged with those computed at load time by `evaluate` (these win). */
+    metrics: z.record(z.string(), z.union([z.number(), z.string()])),
+    training_data: z.string().nullable(),
+    limitations: z.array(z.string()),
+    license: z.string().nullable(),
+    authors: z.array(z.string()),
+    references: z.array(z.string()),
+    status: PluginStatus,
+  }),
+);
 export type ModelCard = z.infer<typeof ModelCard>;
 
-export const ReloadResponse = z.object({ reloaded: z.array(PluginHealth) });
+export const ReloadResponse = z.lazy(() => z.object({ reloaded: z.array(PluginHealth) }));
 
-export const PluginList = z.object({ plugins: z.array(PluginSummary) });
+export const PluginList = z.lazy(() => z.object({ plugins: z.array(PluginSummary) }));
 
 export const PluginParams = z.object({ name: z.string() });

@@ -1,7 +1,8 @@
 /**
  * The task board's records and request bodies. A task is one unit of background work — an agent
  * run, a plugin batch, a pipeline run — with a status, progress, a result or error, and an
- * append-only event log whose sequence doubles as the SSE id.
+ * append-only event log whose sequence doubles as the SSE id. *
+ * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { z } from 'zod';
 
@@ -102,18 +103,20 @@ export const ListTasksQuery = z.object({
 export type ListTasksQuery = z.output<typeof ListTasksQuery>;
 
 /** A task as the board answers it, for the OpenAPI document. */
-export const TaskView = z.object({
-  id: z.string(),
-  kind: z.string(),
-  target: z.string(),
-  status: TaskStatus,
-  progress: z.object({ percent: z.number(), message: z.string() }),
-  result: z.unknown(),
-  error: z.string().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
-  last_sequence: z.number().int(),
-});
+export const TaskView = z.lazy(() =>
+  z.object({
+    id: z.string(),
+    kind: z.string(),
+    target: z.string(),
+    status: TaskStatus,
+    progress: z.object({ percent: z.number(), message: z.string() }),
+    result: z.unknown(),
+    error: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    last_sequence: z.number().int(),
+  }),
+);
 
 export const TaskParams = z.object({ id: z.string() });
 

@@ -105,6 +105,7 @@ describe('notebook files', () => {
     // A merge shows the cell both sides changed; taking the disk's drops what was typed.
     await banner.getByRole('button', { name: 'Merge', exact: true }).click();
     const choice = banner.locator('fieldset.merge-conflict');
+    await choice.waitFor();
     expect(await choice.locator('pre').allTextContents()).toEqual(['const b = 2', 'const b = 3']);
     await choice.getByLabel("Take the disk's").check();
     await banner.getByRole('button', { name: 'Merge with these choices' }).click();

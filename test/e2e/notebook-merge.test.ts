@@ -24,7 +24,9 @@ let server: TestServer;
 const { open } = useUiBrowser(() => server.url);
 
 beforeAll(async () => {
-  server = await startTestServer({ files: { 'notebooks/one.nb.ts': file(start), 'notebooks/two.nb.ts': file(start) } });
+  server = await startTestServer({
+    files: { 'notebooks/one.nb.ts': file(start), 'notebooks/two.nb.ts': file(start), 'notebooks/three.nb.ts': file(start) },
+  });
 }, 60_000);
 afterAll(async () => {
   await server?.stop();
@@ -87,5 +89,24 @@ describe('merging with the file on disk', () => {
     await p.getByRole('status').filter({ hasText: 'Merged with the file on disk and saved' }).waitFor();
     expect(await sources('two.nb.ts')).toEqual(['const a = 3', 'const b = 5', 'a + b']);
     await cell(p, 'merge001').locator('.cm-content', { hasText: 'const a = 3' }).waitFor();
+  });
+
+  it('keeps the cells to pick when the file changes on disk again while they are shown', async () => {
+    const p = await open('#/notebook/three.nb.ts');
+    await edit(p, 'merge001', 'const a = 2');
+    await server.write('notebooks/three.nb.ts', file([['merge001', 'const a = 3'], start[1]!, start[2]!]));
+    await p.getByRole('button', { name: 'Save', exact: true }).click();
+    const banner = p.getByRole('alertdialog');
+    await banner.getByRole('button', { name: 'Merge', exact: true }).click();
+    const choice = banner.locator('fieldset.merge-conflict');
+    await choice.getByLabel("Take the disk's").check();
+    // Another editor saves again while the choice is open: the server's watcher tells the page.
+    await server.write('notebooks/three.nb.ts', file([['merge001', 'const a = 3'], ['merge002', 'const b = 7'], start[2]!]));
+    await banner.locator('pre.diff', { hasText: 'const b = 7' }).waitFor();
+    expect(await choice.count()).toBe(1);
+    expect(await choice.getByLabel("Take the disk's").isChecked()).toBe(true);
+    await banner.getByRole('button', { name: 'Merge with these choices' }).click();
+    await p.getByRole('status').filter({ hasText: 'Merged with the file on disk and saved' }).waitFor();
+    expect(await sources('three.nb.ts')).toEqual(['const a = 3', 'const b = 7', 'a + b']);
   });
 });

@@ -288,7 +288,9 @@ function NotebookEditor({ id }: { id: string }) {
             void reload();
             break;
           case 'disk-changed':
-            setConflict({ diff: event.diff, why: 'disk' });
+            // Shown already (a refused save, a merge's cells to pick): the diff is the new one and
+            // the rest stays, picks included; the merge is checked against the disk again when sent.
+            setConflict((shown) => (shown ? { ...shown, diff: event.diff } : { diff: event.diff, why: 'disk' }));
             break;
           case 'reloaded':
             setConflict(null);

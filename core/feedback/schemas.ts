@@ -1,5 +1,6 @@
 /**
- * Request and record schemas of feedback and optimization (spec: Feedback and optimization records). *
+ * Request and record schemas of feedback and optimization (spec: Feedback and optimization records).
+ *
  * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { z } from 'zod';

@@ -21,7 +21,8 @@
  * getters), so a handler that checks the agent exists before reading the body answers 404 before
  * 422, as it did when each handler called `parseInput` itself. Destructuring the input
  * (`({ params, body }) => …`) reads every getter at once: a handler whose checks must come before
- * the body's reads `input.body` where it needs it. *
+ * the body's reads `input.body` where it needs it.
+ *
  * A schema only routes read — a response they document, the body or query of a route called now
  * and then — is declared `z.lazy(() => …)` in its subsystem's schemas.ts: zod builds it the first
  * time /openapi.json, a test or the route reads it, not as the module loads. Building every schema

@@ -1,7 +1,8 @@
 /**
  * Request and response shapes of the ingestion routes, and the stored document. Payloads are "not
  * shown" in the spec; these follow ingestion tools (LlamaIndex ingestion pipelines, Airbyte syncs):
- * a run reports what it created, updated, left unchanged and deleted, and per-resource failures. *
+ * a run reports what it created, updated, left unchanged and deleted, and per-resource failures.
+ *
  * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { z } from 'zod';

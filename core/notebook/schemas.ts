@@ -2,7 +2,8 @@
  * Notebook and cell records (spec 3, Part A) and the request bodies of the notebook routes.
  *
  * Outputs use Jupyter's nbformat 4 output shapes (stream, execute_result, display_data, error)
- * so the same values go to the UI, the HTML export and `.ipynb` without translation. *
+ * so the same values go to the UI, the HTML export and `.ipynb` without translation.
+ *
  * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { randomBytes } from 'node:crypto';

@@ -1,7 +1,8 @@
 /**
  * Request and response shapes of the plugin routes. Payloads are "not shown" in the spec; these
  * follow what model servers (KServe, TorchServe, BentoML) give their users: one input per
- * `/predict`, many per `/predict/batch` with a result per item, and a model card as data. *
+ * `/predict`, many per `/predict/batch` with a result per item, and a model card as data.
+ *
  * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { z } from 'zod';

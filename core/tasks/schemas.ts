@@ -1,7 +1,8 @@
 /**
  * The task board's records and request bodies. A task is one unit of background work — an agent
  * run, a plugin batch, a pipeline run — with a status, progress, a result or error, and an
- * append-only event log whose sequence doubles as the SSE id. *
+ * append-only event log whose sequence doubles as the SSE id.
+ *
  * Schemas only a route reads are `z.lazy`: built on first use, not at start (core/http/route.ts).
  */
 import { z } from 'zod';

@@ -27,7 +27,7 @@
  * and then — is declared `z.lazy(() => …)` in its subsystem's schemas.ts: zod builds it the first
  * time /openapi.json, a test or the route reads it, not as the module loads. Building every schema
  * at load was ~3,200 zod schemas and a large share of each start's module evaluation (README,
- * Benchmarks → start-up); what is read on every call (the invoke and chat bodies, path parameters)
+ * Benchmarks, session 23); what is read on every call (the invoke and chat bodies, path parameters)
  * or at start (settings, drop-in definitions) is built as before. zod's lazy is transparent to
  * parsing and to the JSON Schema /openapi.json shows; `.unwrap()` reaches the object to `.extend` it.
  */

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseNotebook } from '../../core/notebook/formats.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -47,14 +47,34 @@ async function edit(p: Page, id: string, text: string) {
   expect((await sent).ok()).toBe(true);
 }
 
+/** Writes `name` on disk beside the page's unsaved edits, presses Save and answers the banner of the refused save. */
+async function saveOverDisk(p: Page, name: string, onDisk: Array<[string, string]>) {
+  await server.write(`notebooks/${name}`, file(onDisk));
+  await p.getByRole('button', { name: 'Save', exact: true }).click();
+  const banner = p.getByRole('alertdialog');
+  await banner.waitFor();
+  return banner;
+}
+
+/** Presses Merge on a banner whose merge has cells edited on both sides, and answers the first one to pick. */
+async function mergeChoice(banner: Locator) {
+  await banner.getByRole('button', { name: 'Merge', exact: true }).click();
+  const choice = banner.locator('fieldset.merge-conflict');
+  await choice.waitFor();
+  return choice;
+}
+
+/** Sends the picks and waits for the merged save. */
+async function mergeWithChoices(p: Page, banner: Locator) {
+  await banner.getByRole('button', { name: 'Merge with these choices' }).click();
+  await p.getByRole('status').filter({ hasText: 'Merged with the file on disk and saved' }).waitFor();
+}
+
 describe('merging with the file on disk', () => {
   it('Merge keeps the edit made here and the one made on disk to another cell', async () => {
     const p = await open('#/notebook/one.nb.ts');
     await edit(p, 'merge002', 'const b = 20');
-    await server.write('notebooks/one.nb.ts', file([['merge001', 'const a = 10'], start[1]!, start[2]!]));
-    await p.getByRole('button', { name: 'Save', exact: true }).click();
-    const banner = p.getByRole('alertdialog');
-    await banner.waitFor();
+    const banner = await saveOverDisk(p, 'one.nb.ts', [['merge001', 'const a = 10'], start[1]!, start[2]!]);
     await p.screenshot({ path: path.join(OUTPUT, 'notebook-merge-dialog.png'), fullPage: true });
     await banner.getByRole('button', { name: 'Merge', exact: true }).click();
     await p.getByRole('status').filter({ hasText: 'Merged with the file on disk and saved (1 cell(s) from disk)' }).waitFor();
@@ -70,12 +90,8 @@ describe('merging with the file on disk', () => {
     const p = await open('#/notebook/two.nb.ts');
     await edit(p, 'merge001', 'const a = 2');
     await edit(p, 'merge002', 'const b = 5');
-    await server.write('notebooks/two.nb.ts', file([['merge001', 'const a = 3'], start[1]!, start[2]!]));
-    await p.getByRole('button', { name: 'Save', exact: true }).click();
-    const banner = p.getByRole('alertdialog');
-    await banner.getByRole('button', { name: 'Merge', exact: true }).click();
-    const choice = banner.locator('fieldset.merge-conflict');
-    await choice.waitFor();
+    const banner = await saveOverDisk(p, 'two.nb.ts', [['merge001', 'const a = 3'], start[1]!, start[2]!]);
+    const choice = await mergeChoice(banner);
     expect(await choice.locator('legend').textContent()).toBe('cell 1');
     expect(await choice.locator('.merge-side').allTextContents()).toEqual(['Yoursconst a = 2', 'On diskconst a = 3']);
     const go = banner.getByRole('button', { name: /^Merge/ });
@@ -85,8 +101,7 @@ describe('merging with the file on disk', () => {
     // Nothing is written while a conflict is open.
     expect(await sources('two.nb.ts')).toEqual(['const a = 3', 'const b = 1', 'a + b']);
     await choice.getByLabel("Take the disk's").check();
-    await banner.getByRole('button', { name: 'Merge with these choices' }).click();
-    await p.getByRole('status').filter({ hasText: 'Merged with the file on disk and saved' }).waitFor();
+    await mergeWithChoices(p, banner);
     expect(await sources('two.nb.ts')).toEqual(['const a = 3', 'const b = 5', 'a + b']);
     await cell(p, 'merge001').locator('.cm-content', { hasText: 'const a = 3' }).waitFor();
   });
@@ -94,19 +109,15 @@ describe('merging with the file on disk', () => {
   it('keeps the cells to pick when the file changes on disk again while they are shown', async () => {
     const p = await open('#/notebook/three.nb.ts');
     await edit(p, 'merge001', 'const a = 2');
-    await server.write('notebooks/three.nb.ts', file([['merge001', 'const a = 3'], start[1]!, start[2]!]));
-    await p.getByRole('button', { name: 'Save', exact: true }).click();
-    const banner = p.getByRole('alertdialog');
-    await banner.getByRole('button', { name: 'Merge', exact: true }).click();
-    const choice = banner.locator('fieldset.merge-conflict');
+    const banner = await saveOverDisk(p, 'three.nb.ts', [['merge001', 'const a = 3'], start[1]!, start[2]!]);
+    const choice = await mergeChoice(banner);
     await choice.getByLabel("Take the disk's").check();
     // Another editor saves again while the choice is open: the server's watcher tells the page.
     await server.write('notebooks/three.nb.ts', file([['merge001', 'const a = 3'], ['merge002', 'const b = 7'], start[2]!]));
     await banner.locator('pre.diff', { hasText: 'const b = 7' }).waitFor();
     expect(await choice.count()).toBe(1);
     expect(await choice.getByLabel("Take the disk's").isChecked()).toBe(true);
-    await banner.getByRole('button', { name: 'Merge with these choices' }).click();
-    await p.getByRole('status').filter({ hasText: 'Merged with the file on disk and saved' }).waitFor();
+    await mergeWithChoices(p, banner);
     expect(await sources('three.nb.ts')).toEqual(['const a = 3', 'const b = 7', 'a + b']);
   });
 });

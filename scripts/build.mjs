@@ -50,14 +50,17 @@ const KEEP_EXTERNAL = new Set([
  * first use) and Fastify's `inject`. Every start read and copied their 1.9 MB of source anyway;
  * on this VM each fresh page of memory costs ~12 µs. The example workspace to `/readiness`, medians
  * of 9, alternating: 555 ms with all of them bundled, 548 without pg and pg-boss, 535 without
- * iconv-lite and light-my-request too (the last step was faster in each of the 9 rounds).
+ * iconv-lite and light-my-request too (the last step was faster in each of the 9 rounds). ajv,
+ * acorn and croner are required by their first use (core/lib/on-first-use.ts: an .ipynb checked, a
+ * pipeline's `input_schema`, a notebook cell parsed, a schedule read); bundled, a start evaluated
+ * them (~15 ms).
  *
  * `require` from dist/ must find the copy the bundled importers expect, so each is a dependency of
  * Hangar itself (iconv-lite and light-my-request are there for this) and the lockfile must hold one
  * copy of it (`checkLoadsOnUse`): a second copy, nested under an importer that needs another
  * version, is not the one `require` from dist/ finds.
  */
-const CLI_LOADS_ON_USE = new Set(['pg', 'pg-boss', 'iconv-lite', 'light-my-request']);
+const CLI_LOADS_ON_USE = new Set(['pg', 'pg-boss', 'iconv-lite', 'light-my-request', 'ajv', 'acorn', 'croner']);
 
 function checkLoadsOnUse() {
   const manifest = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8'));

@@ -11,6 +11,14 @@
  * http2 3.9, zlib 4.0, tls 1.4, https 0.3). `test/kernel/start-loads.test.ts` checks that a start
  * loads none of them.
  *
+ * Packages a start loads but only calls on rare paths are loaded by that first call instead: semver
+ * in Fastify's plugin checks (used only for plugins that declare a Fastify version; none of
+ * Hangar's does), and depd in express, its router and http-errors, which they load for an express
+ * router drop-in. depd looks up its caller's file as it is made, from a stack trace: the first
+ * stack trace with positions in dist/cli.cjs makes V8 find the line ends of its 4 MB (~2.5 ms), so
+ * the four deprecation helpers made as these modules load were ~5 ms of the example workspace's
+ * start (its notes-router drop-in); they are made by their first deprecation warning.
+ *
  * piscina is bundled too (loading its 15 files from node_modules was ~10 ms of a start): its pool
  * starts each thread on its own `worker.js`, which it finds beside itself; bundled, that is the
  * copy in node_modules, found the way `require` finds the package.
@@ -32,9 +40,16 @@ import { readFileSync } from 'node:fs';
 
 /** `require(id)` replaced: `__hangarLazyBuiltin(id)`, defined in REWRITE_HELPERS. */
 const lazy = (...ids) => ids.map((id) => [`require('${id}')`, `__hangarLazyBuiltin('${id}')`]);
+/** `require('depd')(namespace)` replaced: the deprecation helper is made by its first call. */
+const lazyDeprecation = (namespace) => [[`require('depd')('${namespace}')`, `__hangarLazyCall(() => require('depd')('${namespace}'))`]];
 
 export const PACKAGE_REWRITES = {
   'fastify/lib/server.js': lazy('node:https', 'node:http2'),
+  'fastify/lib/plugin-utils.js': [["require('semver')", "__hangarLazy(() => require('semver'))"]],
+  'express/lib/response.js': lazyDeprecation('express'),
+  'router/lib/layer.js': lazyDeprecation('router'),
+  'router/lib/param.js': lazyDeprecation('router'),
+  'http-errors/index.js': lazyDeprecation('http-errors'),
   'ws/lib/websocket.js': lazy('https', 'tls'),
   'ws/lib/permessage-deflate.js': lazy('zlib'),
   'piscina/dist/index.js': [["(0, node_path_1.resolve)(__dirname, 'worker.js')", "__hangarPackageFile('piscina', 'worker.js')"]],
@@ -50,7 +65,9 @@ export const PACKAGE_REWRITES = {
 
 /** The helpers the rewritten lines call, put at the top of the bundle (inside its CommonJS wrapper). */
 export const REWRITE_HELPERS = [
-  'const __hangarLazyBuiltin = (id) => { let loaded; return new Proxy({}, { get: (_, key) => (loaded ??= require(id))[key] }); };',
+  'const __hangarLazy = (load) => { let loaded; return new Proxy({}, { get: (_, key) => (loaded ??= load())[key] }); };',
+  'const __hangarLazyBuiltin = (id) => __hangarLazy(() => require(id));',
+  'const __hangarLazyCall = (make) => { let made; return (...args) => (made ??= make())(...args); };',
   'const __hangarMatchOnFirstUse = (node, compile) => function matchPrefixOnFirstUse(path, i) { node.matchPrefix = compile(node.prefix); return node.matchPrefix(path, i); };',
   // The builder reads nothing but the names, so routes with the same names share one.
   'const __hangarParamsObjects = new Map(); const __hangarParamsObjectFor = (storage, params) => { const key = JSON.stringify(params); let build = __hangarParamsObjects.get(key); if (!build) __hangarParamsObjects.set(key, (build = storage._compileCreateParamsObject(params))); return build; };',

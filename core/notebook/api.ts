@@ -13,9 +13,13 @@
  * await nb.connect('http://127.0.0.1:8899'); // later runs go to that Hangar server
  * const job = nb.schedule('0 3 * * *', (r) => console.log(r.ok));
  */
-import { Cron } from 'croner';
+import type * as Croner from 'croner';
+import { packageOnFirstUse } from '../lib/on-first-use.js';
 import { Cell, type CellType, Notebook } from './schemas.js';
 import type { HeadlessRunResult } from './service.js';
+
+/** croner, loaded by the first `schedule` (core/lib/on-first-use.ts): the SDK is loaded at every start. */
+const croner = packageOnFirstUse<typeof Croner>('croner');
 
 export interface HangarNotebookOptions {
   name?: string;
@@ -116,7 +120,7 @@ export class HangarNotebook {
     onResult: (result: HeadlessRunResult | Error) => void = () => undefined,
     options: { timezone?: string } = {},
   ): ScheduledRun {
-    const job = new Cron(cron, { protect: true, ...(options.timezone ? { timezone: options.timezone } : {}) }, async () => {
+    const job = new (croner().Cron)(cron, { protect: true, ...(options.timezone ? { timezone: options.timezone } : {}) }, async () => {
       try {
         onResult(await this.run());
       } catch (err) {

@@ -36,8 +36,10 @@
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
-import * as acorn from 'acorn';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type * as Acorn from 'acorn';
+import type * as AjvPackage from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { packageOnFirstUse } from '../lib/on-first-use.js';
 import { assetDir } from './assets.js';
 import { applySidecar, readSidecar, writeSidecar } from './outputs-sidecar.js';
 import { CellType, Notebook, type Output } from './schemas.js';
@@ -186,13 +188,16 @@ function toNotebook(raw: unknown, file: string): Notebook {
 // ---- .ipynb -----------------------------------------------------------------------------------
 
 let validator: ValidateFunction | undefined;
+// Loaded by the first .ipynb checked and the first JSON error located (core/lib/on-first-use.ts).
+const ajvPackage = packageOnFirstUse<typeof AjvPackage>('ajv');
+const acorn = packageOnFirstUse<typeof Acorn>('acorn');
 
 /** Validate an nbformat document against the shipped v4.5 schema; returns readable errors. */
 export function validateIpynb(document: unknown): string[] {
   if (!validator) {
     const schema = JSON.parse(readFileSync(join(assetDir(), 'nbformat.v4.schema.json'), 'utf8')) as object;
     // strict: false — the upstream schema carries a few descriptive keys Ajv's strict mode rejects.
-    validator = new Ajv({ strict: false, allErrors: false }).compile(schema);
+    validator = new (ajvPackage().Ajv)({ strict: false, allErrors: false }).compile(schema);
   }
   if (validator(document)) return [];
   return (validator.errors ?? []).map((e: ErrorObject) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
@@ -281,7 +286,7 @@ function jsonErrorLine(text: string, err: Error): number | undefined {
   // Node 20 often gives only a snippet; JSON is a JavaScript expression, so acorn can locate most
   // errors. Accepted gap: mistakes JavaScript allows (a trailing comma, a bare word) get no line.
   try {
-    acorn.parseExpressionAt(text, 0, { ecmaVersion: 'latest', locations: true });
+    acorn().parseExpressionAt(text, 0, { ecmaVersion: 'latest', locations: true });
   } catch (parseError) {
     return (parseError as { loc?: { line: number } }).loc?.line;
   }

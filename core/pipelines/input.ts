@@ -3,11 +3,14 @@
  * checked before a run starts. Compiled validators are cached by the schema's text, since the
  * definition is re-read from its file on every run.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type * as AjvPackage from 'ajv';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { fail } from '../kernel/errors.js';
+import { packageOnFirstUse } from '../lib/on-first-use.js';
 
-/** Made on the first schema compiled, not as the module loads: a new Ajv took ~4 ms of every start. */
+/** Made on the first schema compiled, not as the module loads: a new Ajv took ~4 ms of every start, loading ajv ~9 ms (core/lib/on-first-use.ts). */
 let ajv: Ajv | undefined;
+const ajvPackage = packageOnFirstUse<typeof AjvPackage>('ajv');
 const cache = new Map<string, ValidateFunction>();
 const MAX_CACHED = 256;
 
@@ -16,7 +19,7 @@ export function inputValidator(schema: Record<string, unknown>): ValidateFunctio
   const key = JSON.stringify(schema);
   let validate = cache.get(key);
   if (!validate) {
-    ajv ??= new Ajv({ strict: false, allErrors: true, useDefaults: true });
+    ajv ??= new (ajvPackage().Ajv)({ strict: false, allErrors: true, useDefaults: true });
     validate = ajv.compile(schema);
     // Old definitions are simply recompiled if they come back; the cache only saves repeat work.
     if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);

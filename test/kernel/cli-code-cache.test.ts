@@ -1,6 +1,7 @@
 /**
- * bin/load-cli.cjs: the bundled CLI runs through a V8 code cache made once a start is ready, kept
- * while V8 accepts it, and made again when V8 rejects it.
+ * bin/load-cli.cjs: the bundled CLI runs through a V8 code cache made once a start is ready (and
+ * has answered a request, or half a second later), kept while V8 accepts it, and made again when
+ * V8 rejects it.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
@@ -26,7 +27,7 @@ async function until(check: () => boolean, label: string, timeoutMs = 20_000): P
 async function startAndStop(root: string, dir: string): Promise<void> {
   const proc = runCli(['--no-window', '--root', root, '--port', '0'], { env: { NODE_COMPILE_CACHE: dir } });
   await proc.line(/ready at/);
-  // The cache is written right after the ready line, when one is due: give it the moment.
+  // Nobody calls it: the cache, when one is due, is written half a second after the ready line.
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   proc.child.kill('SIGTERM');
   expect(await proc.exited).toBe(0);

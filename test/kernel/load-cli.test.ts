@@ -1,18 +1,23 @@
 /**
  * bin/load-cli.cjs compiles dist/cli.cjs as the build writes it, already in its CommonJS wrapper,
  * and still loads a bundle from before the wrapper: wrapped at load, decoded as UTF-8 when it is
- * not ASCII.
+ * not ASCII. Its code cache is made once the server is ready and has answered a request.
  */
+import { channel } from 'node:diagnostics_channel';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module of bin/, without declarations
-import { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL, loadCli } from '../../bin/load-cli.cjs';
+import { CLI_WRAPPER_HEAD, CLI_WRAPPER_TAIL, loadCli, whenWarm } from '../../bin/load-cli.cjs';
 import { cli, repo } from '../support/cli.js';
 
 const made: string[] = [];
-afterEach(() => {
+// After the file: a load without a cache leaves the cache to be made, which the tests of when it is
+// made below then do, into these folders.
+afterAll(() => {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -57,5 +62,52 @@ describe('loading the bundled CLI', () => {
     const text = readFileSync(path.join(repo, 'dist', 'cli.cjs'), 'latin1');
     expect(text.startsWith(CLI_WRAPPER_HEAD)).toBe(true);
     expect(text.endsWith(CLI_WRAPPER_TAIL)).toBe(true);
+  });
+});
+
+describe('when the code cache is made', () => {
+  const ready = channel('hangar:ready');
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+  /** A real node:http server, whose answers node publishes as it finishes them. */
+  async function server(): Promise<{ get(): Promise<void>; close(): Promise<void> }> {
+    const srv = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`;
+    return {
+      get: async () => void (await (await fetch(url)).text()),
+      close: () => new Promise((resolve) => srv.close(() => resolve())),
+    };
+  }
+
+  it('is after the first response that follows ready, once', async () => {
+    const srv = await server();
+    try {
+      let made = 0;
+      whenWarm(() => made++);
+      // A probe answered before ready (a 503) is not the whole start.
+      await srv.get();
+      await settle();
+      expect(made).toBe(0);
+      ready.publish({});
+      await srv.get();
+      await settle();
+      expect(made).toBe(1);
+      await srv.get();
+      await settle();
+      expect(made).toBe(1);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('is half a second after ready when no request comes', async () => {
+    let made = 0;
+    whenWarm(() => made++);
+    ready.publish({});
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(made).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(made).toBe(1);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * What a start of the bundled CLI loads (scripts/package-rewrites.mjs, core/lib/prom.ts): none of
- * the built-ins only HTTPS, HTTP/2 and compression need, and piscina
- * from the bundle, not from node_modules. Then the bundled piscina still starts its threads (an ML
- * plugin predicts) and ws still serves the UI's live channel.
+ * the built-ins only HTTPS, HTTP/2 and compression need, none of ajv, acorn and croner (required by
+ * their first use, core/lib/on-first-use.ts), and piscina from the bundle, not from node_modules.
+ * Then the bundled piscina still starts its threads (an ML plugin predicts) and ws still serves the
+ * UI's live channel.
  */
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
@@ -41,6 +42,8 @@ describe('a start of the bundled CLI', () => {
     // The check can fail: the server does load what it needs.
     expect(loaded.builtins).toEqual(expect.arrayContaining(['http', 'worker_threads', 'sqlite']));
     expect(loaded.required.filter((file) => file.includes(`${path.sep}piscina${path.sep}`))).toEqual([]);
+    // ajv, acorn and croner are left in node_modules for their first use (core/lib/on-first-use.ts); a start makes none.
+    expect(loaded.required.filter((file) => /[\\/]node_modules[\\/](ajv|acorn|croner)[\\/]/.test(file))).toEqual([]);
 
     // A pool thread started by the bundled piscina, from its worker.js in node_modules.
     const deadline = Date.now() + 20_000;

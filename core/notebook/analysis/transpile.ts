@@ -4,11 +4,15 @@
  * cells in one esbuild call where that is safe. Never throws for bad user code: a syntax error
  * comes back as a `syntax` problem at the cell's own line and column.
  */
-import * as acorn from 'acorn';
+import type * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
 import { esbuild } from '../../lib/esbuild.js';
+import { packageOnFirstUse } from '../../lib/on-first-use.js';
 import { decodeMappings, decodeSegments, type Segment } from './sourcemap.js';
 import type { CellProblem } from './visitor.js';
+
+/** acorn, loaded by the first cell parsed (core/lib/on-first-use.ts). */
+const acornPackage = packageOnFirstUse<typeof acorn>('acorn');
 
 /** Code with something that TypeScript reads as a generic call but JavaScript as comparisons. */
 const GENERIC_CALL = /[\w$)\]]\s*<[\w$\s,.[\]|&'"]*>\s*\(/;
@@ -25,7 +29,7 @@ const ACORN_OPTIONS: acorn.Options = {
 };
 
 function parse(js: string): acorn.Program {
-  return acorn.parse(js, ACORN_OPTIONS);
+  return acornPackage().parse(js, ACORN_OPTIONS);
 }
 
 /**

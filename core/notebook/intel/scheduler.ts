@@ -26,9 +26,11 @@
  * `running` in a schedule's view is about this instance's runs.
  */
 import { stat } from 'node:fs/promises';
-import { Cron } from 'croner';
+import type * as Croner from 'croner';
+import type { Cron } from 'croner';
 import { fail } from '../../kernel/errors.js';
 import type { Collection, Store } from '../../kernel/store.js';
+import { packageOnFirstUse } from '../../lib/on-first-use.js';
 import { readNotebookFile } from '../formats.js';
 import type { Output } from '../schemas.js';
 import type { NotebookService } from '../service.js';
@@ -129,6 +131,9 @@ function truncate(output: Output): Output {
 }
 
 /** Parse a cron expression in a time zone; a 422 carries croner's (or Intl's) own reason. */
+/** croner, loaded by the first schedule read (core/lib/on-first-use.ts). */
+const croner = packageOnFirstUse<typeof Croner>('croner');
+
 export function parseCron(cron: string, timezone: string): Cron {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: timezone });
@@ -136,7 +141,7 @@ export function parseCron(cron: string, timezone: string): Cron {
     throw fail('HANGAR_NOTEBOOK_INTEL_TIMEZONE_INVALID', { timezone, problem: (err as Error).message });
   }
   try {
-    return new Cron(cron, { timezone, paused: true });
+    return new (croner().Cron)(cron, { timezone, paused: true });
   } catch (err) {
     throw fail('HANGAR_NOTEBOOK_INTEL_CRON_INVALID', { cron, problem: (err as Error).message });
   }

@@ -11,11 +11,12 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
-import * as acorn from 'acorn';
+import type * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
 import { fail } from '../../kernel/errors.js';
 import { esbuild } from '../../lib/esbuild.js';
 import { ancestors, descendants } from '../../lib/graph.js';
+import { packageOnFirstUse } from '../../lib/on-first-use.js';
 import { packageRoot } from '../assets.js';
 import { diffNotebooks, formatDiffText } from '../diff.js';
 import { convertedPath, formatOf, readNotebookFile, serializeNotebook } from '../formats.js';
@@ -25,6 +26,9 @@ import type { CellRunRecord, NotebookSession } from '../session.js';
 import type { DataIntelligence } from './prep-and-match.js';
 import { SNIPPETS, type Snippet } from './snippets.js';
 import type { Rule } from './worker/validate.js';
+
+/** acorn, loaded by the first cell parsed (core/lib/on-first-use.ts). */
+const acornPackage = packageOnFirstUse<typeof acorn>('acorn');
 
 export interface Finding {
   rule: string;
@@ -70,11 +74,11 @@ function parseCell(source: string): acorn.Program | undefined {
     locations: true,
   };
   try {
-    return acorn.parse(source, options);
+    return acornPackage().parse(source, options);
   } catch {
     try {
       // Line numbers of TypeScript cells are those of the stripped code (esbuild keeps most lines).
-      return acorn.parse(esbuild().transformSync(source, { loader: 'ts' }).code, options);
+      return acornPackage().parse(esbuild().transformSync(source, { loader: 'ts' }).code, options);
     } catch {
       return undefined;
     }

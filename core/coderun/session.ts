@@ -17,7 +17,7 @@
  * same thing — that the caller can read the workspace's 0600 files — makes sharing it safe.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { onRequestHookHandler } from 'fastify';
 import type { HangarContext } from '../kernel/context.js';
@@ -91,7 +91,7 @@ async function workspaceSession(ctx: HangarContext): Promise<{ token: string; sh
   if (here) return { token: here.token, shared: true };
   let recorded: { token?: unknown; pid?: unknown } = {};
   try {
-    recorded = JSON.parse(await readFile(sessionFile(ctx), 'utf8')) as typeof recorded;
+    recorded = JSON.parse(readFileSync(sessionFile(ctx), 'utf8')) as typeof recorded;
   } catch {
     // no file yet, or unreadable: a fresh token is written at setup
   }
@@ -107,11 +107,16 @@ export function sessionFile(ctx: HangarContext): string {
   return path.join(ctx.paths.state, SESSION_FILE);
 }
 
-/** Writes the session file, owner-only, for the server that claimed a fresh token. */
-export async function writeSessionFile(ctx: HangarContext, token: string): Promise<void> {
+/**
+ * Writes the session file, owner-only, for the server that claimed a fresh token. The session file
+ * is read and written synchronously: a few hundred bytes, where the asynchronous calls were a dozen
+ * thread-pool round trips that a start waited for one after another (at set-up, and before the
+ * ready line printed the server's URL).
+ */
+export function writeSessionFile(ctx: HangarContext, token: string): void {
   const file = sessionFile(ctx);
-  await writeFile(file, JSON.stringify({ token, pid: process.pid, started_at: new Date().toISOString() }) + '\n', { mode: 0o600 });
-  await chmod(file, 0o600);
+  writeFileSync(file, JSON.stringify({ token, pid: process.pid, started_at: new Date().toISOString() }) + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
 }
 
 /**
@@ -119,9 +124,9 @@ export async function writeSessionFile(ctx: HangarContext, token: string): Promi
  * read it; `hangar login` finds servers through their runtime files. Only the server that wrote
  * the file records its URL: a second server on the workspace leaves the first one's in place.
  */
-export async function recordServerUrl(ctx: HangarContext, url: string): Promise<void> {
+export function recordServerUrl(ctx: HangarContext, url: string): void {
   const file = sessionFile(ctx);
-  const current = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+  const current = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   if (current.pid !== process.pid || current.token !== ctx.clientTokens.session) return;
-  await writeFile(file, JSON.stringify({ ...current, url }) + '\n', { mode: 0o600 });
+  writeFileSync(file, JSON.stringify({ ...current, url }) + '\n', { mode: 0o600 });
 }

@@ -116,7 +116,7 @@ export const coderunSubsystem: Subsystem = {
       // In team mode only the runs no live instance holds: the others are running elsewhere.
       const interrupted = await recoverInterruptedRuns(ctx.store, ctx.paths.state, team?.hold, team?.queued);
       if (interrupted.length) ctx.log.warn(`coding runs interrupted by the last stop marked failed: ${interrupted.join(', ')}`);
-      await writeSessionFile(ctx, token);
+      writeSessionFile(ctx, token);
       ctx.log.info(`coding-run session token written to ${file}`);
     }
     ctx.services.provideLazy('coderun', () => {

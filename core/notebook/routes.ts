@@ -31,6 +31,7 @@ import {
 } from './schemas.js';
 import { type NotebookService, toServiceError } from './service.js';
 import type { NotebookSession } from './session.js';
+import { NOTEBOOK_WS_PATH } from './subsystem.js';
 
 const tags = ['notebooks'];
 const missing = { 404: 'no such notebook (or cell)' };
@@ -381,8 +382,6 @@ export function notebookRoutes(service: NotebookService): AnyRoute[] {
     }),
   ]);
 }
-
-export const NOTEBOOK_WS_PATH = '/api/notebooks/ws';
 
 /**
  * Live cell states and outputs over ws: connect to `/api/notebooks/ws?notebook=<id>` and receive

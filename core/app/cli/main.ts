@@ -148,7 +148,7 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
   });
 
   await running.discovered;
-  await recordServerUrl(running.ctx, running.url);
+  recordServerUrl(running.ctx, running.url);
   const agents = running.ctx.registry.list('agent').length;
   // The UI's address, not the API root: a terminal makes it a link, and a browser should land in the
   // UI (as Vite and Jupyter print the page to open). API clients find the root from it readily.

@@ -12,9 +12,12 @@
  * - Keyed by pid, as Jupyter's are: two servers of one process on one workspace (tests do this)
  *   share a name, so a server removes the file at close only while it still names its own port.
  *   Accepted edge case: a recycled pid makes a stale file look alive until that process exits.
+ * - Read and written with synchronous calls: a few small files in the workspace's state folder. A
+ *   start lists and writes them while discovery evaluates the drop-ins, and each asynchronous step
+ *   waited for the main thread to be free again: the listing and the write, a dozen thread-pool
+ *   round trips in turn, ended 8-15 ms after discovery, and `/readiness` waits for them (session 25).
  */
-import { existsSync, readdirSync, unlinkSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const SERVERS_DIR = 'servers';
@@ -60,24 +63,18 @@ let exitHookInstalled = false;
 
 export async function writeServerFile(info: ServerInfo): Promise<string> {
   const dir = serversDir(info.workspace);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = fileOf(info.workspace, info.pid);
   // Written aside and renamed, so a reader never sees half a file.
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
-  await writeFile(temporary, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 });
-  await chmod(temporary, 0o600);
-  await rename(temporary, file);
+  writeFileSync(temporary, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(temporary, 0o600);
+  renameSync(temporary, file);
   removeAtExit.add(file);
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.once('exit', () => {
-      for (const f of removeAtExit) {
-        try {
-          unlinkSync(f);
-        } catch {
-          // already gone
-        }
-      }
+      for (const f of removeAtExit) removeQuietly(f);
     });
   }
   return file;
@@ -86,15 +83,23 @@ export async function writeServerFile(info: ServerInfo): Promise<string> {
 /** Removes this server's file unless another server of the same process has written it since. */
 export async function removeServerFile(info: Pick<ServerInfo, 'workspace' | 'pid' | 'port'>): Promise<void> {
   const file = fileOf(info.workspace, info.pid);
-  const current = await readInfo(file);
+  const current = readInfo(file);
   if (current && current.port !== info.port) return;
   removeAtExit.delete(file);
-  await unlink(file).catch(() => undefined);
+  removeQuietly(file);
 }
 
-async function readInfo(file: string): Promise<ServerInfo | undefined> {
+function removeQuietly(file: string): void {
   try {
-    const info = JSON.parse(await readFile(file, 'utf8')) as ServerInfo;
+    unlinkSync(file);
+  } catch {
+    // already gone
+  }
+}
+
+function readInfo(file: string): ServerInfo | undefined {
+  try {
+    const info = JSON.parse(readFileSync(file, 'utf8')) as ServerInfo;
     return typeof info.pid === 'number' && typeof info.url === 'string' ? info : undefined;
   } catch {
     return undefined;
@@ -109,7 +114,7 @@ export async function listServers(workspace: string): Promise<ServerInfo[]> {
   const dir = serversDir(path.resolve(workspace));
   let names: string[];
   try {
-    names = await readdir(dir);
+    names = readdirSync(dir);
   } catch {
     return [];
   }
@@ -117,9 +122,9 @@ export async function listServers(workspace: string): Promise<ServerInfo[]> {
   for (const name of names) {
     if (!/^\d+\.json$/.test(name)) continue;
     const file = path.join(dir, name);
-    const info = await readInfo(file);
+    const info = readInfo(file);
     if (info && isAlive(info.pid)) found.push(info);
-    else await unlink(file).catch(() => undefined);
+    else removeQuietly(file);
   }
   return found.sort((a, b) => a.started.localeCompare(b.started));
 }

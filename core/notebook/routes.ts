@@ -20,6 +20,7 @@ import {
   CreateCellBody,
   CreateNotebookBody,
   FixBody,
+  NOTEBOOK_WS_PATH,
   ReorderBody,
   RunDocumentBody,
   RunQuery,
@@ -31,7 +32,6 @@ import {
 } from './schemas.js';
 import { type NotebookService, toServiceError } from './service.js';
 import type { NotebookSession } from './session.js';
-import { NOTEBOOK_WS_PATH } from './subsystem.js';
 
 const tags = ['notebooks'];
 const missing = { 404: 'no such notebook (or cell)' };

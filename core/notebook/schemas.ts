@@ -20,6 +20,9 @@ export function newCellId(): string {
   return id;
 }
 
+/** The live channel of a notebook's cells (routes.ts, `notebookUpgradeHandler`). */
+export const NOTEBOOK_WS_PATH = '/api/notebooks/ws';
+
 export const CellType = z.enum(['code', 'markdown', 'raw']);
 export type CellType = z.infer<typeof CellType>;
 

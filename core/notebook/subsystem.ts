@@ -12,6 +12,7 @@
 import { mountOnFirstUse } from '../http/on-first-use.js';
 import type { Subsystem } from '../kernel/context.js';
 import type { notebookUpgradeHandler } from './routes.js';
+import { NOTEBOOK_WS_PATH } from './schemas.js';
 import { NotebookService } from './service.js';
 import { NotebookSteps } from './steps.js';
 
@@ -22,9 +23,6 @@ declare module '../kernel/services.js' {
     notebookSteps: NotebookSteps;
   }
 }
-
-/** The live channel of a notebook's cells (routes.ts, `notebookUpgradeHandler`). */
-export const NOTEBOOK_WS_PATH = '/api/notebooks/ws';
 
 export const notebookSubsystem: Subsystem = {
   name: 'notebook',

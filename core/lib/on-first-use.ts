@@ -16,17 +16,14 @@ import { createRequire } from 'node:module';
 
 let requireHere: NodeJS.Require | undefined;
 
-/** `id` (a package, or a file in one), required now from node_modules. */
-export function requirePackage<T>(id: string): T {
-  requireHere ??= import.meta.url ? createRequire(import.meta.url) : require;
-  return requireHere(id) as T;
-}
-
-/** A function returning package `id`, required by its first call. */
+/** A function returning package `id` (or a file in one), required from node_modules by its first call. */
 export function packageOnFirstUse<T>(id: string): () => T {
   let loaded: T | undefined;
   return () => {
-    loaded ??= requirePackage<T>(id);
+    if (loaded === undefined) {
+      requireHere ??= import.meta.url ? createRequire(import.meta.url) : require;
+      loaded = requireHere(id) as T;
+    }
     return loaded;
   };
 }

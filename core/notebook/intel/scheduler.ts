@@ -130,10 +130,10 @@ function truncate(output: Output): Output {
   return output;
 }
 
-/** Parse a cron expression in a time zone; a 422 carries croner's (or Intl's) own reason. */
 /** croner, loaded by the first schedule read (core/lib/on-first-use.ts). */
 const croner = packageOnFirstUse<typeof Croner>('croner');
 
+/** Parse a cron expression in a time zone; a 422 carries croner's (or Intl's) own reason. */
 export function parseCron(cron: string, timezone: string): Cron {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: timezone });

@@ -8,11 +8,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error: a build script in JavaScript, without declarations
-import { PACKAGE_REWRITES, packageRewritesOf, REWRITE_HELPERS } from '../../scripts/package-rewrites.mjs';
-import { repo } from '../support/cli.js';
+import { PACKAGE_REWRITES } from '../../scripts/package-rewrites.mjs';
+import { bundleWithRewrites } from '../support/bundle-rewrites.js';
 
 const LAZY_FILES = [
   'fastify/lib/plugin-utils.js',
@@ -25,21 +24,11 @@ const LAZY_FILES = [
 /** Loads the packages bundled with the rewrites of LAZY_FILES (or without), then uses them. */
 async function run(rewritten: boolean): Promise<{ out: Record<string, unknown>; stderr: string }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'hangar-lazy-rewrites-'));
-  const bundle = path.join(dir, 'packages.cjs');
-  await esbuild.build({
-    stdin: {
-      contents: "module.exports = { createError: require('http-errors'), express: require('express'), Fastify: require('fastify') };",
-      resolveDir: repo,
-      loader: 'js',
-    },
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    outfile: bundle,
-    logLevel: 'silent',
-    plugins: rewritten ? [packageRewritesOf(LAZY_FILES)] : [],
-    banner: { js: rewritten ? REWRITE_HELPERS : '' },
-  });
+  const bundle = await bundleWithRewrites(
+    dir,
+    "module.exports = { createError: require('http-errors'), express: require('express'), Fastify: require('fastify') };",
+    rewritten ? LAZY_FILES : undefined,
+  );
   const runner = path.join(dir, 'run.cjs');
   writeFileSync(
     runner,

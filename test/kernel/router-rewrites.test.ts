@@ -8,27 +8,16 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error: a build script in JavaScript, without declarations
-import { PACKAGE_REWRITES, packageRewritesOf, REWRITE_HELPERS } from '../../scripts/package-rewrites.mjs';
-import { repo } from '../support/cli.js';
+import { PACKAGE_REWRITES } from '../../scripts/package-rewrites.mjs';
+import { bundleWithRewrites } from '../support/bundle-rewrites.js';
 
 /** Runs `script` against find-my-way bundled with its rewrites (or without), counting `new Function`s. */
 async function withBundledRouter(script: string, rewritten: boolean): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'hangar-router-'));
   const files = Object.keys(PACKAGE_REWRITES).filter((file) => file.startsWith('find-my-way/'));
-  const bundle = path.join(dir, 'router.cjs');
-  await esbuild.build({
-    stdin: { contents: "module.exports = require('find-my-way');", resolveDir: repo, loader: 'js' },
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    outfile: bundle,
-    logLevel: 'silent',
-    plugins: rewritten ? [packageRewritesOf(files)] : [],
-    banner: { js: rewritten ? REWRITE_HELPERS : '' },
-  });
+  const bundle = await bundleWithRewrites(dir, "module.exports = require('find-my-way');", rewritten ? files : undefined);
   const runner = path.join(dir, 'run.cjs');
   writeFileSync(
     runner,

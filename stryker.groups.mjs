@@ -45,7 +45,7 @@ export const MUTATION_GROUPS = {
     // reached by every test) is not measured.
     // The checkpoint thread's class (sqlite-checkpointer.ts from WalCheckpointer on; the worker's
     // source above it is a string) is checked by wal-checkpoints.test.ts (a few seconds: a server,
-    // a child process, ~36 MB of writes).
+    // a child process, ~52 MB of writes).
     // Tests: sqlite-rules.test.ts (SQLite only, under a second) and schema-upgrade.test.ts. The
     // contract tests that hold SQLite and PostgreSQL to one behaviour (sqlite-store, group-counts,
     // invocation-table, store-copy) start a PostgreSQL cluster per file, and indexed-lists seeds
@@ -55,8 +55,8 @@ export const MUTATION_GROUPS = {
       'core/storage/sqlite-records.ts:16-218',
       'core/storage/sqlite-logs.ts:37-222',
       'core/storage/sqlite-invocations.ts:33-86',
-      'core/storage/sqlite-store.ts:234-529',
-      'core/storage/sqlite-store.ts:539-553',
+      'core/storage/sqlite-store.ts:235-541',
+      'core/storage/sqlite-store.ts:553-567',
       'core/storage/sqlite-checkpointer.ts:104-220',
     ],
     tests: ['test/storage/sqlite-rules.test.ts', 'test/storage/schema-upgrade.test.ts', 'test/storage/wal-checkpoints.test.ts'],

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fail } from '../kernel/errors.js';
 import type {
   Collection,
@@ -517,9 +518,20 @@ export class SqliteStore implements Store, SqlAccess {
    * Every write is on disk (to SQLite's durability setting) when its call returns; a flush (a
    * stop) also moves the WAL into the database file and empties it, so a stopped workspace is
    * one file and does not keep a WAL of up to SQLite's 1,000-page checkpoint threshold (~4 MB).
+   *
+   * While another connection checkpoints (the checkpoint thread, or a command on the same
+   * workspace), it holds SQLite's checkpoint lock, and a TRUNCATE answers "busy" at once instead of
+   * waiting on the busy handler: it is asked again until it gets the lock, for as long as a writer
+   * would wait (`busyTimeoutMs`). A stop that did not ask again left a WAL of up to the backstop
+   * (16 MB) beside a stopped workspace.
    */
   async flush(): Promise<void> {
-    if (this.db.isOpen) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    const deadline = performance.now() + this.busyTimeoutMs;
+    while (this.db.isOpen) {
+      const { busy } = this.statement('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number };
+      if (!busy || performance.now() >= deadline) return;
+      await delay(FLUSH_RETRY_MS);
+    }
   }
 
   close(): void {
@@ -535,6 +547,8 @@ export class SqliteStore implements Store, SqlAccess {
  */
 const DAMAGE_CODES = new Set([11, 26]);
 const SQLITE_BUSY = 5;
+/** How long a flush waits before asking for the checkpoint lock again (a checkpoint of a 16 MB WAL takes ~50 ms here). */
+const FLUSH_RETRY_MS = 10;
 /** SQLite's primary result code in an error from node:sqlite; 0 for any other error. */
 const resultCode = (err: unknown) => ((err as { errcode?: number }).errcode ?? 0) & 0xff;
 const isDamage = (err: unknown) => DAMAGE_CODES.has(resultCode(err));

@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Worker } from 'node:worker_threads';
+import { Worker as NodeWorker, type Worker } from 'node:worker_threads';
 import * as esbuild from 'esbuild';
 import { describe, expect, it, vi } from 'vitest';
 import { startServer } from '../../core/app/server.js';
@@ -102,6 +102,40 @@ describe('WAL checkpoints off the server thread', () => {
     expect(largest).toBeLessThan(BACKSTOP_AUTOCHECKPOINT_PAGES * 4096 + 1e6);
     store.close();
   }, 60_000);
+
+  it('a flush (a stop) empties the WAL even when another connection is checkpointing as it begins', async () => {
+    const file = path.join(await scratch(), 'hangar.db');
+    const store = new SqliteStore(file);
+    // No checkpoint on commit, so the writes stay in the WAL for the other connection to copy.
+    store.statement('PRAGMA wal_autocheckpoint = 0').get();
+    const results = store.collection<unknown>('results');
+    const big = payload(4);
+    for (let i = 0; i < 4; i++) await results.put(`batch-${i}`, big);
+    expect(statSync(`${file}-wal`).size).toBeGreaterThan(10e6);
+    // The other connection (the checkpoint thread, or a command on the same workspace) holds
+    // SQLite's checkpoint lock while it copies the WAL; a TRUNCATE asked for meanwhile is answered
+    // "busy" at once, without waiting.
+    const started = new Int32Array(new SharedArrayBuffer(4));
+    const other = new NodeWorker(
+      `const { DatabaseSync } = require('node:sqlite');
+       const { workerData } = require('node:worker_threads');
+       const db = new DatabaseSync(workerData.file, { timeout: 5000 });
+       const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+       Atomics.store(new Int32Array(workerData.started), 0, 1);
+       Atomics.notify(new Int32Array(workerData.started), 0);
+       checkpoint.get();
+       db.close();`,
+      { eval: true, workerData: { file, started: started.buffer }, stderr: true },
+    );
+    const exited = new Promise((resolve) => other.once('exit', resolve));
+    Atomics.wait(started, 0, 0, 5_000);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    await store.flush();
+    expect(statSync(`${file}-wal`).size).toBe(0);
+    await exited;
+    expect(((await results.get('batch-3')) as typeof big).rows.length).toBe(big.rows.length);
+    store.close();
+  }, 30_000);
 
   it('a store nobody closed does not keep its process running', async () => {
     const dir = await scratch();

@@ -24,6 +24,42 @@ const payload = (mb: number) => ({
   rows: Array.from({ length: Math.round((mb * 1e6) / 55) }, (_, i) => ({ i, label: 'versicolor', p: [0.011, 0.97, 0.019] })),
 });
 
+/** A store whose WAL holds ~16 MB: no checkpoint on commit, so the writes wait there for a checkpoint. */
+async function storeWithLargeWal(options: { busyTimeoutMs?: number } = {}) {
+  const file = path.join(await scratch(), 'hangar.db');
+  const store = new SqliteStore(file, options);
+  store.statement('PRAGMA wal_autocheckpoint = 0').get();
+  const big = payload(4);
+  for (let i = 0; i < 4; i++) await store.collection<unknown>('results').put(`batch-${i}`, big);
+  expect(statSync(`${file}-wal`).size).toBeGreaterThan(10e6);
+  return { file, store, big };
+}
+
+/**
+ * Another connection (the checkpoint thread's, or a command's on the same workspace) copying the
+ * WAL on a thread, resolved once it is under way: while it copies it holds SQLite's checkpoint
+ * lock, and a TRUNCATE asked for meanwhile is answered "busy" at once, without waiting.
+ */
+async function checkpointingElsewhere(file: string) {
+  const started = new Int32Array(new SharedArrayBuffer(4));
+  const other = new NodeWorker(
+    `const { DatabaseSync } = require('node:sqlite');
+     const { workerData } = require('node:worker_threads');
+     const db = new DatabaseSync(workerData.file, { timeout: 5000 });
+     const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+     Atomics.store(new Int32Array(workerData.started), 0, 1);
+     Atomics.notify(new Int32Array(workerData.started), 0);
+     checkpoint.get();
+     db.close();`,
+    { eval: true, workerData: { file, started: started.buffer }, stderr: true },
+  );
+  const finished = new Promise((resolve) => other.once('exit', resolve));
+  Atomics.wait(started, 0, 0, 5_000);
+  // Into the copy, which takes ~45 ms for 16 MB here.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 15);
+  return { finished };
+}
+
 const running = (checkpointer: WalCheckpointer) =>
   vi.waitFor(() => expect(checkpointer.inBackground).toBe(true), { timeout: 5_000, interval: 10 });
 
@@ -104,36 +140,22 @@ describe('WAL checkpoints off the server thread', () => {
   }, 60_000);
 
   it('a flush (a stop) empties the WAL even when another connection is checkpointing as it begins', async () => {
-    const file = path.join(await scratch(), 'hangar.db');
-    const store = new SqliteStore(file);
-    // No checkpoint on commit, so the writes stay in the WAL for the other connection to copy.
-    store.statement('PRAGMA wal_autocheckpoint = 0').get();
-    const results = store.collection<unknown>('results');
-    const big = payload(4);
-    for (let i = 0; i < 4; i++) await results.put(`batch-${i}`, big);
-    expect(statSync(`${file}-wal`).size).toBeGreaterThan(10e6);
-    // The other connection (the checkpoint thread, or a command on the same workspace) holds
-    // SQLite's checkpoint lock while it copies the WAL; a TRUNCATE asked for meanwhile is answered
-    // "busy" at once, without waiting.
-    const started = new Int32Array(new SharedArrayBuffer(4));
-    const other = new NodeWorker(
-      `const { DatabaseSync } = require('node:sqlite');
-       const { workerData } = require('node:worker_threads');
-       const db = new DatabaseSync(workerData.file, { timeout: 5000 });
-       const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
-       Atomics.store(new Int32Array(workerData.started), 0, 1);
-       Atomics.notify(new Int32Array(workerData.started), 0);
-       checkpoint.get();
-       db.close();`,
-      { eval: true, workerData: { file, started: started.buffer }, stderr: true },
-    );
-    const exited = new Promise((resolve) => other.once('exit', resolve));
-    Atomics.wait(started, 0, 0, 5_000);
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    const { file, store, big } = await storeWithLargeWal();
+    const other = await checkpointingElsewhere(file);
     await store.flush();
     expect(statSync(`${file}-wal`).size).toBe(0);
-    await exited;
-    expect(((await results.get('batch-3')) as typeof big).rows.length).toBe(big.rows.length);
+    await other.finished;
+    expect(((await store.collection<unknown>('results').get('batch-3')) as typeof big).rows.length).toBe(big.rows.length);
+    store.close();
+  }, 30_000);
+
+  it('a flush waits for the checkpoint lock no longer than a writer would (busyTimeoutMs), so a stop cannot hang on it', async () => {
+    const { file, store } = await storeWithLargeWal({ busyTimeoutMs: 0 });
+    const other = await checkpointingElsewhere(file);
+    await store.flush();
+    // Answered "busy" once, it gave up at once: the WAL is the other connection's to copy still.
+    expect(statSync(`${file}-wal`).size).toBeGreaterThan(10e6);
+    await other.finished;
     store.close();
   }, 30_000);
 

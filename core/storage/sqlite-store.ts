@@ -529,6 +529,7 @@ export class SqliteStore implements Store, SqlAccess {
     const deadline = performance.now() + this.busyTimeoutMs;
     while (this.db.isOpen) {
       const { busy } = this.statement('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number };
+      // Stryker disable next-line EqualityOperator: equivalent at millisecond resolution
       if (!busy || performance.now() >= deadline) return;
       await delay(FLUSH_RETRY_MS);
     }

@@ -100,7 +100,9 @@ describe('supervised express-router endpoints', () => {
     // Every port a host thread listens on refuses a request that does not carry its token.
     const ports = await listeningLoopbackPorts();
     const own = new URL(server.url).port;
-    for (const port of ports.filter((p) => String(p) !== own)) {
+    const hosts = ports.filter((p) => String(p) !== own);
+    expect(hosts.length).toBeGreaterThan(0);
+    for (const port of hosts) {
       const status = await new Promise<number>((resolve) => {
         http
           .get({ host: '127.0.0.1', port, path: '/where', headers: { 'x-hangar-call': encodeURIComponent('{}') } }, (r) => {
@@ -114,14 +116,24 @@ describe('supervised express-router endpoints', () => {
   });
 });
 
-/** TCP ports this process listens on at 127.0.0.1 (Linux's /proc/net/tcp, state 0A = LISTEN). */
+/**
+ * TCP ports this process (its host threads included: they share its descriptors) listens on at
+ * 127.0.0.1: Linux's /proc/net/tcp (state 0A = LISTEN) lists the whole machine's, so only the
+ * sockets among /proc/self/fd count. Another test file's server on the machine is not ours to probe.
+ */
 async function listeningLoopbackPorts(): Promise<number[]> {
-  const { readFile } = await import('node:fs/promises');
-  const table = await readFile('/proc/net/tcp', 'utf8').catch(() => '');
+  const { readFile, readdir, readlink } = await import('node:fs/promises');
+  const ours = new Set<string>();
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    if (inode) ours.add(inode);
+  }
+  const table = await readFile('/proc/net/tcp', 'utf8');
   return table
     .split('\n')
     .slice(1)
     .map((line) => line.trim().split(/\s+/))
-    .filter((cols) => cols[3] === '0A' && cols[1]?.startsWith('0100007F:'))
+    .filter((cols) => cols[3] === '0A' && cols[1]?.startsWith('0100007F:') && ours.has(cols[9] ?? ''))
     .map((cols) => Number.parseInt(cols[1]!.split(':')[1]!, 16));
 }

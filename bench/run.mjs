@@ -15,7 +15,8 @@
 // any figure missed its target, a benchmark crashed or one recorded no figure, as Node's own
 // benchmark tooling fails on a broken benchmark: a run that says MISS must not look green.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -82,9 +83,16 @@ for (const file of files) {
     nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${path.join(own, 'benchmark-process')}`);
     env[PROFILE_ENV] = path.join(own, 'server-processes');
   }
+  // Each benchmark's workspaces, databases and servers' temporary files go under a folder of its
+  // own, removed once it exits (benchmarks do not clean up after themselves; a full run left ~1 GB).
+  // Open to every user like /tmp: as root, the team benchmark's PostgreSQL runs as `postgres`.
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'hangar-bench-run-'));
+  chmodSync(scratch, 0o1777);
+  env.TMPDIR = scratch;
   const started = machine();
   const code = revision();
   const result = spawnSync(process.execPath, [...nodeArgs, script], { stdio: 'inherit', cwd: repo, env });
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
   const recorded = existsSync(figuresFile)
     ? readFileSync(figuresFile, 'utf8')
         .split('\n')

@@ -5,6 +5,7 @@
  * extensions) and from paths in the request that a team owns.
  */
 import { fail } from '../kernel/errors.js';
+import { escapeRegExp } from '../lib/regexp.js';
 import { globMatcher, ownedBy } from './ownership.js';
 import type { CodeConfig } from './schemas.js';
 import type { Team } from './team-schema.js';
@@ -132,10 +133,6 @@ export function mentionedPaths(request: string): string[] {
     i = j;
   }
   return [...out];
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** Evidence one team has for a request; score = number of distinct pieces of evidence. */

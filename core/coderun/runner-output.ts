@@ -3,8 +3,10 @@
  * ran and failed, which tests failed with which assertion, and a normal form of a line with
  * everything that changes between two runs of the same defect taken out (durations, timestamps,
  * temp paths, ports, addresses, ANSI codes, counts). Gates classify with the tally; tickets
- * fingerprint with the failures. Pure functions over text.
+ * fingerprint with the failures. Pure functions over text (and the name of the OS temp folder).
  */
+import os from 'node:os';
+import { escapeRegExp } from '../lib/regexp.js';
 
 /** What the output says about the tests. `null`: the output does not say. */
 export interface Tally {
@@ -26,6 +28,22 @@ export function stripAnsi(text: string): string {
   return text.replace(ANSI, '');
 }
 
+let ownTemp: { dir: string; pattern: RegExp } | undefined;
+
+/**
+ * A folder in this process's temp folder, which the tests Hangar runs inherit. Where TMPDIR moves it
+ * (`/run/user/1000`, a CI's scratch folder, `npm test`'s own run folder) the patterns for /tmp and
+ * macOS's /var/folders below would leave its random folder names in, and the same failure would
+ * fingerprint differently at every run. Built again only when TMPDIR changes.
+ */
+function ownTempFolder(): RegExp {
+  const dir = os.tmpdir();
+  if (ownTemp?.dir !== dir) {
+    ownTemp = { dir, pattern: new RegExp(`${escapeRegExp(dir)}/[^\\s/'"\`:)\\]]+`, 'g') };
+  }
+  return ownTemp.pattern;
+}
+
 /**
  * One line with what varies between two runs of the same failure replaced by a placeholder.
  * `counts`: also replace every remaining number (summary lines, fallback fingerprints); assertion
@@ -38,7 +56,8 @@ export function normalizeLine(line: string, counts = false): string {
     .replace(/\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b/g, '<time>')
     // Unix times in seconds or milliseconds (2017-2033): Date.now() in a message.
     .replace(/\b1[5-9]\d{8}(?:\d{3})?\b/g, '<time>')
-    // Temp folders (Linux, macOS) with their random names; a run's worktree folder.
+    // Temp folders (TMPDIR's, Linux's, macOS's) with their random names; a run's worktree folder.
+    .replace(ownTempFolder(), '<tmp>')
     .replace(/(?:\/private)?\/var\/folders\/[^\s/]+\/[^\s/]+\/T\/[^\s/'"`:)\]]+/g, '<tmp>')
     .replace(/\/(?:var\/)?tmp\/[^\s/'"`:)\]]+/g, '<tmp>')
     .replace(/\/\.hangar\/worktrees\/[^\s/'"`:)\]]+/g, '/<worktree>')

@@ -94,6 +94,17 @@ describe('npm run bench (bench/run.mjs)', () => {
     ]);
   });
 
+  it('removes what a benchmark leaves in the temp folder once it exits', async () => {
+    const out = await temp();
+    const { code, results } = await runner('leaves-temp-files', out);
+    expect(code).toBe(0);
+    const left: string = results.figures.find((f: { name: string }) => f.name === 'fixture: a workspace left behind').detail;
+    // The benchmark's own temp folder, not the one the runner was given: nothing of anyone else's is removed.
+    expect(path.basename(path.dirname(left))).toMatch(/^hangar-bench-run-/);
+    expect(path.dirname(path.dirname(left))).toBe(os.tmpdir());
+    expect(existsSync(path.dirname(left))).toBe(false);
+  });
+
   it('keeps one figure per name: the last recorded, when a benchmark recorded one twice', () => {
     const figure = (name: string, value: number) => ({ bench: 'a.bench.ts', name, value }) as never;
     const merged = mergeResults(

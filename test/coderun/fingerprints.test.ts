@@ -53,6 +53,20 @@ describe('normalising a line', () => {
     // Assertion values stay: they are the defect.
     expect(normalizeLine('expected 200 to be 500')).toBe('expected 200 to be 500');
   });
+
+  it('takes the random folder names out of the OS temp folder wherever TMPDIR puts it', () => {
+    // Under npm test that is the run's own folder below /tmp (test/global-setup.ts).
+    expect(normalizeLine(`at ${os.tmpdir()}/hangar-repo-Ab12cd/src/a.mjs:12:5`)).toBe('at <tmp>/src/a.mjs');
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = '/run/user/1000';
+    try {
+      expect(normalizeLine('at /run/user/1000/gl-x1/test/a.test.mjs:4:11')).toBe('at <tmp>/test/a.test.mjs');
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    }
+    expect(normalizeLine('at /run/user/1000/gl-x1/test/a.test.mjs')).toBe('at /run/user/1000/gl-x1/test/a.test.mjs');
+  });
 });
 
 describe('failures by test id and assertion', () => {
